@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Build a self-contained convstream for hosts that have an NVIDIA driver but no FFmpeg, no Rust
+# toolchain and no network (a bare GPU host).
+#
+# Usage: scripts/build-portable.sh [ffmpeg|binary|all]      (default: all)
+#
+#   ffmpeg  Build a minimal static FFmpeg 5.1 from Debian bookworm's source package into a cached
+#           prefix. Skipped when the prefix already holds a build made with the same configure line.
+#   binary  Build the release binary and the test executables against that prefix, and gather
+#           them in dist/portable/ (git-ignored), ready to copy to the GPU host.
+#   all     Both, in that order.
+#
+# Environment:
+#   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
+#   CONVSTREAM_FFMPEG_WORK    where the FFmpeg source is fetched and built (default ~/.cache/convstream/ffmpeg-build)
+#   JOBS                      parallel make jobs (default: nproc)
+#
+# The resulting binary links FFmpeg statically and needs only glibc (libc/libm/libgcc_s/ld-linux).
+# CUDA (libcuda, libnvrtc) and NVDEC/NVENC (libnvcuvid, libnvidia-encode) are loaded at run time,
+# so nothing NVIDIA-related is needed to build it.
+
+set -euo pipefail
+
+step="${1:-all}"
+case "$step" in
+    ffmpeg|binary|all) ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [ffmpeg|binary|all]" >&2; exit 2 ;;
+esac
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix="${CONVSTREAM_FFMPEG_PREFIX:-$HOME/.cache/convstream/ffmpeg-static}"
+workdir="${CONVSTREAM_FFMPEG_WORK:-$HOME/.cache/convstream/ffmpeg-build}"
+jobs="${JOBS:-$(nproc)}"
+stamp="$prefix/.convstream-configure-line"
+
+log() { printf '\n==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Run privileged commands directly as root, through sudo otherwise.
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# FFmpeg components. Only what convstream reads and writes: every extra component costs build
+# time and binary size. All names were checked against FFmpeg 5.1's `configure --list-*`.
+# cuvid decoders and nvenc encoders only need the ffnvcodec headers to build; the driver
+# libraries they call are loaded at run time and may be absent (H100/H200 have no NVENC).
+# ---------------------------------------------------------------------------------------------
+decoders=(
+    h264 hevc mpeg4 mpeg2video mpeg1video ffv1 rawvideo wrapped_avframe vp8 vp9 av1 mjpeg png
+    h264_cuvid hevc_cuvid vp9_cuvid av1_cuvid mpeg4_cuvid
+    aac mp3 mp3float mp2 opus vorbis flac ac3 pcm_s16le pcm_s24le pcm_f32le
+)
+encoders=(
+    mpeg4 mpeg2video ffv1 rawvideo wrapped_avframe h264_nvenc hevc_nvenc
+    aac flac pcm_s16le mjpeg png
+)
+demuxers=(
+    mov matroska mpegts yuv4mpegpipe rawvideo flv h264 hevc avi rtsp sdp rtp wav aac mp3 ivf
+    nut ogg m4v mjpeg image2 concat
+)
+muxers=(
+    mp4 mov matroska webm mpegts yuv4mpegpipe rawvideo flv null avi rtsp rtp nut wav ogg h264 hevc
+)
+parsers=(
+    h264 hevc mpeg4video mpegvideo aac aac_latm vp8 vp9 av1 mpegaudio opus vorbis flac ac3 mjpeg png
+)
+# dump_extradata is the configure name of the filter that FFmpeg calls "dump_extra" at run time.
+bsfs=(
+    h264_mp4toannexb hevc_mp4toannexb aac_adtstoasc extract_extradata vp9_superframe_split null
+    dump_extradata
+)
+protocols=(
+    file pipe udp tcp rtp http rtmp crypto hls data
+)
+
+# Start from nothing (--disable-everything, --disable-autodetect) so the result never picks up
+# whatever happens to be installed on the build machine, then enable exactly what is needed.
+configure_args=(
+    --prefix="$prefix"
+    --disable-everything --disable-programs --disable-doc --disable-autodetect
+    --enable-ffnvcodec --enable-nvdec --enable-nvenc --enable-cuvid
+    --enable-static --disable-shared --enable-pic
+    --enable-zlib   # png and other zlib-based codecs; zlib is linked into the binary too
+    --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
+    --disable-avdevice --disable-avfilter --disable-postproc
+    --enable-network
+)
+for kind in decoder encoder demuxer muxer parser bsf protocol; do
+    declare -n list="${kind}s"
+    configure_args+=("--enable-$kind=$(IFS=,; echo "${list[*]}")")
+    unset -n list
+done
+
+# Install Debian packages that are not installed yet (the script must work on a fresh machine).
+ensure_packages() {
+    local missing=() pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+            || missing+=("$pkg")
+    done
+    if ((${#missing[@]})); then
+        log "installing ${missing[*]}"
+        as_root apt-get update
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    fi
+}
+
+# `apt-get source` needs a deb-src entry for bookworm main. Debian images ship binary entries
+# only, so add one (deb822 format, like /etc/apt/sources.list.d/debian.sources) when missing.
+# The security suite is included so that the source matches the patched binary packages.
+ensure_deb_src() {
+    if apt-get indextargets --format '$(IDENTIFIER) $(URI)' 2>/dev/null \
+        | grep -Eq '^Sources .*/dists/bookworm/main/source/'; then
+        return
+    fi
+    log "adding a deb-src entry for bookworm main"
+    as_root tee /etc/apt/sources.list.d/convstream-src.sources >/dev/null <<'EOF'
+# Source packages, used by convstream's scripts/build-portable.sh to build a static FFmpeg.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    as_root apt-get update
+}
+
+# configure only warns about component names it does not know, and the component is then silently
+# missing. Fail instead, so a typo cannot ship a binary that lacks a codec.
+check_component_names() {
+    local kind unknown=() name
+    for kind in decoder encoder demuxer muxer parser bsf protocol; do
+        local known
+        known=" $(./configure "--list-${kind}s" | tr -s ' \t' '\n\n' | tr '\n' ' ') "
+        declare -n list="${kind}s"
+        for name in "${list[@]}"; do
+            [[ $known == *" $name "* ]] || unknown+=("$kind:$name")
+        done
+        unset -n list
+    done
+    ((${#unknown[@]} == 0)) || die "this FFmpeg does not know: ${unknown[*]}"
+}
+
+build_ffmpeg() {
+    local wanted="${configure_args[*]}"
+    if [[ -f $prefix/lib/libavcodec.a && -f $stamp && "$(cat "$stamp")" == "$wanted" ]]; then
+        log "static FFmpeg already built in $prefix (same configure line), skipping"
+        return
+    fi
+
+    # nasm: FFmpeg's x86 assembly (without it the software decoders are several times slower).
+    # libffmpeg-nvenc-dev: the ffnvcodec headers for cuvid/nvdec/nvenc. dpkg-dev: dpkg-source.
+    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev
+    ensure_deb_src
+
+    log "fetching Debian's FFmpeg source into $workdir"
+    rm -rf "$workdir"
+    mkdir -p "$workdir"
+    cd "$workdir"
+    apt-get source --download-only ffmpeg
+    local dsc
+    dsc="$(ls ffmpeg_*.dsc 2>/dev/null | sort -V | tail -n 1)"
+    [[ -n $dsc ]] || die "apt-get source did not download ffmpeg"
+    # dpkg-source applies Debian's patches (security fixes) on top of the upstream tarball.
+    dpkg-source --no-check -x "$dsc" src >/dev/null
+    cd src
+    local version
+    version="$(cat VERSION 2>/dev/null || head -n 1 RELEASE)"
+    [[ $version == 5.1* ]] || die "expected FFmpeg 5.1, got $version"
+
+    check_component_names
+
+    local started=$SECONDS
+    log "configuring FFmpeg $version for $prefix"
+    ./configure "${configure_args[@]}"
+
+    log "building FFmpeg with $jobs jobs"
+    make -j"$jobs"
+    # Replace, not merge: stale libraries or headers from another configuration must not survive.
+    # Only FFmpeg's own files are removed, in case the prefix is shared (e.g. /usr/local).
+    local lib
+    for lib in avcodec avdevice avfilter avformat avutil postproc swresample swscale; do
+        rm -rf "$prefix/lib/lib$lib".* "$prefix/lib/pkgconfig/lib$lib.pc" "$prefix/include/lib$lib"
+    done
+    rm -rf "$prefix/share/convstream" "$stamp"
+    make install
+    # Keep the generated configuration next to the libraries, to check later what was enabled.
+    mkdir -p "$prefix/share/convstream"
+    cp config.h config_components.h ffbuild/config.log "$prefix/share/convstream/" 2>/dev/null || true
+    printf '%s\n' "$dsc" >"$prefix/share/convstream/source"
+    printf '%s' "$wanted" >"$stamp"
+    log "FFmpeg $version built in $((SECONDS - started)) s, installed in $prefix"
+
+    # The source tree is not needed any more: only the prefix is cached.
+    cd /
+    rm -rf "$workdir/src"
+}
+
+# Libraries a portable binary may need on the target: glibc and the GCC unwinder only.
+allowed_libs='^(linux-vdso\.so|libc\.so|libm\.so|libgcc_s\.so|ld-linux[-a-z0-9_]*\.so|libdl\.so|libpthread\.so|librt\.so)'
+
+build_binary() {
+    [[ -f $prefix/lib/libavcodec.a ]] || die "no static FFmpeg in $prefix: run '$0 ffmpeg' first"
+    cd "$repo_root"
+
+    # ffmpeg-sys-next links the static libraries found in FFMPEG_DIR; pkg-config is pointed at
+    # the same prefix so that nothing can resolve to a system FFmpeg.
+    export FFMPEG_DIR="$prefix"
+    export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+    export PKG_CONFIG_ALL_STATIC=1
+
+    log "building the release binary"
+    cargo build --release --features static-ffmpeg
+
+    log "building the test executables"
+    # The JSON messages name each test executable; cargo itself prints only a summary.
+    local tests_json
+    tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
+    # Keep the integration tests (tests/*.rs) and the unit-test binaries of gpu*/engine* targets.
+    mapfile -t test_exes < <(jq -r '
+        select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
+        | select((.target.kind | index("test")) or (.target.name | test("^(gpu|engine)")))
+        | .executable' <<<"$tests_json" | sort -u)
+
+    local dist="$repo_root/dist/portable"
+    log "gathering the binaries in $dist"
+    rm -rf "$dist"
+    mkdir -p "$dist/tests"
+    cp target/release/convstream "$dist/"
+    local exe name
+    for exe in "${test_exes[@]}"; do
+        # cargo appends a hash to test executables (tests/gpu.rs -> gpu-0123abcd); drop it.
+        name="$(basename "$exe")"
+        cp "$exe" "$dist/tests/${name%-*}"
+    done
+
+    # The folder is copied to the GPU host by hand: keep it small. Debug info of the test
+    # executables goes first if needed; the main binary keeps its line tables for backtraces.
+    local budget=$((40 * 1024 * 1024)) total
+    total=$(du -sb "$dist" | cut -f1)
+    if ((total > budget)) && compgen -G "$dist/tests/*" >/dev/null; then
+        log "$((total / 1048576)) MB is over 40 MB: stripping debug info from the test executables"
+        strip --strip-debug "$dist"/tests/*
+        total=$(du -sb "$dist" | cut -f1)
+    fi
+    ((total <= budget)) || echo "warning: dist/portable is $((total / 1048576)) MB, over 40 MB" >&2
+
+    log "shared libraries needed by convstream"
+    ldd "$dist/convstream"
+    local unexpected
+    unexpected="$(ldd "$dist/convstream" | awk '{print $1}' | grep -Ev "$allowed_libs" || true)"
+    [[ -z $unexpected ]] || die "the binary is not portable, it needs: $(echo $unexpected)"
+    # The target must have at least this glibc.
+    echo "newest glibc symbol version needed: $(objdump -T "$dist/convstream" \
+        | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
+
+    log "portable build ready"
+    ls -l "$dist" "$dist/tests"
+    echo "total: $(du -sh "$dist" | cut -f1) in $dist"
+}
+
+case "$step" in
+    ffmpeg) build_ffmpeg ;;
+    binary) build_binary ;;
+    all) build_ffmpeg; build_binary ;;
+esac

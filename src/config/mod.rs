@@ -1,0 +1,71 @@
+//! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
+//! validation that turns it into runnable pipeline settings, reporting every problem at once.
+
+mod overrides;
+mod schema;
+mod validate;
+
+pub use overrides::Overrides;
+pub use schema::{
+    ConfigFile, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, SinkConfig, SourceConfig,
+};
+pub use validate::{PipelineSettings, Settings};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The configuration compiled into the binary, used by `convstream demo`.
+pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
+
+/// Why a configuration cannot be used. `Invalid` lists every problem found.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {reason}")]
+    Read { path: PathBuf, reason: String },
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{}", ProblemList(.0))]
+    Invalid(Vec<String>),
+}
+
+struct ProblemList<'a>(&'a [String]);
+
+impl fmt::Display for ProblemList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = self.0.len();
+        write!(
+            f,
+            "{count} problem{} in the configuration:",
+            if count == 1 { "" } else { "s" }
+        )?;
+        for problem in self.0 {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ConfigFile {
+    /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
+    pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        ConfigFile::parse(&text, &path.display().to_string())
+    }
+
+    pub fn builtin_default() -> ConfigFile {
+        ConfigFile::parse(DEFAULT_CONFIG, "built-in default").expect("the built-in default config parses")
+    }
+}
+
+#[cfg(test)]
+mod tests;

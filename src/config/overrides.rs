@@ -1,0 +1,138 @@
+//! Command-line flags laid over a config file (or over nothing, when only flags are given).
+
+use super::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use crate::filter::{BorderMode, PlaneSelection};
+
+/// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub input_format: Option<String>,
+    pub output_format: Option<String>,
+    pub mask: Option<String>,
+    pub planes: Option<PlaneSelection>,
+    pub border: Option<BorderMode>,
+    pub device: Option<String>,
+    pub streams: Option<usize>,
+    pub decoder: Option<String>,
+    pub codec: Option<String>,
+    pub lossless: bool,
+}
+
+impl Overrides {
+    fn changes_pipeline(&self) -> bool {
+        self.input.is_some()
+            || self.output.is_some()
+            || self.input_format.is_some()
+            || self.output_format.is_some()
+            || self.mask.is_some()
+            || self.planes.is_some()
+            || self.border.is_some()
+            || self.device.is_some()
+            || self.streams.is_some()
+            || self.decoder.is_some()
+            || self.codec.is_some()
+            || self.lossless
+    }
+
+    /// A config holding one pipeline made from flags alone; `--input` and `--output` are required.
+    pub fn standalone(&self) -> Result<ConfigFile, ConfigError> {
+        let mut missing = Vec::new();
+        if self.input.is_none() {
+            missing.push("--input is required without --config".to_string());
+        }
+        if self.output.is_none() {
+            missing.push("--output is required without --config".to_string());
+        }
+        if !missing.is_empty() {
+            return Err(ConfigError::Invalid(missing));
+        }
+        let mut config = ConfigFile {
+            pipelines: vec![PipelineConfig {
+                name: "main".to_string(),
+                source: SourceConfig {
+                    url: String::new(),
+                    format: None,
+                    decoder: "auto".to_string(),
+                    threads: 0,
+                    looping: false,
+                    realtime: false,
+                },
+                filter: FilterConfig::default(),
+                sink: SinkConfig {
+                    url: String::new(),
+                    format: None,
+                    codec: None,
+                    lossless: false,
+                    options: Default::default(),
+                    audio: true,
+                },
+            }],
+            ..ConfigFile::default()
+        };
+        self.apply(&mut config, None)?;
+        Ok(config)
+    }
+
+    /// Keeps only the pipeline named `only` (if given) and lays the flags over the pipelines
+    /// left. Flags that change a pipeline need a single pipeline to apply to.
+    pub fn apply(&self, config: &mut ConfigFile, only: Option<&str>) -> Result<(), ConfigError> {
+        if let Some(name) = only {
+            let names: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
+            config.pipelines.retain(|p| p.name == name);
+            if config.pipelines.is_empty() {
+                return Err(ConfigError::Invalid(vec![format!(
+                    "--pipeline {name:?}: no such pipeline; the config has {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )]));
+            }
+        }
+        if !self.changes_pipeline() {
+            return Ok(());
+        }
+        if config.pipelines.len() != 1 {
+            return Err(ConfigError::Invalid(vec![format!(
+                "the config has {} pipelines; choose one with --pipeline NAME to apply command-line settings to it",
+                config.pipelines.len()
+            )]));
+        }
+        let pipeline = &mut config.pipelines[0];
+        let set = |target: &mut String, value: &Option<String>| {
+            if let Some(v) = value {
+                target.clone_from(v)
+            }
+        };
+        set(&mut pipeline.source.url, &self.input);
+        set(&mut pipeline.sink.url, &self.output);
+        set(&mut pipeline.source.decoder, &self.decoder);
+        set(&mut pipeline.filter.device, &self.device);
+        if self.input_format.is_some() {
+            pipeline.source.format.clone_from(&self.input_format);
+        }
+        if self.output_format.is_some() {
+            pipeline.sink.format.clone_from(&self.output_format);
+        }
+        if self.codec.is_some() {
+            pipeline.sink.codec.clone_from(&self.codec);
+        }
+        if let Some(mask) = &self.mask {
+            pipeline.filter.mask = MaskSelection::Named(mask.clone());
+        }
+        if let Some(planes) = self.planes {
+            pipeline.filter.planes = planes;
+        }
+        if let Some(border) = self.border {
+            pipeline.filter.border = border;
+        }
+        if let Some(streams) = self.streams {
+            pipeline.filter.streams = streams;
+        }
+        pipeline.sink.lossless |= self.lossless;
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! Turns a parsed [`ConfigFile`] into [`Settings`] the pipelines run with, collecting
+//! every problem, each prefixed with where it is (`pipeline "cam1": filter.mask: ...`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use super::{ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use crate::engine::DeviceChoice;
+use crate::filter::FilterSpec;
+use crate::mask::{Mask, MaskParams, PRESETS};
+
+/// Most CUDA lanes a pipeline may ask for.
+pub const MAX_STREAMS: usize = 16;
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub log: LogConfig,
+    pub pipelines: Vec<PipelineSettings>,
+}
+
+/// One pipeline, ready to run.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    pub name: String,
+    pub source: SourceConfig,
+    pub filter: FilterSpec,
+    pub device: DeviceChoice,
+    pub streams: usize,
+    pub sink: SinkConfig,
+}
+
+impl ConfigFile {
+    /// Checks everything and builds every mask. `base_dir` resolves relative mask files
+    /// (the config file's folder).
+    pub fn validate(&self, base_dir: Option<&Path>) -> Result<Settings, ConfigError> {
+        let mut problems = Vec::new();
+        let named = build_named_masks(&self.masks, base_dir, &mut problems);
+        if let Some(level) = &self.log.level {
+            if tracing_subscriber::EnvFilter::try_new(level).is_err() {
+                problems.push(format!(
+                    "log.level: `{level}` is not a log filter (try info, debug, or convstream=debug)"
+                ));
+            }
+        }
+        if self.pipelines.is_empty() {
+            problems.push("no [[pipeline]] defined; a config needs at least one".to_string());
+        }
+        let mut seen = HashSet::new();
+        let mut pipelines = Vec::new();
+        for (index, pipeline) in self.pipelines.iter().enumerate() {
+            let place = if pipeline.name.trim().is_empty() {
+                problems.push(format!("pipeline #{}: name is empty", index + 1));
+                format!("pipeline #{}", index + 1)
+            } else {
+                format!("pipeline {:?}", pipeline.name)
+            };
+            if !pipeline.name.trim().is_empty() && !seen.insert(pipeline.name.clone()) {
+                problems.push(format!(
+                    "{place}: the name is used by another pipeline; names must be unique"
+                ));
+            }
+            let mut local = Vec::new();
+            let settings = validate_pipeline(pipeline, &named, base_dir, &mut local);
+            problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
+            pipelines.extend(settings);
+        }
+        if problems.is_empty() {
+            Ok(Settings {
+                log: self.log.clone(),
+                pipelines,
+            })
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
+
+fn build_named_masks(
+    masks: &BTreeMap<String, MaskParams>,
+    base_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> BTreeMap<String, Mask> {
+    let mut built = BTreeMap::new();
+    for (name, params) in masks {
+        if PRESETS.iter().any(|p| p.name == name) {
+            problems.push(format!(
+                "masks.{name}: the name hides the preset `{name}`; choose another name"
+            ));
+            continue;
+        }
+        match Mask::build(params, base_dir) {
+            Ok(mask) => {
+                built.insert(name.clone(), mask);
+            }
+            Err(errors) => problems.extend(errors.into_iter().map(|e| format!("masks.{name}: {e}"))),
+        }
+    }
+    built
+}
+
+fn validate_pipeline(
+    pipeline: &PipelineConfig,
+    named: &BTreeMap<String, Mask>,
+    base_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> Option<PipelineSettings> {
+    if pipeline.source.url.trim().is_empty() {
+        problems.push("source.url is empty; give a path, `-` for stdin, or a URL".to_string());
+    }
+    if pipeline.sink.url.trim().is_empty() {
+        problems.push("sink.url is empty; give a path, `-` for stdout, `null`, or a URL".to_string());
+    }
+    let decoder = pipeline.source.decoder.as_str();
+    if decoder.trim().is_empty() {
+        problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
+    }
+    let filter = &pipeline.filter;
+    let device = DeviceChoice::parse(&filter.device);
+    if device.is_none() {
+        problems.push(format!(
+            "filter.device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
+            filter.device
+        ));
+    }
+    if !(1..=MAX_STREAMS).contains(&filter.streams) {
+        problems.push(format!(
+            "filter.streams: {} is out of range; allowed 1..={MAX_STREAMS}",
+            filter.streams
+        ));
+    }
+    let mask = match &filter.mask {
+        MaskSelection::Named(text) => match named.get(text) {
+            Some(mask) => Ok(mask.clone()),
+            None => MaskParams::parse_spec(text).and_then(|params| Mask::build(&params, base_dir)),
+        },
+        MaskSelection::Inline(params) => Mask::build(params, base_dir),
+    };
+    let mask = match mask {
+        Ok(mask) => Some(mask),
+        Err(errors) => {
+            problems.extend(errors.into_iter().map(|e| format!("filter.mask: {e}")));
+            None
+        }
+    };
+    Some(PipelineSettings {
+        name: pipeline.name.clone(),
+        source: pipeline.source.clone(),
+        filter: FilterSpec {
+            mask: mask?,
+            border: filter.border,
+            planes: filter.planes,
+        },
+        device: device?,
+        streams: filter.streams,
+        sink: pipeline.sink.clone(),
+    })
+}
+
+impl PipelineSettings {
+    /// The sink as a short string for logs.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} -> {} [{} {} border={} planes={}] -> {}",
+            self.name,
+            self.source.url,
+            self.filter.mask.description(),
+            match self.device {
+                DeviceChoice::Auto => "auto".to_string(),
+                DeviceChoice::Cpu => "cpu".to_string(),
+                DeviceChoice::Cuda(n) => format!("cuda:{n}"),
+            },
+            self.filter.border,
+            self.filter.planes,
+            self.sink.url
+        )
+    }
+}

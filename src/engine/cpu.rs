@@ -1,0 +1,183 @@
+//! The CPU reference engine: a direct convolution, parallel across rows, correct for
+//! every border mode and mask size. GPU results are checked against it.
+
+use rayon::prelude::*;
+use std::collections::VecDeque;
+
+use super::{Engine, EngineError};
+use crate::filter::{BorderMode, FilterSpec};
+use crate::frame::{Frame, Plane};
+use crate::mask::Mask;
+
+/// Filters each frame synchronously on `submit`; `receive` hands them back in order.
+pub struct CpuEngine {
+    filter: FilterSpec,
+    done: VecDeque<Frame>,
+}
+
+impl CpuEngine {
+    pub fn new(filter: FilterSpec) -> CpuEngine {
+        CpuEngine {
+            filter,
+            done: VecDeque::new(),
+        }
+    }
+
+    /// Filters one frame: selected planes are convolved, the others copied.
+    pub fn filter_frame(filter: &FilterSpec, frame: &Frame) -> Frame {
+        let planes = frame
+            .planes
+            .iter()
+            .enumerate()
+            .map(|(i, plane)| {
+                if filter.planes.selects(frame.format, i) {
+                    convolve_plane(plane, &filter.mask, filter.border)
+                } else {
+                    plane.clone()
+                }
+            })
+            .collect();
+        Frame {
+            planes,
+            ..frame.clone_header()
+        }
+    }
+}
+
+impl Frame {
+    /// Everything but the planes.
+    fn clone_header(&self) -> Frame {
+        Frame {
+            format: self.format,
+            width: self.width,
+            height: self.height,
+            planes: Vec::new(),
+            pts: self.pts,
+            index: self.index,
+        }
+    }
+}
+
+impl Engine for CpuEngine {
+    fn name(&self) -> String {
+        "cpu".to_string()
+    }
+    fn capacity(&self) -> usize {
+        1
+    }
+    fn in_flight(&self) -> usize {
+        self.done.len()
+    }
+    fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+        let filtered = CpuEngine::filter_frame(&self.filter, &frame);
+        self.done.push_back(filtered);
+        Ok(())
+    }
+    fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
+        Ok(self.done.pop_front())
+    }
+    fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
+        self.filter = filter;
+        Ok(())
+    }
+}
+
+/// Final step shared by every path: add the bias, round half away from zero, clamp to 0..=255.
+#[inline]
+pub fn to_pixel(sum: f32, bias: f32) -> u8 {
+    (sum + bias).round().clamp(0.0, 255.0) as u8
+}
+
+/// Source index for each padded position `-(taps/2) .. len + taps/2`; `None` reads as 0.
+fn index_map(len: usize, taps: usize, border: BorderMode) -> Vec<Option<usize>> {
+    let centre = (taps / 2) as isize;
+    (0..len + taps - 1)
+        .map(|p| border.map(p as isize - centre, len))
+        .collect()
+}
+
+/// Copies source row `row` into `padded` (as f32) with `mask_width - 1` border pixels around it.
+fn pad_row(row: &[u8], channels: usize, xmap: &[Option<usize>], padded: &mut [f32]) {
+    for (p, source) in xmap.iter().enumerate() {
+        for c in 0..channels {
+            padded[p * channels + c] = source.map_or(0.0, |x| row[x * channels + c] as f32);
+        }
+    }
+}
+
+/// Convolves every channel of `src`; the result has tightly packed rows. Rank-one masks
+/// take a row pass then a column pass, summing in f32 in tap order; others sum every tap
+/// of a pixel row by row of the mask.
+pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
+    match mask.correlation_factors() {
+        Some((column, row)) => convolve_separable(src, &column, &row, mask.bias(), border),
+        None => convolve_dense(src, mask, border),
+    }
+}
+
+fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
+    let (mw, mh) = (mask.width(), mask.height());
+    let taps = mask.correlation_taps();
+    let ch = src.channels;
+    let row_len = src.row_bytes();
+    let xmap = index_map(src.width, mw, border);
+    let ymap = index_map(src.height, mh, border);
+    let mut dst = Plane::new(src.shape());
+    dst.data.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
+        || (vec![0f32; (src.width + mw - 1) * ch], vec![0f32; row_len]),
+        |(padded, acc), (y, out)| {
+            acc.fill(0.0);
+            for i in 0..mh {
+                let Some(sy) = ymap[y + i] else { continue };
+                pad_row(src.row(sy), ch, &xmap, padded);
+                for j in 0..mw {
+                    let t = taps[i * mw + j];
+                    let shifted = &padded[j * ch..j * ch + row_len];
+                    acc.iter_mut().zip(shifted).for_each(|(a, v)| *a += t * v);
+                }
+            }
+            out.iter_mut()
+                .zip(acc.iter())
+                .for_each(|(o, a)| *o = to_pixel(*a, mask.bias()));
+        },
+    );
+    dst
+}
+
+fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {
+    let (mw, mh) = (row.len(), column.len());
+    let ch = src.channels;
+    let row_len = src.row_bytes();
+    let xmap = index_map(src.width, mw, border);
+    let ymap = index_map(src.height, mh, border);
+    // Row pass over every source row, kept in f32.
+    let mut horizontal = vec![0f32; row_len * src.height];
+    horizontal.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
+        || vec![0f32; (src.width + mw - 1) * ch],
+        |padded, (y, out)| {
+            pad_row(src.row(y), ch, &xmap, padded);
+            out.fill(0.0);
+            for (j, t) in row.iter().enumerate() {
+                let shifted = &padded[j * ch..j * ch + row_len];
+                out.iter_mut().zip(shifted).for_each(|(a, v)| *a += t * v);
+            }
+        },
+    );
+    // Column pass.
+    let mut dst = Plane::new(src.shape());
+    dst.data.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
+        || vec![0f32; row_len],
+        |acc, (y, out)| {
+            acc.fill(0.0);
+            for (i, t) in column.iter().enumerate() {
+                let Some(sy) = ymap[y + i] else { continue };
+                let source = &horizontal[sy * row_len..(sy + 1) * row_len];
+                acc.iter_mut().zip(source).for_each(|(a, v)| *a += t * v);
+            }
+            out.iter_mut()
+                .zip(acc.iter())
+                .for_each(|(o, a)| *o = to_pixel(*a, bias));
+        },
+    );
+    dst
+}

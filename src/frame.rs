@@ -1,0 +1,173 @@
+//! Decoded frames as the engines see them: 8-bit planes with their geometry, plus the
+//! presentation timestamp and position in the stream.
+
+use std::fmt;
+
+/// The pixel layouts engines take directly. Anything else is converted by the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PixelFormat {
+    Yuv420p,
+    Yuv422p,
+    Yuv444p,
+    /// Y plane plus one interleaved UV plane at half resolution.
+    Nv12,
+    Gray8,
+    /// One packed plane, three interleaved channels; each channel is filtered on its own.
+    Rgb24,
+    Bgr24,
+}
+
+/// Shape of one plane: size in pixels and interleaved channels per pixel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaneShape {
+    pub width: usize,
+    pub height: usize,
+    pub channels: usize,
+}
+
+impl PixelFormat {
+    /// Plane shapes of a `width` x `height` frame (chroma sizes round up, as FFmpeg's do).
+    pub fn plane_shapes(self, width: usize, height: usize) -> Vec<PlaneShape> {
+        let shape = |width, height, channels| PlaneShape {
+            width,
+            height,
+            channels,
+        };
+        let (half_w, half_h) = (width.div_ceil(2), height.div_ceil(2));
+        match self {
+            PixelFormat::Yuv420p => vec![
+                shape(width, height, 1),
+                shape(half_w, half_h, 1),
+                shape(half_w, half_h, 1),
+            ],
+            PixelFormat::Yuv422p => vec![
+                shape(width, height, 1),
+                shape(half_w, height, 1),
+                shape(half_w, height, 1),
+            ],
+            PixelFormat::Yuv444p => vec![shape(width, height, 1); 3],
+            PixelFormat::Nv12 => vec![shape(width, height, 1), shape(half_w, half_h, 2)],
+            PixelFormat::Gray8 => vec![shape(width, height, 1)],
+            PixelFormat::Rgb24 | PixelFormat::Bgr24 => vec![shape(width, height, 3)],
+        }
+    }
+
+    /// Whether plane 0 is luma (so `planes = luma|chroma` means something).
+    pub fn has_luma_plane(self) -> bool {
+        !matches!(self, PixelFormat::Rgb24 | PixelFormat::Bgr24)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PixelFormat::Yuv420p => "yuv420p",
+            PixelFormat::Yuv422p => "yuv422p",
+            PixelFormat::Yuv444p => "yuv444p",
+            PixelFormat::Nv12 => "nv12",
+            PixelFormat::Gray8 => "gray",
+            PixelFormat::Rgb24 => "rgb24",
+            PixelFormat::Bgr24 => "bgr24",
+        }
+    }
+}
+
+impl fmt::Display for PixelFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One 8-bit plane. Rows are `stride` bytes apart; the first `width * channels` bytes of a
+/// row are pixels, the rest is padding that engines never read or write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plane {
+    pub width: usize,
+    pub height: usize,
+    pub channels: usize,
+    pub stride: usize,
+    pub data: Vec<u8>,
+}
+
+impl Plane {
+    /// A zeroed plane with rows packed tightly.
+    pub fn new(shape: PlaneShape) -> Plane {
+        Plane::with_stride(shape, shape.width * shape.channels)
+    }
+
+    /// A plane filled with `fill` whose rows are `stride` bytes apart (`stride >= width * channels`).
+    pub fn filled(shape: PlaneShape, stride: usize, fill: u8) -> Plane {
+        assert!(stride >= shape.width * shape.channels, "stride shorter than a row");
+        Plane {
+            width: shape.width,
+            height: shape.height,
+            channels: shape.channels,
+            stride,
+            data: vec![fill; stride * shape.height],
+        }
+    }
+
+    pub fn with_stride(shape: PlaneShape, stride: usize) -> Plane {
+        Plane::filled(shape, stride, 0)
+    }
+
+    pub fn shape(&self) -> PlaneShape {
+        PlaneShape {
+            width: self.width,
+            height: self.height,
+            channels: self.channels,
+        }
+    }
+
+    /// Bytes of pixels in one row.
+    pub fn row_bytes(&self) -> usize {
+        self.width * self.channels
+    }
+
+    pub fn row(&self, y: usize) -> &[u8] {
+        let start = y * self.stride;
+        &self.data[start..start + self.row_bytes()]
+    }
+
+    pub fn row_mut(&mut self, y: usize) -> &mut [u8] {
+        let start = y * self.stride;
+        let len = self.row_bytes();
+        &mut self.data[start..start + len]
+    }
+
+    /// Whether the pixels (not the padding) are equal.
+    pub fn same_pixels(&self, other: &Plane) -> bool {
+        self.shape() == other.shape() && (0..self.height).all(|y| self.row(y) == other.row(y))
+    }
+}
+
+/// A decoded picture on its way through the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub format: PixelFormat,
+    pub width: usize,
+    pub height: usize,
+    pub planes: Vec<Plane>,
+    /// Presentation timestamp in the source stream's time base.
+    pub pts: Option<i64>,
+    /// Position in decode order, from 0; engines return frames in this order.
+    pub index: u64,
+}
+
+impl Frame {
+    /// A zeroed frame with tightly packed planes.
+    pub fn new(format: PixelFormat, width: usize, height: usize) -> Frame {
+        let planes = format.plane_shapes(width, height).into_iter().map(Plane::new).collect();
+        Frame {
+            format,
+            width,
+            height,
+            planes,
+            pts: None,
+            index: 0,
+        }
+    }
+
+    /// Bytes of pixel data (without row padding).
+    pub fn pixel_bytes(&self) -> usize {
+        self.planes.iter().map(|p| p.row_bytes() * p.height).sum()
+    }
+}

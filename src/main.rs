@@ -1,0 +1,305 @@
+//! The `convstream` command line: parses arguments, sets up logging and signals, calls
+//! into the library and maps errors to exit codes (0 ok, 1 runtime failure, 2 usage or
+//! configuration error).
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use convstream::config::{ConfigError, ConfigFile, LogConfig, LogFormat, Overrides, Settings};
+use convstream::filter::{BorderMode, PlaneSelection};
+use convstream::mask::{Mask, MaskParams, PRESETS};
+use convstream::pipeline::{run_all, RunOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "convstream",
+    version,
+    about = "Real-time 2D convolution filtering of video on NVIDIA GPUs (CPU reference engine included)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Filter a video: one pipeline from flags, or the pipelines of a config file.
+    Run(RunArgs),
+    /// Validate a config file and print every problem at once.
+    Check {
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// List the mask presets, or print the exact matrix a SPEC gives.
+    Masks {
+        #[command(subcommand)]
+        action: Option<MasksAction>,
+    },
+    /// Generate a sample clip and filter it through the built-in default config.
+    Demo {
+        /// Folder for the sample and the filtered output.
+        #[arg(long, default_value = "convstream-demo")]
+        dir: PathBuf,
+        /// auto, cpu, cuda or cuda:N.
+        #[arg(long)]
+        device: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum MasksAction {
+    /// Print the matrix (after normalisation) a SPEC such as `gaussian:size=5` applies.
+    Show { spec: String },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Input: a path, `-` for stdin, or a URL FFmpeg opens.
+    #[arg(long, short)]
+    input: Option<String>,
+    /// Output: a path, `-` for stdout (YUV4MPEG2), `null`, or a URL.
+    #[arg(long, short)]
+    output: Option<String>,
+    /// Mask SPEC (`gaussian:size=13,sigma=2.5`) or the name of a [masks.NAME] table.
+    #[arg(long)]
+    mask: Option<String>,
+    #[arg(long, value_enum)]
+    planes: Option<PlaneSelection>,
+    #[arg(long, value_enum)]
+    border: Option<BorderMode>,
+    /// auto (CUDA if a usable GPU is present, else CPU), cpu, cuda or cuda:N.
+    #[arg(long)]
+    device: Option<String>,
+    /// CUDA lanes (frames in flight), 1..=16.
+    #[arg(long)]
+    streams: Option<usize>,
+    /// auto, software, nvdec or an FFmpeg decoder name.
+    #[arg(long)]
+    decoder: Option<String>,
+    /// Output container (FFmpeg muxer name), when the output name does not tell.
+    #[arg(long)]
+    format: Option<String>,
+    /// Input container (FFmpeg demuxer name), e.g. mpegts for a UDP stream.
+    #[arg(long)]
+    input_format: Option<String>,
+    /// Video encoder (FFmpeg name).
+    #[arg(long)]
+    codec: Option<String>,
+    /// Encode losslessly (ffv1) where the container allows.
+    #[arg(long)]
+    lossless: bool,
+    /// Config file; without pipeline flags, every pipeline in it runs.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Run only this pipeline of the config.
+    #[arg(long)]
+    pipeline: Option<String>,
+    /// Show a progress bar (on a terminal only; default on).
+    #[arg(long, overrides_with = "no_progress")]
+    progress: bool,
+    #[arg(long)]
+    no_progress: bool,
+    /// Write the run summary as JSON to this file.
+    #[arg(long)]
+    stats_json: Option<PathBuf>,
+}
+
+/// An error with its exit code.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure { code: 1, error }
+    }
+}
+
+fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 2,
+        error: error.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match try_main(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { code, error }) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn try_main(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Run(args) => run(args),
+        Command::Check { config } => check(&config),
+        Command::Masks { action: None } => {
+            list_masks();
+            Ok(())
+        }
+        Command::Masks {
+            action: Some(MasksAction::Show { spec }),
+        } => show_mask(&spec),
+        Command::Demo { dir, device } => demo(&dir, device),
+    }
+}
+
+fn init_logging(log: &LogConfig) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(log.level.as_deref().unwrap_or("info")))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Pretty => builder.compact().without_time().try_init(),
+    };
+}
+
+/// SIGINT/SIGTERM set the stop flag (drain and finalise); a second one exits at once.
+fn install_signal_handlers() -> anyhow::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .context("installing signal handlers")?;
+        signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
+    }
+    Ok(stop)
+}
+
+fn config_failure(error: ConfigError) -> Failure {
+    usage(anyhow::Error::new(error))
+}
+
+fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
+    let overrides = Overrides {
+        input: args.input.clone(),
+        output: args.output.clone(),
+        input_format: args.input_format.clone(),
+        output_format: args.format.clone(),
+        mask: args.mask.clone(),
+        planes: args.planes,
+        border: args.border,
+        device: args.device.clone(),
+        streams: args.streams,
+        decoder: args.decoder.clone(),
+        codec: args.codec.clone(),
+        lossless: args.lossless,
+    };
+    let (file, base_dir) = match &args.config {
+        Some(path) => {
+            let mut file = ConfigFile::load(path).map_err(config_failure)?;
+            overrides
+                .apply(&mut file, args.pipeline.as_deref())
+                .map_err(config_failure)?;
+            (file, path.parent().map(Path::to_path_buf))
+        }
+        None => {
+            if args.pipeline.is_some() {
+                return Err(usage(anyhow::anyhow!("--pipeline needs --config")));
+            }
+            (overrides.standalone().map_err(config_failure)?, None)
+        }
+    };
+    file.validate(base_dir.as_deref()).map_err(config_failure)
+}
+
+fn run(args: RunArgs) -> Result<(), Failure> {
+    let settings = load_settings(&args)?;
+    init_logging(&settings.log);
+    run_settings(&settings, !args.no_progress, args.stats_json.as_deref())
+}
+
+fn run_settings(settings: &Settings, progress: bool, stats_json: Option<&Path>) -> Result<(), Failure> {
+    let stop = install_signal_handlers()?;
+    let results = run_all(&settings.pipelines, &RunOptions { stop, progress });
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(report) => {
+                eprintln!("{}", report.summary());
+                reports.push(report);
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if let Some(path) = stats_json {
+        let json = serde_json::json!({ "pipelines": reports, "failures": failures });
+        let text = serde_json::to_string_pretty(&json).context("encoding the stats")?;
+        std::fs::write(path, text).with_context(|| format!("writing stats to {}", path.display()))?;
+    }
+    match failures.len() {
+        0 => Ok(()),
+        _ => Err(anyhow::anyhow!("{}", failures.join("\n")).into()),
+    }
+}
+
+fn check(path: &Path) -> Result<(), Failure> {
+    let file = ConfigFile::load(path).map_err(config_failure)?;
+    let settings = file.validate(path.parent()).map_err(config_failure)?;
+    println!("{}: ok, {} pipeline(s)", path.display(), settings.pipelines.len());
+    for pipeline in &settings.pipelines {
+        println!("  {}", pipeline.describe());
+    }
+    Ok(())
+}
+
+fn list_masks() {
+    println!("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):");
+    for preset in PRESETS {
+        let keys = if preset.keys.is_empty() {
+            "-".to_string()
+        } else {
+            preset.keys.join(", ")
+        };
+        println!("  {:<12} keys: {:<22} {}", preset.name, keys, preset.summary);
+    }
+    println!("Show the exact matrix with: convstream masks show SPEC");
+}
+
+fn show_mask(spec: &str) -> Result<(), Failure> {
+    let mask = MaskParams::parse_spec(spec)
+        .and_then(|p| Mask::build(&p, None))
+        .map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
+            usage(anyhow::anyhow!("{}", lines.join("\n")))
+        })?;
+    println!("{mask}");
+    Ok(())
+}
+
+fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
+    let mut file = ConfigFile::builtin_default();
+    let sample = dir.join("sample.mp4");
+    let output = dir.join("filtered.mp4");
+    let overrides = Overrides {
+        input: Some(sample.display().to_string()),
+        output: Some(output.display().to_string()),
+        device,
+        ..Overrides::default()
+    };
+    overrides.apply(&mut file, None).map_err(config_failure)?;
+    let settings = file.validate(None).map_err(config_failure)?;
+    init_logging(&settings.log);
+    if !sample.exists() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        tracing::info!("generating the sample clip {}", sample.display());
+        convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
+    }
+    run_settings(&settings, true, None)?;
+    println!("filtered video written to {}", output.display());
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The user-facing description of a mask: the keys shared by the SPEC grammar
+//! (`gaussian:size=13,sigma=2.5`) and by TOML tables (`[masks.NAME]`, `filter.mask = {..}`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::PathBuf;
+
+use super::MaskError;
+
+/// Every key a mask may carry. Which keys a preset accepts is checked when the
+/// mask is built, so that one message can name the preset and its allowed keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaskParams {
+    /// Preset name; absent with `matrix`/`file` means `custom`.
+    pub preset: Option<String>,
+    pub size: Option<u32>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub sigma: Option<f64>,
+    pub amount: Option<f64>,
+    pub angle: Option<f64>,
+    pub neighbours: Option<u32>,
+    pub matrix: Option<Vec<Vec<f64>>>,
+    pub file: Option<PathBuf>,
+    pub divisor: Option<f64>,
+    pub normalize: Option<bool>,
+    pub bias: Option<f64>,
+}
+
+/// Keys accepted after the colon of a SPEC (everything but `preset` and `matrix`).
+pub const SPEC_KEYS: &[&str] = &[
+    "size",
+    "width",
+    "height",
+    "sigma",
+    "amount",
+    "angle",
+    "neighbours",
+    "file",
+    "divisor",
+    "normalize",
+    "bias",
+];
+
+impl MaskParams {
+    /// The preset this mask names, `custom` when it only carries a matrix or a file.
+    pub fn preset_name(&self) -> &str {
+        match &self.preset {
+            Some(name) => name,
+            None => "custom",
+        }
+    }
+
+    /// Names of the keys that are set, in a fixed order (used to reject keys a preset does not take).
+    pub fn keys_set(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        let mut push = |set: bool, key: &'static str| {
+            if set {
+                keys.push(key)
+            }
+        };
+        push(self.size.is_some(), "size");
+        push(self.width.is_some(), "width");
+        push(self.height.is_some(), "height");
+        push(self.sigma.is_some(), "sigma");
+        push(self.amount.is_some(), "amount");
+        push(self.angle.is_some(), "angle");
+        push(self.neighbours.is_some(), "neighbours");
+        push(self.matrix.is_some(), "matrix");
+        push(self.file.is_some(), "file");
+        push(self.divisor.is_some(), "divisor");
+        push(self.normalize.is_some(), "normalize");
+        push(self.bias.is_some(), "bias");
+        keys
+    }
+
+    /// Parses `name` or `name:key=value,key=value`. Every bad key or value is reported.
+    pub fn parse_spec(spec: &str) -> Result<MaskParams, Vec<MaskError>> {
+        let spec = spec.trim();
+        let (name, rest) = match spec.split_once(':') {
+            Some((name, rest)) => (name.trim(), Some(rest)),
+            None => (spec, None),
+        };
+        if name.is_empty() {
+            return Err(vec![MaskError::EmptySpec { spec: spec.to_string() }]);
+        }
+        let mut params = MaskParams {
+            preset: Some(name.to_string()),
+            ..MaskParams::default()
+        };
+        let mut errors = Vec::new();
+        for pair in rest.into_iter().flat_map(|r| r.split(',')) {
+            let pair = pair.trim();
+            if pair.is_empty() {
+                continue;
+            }
+            let Some((key, value)) = pair.split_once('=') else {
+                errors.push(MaskError::BadSpecPair { pair: pair.to_string() });
+                continue;
+            };
+            if let Err(e) = params.set_key(key.trim(), value.trim()) {
+                errors.push(e);
+            }
+        }
+        if errors.is_empty() {
+            Ok(params)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn set_key(&mut self, key: &str, value: &str) -> Result<(), MaskError> {
+        fn num<T: std::str::FromStr>(key: &str, value: &str, kind: &str) -> Result<T, MaskError> {
+            value.parse().map_err(|_| MaskError::BadValue {
+                key: key.to_string(),
+                value: value.to_string(),
+                expected: kind.to_string(),
+            })
+        }
+        const UINT: &str = "a whole number";
+        const REAL: &str = "a number";
+        match key {
+            "size" => self.size = Some(num(key, value, UINT)?),
+            "width" => self.width = Some(num(key, value, UINT)?),
+            "height" => self.height = Some(num(key, value, UINT)?),
+            "sigma" => self.sigma = Some(num(key, value, REAL)?),
+            "amount" => self.amount = Some(num(key, value, REAL)?),
+            "angle" => self.angle = Some(num(key, value, REAL)?),
+            "neighbours" | "neighbors" => self.neighbours = Some(num(key, value, UINT)?),
+            "file" => self.file = Some(PathBuf::from(value)),
+            "divisor" => self.divisor = Some(num(key, value, REAL)?),
+            "normalize" => self.normalize = Some(num(key, value, "true or false")?),
+            "bias" => self.bias = Some(num(key, value, REAL)?),
+            _ => {
+                return Err(MaskError::UnknownKey {
+                    key: key.to_string(),
+                    suggestion: super::nearest(key, SPEC_KEYS),
+                    allowed: SPEC_KEYS.join(", "),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the SPEC form; `MaskParams::parse_spec` reads it back unchanged
+/// (inline matrices have no SPEC form and are written as `matrix=<h>x<w>`).
+impl fmt::Display for MaskParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.preset_name())?;
+        let mut parts: Vec<String> = Vec::new();
+        let mut add = |key: &str, value: Option<String>| {
+            if let Some(v) = value {
+                parts.push(format!("{key}={v}"));
+            }
+        };
+        add("size", self.size.map(|v| v.to_string()));
+        add("width", self.width.map(|v| v.to_string()));
+        add("height", self.height.map(|v| v.to_string()));
+        add("sigma", self.sigma.map(|v| v.to_string()));
+        add("amount", self.amount.map(|v| v.to_string()));
+        add("angle", self.angle.map(|v| v.to_string()));
+        add("neighbours", self.neighbours.map(|v| v.to_string()));
+        add(
+            "matrix",
+            self.matrix
+                .as_ref()
+                .map(|m| format!("{}x{}", m.len(), m.first().map_or(0, Vec::len))),
+        );
+        add("file", self.file.as_ref().map(|p| p.display().to_string()));
+        add("divisor", self.divisor.map(|v| v.to_string()));
+        add("normalize", self.normalize.map(|v| v.to_string()));
+        add("bias", self.bias.map(|v| v.to_string()));
+        if !parts.is_empty() {
+            write!(f, ":{}", parts.join(","))?;
+        }
+        Ok(())
+    }
+}

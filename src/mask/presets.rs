@@ -1,0 +1,264 @@
+//! The built-in masks: their parameters, defaults and coefficients.
+//!
+//! Matrices are written in convolution orientation (as `scipy.ndimage.convolve`
+//! takes them): the engine flips them before sliding them over the image.
+
+use super::{MaskError, MaskParams, MAX_SIDE};
+
+/// One preset as listed by `convstream masks`.
+pub struct Preset {
+    pub name: &'static str,
+    /// Keys the preset takes besides the universal `divisor`, `normalize` and `bias`.
+    pub keys: &'static [&'static str],
+    pub summary: &'static str,
+}
+
+pub const PRESETS: &[Preset] = &[
+    Preset { name: "identity", keys: &["size"], summary: "copies the plane (size: odd, default 1)" },
+    Preset { name: "box", keys: &["size", "width", "height"], summary: "mean of a size x size (or width x height) window, default 3; separable" },
+    Preset { name: "gaussian", keys: &["size", "sigma"], summary: "Gaussian blur; size default from sigma (2*ceil(3*sigma)+1) or 5; sigma default from size as OpenCV does; separable" },
+    Preset { name: "sharpen", keys: &["amount"], summary: "3x3 sharpen: identity + amount * (4-neighbour Laplacian), amount default 1" },
+    Preset { name: "unsharp", keys: &["size", "sigma", "amount"], summary: "unsharp mask: (1+amount)*identity - amount*gaussian(size, sigma); size 5, amount 1 by default" },
+    Preset { name: "laplacian", keys: &["neighbours"], summary: "3x3 Laplacian, neighbours 4 (default) or 8" },
+    Preset { name: "sobel-x", keys: &[], summary: "3x3 Sobel, horizontal gradient; separable" },
+    Preset { name: "sobel-y", keys: &[], summary: "3x3 Sobel, vertical gradient; separable" },
+    Preset { name: "prewitt-x", keys: &[], summary: "3x3 Prewitt, horizontal gradient; separable" },
+    Preset { name: "prewitt-y", keys: &[], summary: "3x3 Prewitt, vertical gradient; separable" },
+    Preset { name: "emboss", keys: &[], summary: "3x3 emboss (sums to 1, keeps brightness)" },
+    Preset { name: "motion-blur", keys: &["size", "angle"], summary: "line of length size (default 9) at angle degrees (default 0, counter-clockwise from horizontal)" },
+    Preset { name: "edge", keys: &["size", "sigma"], summary: "Laplacian of Gaussian edge detector, zero-sum, positive lobe sums to 1; size 9, sigma 1.4 by default" },
+    Preset { name: "custom", keys: &["matrix", "file"], summary: "your own matrix: inline `matrix = [[..],..]` or a text `file` (rows per line, numbers split by spaces or commas, # comments)" },
+];
+
+/// Coefficients before divisor/normalisation, with exact 1D factors when the preset knows them.
+pub struct RawMask {
+    pub rows: Vec<Vec<f64>>,
+    /// (column factor of length height, row factor of length width): rows[i][j] == col[i] * row[j].
+    pub factors: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+impl RawMask {
+    fn dense(rows: Vec<Vec<f64>>) -> Self {
+        RawMask { rows, factors: None }
+    }
+
+    fn separable(col: Vec<f64>, row: Vec<f64>) -> Self {
+        let rows = col.iter().map(|c| row.iter().map(|r| c * r).collect()).collect();
+        RawMask {
+            rows,
+            factors: Some((col, row)),
+        }
+    }
+}
+
+pub fn find(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+fn check_side(key: &str, value: u32, errors: &mut Vec<MaskError>) -> usize {
+    if value == 0 || value % 2 == 0 || value as usize > MAX_SIDE {
+        errors.push(MaskError::BadSide {
+            key: key.to_string(),
+            value,
+        });
+    }
+    value as usize
+}
+
+fn check_positive(key: &str, value: f64, errors: &mut Vec<MaskError>) -> f64 {
+    if !(value.is_finite() && value > 0.0) {
+        errors.push(MaskError::NotPositive {
+            key: key.to_string(),
+            value,
+        });
+    }
+    value
+}
+
+fn check_finite(key: &str, value: f64, errors: &mut Vec<MaskError>) -> f64 {
+    if !value.is_finite() {
+        errors.push(MaskError::NotFinite { what: key.to_string() });
+    }
+    value
+}
+
+/// Normalised 1D Gaussian of `size` taps.
+fn gaussian_1d(size: usize, sigma: f64) -> Vec<f64> {
+    let c = (size / 2) as f64;
+    let taps: Vec<f64> = (0..size)
+        .map(|i| (-((i as f64 - c).powi(2)) / (2.0 * sigma * sigma)).exp())
+        .collect();
+    let sum: f64 = taps.iter().sum();
+    taps.into_iter().map(|t| t / sum).collect()
+}
+
+/// OpenCV's default sigma for a Gaussian of `size` taps.
+fn default_sigma(size: usize) -> f64 {
+    0.3 * ((size as f64 - 1.0) * 0.5 - 1.0) + 0.8
+}
+
+/// Size and sigma of a Gaussian-shaped preset, each derived from the other when missing.
+fn gaussian_shape(p: &MaskParams, default_size: u32, errors: &mut Vec<MaskError>) -> (usize, f64) {
+    let sigma = p.sigma.map(|s| check_positive("sigma", s, errors));
+    let size = match (p.size, sigma) {
+        (Some(size), _) => check_side("size", size, errors),
+        (None, Some(s)) if s.is_finite() && s > 0.0 => ((2.0 * (3.0 * s).ceil() + 1.0) as usize).min(MAX_SIDE),
+        _ => default_size as usize,
+    };
+    let sigma = sigma.unwrap_or_else(|| default_sigma(size.max(1)));
+    (size, sigma)
+}
+
+fn delta(height: usize, width: usize) -> Vec<Vec<f64>> {
+    let mut rows = vec![vec![0.0; width]; height];
+    if height > 0 && width > 0 {
+        rows[height / 2][width / 2] = 1.0;
+    }
+    rows
+}
+
+/// Builds the coefficients of a preset other than `custom`. Errors are pushed, not returned,
+/// so that a caller can report every problem of a mask at once.
+pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<RawMask> {
+    let before = errors.len();
+    let raw = match name {
+        "identity" => {
+            let size = check_side("size", p.size.unwrap_or(1), errors);
+            let mut col = vec![0.0; size];
+            if size > 0 {
+                col[size / 2] = 1.0;
+            }
+            RawMask::separable(col.clone(), col)
+        }
+        "box" => {
+            let size = p.size.unwrap_or(3);
+            let width = check_side(
+                if p.width.is_some() { "width" } else { "size" },
+                p.width.unwrap_or(size),
+                errors,
+            );
+            let height = check_side(
+                if p.height.is_some() { "height" } else { "size" },
+                p.height.unwrap_or(size),
+                errors,
+            );
+            RawMask::separable(vec![1.0 / height as f64; height], vec![1.0 / width as f64; width])
+        }
+        "gaussian" => {
+            let (size, sigma) = gaussian_shape(p, 5, errors);
+            let g = gaussian_1d(size, sigma);
+            RawMask::separable(g.clone(), g)
+        }
+        "sharpen" => {
+            let a = check_finite("amount", p.amount.unwrap_or(1.0), errors);
+            RawMask::dense(vec![
+                vec![0.0, -a, 0.0],
+                vec![-a, 1.0 + 4.0 * a, -a],
+                vec![0.0, -a, 0.0],
+            ])
+        }
+        "unsharp" => {
+            let (size, sigma) = gaussian_shape(p, 5, errors);
+            let a = check_finite("amount", p.amount.unwrap_or(1.0), errors);
+            let g = gaussian_1d(size, sigma);
+            let mut rows = delta(size, size);
+            for (i, row) in rows.iter_mut().enumerate() {
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = (1.0 + a) * *v - a * g[i] * g[j];
+                }
+            }
+            RawMask::dense(rows)
+        }
+        "laplacian" => match p.neighbours.unwrap_or(4) {
+            4 => RawMask::dense(vec![vec![0.0, 1.0, 0.0], vec![1.0, -4.0, 1.0], vec![0.0, 1.0, 0.0]]),
+            8 => RawMask::dense(vec![vec![1.0, 1.0, 1.0], vec![1.0, -8.0, 1.0], vec![1.0, 1.0, 1.0]]),
+            other => {
+                errors.push(MaskError::BadNeighbours { value: other });
+                return None;
+            }
+        },
+        "sobel-x" => RawMask::separable(vec![1.0, 2.0, 1.0], vec![1.0, 0.0, -1.0]),
+        "sobel-y" => RawMask::separable(vec![1.0, 0.0, -1.0], vec![1.0, 2.0, 1.0]),
+        "prewitt-x" => RawMask::separable(vec![1.0, 1.0, 1.0], vec![1.0, 0.0, -1.0]),
+        "prewitt-y" => RawMask::separable(vec![1.0, 0.0, -1.0], vec![1.0, 1.0, 1.0]),
+        "emboss" => RawMask::dense(vec![vec![-2.0, -1.0, 0.0], vec![-1.0, 1.0, 1.0], vec![0.0, 1.0, 2.0]]),
+        "motion-blur" => {
+            let size = check_side("size", p.size.unwrap_or(9), errors);
+            let angle = check_finite("angle", p.angle.unwrap_or(0.0), errors).to_radians();
+            let (sin, cos) = angle.sin_cos();
+            let c = (size / 2) as f64;
+            let mut rows = vec![vec![0.0; size]; size];
+            for (y, row) in rows.iter_mut().enumerate() {
+                for (x, v) in row.iter_mut().enumerate() {
+                    let (dx, dy) = (x as f64 - c, c - y as f64);
+                    let off_line = (dx * sin - dy * cos).abs();
+                    let along = (dx * cos + dy * sin).abs();
+                    if off_line <= 0.5 && along <= c + 0.5 {
+                        *v = 1.0;
+                    }
+                }
+            }
+            let sum: f64 = rows.iter().flatten().sum();
+            rows.iter_mut().flatten().for_each(|v| *v /= sum.max(1.0));
+            RawMask::dense(rows)
+        }
+        "edge" => {
+            let (size, sigma) = gaussian_shape(p, 9, errors);
+            let sigma = if p.sigma.is_none() && p.size.is_none() {
+                1.4
+            } else {
+                sigma
+            };
+            let c = (size / 2) as f64;
+            let mut rows = vec![vec![0.0; size]; size];
+            for (y, row) in rows.iter_mut().enumerate() {
+                for (x, v) in row.iter_mut().enumerate() {
+                    let r2 = (x as f64 - c).powi(2) + (y as f64 - c).powi(2);
+                    let q = r2 / (2.0 * sigma * sigma);
+                    *v = (1.0 - q) * (-q).exp();
+                }
+            }
+            let mean = rows.iter().flatten().sum::<f64>() / (size * size) as f64;
+            rows.iter_mut().flatten().for_each(|v| *v -= mean);
+            let positive: f64 = rows.iter().flatten().filter(|v| **v > 0.0).sum();
+            if positive > 0.0 {
+                rows.iter_mut().flatten().for_each(|v| *v /= positive);
+            }
+            RawMask::dense(rows)
+        }
+        _ => return None,
+    };
+    (errors.len() == before).then_some(raw)
+}
+
+/// Reads a custom matrix from text: one row per line, numbers split by spaces or commas,
+/// `#` starts a comment, blank lines are skipped.
+pub fn parse_matrix_text(text: &str, origin: &str) -> Result<Vec<Vec<f64>>, Vec<MaskError>> {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let content = line.split('#').next().unwrap_or("");
+        let mut row = Vec::new();
+        for token in content
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|t| !t.is_empty())
+        {
+            match token.parse::<f64>() {
+                Ok(v) => row.push(v),
+                Err(_) => errors.push(MaskError::BadMatrixNumber {
+                    origin: origin.to_string(),
+                    line: number + 1,
+                    token: token.to_string(),
+                }),
+            }
+        }
+        if !row.is_empty() {
+            rows.push(row);
+        }
+    }
+    if errors.is_empty() {
+        Ok(rows)
+    } else {
+        Err(errors)
+    }
+}

@@ -1,0 +1,250 @@
+//! Wires source -> engine -> sink as named threads joined by bounded channels. Dropping a
+//! sender is the end-of-stream signal: the engine drains its lanes, the sink flushes the
+//! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
+
+use crossbeam_channel::bounded;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Instant;
+
+use crate::config::PipelineSettings;
+use crate::engine::{build_engine, Engine, EngineError, EngineOptions};
+use crate::frame::Frame;
+use crate::sink::{Sink, SinkError, SinkOutcome};
+use crate::source::{PassthroughPacket, Source, SourceError};
+use crate::stats::{Counters, PipelineReport};
+
+/// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
+/// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
+const FRAME_QUEUE: usize = 8;
+/// Audio packets run ahead of video by the frames in flight; this holds several seconds.
+const PACKET_QUEUE: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("pipeline {pipeline:?}: {source}")]
+    Source { pipeline: String, source: SourceError },
+    #[error("pipeline {pipeline:?}: {source}")]
+    Sink { pipeline: String, source: SinkError },
+    #[error("pipeline {pipeline:?}: {source}")]
+    Engine { pipeline: String, source: EngineError },
+    #[error("pipeline {pipeline:?}: {message}")]
+    Setup { pipeline: String, message: String },
+    #[error("pipeline {pipeline:?}: the {stage} thread panicked")]
+    Panicked { pipeline: String, stage: &'static str },
+}
+
+/// How a pipeline run is watched and stopped.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Set by a signal: stop reading, drain, finalise.
+    pub stop: Arc<AtomicBool>,
+    /// Draw a progress bar (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match expected {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} frames, {per_sec}, ETA {eta}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{prefix} {spinner} {pos} frames, {per_sec}").expect("valid template"),
+        ),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    bar.with_prefix(name.to_string())
+}
+
+/// Runs one pipeline to the end of its input (or a stop) and reports what happened.
+pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result<PipelineReport, PipelineError> {
+    let name = settings.name.clone();
+    let started = Instant::now();
+    let source = Source::open(&settings.source, options.stop.clone()).map_err(|source| PipelineError::Source {
+        pipeline: name.clone(),
+        source,
+    })?;
+    let info = source.info().clone();
+    if !info.format.has_luma_plane() && settings.filter.planes != crate::filter::PlaneSelection::All {
+        return Err(PipelineError::Setup {
+            pipeline: name,
+            message: format!(
+                "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
+                settings.filter.planes, info.url, info.format
+            ),
+        });
+    }
+    let engine_options = EngineOptions {
+        device: settings.device,
+        streams: settings.streams,
+        pipeline: name.clone(),
+    };
+    let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
+        pipeline: name.clone(),
+        source,
+    })?;
+    let engine_name = engine.name();
+    let sink = Sink::open(&settings.sink, &info).map_err(|source| PipelineError::Sink {
+        pipeline: name.clone(),
+        source,
+    })?;
+    tracing::info!(
+        pipeline = %name,
+        "{} {}x{} {} ({}) -> {} on {} -> {}",
+        info.url, info.width, info.height, info.format, info.decoder,
+        settings.filter.mask.description(), engine_name, settings.sink.url
+    );
+
+    let counters = Arc::new(Counters::default());
+    let bar = progress_bar(options.progress, info.expected_frames, &name);
+    let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
+    let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
+    let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
+
+    let spawn_error = |e: std::io::Error| PipelineError::Setup {
+        pipeline: name.clone(),
+        message: format!("cannot start a thread: {e}"),
+    };
+    let source_thread = {
+        let (counters, stop) = (counters.clone(), options.stop.clone());
+        thread::Builder::new()
+            .name(format!("{name}-source"))
+            .spawn(move || source.run(&decoded_tx, &packets_tx, &stop, &counters))
+            .map_err(spawn_error)?
+    };
+    let filter_thread = {
+        let counters = counters.clone();
+        thread::Builder::new()
+            .name(format!("{name}-filter"))
+            .spawn(move || run_engine(engine, &decoded_rx, &filtered_tx, &counters))
+            .map_err(spawn_error)?
+    };
+    let sink_thread = {
+        let (counters, bar) = (counters.clone(), bar.clone());
+        thread::Builder::new()
+            .name(format!("{name}-sink"))
+            .spawn(move || sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1)))
+            .map_err(spawn_error)?
+    };
+
+    let panicked = |stage| PipelineError::Panicked {
+        pipeline: name.clone(),
+        stage,
+    };
+    let source_result = source_thread.join().map_err(|_| panicked("source"))?;
+    let engine_result = filter_thread.join().map_err(|_| panicked("filter"))?;
+    let sink_result = sink_thread.join().map_err(|_| panicked("sink"))?;
+    bar.finish_and_clear();
+
+    // The first failure in flow order is the cause; later ones are its consequences.
+    engine_result.map_err(|source| PipelineError::Engine {
+        pipeline: name.clone(),
+        source,
+    })?;
+    let outcome = sink_result.map_err(|source| PipelineError::Sink {
+        pipeline: name.clone(),
+        source,
+    })?;
+    source_result.map_err(|source| PipelineError::Source {
+        pipeline: name.clone(),
+        source,
+    })?;
+
+    let seconds = started.elapsed().as_secs_f64();
+    let written = Counters::get(&counters.frames_written);
+    let stopped_early = match outcome {
+        SinkOutcome::OutputClosed => Some("the output was closed by its reader".to_string()),
+        SinkOutcome::Finished if options.stop.load(Ordering::Relaxed) => Some("interrupted by a signal".to_string()),
+        SinkOutcome::Finished => None,
+    };
+    let to_seconds = |ns: u64| ns as f64 / 1e9;
+    Ok(PipelineReport {
+        pipeline: name.clone(),
+        input: settings.source.url.clone(),
+        output: settings.sink.url.clone(),
+        engine: engine_name,
+        mask: settings.filter.mask.description().to_string(),
+        frames_in: Counters::get(&counters.frames_decoded),
+        frames_out: written,
+        frames_dropped: Counters::get(&counters.frames_dropped),
+        corrupt_packets: Counters::get(&counters.corrupt_packets),
+        read_errors: Counters::get(&counters.read_errors),
+        packets_passed_through: Counters::get(&counters.packets_passed_through),
+        seconds,
+        fps: if seconds > 0.0 { written as f64 / seconds } else { 0.0 },
+        source_seconds: to_seconds(Counters::get(&counters.source_busy_ns)),
+        filter_seconds: to_seconds(Counters::get(&counters.filter_busy_ns)),
+        sink_seconds: to_seconds(Counters::get(&counters.sink_busy_ns)),
+        stopped_early,
+    })
+}
+
+/// The filter stage: keeps the engine's lanes full and passes frames on in order.
+fn run_engine(
+    mut engine: Box<dyn Engine>,
+    decoded: &crossbeam_channel::Receiver<Frame>,
+    filtered: &crossbeam_channel::Sender<Frame>,
+    counters: &Counters,
+) -> Result<(), EngineError> {
+    let forward = |engine: &mut Box<dyn Engine>| -> Result<bool, EngineError> {
+        let started = Instant::now();
+        let frame = engine.receive()?;
+        Counters::add_time(&counters.filter_busy_ns, started.elapsed());
+        match frame {
+            Some(frame) => {
+                Counters::add(&counters.frames_filtered, 1);
+                Ok(filtered.send(frame).is_ok())
+            }
+            None => Ok(true),
+        }
+    };
+    for frame in decoded.iter() {
+        let started = Instant::now();
+        engine.submit(frame)?;
+        Counters::add_time(&counters.filter_busy_ns, started.elapsed());
+        while engine.in_flight() >= engine.capacity() {
+            if !forward(&mut engine)? {
+                return Ok(()); // the sink is gone (closed pipe); upstream stops on its own
+            }
+        }
+    }
+    while engine.in_flight() > 0 {
+        if !forward(&mut engine)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Runs every pipeline at once, each on its own threads, and returns each one's result.
+pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Result<PipelineReport, PipelineError>> {
+    if pipelines.len() == 1 {
+        return vec![run_pipeline(&pipelines[0], options)];
+    }
+    thread::scope(|scope| {
+        let handles: Vec<_> = pipelines
+            .iter()
+            .map(|p| scope.spawn(move || run_pipeline(p, options)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(pipelines)
+            .map(|(h, p)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PipelineError::Panicked {
+                        pipeline: p.name.clone(),
+                        stage: "pipeline",
+                    })
+                })
+            })
+            .collect()
+    })
+}

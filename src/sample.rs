@@ -1,0 +1,198 @@
+//! A generated sample clip (moving shapes and fine detail, with a tone on an audio track)
+//! so that `convstream demo` runs on a fresh machine with no media at hand.
+
+use ffmpeg::{codec, format::Sample, ChannelLayout, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+use std::path::Path;
+
+use crate::media as glue;
+
+/// Shape of the generated clip.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleSpec {
+    pub width: u32,
+    pub height: u32,
+    pub fps: i32,
+    pub frames: u32,
+}
+
+impl Default for SampleSpec {
+    fn default() -> Self {
+        SampleSpec {
+            width: 1280,
+            height: 720,
+            fps: 30,
+            frames: 150,
+        }
+    }
+}
+
+const AUDIO_RATE: i32 = 48_000;
+
+/// Writes the clip as MPEG-4 Part 2 video (+ AAC audio where the FFmpeg build has it) in MP4.
+pub fn generate(path: &Path, spec: SampleSpec) -> Result<(), String> {
+    glue::init();
+    let fail = |what: &str, e: ffmpeg::Error| format!("cannot generate {}: {what}: {e}", path.display());
+    let mut output = ffmpeg::format::output(path).map_err(|e| fail("open", e))?;
+    let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
+
+    let video_codec = ffmpeg::encoder::find_by_name("mpeg4").ok_or("this FFmpeg build has no mpeg4 encoder")?;
+    let mut video = codec::Context::new_with_codec(video_codec)
+        .encoder()
+        .video()
+        .map_err(|e| fail("video encoder", e))?;
+    let time_base = Rational::new(1, spec.fps);
+    video.set_width(spec.width);
+    video.set_height(spec.height);
+    video.set_format(ffmpeg::format::Pixel::YUV420P);
+    video.set_time_base(time_base);
+    video.set_frame_rate(Some(Rational::new(spec.fps, 1)));
+    video.set_flags(
+        codec::Flags::QSCALE
+            | if global_header {
+                codec::Flags::GLOBAL_HEADER
+            } else {
+                codec::Flags::empty()
+            },
+    );
+    video.set_global_quality(3 * ffmpeg::ffi::FF_QP2LAMBDA);
+    let mut video = video.open_as(video_codec).map_err(|e| fail("open video encoder", e))?;
+    let mut stream = output.add_stream(video_codec).map_err(|e| fail("video stream", e))?;
+    stream.set_parameters(&video);
+    stream.set_time_base(time_base);
+    let video_index = stream.index();
+
+    let mut audio = match ffmpeg::encoder::find_by_name("aac") {
+        Some(audio_codec) => {
+            let mut enc = codec::Context::new_with_codec(audio_codec)
+                .encoder()
+                .audio()
+                .map_err(|e| fail("audio encoder", e))?;
+            enc.set_rate(AUDIO_RATE);
+            enc.set_format(Sample::F32(ffmpeg::format::sample::Type::Planar));
+            enc.set_channel_layout(ChannelLayout::STEREO);
+            enc.set_time_base(Rational::new(1, AUDIO_RATE));
+            if global_header {
+                enc.set_flags(codec::Flags::GLOBAL_HEADER);
+            }
+            let enc = enc.open_as(audio_codec).map_err(|e| fail("open audio encoder", e))?;
+            let mut stream = output.add_stream(audio_codec).map_err(|e| fail("audio stream", e))?;
+            stream.set_parameters(&enc);
+            stream.set_time_base(Rational::new(1, AUDIO_RATE));
+            Some((enc, stream.index()))
+        }
+        None => None,
+    };
+    output.write_header().map_err(|e| fail("header", e))?;
+
+    let mut picture = ffmpeg::frame::Video::new(ffmpeg::format::Pixel::YUV420P, spec.width, spec.height);
+    let mut samples_written: i64 = 0;
+    for n in 0..spec.frames {
+        draw(&mut picture, n);
+        picture.set_pts(Some(n as i64));
+        video.send_frame(&picture).map_err(|e| fail("encode", e))?;
+        write_packets(&mut video, &mut output, video_index, time_base).map_err(|e| fail("write", e))?;
+        if let Some((enc, index)) = audio.as_mut() {
+            let due = (n as i64 + 1) * AUDIO_RATE as i64 / spec.fps as i64;
+            let frame_size = enc.frame_size().max(1024) as i64;
+            while samples_written + frame_size <= due {
+                let tone = tone(samples_written, frame_size as usize);
+                enc.send_frame(&tone).map_err(|e| fail("encode audio", e))?;
+                samples_written += frame_size;
+                write_packets(enc, &mut output, *index, Rational::new(1, AUDIO_RATE))
+                    .map_err(|e| fail("write audio", e))?;
+            }
+        }
+    }
+    video.send_eof().map_err(|e| fail("flush", e))?;
+    write_packets(&mut video, &mut output, video_index, time_base).map_err(|e| fail("write", e))?;
+    if let Some((enc, index)) = audio.as_mut() {
+        enc.send_eof().map_err(|e| fail("flush audio", e))?;
+        write_packets(enc, &mut output, *index, Rational::new(1, AUDIO_RATE)).map_err(|e| fail("write audio", e))?;
+    }
+    output.write_trailer().map_err(|e| fail("trailer", e))
+}
+
+fn write_packets(
+    encoder: &mut ffmpeg::encoder::Encoder,
+    output: &mut ffmpeg::format::context::Output,
+    index: usize,
+    time_base: Rational,
+) -> Result<(), ffmpeg::Error> {
+    let out_time_base = output.stream(index).map(|s| s.time_base()).unwrap_or(time_base);
+    let mut packet = Packet::empty();
+    loop {
+        match encoder.receive_packet(&mut packet) {
+            Ok(()) => {
+                packet.set_stream(index);
+                packet.rescale_ts(time_base, out_time_base);
+                packet.write_interleaved(output)?;
+            }
+            Err(ffmpeg::Error::Eof) => return Ok(()),
+            Err(e) if glue::is_again(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A 440 Hz tone, stereo planar f32, starting at sample `start`.
+fn tone(start: i64, count: usize) -> ffmpeg::frame::Audio {
+    let mut frame = ffmpeg::frame::Audio::new(
+        Sample::F32(ffmpeg::format::sample::Type::Planar),
+        count,
+        ChannelLayout::STEREO,
+    );
+    frame.set_rate(AUDIO_RATE as u32);
+    frame.set_pts(Some(start));
+    for channel in 0..2 {
+        let plane = frame.plane_mut::<f32>(channel);
+        for (i, s) in plane.iter_mut().enumerate() {
+            let t = (start + i as i64) as f32 / AUDIO_RATE as f32;
+            *s = 0.2 * (2.0 * std::f32::consts::PI * 440.0 * t).sin();
+        }
+    }
+    frame
+}
+
+/// Frame `n`: a diagonal gradient, a fine checkerboard (shows blur), thin lines (show
+/// edges) and a disc that moves, with slowly turning colours.
+fn draw(picture: &mut ffmpeg::frame::Video, n: u32) {
+    let (w, h) = (picture.width() as i64, picture.height() as i64);
+    let t = n as f32;
+    let (cx, cy) = (
+        (w as f32 * (0.5 + 0.35 * (t * 0.05).cos())) as i64,
+        (h as f32 * (0.5 + 0.3 * (t * 0.07).sin())) as i64,
+    );
+    let radius = h / 6;
+    let stride = picture.stride(0);
+    let luma = picture.data_mut(0);
+    for y in 0..h {
+        for x in 0..w {
+            let mut v = ((x + y + n as i64 * 4) * 200 / (w + h)) as i32 + 30;
+            if x < w / 3 && y > h / 2 && ((x / 4) + (y / 4)) % 2 == 0 {
+                v = 230;
+            }
+            if x > 2 * w / 3 && y % 24 == 0 {
+                v = 16;
+            }
+            if (x - cx).pow(2) + (y - cy).pow(2) < radius * radius {
+                v = 235;
+            }
+            luma[y as usize * stride + x as usize] = v.clamp(0, 255) as u8;
+        }
+    }
+    for (plane, phase) in [(1usize, 0.0f32), (2, 2.0)] {
+        let stride = picture.stride(plane);
+        let (pw, ph) = ((w as usize).div_ceil(2), (h as usize).div_ceil(2));
+        let data = picture.data_mut(plane);
+        for y in 0..ph {
+            for x in 0..pw {
+                let v = 128.0
+                    + 60.0
+                        * ((x as f32 / pw as f32) * 3.0 + t * 0.03 + phase).sin()
+                        * ((y as f32 / ph as f32) * 2.0 + phase).cos();
+                data[y * stride + x] = v.clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
+}

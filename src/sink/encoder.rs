@@ -1,0 +1,277 @@
+//! The video encoder of a sink: picks a codec and pixel format the container takes,
+//! converts frames when it must, and keeps timestamps.
+
+use ffmpeg::format::Pixel;
+use ffmpeg::{codec, Dictionary, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+
+use crate::config::SinkConfig;
+use crate::frame::{Frame, PixelFormat};
+use crate::media::{self as glue, ffmpeg_format};
+use crate::source::SourceInfo;
+
+/// Encoders tried in order when the config names none.
+const DEFAULT_CODECS: &[&str] = &["libx264", "mpeg4"];
+
+/// Pixel formats the YUV4MPEG2 muxer writes.
+const Y4M_FORMATS: &[Pixel] = &[Pixel::YUV420P, Pixel::YUV422P, Pixel::YUV444P, Pixel::GRAY8];
+
+/// A swscale context moved to the sink thread.
+struct Converter(ffmpeg::software::scaling::Context);
+
+// SAFETY: an SwsContext has no thread affinity; the sink uses it from one thread at a time.
+unsafe impl Send for Converter {}
+
+pub struct VideoEncoder {
+    encoder: ffmpeg::encoder::Video,
+    codec: ffmpeg::Codec,
+    format: Pixel,
+    time_base: Rational,
+    in_time_base: Rational,
+    last_pts: Option<i64>,
+    converter: Option<Converter>,
+    color: crate::source::ColorInfo,
+}
+
+fn container_accepts(output: &ffmpeg::format::context::Output, id: codec::Id) -> bool {
+    // SAFETY: querying a static muxer description with a codec id.
+    unsafe {
+        ffmpeg::ffi::avformat_query_codec(output.format().as_ptr(), id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) == 1
+    }
+}
+
+fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -> Result<ffmpeg::Codec, String> {
+    let container = output.format().name().to_string();
+    let by_name = |name: &str| ffmpeg::encoder::find_by_name(name).filter(|c| c.is_video());
+    if container == "yuv4mpegpipe" {
+        return by_name("wrapped_avframe")
+            .ok_or_else(|| "this FFmpeg build lacks the wrapped_avframe encoder YUV4MPEG2 needs".into());
+    }
+    if container == "rawvideo" {
+        return by_name("rawvideo").ok_or_else(|| "this FFmpeg build lacks the rawvideo encoder".into());
+    }
+    if let Some(name) = &config.codec {
+        let codec = by_name(name).ok_or_else(|| format!("this FFmpeg build has no video encoder named `{name}`"))?;
+        if !container_accepts(output, codec.id()) {
+            return Err(format!("the {container} container cannot hold {name} video"));
+        }
+        return Ok(codec);
+    }
+    if config.lossless {
+        let codec = by_name("ffv1").ok_or("lossless output needs the ffv1 encoder, which this FFmpeg build lacks")?;
+        if !container_accepts(output, codec.id()) {
+            return Err(format!(
+                "lossless output uses ffv1, which the {container} container cannot hold; write .mkv, .nut or .avi"
+            ));
+        }
+        return Ok(codec);
+    }
+    DEFAULT_CODECS
+        .iter()
+        .filter_map(|name| by_name(name))
+        .find(|codec| container_accepts(output, codec.id()))
+        .ok_or_else(|| {
+            format!(
+                "no default video encoder ({}) fits the {container} container; set sink.codec",
+                DEFAULT_CODECS.join(", ")
+            )
+        })
+}
+
+/// The pixel format to encode in: the frames' own when the encoder takes it.
+fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) -> Pixel {
+    let wanted = ffmpeg_format(frames);
+    let supported: Vec<Pixel> = if container == "yuv4mpegpipe" {
+        Y4M_FORMATS.to_vec()
+    } else {
+        codec
+            .video()
+            .ok()
+            .and_then(|v| v.formats().map(|f| f.collect()))
+            .unwrap_or_default()
+    };
+    if supported.is_empty() || supported.contains(&wanted) {
+        return wanted;
+    }
+    let fallback = match frames {
+        PixelFormat::Rgb24 | PixelFormat::Bgr24 | PixelFormat::Yuv444p => Pixel::YUV444P,
+        PixelFormat::Yuv422p => Pixel::YUV422P,
+        _ => Pixel::YUV420P,
+    };
+    [fallback, Pixel::YUV420P]
+        .into_iter()
+        .find(|p| supported.contains(p))
+        .unwrap_or(supported[0])
+}
+
+impl VideoEncoder {
+    pub fn new(
+        config: &SinkConfig,
+        source: &SourceInfo,
+        output: &ffmpeg::format::context::Output,
+    ) -> Result<VideoEncoder, String> {
+        let codec = choose_codec(config, output)?;
+        let container = output.format().name().to_string();
+        let format = choose_format(&codec, &container, source.format);
+        if format != ffmpeg_format(source.format) {
+            tracing::info!(output = %config.url, "frames are converted from {} to {format:?} for the {} encoder", source.format, codec.name());
+        }
+        let frame_time_base = source.frame_rate.invert();
+        // Keep the input's time base so timestamps survive exactly, except where the codec or
+        // container needs a frame-rate time base.
+        let time_base = match (codec.name(), container.as_str()) {
+            (_, "yuv4mpegpipe" | "rawvideo") => frame_time_base,
+            ("mpeg1video" | "mpeg2video", _) => frame_time_base,
+            ("mpeg4", _) if source.time_base.denominator() > 65535 => frame_time_base,
+            _ => source.time_base,
+        };
+        let mut encoder = codec::Context::new_with_codec(codec)
+            .encoder()
+            .video()
+            .map_err(|e| format!("cannot set up the {} encoder: {e}", codec.name()))?;
+        encoder.set_width(source.width as u32);
+        encoder.set_height(source.height as u32);
+        encoder.set_format(format);
+        encoder.set_time_base(time_base);
+        encoder.set_frame_rate(Some(source.frame_rate));
+        if source.aspect_ratio.numerator() > 0 {
+            encoder.set_aspect_ratio(source.aspect_ratio);
+        }
+        encoder.set_colorspace(source.color.space);
+        encoder.set_color_range(source.color.range);
+        // SAFETY: plain fields of an encoder context that is not open yet.
+        unsafe {
+            let raw = encoder.as_mut_ptr();
+            (*raw).color_primaries = source.color.primaries.into();
+            (*raw).color_trc = source.color.transfer.into();
+            (*raw).thread_count = 0;
+        }
+        if output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER) {
+            encoder.set_flags(codec::Flags::GLOBAL_HEADER);
+        }
+        let mut options = Dictionary::new();
+        for (key, value) in &config.options {
+            options.set(key, value);
+        }
+        match codec.name() {
+            // mpeg4's default 200 kb/s ruins filtered detail; a fixed quantiser keeps it.
+            "mpeg4" | "mpeg2video" if config.options.is_empty() => {
+                let flags = encoder_flags(&encoder);
+                encoder.set_flags(flags | codec::Flags::QSCALE);
+                encoder.set_global_quality(2 * ffmpeg::ffi::FF_QP2LAMBDA);
+            }
+            "libx264" if !config.options.contains_key("preset") => options.set("preset", "veryfast"),
+            _ => {}
+        }
+        let encoder = encoder.open_as_with(codec, options).map_err(|e| {
+            format!(
+                "cannot open the {} encoder for {}x{} {format:?}: {e}",
+                codec.name(),
+                source.width,
+                source.height
+            )
+        })?;
+        Ok(VideoEncoder {
+            encoder,
+            codec,
+            format,
+            time_base,
+            in_time_base: source.time_base,
+            last_pts: None,
+            converter: None,
+            color: source.color,
+        })
+    }
+
+    pub fn codec(&self) -> ffmpeg::Codec {
+        self.codec
+    }
+
+    pub fn time_base(&self) -> Rational {
+        self.time_base
+    }
+
+    pub fn parameters(&self) -> codec::Parameters {
+        codec::Parameters::from(&self.encoder)
+    }
+
+    /// Encodes one frame; its timestamp is carried over (made strictly increasing if a
+    /// coarser time base merges two).
+    pub fn send(&mut self, frame: &Frame) -> Result<(), ffmpeg::Error> {
+        let mut picture = self.to_ffmpeg(frame)?;
+        let pts = frame
+            .pts
+            .map(|p| p.rescale_ts_between(self.in_time_base, self.time_base));
+        let pts = match (pts, self.last_pts) {
+            (Some(p), Some(last)) if p <= last => last + 1,
+            (Some(p), _) => p,
+            (None, Some(last)) => last + 1,
+            (None, None) => 0,
+        };
+        self.last_pts = Some(pts);
+        picture.set_pts(Some(pts));
+        picture.set_color_range(self.color.range);
+        picture.set_color_space(self.color.space);
+        picture.set_color_primaries(self.color.primaries);
+        picture.set_color_transfer_characteristic(self.color.transfer);
+        self.encoder.send_frame(&picture)
+    }
+
+    pub fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
+        self.encoder.send_eof()
+    }
+
+    /// The next encoded packet, if the encoder has one ready.
+    pub fn receive(&mut self) -> Result<Option<Packet>, ffmpeg::Error> {
+        let mut packet = Packet::empty();
+        match self.encoder.receive_packet(&mut packet) {
+            Ok(()) => Ok(Some(packet)),
+            Err(ffmpeg::Error::Eof) => Ok(None),
+            Err(e) if glue::is_again(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn to_ffmpeg(&mut self, frame: &Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+        let source_format = ffmpeg_format(frame.format);
+        let mut picture = ffmpeg::frame::Video::new(source_format, frame.width as u32, frame.height as u32);
+        glue::frame_into_ffmpeg(frame, &mut picture);
+        if source_format == self.format {
+            return Ok(picture);
+        }
+        if self.converter.is_none() {
+            let context = ffmpeg::software::scaling::Context::get(
+                source_format,
+                frame.width as u32,
+                frame.height as u32,
+                self.format,
+                frame.width as u32,
+                frame.height as u32,
+                ffmpeg::software::scaling::Flags::BICUBIC,
+            )?;
+            self.converter = Some(Converter(context));
+        }
+        let mut converted = ffmpeg::frame::Video::empty();
+        if let Some(Converter(context)) = self.converter.as_mut() {
+            context.run(&picture, &mut converted)?;
+        }
+        Ok(converted)
+    }
+}
+
+fn encoder_flags(encoder: &ffmpeg::encoder::video::Video) -> codec::Flags {
+    // SAFETY: reading a plain field of a valid codec context.
+    codec::Flags::from_bits_truncate(unsafe { (*encoder.as_ptr()).flags } as _)
+}
+
+/// `av_rescale_q` on a timestamp.
+trait RescaleBetween {
+    fn rescale_ts_between(self, from: Rational, to: Rational) -> i64;
+}
+
+impl RescaleBetween for i64 {
+    fn rescale_ts_between(self, from: Rational, to: Rational) -> i64 {
+        // SAFETY: pure arithmetic.
+        unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
+    }
+}

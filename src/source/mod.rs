@@ -1,0 +1,544 @@
+//! FFmpeg input: opens a file, pipe or URL, decodes its best video stream into engine
+//! frames (converting only formats the engines cannot take) and hands the packets of
+//! other streams (audio, subtitles) to the sink untouched.
+
+use crossbeam_channel::Sender;
+use ffmpeg::{codec, media, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+use std::ffi::{c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::SourceConfig;
+use crate::frame::{Frame, PixelFormat};
+use crate::media::{self as glue, engine_format, ffmpeg_format, nearest_engine_format};
+use crate::stats::Counters;
+
+/// Consecutive unreadable packets after which the input is taken as broken rather than damaged.
+const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot open input {url}: {reason}")]
+    Open { url: String, reason: String },
+    #[error("input {url} has no video stream")]
+    NoVideo { url: String },
+    #[error("unknown input format `{format}` for {url}")]
+    UnknownFormat { url: String, format: String },
+    #[error("input {url}: {reason}")]
+    Decoder { url: String, reason: String },
+    #[error("input {url}: read failed after {frames} frames: {reason}")]
+    Read { url: String, frames: u64, reason: String },
+}
+
+/// Colour description carried from input to output.
+#[derive(Debug, Clone, Copy)]
+pub struct ColorInfo {
+    pub range: ffmpeg::color::Range,
+    pub space: ffmpeg::color::Space,
+    pub primaries: ffmpeg::color::Primaries,
+    pub transfer: ffmpeg::color::TransferCharacteristic,
+}
+
+/// A non-video input stream the sink may copy.
+#[derive(Clone)]
+pub struct PassthroughStream {
+    pub index: usize,
+    pub medium: media::Type,
+    pub parameters: codec::Parameters,
+    pub time_base: Rational,
+}
+
+/// What the sink and engine need to know about the video before the first frame.
+#[derive(Clone)]
+pub struct SourceInfo {
+    pub url: String,
+    pub width: usize,
+    pub height: usize,
+    /// The format frames leave the source in.
+    pub format: PixelFormat,
+    pub time_base: Rational,
+    pub frame_rate: Rational,
+    pub aspect_ratio: Rational,
+    pub color: ColorInfo,
+    /// Frame count when the container says or the duration implies it.
+    pub expected_frames: Option<u64>,
+    pub decoder: String,
+    pub passthrough: Vec<PassthroughStream>,
+}
+
+/// A non-video packet on its way to the sink, tagged with its input stream.
+pub struct PassthroughPacket {
+    pub stream: usize,
+    pub packet: Packet,
+}
+
+/// An opened input with its video decoder.
+pub struct Source {
+    decoder: ffmpeg::decoder::Video,
+    input: ffmpeg::format::context::Input,
+    /// Keeps the flag the interrupt callback reads alive as long as `input`.
+    _interrupt: Arc<AtomicBool>,
+    video_index: usize,
+    info: SourceInfo,
+    config: SourceConfig,
+}
+
+extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
+    // SAFETY: opaque is the AtomicBool inside the Arc that Source keeps alive while the
+    // input (and so this callback) exists.
+    let stop = unsafe { &*(opaque as *const AtomicBool) };
+    stop.load(Ordering::Relaxed) as c_int
+}
+
+fn ffmpeg_url(url: &str) -> &str {
+    if url == "-" {
+        "pipe:0"
+    } else {
+        url
+    }
+}
+
+/// Opens the input with an interrupt callback, so that a blocked network read ends on stop.
+fn open_input(config: &SourceConfig, stop: &Arc<AtomicBool>) -> Result<ffmpeg::format::context::Input, SourceError> {
+    let url = &config.url;
+    let open_error = |reason: String| SourceError::Open {
+        url: url.clone(),
+        reason,
+    };
+    let c_url = CString::new(ffmpeg_url(url)).map_err(|_| open_error("the URL contains a NUL byte".into()))?;
+    let c_format = match &config.format {
+        Some(name) => Some(CString::new(name.as_str()).map_err(|_| open_error("format contains a NUL byte".into()))?),
+        None => None,
+    };
+    // SAFETY: plain FFmpeg C calls; every pointer is checked, and on failure
+    // avformat_open_input frees the context itself.
+    unsafe {
+        use ffmpeg::ffi::*;
+        let format = match &c_format {
+            Some(name) => {
+                let found = av_find_input_format(name.as_ptr());
+                if found.is_null() {
+                    return Err(SourceError::UnknownFormat {
+                        url: url.clone(),
+                        format: config.format.clone().unwrap_or_default(),
+                    });
+                }
+                found
+            }
+            None => std::ptr::null(),
+        };
+        let mut context = avformat_alloc_context();
+        if context.is_null() {
+            return Err(open_error("out of memory".into()));
+        }
+        (*context).interrupt_callback = AVIOInterruptCB {
+            callback: Some(interrupt_requested),
+            opaque: Arc::as_ptr(stop) as *mut c_void,
+        };
+        let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, std::ptr::null_mut());
+        if status < 0 {
+            return Err(open_error(describe(status)));
+        }
+        let status = avformat_find_stream_info(context, std::ptr::null_mut());
+        if status < 0 {
+            avformat_close_input(&mut context);
+            return Err(open_error(format!(
+                "cannot read stream information: {}",
+                describe(status)
+            )));
+        }
+        Ok(ffmpeg::format::context::Input::wrap(context))
+    }
+}
+
+fn describe(status: c_int) -> String {
+    let error = ffmpeg::Error::from(status);
+    match error {
+        ffmpeg::Error::InvalidData => {
+            "not a media file FFmpeg can read (invalid data found when processing input)".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+impl Source {
+    /// Opens the input and its video decoder. `stop` interrupts blocking reads once set.
+    pub fn open(config: &SourceConfig, stop: Arc<AtomicBool>) -> Result<Source, SourceError> {
+        glue::init();
+        let input = open_input(config, &stop)?;
+        let url = config.url.clone();
+        let stream = input
+            .streams()
+            .best(media::Type::Video)
+            .ok_or_else(|| SourceError::NoVideo { url: url.clone() })?;
+        let video_index = stream.index();
+        let time_base = stream.time_base();
+        let decoder_error = |reason: String| SourceError::Decoder {
+            url: url.clone(),
+            reason,
+        };
+        let mut context =
+            codec::Context::from_parameters(stream.parameters()).map_err(|e| decoder_error(e.to_string()))?;
+        let codec_id = context.id();
+        let (codec, hardware) = match config.decoder.as_str() {
+            "auto" | "software" => (ffmpeg::decoder::find(codec_id), false),
+            "nvdec" => {
+                let name = format!("{}_cuvid", codec_id.name());
+                let found = ffmpeg::decoder::find_by_name(&name);
+                if found.is_none() {
+                    return Err(decoder_error(format!(
+                        "decoder = \"nvdec\" needs FFmpeg's {name} decoder, which this FFmpeg build lacks (build with scripts/build-portable.sh, or use decoder = \"software\")"
+                    )));
+                }
+                (found, true)
+            }
+            name => {
+                let found = ffmpeg::decoder::find_by_name(name);
+                if found.is_none() {
+                    return Err(decoder_error(format!(
+                        "this FFmpeg build has no decoder named `{name}`"
+                    )));
+                }
+                (found, name.ends_with("_cuvid"))
+            }
+        };
+        let codec =
+            codec.ok_or_else(|| decoder_error(format!("this FFmpeg build cannot decode {}", codec_id.name())))?;
+        if !hardware {
+            context.set_threading(codec::threading::Config {
+                kind: codec::threading::Type::Frame,
+                count: config.threads,
+                ..Default::default()
+            });
+        }
+        // SAFETY: the context is valid; pkt_timebase lets the decoder compute best-effort timestamps.
+        unsafe {
+            (*context.as_mut_ptr()).pkt_timebase = time_base.into();
+        }
+        let decoder = context
+            .decoder()
+            .open_as(codec)
+            .and_then(|opened| opened.video())
+            .map_err(|e| decoder_error(format!("cannot open the {} decoder: {e}", codec.name())))?;
+        let decoded = decoder.format();
+        let format = if hardware {
+            PixelFormat::Nv12
+        } else {
+            engine_format(decoded).unwrap_or_else(|| nearest_engine_format(decoded))
+        };
+        if !hardware && engine_format(decoded).is_none() {
+            tracing::info!(input = %url, "decoded format {decoded:?} is converted to {format} for filtering");
+        }
+        let frame_rate = match stream.avg_frame_rate() {
+            r if r.numerator() > 0 && r.denominator() > 0 => r,
+            _ => match stream.rate() {
+                r if r.numerator() > 0 && r.denominator() > 0 => r,
+                _ => Rational::new(25, 1),
+            },
+        };
+        let expected_frames = if stream.frames() > 0 {
+            Some(stream.frames() as u64)
+        } else if stream.duration() > 0 {
+            Some((stream.duration() as f64 * f64::from(time_base) * f64::from(frame_rate)).round() as u64)
+        } else if input.duration() > 0 {
+            Some(
+                (input.duration() as f64 / f64::from(ffmpeg::ffi::AV_TIME_BASE) * f64::from(frame_rate)).round() as u64,
+            )
+        } else {
+            None
+        };
+        let aspect_ratio = match stream.parameters() {
+            // SAFETY: reading a plain field of valid codec parameters.
+            p => unsafe { Rational::from((*p.as_ptr()).sample_aspect_ratio) },
+        };
+        let passthrough = input
+            .streams()
+            .filter(|s| s.index() != video_index)
+            .filter(|s| matches!(s.parameters().medium(), media::Type::Audio | media::Type::Subtitle))
+            .map(|s| PassthroughStream {
+                index: s.index(),
+                medium: s.parameters().medium(),
+                parameters: s.parameters(),
+                time_base: s.time_base(),
+            })
+            .collect();
+        let info = SourceInfo {
+            url: url.clone(),
+            width: decoder.width() as usize,
+            height: decoder.height() as usize,
+            format,
+            time_base,
+            frame_rate,
+            aspect_ratio,
+            color: ColorInfo {
+                range: decoder.color_range(),
+                space: decoder.color_space(),
+                primaries: decoder.color_primaries(),
+                transfer: decoder.color_transfer_characteristic(),
+            },
+            expected_frames,
+            decoder: codec.name().to_string(),
+            passthrough,
+        };
+        if info.width == 0 || info.height == 0 {
+            return Err(decoder_error("the video stream has no frame size".into()));
+        }
+        Ok(Source {
+            decoder,
+            input,
+            _interrupt: stop,
+            video_index,
+            info,
+            config: config.clone(),
+        })
+    }
+
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    /// Reads and decodes until the input ends, `stop` is set or the frame receiver is gone.
+    /// Damaged packets are counted and skipped; frames keep their timestamps.
+    pub fn run(
+        mut self,
+        frames: &Sender<Frame>,
+        packets: &Sender<PassthroughPacket>,
+        stop: &AtomicBool,
+        counters: &Counters,
+    ) -> Result<(), SourceError> {
+        let mut state = DecodeState::new(&self.info, self.config.realtime);
+        let mut consecutive_errors = 0u32;
+        let mut packet = Packet::empty();
+        'read: loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let started = Instant::now();
+            match packet.read(&mut self.input) {
+                Ok(()) => consecutive_errors = 0,
+                Err(ffmpeg::Error::Eof) => {
+                    if self.config.looping && state.next_index > 0 {
+                        self.restart(&mut state, frames, counters)?;
+                        continue;
+                    }
+                    break;
+                }
+                Err(ffmpeg::Error::Exit) => break,
+                Err(e) if glue::is_again(&e) => {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                }
+                Err(e) => {
+                    Counters::add(&counters.read_errors, 1);
+                    consecutive_errors += 1;
+                    tracing::warn!(input = %self.info.url, "read error, skipped: {e}");
+                    if consecutive_errors >= MAX_CONSECUTIVE_READ_ERRORS {
+                        return Err(SourceError::Read {
+                            url: self.info.url.clone(),
+                            frames: state.next_index,
+                            reason: e.to_string(),
+                        });
+                    }
+                    continue;
+                }
+            }
+            Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            if packet.stream() == self.video_index {
+                if packet.is_corrupt() {
+                    Counters::add(&counters.corrupt_packets, 1);
+                }
+                let started = Instant::now();
+                if let Err(e) = self.decoder.send_packet(&packet) {
+                    if !glue::is_again(&e) {
+                        Counters::add(&counters.corrupt_packets, 1);
+                        tracing::warn!(input = %self.info.url, "undecodable packet skipped: {e}");
+                    }
+                }
+                Counters::add_time(&counters.source_busy_ns, started.elapsed());
+                if !state.drain(&mut self.decoder, frames, counters)? {
+                    break 'read;
+                }
+            } else if self.info.passthrough.iter().any(|s| s.index == packet.stream()) {
+                let outgoing = std::mem::replace(&mut packet, Packet::empty());
+                // A closed receiver means the sink does not copy this stream; not an error.
+                let _ = packets
+                    .try_send(PassthroughPacket {
+                        stream: outgoing.stream(),
+                        packet: outgoing,
+                    })
+                    .or_else(|e| match e {
+                        crossbeam_channel::TrySendError::Full(p) => packets.send(p).map_err(|_| ()),
+                        crossbeam_channel::TrySendError::Disconnected(_) => Err(()),
+                    });
+            }
+        }
+        // Drain what the decoder still holds, also after a stop: those frames were read.
+        let _ = self.decoder.send_eof();
+        state.drain(&mut self.decoder, frames, counters)?;
+        Ok(())
+    }
+
+    /// Seeks back to the start for `loop = true`, shifting timestamps past the last frame.
+    fn restart(
+        &mut self,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<(), SourceError> {
+        let _ = self.decoder.send_eof();
+        state.drain(&mut self.decoder, frames, counters)?;
+        self.input
+            .seek(i64::MIN, ..)
+            .or_else(|_| self.input.seek(0, ..))
+            .map_err(|e| SourceError::Read {
+                url: self.info.url.clone(),
+                frames: state.next_index,
+                reason: format!("cannot seek to the start to loop: {e}"),
+            })?;
+        self.decoder.flush();
+        state.start_new_pass();
+        Ok(())
+    }
+}
+
+/// Per-run decoding state: timestamps, conversion and pacing.
+struct DecodeState {
+    target: (PixelFormat, usize, usize),
+    scaler: Option<(ffmpeg::software::scaling::Context, (ffmpeg::format::Pixel, u32, u32))>,
+    frame_duration: i64,
+    next_index: u64,
+    last_pts: Option<i64>,
+    first_pts_of_pass: Option<i64>,
+    pts_offset: i64,
+    realtime: Option<(Instant, f64)>,
+    time_base: f64,
+    url: String,
+}
+
+impl DecodeState {
+    fn new(info: &SourceInfo, realtime: bool) -> DecodeState {
+        let per_frame = f64::from(info.frame_rate.invert()) / f64::from(info.time_base);
+        DecodeState {
+            target: (info.format, info.width, info.height),
+            scaler: None,
+            frame_duration: (per_frame.round() as i64).max(1),
+            next_index: 0,
+            last_pts: None,
+            first_pts_of_pass: None,
+            pts_offset: 0,
+            realtime: realtime.then(|| (Instant::now(), 0.0)),
+            time_base: f64::from(info.time_base),
+            url: info.url.clone(),
+        }
+    }
+
+    fn start_new_pass(&mut self) {
+        if let (Some(last), Some(first)) = (self.last_pts, self.first_pts_of_pass) {
+            self.pts_offset = last + self.frame_duration - (first - self.pts_offset);
+        }
+        self.first_pts_of_pass = None;
+    }
+
+    /// Sends every frame the decoder has ready. Returns false when downstream is gone.
+    fn drain(
+        &mut self,
+        decoder: &mut ffmpeg::decoder::Video,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let mut decoded = ffmpeg::frame::Video::empty();
+        loop {
+            let started = Instant::now();
+            match decoder.receive_frame(&mut decoded) {
+                Ok(()) => {}
+                Err(ffmpeg::Error::Eof) => return Ok(true),
+                Err(e) if glue::is_again(&e) => return Ok(true),
+                Err(e) => {
+                    Counters::add(&counters.corrupt_packets, 1);
+                    tracing::warn!(input = %self.url, "decode error, frame skipped: {e}");
+                    continue;
+                }
+            }
+            let mut frame = self.convert(&decoded)?;
+            frame.pts = Some(self.timestamp(&decoded));
+            frame.index = self.next_index;
+            self.next_index += 1;
+            Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            Counters::add(&counters.frames_decoded, 1);
+            self.pace(frame.pts);
+            if frames.send(frame).is_err() {
+                return Ok(false);
+            }
+        }
+    }
+
+    fn timestamp(&mut self, decoded: &ffmpeg::frame::Video) -> i64 {
+        let raw = decoded.timestamp().or(decoded.pts());
+        let pts = match (raw, self.last_pts) {
+            (Some(raw), _) => raw + self.pts_offset,
+            (None, Some(last)) => last + self.frame_duration,
+            (None, None) => 0,
+        };
+        if self.first_pts_of_pass.is_none() {
+            self.first_pts_of_pass = Some(pts);
+        }
+        self.last_pts = Some(pts);
+        pts
+    }
+
+    /// Sleeps until the frame's presentation time when pacing in real time.
+    fn pace(&mut self, pts: Option<i64>) {
+        let Some((start, first)) = self.realtime.as_mut() else {
+            return;
+        };
+        let Some(pts) = pts else { return };
+        let seconds = pts as f64 * self.time_base;
+        if self.next_index == 1 {
+            *first = seconds;
+            *start = Instant::now();
+        }
+        let due = Duration::from_secs_f64((seconds - *first).max(0.0));
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Copies the decoded picture, converting format or size when it differs from what the
+    /// pipeline was set up for (a mid-stream change is scaled to the first geometry).
+    fn convert(&mut self, decoded: &ffmpeg::frame::Video) -> Result<Frame, SourceError> {
+        let (format, width, height) = self.target;
+        let direct = engine_format(decoded.format()) == Some(format)
+            && decoded.width() as usize == width
+            && decoded.height() as usize == height;
+        if direct {
+            return Ok(glue::frame_from_ffmpeg(decoded, format));
+        }
+        let key = (decoded.format(), decoded.width(), decoded.height());
+        if self.scaler.as_ref().map(|(_, k)| *k) != Some(key) {
+            tracing::info!(input = %self.url, "converting {:?} {}x{} to {format} {width}x{height}", key.0, key.1, key.2);
+            let scaler = ffmpeg::software::scaling::Context::get(
+                key.0,
+                key.1,
+                key.2,
+                ffmpeg_format(format),
+                width as u32,
+                height as u32,
+                ffmpeg::software::scaling::Flags::BICUBIC,
+            )
+            .map_err(|e| SourceError::Decoder {
+                url: self.url.clone(),
+                reason: format!("cannot convert {:?}: {e}", key.0),
+            })?;
+            self.scaler = Some((scaler, key));
+        }
+        let mut converted = ffmpeg::frame::Video::empty();
+        let (scaler, _) = self.scaler.as_mut().expect("scaler was just set");
+        scaler.run(decoded, &mut converted).map_err(|e| SourceError::Decoder {
+            url: self.url.clone(),
+            reason: format!("conversion failed: {e}"),
+        })?;
+        Ok(glue::frame_from_ffmpeg(&converted, format))
+    }
+}

@@ -1,0 +1,88 @@
+//! Counters a pipeline's stages update while they run and the summary made from them.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Live counters, shared by a pipeline's threads (and read by progress and metrics).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub frames_decoded: AtomicU64,
+    pub frames_filtered: AtomicU64,
+    pub frames_written: AtomicU64,
+    pub frames_dropped: AtomicU64,
+    /// Packets the demuxer flagged corrupt or the decoder rejected; skipped.
+    pub corrupt_packets: AtomicU64,
+    /// Read errors from the input that were skipped.
+    pub read_errors: AtomicU64,
+    pub packets_passed_through: AtomicU64,
+    pub source_busy_ns: AtomicU64,
+    pub filter_busy_ns: AtomicU64,
+    pub sink_busy_ns: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn add_time(counter: &AtomicU64, time: Duration) {
+        counter.fetch_add(time.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineReport {
+    pub pipeline: String,
+    pub input: String,
+    pub output: String,
+    pub engine: String,
+    pub mask: String,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub frames_dropped: u64,
+    pub corrupt_packets: u64,
+    pub read_errors: u64,
+    pub packets_passed_through: u64,
+    pub seconds: f64,
+    pub fps: f64,
+    /// Time each stage spent working (not waiting on its neighbours), in seconds.
+    pub source_seconds: f64,
+    pub filter_seconds: f64,
+    pub sink_seconds: f64,
+    /// Stopped early by a signal or because the output was closed.
+    pub stopped_early: Option<String>,
+}
+
+impl PipelineReport {
+    pub fn summary(&self) -> String {
+        let mut text = format!(
+            "{}: {} frames in, {} out, {} dropped in {:.2} s ({:.1} fps) on {}; stage time: decode {:.2} s, filter {:.2} s, encode {:.2} s",
+            self.pipeline,
+            self.frames_in,
+            self.frames_out,
+            self.frames_dropped,
+            self.seconds,
+            self.fps,
+            self.engine,
+            self.source_seconds,
+            self.filter_seconds,
+            self.sink_seconds
+        );
+        if self.corrupt_packets + self.read_errors > 0 {
+            text.push_str(&format!(
+                "; input damage: {} corrupt packets and {} read errors skipped",
+                self.corrupt_packets, self.read_errors
+            ));
+        }
+        if let Some(reason) = &self.stopped_early {
+            text.push_str(&format!("; stopped early: {reason}"));
+        }
+        text
+    }
+}
