@@ -88,6 +88,31 @@ pub fn to_pixel(sum: f32, bias: f32) -> u8 {
     (sum + bias).round().clamp(0.0, 255.0) as u8
 }
 
+/// `acc[k] = fma(t, src[k], acc[k])`: one rounding per tap, as the GPU kernels' `fmaf`,
+/// so that both engines give bit-identical sums when they add taps in the same order.
+fn fused_axpy(acc: &mut [f32], t: f32, src: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has FMA (checked just above).
+        unsafe { fused_axpy_fma(acc, t, src) };
+        return;
+    }
+    fused_axpy_portable(acc, t, src);
+}
+
+#[inline(always)]
+fn fused_axpy_portable(acc: &mut [f32], t: f32, src: &[f32]) {
+    acc.iter_mut().zip(src).for_each(|(a, v)| *a = t.mul_add(*v, *a));
+}
+
+/// The same loop compiled with FMA enabled, so `mul_add` becomes vector `vfmadd`
+/// instructions instead of calls into libm.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fused_axpy_fma(acc: &mut [f32], t: f32, src: &[f32]) {
+    fused_axpy_portable(acc, t, src);
+}
+
 /// Source index for each padded position `-(taps/2) .. len + taps/2`; `None` reads as 0.
 fn index_map(len: usize, taps: usize, border: BorderMode) -> Vec<Option<usize>> {
     let centre = (taps / 2) as isize;
@@ -105,9 +130,9 @@ fn pad_row(row: &[u8], channels: usize, xmap: &[Option<usize>], padded: &mut [f3
     }
 }
 
-/// Convolves every channel of `src`; the result has tightly packed rows. Rank-one masks
-/// take a row pass then a column pass, summing in f32 in tap order; others sum every tap
-/// of a pixel row by row of the mask.
+/// Convolves every channel of `src`; the result has tightly packed rows. Sums are f32 with
+/// fused multiply-adds in tap order: rank-one masks take a row pass then a column pass
+/// (over the f32 row sums), others add every tap of a pixel, mask row by mask row.
 pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     match mask.correlation_factors() {
         Some((column, row)) => convolve_separable(src, &column, &row, mask.bias(), border),
@@ -133,7 +158,7 @@ fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
                 for j in 0..mw {
                     let t = taps[i * mw + j];
                     let shifted = &padded[j * ch..j * ch + row_len];
-                    acc.iter_mut().zip(shifted).for_each(|(a, v)| *a += t * v);
+                    fused_axpy(acc, t, shifted);
                 }
             }
             out.iter_mut()
@@ -159,7 +184,7 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
             out.fill(0.0);
             for (j, t) in row.iter().enumerate() {
                 let shifted = &padded[j * ch..j * ch + row_len];
-                out.iter_mut().zip(shifted).for_each(|(a, v)| *a += t * v);
+                fused_axpy(out, *t, shifted);
             }
         },
     );
@@ -172,7 +197,7 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
             for (i, t) in column.iter().enumerate() {
                 let Some(sy) = ymap[y + i] else { continue };
                 let source = &horizontal[sy * row_len..(sy + 1) * row_len];
-                acc.iter_mut().zip(source).for_each(|(a, v)| *a += t * v);
+                fused_axpy(acc, *t, source);
             }
             out.iter_mut()
                 .zip(acc.iter())
