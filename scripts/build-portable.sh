@@ -87,6 +87,8 @@ configure_args=(
     --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
     --disable-avdevice --disable-avfilter --disable-postproc
     --enable-network
+    # FFmpeg compiles with -g by default: its DWARF would be ~30 MB of every linked executable.
+    --disable-debug
 )
 for kind in decoder encoder demuxer muxer parser bsf protocol; do
     declare -n list="${kind}s"
@@ -217,13 +219,33 @@ build_binary() {
     export FFMPEG_DIR="$prefix"
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
     export PKG_CONFIG_ALL_STATIC=1
+    # With FFMPEG_DIR, ffmpeg-sys-next links only the av*/sw* archives of the enabled ffmpeg-next
+    # features, not FFmpeg's own dependencies. libavcodec also needs libswresample (the opus
+    # decoder resamples) and zlib (png, ...). Link them statically, after everything else:
+    # -l:libz.a names the archive itself, so libz.so is never picked. libavutil is named again
+    # because libswresample depends on it and GNU ld resolves archives in order.
+    # (FFmpeg's .pc files also list -latomic, but no object here needs it on x86-64.)
+    local link_args=(
+        "-L$prefix/lib" -l:libswresample.a -l:libavutil.a -l:libz.a
+    )
+    [[ $prefix != *[[:space:]]* ]] || die "RUSTFLAGS cannot carry a prefix with spaces: $prefix"
+    export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$(printf -- '-C link-arg=%s ' "${link_args[@]}")"
+
+    # Cargo does not notice when the libraries in FFMPEG_DIR change, so a rebuilt prefix would
+    # not be relinked: remember which build target/ was linked against and start over if needed.
+    local linked="target/release/.convstream-ffmpeg-stamp"
+    if ! cmp -s "$stamp" "$linked"; then
+        cargo clean --release -p ffmpeg-sys-next
+        mkdir -p target/release
+    fi
 
     log "building the release binary"
     cargo build --release --features static-ffmpeg
+    cp "$stamp" "$linked"
 
     log "building the test executables"
     # The JSON messages name each test executable; cargo itself prints only a summary.
-    local tests_json
+    local tests_json test_exes
     tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
     # Keep the integration tests (tests/*.rs) and the unit-test binaries of gpu*/engine* targets.
     mapfile -t test_exes < <(jq -r '
@@ -257,7 +279,8 @@ build_binary() {
     log "shared libraries needed by convstream"
     ldd "$dist/convstream"
     local unexpected
-    unexpected="$(ldd "$dist/convstream" | awk '{print $1}' | grep -Ev "$allowed_libs" || true)"
+    unexpected="$(ldd "$dist/convstream" | awk '{sub(".*/", "", $1); print $1}' \
+        | grep -Ev "$allowed_libs" || true)"
     [[ -z $unexpected ]] || die "the binary is not portable, it needs: $(echo $unexpected)"
     # The target must have at least this glibc.
     echo "newest glibc symbol version needed: $(objdump -T "$dist/convstream" \

@@ -106,6 +106,9 @@ struct RunArgs {
     /// Write the run summary as JSON to this file.
     #[arg(long)]
     stats_json: Option<PathBuf>,
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of the GPU stages of every frame.
+    #[arg(long)]
+    trace: Option<PathBuf>,
 }
 
 /// An error with its exit code.
@@ -219,12 +222,17 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
 fn run(args: RunArgs) -> Result<(), Failure> {
     let settings = load_settings(&args)?;
     init_logging(&settings.log);
-    run_settings(&settings, !args.no_progress, args.stats_json.as_deref())
+    run_settings(&settings, !args.no_progress, args.stats_json.as_deref(), args.trace)
 }
 
-fn run_settings(settings: &Settings, progress: bool, stats_json: Option<&Path>) -> Result<(), Failure> {
+fn run_settings(
+    settings: &Settings,
+    progress: bool,
+    stats_json: Option<&Path>,
+    trace: Option<PathBuf>,
+) -> Result<(), Failure> {
     let stop = install_signal_handlers()?;
-    let results = run_all(&settings.pipelines, &RunOptions { stop, progress });
+    let results = run_all(&settings.pipelines, &RunOptions { stop, progress, trace });
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for result in results {
@@ -299,7 +307,7 @@ fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         tracing::info!("generating the sample clip {}", sample.display());
         convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
     }
-    run_settings(&settings, true, None)?;
+    run_settings(&settings, true, None, None)?;
     println!("filtered video written to {}", output.display());
     Ok(())
 }

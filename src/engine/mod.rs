@@ -5,9 +5,12 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod trace;
 
 use crate::filter::FilterSpec;
-use crate::frame::Frame;
+use crate::frame::{Frame, PixelFormat};
+
+pub use trace::TraceSpan;
 
 pub use cpu::CpuEngine;
 
@@ -45,6 +48,29 @@ pub trait Engine: Send {
     fn receive(&mut self) -> Result<Option<Frame>, EngineError>;
     /// Replaces the filter for frames submitted from now on.
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError>;
+    /// Timed stages of the frames filtered so far (when tracing was asked for), drained.
+    fn take_trace(&mut self) -> Vec<TraceSpan> {
+        Vec::new()
+    }
+}
+
+/// Which GPU kernel filters the planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum KernelPath {
+    /// Shared-memory tile with halo, register blocked.
+    Dense,
+    /// Row pass then column pass, fused in shared memory (rank-one masks).
+    Separable,
+    /// One thread per output, taps read from global memory: the baseline.
+    Global,
+}
+
+/// The geometry of the frames a pipeline will submit, known once the source is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameShape {
+    pub format: PixelFormat,
+    pub width: usize,
+    pub height: usize,
 }
 
 /// Which engine a pipeline asks for.
@@ -80,6 +106,32 @@ pub struct EngineOptions {
     pub streams: usize,
     /// Names the pipeline in errors and logs.
     pub pipeline: String,
+    /// Frame geometry, so buffers are sized and kernels compiled before the first frame.
+    pub shape: Option<FrameShape>,
+    /// Record per-stage GPU timestamps for a Chrome trace.
+    pub trace: bool,
+    /// Use this kernel instead of the one the mask calls for (benchmarks, tests).
+    pub force_path: Option<KernelPath>,
+    /// Fill GPU output buffers with a poison value before each frame (tests: unwritten
+    /// pixels show).
+    pub poison: bool,
+    /// Alignment of rows in GPU buffers, in bytes (1 packs rows tightly).
+    pub pitch_align: usize,
+}
+
+impl EngineOptions {
+    pub fn new(device: DeviceChoice, streams: usize, pipeline: &str) -> EngineOptions {
+        EngineOptions {
+            device,
+            streams,
+            pipeline: pipeline.to_string(),
+            shape: None,
+            trace: false,
+            force_path: None,
+            poison: false,
+            pitch_align: 64,
+        }
+    }
 }
 
 /// Builds the engine `options.device` asks for. With `auto`, a missing GPU falls back to the

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Instant;
 
 use crate::config::PipelineSettings;
-use crate::engine::{build_engine, Engine, EngineError, EngineOptions};
+use crate::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
 use crate::frame::Frame;
 use crate::sink::{Sink, SinkError, SinkOutcome};
 use crate::source::{PassthroughPacket, Source, SourceError};
@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Draw a progress bar (only when stderr is a terminal).
     pub progress: bool,
+    /// Write a Chrome trace of the GPU stages here (CUDA engine only).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
@@ -83,9 +85,13 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         });
     }
     let engine_options = EngineOptions {
-        device: settings.device,
-        streams: settings.streams,
-        pipeline: name.clone(),
+        shape: Some(FrameShape {
+            format: info.format,
+            width: info.width,
+            height: info.height,
+        }),
+        trace: options.trace.is_some(),
+        ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
         pipeline: name.clone(),
@@ -145,10 +151,16 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
     bar.finish_and_clear();
 
     // The first failure in flow order is the cause; later ones are its consequences.
-    engine_result.map_err(|source| PipelineError::Engine {
+    let spans = engine_result.map_err(|source| PipelineError::Engine {
         pipeline: name.clone(),
         source,
     })?;
+    if let Some(path) = &options.trace {
+        trace::write_chrome_trace(path, &name, &spans).map_err(|e| PipelineError::Setup {
+            pipeline: name.clone(),
+            message: format!("cannot write the trace {}: {e}", path.display()),
+        })?;
+    }
     let outcome = sink_result.map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
         source,
@@ -177,6 +189,8 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         frames_dropped: Counters::get(&counters.frames_dropped),
         corrupt_packets: Counters::get(&counters.corrupt_packets),
         read_errors: Counters::get(&counters.read_errors),
+        damaged_frames: Counters::get(&counters.damaged_frames),
+        ended_early: counters.ended_early(),
         packets_passed_through: Counters::get(&counters.packets_passed_through),
         seconds,
         fps: if seconds > 0.0 { written as f64 / seconds } else { 0.0 },
@@ -193,7 +207,7 @@ fn run_engine(
     decoded: &crossbeam_channel::Receiver<Frame>,
     filtered: &crossbeam_channel::Sender<Frame>,
     counters: &Counters,
-) -> Result<(), EngineError> {
+) -> Result<Vec<TraceSpan>, EngineError> {
     let forward = |engine: &mut Box<dyn Engine>| -> Result<bool, EngineError> {
         let started = Instant::now();
         let frame = engine.receive()?;
@@ -212,7 +226,7 @@ fn run_engine(
         Counters::add_time(&counters.filter_busy_ns, started.elapsed());
         while engine.in_flight() >= engine.capacity() {
             if !forward(&mut engine)? {
-                return Ok(()); // the sink is gone (closed pipe); upstream stops on its own
+                return Ok(engine.take_trace()); // the sink is gone (closed pipe); upstream stops on its own
             }
         }
     }
@@ -221,7 +235,7 @@ fn run_engine(
             break;
         }
     }
-    Ok(())
+    Ok(engine.take_trace())
 }
 
 /// Runs every pipeline at once, each on its own threads, and returns each one's result.

@@ -1,0 +1,225 @@
+// 2D convolution of 8-bit planes: a shared-memory tiled kernel for dense masks, a fused
+// separable kernel for rank-one masks, and the textbook global-memory kernel kept as the
+// baseline the benchmark compares against. See convolve.cuh for the defines and the
+// arithmetic contract.
+
+#include "convolve.cuh"
+
+// Floats a thread reads from one tile row: its PX outputs plus the horizontal halo, rounded
+// up to whole float4 loads. Rows of the shared tile are padded so those loads stay inside.
+#define V_LEN (PX + HALO_W)
+#define V_VEC ((V_LEN + 3) / 4)
+#define SHARED_PITCH (TILE_W - PX + 4 * V_VEC)
+
+#if PX % 4 != 0
+#error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
+#endif
+
+// Fills the shared tile (SHARED_H rows of SHARED_W floats, pitch SHARED_PITCH) with the
+// source window whose top-left sample is (row0, col0), border mode applied. Rows inside the
+// plane are read as aligned 32-bit words, so a warp reads 128 contiguous bytes at a time.
+__device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsigned char* __restrict__ src,
+                                          const PlaneGeometry& g, int row0, int col0) {
+    const int row_bytes = g.width * CH;
+    for (int r = threadIdx.y; r < SHARED_H; r += BLOCK_Y) {
+        float* trow = tile + r * SHARED_PITCH;
+        const int y = map_index(row0 + r, g.height);
+        if (y < 0) {
+            for (int c = threadIdx.x; c < SHARED_W; c += BLOCK_X) trow[c] = 0.0f;
+            continue;
+        }
+        const unsigned char* srow = src + (size_t)y * g.src_pitch;
+        // Words are aligned in memory: the first one starts at or before col0.
+        const int misalign = (int)(((size_t)srow + (size_t)(long long)col0) & 3);
+        const int first = col0 - misalign;
+        const int words = (SHARED_W + misalign + 3) / 4;
+        for (int w = threadIdx.x; w < words; w += BLOCK_X) {
+            const int c = first + 4 * w;
+            if (c >= 0 && c + 3 < row_bytes) {
+                const unsigned int v = *reinterpret_cast<const unsigned int*>(srow + c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int tc = c + e - col0;
+                    if (tc >= 0 && tc < SHARED_W) trow[tc] = (float)((v >> (8 * e)) & 0xffu);
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int tc = c + e - col0;
+                    if (tc >= 0 && tc < SHARED_W) trow[tc] = sample(src, g, row0 + r, c + e);
+                }
+            }
+        }
+    }
+}
+
+// Reads a thread's V_LEN floats of one shared row with float4 loads.
+__device__ __forceinline__ void load_window(float (&v)[4 * V_VEC], const float* __restrict__ row) {
+#pragma unroll
+    for (int q = 0; q < V_VEC; ++q) {
+        const float4 f = reinterpret_cast<const float4*>(row)[q];
+        v[4 * q] = f.x;
+        v[4 * q + 1] = f.y;
+        v[4 * q + 2] = f.z;
+        v[4 * q + 3] = f.w;
+    }
+}
+
+// Writes a thread's PY x PX outputs, as 32-bit words where aligned and inside the plane.
+__device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, const PlaneGeometry& g,
+                                              const float (&acc)[PY][PX], int row, int col) {
+    const int row_bytes = g.width * CH;
+#pragma unroll
+    for (int py = 0; py < PY; ++py) {
+        if (row + py >= g.height) return;
+        unsigned char* out = dst + (size_t)(row + py) * g.dst_pitch + col;
+#pragma unroll
+        for (int q = 0; q < PX; q += 4) {
+            const bool whole = col + q + 3 < row_bytes && (((size_t)(out + q)) & 3) == 0;
+            if (whole) {
+                const unsigned int word = (unsigned int)to_pixel(acc[py][q], g.bias) |
+                                          ((unsigned int)to_pixel(acc[py][q + 1], g.bias) << 8) |
+                                          ((unsigned int)to_pixel(acc[py][q + 2], g.bias) << 16) |
+                                          ((unsigned int)to_pixel(acc[py][q + 3], g.bias) << 24);
+                *reinterpret_cast<unsigned int*>(out + q) = word;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (col + q + e < row_bytes) out[q + e] = to_pixel(acc[py][q + e], g.bias);
+                }
+            }
+        }
+    }
+}
+
+// Dense masks. Each block filters a TILE_W x TILE_H tile; each thread PY rows of PX adjacent
+// outputs. Looping over the tile rows a thread needs (not over mask rows) lets one window of
+// shared values feed every output row it touches, while each output still adds its taps mask
+// row by mask row: for output row py, tile row r carries mask row r - py.
+extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
+    convolve_dense(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    extern __shared__ float4 shared_raw[];
+    float* tile = reinterpret_cast<float*>(shared_raw);
+    const int tile_row = blockIdx.y * TILE_H;
+    const int tile_col = blockIdx.x * TILE_W;
+    load_tile(tile, src, g, tile_row - MASK_H / 2, tile_col - (MASK_W / 2) * CH);
+    __syncthreads();
+
+    const int r0 = threadIdx.y * PY;
+    const int c0 = threadIdx.x * PX;
+    float acc[PY][PX];
+#pragma unroll
+    for (int py = 0; py < PY; ++py)
+#pragma unroll
+        for (int px = 0; px < PX; ++px) acc[py][px] = 0.0f;
+
+#if UNROLL_ROWS
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+    for (int r = 0; r < PY + MASK_H - 1; ++r) {
+        float v[4 * V_VEC];
+        load_window(v, tile + (r0 + r) * SHARED_PITCH + c0);
+#pragma unroll
+        for (int py = 0; py < PY; ++py) {
+            const int i = r - py;
+            if (i >= 0 && i < MASK_H) {
+                const float* taps = c_taps + i * MASK_W;
+#pragma unroll
+                for (int j = 0; j < MASK_W; ++j) {
+                    const float t = taps[j];
+#pragma unroll
+                    for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(t, v[px + j * CH], acc[py][px]);
+                }
+            }
+        }
+    }
+    store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
+}
+
+// Rank-one masks, both passes fused in shared memory: the row pass turns the loaded tile
+// (with its vertical halo) into f32 row sums, the column pass sums those. Row taps are
+// follow the dense taps in c_taps (see convolve.cuh).
+extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
+    convolve_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    extern __shared__ float4 shared_raw[];
+    float* tile = reinterpret_cast<float*>(shared_raw);
+    float* rows = tile + SHARED_H * SHARED_PITCH;  // SHARED_H x TILE_W row sums
+    const int tile_row = blockIdx.y * TILE_H;
+    const int tile_col = blockIdx.x * TILE_W;
+    load_tile(tile, src, g, tile_row - MASK_H / 2, tile_col - (MASK_W / 2) * CH);
+    __syncthreads();
+
+    const int c0 = threadIdx.x * PX;
+    const float* row_taps = c_taps + MASK_W * MASK_H;
+    const float* col_taps = row_taps + MASK_W;
+    for (int r = threadIdx.y; r < SHARED_H; r += BLOCK_Y) {
+        float v[4 * V_VEC];
+        load_window(v, tile + r * SHARED_PITCH + c0);
+        float sum[PX];
+#pragma unroll
+        for (int px = 0; px < PX; ++px) sum[px] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < MASK_W; ++j) {
+            const float t = row_taps[j];
+#pragma unroll
+            for (int px = 0; px < PX; ++px) sum[px] = fmaf(t, v[px + j * CH], sum[px]);
+        }
+        float4* out = reinterpret_cast<float4*>(rows + r * TILE_W + c0);
+#pragma unroll
+        for (int q = 0; q < PX / 4; ++q) out[q] = make_float4(sum[4 * q], sum[4 * q + 1], sum[4 * q + 2], sum[4 * q + 3]);
+    }
+    __syncthreads();
+
+    const int r0 = threadIdx.y * PY;
+    float acc[PY][PX];
+#pragma unroll
+    for (int py = 0; py < PY; ++py)
+#pragma unroll
+        for (int px = 0; px < PX; ++px) acc[py][px] = 0.0f;
+#if UNROLL_ROWS
+#pragma unroll
+#else
+#pragma unroll 1
+#endif
+    for (int r = 0; r < PY + MASK_H - 1; ++r) {
+        float m[PX];
+        const float4* in = reinterpret_cast<const float4*>(rows + (r0 + r) * TILE_W + c0);
+#pragma unroll
+        for (int q = 0; q < PX / 4; ++q) {
+            const float4 f = in[q];
+            m[4 * q] = f.x;
+            m[4 * q + 1] = f.y;
+            m[4 * q + 2] = f.z;
+            m[4 * q + 3] = f.w;
+        }
+#pragma unroll
+        for (int py = 0; py < PY; ++py) {
+            const int i = r - py;
+            if (i >= 0 && i < MASK_H) {
+                const float t = col_taps[i];
+#pragma unroll
+                for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(t, m[px], acc[py][px]);
+            }
+        }
+    }
+    store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
+}
+
+// The textbook kernel: one thread per output sample, every tap read from global memory with
+// the border applied. Kept as the baseline; it shares the arithmetic, so its output is
+// identical to the other kernels'.
+extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+                                           PlaneGeometry g) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (col >= g.width * CH || row >= g.height) return;
+    float acc = 0.0f;
+    for (int i = 0; i < MASK_H; ++i) {
+        for (int j = 0; j < MASK_W; ++j) {
+            acc = fmaf(c_taps[i * MASK_W + j], sample(src, g, row + i - MASK_H / 2, col + (j - MASK_W / 2) * CH), acc);
+        }
+    }
+    dst[(size_t)row * g.dst_pitch + col] = to_pixel(acc, g.bias);
+}

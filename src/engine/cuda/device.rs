@@ -1,0 +1,121 @@
+//! Finding a usable GPU without panicking: the driver and NVRTC libraries are probed before
+//! any cudarc call that would panic on their absence, and device facts are read for logs,
+//! `convstream doctor` and kernel tuning.
+
+use cudarc::driver::{sys, CudaContext};
+use std::sync::{Arc, OnceLock};
+
+use super::error::{driver_error, CudaResultExt};
+use crate::engine::EngineError;
+
+/// Whether libcuda and libnvrtc can be loaded, checked once per process.
+fn libraries() -> &'static (bool, bool) {
+    static PRESENT: OnceLock<(bool, bool)> = OnceLock::new();
+    // SAFETY: the probes only dlopen and dlclose the candidate library names.
+    PRESENT.get_or_init(|| unsafe { (sys::is_culib_present(), cudarc::nvrtc::sys::is_culib_present()) })
+}
+
+/// Whether NVRTC can be loaded (kernels compile without a GPU, e.g. in CI).
+pub fn nvrtc_available() -> bool {
+    libraries().1
+}
+
+/// Checks that the driver, NVRTC and at least one device are there; the error says which is not.
+pub fn probe() -> Result<usize, EngineError> {
+    let (driver, nvrtc) = *libraries();
+    if !driver {
+        return Err(EngineError::NoGpu(
+            "the NVIDIA driver library (libcuda.so.1) could not be loaded; is an NVIDIA driver installed, and in a container, is the GPU passed through (--gpus / NVIDIA container toolkit)?".into(),
+        ));
+    }
+    if !nvrtc {
+        return Err(EngineError::NoGpu(
+            "the CUDA runtime compiler library (libnvrtc.so.13 or .12) could not be loaded; install the CUDA NVRTC runtime (e.g. the cuda-nvrtc package) or add its folder to LD_LIBRARY_PATH".into(),
+        ));
+    }
+    let count = CudaContext::device_count()
+        .map_err(|e| EngineError::NoGpu(format!("CUDA initialisation failed: {}", driver_error(&e))))?;
+    if count <= 0 {
+        return Err(EngineError::NoGpu("the NVIDIA driver reports no CUDA device".into()));
+    }
+    Ok(count as usize)
+}
+
+/// Opens device `ordinal` after probing, with a clear error for a missing ordinal.
+pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
+    let count = probe()?;
+    if ordinal >= count {
+        return Err(EngineError::NoGpu(format!(
+            "cuda:{ordinal} does not exist; this host has {count} CUDA device(s): cuda:0..cuda:{}",
+            count - 1
+        )));
+    }
+    let context = CudaContext::new(ordinal).context(|| format!("opening cuda:{ordinal}"))?;
+    // Lanes order their own work (one stream per lane, FIFO completion); cudarc's per-buffer
+    // event tracking would only add waits and synchronisation.
+    // SAFETY: every buffer is used on the stream of the lane that owns it, and buffers shared
+    // across lanes (none today) would be ordered by explicit events.
+    unsafe { context.disable_event_tracking() };
+    Ok(context)
+}
+
+/// Facts about one GPU.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: usize,
+    pub free_memory: usize,
+    pub multiprocessors: i32,
+    pub clock_khz: i32,
+    pub copy_engines: i32,
+    pub max_shared_per_block: usize,
+}
+
+impl DeviceInfo {
+    pub fn read(context: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo, EngineError> {
+        use sys::CUdevice_attribute as A;
+        let what = || format!("reading the properties of cuda:{ordinal}");
+        let (free, total) = context.mem_get_info().context(what)?;
+        Ok(DeviceInfo {
+            ordinal,
+            name: context.name().context(what)?,
+            compute_capability: context.compute_capability().context(what)?,
+            total_memory: total,
+            free_memory: free,
+            multiprocessors: context
+                .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .context(what)?,
+            clock_khz: context.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).context(what)?,
+            copy_engines: context
+                .attribute(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)
+                .context(what)?,
+            max_shared_per_block: context
+                .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .context(what)? as usize,
+        })
+    }
+
+    /// The NVRTC target for this device, e.g. `sm_90`.
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+    }
+
+    /// FP32 peak in FLOP/s (2 per FMA, 128 FP32 lanes per SM on Ampere and later).
+    pub fn fp32_peak(&self) -> f64 {
+        let lanes = if self.compute_capability.0 >= 8 { 128.0 } else { 64.0 };
+        2.0 * lanes * self.multiprocessors as f64 * self.clock_khz as f64 * 1e3
+    }
+}
+
+/// The driver's CUDA version as (major, minor), e.g. (13, 0).
+pub fn driver_version() -> Result<(i32, i32), EngineError> {
+    probe()?;
+    let mut version = 0i32;
+    // SAFETY: the driver library is present (probed); the call writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .context(|| "reading the driver version".into())?;
+    Ok((version / 1000, (version % 1000) / 10))
+}

@@ -1,0 +1,402 @@
+//! GPU engine tests. Parity with the CPU reference runs with `CONVSTREAM_TEST_GPU=1` (and
+//! fails without a usable GPU then); without it the GPU half is skipped with a printed line.
+//! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
+//! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
+
+#![cfg(feature = "cuda")]
+
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+use convstream::engine::cuda::{device, kernels, CudaEngine};
+use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, KernelPath};
+use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
+use convstream::frame::{Frame, PixelFormat, Plane};
+use convstream::mask::Mask;
+
+fn gpu_requested() -> bool {
+    std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Runs `body` with the CPU engine, and with the CUDA engine when GPU tests are on, so one
+/// test body checks both (the CPU result is the reference either way).
+macro_rules! test_device {
+    ($name:ident, |$engine:ident, $label:ident| $body:block) => {
+        #[test]
+        fn $name() {
+            {
+                let $label = "cpu";
+                let $engine = |filter: FilterSpec, _options: EngineOptions| -> Box<dyn Engine> {
+                    Box::new(CpuEngine::new(filter))
+                };
+                $body
+            }
+            if gpu_requested() {
+                let $label = "cuda";
+                let $engine = |filter: FilterSpec, options: EngineOptions| -> Box<dyn Engine> {
+                    Box::new(CudaEngine::new(filter, &options, 0).unwrap_or_else(|e| panic!("CUDA engine: {e}")))
+                };
+                $body
+            } else {
+                println!(
+                    "{}: GPU half skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)",
+                    stringify!($name)
+                );
+            }
+        }
+    };
+}
+
+fn seeded_rng() -> (rand::rngs::StdRng, u64) {
+    let seed = std::env::var("CONVSTREAM_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    println!("random seed {seed} (CONVSTREAM_TEST_SEED={seed} repeats it)");
+    (rand::rngs::StdRng::seed_from_u64(seed), seed)
+}
+
+fn random_frame(
+    rng: &mut impl Rng,
+    format: PixelFormat,
+    width: usize,
+    height: usize,
+    extra_stride: usize,
+    index: u64,
+) -> Frame {
+    let mut frame = Frame::new(format, width, height);
+    for plane in &mut frame.planes {
+        let stride = plane.row_bytes() + extra_stride;
+        let mut fresh = Plane::filled(plane.shape(), stride, 0xEE);
+        for y in 0..fresh.height {
+            rng.fill(fresh.row_mut(y));
+        }
+        *plane = fresh;
+    }
+    frame.index = index;
+    frame.pts = Some(index as i64 * 3);
+    frame
+}
+
+fn random_mask(rng: &mut impl Rng, width: usize, height: usize, separable: bool) -> Mask {
+    let mask = if separable {
+        let column: Vec<f32> = (0..height).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let row: Vec<f32> = (0..width).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let coefficients = column.iter().flat_map(|c| row.iter().map(move |r| c * r)).collect();
+        Mask::from_coefficients(width, height, coefficients, rng.gen_range(0.0..64.0))
+    } else {
+        let scale = 2.0 / (width * height) as f32;
+        let coefficients = (0..width * height)
+            .map(|_| rng.gen_range(-scale..3.0 * scale))
+            .collect();
+        Mask::from_coefficients(width, height, coefficients, rng.gen_range(0.0..32.0)).dense_only()
+    };
+    assert_eq!(
+        mask.is_separable(),
+        separable || (width == 1 || height == 1),
+        "rank test on a {width}x{height} mask"
+    );
+    mask
+}
+
+/// Differing samples between two frames' pixels, and the largest difference.
+fn compare(expected: &Frame, actual: &Frame) -> (usize, u8) {
+    let mut differing = 0;
+    let mut largest = 0u8;
+    for (e, a) in expected.planes.iter().zip(&actual.planes) {
+        assert_eq!(e.shape(), a.shape());
+        for y in 0..e.height {
+            for (x, y2) in e.row(y).iter().zip(a.row(y)) {
+                let d = x.abs_diff(*y2);
+                if d > 0 {
+                    differing += 1;
+                    largest = largest.max(d);
+                }
+            }
+        }
+    }
+    (differing, largest)
+}
+
+/// Mask sizes the parity tests cover, (width, height).
+const MASK_SIZES: &[(usize, usize)] = &[
+    (1, 1),
+    (3, 3),
+    (5, 5),
+    (13, 13),
+    (31, 31),
+    (63, 63),
+    (1, 15),
+    (15, 1),
+    (7, 3),
+    (3, 7),
+    (9, 21),
+];
+
+/// Plane sizes: tiny, smaller than big masks, not multiples of the tile, one larger than a tile.
+const PLANE_SIZES: &[(usize, usize)] = &[(1, 1), (7, 5), (130, 67), (257, 35)];
+
+fn options(streams: usize, poison: bool, pitch_align: usize, force_path: Option<KernelPath>) -> EngineOptions {
+    EngineOptions {
+        poison,
+        pitch_align,
+        force_path,
+        ..EngineOptions::new(DeviceChoice::Cuda(0), streams, "test")
+    }
+}
+
+/// Every GPU path against the CPU engine, on fresh random planes, every border mode, square
+/// and rectangular masks from 1x1 to 63x63, dense and separable, 1/2/3 channels, odd strides.
+#[test]
+fn gpu_parity_with_cpu_on_random_planes() {
+    if !gpu_requested() {
+        println!("gpu_parity_with_cpu_on_random_planes: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let started = Instant::now();
+    let mut cases = 0;
+    let mut total_differing = 0;
+    for &(mw, mh) in MASK_SIZES {
+        for border in BorderMode::ALL {
+            for separable in [false, true] {
+                let mask = random_mask(&mut rng, mw, mh, separable);
+                let paths = if separable {
+                    vec![KernelPath::Separable, KernelPath::Dense]
+                } else {
+                    vec![KernelPath::Dense, KernelPath::Global]
+                };
+                let mask_for = |path: KernelPath| {
+                    if path == KernelPath::Separable {
+                        mask.clone()
+                    } else {
+                        mask.dense_only()
+                    }
+                };
+                for path in paths {
+                    let filter = FilterSpec {
+                        mask: mask_for(path),
+                        border,
+                        planes: PlaneSelection::All,
+                    };
+                    for (format, pitch_align) in [
+                        (PixelFormat::Gray8, 1),
+                        (PixelFormat::Nv12, 64),
+                        (PixelFormat::Rgb24, 4),
+                    ] {
+                        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
+                            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                        for (n, &(w, h)) in PLANE_SIZES.iter().enumerate() {
+                            if format == PixelFormat::Rgb24 && w > 200 {
+                                continue; // three channels of 63-wide masks on big planes add time, not coverage
+                            }
+                            let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
+                            let expected = CpuEngine::filter_frame(&filter, &frame);
+                            engine.submit(frame).unwrap();
+                            let actual = engine.receive().unwrap().unwrap();
+                            let (differing, largest) = compare(&expected, &actual);
+                            cases += 1;
+                            total_differing += differing;
+                            assert!(
+                                largest <= 1,
+                                "seed {seed}: {mw}x{mh} {border} {path:?} {format} {w}x{h}: {differing} samples differ, up to {largest} levels"
+                            );
+                            if differing > 0 {
+                                println!("{mw}x{mh} {border} {path:?} {format} {w}x{h}: {differing} samples differ by 1 level");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "parity: {cases} cases, {total_differing} samples differing by 1 level in all, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
+    let (mut rng, _) = seeded_rng();
+    let mask = Mask::from_spec("gaussian:size=7").unwrap();
+    for streams in [1, 2, 4, 8] {
+        for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
+            let filter = FilterSpec {
+                mask: mask.clone(),
+                border: BorderMode::Reflect,
+                planes,
+            };
+            let mut engine = make_engine(filter.clone(), options(streams, true, 64, None));
+            let frames: Vec<Frame> = (0..20)
+                .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 96, 54, 0, i))
+                .collect();
+            let mut out = Vec::new();
+            for frame in frames.iter().cloned() {
+                engine.submit(frame).unwrap();
+                while engine.in_flight() >= engine.capacity() {
+                    out.push(engine.receive().unwrap().unwrap());
+                }
+            }
+            while let Some(frame) = engine.receive().unwrap() {
+                out.push(frame);
+            }
+            assert_eq!(out.len(), frames.len(), "{label} streams={streams}");
+            for (input, output) in frames.iter().zip(&out) {
+                assert_eq!(output.index, input.index, "{label} streams={streams}: order");
+                assert_eq!(output.pts, input.pts);
+                let expected = CpuEngine::filter_frame(&filter, input);
+                assert_eq!(
+                    compare(&expected, output),
+                    (0, 0),
+                    "{label} streams={streams} planes={planes} frame {}",
+                    input.index
+                );
+                for (i, plane) in input.planes.iter().enumerate() {
+                    if !planes.selects(input.format, i) {
+                        assert!(
+                            plane.same_pixels(&output.planes[i]),
+                            "{label}: unselected plane {i} changed"
+                        );
+                    }
+                }
+            }
+        }
+    }
+});
+
+/// The variants the GPU tests use compile with NVRTC (no GPU needed).
+#[test]
+fn kernels_compile_with_nvrtc() {
+    let required = std::env::var("CONVSTREAM_TEST_NVRTC").is_ok_and(|v| v == "1") || gpu_requested();
+    if !device::nvrtc_available() {
+        assert!(
+            !required,
+            "NVRTC was required (CONVSTREAM_TEST_NVRTC=1) but libnvrtc could not be loaded"
+        );
+        println!("kernels_compile_with_nvrtc: skipped (libnvrtc not found; CI installs it)");
+        return;
+    }
+    let (major, minor) = kernels::nvrtc_version().unwrap();
+    let started = Instant::now();
+    let mut compiled = 0;
+    // Every mask size with every border on planar planes, and the interleaved channel counts
+    // (NV12 chroma, packed RGB) with one border: about a second of NVRTC time per variant.
+    let arch = "sm_90";
+    let max_shared = 232_448; // the opt-in shared memory per block of Hopper GPUs
+    let mut variants = Vec::new();
+    for &(mw, mh) in MASK_SIZES {
+        variants.extend(BorderMode::ALL.map(|border| kernels::Variant::new(mw, mh, 1, border, max_shared)));
+        variants
+            .extend([2, 3].map(|channels| kernels::Variant::new(mw, mh, channels, BorderMode::Reflect, max_shared)));
+    }
+    for variant in &variants {
+        let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
+        assert_eq!(&cubin[..4], b"\x7fELF", "CUBIN is an ELF image");
+        compiled += 1;
+    }
+    println!(
+        "NVRTC {major}.{minor}: {compiled} kernel variants compiled (or read from the cache) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Without a GPU, `--device cuda` must fail with a clear error and `auto` must fall back.
+#[test]
+fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
+    if gpu_requested() || device::probe().is_ok() {
+        println!("missing_gpu_is_a_clear_error_and_auto_falls_back: skipped (a GPU is present)");
+        return;
+    }
+    let filter = FilterSpec {
+        mask: Mask::from_spec("box").unwrap(),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+    };
+    let error = convstream::engine::build_engine(filter.clone(), &options(4, false, 64, None))
+        .err()
+        .expect("no GPU here");
+    let text = error.to_string();
+    assert!(text.contains("no usable GPU"), "{text}");
+    let auto = EngineOptions::new(DeviceChoice::Auto, 4, "test");
+    let engine = convstream::engine::build_engine(filter, &auto).unwrap();
+    assert_eq!(engine.name(), "cpu");
+}
+
+/// Overlap shown, not assumed: synthetic 1080p yuv420p frames, 13x13 on every plane, with 1
+/// and 4 lanes; prints frames/s and writes a Chrome trace of the 4-lane run.
+#[test]
+fn gpu_lane_throughput_1080p() {
+    if !gpu_requested() {
+        println!("gpu_lane_throughput_1080p: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, _) = seeded_rng();
+    let frames: Vec<Frame> = (0..8)
+        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 1920, 1080, 0, i))
+        .collect();
+    let filter = FilterSpec {
+        mask: dense_13(),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+    };
+    let count = 600u64;
+    let mut results = Vec::new();
+    for streams in [1usize, 2, 4, 8] {
+        let trace = streams == 4;
+        let mut engine = CudaEngine::new(
+            filter.clone(),
+            &EngineOptions {
+                trace,
+                ..options(streams, false, 64, None)
+            },
+            0,
+        )
+        .unwrap();
+        let run = |engine: &mut CudaEngine, n: u64| {
+            let started = Instant::now();
+            for i in 0..n {
+                let mut frame = frames[(i % frames.len() as u64) as usize].clone();
+                frame.index = i;
+                engine.submit(frame).unwrap();
+                while engine.in_flight() >= engine.capacity() {
+                    engine.receive().unwrap().unwrap();
+                }
+            }
+            while engine.receive().unwrap().is_some() {}
+            started.elapsed().as_secs_f64()
+        };
+        run(&mut engine, 60); // warm-up: clocks ramp, caches fill
+        let _ = engine.take_trace();
+        let seconds = run(&mut engine, count);
+        let fps = count as f64 / seconds;
+        println!(
+            "{} streams={streams}: {fps:.0} frames/s (1080p yuv420p, 13x13 dense, all planes)",
+            engine.device().name
+        );
+        if trace {
+            let spans = engine.take_trace();
+            let path = std::env::var("CONVSTREAM_TRACE_OUT").unwrap_or_else(|_| "target/gpu-lanes-trace.json".into());
+            convstream::engine::trace::write_chrome_trace(
+                std::path::Path::new(&path),
+                "gpu_lane_throughput_1080p",
+                &spans,
+            )
+            .unwrap();
+            println!("trace of {} spans written to {path}", spans.len());
+        }
+        results.push((streams, fps));
+    }
+    let one = results[0].1;
+    for (streams, fps) in &results {
+        println!("streams={streams}: {:.2}x streams=1", fps / one);
+    }
+}
+
+fn dense_13() -> Mask {
+    Mask::from_spec("gaussian:size=13,sigma=3").unwrap().dense_only()
+}
