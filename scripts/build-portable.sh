@@ -230,13 +230,17 @@ build_binary() {
     )
     [[ $prefix != *[[:space:]]* ]] || die "RUSTFLAGS cannot carry a prefix with spaces: $prefix"
     export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$(printf -- '-C link-arg=%s ' "${link_args[@]}")"
+    # A target folder of its own: other RUSTFLAGS and another FFmpeg would otherwise make every
+    # ordinary build after this one (and this one after it) rebuild from scratch.
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo_root/target/portable}"
+    local target="$CARGO_TARGET_DIR"
 
     # Cargo does not notice when the libraries in FFMPEG_DIR change, so a rebuilt prefix would
     # not be relinked: remember which build target/ was linked against and start over if needed.
-    local linked="target/release/.convstream-ffmpeg-stamp"
+    local linked="$target/release/.convstream-ffmpeg-stamp"
     if ! cmp -s "$stamp" "$linked"; then
         cargo clean --release -p ffmpeg-sys-next
-        mkdir -p target/release
+        mkdir -p "$target/release"
     fi
 
     log "building the release binary"
@@ -257,7 +261,7 @@ build_binary() {
     log "gathering the binaries in $dist"
     rm -rf "$dist"
     mkdir -p "$dist/tests"
-    cp target/release/convstream "$dist/"
+    cp "$target/release/convstream" "$dist/"
     local exe name
     for exe in "${test_exes[@]}"; do
         # cargo appends a hash to test executables (tests/gpu.rs -> gpu-0123abcd); drop it.

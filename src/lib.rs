@@ -5,6 +5,7 @@
 //! encode + mux), each stage a thread joined by bounded channels; see [`pipeline`].
 
 pub mod config;
+pub mod doctor;
 pub mod engine;
 pub mod filter;
 pub mod frame;

@@ -39,6 +39,8 @@ enum Command {
         #[command(subcommand)]
         action: Option<MasksAction>,
     },
+    /// Report FFmpeg codecs, the CUDA driver, GPUs, NVRTC and what --device auto would use.
+    Doctor,
     /// Generate a sample clip and filter it through the built-in default config.
     Demo {
         /// Folder for the sample and the filtered output.
@@ -145,14 +147,14 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run(args),
         Command::Check { config } => check(&config),
-        Command::Masks { action: None } => {
-            list_masks();
-            Ok(())
-        }
+        Command::Masks { action: None } => list_masks(),
         Command::Masks {
             action: Some(MasksAction::Show { spec }),
         } => show_mask(&spec),
         Command::Demo { dir, device } => demo(&dir, device),
+        Command::Doctor => {
+            print_out(&convstream::doctor::report())
+        }
     }
 }
 
@@ -255,27 +257,37 @@ fn run_settings(
     }
 }
 
+/// Writes to stdout; a reader that went away (`convstream masks | head`) is a normal end.
+fn print_out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e).context("writing to stdout").into()),
+        _ => Ok(()),
+    }
+}
+
 fn check(path: &Path) -> Result<(), Failure> {
     let file = ConfigFile::load(path).map_err(config_failure)?;
     let settings = file.validate(path.parent()).map_err(config_failure)?;
-    println!("{}: ok, {} pipeline(s)", path.display(), settings.pipelines.len());
+    let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
     for pipeline in &settings.pipelines {
-        println!("  {}", pipeline.describe());
+        text.push_str(&format!("  {}\n", pipeline.describe()));
     }
-    Ok(())
+    print_out(&text)
 }
 
-fn list_masks() {
-    println!("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):");
+fn list_masks() -> Result<(), Failure> {
+    let mut text = String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):\n");
     for preset in PRESETS {
         let keys = if preset.keys.is_empty() {
             "-".to_string()
         } else {
             preset.keys.join(", ")
         };
-        println!("  {:<12} keys: {:<22} {}", preset.name, keys, preset.summary);
+        text.push_str(&format!("  {:<12} keys: {:<22} {}\n", preset.name, keys, preset.summary));
     }
-    println!("Show the exact matrix with: convstream masks show SPEC");
+    text.push_str("Show the exact matrix with: convstream masks show SPEC\n");
+    print_out(&text)
 }
 
 fn show_mask(spec: &str) -> Result<(), Failure> {
@@ -285,8 +297,7 @@ fn show_mask(spec: &str) -> Result<(), Failure> {
             let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
             usage(anyhow::anyhow!("{}", lines.join("\n")))
         })?;
-    println!("{mask}");
-    Ok(())
+    print_out(&format!("{mask}\n"))
 }
 
 fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
@@ -308,6 +319,5 @@ fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
     }
     run_settings(&settings, true, None, None)?;
-    println!("filtered video written to {}", output.display());
-    Ok(())
+    print_out(&format!("filtered video written to {}\n", output.display()))
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPU checks from the portable build (scripts/build-portable.sh), run on a GPU host:
+# the GPU test binary (parity with the CPU engine, lane order, throughput with a trace),
+# compute-sanitizer memcheck and racecheck on a quick parity run, and end-to-end runs on a
+# generated clip: CPU vs CUDA output, streams 1/2/4/8, audio kept, NVDEC decode.
+#
+#   scripts/gpu-check.sh [DIST]      (DIST defaults to dist/portable; results go to $OUT or ./gpu-results)
+set -uo pipefail
+
+dist="${1:-dist/portable}"
+out="${OUT:-gpu-results}"
+bin="$dist/convstream"
+media="$(mktemp -d)"
+mkdir -p "$out"
+log="$out/gpu-check.log"
+export CONVSTREAM_KERNEL_CACHE="${CONVSTREAM_KERNEL_CACHE:-/tmp/convstream-kernels}"
+failures=0
+
+step() { printf '\n=== %s\n' "$*" | tee -a "$log"; }
+check() { # check DESCRIPTION COMMAND...: runs the command, records ok/FAILED
+    local what="$1"; shift
+    if "$@" >>"$log" 2>&1; then echo "ok: $what" | tee -a "$log"; else echo "FAILED: $what" | tee -a "$log"; failures=$((failures + 1)); fi
+}
+
+step "host"
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; "$bin" --version; "$bin" doctor; } 2>&1 | tee -a "$log"
+
+step "GPU tests (CONVSTREAM_TEST_GPU=1)"
+CONVSTREAM_TEST_GPU=1 CONVSTREAM_TRACE_OUT="$out/lanes-trace.json" \
+    "$dist/tests/gpu" --test-threads=1 --nocapture 2>&1 | tee -a "$log"
+[[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
+
+for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool (quick parity run)"
+    CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$dist/tests/gpu" gpu_parity_with_cpu_on_random_planes --test-threads=1 --nocapture 2>&1 | tail -n 25 | tee -a "$log"
+    [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
+done
+
+step "end to end on a generated clip"
+check "generate the sample clip" "$bin" demo --dir "$media" --device cpu
+run() { "$bin" run -i "$media/sample.mp4" --mask gaussian:size=13,sigma=3 --no-progress "$@"; }
+check "CPU engine to y4m" run -o "$media/cpu.y4m" --device cpu
+check "CUDA engine to y4m (with a trace)" run -o "$media/cuda.y4m" --device cuda --trace "$out/e2e-trace.json"
+check "CUDA output identical to the CPU output" cmp "$media/cpu.y4m" "$media/cuda.y4m"
+for streams in 1 2 4 8; do
+    check "streams=$streams identical to the CPU output (order kept)" \
+        bash -c "$(printf '%q ' "$bin") run -i $media/sample.mp4 --mask gaussian:size=13,sigma=3 --no-progress --device cuda --streams $streams -o $media/s$streams.y4m && cmp $media/cpu.y4m $media/s$streams.y4m"
+done
+check "CUDA to mkv with audio copied" run -o "$media/cuda.mkv" --device cuda --stats-json "$out/e2e-stats.json"
+check "audio packets were copied" python3 -c "import json,sys; p=json.load(open('$out/e2e-stats.json'))['pipelines'][0]; print(p); sys.exit(0 if p['packets_passed_through'] > 0 and p['frames_out'] == p['frames_in'] > 0 else 1)"
+check "the mkv decodes again, all frames" bash -c "$(printf '%q ' "$bin") run -i $media/cuda.mkv -o null --device cpu --no-progress --stats-json $media/reread.json && python3 -c \"import json,sys; sys.exit(0 if json.load(open('$media/reread.json'))['pipelines'][0]['frames_out'] == json.load(open('$out/e2e-stats.json'))['pipelines'][0]['frames_out'] else 1)\""
+check "NVDEC decode (mpeg4_cuvid) through the CUDA engine" run -o "$media/nvdec.y4m" --device cuda --decoder nvdec
+check "NVDEC output has the same size as the software-decoded one" bash -c "[[ \$(stat -c %s $media/nvdec.y4m) == \$(stat -c %s $media/cuda.y4m) ]]"
+check "--device cuda:7 is a clear error" bash -c "! $(printf '%q ' "$bin") run -i $media/sample.mp4 -o null --device cuda:7 2>&1 | tee /dev/stderr | grep -q panicked"
+
+step "summary"
+echo "failures: $failures" | tee -a "$log"
+rm -rf "$media"
+exit $((failures > 0))

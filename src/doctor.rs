@@ -1,0 +1,130 @@
+//! `convstream doctor`: what this host offers the product, FFmpeg's codecs and hardware
+//! support, the CUDA driver, each GPU, NVRTC, whether the kernels compile, and what
+//! `--device auto` would pick.
+
+use ffmpeg_next as ffmpeg;
+use std::fmt::Write;
+
+use crate::media as glue;
+
+const DECODERS: &[&str] = &["h264", "hevc", "mpeg4", "vp9", "av1", "h264_cuvid", "hevc_cuvid", "vp9_cuvid", "av1_cuvid", "mpeg4_cuvid"];
+const ENCODERS: &[&str] = &["libx264", "mpeg4", "ffv1", "wrapped_avframe", "h264_nvenc", "hevc_nvenc", "aac"];
+
+/// The report as text, one fact per line.
+pub fn report() -> String {
+    glue::init();
+    let mut out = String::new();
+    let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
+    let version = ffmpeg::codec::version();
+    let _ = writeln!(out, "FFmpeg libavcodec {}.{}.{}", version >> 16, (version >> 8) & 0xff, version & 0xff);
+    let have = |found: bool| if found { "yes" } else { "no" };
+    let decoders: Vec<String> =
+        DECODERS.iter().map(|n| format!("{n}: {}", have(ffmpeg::decoder::find_by_name(n).is_some()))).collect();
+    let encoders: Vec<String> =
+        ENCODERS.iter().map(|n| format!("{n}: {}", have(ffmpeg::encoder::find_by_name(n).is_some()))).collect();
+    let _ = writeln!(out, "  decoders: {}", decoders.join(", "));
+    let _ = writeln!(out, "  encoders: {}", encoders.join(", "));
+    let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
+    out.push_str(&cuda_report());
+    out
+}
+
+fn hardware_device_types() -> Vec<String> {
+    let mut names = Vec::new();
+    let mut kind = ffmpeg::ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_NONE;
+    loop {
+        // SAFETY: iterating FFmpeg's static table of device types.
+        kind = unsafe { ffmpeg::ffi::av_hwdevice_iterate_types(kind) };
+        if kind == ffmpeg::ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_NONE {
+            break;
+        }
+        // SAFETY: the returned name is a static C string (or null).
+        let name = unsafe { ffmpeg::ffi::av_hwdevice_get_type_name(kind) };
+        if !name.is_null() {
+            names.push(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned());
+        }
+    }
+    if names.is_empty() {
+        names.push("none".into());
+    }
+    names
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_report() -> String {
+    "CUDA: not compiled into this build\n--device auto would use: cpu\n".into()
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_report() -> String {
+    use crate::engine::cuda::{device, kernels};
+    use crate::filter::BorderMode;
+    let mut out = String::new();
+    let count = match device::probe() {
+        Ok(count) => count,
+        Err(e) => {
+            let _ = writeln!(out, "CUDA: unavailable: {e}");
+            if device::nvrtc_available() {
+                if let Ok((major, minor)) = kernels::nvrtc_version() {
+                    let _ = writeln!(out, "NVRTC {major}.{minor} (kernels can compile, but there is no GPU to run them)");
+                }
+            }
+            let _ = writeln!(out, "--device auto would use: cpu");
+            return out;
+        }
+    };
+    match device::driver_version() {
+        Ok((major, minor)) => {
+            let _ = writeln!(out, "CUDA driver: {major}.{minor}, {count} device(s)");
+        }
+        Err(e) => {
+            let _ = writeln!(out, "CUDA driver: {e}");
+        }
+    }
+    match kernels::nvrtc_version() {
+        Ok((major, minor)) => {
+            let _ = writeln!(out, "NVRTC: {major}.{minor}; kernel cache: {}", kernels::cache_dir().map_or("off".into(), |d| d.display().to_string()));
+        }
+        Err(e) => {
+            let _ = writeln!(out, "NVRTC: {e}");
+        }
+    }
+    let mut usable = None;
+    for ordinal in 0..count {
+        let info = device::open(ordinal).and_then(|context| device::DeviceInfo::read(&context, ordinal));
+        match info {
+            Ok(info) => {
+                let _ = writeln!(
+                    out,
+                    "cuda:{ordinal}: {}, compute capability {}.{}, {:.1} GiB ({:.1} GiB free), {} SMs at {} MHz (FP32 peak {:.1} TFLOP/s), {} copy engine(s), {} KiB shared memory per block",
+                    info.name,
+                    info.compute_capability.0,
+                    info.compute_capability.1,
+                    info.total_memory as f64 / (1u64 << 30) as f64,
+                    info.free_memory as f64 / (1u64 << 30) as f64,
+                    info.multiprocessors,
+                    info.clock_khz / 1000,
+                    info.fp32_peak() / 1e12,
+                    info.copy_engines,
+                    info.max_shared_per_block / 1024
+                );
+                let variant = kernels::Variant::new(13, 13, 1, BorderMode::Reflect, info.max_shared_per_block);
+                let started = std::time::Instant::now();
+                match kernels::compile(&variant, &info.arch()) {
+                    Ok(_) => {
+                        let _ = writeln!(out, "  kernels compile for {} ({:.0} ms for a 13x13 variant, cache included)", info.arch(), started.elapsed().as_secs_f64() * 1e3);
+                        usable.get_or_insert(ordinal);
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "  kernels do NOT compile for {}: {e}", info.arch());
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out, "cuda:{ordinal}: {e}");
+            }
+        }
+    }
+    let _ = writeln!(out, "--device auto would use: {}", usable.map_or("cpu".to_string(), |n| format!("cuda:{n}")));
+    out
+}
