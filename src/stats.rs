@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
@@ -15,6 +16,10 @@ pub struct Counters {
     pub corrupt_packets: AtomicU64,
     /// Read errors from the input that were skipped.
     pub read_errors: AtomicU64,
+    /// Frames the decoder returned with errors concealed (damaged data patched over).
+    pub damaged_frames: AtomicU64,
+    /// Set when the input ended well before the length its container announces.
+    pub ended_early: Mutex<Option<EndedEarly>>,
     pub packets_passed_through: AtomicU64,
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
@@ -33,6 +38,25 @@ impl Counters {
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
+
+    pub fn set_ended_early(&self, ended: EndedEarly) {
+        if let Ok(mut slot) = self.ended_early.lock() {
+            *slot = Some(ended);
+        }
+    }
+
+    pub fn ended_early(&self) -> Option<EndedEarly> {
+        self.ended_early.lock().ok().and_then(|slot| *slot)
+    }
+}
+
+/// An input whose packets stop short of the duration its container announces: most
+/// likely a truncated file.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EndedEarly {
+    /// Where the last packet ends, from the start of the input.
+    pub ended_at_seconds: f64,
+    pub announced_seconds: f64,
 }
 
 /// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
@@ -48,6 +72,8 @@ pub struct PipelineReport {
     pub frames_dropped: u64,
     pub corrupt_packets: u64,
     pub read_errors: u64,
+    pub damaged_frames: u64,
+    pub ended_early: Option<EndedEarly>,
     pub packets_passed_through: u64,
     pub seconds: f64,
     pub fps: f64,
@@ -74,15 +100,43 @@ impl PipelineReport {
             self.filter_seconds,
             self.sink_seconds
         );
-        if self.corrupt_packets + self.read_errors > 0 {
-            text.push_str(&format!(
-                "; input damage: {} corrupt packets and {} read errors skipped",
-                self.corrupt_packets, self.read_errors
-            ));
+        let damage = self.damage();
+        if !damage.is_empty() {
+            text.push_str(&format!("; input damage: {}", damage.join(", ")));
         }
         if let Some(reason) = &self.stopped_early {
             text.push_str(&format!("; stopped early: {reason}"));
         }
         text
+    }
+
+    /// What was wrong with the input, one phrase per kind of damage; empty when nothing was.
+    pub fn damage(&self) -> Vec<String> {
+        let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut damage = Vec::new();
+        if self.corrupt_packets > 0 {
+            damage.push(count(
+                self.corrupt_packets,
+                "corrupt packet skipped",
+                "corrupt packets skipped",
+            ));
+        }
+        if self.read_errors > 0 {
+            damage.push(count(self.read_errors, "read error skipped", "read errors skipped"));
+        }
+        if self.damaged_frames > 0 {
+            damage.push(count(
+                self.damaged_frames,
+                "frame decoded with errors concealed",
+                "frames decoded with errors concealed",
+            ));
+        }
+        if let Some(ended) = &self.ended_early {
+            damage.push(format!(
+                "the input ended at {:.2} s of the {:.2} s its container announces (truncated?)",
+                ended.ended_at_seconds, ended.announced_seconds
+            ));
+        }
+        damage
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::SourceConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::media::{self as glue, engine_format, ffmpeg_format, nearest_engine_format};
-use crate::stats::Counters;
+use crate::stats::{Counters, EndedEarly};
 
 /// Consecutive unreadable packets after which the input is taken as broken rather than damaged.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
@@ -311,6 +311,9 @@ impl Source {
         let mut state = DecodeState::new(&self.info, self.config.realtime);
         let mut consecutive_errors = 0u32;
         let mut packet = Packet::empty();
+        let mut reached_end = false;
+        // Latest end time of any packet read, to tell a truncated input by.
+        let mut last_end: Option<f64> = None;
         'read: loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -323,6 +326,7 @@ impl Source {
                         self.restart(&mut state, frames, counters)?;
                         continue;
                     }
+                    reached_end = true;
                     break;
                 }
                 Err(ffmpeg::Error::Exit) => break,
@@ -345,6 +349,9 @@ impl Source {
                 }
             }
             Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            if let Some(end) = self.packet_end(&packet) {
+                last_end = Some(last_end.map_or(end, |last| last.max(end)));
+            }
             if packet.stream() == self.video_index {
                 if packet.is_corrupt() {
                     Counters::add(&counters.corrupt_packets, 1);
@@ -377,7 +384,50 @@ impl Source {
         // Drain what the decoder still holds, also after a stop: those frames were read.
         let _ = self.decoder.send_eof();
         state.drain(&mut self.decoder, frames, counters)?;
+        if reached_end {
+            self.check_length(last_end, counters);
+        }
         Ok(())
+    }
+
+    /// Where a packet ends, in seconds on its stream's clock.
+    fn packet_end(&self, packet: &Packet) -> Option<f64> {
+        let start = packet.pts().or(packet.dts())?;
+        let time_base = self.input.stream(packet.stream())?.time_base();
+        Some((start + packet.duration().max(0)) as f64 * f64::from(time_base))
+    }
+
+    /// Records damage when every stream stopped well short of the duration the container
+    /// announces (a truncated file: the demuxer reports it as a plain end of file).
+    fn check_length(&self, last_end: Option<f64>, counters: &Counters) {
+        use ffmpeg::ffi::{AVDurationEstimationMethod, AV_NOPTS_VALUE, AV_TIME_BASE};
+        // SAFETY: reading plain fields of the open format context.
+        let (duration, start, method) = unsafe {
+            let context = &*self.input.as_ptr();
+            (context.duration, context.start_time, context.duration_estimation_method)
+        };
+        // A duration guessed from the bitrate is too rough to judge by.
+        if duration <= 0 || method == AVDurationEstimationMethod::AVFMT_DURATION_FROM_BITRATE {
+            return;
+        }
+        let start = if start == AV_NOPTS_VALUE {
+            0.0
+        } else {
+            start as f64 / f64::from(AV_TIME_BASE)
+        };
+        let announced = duration as f64 / f64::from(AV_TIME_BASE);
+        let ended_at = last_end.map_or(0.0, |end| end - start);
+        let tolerance = (2.0 / f64::from(self.info.frame_rate)).max(0.1);
+        if ended_at + tolerance < announced {
+            tracing::warn!(
+                input = %self.info.url,
+                "the input ended at {ended_at:.2} s but its container announces {announced:.2} s; it looks truncated"
+            );
+            counters.set_ended_early(EndedEarly {
+                ended_at_seconds: ended_at,
+                announced_seconds: announced,
+            });
+        }
     }
 
     /// Seeks back to the start for `loop = true`, shifting timestamps past the last frame.
@@ -460,6 +510,14 @@ impl DecodeState {
                     tracing::warn!(input = %self.url, "decode error, frame skipped: {e}");
                     continue;
                 }
+            }
+            // SAFETY: reading plain fields of the frame the decoder just returned.
+            let concealed = unsafe {
+                let raw = &*decoded.as_ptr();
+                raw.decode_error_flags != 0 || raw.flags & ffmpeg::ffi::AV_FRAME_FLAG_CORRUPT != 0
+            };
+            if concealed {
+                Counters::add(&counters.damaged_frames, 1);
             }
             let mut frame = self.convert(&decoded)?;
             frame.pts = Some(self.timestamp(&decoded));
