@@ -102,6 +102,13 @@ impl Sink {
         stream.set_parameters(video.parameters());
         stream.set_time_base(video.time_base());
         stream.set_avg_frame_rate(source.frame_rate);
+        if source.aspect_ratio.numerator() > 0 {
+            // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read
+            // the stream's value rather than the codec parameters'.
+            unsafe {
+                (*stream.as_mut_ptr()).sample_aspect_ratio = source.aspect_ratio.into();
+            }
+        }
         let video_index = stream.index();
         let copied = add_copied_streams(&mut output, config, source);
         output

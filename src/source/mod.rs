@@ -249,9 +249,15 @@ impl Source {
         } else {
             None
         };
-        let aspect_ratio = match stream.parameters() {
-            // SAFETY: reading a plain field of valid codec parameters.
-            p => unsafe { Rational::from((*p.as_ptr()).sample_aspect_ratio) },
+        // The container's value wins over the codec's, as in ffmpeg and ffprobe (Matroska,
+        // for one, keeps it only in the container).
+        // SAFETY: the format context and the stream are valid; a null frame is allowed.
+        let aspect_ratio = unsafe {
+            Rational::from(ffmpeg::ffi::av_guess_sample_aspect_ratio(
+                input.as_ptr() as *mut _,
+                stream.as_ptr() as *mut _,
+                std::ptr::null_mut(),
+            ))
         };
         let passthrough = input
             .streams()
