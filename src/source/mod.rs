@@ -169,6 +169,16 @@ impl Source {
         glue::init();
         let input = open_input(config, &stop)?;
         let url = config.url.clone();
+        // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
+        // "plays" it; for a video filter that is always a mistake, unless asked for by name.
+        if config.format.is_none() && input.format().name() == "tty" {
+            return Err(SourceError::Open {
+                url,
+                reason: "this is a text file, not a video (FFmpeg would only render the text as ANSI art; \
+                         pass --input-format tty if that is really wanted)"
+                    .into(),
+            });
+        }
         let stream = input
             .streams()
             .best(media::Type::Video)
