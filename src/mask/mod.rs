@@ -66,7 +66,7 @@ pub enum MaskError {
     EmptyMatrix,
     #[error("matrix row {row} has {len} values but row 1 has {expected}; rows must all be the same length")]
     RaggedRow { row: usize, len: usize, expected: usize },
-    #[error("matrix is {height}x{width} (height x width); each side must be odd, 1..={MAX_SIDE}")]
+    #[error("matrix is {height}x{width} (height x width): {}; each side must be odd, 1..={MAX_SIDE}", shape_problem(*height, *width))]
     BadMatrixShape { height: usize, width: usize },
     #[error("matrix value at row {row}, column {col} is {value}; values must be finite")]
     NonFiniteValue { row: usize, col: usize, value: f64 },
@@ -95,6 +95,20 @@ fn side_problem(value: u32) -> &'static str {
         v if v as usize > MAX_SIDE => "too large",
         _ => "even",
     }
+}
+
+fn shape_problem(height: usize, width: usize) -> String {
+    let side = |name: &str, n: usize| match n {
+        0 => Some(format!("the {name} is zero")),
+        n if n > MAX_SIDE => Some(format!("the {name} {n} is too large")),
+        n if n.is_multiple_of(2) => Some(format!("the {name} {n} is even")),
+        _ => None,
+    };
+    let problems: Vec<String> = [side("height", height), side("width", width)]
+        .into_iter()
+        .flatten()
+        .collect();
+    problems.join(" and ")
 }
 
 /// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
@@ -135,7 +149,6 @@ impl Mask {
     pub fn build(params: &MaskParams, base_dir: Option<&Path>) -> Result<Mask, Vec<MaskError>> {
         let mut errors = Vec::new();
         let name = params.preset_name();
-        let implied_custom = params.preset.is_none();
         let Some(preset) = presets::find(name) else {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
             return Err(vec![MaskError::UnknownPreset {
@@ -178,11 +191,7 @@ impl Mask {
             }),
             None => rank_one_factors(&coefficients, height, width),
         };
-        let description = if implied_custom {
-            format!("custom:matrix={height}x{width}")
-        } else {
-            params.to_string()
-        };
+        let description = params.to_string();
         Ok(Mask {
             width,
             height,
@@ -237,6 +246,14 @@ impl Mask {
     }
     pub fn description(&self) -> &str {
         &self.description
+    }
+
+    /// The same mask described differently (a named mask shows its name in logs).
+    pub fn with_description(self, description: impl Into<String>) -> Mask {
+        Mask {
+            description: description.into(),
+            ..self
+        }
     }
 
     /// The same mask without its factors, so that engines take the dense path.
@@ -346,7 +363,7 @@ fn custom_matrix(params: &MaskParams, base_dir: Option<&Path>, errors: &mut Vec<
         }
     }
     let height = rows.len();
-    let bad_side = |n: usize| n == 0 || n % 2 == 0 || n > MAX_SIDE;
+    let bad_side = |n: usize| n == 0 || n.is_multiple_of(2) || n > MAX_SIDE;
     if errors.len() == before && (bad_side(width) || bad_side(height)) {
         errors.push(MaskError::BadMatrixShape { height, width });
     }

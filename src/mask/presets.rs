@@ -56,7 +56,7 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 }
 
 fn check_side(key: &str, value: u32, errors: &mut Vec<MaskError>) -> usize {
-    if value == 0 || value % 2 == 0 || value as usize > MAX_SIDE {
+    if value == 0 || value.is_multiple_of(2) || value as usize > MAX_SIDE {
         errors.push(MaskError::BadSide {
             key: key.to_string(),
             value,
@@ -131,17 +131,13 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
             RawMask::separable(col.clone(), col)
         }
         "box" => {
-            let size = p.size.unwrap_or(3);
-            let width = check_side(
-                if p.width.is_some() { "width" } else { "size" },
-                p.width.unwrap_or(size),
-                errors,
-            );
-            let height = check_side(
-                if p.height.is_some() { "height" } else { "size" },
-                p.height.unwrap_or(size),
-                errors,
-            );
+            // `size` is checked once even when both sides come from it.
+            let size = match p.size {
+                Some(size) if p.width.is_none() || p.height.is_none() => check_side("size", size, errors),
+                _ => 3,
+            };
+            let width = p.width.map_or(size, |w| check_side("width", w, errors));
+            let height = p.height.map_or(size, |h| check_side("height", h, errors));
             RawMask::separable(vec![1.0 / height as f64; height], vec![1.0 / width as f64; width])
         }
         "gaussian" => {
