@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
 use crate::engine::DeviceChoice;
 use crate::filter::FilterSpec;
-use crate::mask::{Mask, MaskParams, PRESETS};
+use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
 /// Most CUDA lanes a pipeline may ask for.
 pub const MAX_STREAMS: usize = 16;
@@ -61,7 +61,7 @@ impl ConfigFile {
                 ));
             }
             let mut local = Vec::new();
-            let settings = validate_pipeline(pipeline, &named, base_dir, &mut local);
+            let settings = validate_pipeline(pipeline, &self.masks, &named, base_dir, &mut local);
             problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
             pipelines.extend(settings);
         }
@@ -91,7 +91,8 @@ fn build_named_masks(
         }
         match Mask::build(params, base_dir) {
             Ok(mask) => {
-                built.insert(name.clone(), mask);
+                let description = format!("{name} ({})", mask.description());
+                built.insert(name.clone(), mask.with_description(description));
             }
             Err(errors) => problems.extend(errors.into_iter().map(|e| format!("masks.{name}: {e}"))),
         }
@@ -101,6 +102,7 @@ fn build_named_masks(
 
 fn validate_pipeline(
     pipeline: &PipelineConfig,
+    defined: &BTreeMap<String, MaskParams>,
     named: &BTreeMap<String, Mask>,
     base_dir: Option<&Path>,
     problems: &mut Vec<String>,
@@ -132,7 +134,11 @@ fn validate_pipeline(
     let mask = match &filter.mask {
         MaskSelection::Named(text) => match named.get(text) {
             Some(mask) => Ok(mask.clone()),
-            None => MaskParams::parse_spec(text).and_then(|params| Mask::build(&params, base_dir)),
+            // Defined but broken: its problems are listed under `masks.NAME` already.
+            None if defined.contains_key(text) => Err(Vec::new()),
+            None => MaskParams::parse_spec(text)
+                .and_then(|params| Mask::build(&params, base_dir))
+                .map_err(|errors| errors.into_iter().map(|e| with_named_masks(e, defined)).collect()),
         },
         MaskSelection::Inline(params) => Mask::build(params, base_dir),
     };
@@ -155,6 +161,28 @@ fn validate_pipeline(
         streams: filter.streams,
         sink: pipeline.sink.clone(),
     })
+}
+
+/// An unknown mask name in a config may be a typo of one of its `[masks.NAME]` tables:
+/// suggest those too, and list them.
+fn with_named_masks(error: MaskError, defined: &BTreeMap<String, MaskParams>) -> MaskError {
+    match error {
+        MaskError::UnknownPreset {
+            name,
+            suggestion,
+            allowed,
+        } if !defined.is_empty() => {
+            let tables: Vec<&str> = defined.keys().map(String::as_str).collect();
+            let mut candidates: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            candidates.extend(&tables);
+            MaskError::UnknownPreset {
+                suggestion: crate::mask::nearest(&name, &candidates).or(suggestion),
+                allowed: format!("{allowed}; the config's [masks] tables are {}", tables.join(", ")),
+                name,
+            }
+        }
+        other => other,
+    }
 }
 
 impl PipelineSettings {
