@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Filter a video: one pipeline from flags, or the pipelines of a config file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Validate a config file and print every problem at once.
     Check {
         #[arg(long)]
@@ -145,16 +145,14 @@ fn main() -> ExitCode {
 
 fn try_main(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Check { config } => check(&config),
         Command::Masks { action: None } => list_masks(),
         Command::Masks {
             action: Some(MasksAction::Show { spec }),
         } => show_mask(&spec),
         Command::Demo { dir, device } => demo(&dir, device),
-        Command::Doctor => {
-            print_out(&convstream::doctor::report())
-        }
+        Command::Doctor => print_out(&convstream::doctor::report()),
     }
 }
 
@@ -165,7 +163,9 @@ fn init_logging(log: &LogConfig) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false);
+        .with_target(false)
+        // Colour codes only for a terminal: logs piped to a file or a test stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let _ = match log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.compact().without_time().try_init(),
@@ -261,7 +261,9 @@ fn run_settings(
 fn print_out(text: &str) -> Result<(), Failure> {
     use std::io::Write;
     match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e).context("writing to stdout").into()),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to stdout").into())
+        }
         _ => Ok(()),
     }
 }
@@ -277,14 +279,18 @@ fn check(path: &Path) -> Result<(), Failure> {
 }
 
 fn list_masks() -> Result<(), Failure> {
-    let mut text = String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):\n");
+    let mut text =
+        String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):\n");
     for preset in PRESETS {
         let keys = if preset.keys.is_empty() {
             "-".to_string()
         } else {
             preset.keys.join(", ")
         };
-        text.push_str(&format!("  {:<12} keys: {:<22} {}\n", preset.name, keys, preset.summary));
+        text.push_str(&format!(
+            "  {:<12} keys: {:<22} {}\n",
+            preset.name, keys, preset.summary
+        ));
     }
     text.push_str("Show the exact matrix with: convstream masks show SPEC\n");
     print_out(&text)

@@ -198,7 +198,7 @@ impl VideoEncoder {
     /// Encodes one frame; its timestamp is carried over (made strictly increasing if a
     /// coarser time base merges two).
     pub fn send(&mut self, frame: &Frame) -> Result<(), ffmpeg::Error> {
-        let mut picture = self.to_ffmpeg(frame)?;
+        let mut picture = self.picture_of(frame)?;
         let pts = frame
             .pts
             .map(|p| p.rescale_ts_between(self.in_time_base, self.time_base));
@@ -232,7 +232,7 @@ impl VideoEncoder {
         }
     }
 
-    fn to_ffmpeg(&mut self, frame: &Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+    fn picture_of(&mut self, frame: &Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
         let source_format = ffmpeg_format(frame.format);
         let mut picture = ffmpeg::frame::Video::new(source_format, frame.width as u32, frame.height as u32);
         glue::frame_into_ffmpeg(frame, &mut picture);
