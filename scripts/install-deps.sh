@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing convstream needs on Debian 12 / Ubuntu, skipping what is
+# already there: FFmpeg's development libraries and command-line tools (the tests make their own
+# video with them), clang for the FFmpeg bindings, and NVRTC from PyPI so kernels can be
+# compiled without a GPU. Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
+set -euo pipefail
+
+packages=(pkg-config clang libclang-dev libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
+    libswresample-dev libavfilter-dev libavdevice-dev ffmpeg python3-pip)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    sudo=""
+    [[ $(id -u) == 0 ]] || sudo="sudo"
+    echo "installing: ${missing[*]}" >&2
+    $sudo apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+# NVRTC (libnvrtc.so.12) from the CUDA wheel on PyPI: kernels compile in tests without a GPU.
+nvrtc_dir() { python3 -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null; }
+if ! nvrtc_dir >/dev/null; then
+    echo "installing nvidia-cuda-nvrtc-cu12 (NVRTC) from PyPI" >&2
+    python3 -m pip install -q nvidia-cuda-nvrtc-cu12 >&2 || python3 -m pip install -q --break-system-packages nvidia-cuda-nvrtc-cu12 >&2 \
+        || echo "warning: NVRTC could not be installed; kernel compilation tests will be skipped" >&2
+fi
+nvrtc_dir || true

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs the test suite on a fresh machine: installs what is missing, then `cargo test --release`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ -f $HOME/.cargo/env ]] && source "$HOME/.cargo/env"
+nvrtc="$(scripts/install-deps.sh | tail -n 1)"
+if [[ -n $nvrtc ]]; then
+    export LD_LIBRARY_PATH="$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export CONVSTREAM_TEST_NVRTC=1 # NVRTC is there: a kernel that does not compile fails the run
+fi
+cargo test --release "$@"
