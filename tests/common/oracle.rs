@@ -1,0 +1,132 @@
+//! The test oracle: a brute-force true convolution written from the definition
+//! (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`), sharing no code with the
+//! engines. SciPy's border modes are implemented by folding an index back one reflection
+//! (or one period) at a time. Sums are f32 with one fused multiply-add per tap, in tap
+//! order: the arithmetic the engines promise, so results must match bit for bit.
+
+use convstream::filter::BorderMode;
+use convstream::frame::Plane;
+use convstream::mask::Mask;
+
+/// SciPy's extension of a line of `len` samples, folding the index back one reflection
+/// (or one period) at a time until it lands inside. `None` is the constant 0.
+pub fn oracle_index(mode: BorderMode, mut index: i64, len: i64) -> Option<usize> {
+    assert!(len > 0);
+    loop {
+        if (0..len).contains(&index) {
+            return Some(index as usize);
+        }
+        match mode {
+            // 0 0 0 | a b c d | 0 0 0
+            BorderMode::Constant => return None,
+            // a a a | a b c d | d d d
+            BorderMode::Nearest => index = if index < 0 { 0 } else { len - 1 },
+            // c b a | a b c d | d c b: the edge sample repeats.
+            BorderMode::Reflect => {
+                index = if index < 0 { -index - 1 } else { 2 * len - 1 - index };
+            }
+            // d c b | a b c d | c b a: the edge sample does not repeat.
+            BorderMode::Mirror => {
+                if len == 1 {
+                    return Some(0);
+                }
+                index = if index < 0 { -index } else { 2 * (len - 1) - index };
+            }
+            // b c d | a b c d | a b c
+            BorderMode::Wrap => index += if index < 0 { len } else { -len },
+        }
+    }
+}
+
+/// Channel `c` of the pixel at (`y`, `x`), extended past the edges by `mode`.
+fn oracle_sample(plane: &Plane, mode: BorderMode, y: i64, x: i64, c: usize) -> f32 {
+    match (
+        oracle_index(mode, y, plane.height as i64),
+        oracle_index(mode, x, plane.width as i64),
+    ) {
+        (Some(y), Some(x)) => plane.data[y * plane.stride + x * plane.channels + c] as f32,
+        _ => 0.0,
+    }
+}
+
+fn oracle_pixel(sum: f32, bias: f32) -> u8 {
+    (sum + bias).round().clamp(0.0, 255.0) as u8
+}
+
+/// A mask's coefficients as a matrix, indexed `[row][column]`.
+fn coefficient_rows(mask: &Mask) -> Vec<Vec<f32>> {
+    mask.coefficients().chunks(mask.width()).map(|r| r.to_vec()).collect()
+}
+
+/// Direct convolution: the mask turned 180 degrees, slid over the plane, summed in f32 row
+/// by row of the mask, one fused multiply-add per tap. Returns tightly packed rows.
+pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
+    let k = coefficient_rows(mask);
+    let (mh, mw) = (k.len(), k[0].len());
+    let (cy, cx) = ((mh / 2) as i64, (mw / 2) as i64);
+    let taps: Vec<Vec<f32>> = (0..mh)
+        .map(|i| (0..mw).map(|j| k[mh - 1 - i][mw - 1 - j]).collect())
+        .collect();
+    let mut out = Vec::with_capacity(plane.width * plane.height * plane.channels);
+    for y in 0..plane.height as i64 {
+        for x in 0..plane.width as i64 {
+            for c in 0..plane.channels {
+                let mut acc = 0f32;
+                for (i, tap_row) in taps.iter().enumerate() {
+                    for (j, tap) in tap_row.iter().enumerate() {
+                        acc = tap.mul_add(oracle_sample(plane, mode, y + i as i64 - cy, x + j as i64 - cx, c), acc);
+                    }
+                }
+                out.push(oracle_pixel(acc, mask.bias()));
+            }
+        }
+    }
+    out
+}
+
+/// Row pass then column pass with the mask's 1D factors (each turned around), kept in f32
+/// between the passes. The column pass extends the row-pass result, as a separable filter does.
+pub fn oracle_separable(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
+    let factors = mask.factors().expect("a separable mask");
+    let row_taps: Vec<f32> = factors.row.iter().rev().copied().collect();
+    let column_taps: Vec<f32> = factors.column.iter().rev().copied().collect();
+    let (cy, cx) = ((column_taps.len() / 2) as i64, (row_taps.len() / 2) as i64);
+    let (w, h, ch) = (plane.width as i64, plane.height as i64, plane.channels);
+    // The row pass, sample (y, x, c) at [(y * w + x) * ch + c].
+    let at = |y: usize, x: i64, c: usize| (y * w as usize + x as usize) * ch + c;
+    let mut horizontal = vec![0f32; (w * h) as usize * ch];
+    for y in 0..h {
+        for x in 0..w {
+            for c in 0..ch {
+                let mut acc = 0f32;
+                for (j, tap) in row_taps.iter().enumerate() {
+                    acc = tap.mul_add(oracle_sample(plane, mode, y, x + j as i64 - cx, c), acc);
+                }
+                horizontal[at(y as usize, x, c)] = acc;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity((w * h) as usize * ch);
+    for y in 0..h {
+        for x in 0..w {
+            for c in 0..ch {
+                let mut acc = 0f32;
+                for (i, tap) in column_taps.iter().enumerate() {
+                    if let Some(sy) = oracle_index(mode, y + i as i64 - cy, h) {
+                        acc = tap.mul_add(horizontal[at(sy, x, c)], acc);
+                    }
+                }
+                out.push(oracle_pixel(acc, mask.bias()));
+            }
+        }
+    }
+    out
+}
+
+pub fn oracle(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
+    if mask.is_separable() {
+        oracle_separable(plane, mask, mode)
+    } else {
+        oracle_dense(plane, mask, mode)
+    }
+}

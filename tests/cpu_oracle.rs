@@ -1,0 +1,513 @@
+//! The CPU engine against the oracle of `common/oracle.rs`, a brute-force true convolution
+//! written from the definition (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`)
+//! that shares no code with the engine. The engine must match it bit for bit, on random
+//! planes of odd sizes (some smaller than the mask), every border mode, 1 to 3 channels,
+//! square and rectangular masks up to 63x63, dense and separable.
+//!
+//! Every randomised test runs twice: with a fixed seed and with one taken from the clock.
+//! A failure prints the seed; `CONVSTREAM_TEST_SEED=N` replays it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use convstream::engine::cpu::{convolve_plane, CpuEngine};
+use convstream::engine::Engine;
+use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
+use convstream::frame::{Frame, PixelFormat, Plane, PlaneShape};
+use convstream::mask::Mask;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+mod common;
+use common::oracle::{oracle, oracle_index};
+
+const FIXED_SEED: u64 = 0x00c0_ffee_5eed;
+
+/// The seeds a randomised test runs with: the fixed one and one from the clock (or only
+/// the one in `CONVSTREAM_TEST_SEED`).
+fn seeds() -> Vec<u64> {
+    if let Some(seed) = std::env::var("CONVSTREAM_TEST_SEED").ok().and_then(|s| s.parse().ok()) {
+        return vec![seed];
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    vec![FIXED_SEED, now]
+}
+
+/// Runs `body` with each seed; a panic inside is reported with the seed that caused it.
+fn with_seeds(name: &str, body: impl Fn(&mut StdRng) + std::panic::RefUnwindSafe) {
+    for seed in seeds() {
+        let result = std::panic::catch_unwind(|| body(&mut StdRng::seed_from_u64(seed)));
+        if let Err(cause) = result {
+            let message = cause
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| cause.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{name} failed with seed {seed} (replay with CONVSTREAM_TEST_SEED={seed}):\n{message}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+/// A random plane whose rows carry random padding after the pixels.
+fn random_plane(rng: &mut StdRng, width: usize, height: usize, channels: usize) -> Plane {
+    let stride = width * channels + rng.gen_range(0..5);
+    let mut plane = Plane::filled(
+        PlaneShape {
+            width,
+            height,
+            channels,
+        },
+        stride,
+        0,
+    );
+    rng.fill(&mut plane.data[..]);
+    plane
+}
+
+fn packed_pixels(plane: &Plane) -> Vec<u8> {
+    (0..plane.height).flat_map(|y| plane.row(y).to_vec()).collect()
+}
+
+/// Random coefficients scaled so that results mostly stay inside 0..=255 (clamping hides
+/// errors), with a random bias.
+fn random_dense_mask(rng: &mut StdRng, width: usize, height: usize) -> Mask {
+    let raw: Vec<f32> = (0..width * height).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+    let magnitude: f32 = raw.iter().map(|v| v.abs()).sum::<f32>().max(1e-3);
+    let gain = rng.gen_range(0.5f32..1.5);
+    let coefficients = raw.iter().map(|v| v * gain / magnitude).collect();
+    Mask::from_coefficients(width, height, coefficients, rng.gen_range(32.0f32..160.0))
+}
+
+/// A random rank-one mask: the outer product of two random vectors.
+fn random_separable_mask(rng: &mut StdRng, width: usize, height: usize) -> Mask {
+    let column: Vec<f32> = (0..height).map(|_| rng.gen_range(0.1f32..1.0)).collect();
+    let row: Vec<f32> = (0..width).map(|_| rng.gen_range(-0.5f32..1.0)).collect();
+    let magnitude: f32 = column.iter().sum::<f32>() * row.iter().map(|v| v.abs()).sum::<f32>();
+    let coefficients = column
+        .iter()
+        .flat_map(|c| row.iter().map(move |r| c * r / magnitude))
+        .collect();
+    let mask = Mask::from_coefficients(width, height, coefficients, rng.gen_range(0.0f32..96.0));
+    assert!(mask.is_separable(), "an outer product is rank one");
+    mask
+}
+
+fn assert_engine_matches(plane: &Plane, mask: &Mask, mode: BorderMode, what: &str) {
+    let expected = oracle(plane, mask, mode);
+    let actual = convolve_plane(plane, mask, mode);
+    assert_eq!(actual.shape(), plane.shape(), "{what}: shape");
+    let actual = packed_pixels(&actual);
+    if actual != expected {
+        let first = actual.iter().zip(&expected).position(|(a, e)| a != e).unwrap();
+        let row_bytes = plane.width * plane.channels;
+        panic!(
+            "{what}: {} of {} samples differ; first at y={} x={} c={}: engine {} oracle {}",
+            actual.iter().zip(&expected).filter(|(a, e)| a != e).count(),
+            expected.len(),
+            first / row_bytes,
+            (first % row_bytes) / plane.channels,
+            first % plane.channels,
+            actual[first],
+            expected[first]
+        );
+    }
+}
+
+const PLANE_SIZES: &[(usize, usize)] = &[(1, 1), (2, 7), (5, 3), (17, 9), (33, 31)];
+const MASK_SIZES: &[(usize, usize)] = &[
+    (1, 1),
+    (3, 3),
+    (5, 5),
+    (15, 1),
+    (1, 15),
+    (7, 3),
+    (3, 7),
+    (13, 13),
+    (63, 63),
+];
+
+/// Runs every mask size on every plane size, channel count and border mode.
+fn sweep(rng: &mut StdRng, make_mask: fn(&mut StdRng, usize, usize) -> Mask, dense_only: bool) {
+    for &(mw, mh) in MASK_SIZES {
+        for &(pw, ph) in PLANE_SIZES {
+            // The 63x63 mask runs on the small planes only, to keep the suite fast.
+            if mw * mh > 13 * 13 && pw * ph > 17 * 9 {
+                continue;
+            }
+            for channels in 1..=3 {
+                let plane = random_plane(rng, pw, ph, channels);
+                let mask = make_mask(rng, mw, mh);
+                let mask = if dense_only { mask.dense_only() } else { mask };
+                for mode in BorderMode::ALL {
+                    let what = format!(
+                        "{mw}x{mh} mask ({}) on {pw}x{ph}x{channels}, border {mode}",
+                        if mask.is_separable() { "separable" } else { "dense" }
+                    );
+                    assert_engine_matches(&plane, &mask, mode, &what);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The oracle's own border semantics, against sequences written by hand
+// ---------------------------------------------------------------------------------------
+
+/// Letters of the samples at positions `from..=to` of a row `letters`, `0` for the constant.
+fn extended(
+    mode: BorderMode,
+    letters: &str,
+    from: i64,
+    to: i64,
+    index: impl Fn(BorderMode, i64, i64) -> Option<usize>,
+) -> String {
+    let chars: Vec<char> = letters.chars().collect();
+    (from..=to)
+        .map(|p| index(mode, p, chars.len() as i64).map_or('0', |i| chars[i]))
+        .collect()
+}
+
+/// (mode, row, first position, last position, expected samples)
+const BORDER_CASES: &[(BorderMode, &str, i64, i64, &str)] = &[
+    (BorderMode::Constant, "abcd", -3, 6, "000abcd000"),
+    (BorderMode::Nearest, "abcd", -3, 6, "aaaabcdddd"),
+    (BorderMode::Reflect, "abcd", -3, 6, "cbaabcddcb"),
+    (BorderMode::Mirror, "abcd", -3, 6, "dcbabcdcba"),
+    (BorderMode::Wrap, "abcd", -3, 6, "bcdabcdabc"),
+    // Reaching further than the row is long.
+    (BorderMode::Constant, "ab", -4, 5, "0000ab0000"),
+    (BorderMode::Nearest, "ab", -4, 5, "aaaaabbbbb"),
+    (BorderMode::Reflect, "ab", -4, 5, "abbaabbaab"),
+    (BorderMode::Mirror, "ab", -4, 5, "ababababab"),
+    (BorderMode::Wrap, "ab", -4, 5, "ababababab"),
+    (BorderMode::Reflect, "abc", -7, 9, "aabccbaabccbaabcc"),
+    (BorderMode::Mirror, "abc", -7, 9, "bcbabcbabcbabcbab"),
+    (BorderMode::Wrap, "abc", -7, 9, "cabcabcabcabcabca"),
+    // A single sample.
+    (BorderMode::Constant, "a", -3, 3, "000a000"),
+    (BorderMode::Nearest, "a", -3, 3, "aaaaaaa"),
+    (BorderMode::Reflect, "a", -3, 3, "aaaaaaa"),
+    (BorderMode::Mirror, "a", -3, 3, "aaaaaaa"),
+    (BorderMode::Wrap, "a", -3, 3, "aaaaaaa"),
+];
+
+#[test]
+fn oracle_border_semantics_match_hand_written_sequences() {
+    for &(mode, row, from, to, expected) in BORDER_CASES {
+        assert_eq!(
+            extended(mode, row, from, to, oracle_index),
+            expected,
+            "oracle {mode} on {row}"
+        );
+    }
+}
+
+#[test]
+fn border_mode_map_matches_hand_written_sequences() {
+    let library = |mode: BorderMode, p: i64, len: i64| mode.map(p as isize, len as usize);
+    for &(mode, row, from, to, expected) in BORDER_CASES {
+        assert_eq!(
+            extended(mode, row, from, to, library),
+            expected,
+            "BorderMode::map {mode} on {row}"
+        );
+    }
+}
+
+/// The engine reads position `p` of a row when a one-hot mask shifts it under an output
+/// pixel: correlation tap `j` of a `taps`-wide mask puts input `x + j - taps/2` at output `x`.
+fn engine_reads(mode: BorderMode, values: &[u8], from: i64, to: i64) -> Vec<u8> {
+    let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
+    let centre = (taps / 2) as i64;
+    let plane = Plane {
+        width: values.len(),
+        height: 1,
+        channels: 1,
+        stride: values.len(),
+        data: values.to_vec(),
+    };
+    (from..=to)
+        .map(|p| {
+            let x = p.clamp(0, values.len() as i64 - 1);
+            let j = (p - x + centre) as usize;
+            let mut coefficients = vec![0.0; taps];
+            coefficients[taps - 1 - j] = 1.0; // convolution orientation: turned around
+            let mask = Mask::from_coefficients(taps, 1, coefficients, 0.0);
+            convolve_plane(&plane, &mask.dense_only(), mode).data[x as usize]
+        })
+        .collect()
+}
+
+#[test]
+fn engine_border_reads_match_hand_written_sequences() {
+    for &(mode, row, from, to, expected) in BORDER_CASES {
+        // a=10, b=20, ...; the constant reads as 0.
+        let values: Vec<u8> = row.bytes().map(|b| (b - b'a' + 1) * 10).collect();
+        let want: Vec<u8> = expected
+            .bytes()
+            .map(|b| if b == b'0' { 0 } else { (b - b'a' + 1) * 10 })
+            .collect();
+        assert_eq!(
+            engine_reads(mode, &values, from, to),
+            want,
+            "engine {mode} on {row} {from}..={to}"
+        );
+        // Down a column as well as along a row.
+        let column = Plane {
+            width: 1,
+            height: values.len(),
+            channels: 1,
+            stride: 3,
+            data: values.iter().flat_map(|v| [*v, 99, 99]).collect(),
+        };
+        let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
+        let centre = (taps / 2) as i64;
+        for (k, p) in (from..=to).enumerate() {
+            let y = p.clamp(0, values.len() as i64 - 1);
+            let i = (p - y + centre) as usize;
+            let mut coefficients = vec![0.0; taps];
+            coefficients[taps - 1 - i] = 1.0;
+            let mask = Mask::from_coefficients(1, taps, coefficients, 0.0);
+            let out = convolve_plane(&column, &mask, mode);
+            assert_eq!(
+                out.row(y as usize)[0],
+                want[k],
+                "engine {mode} down a column of {row}, position {p}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The engine against the oracle
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn dense_random_masks_match_the_oracle() {
+    with_seeds("dense random masks", |rng| sweep(rng, random_dense_mask, false));
+}
+
+#[test]
+fn separable_random_masks_match_the_oracle() {
+    with_seeds("separable random masks", |rng| sweep(rng, random_separable_mask, false));
+}
+
+#[test]
+fn separable_masks_forced_dense_match_the_oracle() {
+    with_seeds("separable masks on the dense path", |rng| {
+        sweep(rng, random_separable_mask, true)
+    });
+}
+
+#[test]
+fn presets_match_the_oracle() {
+    let specs = [
+        "identity",
+        "identity:size=5",
+        "box:size=3",
+        "box:width=15,height=1",
+        "box:width=3,height=7",
+        "gaussian:size=13,sigma=2.5",
+        "gaussian:size=63",
+        "sharpen:amount=1.5",
+        "unsharp",
+        "laplacian",
+        "laplacian:neighbours=8,bias=128",
+        "sobel-x:bias=128",
+        "sobel-y:divisor=4,bias=128",
+        "prewitt-x",
+        "prewitt-y",
+        "emboss",
+        "motion-blur:size=9,angle=30",
+        "motion-blur:size=7",
+        "edge:bias=128",
+    ];
+    with_seeds("presets", |rng| {
+        for spec in specs {
+            let mask = Mask::from_spec(spec).unwrap();
+            for &(w, h) in &[(1, 1), (5, 3), (17, 9), (40, 23)] {
+                for channels in [1, 3] {
+                    let plane = random_plane(rng, w, h, channels);
+                    for mode in BorderMode::ALL {
+                        let what = format!("{spec} on {w}x{h}x{channels}, border {mode}");
+                        assert_engine_matches(&plane, &mask, mode, &what);
+                        if mask.is_separable() {
+                            assert_engine_matches(&plane, &mask.dense_only(), mode, &format!("{what}, dense"));
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn identity_returns_the_plane_exactly() {
+    with_seeds("identity", |rng| {
+        for &(w, h) in PLANE_SIZES {
+            let plane = random_plane(rng, w, h, 3);
+            for spec in ["identity", "identity:size=7"] {
+                let mask = Mask::from_spec(spec).unwrap();
+                for mode in BorderMode::ALL {
+                    let out = convolve_plane(&plane, &mask, mode);
+                    assert!(out.same_pixels(&plane), "{spec} {mode} on {w}x{h}");
+                    let out = convolve_plane(&plane, &mask.dense_only(), mode);
+                    assert!(out.same_pixels(&plane), "{spec} dense {mode} on {w}x{h}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn box_blur_by_hand() {
+    // 3x3 of 0..9, reflect: the centre is the mean of everything, 4.
+    let plane = Plane {
+        width: 3,
+        height: 3,
+        channels: 1,
+        stride: 3,
+        data: (0..9).collect(),
+    };
+    let out = convolve_plane(&plane, &Mask::from_spec("box:size=3").unwrap(), BorderMode::Reflect);
+    assert_eq!(out.data[4], 4);
+    // Top-left with reflect reads rows 0 0 1 and columns 0 0 1: (0+0+1)*2 + (3+3+4) = 12 -> 12/9 rounds to 1.
+    assert_eq!(out.data[0], 1);
+    // Constant: (0+1+3+4)/9 = 0.89 -> 1; bottom-right (4+5+7+8)/9 = 2.67 -> 3.
+    let out = convolve_plane(&plane, &Mask::from_spec("box:size=3").unwrap(), BorderMode::Constant);
+    assert_eq!((out.data[0], out.data[8]), (1, 3));
+}
+
+#[test]
+fn results_are_rounded_half_away_from_zero_and_clamped() {
+    let plane = Plane {
+        width: 1,
+        height: 1,
+        channels: 1,
+        stride: 1,
+        data: vec![1],
+    };
+    let scale = |gain: f32, bias: f32| {
+        convolve_plane(
+            &plane,
+            &Mask::from_coefficients(1, 1, vec![gain], bias),
+            BorderMode::Nearest,
+        )
+        .data[0]
+    };
+    assert_eq!(scale(0.5, 0.0), 1); // 0.5 -> 1
+    assert_eq!(scale(2.5, 0.0), 3); // 2.5 -> 3
+    assert_eq!(scale(1.0, 1.49), 2);
+    assert_eq!(scale(-10.0, 0.0), 0);
+    assert_eq!(scale(1000.0, 0.0), 255);
+    assert_eq!(scale(1.0, 254.5), 255);
+}
+
+// ---------------------------------------------------------------------------------------
+// Frames through the engine interface
+// ---------------------------------------------------------------------------------------
+
+fn random_frame(rng: &mut StdRng, format: PixelFormat, width: usize, height: usize, index: u64) -> Frame {
+    let mut frame = Frame::new(format, width, height);
+    for plane in &mut frame.planes {
+        *plane = random_plane(rng, plane.width, plane.height, plane.channels);
+    }
+    frame.index = index;
+    frame.pts = Some(1000 + 40 * index as i64);
+    frame
+}
+
+#[test]
+fn plane_selection_filters_only_the_chosen_planes() {
+    with_seeds("plane selection", |rng| {
+        let mask = Mask::from_spec("gaussian:size=5").unwrap();
+        let formats = [
+            PixelFormat::Yuv420p,
+            PixelFormat::Yuv422p,
+            PixelFormat::Yuv444p,
+            PixelFormat::Nv12,
+            PixelFormat::Gray8,
+            PixelFormat::Rgb24,
+            PixelFormat::Bgr24,
+        ];
+        for format in formats {
+            let frame = random_frame(rng, format, 17, 11, 3);
+            for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
+                let filter = FilterSpec {
+                    mask: mask.clone(),
+                    border: BorderMode::Mirror,
+                    planes,
+                };
+                let out = CpuEngine::filter_frame(&filter, &frame);
+                assert_eq!((out.pts, out.index, out.format), (frame.pts, frame.index, frame.format));
+                assert_eq!((out.width, out.height), (frame.width, frame.height));
+                for (i, (a, b)) in out.planes.iter().zip(&frame.planes).enumerate() {
+                    let filtered = match planes {
+                        PlaneSelection::All => true,
+                        PlaneSelection::Luma => format.has_luma_plane() && i == 0,
+                        PlaneSelection::Chroma => format.has_luma_plane() && i > 0,
+                    };
+                    if filtered {
+                        assert_eq!(
+                            packed_pixels(a),
+                            oracle(b, &mask, BorderMode::Mirror),
+                            "{format} {planes} plane {i}"
+                        );
+                    } else {
+                        assert!(a.same_pixels(b), "{format} {planes}: plane {i} must be untouched");
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn engine_returns_frames_in_submission_order() {
+    let mut rng = StdRng::seed_from_u64(FIXED_SEED);
+    let filter = FilterSpec {
+        mask: Mask::from_spec("box:size=3").unwrap(),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+    };
+    let mut engine = CpuEngine::new(filter.clone());
+    assert_eq!(engine.name(), "cpu");
+    assert!(engine.receive().unwrap().is_none(), "nothing in flight");
+    let frames: Vec<Frame> = (0..6)
+        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 9, 7, i))
+        .collect();
+    let mut received = Vec::new();
+    for frame in &frames {
+        engine.submit(frame.clone()).unwrap();
+        while engine.in_flight() >= engine.capacity() {
+            received.push(engine.receive().unwrap().unwrap());
+        }
+    }
+    while let Some(frame) = engine.receive().unwrap() {
+        received.push(frame);
+    }
+    assert_eq!(engine.in_flight(), 0);
+    assert_eq!(received.len(), frames.len());
+    for (out, input) in received.iter().zip(&frames) {
+        assert_eq!(out.index, input.index);
+        assert_eq!(out.pts, input.pts);
+        assert_eq!(out, &CpuEngine::filter_frame(&filter, input));
+    }
+    // A new filter applies to frames submitted after it.
+    let sharpen = FilterSpec {
+        mask: Mask::from_spec("sharpen").unwrap(),
+        ..filter
+    };
+    engine.set_filter(sharpen.clone()).unwrap();
+    engine.submit(frames[0].clone()).unwrap();
+    assert_eq!(
+        engine.receive().unwrap().unwrap(),
+        CpuEngine::filter_frame(&sharpen, &frames[0])
+    );
+}
