@@ -1,0 +1,679 @@
+//! The binary end to end on real video made here with the `ffmpeg` CLI: frames, timestamps
+//! and audio survive; identity is lossless where the output is; filtered pixels are what
+//! the oracle says; the small commands work.
+
+mod common;
+
+use std::fs::File;
+use std::path::Path;
+use std::process::Stdio;
+
+use common::oracle::oracle;
+use common::{
+    convstream, decode_raw, make_clip, make_clip_as, remuxed_video_pts, run, run_in, stats, stream_types, video_pts,
+    video_stream, Clip, Y4m,
+};
+use convstream::filter::BorderMode;
+use convstream::frame::Plane;
+use convstream::mask::Mask;
+
+const W: u32 = 160;
+const H: u32 = 120;
+const FRAMES: u32 = 12;
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary folder")
+}
+
+/// `convstream run --device cpu --no-progress ARGS` in `dir`, which must succeed.
+fn filter(dir: &Path, args: &[&str]) -> common::Run {
+    let mut all = vec!["run", "--device", "cpu", "--no-progress"];
+    all.extend_from_slice(args);
+    run_in(dir, &all).success()
+}
+
+fn plane_of(data: &[u8], width: usize, height: usize) -> Plane {
+    Plane {
+        width,
+        height,
+        channels: 1,
+        stride: width,
+        data: data.to_vec(),
+    }
+}
+
+/// Asserts that every frame of `output` is the oracle's result for `input`, with the mask
+/// applied to the planes `filtered` says and the others copied.
+fn assert_filtered_as_oracle(input: &Y4m, output: &Y4m, mask: &Mask, border: BorderMode, filtered: &[bool]) {
+    assert_eq!((output.width, output.height), (input.width, input.height));
+    assert_eq!(output.frames.len(), input.frames.len(), "frame count");
+    let sizes = input.plane_sizes();
+    for (n, (inp, out)) in input.frames.iter().zip(&output.frames).enumerate() {
+        for (p, ((a, b), &(w, h))) in inp.iter().zip(out).zip(&sizes).enumerate() {
+            if filtered[p] {
+                let expected = oracle(&plane_of(a, w, h), mask, border);
+                if *b != expected {
+                    let diffs = b.iter().zip(&expected).filter(|(x, y)| x != y).count();
+                    panic!(
+                        "frame {n} plane {p}: {diffs} of {} samples differ from the oracle",
+                        b.len()
+                    );
+                }
+            } else {
+                assert!(a == b, "frame {n} plane {p} must be copied untouched");
+            }
+        }
+    }
+}
+
+// ---- containers, timestamps and audio ----
+
+#[test]
+fn h264_mp4_keeps_frames_timestamps_and_audio() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mp4", Clip::H264Mp4, W, H, FRAMES);
+    let run = filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.mp4",
+            "-o",
+            "out.mp4",
+            "--mask",
+            "box:size=5",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    let output = dir.path().join("out.mp4");
+    let pts = video_pts(&input);
+    assert_eq!(pts.len(), FRAMES as usize);
+    assert_eq!(video_pts(&output), pts, "timestamps");
+    assert!(stream_types(&output).contains(&"audio".to_string()), "audio copied");
+    let video = video_stream(&output);
+    assert_eq!(
+        (video["width"].as_u64(), video["height"].as_u64()),
+        (Some(W as u64), Some(H as u64))
+    );
+    assert_eq!(video["codec_name"], "h264", "the default encoder for mp4");
+    assert_ne!(
+        decode_raw(&input, "yuv420p"),
+        decode_raw(&output, "yuv420p"),
+        "the blur changed pixels"
+    );
+    let stats = stats(&dir.path().join("stats.json"));
+    assert_eq!(stats["frames_in"], FRAMES);
+    assert_eq!(stats["frames_out"], FRAMES);
+    assert_eq!(stats["engine"], "cpu");
+    assert!(stats["packets_passed_through"].as_u64().unwrap() > 0);
+    assert!(
+        run.stderr.contains(&format!("{FRAMES} frames in, {FRAMES} out")),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn mpeg4_mp4_to_mkv_keeps_frames_timestamps_and_audio() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mp4", Clip::Mpeg4Mp4, W, H, FRAMES);
+    filter(
+        dir.path(),
+        &[
+            "-i", "in.mp4", "-o", "out.mkv", "--mask", "sharpen", "--border", "nearest",
+        ],
+    );
+    let output = dir.path().join("out.mkv");
+    // Matroska shifts every stream so that the AAC priming (negative audio timestamps)
+    // starts at 0; a stream copy with ffmpeg shows the same shift.
+    assert_eq!(video_pts(&output), remuxed_video_pts(dir.path(), &input, "mkv"));
+    assert_eq!(video_pts(&output).len(), FRAMES as usize);
+    assert_eq!(stream_types(&output), vec!["video", "audio"]);
+}
+
+#[test]
+fn mpegts_to_mkv_keeps_frames_timestamps_and_audio() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.ts", Clip::H264Ts, W, H, FRAMES);
+    filter(
+        dir.path(),
+        &["-i", "in.ts", "-o", "out.mkv", "--mask", "gaussian:size=3"],
+    );
+    let output = dir.path().join("out.mkv");
+    let (a, b) = (video_pts(&input), video_pts(&output));
+    assert_eq!(b.len(), a.len());
+    // MPEG-TS starts its clock at 1.4 s; the output keeps the spacing of the frames.
+    let times = |v: &[String]| v.iter().map(|t| t.parse::<f64>().unwrap()).collect::<Vec<_>>();
+    let (a, b) = (times(&a), times(&b));
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert!((x - a[0] - (y - b[0])).abs() < 1e-3, "frame {i}: {x} vs {y}");
+    }
+    assert!(stream_types(&output).contains(&"audio".to_string()));
+}
+
+#[test]
+fn ffv1_mkv_identity_lossless_is_bit_identical() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, W, H, FRAMES);
+    filter(
+        dir.path(),
+        &["-i", "in.mkv", "-o", "out.mkv", "--lossless", "--mask", "identity"],
+    );
+    let output = dir.path().join("out.mkv");
+    assert_eq!(video_stream(&output)["codec_name"], "ffv1");
+    assert_eq!(video_pts(&output), video_pts(&input));
+    assert_eq!(stream_types(&output), vec!["video", "audio"]);
+    let (a, b) = (decode_raw(&input, "yuv420p"), decode_raw(&output, "yuv420p"));
+    assert_eq!(a.len(), (W * H * 3 / 2 * FRAMES) as usize);
+    assert!(a == b, "identity through ffv1 must be bit-identical");
+}
+
+#[test]
+fn h264_to_lossless_mkv_identity_matches_the_decoded_input() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mp4", Clip::H264Mp4, W, H, FRAMES);
+    filter(dir.path(), &["-i", "in.mp4", "-o", "out.mkv", "--lossless"]);
+    let output = dir.path().join("out.mkv");
+    assert!(decode_raw(&input, "yuv420p") == decode_raw(&output, "yuv420p"));
+    assert_eq!(video_pts(&output), remuxed_video_pts(dir.path(), &input, "mkv"));
+}
+
+#[test]
+fn y4m_identity_is_bit_identical() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, FRAMES);
+    filter(
+        dir.path(),
+        &["-i", "in.y4m", "-o", "out.y4m", "--mask", "identity:size=5"],
+    );
+    let (a, b) = (Y4m::read(&input), Y4m::read(&dir.path().join("out.y4m")));
+    assert_eq!(b.frames.len(), FRAMES as usize);
+    assert_eq!((b.width, b.height), (W as usize, H as usize));
+    assert!(b.header.contains(" F25:1"), "frame rate kept: {}", b.header);
+    assert_eq!(a.header, b.header, "size, rate, aspect ratio and colour space kept");
+    assert!(a.frames == b.frames, "identity must be bit-identical");
+}
+
+#[test]
+fn odd_sizes_and_other_layouts_pass_through_identity_exactly() {
+    let dir = tempdir();
+    for (pix_fmt, name) in [
+        ("yuv420p", "a.y4m"),
+        ("yuv422p", "b.y4m"),
+        ("yuv444p", "c.y4m"),
+        ("gray", "d.y4m"),
+    ] {
+        make_clip_as(dir.path(), name, Clip::Y4m, 37, 23, 5, pix_fmt);
+        let out = format!("out-{name}");
+        filter(dir.path(), &["-i", name, "-o", &out]);
+        let (a, b) = (Y4m::read(&dir.path().join(name)), Y4m::read(&dir.path().join(&out)));
+        assert_eq!((a.width, a.height), (37, 23), "{}", a.header);
+        assert_eq!(b.frames.len(), 5, "{pix_fmt}");
+        assert_eq!(a.header, b.header, "{pix_fmt}");
+        assert!(a.frames == b.frames, "{pix_fmt}: identity must be bit-identical");
+    }
+}
+
+#[test]
+fn packed_rgb_input_is_filtered_per_channel() {
+    let dir = tempdir();
+    common::ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=34x22:rate=25",
+            "-vf",
+            "scale=33:21",
+            "-frames:v",
+            "4",
+            "-c:v",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "in.nut",
+        ],
+    );
+    filter(dir.path(), &["-i", "in.nut", "-o", "same.nut", "--codec", "rawvideo"]);
+    let input = dir.path().join("in.nut");
+    assert_eq!(video_stream(&dir.path().join("same.nut"))["pix_fmt"], "rgb24");
+    assert!(decode_raw(&input, "rgb24") == decode_raw(&dir.path().join("same.nut"), "rgb24"));
+
+    filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.nut",
+            "-o",
+            "blur.nut",
+            "--codec",
+            "rawvideo",
+            "--mask",
+            "box:size=3",
+            "--border",
+            "wrap",
+        ],
+    );
+    let (a, b) = (
+        decode_raw(&input, "rgb24"),
+        decode_raw(&dir.path().join("blur.nut"), "rgb24"),
+    );
+    let frame = 33 * 21 * 3;
+    assert_eq!(b.len(), 4 * frame);
+    let mask = Mask::from_spec("box:size=3").unwrap();
+    for n in 0..4 {
+        let plane = Plane {
+            width: 33,
+            height: 21,
+            channels: 3,
+            stride: 33 * 3,
+            data: a[n * frame..(n + 1) * frame].to_vec(),
+        };
+        assert!(
+            b[n * frame..(n + 1) * frame] == oracle(&plane, &mask, BorderMode::Wrap)[..],
+            "frame {n}"
+        );
+    }
+
+    let refused = run_in(
+        dir.path(),
+        &[
+            "run", "--device", "cpu", "-i", "in.nut", "-o", "x.nut", "--planes", "luma",
+        ],
+    );
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("needs a YUV or gray input"),
+        "{}",
+        refused.stderr
+    );
+    refused.assert_no_panic();
+}
+
+// ---- pixels against the oracle ----
+
+#[test]
+fn box_blur_on_y4m_matches_the_oracle() {
+    let dir = tempdir();
+    // Odd sizes: chroma planes are 81x61.
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, 161, 121, 6);
+    assert_eq!(Y4m::read(&input).width, 161);
+    filter(dir.path(), &["-i", "in.y4m", "-o", "out.y4m", "--mask", "box:size=3"]);
+    let (a, b) = (Y4m::read(&input), Y4m::read(&dir.path().join("out.y4m")));
+    let mask = Mask::from_spec("box:size=3").unwrap();
+    assert_filtered_as_oracle(&a, &b, &mask, BorderMode::Reflect, &[true, true, true]);
+    assert!(a.frames != b.frames, "the blur changed something");
+}
+
+#[test]
+fn dense_mask_and_constant_border_match_the_oracle() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, 64, 48, 3);
+    let spec = "laplacian:neighbours=8,bias=128";
+    filter(
+        dir.path(),
+        &["-i", "in.y4m", "-o", "out.y4m", "--mask", spec, "--border", "constant"],
+    );
+    let (a, b) = (Y4m::read(&input), Y4m::read(&dir.path().join("out.y4m")));
+    assert_filtered_as_oracle(
+        &a,
+        &b,
+        &Mask::from_spec(spec).unwrap(),
+        BorderMode::Constant,
+        &[true, true, true],
+    );
+}
+
+#[test]
+fn planes_luma_leaves_chroma_bit_identical() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 6);
+    let spec = "gaussian:size=7,sigma=2";
+    filter(
+        dir.path(),
+        &[
+            "-i", "in.y4m", "-o", "luma.y4m", "--mask", spec, "--planes", "luma", "--border", "mirror",
+        ],
+    );
+    filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.y4m",
+            "-o",
+            "chroma.y4m",
+            "--mask",
+            spec,
+            "--planes",
+            "chroma",
+            "--border",
+            "mirror",
+        ],
+    );
+    let a = Y4m::read(&input);
+    let mask = Mask::from_spec(spec).unwrap();
+    let luma = Y4m::read(&dir.path().join("luma.y4m"));
+    assert_filtered_as_oracle(&a, &luma, &mask, BorderMode::Mirror, &[true, false, false]);
+    let chroma = Y4m::read(&dir.path().join("chroma.y4m"));
+    assert_filtered_as_oracle(&a, &chroma, &mask, BorderMode::Mirror, &[false, true, true]);
+}
+
+#[test]
+fn planes_luma_through_lossless_mkv_keeps_chroma() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, W, H, 6);
+    filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.mkv",
+            "-o",
+            "out.mkv",
+            "--lossless",
+            "--mask",
+            "edge",
+            "--planes",
+            "luma",
+        ],
+    );
+    let (a, b) = (
+        decode_raw(&input, "yuv420p"),
+        decode_raw(&dir.path().join("out.mkv"), "yuv420p"),
+    );
+    let (luma, frame) = ((W * H) as usize, (W * H * 3 / 2) as usize);
+    assert_eq!(a.len(), b.len());
+    for n in 0..6 {
+        let (fa, fb) = (&a[n * frame..(n + 1) * frame], &b[n * frame..(n + 1) * frame]);
+        assert!(fa[luma..] == fb[luma..], "frame {n}: chroma must be untouched");
+        assert!(fa[..luma] != fb[..luma], "frame {n}: luma is filtered");
+    }
+}
+
+// ---- pipes ----
+
+#[test]
+fn dash_output_writes_y4m_to_stdout() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.mp4", Clip::H264Mp4, W, H, FRAMES);
+    let run = filter(dir.path(), &["-i", "in.mp4", "-o", "-"]);
+    assert!(run.stdout.starts_with(b"YUV4MPEG2 "), "stdout is y4m");
+    let out = Y4m::parse(&run.stdout);
+    assert_eq!(out.frames.len(), FRAMES as usize);
+    let flat: Vec<u8> = out.frames.concat().concat();
+    assert!(
+        flat == decode_raw(&input, "yuv420p"),
+        "identity to stdout is the decoded input"
+    );
+    assert!(!run.stderr.contains("YUV4MPEG2"), "video goes to stdout only");
+}
+
+#[test]
+fn dash_input_reads_stdin() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 5);
+    let output = convstream()
+        .args(["run", "--device", "cpu", "-i", "-", "-o", "out.y4m", "--mask", "box"])
+        .current_dir(dir.path())
+        .stdin(Stdio::from(File::open(&input).unwrap()))
+        .output()
+        .unwrap();
+    let run = common::Run::from(output).success();
+    assert!(run.stderr.contains("5 frames in, 5 out"), "{}", run.stderr);
+    let (a, b) = (Y4m::read(&input), Y4m::read(&dir.path().join("out.y4m")));
+    assert_filtered_as_oracle(
+        &a,
+        &b,
+        &Mask::from_spec("box").unwrap(),
+        BorderMode::Reflect,
+        &[true; 3],
+    );
+}
+
+#[test]
+fn closed_stdout_ends_the_run_cleanly() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 320, 240, 60);
+    // The reader takes the header and a little more, then goes away.
+    let mut child = convstream()
+        .args(["run", "--device", "cpu", "-i", "in.y4m", "-o", "-"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = vec![0u8; 4096];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    let run = common::Run::from(output);
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(0), "a closed pipe is a normal end:\n{}", run.stderr);
+    assert!(run.stderr.contains("output was closed"), "{}", run.stderr);
+}
+
+// ---- configs ----
+
+#[test]
+fn config_runs_every_pipeline_and_flags_pick_one() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 48, 32, 4);
+    std::fs::write(dir.path().join("row.txt"), "1 2 1\n").unwrap();
+    let config = r#"
+[masks.row]
+file = "row.txt"
+normalize = true
+
+[[pipeline]]
+name = "soft"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "row"
+device = "cpu"
+[pipeline.sink]
+url = "soft.y4m"
+
+[[pipeline]]
+name = "edges"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = { preset = "sobel-y", bias = 128 }
+border = "nearest"
+device = "cpu"
+[pipeline.sink]
+url = "edges.y4m"
+"#;
+    std::fs::write(dir.path().join("two.toml"), config).unwrap();
+    let run = run_in(dir.path(), &["run", "--config", "two.toml"]).success();
+    assert!(run.stderr.contains("soft: 4 frames in, 4 out"), "{}", run.stderr);
+    assert!(run.stderr.contains("edges: 4 frames in, 4 out"), "{}", run.stderr);
+    let input = Y4m::read(&dir.path().join("in.y4m"));
+    let row = Mask::from_coefficients(3, 1, vec![0.25, 0.5, 0.25], 0.0);
+    assert_filtered_as_oracle(
+        &input,
+        &Y4m::read(&dir.path().join("soft.y4m")),
+        &row,
+        BorderMode::Reflect,
+        &[true; 3],
+    );
+    let sobel = Mask::from_spec("sobel-y:bias=128").unwrap();
+    assert_filtered_as_oracle(
+        &input,
+        &Y4m::read(&dir.path().join("edges.y4m")),
+        &sobel,
+        BorderMode::Nearest,
+        &[true; 3],
+    );
+
+    // A flag overrides the one pipeline chosen.
+    run_in(
+        dir.path(),
+        &[
+            "run",
+            "--config",
+            "two.toml",
+            "--pipeline",
+            "edges",
+            "-o",
+            "other.y4m",
+            "--mask",
+            "identity",
+        ],
+    )
+    .success();
+    assert!(Y4m::read(&dir.path().join("other.y4m")).frames == input.frames);
+    // Flags without --pipeline on a two-pipeline config are a usage error.
+    let refused = run_in(dir.path(), &["run", "--config", "two.toml", "--mask", "box"]);
+    assert_eq!(refused.code, Some(2));
+    assert!(refused.stderr.contains("--pipeline NAME"), "{}", refused.stderr);
+}
+
+// ---- the small commands ----
+
+#[test]
+fn version_and_help() {
+    let version = run(&["--version"]).success();
+    assert_eq!(
+        version.stdout_text().trim(),
+        format!("convstream {}", env!("CARGO_PKG_VERSION"))
+    );
+    let help = run(&["--help"]).success().stdout_text();
+    for word in ["run", "check", "masks", "demo", "Usage"] {
+        assert!(help.contains(word), "--help lacks {word}:\n{help}");
+    }
+    for (sub, words) in [
+        (
+            "run",
+            &[
+                "--input",
+                "--output",
+                "--mask",
+                "--planes",
+                "--border",
+                "--device",
+                "--config",
+                "--pipeline",
+                "--stats-json",
+                "--no-progress",
+            ][..],
+        ),
+        ("check", &["--config"][..]),
+        ("masks", &["show"][..]),
+        ("demo", &["--device"][..]),
+    ] {
+        let text = run(&[sub, "--help"]).success().stdout_text();
+        for word in words {
+            assert!(text.contains(word), "{sub} --help lacks {word}:\n{text}");
+        }
+    }
+    let text = run(&["masks", "show", "--help"]).success().stdout_text();
+    assert!(text.contains("SPEC"), "{text}");
+}
+
+#[test]
+fn masks_lists_every_preset() {
+    let text = run(&["masks"]).success().stdout_text();
+    for preset in convstream::mask::PRESETS {
+        assert!(text.contains(preset.name), "masks lacks {}:\n{text}", preset.name);
+    }
+    for preset in [
+        "identity",
+        "box",
+        "gaussian",
+        "sharpen",
+        "unsharp",
+        "laplacian",
+        "sobel-x",
+        "sobel-y",
+        "prewitt-x",
+        "prewitt-y",
+        "emboss",
+        "motion-blur",
+        "edge",
+        "custom",
+    ] {
+        assert!(text.contains(preset), "{preset} missing:\n{text}");
+    }
+}
+
+#[test]
+fn masks_show_prints_the_matrix_and_separability() {
+    let text = run(&["masks", "show", "box:size=3"]).success().stdout_text();
+    assert!(text.contains("0.111111"), "{text}");
+    assert!(text.contains("separable: yes"), "{text}");
+    let text = run(&["masks", "show", "laplacian:neighbours=8"])
+        .success()
+        .stdout_text();
+    assert!(text.contains("-8.000000") && text.contains("separable: no"), "{text}");
+    let text = run(&["masks", "show", "gaussian:size=5,sigma=1"])
+        .success()
+        .stdout_text();
+    assert!(
+        text.contains("(5x5, width x height)") && text.contains("column factor"),
+        "{text}"
+    );
+    let bad = run(&["masks", "show", "box:size=4"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("size: 4 is even"), "{}", bad.stderr);
+}
+
+#[test]
+fn check_accepts_the_examples_and_the_default() {
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = run(&["check", "--config", path.to_str().unwrap()])
+                .success()
+                .stdout_text();
+            assert!(text.contains(": ok,"), "{text}");
+        }
+    }
+    let text = run(&["check", "--config", "config/default.toml"])
+        .success()
+        .stdout_text();
+    assert!(text.contains("ok, 1 pipeline(s)"), "{text}");
+}
+
+#[test]
+fn check_reports_every_problem_with_its_place() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        r#"
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.mp4"
+[pipeline.filter]
+mask = "box:size=14"
+device = "tpu"
+[pipeline.sink]
+url = ""
+"#,
+    )
+    .unwrap();
+    let run = run_in(dir.path(), &["check", "--config", "bad.toml"]);
+    assert_eq!(run.code, Some(2));
+    run.assert_no_panic();
+    for line in [
+        "3 problems in the configuration",
+        "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
+        "pipeline \"cam1\": filter.device: `tpu` is not a device",
+        "pipeline \"cam1\": sink.url is empty",
+    ] {
+        assert!(run.stderr.contains(line), "missing {line:?} in:\n{}", run.stderr);
+    }
+}
+
+#[test]
+fn missing_flags_are_usage_errors() {
+    let run = run(&["run", "-i", "x.mp4"]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("--output is required"), "{}", run.stderr);
+    let run = common::run(&["run", "--border", "sideways"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("sideways"));
+}
