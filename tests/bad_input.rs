@@ -1,0 +1,689 @@
+//! Bad input, one test each: the binary exits with the documented code (2 for usage and
+//! configuration errors, 1 for runtime failures, 0 for damaged input that still filters),
+//! says what was wrong and where in one short message, and never panics.
+//!
+//! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test bad_input -- --test-threads=1` appends
+//! every case's command, exit code and exact stderr to FILE.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+
+use common::{make_clip, run_in, stats, Clip, Run};
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary folder")
+}
+
+/// Runs `convstream ARGS` in `dir`, records the case when asked to, and checks the parts
+/// every error shares: the exit code, one `error:` message, no panic or backtrace.
+fn expect_failure(case: &str, dir: &Path, args: &[&str], code: i32) -> String {
+    let run = run_in(dir, args);
+    record(case, args, &run);
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(code), "{case}: exit code\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("error: "),
+        "{case}: an error message\n{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("stack backtrace"), "{case}\n{}", run.stderr);
+    run.stderr
+}
+
+/// A run that must succeed despite damaged input; returns stderr.
+fn expect_success(case: &str, dir: &Path, args: &[&str]) -> String {
+    let run = run_in(dir, args);
+    record(case, args, &run);
+    run.success().stderr
+}
+
+fn record(case: &str, args: &[&str], run: &Run) {
+    let Ok(path) = std::env::var("CONVSTREAM_BAD_INPUT_LOG") else {
+        return;
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the log file opens");
+    let _ = writeln!(
+        file,
+        "## {case}\n$ convstream {}\nexit code {}\n{}",
+        args.join(" "),
+        run.code
+            .map_or("none (killed by a signal)".to_string(), |c| c.to_string()),
+        run.stderr
+    );
+}
+
+fn assert_mentions(stderr: &str, words: &[&str]) {
+    for word in words {
+        assert!(stderr.contains(word), "expected {word:?} in:\n{stderr}");
+    }
+}
+
+/// A small clip to filter in the mask and config cases (which fail before reading it).
+fn with_clip() -> tempfile::TempDir {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 32, 24, 2);
+    dir
+}
+
+fn run_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "-i",
+        "in.y4m",
+        "-o",
+        "out.y4m",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Frames ffprobe decodes from `path` (proves the file is finalised and playable).
+fn playable_frames(path: &Path) -> u64 {
+    let output = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .expect("ffprobe runs");
+    assert!(
+        output.status.success(),
+        "{} does not play:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .trim_end_matches(',')
+        .parse()
+        .unwrap_or_else(|_| panic!("ffprobe frame count of {}", path.display()))
+}
+
+// ---- inputs ----
+
+#[test]
+fn missing_input_file() {
+    let dir = tempdir();
+    let stderr = expect_failure(
+        "missing input file",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "no-such-clip.mp4", "-o", "out.mp4"],
+        1,
+    );
+    assert_mentions(
+        &stderr,
+        &["cannot open input no-such-clip.mp4", "No such file or directory"],
+    );
+    assert!(!dir.path().join("out.mp4").exists(), "no output is left behind");
+}
+
+#[test]
+fn not_a_video() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "these are notes, not a video\n".repeat(20),
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "not a video (a text file)",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "notes.txt", "-o", "out.mp4"],
+        1,
+    );
+    assert_mentions(&stderr, &["cannot open input notes.txt", "text file, not a video"]);
+}
+
+#[test]
+fn not_a_video_binary_noise() {
+    let dir = tempdir();
+    let noise: Vec<u8> = (0..64 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.path().join("noise.bin"), noise).unwrap();
+    let stderr = expect_failure(
+        "not a video (binary noise)",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "noise.bin", "-o", "out.mp4"],
+        1,
+    );
+    assert_mentions(&stderr, &["cannot open input noise.bin"]);
+}
+
+#[test]
+fn not_a_video_with_a_video_name() {
+    let dir = tempdir();
+    std::fs::write(dir.path().join("clip.mp4"), "these are notes, not a video\n".repeat(20)).unwrap();
+    let stderr = expect_failure(
+        "not a video (a text file named .mp4)",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "clip.mp4", "-o", "out.mkv"],
+        1,
+    );
+    assert_mentions(&stderr, &["cannot open input clip.mp4", "not a media file"]);
+}
+
+#[test]
+fn audio_only_input() {
+    let dir = tempdir();
+    common::ffmpeg(dir.path(), &["-f", "lavfi", "-i", "sine=duration=0.5", "tone.m4a"]);
+    let stderr = expect_failure(
+        "an input without video",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "tone.m4a", "-o", "out.mp4"],
+        1,
+    );
+    assert_mentions(&stderr, &["tone.m4a has no video stream"]);
+}
+
+#[test]
+fn truncated_file_filters_what_decodes_and_reports_the_damage() {
+    let dir = tempdir();
+    let full = make_clip(dir.path(), "full.mkv", Clip::Ffv1Mkv, 160, 120, 30);
+    let bytes = std::fs::read(&full).unwrap();
+    std::fs::write(dir.path().join("cut.mkv"), &bytes[..bytes.len() * 6 / 10]).unwrap();
+    let stderr = expect_success(
+        "truncated file (an FFV1 Matroska clip of 30 frames cut at 60%)",
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "-i",
+            "cut.mkv",
+            "-o",
+            "out.mkv",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    let stats = stats(&dir.path().join("stats.json"));
+    let frames_out = stats["frames_out"].as_u64().unwrap();
+    assert!(frames_out > 5 && frames_out < 30, "{stats}");
+    assert_eq!(stats["frames_in"], stats["frames_out"]);
+    assert!(stats["ended_early"].is_object(), "{stats}");
+    assert_mentions(
+        &stderr,
+        &["input damage", "truncated", "of the 1.20 s its container announces"],
+    );
+    assert_eq!(
+        playable_frames(&dir.path().join("out.mkv")),
+        frames_out,
+        "the output is finalised"
+    );
+}
+
+#[test]
+fn truncated_mpegts_filters_what_decodes() {
+    let dir = tempdir();
+    let full = make_clip(dir.path(), "full.ts", Clip::Mpeg2Ts, 160, 120, 30);
+    let bytes = std::fs::read(&full).unwrap();
+    std::fs::write(dir.path().join("cut.ts"), &bytes[..bytes.len() * 6 / 10]).unwrap();
+    expect_success(
+        "truncated file (an MPEG-TS clip of 30 frames cut at 60%)",
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "-i",
+            "cut.ts",
+            "-o",
+            "out.mp4",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    // MPEG-TS announces no length, so a cut is only visible when it breaks a frame.
+    let stats = stats(&dir.path().join("stats.json"));
+    let frames_out = stats["frames_out"].as_u64().unwrap();
+    assert!(frames_out > 5 && frames_out < 30, "{stats}");
+    assert_eq!(stats["frames_in"], stats["frames_out"]);
+    assert_eq!(
+        playable_frames(&dir.path().join("out.mp4")),
+        frames_out,
+        "the output is finalised"
+    );
+}
+
+#[test]
+fn corrupt_packets_in_the_middle_are_skipped() {
+    let dir = tempdir();
+    let clean = make_clip(dir.path(), "clean.ts", Clip::H264Ts, 160, 120, 30);
+    let mut bytes = std::fs::read(&clean).unwrap();
+    // 4 KiB of noise in the middle (a fixed pattern, so the test is repeatable).
+    let middle = bytes.len() / 2;
+    let mut state = 0x2545_f491_u32;
+    for byte in &mut bytes[middle..middle + 4096] {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        *byte = state as u8;
+    }
+    std::fs::write(dir.path().join("corrupt.ts"), &bytes).unwrap();
+    let stderr = expect_success(
+        "corrupt packets in the middle (4 KiB of noise in an H.264 MPEG-TS clip of 30 frames)",
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "-i",
+            "corrupt.ts",
+            "-o",
+            "out.mkv",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    let stats = stats(&dir.path().join("stats.json"));
+    let frames_out = stats["frames_out"].as_u64().unwrap();
+    let damage = stats["corrupt_packets"].as_u64().unwrap()
+        + stats["read_errors"].as_u64().unwrap()
+        + stats["damaged_frames"].as_u64().unwrap();
+    assert!(damage > 0 || frames_out < 30, "the damage shows: {stats}");
+    assert!(frames_out > 10, "the run went on past the damage: {stats}");
+    assert_eq!(stats["frames_in"], stats["frames_out"]);
+    if damage > 0 {
+        assert_mentions(&stderr, &["input damage"]);
+    }
+    assert_eq!(
+        playable_frames(&dir.path().join("out.mkv")),
+        frames_out,
+        "the output is finalised"
+    );
+}
+
+// ---- outputs ----
+
+#[test]
+fn unwritable_output_path() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "unwritable output path",
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "-i",
+            "in.y4m",
+            "-o",
+            "/nonexistent-dir/out.mp4",
+        ],
+        1,
+    );
+    assert_mentions(
+        &stderr,
+        &[
+            "cannot open output /nonexistent-dir/out.mp4",
+            "No such file or directory",
+        ],
+    );
+}
+
+#[test]
+fn unknown_output_container() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "output name without a known container",
+        dir.path(),
+        &["run", "--device", "cpu", "-i", "in.y4m", "-o", "out.unknown"],
+        1,
+    );
+    assert_mentions(&stderr, &["cannot open output out.unknown", "--format"]);
+}
+
+// ---- masks ----
+
+#[test]
+fn even_mask_size() {
+    let dir = with_clip();
+    let stderr = expect_failure("even mask size", dir.path(), &run_args(&["--mask", "box:size=4"]), 2);
+    assert_mentions(&stderr, &["filter.mask: size: 4 is even", "1..=63"]);
+    assert_eq!(stderr.matches("is even").count(), 1, "reported once:\n{stderr}");
+    assert!(!dir.path().join("out.y4m").exists());
+}
+
+#[test]
+fn zero_mask_size() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "zero mask size",
+        dir.path(),
+        &run_args(&["--mask", "gaussian:size=0"]),
+        2,
+    );
+    assert_mentions(&stderr, &["size: 0 is zero", "1..=63"]);
+}
+
+#[test]
+fn mask_size_over_63() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "mask size over 63",
+        dir.path(),
+        &run_args(&["--mask", "box:size=65"]),
+        2,
+    );
+    assert_mentions(&stderr, &["size: 65 is too large", "1..=63"]);
+}
+
+#[test]
+fn even_custom_matrix() {
+    let dir = with_clip();
+    std::fs::write(dir.path().join("even.txt"), "1 1\n1 1\n").unwrap();
+    let stderr = expect_failure(
+        "even custom matrix",
+        dir.path(),
+        &run_args(&["--mask", "custom:file=even.txt"]),
+        2,
+    );
+    assert_mentions(&stderr, &["matrix is 2x2", "even", "1..=63"]);
+}
+
+#[test]
+fn nan_in_a_custom_matrix() {
+    let dir = with_clip();
+    std::fs::write(dir.path().join("nan.txt"), "# a bad mask\n1 2 1\n2 nan 2\n1 2 1\n").unwrap();
+    let stderr = expect_failure(
+        "NaN in a custom matrix",
+        dir.path(),
+        &run_args(&["--mask", "custom:file=nan.txt"]),
+        2,
+    );
+    assert_mentions(&stderr, &["row 2, column 2 is NaN", "finite"]);
+}
+
+#[test]
+fn infinity_in_a_custom_matrix() {
+    let dir = with_clip();
+    std::fs::write(dir.path().join("inf.txt"), "1, 2, 1\n2, 4, 2\n1, 2, -inf\n").unwrap();
+    let stderr = expect_failure(
+        "infinity in a custom matrix",
+        dir.path(),
+        &run_args(&["--mask", "custom:file=inf.txt"]),
+        2,
+    );
+    assert_mentions(&stderr, &["row 3, column 3 is -inf", "finite"]);
+}
+
+#[test]
+fn ragged_matrix_rows() {
+    let dir = with_clip();
+    std::fs::write(dir.path().join("ragged.txt"), "1 2 1\n2 4\n1 2 1\n").unwrap();
+    let stderr = expect_failure(
+        "ragged matrix rows",
+        dir.path(),
+        &run_args(&["--mask", "custom:file=ragged.txt"]),
+        2,
+    );
+    assert_mentions(&stderr, &["row 2 has 2 values but row 1 has 3"]);
+}
+
+#[test]
+fn ragged_inline_matrix_in_a_config() {
+    let dir = with_clip();
+    std::fs::write(
+        dir.path().join("ragged.toml"),
+        r#"
+[masks.lumpy]
+matrix = [[1, 2, 1], [2, 4, 2, 9], [1, 2, 1]]
+
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "lumpy"
+[pipeline.sink]
+url = "out.y4m"
+"#,
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "ragged rows in an inline matrix",
+        dir.path(),
+        &["check", "--config", "ragged.toml"],
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &["1 problem", "masks.lumpy: matrix row 2 has 4 values but row 1 has 3"],
+    );
+}
+
+#[test]
+fn unknown_preset_suggests_the_nearest() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "unknown preset",
+        dir.path(),
+        &run_args(&["--mask", "gausian:size=5"]),
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &[
+            "unknown mask `gausian`",
+            "did you mean `gaussian`?",
+            "presets are identity",
+        ],
+    );
+}
+
+#[test]
+fn unknown_key_suggests_the_nearest() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "unknown mask key",
+        dir.path(),
+        &run_args(&["--mask", "gaussian:sigm=2"]),
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &["unknown key `sigm`", "did you mean `sigma`?", "keys are size"],
+    );
+}
+
+#[test]
+fn key_the_preset_does_not_take() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "a key the preset does not take",
+        dir.path(),
+        &run_args(&["--mask", "box:sigma=2"]),
+        2,
+    );
+    assert_mentions(&stderr, &["preset `box` takes no key `sigma`"]);
+}
+
+#[test]
+fn zero_sum_mask_with_normalize() {
+    let dir = with_clip();
+    let stderr = expect_failure(
+        "zero-sum mask with normalize",
+        dir.path(),
+        &run_args(&["--mask", "laplacian:normalize=true"]),
+        2,
+    );
+    assert_mentions(&stderr, &["normalize = true but the coefficients sum to 0", "divisor"]);
+}
+
+#[test]
+fn zero_sum_custom_matrix_with_normalize_in_a_config() {
+    let dir = with_clip();
+    std::fs::write(
+        dir.path().join("zero.toml"),
+        r#"
+[[pipeline]]
+name = "edges"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter.mask]
+matrix = [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]
+normalize = true
+[pipeline.sink]
+url = "out.y4m"
+"#,
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "zero-sum custom matrix with normalize = true in a config",
+        dir.path(),
+        &["run", "--config", "zero.toml"],
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &["pipeline \"edges\": filter.mask: normalize = true but the coefficients sum to 0"],
+    );
+}
+
+#[test]
+fn show_bad_mask() {
+    let stderr = expect_failure(
+        "masks show with a bad SPEC",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["masks", "show", "sharpen:amout=2"],
+        2,
+    );
+    assert_mentions(&stderr, &["unknown key `amout`", "did you mean `amount`?"]);
+}
+
+// ---- configs ----
+
+#[test]
+fn unknown_config_field() {
+    let dir = with_clip();
+    std::fs::write(
+        dir.path().join("typo.toml"),
+        r#"
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "box"
+boarder = "wrap"
+[pipeline.sink]
+url = "out.y4m"
+"#,
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "unknown config field (run)",
+        dir.path(),
+        &["run", "--config", "typo.toml"],
+        2,
+    );
+    assert_mentions(&stderr, &["typo.toml", "unknown field `boarder`", "`border`"]);
+    let stderr = expect_failure(
+        "unknown config field (check)",
+        dir.path(),
+        &["check", "--config", "typo.toml"],
+        2,
+    );
+    assert_mentions(&stderr, &["unknown field `boarder`"]);
+}
+
+#[test]
+fn unknown_field_in_a_mask_table() {
+    let dir = with_clip();
+    std::fs::write(
+        dir.path().join("typo.toml"),
+        "[masks.soft]\npreset = \"gaussian\"\nsigmaa = 2\n\n[[pipeline]]\nname = \"a\"\n[pipeline.source]\nurl = \"in.y4m\"\n[pipeline.sink]\nurl = \"out.y4m\"\n",
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "unknown field in a [masks.NAME] table",
+        dir.path(),
+        &["check", "--config", "typo.toml"],
+        2,
+    );
+    assert_mentions(&stderr, &["unknown field `sigmaa`"]);
+}
+
+#[test]
+fn several_config_problems_at_once() {
+    let dir = with_clip();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        r#"
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "box:size=14"
+device = "tpu"
+streams = 99
+[pipeline.sink]
+url = "out.y4m"
+
+[[pipeline]]
+name = "cam2"
+[pipeline.source]
+url = ""
+[pipeline.filter]
+mask = "sobel"
+[pipeline.sink]
+url = "out2.y4m"
+"#,
+    )
+    .unwrap();
+    let stderr = expect_failure(
+        "several problems in one config",
+        dir.path(),
+        &["check", "--config", "bad.toml"],
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &[
+            "5 problems in the configuration",
+            "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
+            "pipeline \"cam1\": filter.device: `tpu` is not a device",
+            "pipeline \"cam1\": filter.streams: 99 is out of range",
+            "pipeline \"cam2\": source.url is empty",
+            "pipeline \"cam2\": filter.mask: unknown mask `sobel`",
+        ],
+    );
+}
+
+#[test]
+fn missing_config_file() {
+    let dir = tempdir();
+    let stderr = expect_failure(
+        "missing config file",
+        dir.path(),
+        &["check", "--config", "nope.toml"],
+        2,
+    );
+    assert_mentions(&stderr, &["cannot read config nope.toml", "No such file or directory"]);
+}
+
+#[test]
+fn unknown_pipeline_name() {
+    let dir = with_clip();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples/custom-matrix.toml");
+    let stderr = expect_failure(
+        "--pipeline names no pipeline",
+        dir.path(),
+        &["run", "--config", config.to_str().unwrap(), "--pipeline", "ridge"],
+        2,
+    );
+    assert_mentions(
+        &stderr,
+        &["--pipeline \"ridge\": no such pipeline; the config has ridges, emboss"],
+    );
+}
