@@ -31,7 +31,7 @@ impl PlaneSlot {
     pub fn row_bytes(&self) -> usize {
         self.width * self.channels
     }
-    pub fn len(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.pitch * self.height
     }
 }
@@ -154,7 +154,7 @@ impl Lane {
             .context(|| format!("lane {index}: waiting for the pinned input buffer"))?;
         for slot in &layout.slots {
             let plane = &frame.planes[slot.plane];
-            let region = &mut pinned[slot.offset..slot.offset + slot.len()];
+            let region = &mut pinned[slot.offset..slot.offset + slot.bytes()];
             let copy_row = |(y, row): (usize, &mut [u8])| row[..slot.row_bytes()].copy_from_slice(plane.row(y));
             if slot.height >= PARALLEL_COPY_ROWS {
                 region.par_chunks_mut(slot.pitch).enumerate().for_each(copy_row);
@@ -174,7 +174,7 @@ impl Lane {
             .context(|| format!("lane {index}: waiting for the pinned output buffer"))?;
         for slot in &layout.slots {
             let plane = &mut frame.planes[slot.plane];
-            let region = &pinned[slot.offset..slot.offset + slot.len()];
+            let region = &pinned[slot.offset..slot.offset + slot.bytes()];
             let stride = plane.stride;
             let row_bytes = slot.row_bytes();
             let copy_row = |(out, src): (&mut [u8], &[u8])| out[..row_bytes].copy_from_slice(&src[..row_bytes]);

@@ -1,15 +1,21 @@
-//! The CUDA engine, the only code that talks to the GPU (through cudarc). Frames take the
-//! next lane in turn; the oldest lane is waited on first, so frames leave in order while
-//! up to `streams` frames are in flight, their copies overlapping other frames' kernels.
+//! The CUDA engine, the only code that talks to the GPU (through cudarc). `submit` copies a
+//! frame into a free lane's pinned buffer and enqueues upload, kernels and download on the
+//! lane's stream; a completion thread waits on lanes in submission order, copies the result
+//! out and frees the lane. So frames leave in order while up to `streams` frames are in
+//! flight, one frame's CPU copy-in overlaps another's copy-out, and copies in both
+//! directions overlap other frames' kernels.
 
 pub mod device;
 mod error;
 pub mod kernels;
 pub mod lanes;
 
-use cudarc::driver::{CudaContext, CudaStream};
-use std::collections::{BTreeMap, VecDeque};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use self::device::DeviceInfo;
 use self::error::CudaResultExt;
@@ -85,27 +91,151 @@ impl FilterKernels {
     }
 }
 
-/// A frame on a lane, with the kernels it was enqueued with: they stay loaded until the
-/// frame is received, even if the filter changes meanwhile.
+/// A frame on its lane, on its way to the completion thread. It holds the kernels it was
+/// enqueued with, so they stay loaded until the frame is done even if the filter changes.
 struct InFlight {
-    lane: usize,
+    lane: Lane,
     frame: Frame,
+    layout: Arc<Layout>,
     _kernels: Arc<FilterKernels>,
+    origin: Option<Arc<CudaEvent>>,
+}
+
+/// A finished frame (or the error that stopped it), with its stage timings.
+struct Finished {
+    frame: Result<Frame, EngineError>,
+    spans: Vec<TraceSpan>,
+    copy_out: Duration,
+}
+
+/// The completion thread and the channels around it.
+struct Completion {
+    jobs: Option<Sender<InFlight>>,
+    finished: Receiver<Finished>,
+    free_lanes: Receiver<Lane>,
+    /// Gives a lane back without a frame (when enqueueing failed).
+    return_lane: Sender<Lane>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Completion {
+    fn start(lanes: Vec<Lane>, pipeline: &str) -> Result<Completion, EngineError> {
+        let (jobs_tx, jobs_rx) = unbounded::<InFlight>();
+        let (finished_tx, finished_rx) = unbounded::<Finished>();
+        let (free_tx, free_rx) = bounded::<Lane>(lanes.len());
+        for lane in lanes {
+            let _ = free_tx.send(lane);
+        }
+        let return_lane = free_tx.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("{pipeline}-gpu-done"))
+            .spawn(move || {
+                for job in jobs_rx {
+                    let (finished, lane) = complete(job);
+                    // Closed channels mean the engine is gone; the lane is dropped with it.
+                    let _ = finished_tx.send(finished);
+                    let _ = free_tx.send(lane);
+                }
+            })
+            .map_err(|e| EngineError::Unsupported(format!("cannot start the GPU completion thread: {e}")))?;
+        Ok(Completion {
+            jobs: Some(jobs_tx),
+            finished: finished_rx,
+            free_lanes: free_rx,
+            return_lane,
+            thread: Some(thread),
+        })
+    }
+
+    /// Takes every lane back (waiting for frames in flight) and stops the thread.
+    fn stop(&mut self, lanes: usize) {
+        for _ in 0..lanes {
+            if self.free_lanes.recv().is_err() {
+                break;
+            }
+        }
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Waits for a frame's lane, copies its filtered planes out and reads its stage timings.
+fn complete(job: InFlight) -> (Finished, Lane) {
+    let InFlight {
+        mut lane,
+        mut frame,
+        layout,
+        origin,
+        ..
+    } = job;
+    let index = lane.index;
+    let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
+    let started = Instant::now();
+    let result = lane
+        .events
+        .done
+        .synchronize()
+        .context(what)
+        .and_then(|_| lane.drain_output(&layout, &mut frame));
+    let copy_out = started.elapsed();
+    let spans = match (&result, origin) {
+        (Ok(()), Some(origin)) => lane_spans(&lane, &origin, frame.index).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    (
+        Finished {
+            frame: result.map(|_| frame),
+            spans,
+            copy_out,
+        },
+        lane,
+    )
+}
+
+/// The upload, kernel and download stages of the frame a lane just finished.
+fn lane_spans(lane: &Lane, origin: &CudaEvent, frame: u64) -> Result<Vec<TraceSpan>, cudarc::driver::DriverError> {
+    let events = &lane.events;
+    let (Some(start), Some(uploaded), Some(filtered)) = (&events.start, &events.uploaded, &events.filtered) else {
+        return Ok(Vec::new());
+    };
+    let at = |event: &CudaEvent| origin.elapsed_ms(event).map(|ms| ms as f64 * 1e3);
+    let stamps = [at(start)?, at(uploaded)?, at(filtered)?, at(&events.done)?];
+    Ok(["upload", "kernels", "download"]
+        .into_iter()
+        .zip(stamps.windows(2))
+        .map(|(stage, pair)| TraceSpan {
+            lane: lane.index,
+            frame,
+            stage,
+            start_us: pair[0],
+            duration_us: pair[1] - pair[0],
+        })
+        .collect())
+}
+
+/// Time the CPU spent copying frames into and out of pinned memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostCopyTimes {
+    pub frames: u64,
+    pub copy_in: Duration,
+    pub copy_out: Duration,
 }
 
 pub struct CudaEngine {
     context: Arc<CudaContext>,
     device: DeviceInfo,
     options: EngineOptions,
-    layout: Option<Layout>,
-    lanes: Vec<Lane>,
+    layout: Option<Arc<Layout>>,
+    completion: Option<Completion>,
     kernels: Option<Arc<FilterKernels>>,
     filter: FilterSpec,
-    in_flight: VecDeque<InFlight>,
-    next_lane: usize,
+    in_flight: usize,
     /// Timing origin for traces, recorded when the lanes were made.
-    origin: Option<cudarc::driver::CudaEvent>,
+    origin: Option<Arc<CudaEvent>>,
     spans: Vec<TraceSpan>,
+    copy_times: HostCopyTimes,
 }
 
 impl CudaEngine {
@@ -123,13 +253,13 @@ impl CudaEngine {
             device,
             options: options.clone(),
             layout: None,
-            lanes: Vec::new(),
+            completion: None,
             kernels: None,
             filter,
-            in_flight: VecDeque::new(),
-            next_lane: 0,
+            in_flight: 0,
             origin: None,
             spans: Vec::new(),
+            copy_times: HostCopyTimes::default(),
         };
         if let Some(shape) = options.shape {
             engine.prepare(shape)?;
@@ -141,9 +271,14 @@ impl CudaEngine {
         &self.device
     }
 
-    /// Bytes of pinned host memory the lanes hold.
+    /// Bytes of pinned host memory the lanes hold (an input and an output buffer each).
     pub fn pinned_bytes(&self) -> usize {
-        self.lanes.len() * 2 * self.layout.as_ref().map_or(0, |l| l.bytes)
+        self.options.streams * 2 * self.layout.as_ref().map_or(0, |l| l.bytes)
+    }
+
+    /// CPU time spent on pinned-memory copies so far.
+    pub fn host_copy_times(&self) -> HostCopyTimes {
+        self.copy_times
     }
 
     fn what(&self, lane: usize, action: &str) -> String {
@@ -153,26 +288,29 @@ impl CudaEngine {
         )
     }
 
-    /// Sizes the lanes for `shape` and compiles the kernels it needs. Waits for in-flight
-    /// frames first when the geometry changes mid-stream.
+    /// Sizes the lanes for `shape` and compiles the kernels it needs, before any frame.
     fn prepare(&mut self, shape: FrameShape) -> Result<(), EngineError> {
-        if !self.in_flight.is_empty() {
+        if self.in_flight > 0 {
             return Err(EngineError::Unsupported(
                 "frame geometry changed with frames in flight".into(),
             ));
         }
-        let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
-        self.lanes.clear();
-        for index in 0..self.options.streams {
-            self.lanes.push(Lane::new(
-                &self.context,
-                index,
-                &layout,
-                self.options.trace,
-                &self.options.pipeline,
-            )?);
+        if let Some(mut completion) = self.completion.take() {
+            completion.stop(self.options.streams);
         }
-        let stream = self.lanes[0].stream.clone();
+        let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
+        let lanes = (0..self.options.streams)
+            .map(|index| {
+                Lane::new(
+                    &self.context,
+                    index,
+                    &layout,
+                    self.options.trace,
+                    &self.options.pipeline,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let stream = lanes[0].stream.clone();
         let kernels = FilterKernels::build(
             &self.context,
             &stream,
@@ -190,31 +328,32 @@ impl CudaEngine {
             origin
                 .record(&stream)
                 .context(|| self.what(0, "recording the trace origin"))?;
-            self.origin = Some(origin);
+            self.origin = Some(Arc::new(origin));
         }
         tracing::info!(
             pipeline = %self.options.pipeline,
             "cuda:{} {} ready: {} lane(s), {} pinned bytes, {:?} kernel",
             self.device.ordinal,
             self.device.name,
-            self.lanes.len(),
-            self.lanes.len() * 2 * layout.bytes,
+            lanes.len(),
+            lanes.len() * 2 * layout.bytes,
             self.kernels.as_ref().map(|k| k.path)
         );
-        self.layout = Some(layout);
-        self.next_lane = 0;
+        self.completion = Some(Completion::start(lanes, &self.options.pipeline)?);
+        self.layout = Some(Arc::new(layout));
         Ok(())
     }
 
-    /// Enqueues upload, kernels and download of `frame` on its lane.
-    fn enqueue(&mut self, lane_index: usize, frame: &Frame) -> Result<(), EngineError> {
-        let (Some(layout), Some(kernels)) = (self.layout.as_ref(), self.kernels.clone()) else {
-            return Err(EngineError::Unsupported("engine used before it was prepared".into()));
-        };
-        let context = self.what(lane_index, &format!("frame {}", frame.index));
+    /// Copies `frame` into the lane and enqueues upload, kernels and download on its stream.
+    fn enqueue(
+        &self,
+        lane: &mut Lane,
+        layout: &Layout,
+        kernels: &FilterKernels,
+        frame: &Frame,
+    ) -> Result<(), EngineError> {
+        let context = self.what(lane.index, &format!("frame {}", frame.index));
         let what = |action: &str| format!("{context}: {action}");
-        let poison = self.options.poison;
-        let lane = &mut self.lanes[lane_index];
         lane.fill_input(layout, frame)?;
         let stream = lane.stream.clone();
         if let Some(event) = &lane.events.start {
@@ -226,7 +365,7 @@ impl CudaEngine {
         if let Some(event) = &lane.events.uploaded {
             event.record(&stream).context(|| what("recording the upload event"))?;
         }
-        if poison {
+        if self.options.poison {
             poison_buffer(&stream, &mut lane.device_out).context(|| what("poisoning the output buffer"))?;
         }
         for slot in &layout.slots {
@@ -238,7 +377,7 @@ impl CudaEngine {
                 dst_pitch: slot.pitch as i32,
                 bias: kernels.filter.mask.bias(),
             };
-            let range = slot.offset..slot.offset + slot.len();
+            let range = slot.offset..slot.offset + slot.bytes();
             let src = lane.device_in.slice(range.clone());
             let mut dst = lane.device_out.slice_mut(range);
             set.launch(&stream, kernels.path, &src, &mut dst, geometry)
@@ -261,33 +400,13 @@ impl CudaEngine {
             .context(|| what("recording the done event"))?;
         Ok(())
     }
+}
 
-    /// Reads the stage timings of a finished frame.
-    fn record_spans(&mut self, lane_index: usize, frame: u64) -> Result<(), EngineError> {
-        let Some(origin) = &self.origin else { return Ok(()) };
-        let lane = &self.lanes[lane_index];
-        let events = &lane.events;
-        let (Some(start), Some(uploaded), Some(filtered)) = (&events.start, &events.uploaded, &events.filtered) else {
-            return Ok(());
-        };
-        let what = || format!("lane {lane_index}: reading stage timings");
-        let at = |event: &cudarc::driver::CudaEvent| origin.elapsed_ms(event).map(|ms| ms as f64 * 1e3);
-        let stamps = [
-            at(start).context(what)?,
-            at(uploaded).context(what)?,
-            at(filtered).context(what)?,
-            at(&events.done).context(what)?,
-        ];
-        for (stage, pair) in ["upload", "kernels", "download"].into_iter().zip(stamps.windows(2)) {
-            self.spans.push(TraceSpan {
-                lane: lane_index,
-                frame,
-                stage,
-                start_us: pair[0],
-                duration_us: pair[1] - pair[0],
-            });
+impl Drop for CudaEngine {
+    fn drop(&mut self) {
+        if let Some(mut completion) = self.completion.take() {
+            completion.stop(self.options.streams);
         }
-        Ok(())
     }
 }
 
@@ -313,11 +432,11 @@ impl Engine for CudaEngine {
     }
 
     fn in_flight(&self) -> usize {
-        self.in_flight.len()
+        self.in_flight
     }
 
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
-        if self.in_flight.len() >= self.capacity() {
+        if self.in_flight >= self.capacity() {
             return Err(EngineError::Unsupported(
                 "submit with every lane busy; receive first".into(),
             ));
@@ -329,35 +448,63 @@ impl Engine for CudaEngine {
                 height: frame.height,
             })?;
         }
-        // Lanes are used in turn and finish in turn, so the next lane is always free here.
-        let lane = self.next_lane;
-        self.next_lane = (lane + 1) % self.lanes.len();
-        self.enqueue(lane, &frame)?;
-        let kernels = self.kernels.clone().expect("prepare() built the kernels");
-        self.in_flight.push_back(InFlight {
+        let (Some(layout), Some(kernels), Some(completion)) =
+            (self.layout.clone(), self.kernels.clone(), self.completion.as_ref())
+        else {
+            return Err(EngineError::Unsupported("engine used before it was prepared".into()));
+        };
+        // A lane is free once the completion thread has copied its last frame out.
+        let mut lane = completion
+            .free_lanes
+            .recv()
+            .map_err(|_| EngineError::Unsupported("the GPU completion thread stopped".into()))?;
+        let started = Instant::now();
+        let enqueued = self.enqueue(&mut lane, &layout, &kernels, &frame);
+        self.copy_times.copy_in += started.elapsed();
+        let Some(completion) = self.completion.as_ref() else {
+            return enqueued;
+        };
+        if let Err(error) = enqueued {
+            let _ = completion.return_lane.send(lane);
+            return Err(error);
+        }
+        let job = InFlight {
             lane,
             frame,
+            layout,
             _kernels: kernels,
-        });
+            origin: self.origin.clone(),
+        };
+        let sent = completion.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        if !sent {
+            return Err(EngineError::Unsupported("the GPU completion thread stopped".into()));
+        }
+        self.in_flight += 1;
         Ok(())
     }
 
     fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
-        let Some(InFlight { lane, mut frame, .. }) = self.in_flight.pop_front() else {
+        if self.in_flight == 0 {
+            return Ok(None);
+        }
+        let Some(completion) = self.completion.as_ref() else {
             return Ok(None);
         };
-        let what = self.what(lane, &format!("frame {}: waiting for the GPU", frame.index));
-        self.lanes[lane].events.done.synchronize().context(|| what)?;
-        let layout = self.layout.as_ref().expect("a lane in flight implies a layout");
-        self.lanes[lane].drain_output(layout, &mut frame)?;
-        self.record_spans(lane, frame.index)?;
-        Ok(Some(frame))
+        let finished = completion
+            .finished
+            .recv()
+            .map_err(|_| EngineError::Unsupported("the GPU completion thread stopped".into()))?;
+        self.in_flight -= 1;
+        self.copy_times.frames += 1;
+        self.copy_times.copy_out += finished.copy_out;
+        self.spans.extend(finished.spans);
+        finished.frame.map(Some)
     }
 
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
         self.filter = filter.clone();
         if let Some(layout) = &self.layout {
-            let stream = self.lanes[0].stream.clone();
+            let stream = self.context.default_stream();
             // Frames in flight hold the old kernels (see InFlight); new frames use these.
             let kernels = FilterKernels::build(
                 &self.context,
