@@ -7,8 +7,27 @@ use std::fmt::Write;
 
 use crate::media as glue;
 
-const DECODERS: &[&str] = &["h264", "hevc", "mpeg4", "vp9", "av1", "h264_cuvid", "hevc_cuvid", "vp9_cuvid", "av1_cuvid", "mpeg4_cuvid"];
-const ENCODERS: &[&str] = &["libx264", "mpeg4", "ffv1", "wrapped_avframe", "h264_nvenc", "hevc_nvenc", "aac"];
+const DECODERS: &[&str] = &[
+    "h264",
+    "hevc",
+    "mpeg4",
+    "vp9",
+    "av1",
+    "h264_cuvid",
+    "hevc_cuvid",
+    "vp9_cuvid",
+    "av1_cuvid",
+    "mpeg4_cuvid",
+];
+const ENCODERS: &[&str] = &[
+    "libx264",
+    "mpeg4",
+    "ffv1",
+    "wrapped_avframe",
+    "h264_nvenc",
+    "hevc_nvenc",
+    "aac",
+];
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
@@ -16,12 +35,22 @@ pub fn report() -> String {
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();
-    let _ = writeln!(out, "FFmpeg libavcodec {}.{}.{}", version >> 16, (version >> 8) & 0xff, version & 0xff);
+    let _ = writeln!(
+        out,
+        "FFmpeg libavcodec {}.{}.{}",
+        version >> 16,
+        (version >> 8) & 0xff,
+        version & 0xff
+    );
     let have = |found: bool| if found { "yes" } else { "no" };
-    let decoders: Vec<String> =
-        DECODERS.iter().map(|n| format!("{n}: {}", have(ffmpeg::decoder::find_by_name(n).is_some()))).collect();
-    let encoders: Vec<String> =
-        ENCODERS.iter().map(|n| format!("{n}: {}", have(ffmpeg::encoder::find_by_name(n).is_some()))).collect();
+    let decoders: Vec<String> = DECODERS
+        .iter()
+        .map(|n| format!("{n}: {}", have(ffmpeg::decoder::find_by_name(n).is_some())))
+        .collect();
+    let encoders: Vec<String> = ENCODERS
+        .iter()
+        .map(|n| format!("{n}: {}", have(ffmpeg::encoder::find_by_name(n).is_some())))
+        .collect();
     let _ = writeln!(out, "  decoders: {}", decoders.join(", "));
     let _ = writeln!(out, "  encoders: {}", encoders.join(", "));
     let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
@@ -66,7 +95,10 @@ fn cuda_report() -> String {
             let _ = writeln!(out, "CUDA: unavailable: {e}");
             if device::nvrtc_available() {
                 if let Ok((major, minor)) = kernels::nvrtc_version() {
-                    let _ = writeln!(out, "NVRTC {major}.{minor} (kernels can compile, but there is no GPU to run them)");
+                    let _ = writeln!(
+                        out,
+                        "NVRTC {major}.{minor} (kernels can compile, but there is no GPU to run them)"
+                    );
                 }
             }
             let _ = writeln!(out, "--device auto would use: cpu");
@@ -83,7 +115,11 @@ fn cuda_report() -> String {
     }
     match kernels::nvrtc_version() {
         Ok((major, minor)) => {
-            let _ = writeln!(out, "NVRTC: {major}.{minor}; kernel cache: {}", kernels::cache_dir().map_or("off".into(), |d| d.display().to_string()));
+            let _ = writeln!(
+                out,
+                "NVRTC: {major}.{minor}; kernel cache: {}",
+                kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
+            );
         }
         Err(e) => {
             let _ = writeln!(out, "NVRTC: {e}");
@@ -112,7 +148,12 @@ fn cuda_report() -> String {
                 let started = std::time::Instant::now();
                 match kernels::compile(&variant, &info.arch()) {
                     Ok(_) => {
-                        let _ = writeln!(out, "  kernels compile for {} ({:.0} ms for a 13x13 variant, cache included)", info.arch(), started.elapsed().as_secs_f64() * 1e3);
+                        let _ = writeln!(
+                            out,
+                            "  kernels compile for {} ({:.0} ms for a 13x13 variant, cache included)",
+                            info.arch(),
+                            started.elapsed().as_secs_f64() * 1e3
+                        );
                         usable.get_or_insert(ordinal);
                     }
                     Err(e) => {
@@ -125,6 +166,10 @@ fn cuda_report() -> String {
             }
         }
     }
-    let _ = writeln!(out, "--device auto would use: {}", usable.map_or("cpu".to_string(), |n| format!("cuda:{n}")));
+    let _ = writeln!(
+        out,
+        "--device auto would use: {}",
+        usable.map_or("cpu".to_string(), |n| format!("cuda:{n}"))
+    );
     out
 }
