@@ -10,8 +10,8 @@ use std::process::Stdio;
 
 use common::oracle::oracle;
 use common::{
-    convstream, decode_raw, make_clip, make_clip_as, remuxed_video_pts, run, run_in, stats, stream_types, video_pts,
-    video_stream, Clip, Y4m,
+    audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, remuxed_video_pts, run, run_in, stats,
+    stream_types, video_pts, video_stream, Clip, Y4m,
 };
 use convstream::filter::BorderMode;
 use convstream::frame::Plane;
@@ -90,6 +90,7 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
     assert_eq!(pts.len(), FRAMES as usize);
     assert_eq!(video_pts(&output), pts, "timestamps");
     assert!(stream_types(&output).contains(&"audio".to_string()), "audio copied");
+    assert_eq!(audio_packets_md5(&output), audio_packets_md5(&input), "audio untouched");
     let video = video_stream(&output);
     assert_eq!(
         (video["width"].as_u64(), video["height"].as_u64()),
@@ -163,6 +164,7 @@ fn ffv1_mkv_identity_lossless_is_bit_identical() {
     assert_eq!(video_stream(&output)["codec_name"], "ffv1");
     assert_eq!(video_pts(&output), video_pts(&input));
     assert_eq!(stream_types(&output), vec!["video", "audio"]);
+    assert_eq!(audio_packets_md5(&output), audio_packets_md5(&input), "audio untouched");
     let (a, b) = (decode_raw(&input, "yuv420p"), decode_raw(&output, "yuv420p"));
     assert_eq!(a.len(), (W * H * 3 / 2 * FRAMES) as usize);
     assert!(a == b, "identity through ffv1 must be bit-identical");
@@ -676,4 +678,124 @@ fn missing_flags_are_usage_errors() {
     let run = common::run(&["run", "--border", "sideways"]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(run.stderr.contains("sideways"));
+}
+
+// ---- signals ----
+
+/// Starts a paced (real-time) run, sends `signal` after a second, and checks that the run
+/// drained what it had read and finalised a playable file.
+fn stop_with(signal: &str) {
+    let dir = tempdir();
+    make_clip(dir.path(), "long.y4m", Clip::Y4m, 160, 120, 100);
+    std::fs::write(
+        dir.path().join("live.toml"),
+        r#"
+[[pipeline]]
+name = "live"
+[pipeline.source]
+url = "long.y4m"
+realtime = true      # 25 fps: four seconds for the whole clip
+[pipeline.filter]
+mask = "box"
+device = "cpu"
+[pipeline.sink]
+url = "out.mkv"
+lossless = true
+"#,
+    )
+    .unwrap();
+    let child = convstream()
+        .args(["run", "--config", "live.toml", "--stats-json", "stats.json"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = common::Run::from(child.wait_with_output().unwrap());
+    run.assert_no_panic();
+    assert_eq!(run.code, Some(0), "a stop by signal is a normal end:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("stopped early: interrupted by a signal"),
+        "{}",
+        run.stderr
+    );
+    let stats = stats(&dir.path().join("stats.json"));
+    let frames = stats["frames_out"].as_u64().unwrap();
+    assert!(frames > 5 && frames < 100, "stopped part way: {stats}");
+    assert_eq!(stats["frames_in"], stats["frames_out"], "what was read was drained");
+    let output = dir.path().join("out.mkv");
+    assert_eq!(
+        video_pts(&output).len() as u64,
+        frames,
+        "the output is finalised and plays"
+    );
+}
+
+#[test]
+fn sigint_drains_and_finalises_the_output() {
+    stop_with("-INT");
+}
+
+#[test]
+fn sigterm_drains_and_finalises_the_output() {
+    stop_with("-TERM");
+}
+
+// ---- stream properties ----
+
+#[test]
+fn aspect_ratio_and_colour_description_are_carried_over() {
+    let dir = tempdir();
+    common::ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x120:rate=25",
+            "-vf",
+            "setsar=4/3",
+            "-frames:v",
+            "5",
+            "-c:v",
+            "ffv1",
+            "-pix_fmt",
+            "yuv420p",
+            "-colorspace",
+            "bt709",
+            "-color_primaries",
+            "bt709",
+            "-color_trc",
+            "bt709",
+            "-color_range",
+            "tv",
+            "in.mkv",
+        ],
+    );
+    let described = |path: &Path| {
+        let v = video_stream(path);
+        [
+            "sample_aspect_ratio",
+            "color_range",
+            "color_space",
+            "color_primaries",
+            "color_transfer",
+        ]
+        .map(|key| v[key].as_str().unwrap_or("unset").to_string())
+    };
+    let input = described(&dir.path().join("in.mkv"));
+    assert_eq!(input, ["4:3", "tv", "bt709", "bt709", "bt709"]);
+    for output in ["out.mp4", "out.mkv"] {
+        filter(dir.path(), &["-i", "in.mkv", "-o", output, "--mask", "box"]);
+        assert_eq!(described(&dir.path().join(output)), input, "{output}");
+    }
+    // YUV4MPEG2 has a field for the aspect ratio (and none for the colour space).
+    filter(dir.path(), &["-i", "in.mkv", "-o", "out.y4m"]);
+    assert!(Y4m::read(&dir.path().join("out.y4m")).header.contains(" A4:3 "));
 }

@@ -229,6 +229,24 @@ pub fn decode_raw(path: &Path, pix_fmt: &str) -> Vec<u8> {
     output.stdout
 }
 
+/// A hash of the audio packets' data (stream-copied, not decoded): equal when the audio
+/// was passed through untouched.
+pub fn audio_packets_md5(path: &Path) -> String {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-i"])
+        .arg(path)
+        .args(["-map", "0:a:0", "-c", "copy", "-f", "md5", "-"])
+        .output()
+        .expect("ffmpeg is installed");
+    assert!(
+        output.status.success(),
+        "hashing the audio of {} failed:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
 /// One YUV4MPEG2 stream: the header fields and each frame's planes.
 #[derive(Debug)]
 pub struct Y4m {
