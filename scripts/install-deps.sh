@@ -5,8 +5,9 @@
 # compiled without a GPU. Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
 set -euo pipefail
 
-packages=(pkg-config clang libclang-dev libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
-    libswresample-dev libavfilter-dev libavdevice-dev ffmpeg python3-pip)
+packages=(pkg-config clang libclang-dev gcc libc6-dev ca-certificates
+    libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
+    libavfilter-dev libavdevice-dev ffmpeg)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
