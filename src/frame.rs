@@ -2,6 +2,7 @@
 //! presentation timestamp and position in the stream.
 
 use std::fmt;
+use std::time::Instant;
 
 /// The pixel layouts engines take directly. Anything else is converted by the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -150,6 +151,8 @@ pub struct Frame {
     pub pts: Option<i64>,
     /// Position in decode order, from 0; engines return frames in this order.
     pub index: u64,
+    /// When the source finished decoding it (latency is measured from here).
+    pub decoded_at: Option<Instant>,
 }
 
 impl Frame {
@@ -163,6 +166,20 @@ impl Frame {
             planes,
             pts: None,
             index: 0,
+            decoded_at: None,
+        }
+    }
+
+    /// The same frame header (format, size, timestamps) with other planes.
+    pub fn with_planes(&self, planes: Vec<Plane>) -> Frame {
+        Frame {
+            format: self.format,
+            width: self.width,
+            height: self.height,
+            planes,
+            pts: self.pts,
+            index: self.index,
+            decoded_at: self.decoded_at,
         }
     }
 

@@ -4,6 +4,7 @@
 //! Data flows source (FFmpeg demux + decode) -> engine (convolution) -> sink (FFmpeg
 //! encode + mux), each stage a thread joined by bounded channels; see [`pipeline`].
 
+pub mod bench;
 pub mod config;
 pub mod doctor;
 pub mod engine;

@@ -41,6 +41,9 @@ enum Command {
     },
     /// Report FFmpeg codecs, the CUDA driver, GPUs, NVRTC and what --device auto would use.
     Doctor,
+    /// Measure kernels, copies, lane overlap and end-to-end speed; writes results.json,
+    /// results.md, SVG plots and a Chrome trace.
+    Bench(BenchArgs),
     /// Generate a sample clip and filter it through the built-in default config.
     Demo {
         /// Folder for the sample and the filtered output.
@@ -50,6 +53,24 @@ enum Command {
         #[arg(long)]
         device: Option<String>,
     },
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    #[arg(long, value_enum, default_value = "all")]
+    suite: convstream::bench::Suite,
+    /// auto, cpu, cuda or cuda:N.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// A video file for the e2e suite (one is generated when absent).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Few sizes and repetitions: a smoke test, not a speed claim.
+    #[arg(long)]
+    quick: bool,
+    /// Folder for the results.
+    #[arg(long, default_value = "bench-results")]
+    out: PathBuf,
 }
 
 #[derive(Subcommand)]
@@ -153,6 +174,7 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
         } => show_mask(&spec),
         Command::Demo { dir, device } => demo(&dir, device),
         Command::Doctor => print_out(&convstream::doctor::report()),
+        Command::Bench(args) => bench(args),
     }
 }
 
@@ -304,6 +326,31 @@ fn show_mask(spec: &str) -> Result<(), Failure> {
             usage(anyhow::anyhow!("{}", lines.join("\n")))
         })?;
     print_out(&format!("{mask}\n"))
+}
+
+fn bench(args: BenchArgs) -> Result<(), Failure> {
+    init_logging(&LogConfig::default());
+    let device = convstream::engine::DeviceChoice::parse(&args.device).ok_or_else(|| {
+        usage(anyhow::anyhow!(
+            "--device {}: use auto, cpu, cuda or cuda:N",
+            args.device
+        ))
+    })?;
+    let options = convstream::bench::BenchOptions {
+        suite: args.suite,
+        device,
+        input: args.input,
+        quick: args.quick,
+        out: args.out,
+    };
+    let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
+    let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;
+    let mut text = convstream::bench::report::markdown(&report);
+    text.push_str("Written:\n");
+    for path in written {
+        text.push_str(&format!("  {}\n", path.display()));
+    }
+    print_out(&text)
 }
 
 fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {

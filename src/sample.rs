@@ -14,6 +14,8 @@ pub struct SampleSpec {
     pub height: u32,
     pub fps: i32,
     pub frames: u32,
+    /// Encode H.264 with libx264 where the FFmpeg build has it (else MPEG-4 Part 2).
+    pub prefer_h264: bool,
 }
 
 impl Default for SampleSpec {
@@ -23,6 +25,7 @@ impl Default for SampleSpec {
             height: 720,
             fps: 30,
             frames: 150,
+            prefer_h264: false,
         }
     }
 }
@@ -36,7 +39,14 @@ pub fn generate(path: &Path, spec: SampleSpec) -> Result<(), String> {
     let mut output = ffmpeg::format::output(path).map_err(|e| fail("open", e))?;
     let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
 
-    let video_codec = ffmpeg::encoder::find_by_name("mpeg4").ok_or("this FFmpeg build has no mpeg4 encoder")?;
+    let h264 = spec
+        .prefer_h264
+        .then(|| ffmpeg::encoder::find_by_name("libx264"))
+        .flatten();
+    let video_codec = match h264 {
+        Some(codec) => codec,
+        None => ffmpeg::encoder::find_by_name("mpeg4").ok_or("this FFmpeg build has no mpeg4 encoder")?,
+    };
     let mut video = codec::Context::new_with_codec(video_codec)
         .encoder()
         .video()
@@ -47,16 +57,24 @@ pub fn generate(path: &Path, spec: SampleSpec) -> Result<(), String> {
     video.set_format(ffmpeg::format::Pixel::YUV420P);
     video.set_time_base(time_base);
     video.set_frame_rate(Some(Rational::new(spec.fps, 1)));
-    video.set_flags(
-        codec::Flags::QSCALE
-            | if global_header {
-                codec::Flags::GLOBAL_HEADER
-            } else {
-                codec::Flags::empty()
-            },
-    );
-    video.set_global_quality(3 * ffmpeg::ffi::FF_QP2LAMBDA);
-    let mut video = video.open_as(video_codec).map_err(|e| fail("open video encoder", e))?;
+    let mut flags = if global_header {
+        codec::Flags::GLOBAL_HEADER
+    } else {
+        codec::Flags::empty()
+    };
+    let mut options = ffmpeg::Dictionary::new();
+    if h264.is_some() {
+        options.set("preset", "veryfast");
+        options.set("crf", "20");
+    } else {
+        // A fixed quantiser keeps the detail the filters act on.
+        flags |= codec::Flags::QSCALE;
+        video.set_global_quality(3 * ffmpeg::ffi::FF_QP2LAMBDA);
+    }
+    video.set_flags(flags);
+    let mut video = video
+        .open_as_with(video_codec, options)
+        .map_err(|e| fail("open video encoder", e))?;
     let mut stream = output.add_stream(video_codec).map_err(|e| fail("video stream", e))?;
     stream.set_parameters(&video);
     stream.set_time_base(time_base);

@@ -24,9 +24,30 @@ pub struct Counters {
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
     pub sink_busy_ns: AtomicU64,
+    /// Per frame, from decoded to filtered, in microseconds.
+    pub filter_latency_us: Mutex<Vec<u32>>,
 }
 
 impl Counters {
+    /// Records that a frame decoded `since` has been filtered now.
+    pub fn record_latency(&self, since: std::time::Instant) {
+        let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
+        if let Ok(mut latencies) = self.filter_latency_us.lock() {
+            latencies.push(micros);
+        }
+    }
+
+    /// The `q` quantile (0..=1) of the recorded latencies, in milliseconds.
+    pub fn latency_quantile_ms(&self, q: f64) -> Option<f64> {
+        let mut latencies = self.filter_latency_us.lock().ok()?.clone();
+        if latencies.is_empty() {
+            return None;
+        }
+        latencies.sort_unstable();
+        let index = ((latencies.len() - 1) as f64 * q).round() as usize;
+        Some(latencies[index] as f64 / 1e3)
+    }
+
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
@@ -76,11 +97,17 @@ pub struct PipelineReport {
     pub ended_early: Option<EndedEarly>,
     pub packets_passed_through: u64,
     pub seconds: f64,
+    /// Of `seconds`, the time spent opening the input and output and preparing the engine
+    /// (GPU context, kernels, buffers); `fps` counts the rest.
+    pub setup_seconds: f64,
     pub fps: f64,
     /// Time each stage spent working (not waiting on its neighbours), in seconds.
     pub source_seconds: f64,
     pub filter_seconds: f64,
     pub sink_seconds: f64,
+    /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
     /// Stopped early by a signal or because the output was closed.
     pub stopped_early: Option<String>,
 }

@@ -37,24 +37,7 @@ impl CpuEngine {
                 }
             })
             .collect();
-        Frame {
-            planes,
-            ..frame.clone_header()
-        }
-    }
-}
-
-impl Frame {
-    /// Everything but the planes.
-    fn clone_header(&self) -> Frame {
-        Frame {
-            format: self.format,
-            width: self.width,
-            height: self.height,
-            planes: Vec::new(),
-            pts: self.pts,
-            index: self.index,
-        }
+        frame.with_planes(planes)
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use crate::config::PipelineSettings;
+use crate::config::{PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
 use crate::frame::Frame;
 use crate::sink::{Sink, SinkError, SinkOutcome};
@@ -109,6 +109,7 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         settings.filter.mask.description(), engine_name, settings.sink.url
     );
 
+    let setup_seconds = started.elapsed().as_secs_f64();
     let counters = Arc::new(Counters::default());
     let bar = progress_bar(options.progress, info.expected_frames, &name);
     let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
@@ -193,10 +194,17 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         ended_early: counters.ended_early(),
         packets_passed_through: Counters::get(&counters.packets_passed_through),
         seconds,
-        fps: if seconds > 0.0 { written as f64 / seconds } else { 0.0 },
+        setup_seconds,
+        fps: if seconds > setup_seconds {
+            written as f64 / (seconds - setup_seconds)
+        } else {
+            0.0
+        },
         source_seconds: to_seconds(Counters::get(&counters.source_busy_ns)),
         filter_seconds: to_seconds(Counters::get(&counters.filter_busy_ns)),
         sink_seconds: to_seconds(Counters::get(&counters.sink_busy_ns)),
+        latency_p50_ms: counters.latency_quantile_ms(0.5),
+        latency_p99_ms: counters.latency_quantile_ms(0.99),
         stopped_early,
     })
 }
@@ -215,6 +223,9 @@ fn run_engine(
         match frame {
             Some(frame) => {
                 Counters::add(&counters.frames_filtered, 1);
+                if let Some(decoded_at) = frame.decoded_at {
+                    counters.record_latency(decoded_at);
+                }
                 Ok(filtered.send(frame).is_ok())
             }
             None => Ok(true),
@@ -261,4 +272,31 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
             })
             .collect()
     })
+}
+
+/// Decodes `source` to the end and discards the frames: the decoder's own speed, the
+/// baseline filtered runs are compared with. Returns the frames and the seconds from the
+/// input being open to the last frame.
+pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Source::open(source, stop.clone()).map_err(|e| PipelineError::Source {
+        pipeline: "decode-only".into(),
+        source: e,
+    })?;
+    let counters = Counters::default();
+    let (frames_tx, frames_rx) = bounded::<Frame>(FRAME_QUEUE);
+    // No receiver for other streams: the source skips their packets.
+    let (packets_tx, _) = bounded::<PassthroughPacket>(1);
+    let started = Instant::now();
+    let result = thread::scope(|scope| {
+        let counted = scope.spawn(|| frames_rx.iter().count() as u64);
+        let decoded = opened.run(&frames_tx, &packets_tx, &stop, &counters);
+        drop(frames_tx);
+        decoded.map(|()| counted.join().unwrap_or(0))
+    });
+    let frames = result.map_err(|e| PipelineError::Source {
+        pipeline: "decode-only".into(),
+        source: e,
+    })?;
+    Ok((frames, started.elapsed().as_secs_f64()))
 }

@@ -542,6 +542,7 @@ impl DecodeState {
             Counters::add_time(&counters.source_busy_ns, started.elapsed());
             Counters::add(&counters.frames_decoded, 1);
             self.pace(frame.pts);
+            frame.decoded_at = Some(Instant::now());
             if frames.send(frame).is_err() {
                 return Ok(false);
             }

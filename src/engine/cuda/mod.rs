@@ -9,6 +9,7 @@ pub mod device;
 mod error;
 pub mod kernels;
 pub mod lanes;
+pub mod measure;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};

@@ -1,0 +1,201 @@
+//! `convstream bench`: makes speed a measured, reproducible property. Four suites (kernel,
+//! transfer, overlap, e2e), each with a baseline measured in the same run, written as
+//! `results.json`, `results.md`, SVG plots and a Chrome trace of one overlap run.
+
+pub mod report;
+mod suites;
+
+use serde::Serialize;
+use std::path::PathBuf;
+
+use crate::engine::DeviceChoice;
+
+pub use report::write_outputs;
+
+/// Which suites to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    Kernel,
+    Transfer,
+    Overlap,
+    E2e,
+    All,
+}
+
+impl Suite {
+    fn includes(self, other: Suite) -> bool {
+        self == Suite::All || self == other
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub suite: Suite,
+    pub device: DeviceChoice,
+    /// A real file for the e2e suite; one is generated when absent.
+    pub input: Option<PathBuf>,
+    /// Few sizes, few repetitions: a smoke test, not a speed claim.
+    pub quick: bool,
+    pub out: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{0}")]
+    Engine(#[from] crate::engine::EngineError),
+    #[error("{0}")]
+    Pipeline(#[from] crate::pipeline::PipelineError),
+    #[error("{0}")]
+    Source(#[from] crate::source::SourceError),
+    #[error("{0}")]
+    Other(String),
+    #[error("writing {path}: {reason}")]
+    Write { path: String, reason: String },
+}
+
+/// Where and how the figures were taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub device: String,
+    pub driver: Option<String>,
+    pub fp32_peak_tflops: Option<f64>,
+    pub commit: String,
+    pub date: String,
+    pub host_threads: usize,
+    pub quick: bool,
+    pub suites: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelRow {
+    pub plane: String,
+    pub mask: String,
+    pub size: usize,
+    pub path: String,
+    pub median_us: f64,
+    pub p10_us: f64,
+    pub p90_us: f64,
+    pub gpixels_per_s: f64,
+    /// 2 x multiply-adds per pixel x pixels / time / FP32 peak (GPU only).
+    pub fraction_of_fp32_peak: Option<f64>,
+    /// The baseline's time over this one (same plane and size).
+    pub speedup_vs_baseline: Option<f64>,
+    pub checked_against: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferRow {
+    pub bytes: usize,
+    pub memory: String,
+    pub h2d_us: f64,
+    pub d2h_us: f64,
+    pub both_us: f64,
+    pub h2d_gb_s: f64,
+    pub d2h_gb_s: f64,
+    /// Bytes moved in both directions at once over the time.
+    pub both_gb_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OverlapRow {
+    pub frame: String,
+    pub streams: usize,
+    pub frames: u64,
+    pub fps: f64,
+    pub speedup_vs_one_stream: f64,
+    /// Per frame, microseconds: CPU copy into pinned memory and enqueue, GPU upload,
+    /// kernels, download, CPU wait and copy out.
+    pub host_copy_in_us: f64,
+    pub upload_us: Option<f64>,
+    pub kernels_us: Option<f64>,
+    pub download_us: Option<f64>,
+    pub host_copy_out_us: f64,
+    /// 1 / the slowest stage: what perfect overlap would give.
+    pub ideal_fps: f64,
+    pub pinned_bytes: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct E2eRow {
+    pub input: String,
+    pub decoder: String,
+    pub frames: u64,
+    pub decode_only_fps: f64,
+    pub filtered_fps: f64,
+    /// Filtered over decode-only frames/s, measured in the same run.
+    pub ratio: f64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub mask: String,
+    pub engine: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub run: RunInfo,
+    pub kernel: Vec<KernelRow>,
+    pub transfer: Vec<TransferRow>,
+    pub overlap: Vec<OverlapRow>,
+    pub e2e: Vec<E2eRow>,
+    /// Suites or cases that could not run here, and why.
+    pub skipped: Vec<String>,
+}
+
+/// Runs the chosen suites and returns every figure.
+pub fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
+    std::fs::create_dir_all(&options.out).map_err(|e| BenchError::Write {
+        path: options.out.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let gpu = suites::gpu_ordinal(options.device)?;
+    let mut report = BenchReport {
+        run: suites::run_info(options, gpu)?,
+        kernel: Vec::new(),
+        transfer: Vec::new(),
+        overlap: Vec::new(),
+        e2e: Vec::new(),
+        skipped: Vec::new(),
+    };
+    if options.suite.includes(Suite::Kernel) {
+        tracing::info!("kernel suite");
+        report.kernel = suites::kernel(options, gpu, &mut report.skipped)?;
+    }
+    if options.suite.includes(Suite::Transfer) {
+        tracing::info!("transfer suite");
+        report.transfer = suites::transfer(options, gpu, &mut report.skipped)?;
+    }
+    if options.suite.includes(Suite::Overlap) {
+        tracing::info!("overlap suite");
+        report.overlap = suites::overlap(options, gpu)?;
+    }
+    if options.suite.includes(Suite::E2e) {
+        tracing::info!("e2e suite");
+        report.e2e = suites::e2e(options, gpu, &mut report.skipped)?;
+    }
+    Ok(report)
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}

@@ -1,0 +1,574 @@
+//! The benchmark suites. GPU figures come from `engine::cuda::measure` (CUDA events); CPU
+//! figures from wall-clock medians. Each suite measures its baseline in the same run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{BenchError, BenchOptions, E2eRow, KernelRow, OverlapRow, RunInfo, TransferRow};
+use crate::config::{PipelineSettings, SinkConfig, SourceConfig};
+use crate::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions};
+use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
+use crate::frame::{Frame, PixelFormat};
+use crate::mask::Mask;
+use crate::pipeline::{decode_only, run_pipeline, RunOptions};
+
+/// Mask sides the kernel suite sweeps.
+const KERNEL_SIZES: &[usize] = &[3, 5, 7, 9, 13, 21, 31, 63];
+const QUICK_KERNEL_SIZES: &[usize] = &[3, 13];
+/// The dense mask of the overlap and e2e suites: a 13x13 Laplacian of Gaussian (not separable).
+const E2E_MASK: &str = "edge:size=13,sigma=2";
+
+/// The GPU the options ask for, `None` for the CPU.
+pub fn gpu_ordinal(device: DeviceChoice) -> Result<Option<usize>, BenchError> {
+    match device {
+        DeviceChoice::Cpu => Ok(None),
+        DeviceChoice::Cuda(n) => {
+            probe()?;
+            Ok(Some(n))
+        }
+        DeviceChoice::Auto => match probe() {
+            Ok(()) => Ok(Some(0)),
+            Err(e) => {
+                tracing::warn!("no usable GPU ({e}); benchmarking the CPU engine");
+                Ok(None)
+            }
+        },
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn probe() -> Result<(), BenchError> {
+    crate::engine::cuda::device::probe()
+        .map(|_| ())
+        .map_err(BenchError::from)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn probe() -> Result<(), BenchError> {
+    Err(crate::engine::EngineError::NotCompiledWithCuda.into())
+}
+
+pub fn run_info(options: &BenchOptions, gpu: Option<usize>) -> Result<RunInfo, BenchError> {
+    let (device, driver, peak) = describe_device(gpu)?;
+    Ok(RunInfo {
+        device,
+        driver,
+        fp32_peak_tflops: peak.map(|p| p / 1e12),
+        commit: env!("CONVSTREAM_COMMIT").to_string(),
+        date: super::utc_now(),
+        host_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        quick: options.quick,
+        suites: format!("{:?}", options.suite).to_lowercase(),
+    })
+}
+
+#[cfg(feature = "cuda")]
+fn describe_device(gpu: Option<usize>) -> Result<(String, Option<String>, Option<f64>), BenchError> {
+    use crate::engine::cuda::device;
+    let Some(ordinal) = gpu else {
+        return Ok(("cpu".into(), None, None));
+    };
+    let context = device::open(ordinal)?;
+    let info = device::DeviceInfo::read(&context, ordinal)?;
+    let (major, minor) = device::driver_version()?;
+    Ok((
+        format!("cuda:{ordinal} {}", info.name),
+        Some(format!("CUDA {major}.{minor}")),
+        Some(info.fp32_peak()),
+    ))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn describe_device(_gpu: Option<usize>) -> Result<(String, Option<String>, Option<f64>), BenchError> {
+    Ok(("cpu".into(), None, None))
+}
+
+fn dense_mask(size: usize) -> Mask {
+    // A Laplacian of Gaussian has full rank: the dense path is the only one for it.
+    Mask::from_spec(&format!("edge:size={size},sigma={:.2}", (size as f64 / 6.0).max(0.5)))
+        .expect("a valid preset")
+        .dense_only()
+}
+
+fn separable_mask(size: usize) -> Mask {
+    Mask::from_spec(&format!("gaussian:size={size}")).expect("a valid preset")
+}
+
+fn plane_sizes(quick: bool) -> Vec<(usize, usize)> {
+    if quick {
+        vec![(1920, 1080)]
+    } else {
+        vec![(1920, 1080), (3840, 2160)]
+    }
+}
+
+pub fn kernel(
+    options: &BenchOptions,
+    gpu: Option<usize>,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<KernelRow>, BenchError> {
+    let sizes = if options.quick {
+        QUICK_KERNEL_SIZES
+    } else {
+        KERNEL_SIZES
+    };
+    match gpu {
+        Some(ordinal) => kernel_gpu(options, ordinal, sizes, skipped),
+        None => Ok(kernel_cpu(options, sizes)),
+    }
+}
+
+/// The CPU engine: dense and separable paths on one plane (smaller with --quick).
+fn kernel_cpu(options: &BenchOptions, sizes: &[usize]) -> Vec<KernelRow> {
+    let (width, height) = if options.quick { (320, 180) } else { (1920, 1080) };
+    let repetitions = if options.quick { 3 } else { 7 };
+    let plane = random_frame(PixelFormat::Gray8, width, height, 1).planes.remove(0);
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let mut dense_median = None;
+        for (path, mask) in [("dense", dense_mask(size)), ("separable", separable_mask(size))] {
+            let mut samples: Vec<f64> = (0..repetitions)
+                .map(|_| {
+                    let started = Instant::now();
+                    std::hint::black_box(crate::engine::cpu::convolve_plane(&plane, &mask, BorderMode::Reflect));
+                    started.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            samples.sort_by(f64::total_cmp);
+            let median = samples[samples.len() / 2];
+            if path == "dense" {
+                dense_median = Some(median);
+            }
+            rows.push(KernelRow {
+                plane: format!("{width}x{height}"),
+                mask: mask.description().to_string(),
+                size,
+                path: format!("cpu {path}"),
+                median_us: median,
+                p10_us: samples[0],
+                p90_us: samples[samples.len() - 1],
+                gpixels_per_s: (width * height) as f64 / median / 1e3,
+                fraction_of_fp32_peak: None,
+                speedup_vs_baseline: dense_median.filter(|_| path == "separable").map(|d| d / median),
+                checked_against: "self (the CPU engine is the reference)".into(),
+            });
+        }
+    }
+    rows
+}
+
+#[cfg(feature = "cuda")]
+fn kernel_gpu(
+    options: &BenchOptions,
+    ordinal: usize,
+    sizes: &[usize],
+    skipped: &mut Vec<String>,
+) -> Result<Vec<KernelRow>, BenchError> {
+    use crate::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
+    use crate::engine::KernelPath;
+    let bench = Bench::open(ordinal)?;
+    let peak = bench.info.fp32_peak();
+    let repetitions = if options.quick { 10 } else { 50 };
+    let warm_up = Duration::from_millis(if options.quick { 20 } else { 300 });
+    let mut rows = Vec::new();
+    for (width, height) in plane_sizes(options.quick) {
+        // Exact comparison with the CPU on 1080p; on 4K against the baseline kernel, which the
+        // 1080p run has checked against the CPU with the same mask.
+        let check = if width * height <= 1920 * 1080 {
+            KernelCheck::Cpu
+        } else {
+            KernelCheck::Baseline
+        };
+        for &size in sizes {
+            let cases = [
+                (KernelPath::Global, dense_mask(size)),
+                (KernelPath::Dense, dense_mask(size)),
+                (KernelPath::Separable, separable_mask(size)),
+            ];
+            let mut baseline_us = None;
+            for (path, mask) in cases {
+                // The global-memory kernel on the largest masks takes long; fewer repetitions.
+                let reps = if path == KernelPath::Global && size >= 31 {
+                    repetitions.min(10)
+                } else {
+                    repetitions
+                };
+                let result = match bench.time_kernel(
+                    &mask,
+                    BorderMode::Reflect,
+                    path,
+                    (width, height),
+                    TimingPlan {
+                        repetitions: reps,
+                        warm_up,
+                    },
+                    check,
+                ) {
+                    Ok(result) => result,
+                    Err(e) => {
+                        skipped.push(format!("kernel {path:?} {size}x{size} on {width}x{height}: {e}"));
+                        continue;
+                    }
+                };
+                let t = result.timing;
+                if path == KernelPath::Global {
+                    baseline_us = Some(t.median_us);
+                }
+                let pixels = (width * height) as f64;
+                let multiply_adds = if path == KernelPath::Separable {
+                    2 * size
+                } else {
+                    size * size
+                } as f64;
+                rows.push(KernelRow {
+                    plane: format!("{width}x{height}"),
+                    mask: mask.description().to_string(),
+                    size,
+                    path: format!("{path:?}").to_lowercase(),
+                    median_us: t.median_us,
+                    p10_us: t.p10_us,
+                    p90_us: t.p90_us,
+                    gpixels_per_s: pixels / t.median_us / 1e3,
+                    fraction_of_fp32_peak: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / peak),
+                    speedup_vs_baseline: baseline_us
+                        .filter(|_| path != KernelPath::Global)
+                        .map(|b| b / t.median_us),
+                    checked_against: result.checked_against.to_string(),
+                });
+                tracing::info!("kernel {path:?} {size}x{size} {width}x{height}: {:.1} us", t.median_us);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn kernel_gpu(_: &BenchOptions, _: usize, _: &[usize], _: &mut Vec<String>) -> Result<Vec<KernelRow>, BenchError> {
+    Err(crate::engine::EngineError::NotCompiledWithCuda.into())
+}
+
+pub fn transfer(
+    options: &BenchOptions,
+    gpu: Option<usize>,
+    skipped: &mut Vec<String>,
+) -> Result<Vec<TransferRow>, BenchError> {
+    match gpu {
+        Some(ordinal) => transfer_gpu(options, ordinal),
+        None => {
+            skipped.push("transfer: host-GPU copies need a GPU".into());
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn transfer_gpu(options: &BenchOptions, ordinal: usize) -> Result<Vec<TransferRow>, BenchError> {
+    let bench = crate::engine::cuda::measure::Bench::open(ordinal)?;
+    let repetitions = if options.quick { 10 } else { 50 };
+    let warm_up = Duration::from_millis(if options.quick { 20 } else { 200 });
+    let mut rows = Vec::new();
+    for (width, height) in plane_sizes(options.quick) {
+        let bytes = width * height * 3 / 2; // one yuv420p frame
+        for pinned in [true, false] {
+            let plan = crate::engine::cuda::measure::TimingPlan { repetitions, warm_up };
+            let r = bench.time_transfers(bytes, pinned, plan)?;
+            let gb_s = |us: f64, bytes: usize| bytes as f64 / us / 1e3;
+            rows.push(TransferRow {
+                bytes,
+                memory: if pinned { "pinned" } else { "pageable" }.into(),
+                h2d_us: r.h2d.median_us,
+                d2h_us: r.d2h.median_us,
+                both_us: r.both.median_us,
+                h2d_gb_s: gb_s(r.h2d.median_us, bytes),
+                d2h_gb_s: gb_s(r.d2h.median_us, bytes),
+                both_gb_s: gb_s(r.both.median_us, 2 * bytes),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn transfer_gpu(_: &BenchOptions, _: usize) -> Result<Vec<TransferRow>, BenchError> {
+    Err(crate::engine::EngineError::NotCompiledWithCuda.into())
+}
+
+/// Random yuv420p (or other) frames; `index` seeds them.
+fn random_frame(format: PixelFormat, width: usize, height: usize, index: u64) -> Frame {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(index);
+    let mut frame = Frame::new(format, width, height);
+    for plane in &mut frame.planes {
+        rng.fill(plane.data.as_mut_slice());
+    }
+    frame.index = index;
+    frame
+}
+
+/// Pushes `count` frames through `engine`, recycling the frames it returns, and returns the
+/// seconds it took. Frames are recycled so the loop measures the engine, not the allocator.
+fn drive(engine: &mut dyn Engine, pool: &mut Vec<Frame>, count: u64) -> Result<f64, BenchError> {
+    let started = Instant::now();
+    for i in 0..count {
+        let mut frame = pool
+            .pop()
+            .ok_or_else(|| BenchError::Other("frame pool ran dry".into()))?;
+        frame.index = i;
+        engine.submit(frame)?;
+        while engine.in_flight() >= engine.capacity() {
+            pool.extend(engine.receive()?);
+        }
+    }
+    while let Some(frame) = engine.receive()? {
+        pool.push(frame);
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<OverlapRow>, BenchError> {
+    let frames: Vec<(usize, usize)> = if options.quick && gpu.is_none() {
+        vec![(320, 180)]
+    } else {
+        plane_sizes(options.quick)
+    };
+    let filter = FilterSpec {
+        mask: Mask::from_spec(E2E_MASK).expect("a valid preset"),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+    };
+    let mut rows = Vec::new();
+    for (width, height) in frames {
+        let count: u64 = match (options.quick, gpu.is_some(), width > 1920) {
+            (true, _, _) => 30,
+            (false, true, false) => 2000,
+            (false, true, true) => 600,
+            (false, false, _) => 20,
+        };
+        let mut pool: Vec<Frame> = (0..24)
+            .map(|i| random_frame(PixelFormat::Yuv420p, width, height, i))
+            .collect();
+        let streams_list: Vec<usize> = if gpu.is_some() { vec![1, 2, 3, 4, 8] } else { vec![1] };
+        let mut one_stream_fps = None;
+        for streams in streams_list {
+            let row = match gpu {
+                Some(ordinal) => overlap_gpu(options, ordinal, &filter, streams, &mut pool, count, (width, height))?,
+                None => {
+                    let mut engine = CpuEngine::new(filter.clone());
+                    drive(&mut engine, &mut pool, 2)?;
+                    let seconds = drive(&mut engine, &mut pool, count)?;
+                    let per_frame_us = seconds * 1e6 / count as f64;
+                    OverlapRow {
+                        frame: format!("{width}x{height} yuv420p"),
+                        streams,
+                        frames: count,
+                        fps: count as f64 / seconds,
+                        speedup_vs_one_stream: 1.0,
+                        host_copy_in_us: per_frame_us,
+                        upload_us: None,
+                        kernels_us: None,
+                        download_us: None,
+                        host_copy_out_us: 0.0,
+                        ideal_fps: 1e6 / per_frame_us,
+                        pinned_bytes: 0,
+                    }
+                }
+            };
+            let base = *one_stream_fps.get_or_insert(row.fps);
+            rows.push(OverlapRow {
+                speedup_vs_one_stream: row.fps / base,
+                ..row
+            });
+            tracing::info!(
+                "overlap {width}x{height} streams={streams}: {:.0} frames/s",
+                rows.last().map_or(0.0, |r| r.fps)
+            );
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(feature = "cuda")]
+fn overlap_gpu(
+    options: &BenchOptions,
+    ordinal: usize,
+    filter: &FilterSpec,
+    streams: usize,
+    pool: &mut Vec<Frame>,
+    count: u64,
+    (width, height): (usize, usize),
+) -> Result<OverlapRow, BenchError> {
+    use crate::engine::cuda::CudaEngine;
+    let engine_options = EngineOptions {
+        trace: true,
+        ..EngineOptions::new(DeviceChoice::Cuda(ordinal), streams, "bench")
+    };
+    let mut engine = CudaEngine::new(filter.clone(), &engine_options, ordinal)?;
+    drive(&mut engine, pool, (count / 10).max(10))?; // warm-up: clocks ramp, kernels load
+    let _ = engine.take_trace();
+    let before = engine.host_copy_times();
+    let seconds = drive(&mut engine, pool, count)?;
+    let after = engine.host_copy_times();
+    let spans = engine.take_trace();
+    let median = |stage: &str| -> Option<f64> {
+        let mut values: Vec<f64> = spans
+            .iter()
+            .filter(|s| s.stage == stage)
+            .map(|s| s.duration_us)
+            .collect();
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    let per_frame = |total: Duration| total.as_secs_f64() * 1e6 / count as f64;
+    let host_copy_in_us = per_frame(after.copy_in - before.copy_in);
+    let host_copy_out_us = per_frame(after.copy_out - before.copy_out);
+    let (upload_us, kernels_us, download_us) = (median("upload"), median("kernels"), median("download"));
+    let slowest = [
+        Some(host_copy_in_us),
+        upload_us,
+        kernels_us,
+        download_us,
+        Some(host_copy_out_us),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max);
+    if streams == 4 && width <= 1920 {
+        let path = options.out.join("overlap-trace.json");
+        crate::engine::trace::write_chrome_trace(&path, &format!("bench overlap {width}x{height} streams=4"), &spans)
+            .map_err(|e| BenchError::Write {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok(OverlapRow {
+        frame: format!("{width}x{height} yuv420p"),
+        streams,
+        frames: count,
+        fps: count as f64 / seconds,
+        speedup_vs_one_stream: 1.0,
+        host_copy_in_us,
+        upload_us,
+        kernels_us,
+        download_us,
+        host_copy_out_us,
+        ideal_fps: 1e6 / slowest,
+        pinned_bytes: engine.pinned_bytes(),
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn overlap_gpu(
+    _: &BenchOptions,
+    _: usize,
+    _: &FilterSpec,
+    _: usize,
+    _: &mut Vec<Frame>,
+    _: u64,
+    _: (usize, usize),
+) -> Result<OverlapRow, BenchError> {
+    Err(crate::engine::EngineError::NotCompiledWithCuda.into())
+}
+
+/// A generated clip in the output folder (kept between runs): H.264 where the FFmpeg build
+/// has libx264, else MPEG-4 Part 2.
+fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -> Result<PathBuf, BenchError> {
+    let path = out.join(format!("clip-{width}x{height}-{frames}.mp4"));
+    if !path.exists() {
+        tracing::info!("generating {}", path.display());
+        let spec = crate::sample::SampleSpec {
+            width,
+            height,
+            fps: 30,
+            frames,
+            prefer_h264: true,
+        };
+        crate::sample::generate(&path, spec).map_err(BenchError::Other)?;
+    }
+    Ok(path)
+}
+
+pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>) -> Result<Vec<E2eRow>, BenchError> {
+    let inputs: Vec<PathBuf> = match &options.input {
+        Some(path) => vec![path.clone()],
+        None if options.quick => vec![generated_clip(&options.out, 320, 180, 30)?],
+        None => vec![
+            generated_clip(&options.out, 1920, 1080, 600)?,
+            generated_clip(&options.out, 3840, 2160, 240)?,
+        ],
+    };
+    let decoders: &[&str] = if gpu.is_some() {
+        &["software", "nvdec"]
+    } else {
+        &["software"]
+    };
+    let device = gpu.map_or(DeviceChoice::Cpu, DeviceChoice::Cuda);
+    let mask = Mask::from_spec(E2E_MASK).expect("a valid preset");
+    let mut rows = Vec::new();
+    for input in &inputs {
+        for &decoder in decoders {
+            let source = SourceConfig {
+                url: input.display().to_string(),
+                format: None,
+                decoder: decoder.into(),
+                threads: 0,
+                looping: false,
+                realtime: false,
+            };
+            // Decode-only first and filtered second would favour the second (warm file cache):
+            // decode once untimed so both timed runs start warm.
+            if let Err(e) = decode_only(&source) {
+                skipped.push(format!("e2e {} with the {decoder} decoder: {e}", input.display()));
+                continue;
+            }
+            let (decoded, decode_seconds) = decode_only(&source)?;
+            let settings = PipelineSettings {
+                name: "bench".into(),
+                source: source.clone(),
+                filter: FilterSpec {
+                    mask: mask.clone(),
+                    border: BorderMode::Reflect,
+                    planes: PlaneSelection::All,
+                },
+                device,
+                streams: 4,
+                sink: SinkConfig {
+                    url: "null".into(),
+                    format: None,
+                    codec: None,
+                    lossless: false,
+                    options: Default::default(),
+                    audio: false,
+                },
+            };
+            let run_options = RunOptions {
+                stop: Arc::new(AtomicBool::new(false)),
+                progress: false,
+                trace: None,
+            };
+            let report = run_pipeline(&settings, &run_options)?;
+            let decode_only_fps = decoded as f64 / decode_seconds;
+            rows.push(E2eRow {
+                input: input
+                    .file_name()
+                    .map_or_else(|| input.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                decoder: decoder.into(),
+                frames: report.frames_out,
+                decode_only_fps,
+                filtered_fps: report.fps,
+                ratio: report.fps / decode_only_fps,
+                latency_p50_ms: report.latency_p50_ms,
+                latency_p99_ms: report.latency_p99_ms,
+                mask: mask.description().to_string(),
+                engine: report.engine,
+            });
+            tracing::info!(
+                "e2e {} {decoder}: decode-only {decode_only_fps:.0} fps, filtered {:.0} fps",
+                input.display(),
+                report.fps
+            );
+        }
+    }
+    Ok(rows)
+}
