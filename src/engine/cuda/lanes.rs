@@ -14,6 +14,17 @@ use crate::frame::Frame;
 
 /// Planes at least this tall are copied to and from pinned memory by several threads.
 const PARALLEL_COPY_ROWS: usize = 64;
+/// Rows one thread copies at a time: enough to make a task worth scheduling.
+const ROWS_PER_TASK: usize = 32;
+/// Bytes one thread copies at a time when both sides have the same row layout.
+const BYTES_PER_TASK: usize = 256 * 1024;
+
+/// Copies `src` into `dst` (same length) with several threads, in large contiguous pieces.
+fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    dst.par_chunks_mut(BYTES_PER_TASK)
+        .zip(src.par_chunks(BYTES_PER_TASK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
 
 /// Where one selected plane lives inside a lane's buffers (pinned and device alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,8 +167,14 @@ impl Lane {
             let plane = &frame.planes[slot.plane];
             let region = &mut pinned[slot.offset..slot.offset + slot.bytes()];
             let copy_row = |(y, row): (usize, &mut [u8])| row[..slot.row_bytes()].copy_from_slice(plane.row(y));
-            if slot.height >= PARALLEL_COPY_ROWS {
-                region.par_chunks_mut(slot.pitch).enumerate().for_each(copy_row);
+            if plane.stride == slot.pitch {
+                parallel_copy(region, &plane.data[..region.len()]);
+            } else if slot.height >= PARALLEL_COPY_ROWS {
+                region
+                    .par_chunks_mut(slot.pitch)
+                    .with_min_len(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(copy_row);
             } else {
                 region.chunks_mut(slot.pitch).enumerate().for_each(copy_row);
             }
@@ -178,11 +195,15 @@ impl Lane {
             let stride = plane.stride;
             let row_bytes = slot.row_bytes();
             let copy_row = |(out, src): (&mut [u8], &[u8])| out[..row_bytes].copy_from_slice(&src[..row_bytes]);
-            if slot.height >= PARALLEL_COPY_ROWS {
+            if stride == slot.pitch {
+                let len = region.len();
+                parallel_copy(&mut plane.data[..len], region);
+            } else if slot.height >= PARALLEL_COPY_ROWS {
                 plane
                     .data
                     .par_chunks_mut(stride)
                     .zip(region.par_chunks(slot.pitch))
+                    .with_min_len(ROWS_PER_TASK)
                     .for_each(copy_row);
             } else {
                 plane
