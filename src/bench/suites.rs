@@ -526,31 +526,7 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 continue;
             }
             let (decoded, decode_seconds) = decode_only(&source)?;
-            let settings = PipelineSettings {
-                name: "bench".into(),
-                source: source.clone(),
-                filter: FilterSpec {
-                    mask: mask.clone(),
-                    border: BorderMode::Reflect,
-                    planes: PlaneSelection::All,
-                },
-                device,
-                streams: 4,
-                sink: SinkConfig {
-                    url: "null".into(),
-                    format: None,
-                    codec: None,
-                    lossless: false,
-                    options: Default::default(),
-                    audio: false,
-                },
-            };
-            let run_options = RunOptions {
-                stop: Arc::new(AtomicBool::new(false)),
-                progress: false,
-                trace: None,
-            };
-            let report = run_pipeline(&settings, &run_options)?;
+            let report = filtered_run(&source, &mask, device)?;
             let decode_only_fps = decoded as f64 / decode_seconds;
             rows.push(E2eRow {
                 input: input
@@ -572,6 +548,66 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 report.fps
             );
         }
+        // The GPU stage's latency when frames arrive at their real rate (30 fps), not as
+        // fast as the decoder can go: the first input, paced.
+        if gpu.is_some() && !options.quick && input == &inputs[0] {
+            let paced = SourceConfig {
+                url: input.display().to_string(),
+                format: None,
+                decoder: "software".into(),
+                threads: 0,
+                looping: false,
+                realtime: true,
+            };
+            let report = filtered_run(&paced, &mask, device)?;
+            rows.push(E2eRow {
+                input: input
+                    .file_name()
+                    .map_or_else(|| input.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                decoder: "software, paced at the frame rate".into(),
+                frames: report.frames_out,
+                decode_only_fps: report.fps,
+                filtered_fps: report.fps,
+                ratio: 1.0,
+                latency_p50_ms: report.latency_p50_ms,
+                latency_p99_ms: report.latency_p99_ms,
+                mask: mask.description().to_string(),
+                engine: report.engine,
+            });
+        }
     }
     Ok(rows)
+}
+
+/// Decode, filter with `mask` on every plane with 4 lanes, discard: one pipeline run.
+fn filtered_run(
+    source: &SourceConfig,
+    mask: &Mask,
+    device: DeviceChoice,
+) -> Result<crate::stats::PipelineReport, BenchError> {
+    let settings = PipelineSettings {
+        name: "bench".into(),
+        source: source.clone(),
+        filter: FilterSpec {
+            mask: mask.clone(),
+            border: BorderMode::Reflect,
+            planes: PlaneSelection::All,
+        },
+        device,
+        streams: 4,
+        sink: SinkConfig {
+            url: "null".into(),
+            format: None,
+            codec: None,
+            lossless: false,
+            options: Default::default(),
+            audio: false,
+        },
+    };
+    let run_options = RunOptions {
+        stop: Arc::new(AtomicBool::new(false)),
+        progress: false,
+        trace: None,
+    };
+    Ok(run_pipeline(&settings, &run_options)?)
 }
