@@ -252,10 +252,12 @@ build_binary() {
     local tests_json test_exes
     tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
     # Keep the integration tests (tests/*.rs) and the unit-test binaries of gpu*/engine* targets.
+    ensure_packages jq
     mapfile -t test_exes < <(jq -r '
         select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
         | select((.target.kind | index("test")) or (.target.name | test("^(gpu|engine)")))
         | .executable' <<<"$tests_json" | sort -u)
+    ((${#test_exes[@]})) || die "cargo named no test executables"
 
     local dist="$repo_root/dist/portable"
     log "gathering the binaries in $dist"

@@ -52,7 +52,7 @@ check "audio packets were copied" python3 -c "import json,sys; p=json.load(open(
 check "the mkv decodes again, all frames" bash -c "$(printf '%q ' "$bin") run -i $media/cuda.mkv -o null --device cpu --no-progress --stats-json $media/reread.json && python3 -c \"import json,sys; sys.exit(0 if json.load(open('$media/reread.json'))['pipelines'][0]['frames_out'] == json.load(open('$out/e2e-stats.json'))['pipelines'][0]['frames_out'] else 1)\""
 check "NVDEC decode (mpeg4_cuvid) through the CUDA engine" run -o "$media/nvdec.y4m" --device cuda --decoder nvdec
 check "NVDEC output has the same size as the software-decoded one" bash -c "[[ \$(stat -c %s $media/nvdec.y4m) == \$(stat -c %s $media/cuda.y4m) ]]"
-check "--device cuda:7 is a clear error" bash -c "! $(printf '%q ' "$bin") run -i $media/sample.mp4 -o null --device cuda:7 2>&1 | tee /dev/stderr | grep -q panicked"
+check "--device cuda:7 is a clear error (exit 1, names the device, no panic)" bash -c "out=\$($(printf '%q ' "$bin") run -i $media/sample.mp4 -o null --device cuda:7 2>&1); code=\$?; echo \"\$out\"; [[ \$code == 1 ]] && grep -q 'cuda:7 does not exist' <<<\"\$out\" && ! grep -q panicked <<<\"\$out\""
 
 step "summary"
 echo "failures: $failures" | tee -a "$log"

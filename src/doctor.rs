@@ -144,7 +144,14 @@ fn cuda_report() -> String {
                     info.copy_engines,
                     info.max_shared_per_block / 1024
                 );
-                let variant = kernels::Variant::new(13, 13, 1, BorderMode::Reflect, info.max_shared_per_block);
+                let variant = kernels::Variant::new(
+                    13,
+                    13,
+                    1,
+                    BorderMode::Reflect,
+                    info.max_shared_per_block,
+                    crate::engine::KernelPath::Dense,
+                );
                 let started = std::time::Instant::now();
                 match kernels::compile(&variant, &info.arch()) {
                     Ok(_) => {

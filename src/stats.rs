@@ -5,6 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// Frames whose filter latency is kept for the report (4 MB of samples at most).
+pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
+
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -29,11 +32,14 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Records that a frame decoded `since` has been filtered now.
+    /// Records that a frame decoded `since` has been filtered now. Only the first
+    /// `MAX_LATENCY_SAMPLES` frames are kept, so a looping or live input does not grow memory.
     pub fn record_latency(&self, since: std::time::Instant) {
         let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
         if let Ok(mut latencies) = self.filter_latency_us.lock() {
-            latencies.push(micros);
+            if latencies.len() < MAX_LATENCY_SAMPLES {
+                latencies.push(micros);
+            }
         }
     }
 

@@ -75,8 +75,8 @@ pub fn to_pixel(sum: f32, bias: f32) -> u8 {
 /// so that both engines give bit-identical sums when they add taps in the same order.
 fn fused_axpy(acc: &mut [f32], t: f32, src: &[f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has FMA (checked just above).
+    if std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has FMA and AVX2, the features the function is compiled for.
         unsafe { fused_axpy_fma(acc, t, src) };
         return;
     }

@@ -140,12 +140,15 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
     match options.device {
         DeviceChoice::Cpu => Ok(Box::new(CpuEngine::new(filter))),
         DeviceChoice::Cuda(ordinal) => build_cuda(filter, options, ordinal),
+        // auto uses cuda:0. Only a missing GPU falls back to the CPU: any other failure on a
+        // GPU host (a kernel that does not compile, out of memory) is an error to see.
         DeviceChoice::Auto => match build_cuda(filter.clone(), options, 0) {
             Ok(engine) => Ok(engine),
-            Err(e) => {
-                tracing::warn!(pipeline = %options.pipeline, "no usable GPU ({e}); using the CPU engine");
+            Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda)) => {
+                tracing::warn!(pipeline = %options.pipeline, "{e}; using the CPU engine");
                 Ok(Box::new(CpuEngine::new(filter)))
             }
+            Err(e) => Err(e),
         },
     }
 }

@@ -183,6 +183,13 @@ impl Mask {
         let height = raw.rows.len();
         let width = raw.rows[0].len();
         let coefficients: Vec<f32> = raw.rows.iter().flatten().map(|v| (v * scale) as f32).collect();
+        // Parameters can be finite yet give taps that are not (a sigma so small that 2*sigma^2
+        // underflows, a divisor so small the taps overflow f32).
+        if coefficients.iter().any(|c| !c.is_finite()) {
+            return Err(vec![MaskError::NotFinite {
+                what: "every mask coefficient (after sigma, divisor or normalize are applied)".into(),
+            }]);
+        }
         let factors = match raw.factors {
             // The scale goes on the row factor; presets' factors are exact, so keep them.
             Some((col, row)) => Some(SeparableFactors {

@@ -660,3 +660,11 @@ fn display_shows_matrix_bias_and_separability() {
     );
     assert!(mask("sharpen").to_string().contains("separable: no"));
 }
+
+#[test]
+fn parameters_that_give_non_finite_taps_are_rejected() {
+    for spec in ["gaussian:sigma=1e-200", "box:divisor=1e-300"] {
+        let text = messages(&errors(spec));
+        assert!(text.contains("finite"), "{spec}: {text}");
+    }
+}

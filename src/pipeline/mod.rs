@@ -115,6 +115,14 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
     let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
+    // A sink that copies no stream must not hold the packet queue open: the source would
+    // block on it once full. A closed queue makes the source skip those packets.
+    let packets_rx = if sink.copies_packets() {
+        packets_rx
+    } else {
+        drop(packets_rx);
+        bounded(0).1
+    };
 
     let spawn_error = |e: std::io::Error| PipelineError::Setup {
         pipeline: name.clone(),
@@ -146,12 +154,17 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         pipeline: name.clone(),
         stage,
     };
-    let source_result = source_thread.join().map_err(|_| panicked("source"))?;
-    let engine_result = filter_thread.join().map_err(|_| panicked("filter"))?;
-    let sink_result = sink_thread.join().map_err(|_| panicked("sink"))?;
+    // Join every stage before reporting, so the sink has finished the output whatever failed.
+    let source_joined = source_thread.join();
+    let engine_joined = filter_thread.join();
+    let sink_joined = sink_thread.join();
+    let source_result = source_joined.map_err(|_| panicked("source"))?;
+    let engine_result = engine_joined.map_err(|_| panicked("filter"))?;
+    let sink_result = sink_joined.map_err(|_| panicked("sink"))?;
     bar.finish_and_clear();
 
-    // The first failure in flow order is the cause; later ones are its consequences.
+    // An engine failure stops the flow, so it is reported first; a sink failure (a closed
+    // output) makes the source stop, so it comes before the source's result.
     let spans = engine_result.map_err(|source| PipelineError::Engine {
         pipeline: name.clone(),
         source,

@@ -123,6 +123,11 @@ impl Sink {
         })))
     }
 
+    /// Whether the output copies any non-video stream (so wants passthrough packets).
+    pub fn copies_packets(&self) -> bool {
+        matches!(self, Sink::Muxer(muxer) if !muxer.copied.is_empty())
+    }
+
     /// Writes frames and copied packets as they come until both channels close.
     pub fn run(
         self,

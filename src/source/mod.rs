@@ -383,8 +383,17 @@ impl Source {
                 if !state.drain(&mut self.decoder, frames, counters)? {
                     break 'read;
                 }
-            } else if self.info.passthrough.iter().any(|s| s.index == packet.stream()) {
-                let outgoing = std::mem::replace(&mut packet, Packet::empty());
+            } else if let Some(copied) = self.info.passthrough.iter().find(|s| s.index == packet.stream()) {
+                let mut outgoing = std::mem::replace(&mut packet, Packet::empty());
+                if state.pts_offset != 0 {
+                    // Looping: copied streams move on by the same time as the video.
+                    // SAFETY: pure arithmetic.
+                    let shift = unsafe {
+                        ffmpeg::ffi::av_rescale_q(state.pts_offset, self.info.time_base.into(), copied.time_base.into())
+                    };
+                    outgoing.set_pts(outgoing.pts().map(|t| t + shift));
+                    outgoing.set_dts(outgoing.dts().map(|t| t + shift));
+                }
                 // A closed receiver means the sink does not copy this stream; not an error.
                 let _ = packets
                     .try_send(PassthroughPacket {
@@ -392,7 +401,7 @@ impl Source {
                         packet: outgoing,
                     })
                     .or_else(|e| match e {
-                        crossbeam_channel::TrySendError::Full(p) => packets.send(p).map_err(|_| ()),
+                        crossbeam_channel::TrySendError::Full(p) => send_unless_stopped(packets, p, stop),
                         crossbeam_channel::TrySendError::Disconnected(_) => Err(()),
                     });
             }
@@ -466,6 +475,19 @@ impl Source {
         self.decoder.flush();
         state.start_new_pass();
         Ok(())
+    }
+}
+
+/// Blocks until `item` is queued, the receiver is gone or `stop` is set (so a signal is
+/// never stuck behind a full queue).
+fn send_unless_stopped<T>(queue: &Sender<T>, mut item: T, stop: &AtomicBool) -> Result<(), ()> {
+    loop {
+        match queue.send_timeout(item, Duration::from_millis(100)) {
+            Ok(()) => return Ok(()),
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => return Err(()),
+            Err(crossbeam_channel::SendTimeoutError::Timeout(back)) if !stop.load(Ordering::Relaxed) => item = back,
+            Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => return Err(()),
+        }
     }
 }
 

@@ -51,10 +51,11 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
         )));
     }
     let context = CudaContext::new(ordinal).context(|| format!("opening cuda:{ordinal}"))?;
-    // Lanes order their own work (one stream per lane, FIFO completion); cudarc's per-buffer
-    // event tracking would only add waits and synchronisation.
-    // SAFETY: every buffer is used on the stream of the lane that owns it, and buffers shared
-    // across lanes (none today) would be ordered by explicit events.
+    // Lanes order their own work: one stream per lane, and a lane's buffers are touched by
+    // the CPU only after its done event has completed. cudarc's per-buffer event tracking
+    // (which also makes pinned-buffer views wait) would only add waits on top of that.
+    // SAFETY: every buffer is used on the stream of the lane that owns it, and the CPU maps
+    // pinned buffers only once the lane's done event has completed (see engine::cuda).
     unsafe { context.disable_event_tracking() };
     Ok(context)
 }

@@ -65,13 +65,15 @@ const MAX_UNROLLED_MASK_HEIGHT: u32 = 15;
 
 impl Variant {
     /// The default tiling for a mask on a device that allows `max_shared` bytes of shared
-    /// memory per block: 32x8 threads, 4x4 outputs each, fewer rows per thread if needed.
+    /// memory per block: 32x8 threads, 4x4 outputs each, fewer rows per thread if `path`'s
+    /// kernel would not fit otherwise.
     pub fn new(
         mask_width: usize,
         mask_height: usize,
         channels: usize,
         border: BorderMode,
         max_shared: usize,
+        path: KernelPath,
     ) -> Variant {
         let mut variant = Variant {
             mask_width: mask_width as u32,
@@ -86,7 +88,7 @@ impl Variant {
                 unroll_rows: mask_height as u32 <= MAX_UNROLLED_MASK_HEIGHT,
             },
         };
-        while variant.separable_shared_bytes().max(variant.dense_shared_bytes()) > max_shared && variant.tiling.py > 1 {
+        while variant.shared_bytes(path) > max_shared && variant.tiling.py > 1 {
             variant.tiling.py /= 2;
         }
         variant
@@ -108,6 +110,15 @@ impl Variant {
             (tile_h + self.mask_height - 1) as usize,
             (tile_w - self.tiling.px + 4 * v_vec) as usize,
         )
+    }
+
+    /// Dynamic shared memory `path`'s kernel needs per block.
+    pub fn shared_bytes(&self, path: KernelPath) -> usize {
+        match path {
+            KernelPath::Dense => self.dense_shared_bytes(),
+            KernelPath::Separable => self.separable_shared_bytes(),
+            KernelPath::Global => 0,
+        }
     }
 
     pub fn dense_shared_bytes(&self) -> usize {
@@ -331,6 +342,7 @@ impl KernelSet {
         variant: Variant,
         arch: &str,
         mask: &Mask,
+        max_shared: usize,
     ) -> Result<KernelSet, EngineError> {
         let cubin = compile(&variant, arch)?;
         let what = || format!("loading kernels for {}", variant.describe());
@@ -350,7 +362,9 @@ impl KernelSet {
         stream.synchronize().context(what)?;
         let load = |name: &str, shared: usize| -> Result<CudaFunction, EngineError> {
             let function = module.load_function(name).context(what)?;
-            if shared > 48 * 1024 {
+            // Past 48 KiB a kernel must opt in; one that cannot fit at all is never launched
+            // (FilterKernels picks the path that fits).
+            if shared > 48 * 1024 && shared <= max_shared {
                 function
                     .set_attribute(
                         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -124,16 +124,26 @@ impl Lane {
         let what = |thing: &str| format!("pipeline {pipeline:?}, lane {index}: {thing}");
         let bytes = layout.bytes;
         let stream = context.new_stream().context(|| what("creating the stream"))?;
-        // SAFETY: the buffers are written in full (pinned input by the CPU, device input by the
-        // upload, device output by the kernels or the poison fill, pinned output by the
-        // download) before anything reads them.
-        let pinned_in = unsafe { context.alloc_pinned::<u8>(bytes) }
+        // Every buffer is zeroed once here: frames write only the pixels of each row, so row
+        // padding and the gaps between planes would otherwise stay uninitialised.
+        // SAFETY: the pinned buffers are filled with zeros before any other use.
+        let mut pinned_in = unsafe { context.alloc_pinned::<u8>(bytes) }
             .map_err(|e| allocation_error(e, context, what("allocating pinned input memory"), bytes))?;
-        let pinned_out = unsafe { context.alloc_pinned_with_flags::<u8>(bytes, 0) }
+        let mut pinned_out = unsafe { context.alloc_pinned_with_flags::<u8>(bytes, 0) }
             .map_err(|e| allocation_error(e, context, what("allocating pinned output memory"), bytes))?;
-        let device_in = unsafe { stream.alloc::<u8>(bytes) }
+        pinned_in
+            .as_mut_slice()
+            .context(|| what("clearing pinned input memory"))?
+            .fill(0);
+        pinned_out
+            .as_mut_slice()
+            .context(|| what("clearing pinned output memory"))?
+            .fill(0);
+        let device_in = stream
+            .alloc_zeros::<u8>(bytes)
             .map_err(|e| allocation_error(e, context, what("allocating GPU input memory"), bytes))?;
-        let device_out = unsafe { stream.alloc::<u8>(bytes) }
+        let device_out = stream
+            .alloc_zeros::<u8>(bytes)
             .map_err(|e| allocation_error(e, context, what("allocating GPU output memory"), bytes))?;
         let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let event = |flags| context.new_event(flags).context(|| what("creating an event"));
@@ -156,13 +166,15 @@ impl Lane {
         })
     }
 
-    /// Copies the frame's selected planes into the pinned input buffer.
+    /// Copies the frame's selected planes into the pinned input buffer. The caller holds a
+    /// free lane: its done event has completed, so no copy reads the buffer any more (with
+    /// event tracking off, cudarc's own wait in `as_mut_slice` is a no-op).
     pub fn fill_input(&mut self, layout: &Layout, frame: &Frame) -> Result<(), EngineError> {
         let index = self.index;
         let pinned = self
             .pinned_in
             .as_mut_slice()
-            .context(|| format!("lane {index}: waiting for the pinned input buffer"))?;
+            .context(|| format!("lane {index}: mapping the pinned input buffer"))?;
         for slot in &layout.slots {
             let plane = &frame.planes[slot.plane];
             let region = &mut pinned[slot.offset..slot.offset + slot.bytes()];
@@ -182,13 +194,14 @@ impl Lane {
         Ok(())
     }
 
-    /// Copies the filtered planes from the pinned output buffer back into the frame.
+    /// Copies the filtered planes from the pinned output buffer back into the frame. Call only
+    /// after the lane's done event has completed (the download is then finished).
     pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame) -> Result<(), EngineError> {
         let index = self.index;
         let pinned = self
             .pinned_out
             .as_slice()
-            .context(|| format!("lane {index}: waiting for the pinned output buffer"))?;
+            .context(|| format!("lane {index}: mapping the pinned output buffer"))?;
         for slot in &layout.slots {
             let plane = &mut frame.planes[slot.plane];
             let region = &pinned[slot.offset..slot.offset + slot.bytes()];

@@ -121,8 +121,16 @@ impl Bench {
         plan: TimingPlan,
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, self.info.max_shared_per_block);
-        let set = KernelSet::load(&self.context, &self.stream, variant, &self.info.arch(), mask)?;
+        let max_shared = self.info.max_shared_per_block;
+        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path);
+        let set = KernelSet::load(
+            &self.context,
+            &self.stream,
+            variant,
+            &self.info.arch(),
+            mask,
+            max_shared,
+        )?;
         let bytes = width * height;
         let mut rng = rand::rngs::StdRng::seed_from_u64(width as u64 * 31 + height as u64);
         let planes: Vec<Vec<u8>> = (0..ROTATED_INPUTS)

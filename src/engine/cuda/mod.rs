@@ -29,11 +29,11 @@ use crate::frame::Frame;
 /// Byte written into GPU output buffers before each frame when poisoning (tests).
 pub const POISON: u8 = 0xA7;
 
-/// The kernels of one filter, one set per channel count the frame's planes have.
+/// The kernels of one filter, one set per channel count the frame's planes have, each with
+/// the kernel path it runs.
 struct FilterKernels {
     filter: FilterSpec,
-    path: KernelPath,
-    sets: BTreeMap<usize, KernelSet>,
+    sets: BTreeMap<usize, (KernelSet, KernelPath)>,
 }
 
 impl FilterKernels {
@@ -58,37 +58,46 @@ impl FilterKernels {
                 mask.description()
             )));
         }
+        let max_shared = device.max_shared_per_block;
         let mut sets = BTreeMap::new();
         for slot in &layout.slots {
             if sets.contains_key(&slot.channels) {
                 continue;
             }
-            let variant = Variant::new(
-                mask.width(),
-                mask.height(),
-                slot.channels,
-                filter.border,
-                device.max_shared_per_block,
-            );
-            let needed = if path == KernelPath::Separable {
-                variant.separable_shared_bytes()
-            } else {
-                variant.dense_shared_bytes()
+            let variant_for = |path| {
+                Variant::new(
+                    mask.width(),
+                    mask.height(),
+                    slot.channels,
+                    filter.border,
+                    max_shared,
+                    path,
+                )
             };
-            if path != KernelPath::Global && needed > device.max_shared_per_block {
-                return Err(EngineError::Unsupported(format!(
-                    "{} needs {needed} bytes of shared memory per block; {} allows {}",
+            let mut chosen = path;
+            let mut variant = variant_for(chosen);
+            if chosen == KernelPath::Separable && variant.shared_bytes(chosen) > max_shared && force_path.is_none() {
+                // The fused separable kernel holds two tiles; the dense one fits where it may not.
+                tracing::info!(
+                    "{} does not fit in {} bytes of shared memory; using the dense kernel",
                     variant.describe(),
-                    device.name,
-                    device.max_shared_per_block
+                    max_shared
+                );
+                chosen = KernelPath::Dense;
+                variant = variant_for(chosen);
+            }
+            let needed = variant.shared_bytes(chosen);
+            if needed > max_shared {
+                return Err(EngineError::Unsupported(format!(
+                    "{} needs {needed} bytes of shared memory per block; {} allows {max_shared}",
+                    variant.describe(),
+                    device.name
                 )));
             }
-            sets.insert(
-                slot.channels,
-                KernelSet::load(context, stream, variant, &device.arch(), mask)?,
-            );
+            let set = KernelSet::load(context, stream, variant, &device.arch(), mask, max_shared)?;
+            sets.insert(slot.channels, (set, chosen));
         }
-        Ok(FilterKernels { filter, path, sets })
+        Ok(FilterKernels { filter, sets })
     }
 }
 
@@ -148,13 +157,9 @@ impl Completion {
         })
     }
 
-    /// Takes every lane back (waiting for frames in flight) and stops the thread.
-    fn stop(&mut self, lanes: usize) {
-        for _ in 0..lanes {
-            if self.free_lanes.recv().is_err() {
-                break;
-            }
-        }
+    /// Stops the thread once it has finished the frames already queued (each waits for its
+    /// lane's GPU work), so no buffer is freed while the GPU may still use it.
+    fn stop(&mut self) {
         self.jobs = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -163,36 +168,55 @@ impl Completion {
 }
 
 /// Waits for a frame's lane, copies its filtered planes out and reads its stage timings.
+/// The lane always comes back, even if copying panics (the frame then fails).
 fn complete(job: InFlight) -> (Finished, Lane) {
     let InFlight {
         mut lane,
-        mut frame,
+        frame,
         layout,
         origin,
         ..
     } = job;
+    let started = Instant::now();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        finish_frame(&mut lane, frame, &layout, origin)
+    }));
+    let (frame, spans) = outcome.unwrap_or_else(|_| {
+        let error = EngineError::Unsupported(format!(
+            "lane {}: copying a frame out of pinned memory panicked",
+            lane.index
+        ));
+        (Err(error), Vec::new())
+    });
+    (
+        Finished {
+            frame,
+            spans,
+            copy_out: started.elapsed(),
+        },
+        lane,
+    )
+}
+
+fn finish_frame(
+    lane: &mut Lane,
+    mut frame: Frame,
+    layout: &Layout,
+    origin: Option<Arc<CudaEvent>>,
+) -> (Result<Frame, EngineError>, Vec<TraceSpan>) {
     let index = lane.index;
     let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
-    let started = Instant::now();
     let result = lane
         .events
         .done
         .synchronize()
         .context(what)
-        .and_then(|_| lane.drain_output(&layout, &mut frame));
-    let copy_out = started.elapsed();
+        .and_then(|_| lane.drain_output(layout, &mut frame));
     let spans = match (&result, origin) {
-        (Ok(()), Some(origin)) => lane_spans(&lane, &origin, frame.index).unwrap_or_default(),
+        (Ok(()), Some(origin)) => lane_spans(lane, &origin, frame.index).unwrap_or_default(),
         _ => Vec::new(),
     };
-    (
-        Finished {
-            frame: result.map(|_| frame),
-            spans,
-            copy_out,
-        },
-        lane,
-    )
+    (result.map(|_| frame), spans)
 }
 
 /// The upload, kernel and download stages of the frame a lane just finished.
@@ -297,7 +321,7 @@ impl CudaEngine {
             ));
         }
         if let Some(mut completion) = self.completion.take() {
-            completion.stop(self.options.streams);
+            completion.stop();
         }
         let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
         let lanes = (0..self.options.streams)
@@ -333,12 +357,12 @@ impl CudaEngine {
         }
         tracing::info!(
             pipeline = %self.options.pipeline,
-            "cuda:{} {} ready: {} lane(s), {} pinned bytes, {:?} kernel",
+            "cuda:{} {} ready: {} lane(s), {} pinned bytes, {:?} kernels",
             self.device.ordinal,
             self.device.name,
             lanes.len(),
             lanes.len() * 2 * layout.bytes,
-            self.kernels.as_ref().map(|k| k.path)
+            self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path)| *path).collect::<Vec<_>>())
         );
         self.completion = Some(Completion::start(lanes, &self.options.pipeline)?);
         self.layout = Some(Arc::new(layout));
@@ -370,7 +394,7 @@ impl CudaEngine {
             poison_buffer(&stream, &mut lane.device_out).context(|| what("poisoning the output buffer"))?;
         }
         for slot in &layout.slots {
-            let set = &kernels.sets[&slot.channels];
+            let (set, path) = &kernels.sets[&slot.channels];
             let geometry = PlaneGeometry {
                 width: slot.width as i32,
                 height: slot.height as i32,
@@ -381,13 +405,8 @@ impl CudaEngine {
             let range = slot.offset..slot.offset + slot.bytes();
             let src = lane.device_in.slice(range.clone());
             let mut dst = lane.device_out.slice_mut(range);
-            set.launch(&stream, kernels.path, &src, &mut dst, geometry)
-                .context(|| {
-                    what(&format!(
-                        "launching the {:?} kernel on plane {}",
-                        kernels.path, slot.plane
-                    ))
-                })?;
+            set.launch(&stream, *path, &src, &mut dst, geometry)
+                .context(|| what(&format!("launching the {path:?} kernel on plane {}", slot.plane)))?;
         }
         if let Some(event) = &lane.events.filtered {
             event.record(&stream).context(|| what("recording the kernel event"))?;
@@ -406,7 +425,7 @@ impl CudaEngine {
 impl Drop for CudaEngine {
     fn drop(&mut self) {
         if let Some(mut completion) = self.completion.take() {
-            completion.stop(self.options.streams);
+            completion.stop();
         }
     }
 }
@@ -466,6 +485,8 @@ impl Engine for CudaEngine {
             return enqueued;
         };
         if let Err(error) = enqueued {
+            // Part of the frame's work may be queued: let it finish before the lane is reused.
+            let _ = lane.stream.synchronize();
             let _ = completion.return_lane.send(lane);
             return Err(error);
         }
@@ -503,6 +524,17 @@ impl Engine for CudaEngine {
     }
 
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
+        if filter.planes != self.filter.planes {
+            if self.in_flight > 0 {
+                return Err(EngineError::Unsupported(
+                    "the planes to filter can only change with no frame in flight".into(),
+                ));
+            }
+            // Other planes go to the GPU: the lanes are laid out again for the next frame.
+            self.filter = filter;
+            self.layout = None;
+            return Ok(());
+        }
         self.filter = filter.clone();
         if let Some(layout) = &self.layout {
             let stream = self.context.default_stream();
