@@ -244,13 +244,33 @@ fn run_engine(
             None => Ok(true),
         }
     };
-    for frame in decoded.iter() {
-        let started = Instant::now();
-        engine.submit(frame)?;
-        Counters::add_time(&counters.filter_busy_ns, started.elapsed());
-        while engine.in_flight() >= engine.capacity() {
-            if !forward(&mut engine)? {
-                return Ok(engine.take_trace()); // the sink is gone (closed pipe); upstream stops on its own
+    // Keep the lanes full while frames are waiting; when none is waiting (a live or paced
+    // input), hand on the oldest frame in flight instead of holding it until more arrive.
+    loop {
+        let next = match decoded.try_recv() {
+            Ok(frame) => Some(frame),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => break,
+            Err(crossbeam_channel::TryRecvError::Empty) if engine.in_flight() > 0 => None,
+            Err(crossbeam_channel::TryRecvError::Empty) => match decoded.recv() {
+                Ok(frame) => Some(frame),
+                Err(_) => break,
+            },
+        };
+        match next {
+            Some(frame) => {
+                let started = Instant::now();
+                engine.submit(frame)?;
+                Counters::add_time(&counters.filter_busy_ns, started.elapsed());
+                while engine.in_flight() >= engine.capacity() {
+                    if !forward(&mut engine)? {
+                        return Ok(engine.take_trace()); // the sink is gone (closed pipe); upstream stops on its own
+                    }
+                }
+            }
+            None => {
+                if !forward(&mut engine)? {
+                    return Ok(engine.take_trace());
+                }
             }
         }
     }
