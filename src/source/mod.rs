@@ -326,7 +326,6 @@ impl Source {
     ) -> Result<(), SourceError> {
         let mut state = DecodeState::new(&self.info, self.config.realtime);
         let mut consecutive_errors = 0u32;
-        let mut packet = Packet::empty();
         let mut reached_end = false;
         // Latest end time of any packet read, to tell a truncated input by.
         let mut last_end: Option<f64> = None;
@@ -335,6 +334,9 @@ impl Source {
                 break;
             }
             let started = Instant::now();
+            // A fresh packet each time: av_read_frame does not release what a packet already
+            // holds, so reusing one would leak every packet's data.
+            let mut packet = Packet::empty();
             match packet.read(&mut self.input) {
                 Ok(()) => consecutive_errors = 0,
                 Err(ffmpeg::Error::Eof) => {
