@@ -2,7 +2,7 @@
 //! CUDA events after a warm-up, as medians over rotated inputs. Every kernel result is
 //! checked before it is timed.
 
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, HostSlice};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -205,6 +205,34 @@ impl Bench {
     /// Times host-to-device, device-to-host and both at once for a buffer of `bytes`, from
     /// pinned or pageable host memory.
     pub fn time_transfers(&self, bytes: usize, pinned: bool, plan: TimingPlan) -> Result<TransferResult, EngineError> {
+        let what = || format!("copying {bytes} bytes");
+        let (h2d, d2h, both) = if pinned {
+            // SAFETY: host buffers are only copied to and from, never read uninitialised by Rust.
+            let upload = unsafe { self.context.alloc_pinned::<u8>(bytes) }
+                .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
+            let mut download = unsafe { self.context.alloc_pinned_with_flags::<u8>(bytes, 0) }
+                .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
+            self.time_copies(&upload, &mut download, plan)?
+        } else {
+            self.time_copies(&vec![7u8; bytes], &mut vec![0u8; bytes], plan)?
+        };
+        Ok(TransferResult {
+            bytes,
+            pinned,
+            h2d,
+            d2h,
+            both,
+        })
+    }
+
+    /// Upload from `upload`, download into `download`, and both at once on two streams.
+    fn time_copies<Up: HostSlice<u8> + ?Sized, Down: HostSlice<u8> + ?Sized>(
+        &self,
+        upload: &Up,
+        download: &mut Down,
+        plan: TimingPlan,
+    ) -> Result<(Timing, Timing, Timing), EngineError> {
+        let bytes = upload.len();
         let mut device_in = self.alloc(bytes)?;
         let device_out = self.alloc(bytes)?;
         let other = self
@@ -212,48 +240,13 @@ impl Bench {
             .new_stream()
             .context(|| "creating a second stream".into())?;
         let what = || format!("copying {bytes} bytes");
-        if pinned {
-            // SAFETY: host buffers are only copied to and from, never read uninitialised by Rust.
-            let upload = unsafe { self.context.alloc_pinned::<u8>(bytes) }
-                .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
-            let mut download = unsafe { self.context.alloc_pinned_with_flags::<u8>(bytes, 0) }
-                .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
-            let h2d =
-                self.time_with_events(plan, |_| self.stream.memcpy_htod(&upload, &mut device_in).context(what))?;
-            let d2h = self.time_with_events(plan, |_| {
-                self.stream.memcpy_dtoh(&device_out, &mut download).context(what)
-            })?;
-            let both = self.time_both(&other, plan.repetitions, |s1, s2| {
-                s1.memcpy_htod(&upload, &mut device_in).context(what)?;
-                s2.memcpy_dtoh(&device_out, &mut download).context(what)
-            })?;
-            Ok(TransferResult {
-                bytes,
-                pinned,
-                h2d,
-                d2h,
-                both,
-            })
-        } else {
-            let upload = vec![7u8; bytes];
-            let mut download = vec![0u8; bytes];
-            let h2d =
-                self.time_with_events(plan, |_| self.stream.memcpy_htod(&upload, &mut device_in).context(what))?;
-            let d2h = self.time_with_events(plan, |_| {
-                self.stream.memcpy_dtoh(&device_out, &mut download).context(what)
-            })?;
-            let both = self.time_both(&other, plan.repetitions, |s1, s2| {
-                s1.memcpy_htod(&upload, &mut device_in).context(what)?;
-                s2.memcpy_dtoh(&device_out, &mut download).context(what)
-            })?;
-            Ok(TransferResult {
-                bytes,
-                pinned,
-                h2d,
-                d2h,
-                both,
-            })
-        }
+        let h2d = self.time_with_events(plan, |_| self.stream.memcpy_htod(upload, &mut device_in).context(what))?;
+        let d2h = self.time_with_events(plan, |_| self.stream.memcpy_dtoh(&device_out, download).context(what))?;
+        let both = self.time_both(&other, plan.repetitions, |s1, s2| {
+            s1.memcpy_htod(upload, &mut device_in).context(what)?;
+            s2.memcpy_dtoh(&device_out, download).context(what)
+        })?;
+        Ok((h2d, d2h, both))
     }
 
     /// Times work spread on two streams (an upload on one, a download on the other), from
