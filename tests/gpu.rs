@@ -393,14 +393,11 @@ fn gpu_lane_throughput_1080p() {
         );
         if trace {
             let spans = engine.take_trace();
-            let path = std::env::var("CONVSTREAM_TRACE_OUT").unwrap_or_else(|_| "target/gpu-lanes-trace.json".into());
-            convstream::engine::trace::write_chrome_trace(
-                std::path::Path::new(&path),
-                "gpu_lane_throughput_1080p",
-                &spans,
-            )
-            .unwrap();
-            println!("trace of {} spans written to {path}", spans.len());
+            let path = std::env::var("CONVSTREAM_TRACE_OUT")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|_| std::env::temp_dir().join("convstream-lanes-trace.json"));
+            convstream::engine::trace::write_chrome_trace(&path, "gpu_lane_throughput_1080p", &spans).unwrap();
+            println!("trace of {} spans written to {}", spans.len(), path.display());
         }
         results.push((streams, fps));
     }
