@@ -256,7 +256,15 @@ fn run_settings(
     trace: Option<PathBuf>,
 ) -> Result<(), Failure> {
     let stop = install_signal_handlers()?;
-    let results = run_all(&settings.pipelines, &RunOptions { stop, progress, trace });
+    let results = run_all(
+        &settings.pipelines,
+        &RunOptions {
+            stop,
+            progress,
+            trace,
+            stage_times: false,
+        },
+    );
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for result in results {

@@ -1,7 +1,8 @@
 //! Counters a pipeline's stages update while they run and the summary made from them.
 
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use serde::Serialize;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -24,11 +25,71 @@ pub struct Counters {
     /// Set when the input ended well before the length its container announces.
     pub ended_early: Mutex<Option<EndedEarly>>,
     pub packets_passed_through: AtomicU64,
+    /// Bytes of input packets read, and of packets the sink wrote.
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+    /// Times a live input was lost and opened again.
+    pub reconnects: AtomicU64,
+    /// Set while a live input is lost and being reconnected.
+    pub reconnecting: AtomicBool,
+    /// Set when the filter stage has ended (no more frames will be taken).
+    pub filter_ended: AtomicBool,
+    /// Frames waiting in the decoded and filtered queues, as last seen by their senders.
+    pub decoded_queue: AtomicU64,
+    pub filtered_queue: AtomicU64,
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
     pub sink_busy_ns: AtomicU64,
     /// Per frame, from decoded to filtered, in microseconds.
     pub filter_latency_us: Mutex<Vec<u32>>,
+    pub stages: StageHistograms,
+}
+
+/// Per-frame time histograms (seconds) of each stage, and of the whole way through.
+#[derive(Debug)]
+pub struct StageHistograms {
+    /// Source time per frame: reading, decoding, converting.
+    pub decode: Histogram,
+    /// CUDA engine: host-to-device copy, kernels, device-to-host copy (from CUDA events).
+    pub upload: Histogram,
+    pub gpu: Histogram,
+    pub download: Histogram,
+    /// CPU engine: the convolution itself.
+    pub cpu_filter: Histogram,
+    /// Sink time per frame: encoding and writing.
+    pub encode: Histogram,
+    /// From a frame leaving the decoder to it written by the sink.
+    pub end_to_end: Histogram,
+}
+
+impl StageHistograms {
+    /// The stage histograms with the names metrics give them.
+    pub fn named(&self) -> [(&'static str, &Histogram); 6] {
+        [
+            ("decode", &self.decode),
+            ("upload", &self.upload),
+            ("gpu", &self.gpu),
+            ("download", &self.download),
+            ("cpu_filter", &self.cpu_filter),
+            ("encode", &self.encode),
+        ]
+    }
+}
+
+impl Default for StageHistograms {
+    fn default() -> Self {
+        // 50 us to about 3.3 s: from one GPU stage of a small frame to a stalled output.
+        let histogram = || Histogram::new(exponential_buckets(50e-6, 2.0, 17));
+        StageHistograms {
+            decode: histogram(),
+            upload: histogram(),
+            gpu: histogram(),
+            download: histogram(),
+            cpu_filter: histogram(),
+            encode: histogram(),
+            end_to_end: histogram(),
+        }
+    }
 }
 
 impl Counters {
@@ -52,6 +113,14 @@ impl Counters {
         latencies.sort_unstable();
         let index = ((latencies.len() - 1) as f64 * q).round() as usize;
         Some(latencies[index] as f64 / 1e3)
+    }
+
+    pub fn observe(histogram: &Histogram, time: Duration) {
+        histogram.observe(time.as_secs_f64());
+    }
+
+    pub fn set(gauge: &AtomicU64, value: u64) {
+        gauge.store(value, Ordering::Relaxed);
     }
 
     pub fn add(counter: &AtomicU64, n: u64) {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{BenchError, BenchOptions, E2eRow, KernelRow, OverlapRow, RunInfo, TransferRow};
-use crate::config::{PipelineSettings, SinkConfig, SourceConfig};
+use crate::config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
 use crate::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions};
 use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
 use crate::frame::{Frame, PixelFormat};
@@ -512,12 +512,8 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
     for input in &inputs {
         for &decoder in decoders {
             let source = SourceConfig {
-                url: input.display().to_string(),
-                format: None,
                 decoder: decoder.into(),
-                threads: 0,
-                looping: false,
-                realtime: false,
+                ..SourceConfig::from_url(&input.display().to_string())
             };
             // Decode-only first and filtered second would favour the second (warm file cache):
             // decode once untimed so both timed runs start warm.
@@ -552,12 +548,9 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
         // fast as the decoder can go: the first input, paced.
         if gpu.is_some() && !options.quick && input == &inputs[0] {
             let paced = SourceConfig {
-                url: input.display().to_string(),
-                format: None,
                 decoder: "software".into(),
-                threads: 0,
-                looping: false,
                 realtime: true,
+                ..SourceConfig::from_url(&input.display().to_string())
             };
             let report = filtered_run(&paced, &mask, device)?;
             rows.push(E2eRow {
@@ -585,29 +578,44 @@ fn filtered_run(
     mask: &Mask,
     device: DeviceChoice,
 ) -> Result<crate::stats::PipelineReport, BenchError> {
+    let sink = SinkConfig {
+        url: "null".into(),
+        format: None,
+        codec: None,
+        lossless: false,
+        options: Default::default(),
+        audio: false,
+    };
+    let filter = FilterConfig {
+        mask: MaskSelection::Named(mask.description().to_string()),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+        streams: 4,
+        ..FilterConfig::default()
+    };
     let settings = PipelineSettings {
         name: "bench".into(),
         source: source.clone(),
         filter: FilterSpec {
             mask: mask.clone(),
-            border: BorderMode::Reflect,
-            planes: PlaneSelection::All,
+            border: filter.border,
+            planes: filter.planes,
         },
         device,
-        streams: 4,
-        sink: SinkConfig {
-            url: "null".into(),
-            format: None,
-            codec: None,
-            lossless: false,
-            options: Default::default(),
-            audio: false,
+        streams: filter.streams,
+        sink: sink.clone(),
+        config: PipelineConfig {
+            name: "bench".into(),
+            source: source.clone(),
+            filter,
+            sink,
         },
     };
     let run_options = RunOptions {
         stop: Arc::new(AtomicBool::new(false)),
         progress: false,
         trace: None,
+        stage_times: false,
     };
     Ok(run_pipeline(&settings, &run_options)?)
 }

@@ -7,7 +7,8 @@ mod validate;
 
 pub use overrides::Overrides;
 pub use schema::{
-    ConfigFile, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, SinkConfig, SourceConfig,
+    ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
+    ServerConfig, SinkConfig, SourceConfig,
 };
 pub use validate::{PipelineSettings, Settings};
 

@@ -51,14 +51,7 @@ impl Overrides {
         let mut config = ConfigFile {
             pipelines: vec![PipelineConfig {
                 name: "main".to_string(),
-                source: SourceConfig {
-                    url: String::new(),
-                    format: None,
-                    decoder: "auto".to_string(),
-                    threads: 0,
-                    looping: false,
-                    realtime: false,
-                },
+                source: SourceConfig::from_url(""),
                 filter: FilterConfig::default(),
                 sink: SinkConfig {
                     url: String::new(),

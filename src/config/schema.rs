@@ -11,6 +11,9 @@ use crate::mask::MaskParams;
 pub struct ConfigFile {
     #[serde(default)]
     pub log: LogConfig,
+    /// The HTTP API and process settings of `convstream serve`.
+    #[serde(default)]
+    pub server: ServerConfig,
     /// Named masks that pipelines select with `mask = "NAME"`.
     #[serde(default)]
     pub masks: BTreeMap<String, MaskParams>,
@@ -33,6 +36,42 @@ pub enum LogFormat {
     #[default]
     Pretty,
     Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Where the HTTP API listens. Loopback by default: binding elsewhere is a choice.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// The name of an environment variable holding a bearer token that every endpoint
+    /// but /healthz then requires.
+    pub token_env: Option<String>,
+    /// Seconds a stop waits for pipelines to drain and finalise their outputs.
+    #[serde(default = "default_shutdown_timeout")]
+    pub shutdown_timeout: f64,
+    /// Reload when the config file changes (SIGHUP always reloads).
+    #[serde(default = "default_true")]
+    pub watch: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: default_listen(),
+            token_env: None,
+            shutdown_timeout: default_shutdown_timeout(),
+            watch: true,
+        }
+    }
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:8686".to_string()
+}
+
+fn default_shutdown_timeout() -> f64 {
+    10.0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +103,87 @@ pub struct SourceConfig {
     /// Pace reading at the stream's frame rate (for testing live setups with files).
     #[serde(default)]
     pub realtime: bool,
+    /// A live input reconnects after errors and when it ends. By default, URLs with a
+    /// network scheme (`udp://`, `rtsp://`, `srt://`, ...) are live; files and pipes are not.
+    pub live: Option<bool>,
+    /// What to do when the filter or the sink falls behind: `none` blocks reading (the
+    /// input buffers), `oldest` drops the oldest decoded frame waiting (counted).
+    #[serde(default)]
+    pub drop: DropPolicy,
+    /// Seconds without any data after which a live input counts as lost and reconnects.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout: f64,
+    /// Backoff between reconnection attempts of a live input.
+    #[serde(default)]
+    pub reconnect: ReconnectConfig,
+}
+
+impl SourceConfig {
+    /// A source for `url` with every other field at its default.
+    pub fn from_url(url: &str) -> SourceConfig {
+        SourceConfig {
+            url: url.to_string(),
+            format: None,
+            decoder: default_decoder(),
+            threads: 0,
+            looping: false,
+            realtime: false,
+            live: None,
+            drop: DropPolicy::default(),
+            idle_timeout: default_idle_timeout(),
+            reconnect: ReconnectConfig::default(),
+        }
+    }
+
+    /// Whether the input reconnects: `live` when set, else whether the URL names a network protocol.
+    pub fn is_live(&self) -> bool {
+        self.live.unwrap_or_else(|| match self.url.split_once("://") {
+            Some((scheme, _)) => scheme != "file" && !scheme.is_empty(),
+            None => false,
+        })
+    }
+}
+
+fn default_idle_timeout() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DropPolicy {
+    /// Block the source while the queue is full.
+    #[default]
+    None,
+    /// Drop the oldest decoded frame waiting for the filter.
+    Oldest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconnectConfig {
+    /// Seconds before the first attempt; each failure doubles it.
+    #[serde(default = "default_reconnect_initial")]
+    pub initial: f64,
+    /// The most seconds between attempts.
+    #[serde(default = "default_reconnect_max")]
+    pub max: f64,
+}
+
+impl Default for ReconnectConfig {
+    fn default() -> Self {
+        ReconnectConfig {
+            initial: default_reconnect_initial(),
+            max: default_reconnect_max(),
+        }
+    }
+}
+
+fn default_reconnect_initial() -> f64 {
+    0.5
+}
+
+fn default_reconnect_max() -> f64 {
+    30.0
 }
 
 fn default_decoder() -> String {

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::{ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use super::{
+    ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
+};
 use crate::engine::DeviceChoice;
 use crate::filter::FilterSpec;
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
@@ -16,6 +18,7 @@ pub const MAX_STREAMS: usize = 16;
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub log: LogConfig,
+    pub server: ServerConfig,
     pub pipelines: Vec<PipelineSettings>,
 }
 
@@ -28,6 +31,8 @@ pub struct PipelineSettings {
     pub device: DeviceChoice,
     pub streams: usize,
     pub sink: SinkConfig,
+    /// The pipeline as written, for reload comparisons and the API.
+    pub config: PipelineConfig,
 }
 
 impl ConfigFile {
@@ -43,6 +48,7 @@ impl ConfigFile {
                 ));
             }
         }
+        validate_server(&self.server, &mut problems);
         if self.pipelines.is_empty() {
             problems.push("no [[pipeline]] defined; a config needs at least one".to_string());
         }
@@ -68,6 +74,7 @@ impl ConfigFile {
         if problems.is_empty() {
             Ok(Settings {
                 log: self.log.clone(),
+                server: self.server.clone(),
                 pipelines,
             })
         } else {
@@ -117,6 +124,7 @@ fn validate_pipeline(
     if decoder.trim().is_empty() {
         problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
     }
+    validate_source_timing(&pipeline.source, problems);
     let filter = &pipeline.filter;
     let device = DeviceChoice::parse(&filter.device);
     if device.is_none() {
@@ -160,7 +168,53 @@ fn validate_pipeline(
         device: device?,
         streams: filter.streams,
         sink: pipeline.sink.clone(),
+        config: pipeline.clone(),
     })
+}
+
+fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
+    if server.listen.parse::<std::net::SocketAddr>().is_err() {
+        problems.push(format!(
+            "server.listen: `{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
+            server.listen
+        ));
+    }
+    if !(server.shutdown_timeout.is_finite() && server.shutdown_timeout > 0.0) {
+        problems.push(format!(
+            "server.shutdown_timeout: {} must be a positive number of seconds",
+            server.shutdown_timeout
+        ));
+    }
+    if let Some(name) = &server.token_env {
+        let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
+        if !valid {
+            problems.push(format!(
+                "server.token_env: `{name}` is not an environment variable name"
+            ));
+        }
+    }
+}
+
+fn validate_source_timing(source: &SourceConfig, problems: &mut Vec<String>) {
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    if !positive(source.idle_timeout) {
+        problems.push(format!(
+            "source.idle_timeout: {} must be a positive number of seconds",
+            source.idle_timeout
+        ));
+    }
+    let reconnect = &source.reconnect;
+    if !positive(reconnect.initial) || !positive(reconnect.max) {
+        problems.push(format!(
+            "source.reconnect: initial ({}) and max ({}) must be positive numbers of seconds",
+            reconnect.initial, reconnect.max
+        ));
+    } else if reconnect.initial > reconnect.max {
+        problems.push(format!(
+            "source.reconnect: initial ({}) is more than max ({})",
+            reconnect.initial, reconnect.max
+        ));
+    }
 }
 
 /// An unknown mask name in a config may be a typo of one of its `[masks.NAME]` tables:

@@ -3,8 +3,9 @@
 
 use rayon::prelude::*;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
-use super::{Engine, EngineError};
+use super::{Engine, EngineError, StageTimes};
 use crate::filter::{BorderMode, FilterSpec};
 use crate::frame::{Frame, Plane};
 use crate::mask::Mask;
@@ -12,7 +13,8 @@ use crate::mask::Mask;
 /// Filters each frame synchronously on `submit`; `receive` hands them back in order.
 pub struct CpuEngine {
     filter: FilterSpec,
-    done: VecDeque<Frame>,
+    done: VecDeque<(Frame, Duration)>,
+    last_time: Option<Duration>,
 }
 
 impl CpuEngine {
@@ -20,6 +22,7 @@ impl CpuEngine {
         CpuEngine {
             filter,
             done: VecDeque::new(),
+            last_time: None,
         }
     }
 
@@ -52,12 +55,22 @@ impl Engine for CpuEngine {
         self.done.len()
     }
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+        let started = Instant::now();
         let filtered = CpuEngine::filter_frame(&self.filter, &frame);
-        self.done.push_back(filtered);
+        self.done.push_back((filtered, started.elapsed()));
         Ok(())
     }
     fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
-        Ok(self.done.pop_front())
+        Ok(self.done.pop_front().map(|(frame, time)| {
+            self.last_time = Some(time);
+            frame
+        }))
+    }
+    fn device(&self) -> String {
+        "cpu".to_string()
+    }
+    fn last_stage_times(&self) -> Option<StageTimes> {
+        self.last_time.map(|filter| StageTimes::Cpu { filter })
     }
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
         self.filter = filter;

@@ -9,6 +9,8 @@ pub mod trace;
 
 use crate::filter::FilterSpec;
 use crate::frame::{Frame, PixelFormat};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use trace::TraceSpan;
 
@@ -46,12 +48,45 @@ pub trait Engine: Send {
     fn in_flight(&self) -> usize;
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError>;
     fn receive(&mut self) -> Result<Option<Frame>, EngineError>;
-    /// Replaces the filter for frames submitted from now on.
+    /// Replaces the filter for frames submitted from now on. Quick once the filter's
+    /// kernels were prepared (see [`Engine::preparer`]).
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError>;
     /// Timed stages of the frames filtered so far (when tracing was asked for), drained.
     fn take_trace(&mut self) -> Vec<TraceSpan> {
         Vec::new()
     }
+    /// Where the engine runs, as metrics label it: `cpu` or `cuda:N`.
+    fn device(&self) -> String;
+    /// How long each stage took for the frame `receive` returned last, when measured
+    /// (`EngineOptions::stage_times`).
+    fn last_stage_times(&self) -> Option<StageTimes> {
+        None
+    }
+    /// Page-locked host memory the engine holds.
+    fn pinned_bytes(&self) -> usize {
+        0
+    }
+    /// Something another thread can call to do the slow part of a filter change (compiling
+    /// kernels) ahead of time, so that `set_filter` on the frame path stays quick.
+    fn preparer(&self) -> FilterPreparer {
+        Arc::new(|_| Ok(()))
+    }
+}
+
+/// See [`Engine::preparer`].
+pub type FilterPreparer = Arc<dyn Fn(&FilterSpec) -> Result<(), EngineError> + Send + Sync>;
+
+/// One frame's time in each engine stage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StageTimes {
+    /// CUDA: copy in, kernels and copy out, from CUDA events on the lane's stream.
+    Gpu {
+        upload: Duration,
+        kernels: Duration,
+        download: Duration,
+    },
+    /// The CPU engine's convolution.
+    Cpu { filter: Duration },
 }
 
 /// Which GPU kernel filters the planes.
@@ -110,6 +145,8 @@ pub struct EngineOptions {
     pub shape: Option<FrameShape>,
     /// Record per-stage GPU timestamps for a Chrome trace.
     pub trace: bool,
+    /// Time each frame's stages (CUDA events), for [`Engine::last_stage_times`].
+    pub stage_times: bool,
     /// Use this kernel instead of the one the mask calls for (benchmarks, tests).
     pub force_path: Option<KernelPath>,
     /// Fill GPU output buffers with a poison value before each frame (tests: unwritten
@@ -127,6 +164,7 @@ impl EngineOptions {
             pipeline: pipeline.to_string(),
             shape: None,
             trace: false,
+            stage_times: false,
             force_path: None,
             poison: false,
             pitch_align: 64,

@@ -2,7 +2,12 @@
 //! sender is the end-of-stream signal: the engine drains its lanes, the sink flushes the
 //! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
 
-use crossbeam_channel::bounded;
+mod filter_stage;
+mod monitor;
+
+pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
+
+use crossbeam_channel::{bounded, Receiver};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,8 +15,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use crate::config::{PipelineSettings, SourceConfig};
-use crate::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
+use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
+use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
 use crate::sink::{Sink, SinkError, SinkOutcome};
 use crate::source::{PassthroughPacket, Source, SourceError};
@@ -46,6 +51,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// Write a Chrome trace of the GPU stages here (CUDA engine only).
     pub trace: Option<std::path::PathBuf>,
+    /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
+    pub stage_times: bool,
 }
 
 fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
@@ -68,12 +75,46 @@ fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar
 
 /// Runs one pipeline to the end of its input (or a stop) and reports what happened.
 pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result<PipelineReport, PipelineError> {
+    let monitor = Arc::new(PipelineMonitor::new(&settings.name, &settings.filter));
+    // Nobody switches filters in a plain run: the sender goes at once.
+    let (_, switches) = bounded(1);
+    run_monitored(settings, options, &monitor, switches)
+}
+
+/// Runs one pipeline, publishing its progress in `monitor` and applying the filter switches
+/// that arrive on `switches`. The monitor's state ends as `Finished` or `Failed`.
+pub fn run_monitored(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &Arc<PipelineMonitor>,
+    switches: Receiver<FilterSwitch>,
+) -> Result<PipelineReport, PipelineError> {
+    let result = run_stages(settings, options, monitor, switches);
+    match &result {
+        Ok(_) => monitor.set_state(PipelineState::Finished),
+        Err(e) => {
+            monitor.set_error(&e.to_string());
+            monitor.set_state(PipelineState::Failed);
+        }
+    }
+    result
+}
+
+fn run_stages(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &Arc<PipelineMonitor>,
+    switches: Receiver<FilterSwitch>,
+) -> Result<PipelineReport, PipelineError> {
     let name = settings.name.clone();
     let started = Instant::now();
-    let source = Source::open(&settings.source, options.stop.clone()).map_err(|source| PipelineError::Source {
-        pipeline: name.clone(),
-        source,
-    })?;
+    let counters = monitor.counters.clone();
+    let source =
+        Source::connect(&settings.source, &options.stop, &counters, false).map_err(|source| PipelineError::Source {
+            pipeline: name.clone(),
+            source,
+        })?;
+    counters.reconnecting.store(false, Ordering::Relaxed);
     let info = source.info().clone();
     if !info.format.has_luma_plane() && settings.filter.planes != crate::filter::PlaneSelection::All {
         return Err(PipelineError::Setup {
@@ -91,6 +132,7 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
             height: info.height,
         }),
         trace: options.trace.is_some(),
+        stage_times: options.stage_times,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
@@ -98,6 +140,14 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         source,
     })?;
     let engine_name = engine.name();
+    monitor.set_engine(
+        EngineStatus {
+            device: engine.device(),
+            name: engine_name.clone(),
+            pinned_bytes: engine.pinned_bytes() as u64,
+        },
+        engine.preparer(),
+    );
     let sink = Sink::open(&settings.sink, &info).map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
         source,
@@ -108,9 +158,9 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
         info.url, info.width, info.height, info.format, info.decoder,
         settings.filter.mask.description(), engine_name, settings.sink.url
     );
+    monitor.set_state(PipelineState::Running);
 
     let setup_seconds = started.elapsed().as_secs_f64();
-    let counters = Arc::new(Counters::default());
     let bar = progress_bar(options.progress, info.expected_frames, &name);
     let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
@@ -130,16 +180,23 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
     };
     let source_thread = {
         let (counters, stop) = (counters.clone(), options.stop.clone());
+        let drop_from = (settings.source.drop == DropPolicy::Oldest).then(|| decoded_rx.clone());
         thread::Builder::new()
             .name(format!("{name}-source"))
-            .spawn(move || source.run(&decoded_tx, &packets_tx, &stop, &counters))
+            .spawn(move || source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_from))
             .map_err(spawn_error)?
     };
     let filter_thread = {
-        let counters = counters.clone();
+        let monitor = monitor.clone();
         thread::Builder::new()
             .name(format!("{name}-filter"))
-            .spawn(move || run_engine(engine, &decoded_rx, &filtered_tx, &counters))
+            .spawn(move || {
+                let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
+                // A source dropping frames holds a receiver of its own queue, so it cannot
+                // see the filter go by a closed channel: it looks here.
+                monitor.counters.filter_ended.store(true, Ordering::Relaxed);
+                result
+            })
             .map_err(spawn_error)?
     };
     let sink_thread = {
@@ -222,66 +279,6 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
     })
 }
 
-/// The filter stage: keeps the engine's lanes full and passes frames on in order.
-fn run_engine(
-    mut engine: Box<dyn Engine>,
-    decoded: &crossbeam_channel::Receiver<Frame>,
-    filtered: &crossbeam_channel::Sender<Frame>,
-    counters: &Counters,
-) -> Result<Vec<TraceSpan>, EngineError> {
-    let forward = |engine: &mut Box<dyn Engine>| -> Result<bool, EngineError> {
-        let started = Instant::now();
-        let frame = engine.receive()?;
-        Counters::add_time(&counters.filter_busy_ns, started.elapsed());
-        match frame {
-            Some(frame) => {
-                Counters::add(&counters.frames_filtered, 1);
-                if let Some(decoded_at) = frame.decoded_at {
-                    counters.record_latency(decoded_at);
-                }
-                Ok(filtered.send(frame).is_ok())
-            }
-            None => Ok(true),
-        }
-    };
-    // Keep the lanes full while frames are waiting; when none is waiting (a live or paced
-    // input), hand on the oldest frame in flight instead of holding it until more arrive.
-    loop {
-        let next = match decoded.try_recv() {
-            Ok(frame) => Some(frame),
-            Err(crossbeam_channel::TryRecvError::Disconnected) => break,
-            Err(crossbeam_channel::TryRecvError::Empty) if engine.in_flight() > 0 => None,
-            Err(crossbeam_channel::TryRecvError::Empty) => match decoded.recv() {
-                Ok(frame) => Some(frame),
-                Err(_) => break,
-            },
-        };
-        match next {
-            Some(frame) => {
-                let started = Instant::now();
-                engine.submit(frame)?;
-                Counters::add_time(&counters.filter_busy_ns, started.elapsed());
-                while engine.in_flight() >= engine.capacity() {
-                    if !forward(&mut engine)? {
-                        return Ok(engine.take_trace()); // the sink is gone (closed pipe); upstream stops on its own
-                    }
-                }
-            }
-            None => {
-                if !forward(&mut engine)? {
-                    return Ok(engine.take_trace());
-                }
-            }
-        }
-    }
-    while engine.in_flight() > 0 {
-        if !forward(&mut engine)? {
-            break;
-        }
-    }
-    Ok(engine.take_trace())
-}
-
 /// Runs every pipeline at once, each on its own threads, and returns each one's result.
 pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Result<PipelineReport, PipelineError>> {
     if pipelines.len() == 1 {
@@ -323,7 +320,7 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let started = Instant::now();
     let result = thread::scope(|scope| {
         let counted = scope.spawn(|| frames_rx.iter().count() as u64);
-        let decoded = opened.run(&frames_tx, &packets_tx, &stop, &counters);
+        let decoded = opened.run(&frames_tx, &packets_tx, &stop, &counters, None);
         drop(frames_tx);
         decoded.map(|()| counted.join().unwrap_or(0))
     });

@@ -139,6 +139,9 @@ impl Sink {
         match self {
             Sink::Null => {
                 for frame in frames.iter() {
+                    if let Some(decoded_at) = frame.decoded_at {
+                        Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
+                    }
                     drop(frame);
                     Counters::add(&counters.frames_written, 1);
                     on_frame();
@@ -243,7 +246,7 @@ impl Muxer {
             }
         }
         let started = Instant::now();
-        let finished = self.finish();
+        let finished = self.finish(counters);
         Counters::add_time(&counters.sink_busy_ns, started.elapsed());
         match finished {
             Ok(()) => Ok(SinkOutcome::Finished),
@@ -254,14 +257,19 @@ impl Muxer {
     fn write_frame(&mut self, frame: &Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
         let started = Instant::now();
         self.video.send(frame)?;
-        self.write_encoded()?;
-        Counters::add_time(&counters.sink_busy_ns, started.elapsed());
+        self.write_encoded(counters)?;
+        let spent = started.elapsed();
+        Counters::add_time(&counters.sink_busy_ns, spent);
+        Counters::observe(&counters.stages.encode, spent);
+        if let Some(decoded_at) = frame.decoded_at {
+            Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
+        }
         Counters::add(&counters.frames_written, 1);
         on_frame();
         Ok(())
     }
 
-    fn write_encoded(&mut self) -> Result<(), ffmpeg::Error> {
+    fn write_encoded(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         let out_time_base = self
             .output
             .stream(self.video_index)
@@ -270,6 +278,7 @@ impl Muxer {
         while let Some(mut packet) = self.video.receive()? {
             packet.set_stream(self.video_index);
             packet.rescale_ts(self.video.time_base(), out_time_base);
+            Counters::add(&counters.bytes_out, packet.size() as u64);
             packet.write_interleaved(&mut self.output)?;
         }
         Ok(())
@@ -284,15 +293,16 @@ impl Muxer {
         packet.set_stream(index);
         packet.rescale_ts(in_time_base, out_time_base);
         packet.set_position(-1);
+        Counters::add(&counters.bytes_out, packet.size() as u64);
         packet.write_interleaved(&mut self.output)?;
         Counters::add(&counters.packets_passed_through, 1);
         Ok(())
     }
 
     /// Flushes the encoder and writes the trailer so the file plays.
-    fn finish(&mut self) -> Result<(), ffmpeg::Error> {
+    fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.video.send_eof()?;
-        self.write_encoded()?;
+        self.write_encoded(counters)?;
         self.output.write_trailer()
     }
 }

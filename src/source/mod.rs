@@ -2,11 +2,11 @@
 //! frames (converting only formats the engines cannot take) and hands the packets of
 //! other streams (audio, subtitles) to the sink untouched.
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use ffmpeg::{codec, media, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,14 @@ pub struct SourceInfo {
     pub passthrough: Vec<PassthroughStream>,
 }
 
+impl SourceInfo {
+    /// The copied streams' indices and codecs: what a reconnected input must match for
+    /// its packets to go on to the same output streams.
+    fn stream_signature(&self) -> Vec<(usize, codec::Id)> {
+        self.passthrough.iter().map(|s| (s.index, s.parameters.id())).collect()
+    }
+}
+
 /// A non-video packet on its way to the sink, tagged with its input stream.
 pub struct PassthroughPacket {
     pub stream: usize,
@@ -78,18 +86,61 @@ pub struct PassthroughPacket {
 pub struct Source {
     decoder: ffmpeg::decoder::Video,
     input: ffmpeg::format::context::Input,
-    /// Keeps the flag the interrupt callback reads alive as long as `input`.
-    _interrupt: Arc<AtomicBool>,
+    /// What the interrupt callback reads; kept alive as long as `input`.
+    watchdog: Arc<Watchdog>,
     video_index: usize,
     info: SourceInfo,
     config: SourceConfig,
 }
 
+/// Decides when FFmpeg must give up a blocking open or read: on a stop, or (live inputs)
+/// when no data came for `idle_timeout`.
+struct Watchdog {
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    /// Microseconds after `started` past which a blocked call is interrupted; `u64::MAX`: never.
+    deadline_us: AtomicU64,
+    idle_timeout: Option<Duration>,
+}
+
+impl Watchdog {
+    fn new(stop: Arc<AtomicBool>, config: &SourceConfig) -> Watchdog {
+        Watchdog {
+            stop,
+            started: Instant::now(),
+            deadline_us: AtomicU64::new(u64::MAX),
+            idle_timeout: config.is_live().then(|| Duration::from_secs_f64(config.idle_timeout)),
+        }
+    }
+
+    /// Starts the idle clock for the next blocking call.
+    fn arm(&self) {
+        if let Some(timeout) = self.idle_timeout {
+            let deadline = (self.started.elapsed() + timeout).as_micros() as u64;
+            self.deadline_us.store(deadline, Ordering::Relaxed);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn expired(&self) -> bool {
+        self.started.elapsed().as_micros() as u64 > self.deadline_us.load(Ordering::Relaxed)
+    }
+
+    /// Why a call was interrupted when it was not a stop: the input went quiet.
+    fn idle_reason(&self) -> String {
+        let seconds = self.idle_timeout.map_or(0.0, |t| t.as_secs_f64());
+        format!("no data for {seconds} s (source.idle_timeout)")
+    }
+}
+
 extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
-    // SAFETY: opaque is the AtomicBool inside the Arc that Source keeps alive while the
+    // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the
     // input (and so this callback) exists.
-    let stop = unsafe { &*(opaque as *const AtomicBool) };
-    stop.load(Ordering::Relaxed) as c_int
+    let watchdog = unsafe { &*(opaque as *const Watchdog) };
+    (watchdog.stopped() || watchdog.expired()) as c_int
 }
 
 fn ffmpeg_url(url: &str) -> &str {
@@ -101,7 +152,7 @@ fn ffmpeg_url(url: &str) -> &str {
 }
 
 /// Opens the input with an interrupt callback, so that a blocked network read ends on stop.
-fn open_input(config: &SourceConfig, stop: &Arc<AtomicBool>) -> Result<ffmpeg::format::context::Input, SourceError> {
+fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg::format::context::Input, SourceError> {
     let url = &config.url;
     let open_error = |reason: String| SourceError::Open {
         url: url.clone(),
@@ -135,18 +186,27 @@ fn open_input(config: &SourceConfig, stop: &Arc<AtomicBool>) -> Result<ffmpeg::f
         }
         (*context).interrupt_callback = AVIOInterruptCB {
             callback: Some(interrupt_requested),
-            opaque: Arc::as_ptr(stop) as *mut c_void,
+            opaque: Arc::as_ptr(watchdog) as *mut c_void,
         };
+        let interrupted = |status: c_int| {
+            if status == AVERROR_EXIT && !watchdog.stopped() && watchdog.expired() {
+                watchdog.idle_reason()
+            } else {
+                describe(status)
+            }
+        };
+        watchdog.arm();
         let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, std::ptr::null_mut());
         if status < 0 {
-            return Err(open_error(describe(status)));
+            return Err(open_error(interrupted(status)));
         }
+        watchdog.arm();
         let status = avformat_find_stream_info(context, std::ptr::null_mut());
         if status < 0 {
             avformat_close_input(&mut context);
             return Err(open_error(format!(
                 "cannot read stream information: {}",
-                describe(status)
+                interrupted(status)
             )));
         }
         Ok(ffmpeg::format::context::Input::wrap(context))
@@ -167,7 +227,8 @@ impl Source {
     /// Opens the input and its video decoder. `stop` interrupts blocking reads once set.
     pub fn open(config: &SourceConfig, stop: Arc<AtomicBool>) -> Result<Source, SourceError> {
         glue::init();
-        let input = open_input(config, &stop)?;
+        let watchdog = Arc::new(Watchdog::new(stop, config));
+        let input = open_input(config, &watchdog)?;
         let url = config.url.clone();
         // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
         // "plays" it; for a video filter that is always a mistake, unless asked for by name.
@@ -304,7 +365,7 @@ impl Source {
         Ok(Source {
             decoder,
             input,
-            _interrupt: stop,
+            watchdog,
             video_index,
             info,
             config: config.clone(),
@@ -315,21 +376,99 @@ impl Source {
         &self.info
     }
 
+    /// Opens the input. A live one is tried until it opens or `stop` is set, waiting
+    /// `reconnect.initial` seconds after the first failure and doubling up to `reconnect.max`;
+    /// `wait_first` waits before the first attempt too (after a lost connection).
+    pub fn connect(
+        config: &SourceConfig,
+        stop: &Arc<AtomicBool>,
+        counters: &Counters,
+        wait_first: bool,
+    ) -> Result<Source, SourceError> {
+        if !config.is_live() {
+            return Source::open(config, stop.clone());
+        }
+        let max = Duration::from_secs_f64(config.reconnect.max);
+        let mut delay = Duration::from_secs_f64(config.reconnect.initial);
+        if wait_first && !sleep_unless_stopped(delay, stop) {
+            return Err(SourceError::Open {
+                url: config.url.clone(),
+                reason: "stopped while waiting to reconnect".into(),
+            });
+        }
+        loop {
+            match Source::open(config, stop.clone()) {
+                Ok(source) => return Ok(source),
+                // A demuxer that does not exist will not appear on a second try.
+                Err(e @ SourceError::UnknownFormat { .. }) => return Err(e),
+                Err(e) if stop.load(Ordering::Relaxed) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(input = %config.url, "{e}; trying again in {:.1} s", delay.as_secs_f64());
+                    counters.reconnecting.store(true, Ordering::Relaxed);
+                    if !sleep_unless_stopped(delay, stop) {
+                        return Err(e);
+                    }
+                    delay = (delay * 2).min(max);
+                }
+            }
+        }
+    }
+
     /// Reads and decodes until the input ends, `stop` is set or the frame receiver is gone.
-    /// Damaged packets are counted and skipped; frames keep their timestamps.
+    /// Damaged packets are counted and skipped; frames keep their timestamps. A live input
+    /// that ends or fails is opened again (see [`Source::connect`]), its timestamps moved on
+    /// to follow the frames already sent. With `drop_from` (the frame queue's receiving
+    /// end), a full queue loses its oldest frame instead of blocking the input.
     pub fn run(
-        mut self,
+        self,
+        frames: &Sender<Frame>,
+        packets: &Sender<PassthroughPacket>,
+        stop: &Arc<AtomicBool>,
+        counters: &Counters,
+        drop_from: Option<Receiver<Frame>>,
+    ) -> Result<(), SourceError> {
+        let config = self.config.clone();
+        let mut state = DecodeState::new(&self.info, config.realtime, drop_from);
+        let first_streams = self.info.stream_signature();
+        let mut source = self;
+        loop {
+            let outcome = source.read_all(&mut state, frames, packets, stop, counters);
+            let lost = match outcome {
+                Ok(ReadEnd::EndOfInput) if config.is_live() => "the input ended".to_string(),
+                Err(e) if config.is_live() && !stop.load(Ordering::Relaxed) => e.to_string(),
+                other => return other.map(|_| ()),
+            };
+            tracing::warn!(input = %config.url, "{lost}; reconnecting");
+            drop(source);
+            counters.reconnecting.store(true, Ordering::Relaxed);
+            let reopened = Source::connect(&config, stop, counters, true);
+            counters.reconnecting.store(false, Ordering::Relaxed);
+            source = match reopened {
+                Ok(source) => source,
+                Err(_) if stop.load(Ordering::Relaxed) => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            Counters::add(&counters.reconnects, 1);
+            tracing::info!(input = %config.url, "reconnected");
+            // Copied streams go on only if the new connection has the same ones.
+            state.copy_streams = source.info.stream_signature() == first_streams;
+            state.start_new_connection(source.info.time_base);
+        }
+    }
+
+    /// One connection's (or file's) reading, to its end.
+    fn read_all(
+        &mut self,
+        state: &mut DecodeState,
         frames: &Sender<Frame>,
         packets: &Sender<PassthroughPacket>,
         stop: &AtomicBool,
         counters: &Counters,
-    ) -> Result<(), SourceError> {
-        let mut state = DecodeState::new(&self.info, self.config.realtime);
+    ) -> Result<ReadEnd, SourceError> {
         let mut consecutive_errors = 0u32;
-        let mut reached_end = false;
         // Latest end time of any packet read, to tell a truncated input by.
         let mut last_end: Option<f64> = None;
-        'read: loop {
+        loop {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -337,15 +476,25 @@ impl Source {
             // A fresh packet each time: av_read_frame does not release what a packet already
             // holds, so reusing one would leak every packet's data.
             let mut packet = Packet::empty();
+            self.watchdog.arm();
             match packet.read(&mut self.input) {
                 Ok(()) => consecutive_errors = 0,
                 Err(ffmpeg::Error::Eof) => {
                     if self.config.looping && state.next_index > 0 {
-                        self.restart(&mut state, frames, counters)?;
+                        self.restart(state, frames, counters)?;
                         continue;
                     }
-                    reached_end = true;
-                    break;
+                    self.finish_decoding(state, frames, counters)?;
+                    self.check_length(last_end, counters);
+                    return Ok(ReadEnd::EndOfInput);
+                }
+                Err(ffmpeg::Error::Exit) if !self.watchdog.stopped() => {
+                    self.finish_decoding(state, frames, counters)?;
+                    return Err(SourceError::Read {
+                        url: self.info.url.clone(),
+                        frames: state.next_index,
+                        reason: self.watchdog.idle_reason(),
+                    });
                 }
                 Err(ffmpeg::Error::Exit) => break,
                 Err(e) if glue::is_again(&e) => {
@@ -357,6 +506,7 @@ impl Source {
                     consecutive_errors += 1;
                     tracing::warn!(input = %self.info.url, "read error, skipped: {e}");
                     if consecutive_errors >= MAX_CONSECUTIVE_READ_ERRORS {
+                        self.finish_decoding(state, frames, counters)?;
                         return Err(SourceError::Read {
                             url: self.info.url.clone(),
                             frames: state.next_index,
@@ -367,6 +517,7 @@ impl Source {
                 }
             }
             Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            Counters::add(&counters.bytes_in, packet.size() as u64);
             if let Some(end) = self.packet_end(&packet) {
                 last_end = Some(last_end.map_or(end, |last| last.max(end)));
             }
@@ -383,15 +534,24 @@ impl Source {
                 }
                 Counters::add_time(&counters.source_busy_ns, started.elapsed());
                 if !state.drain(&mut self.decoder, frames, counters)? {
-                    break 'read;
+                    return Ok(ReadEnd::DownstreamGone);
                 }
             } else if let Some(copied) = self.info.passthrough.iter().find(|s| s.index == packet.stream()) {
+                // After a reconnection, copied packets wait for the first video frame, which
+                // fixes how far the new connection's timestamps move.
+                if !state.copy_streams || state.rebase_pending {
+                    continue;
+                }
                 let mut outgoing = std::mem::replace(&mut packet, Packet::empty());
                 if state.pts_offset != 0 {
-                    // Looping: copied streams move on by the same time as the video.
+                    // Looping or reconnected: copied streams move on by the same time as the video.
                     // SAFETY: pure arithmetic.
                     let shift = unsafe {
-                        ffmpeg::ffi::av_rescale_q(state.pts_offset, self.info.time_base.into(), copied.time_base.into())
+                        ffmpeg::ffi::av_rescale_q(
+                            state.pts_offset,
+                            state.output_time_base.into(),
+                            copied.time_base.into(),
+                        )
                     };
                     outgoing.set_pts(outgoing.pts().map(|t| t + shift));
                     outgoing.set_dts(outgoing.dts().map(|t| t + shift));
@@ -408,13 +568,20 @@ impl Source {
                     });
             }
         }
-        // Drain what the decoder still holds, also after a stop: those frames were read.
+        // Stopped: drain what the decoder still holds; those frames were read.
+        self.finish_decoding(state, frames, counters)?;
+        Ok(ReadEnd::Stopped)
+    }
+
+    /// Sends the frames the decoder still holds.
+    fn finish_decoding(
+        &mut self,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<(), SourceError> {
         let _ = self.decoder.send_eof();
-        state.drain(&mut self.decoder, frames, counters)?;
-        if reached_end {
-            self.check_length(last_end, counters);
-        }
-        Ok(())
+        state.drain(&mut self.decoder, frames, counters).map(|_| ())
     }
 
     /// Where a packet ends, in seconds on its stream's clock.
@@ -480,6 +647,27 @@ impl Source {
     }
 }
 
+/// How one connection's reading ended.
+enum ReadEnd {
+    EndOfInput,
+    Stopped,
+    /// The frame receiver is gone (the pipeline is stopping after a downstream failure).
+    DownstreamGone,
+}
+
+/// Sleeps for `time` unless `stop` is set first; false when stopped.
+fn sleep_unless_stopped(time: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + time;
+    while !stop.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    false
+}
+
 /// Blocks until `item` is queued, the receiver is gone or `stop` is set (so a signal is
 /// never stuck behind a full queue).
 fn send_unless_stopped<T>(queue: &Sender<T>, mut item: T, stop: &AtomicBool) -> Result<(), ()> {
@@ -493,7 +681,8 @@ fn send_unless_stopped<T>(queue: &Sender<T>, mut item: T, stop: &AtomicBool) -> 
     }
 }
 
-/// Per-run decoding state: timestamps, conversion and pacing.
+/// Decoding state that lasts across loops and reconnections: geometry, timestamps,
+/// pacing and the frame queue.
 struct DecodeState {
     target: (PixelFormat, usize, usize),
     scaler: Option<(ffmpeg::software::scaling::Context, (ffmpeg::format::Pixel, u32, u32))>,
@@ -501,14 +690,27 @@ struct DecodeState {
     next_index: u64,
     last_pts: Option<i64>,
     first_pts_of_pass: Option<i64>,
+    /// Added to input timestamps (already in `output_time_base`).
     pts_offset: i64,
+    /// The first connection's time base, which every frame's pts is given in.
+    output_time_base: Rational,
+    /// The current connection's time base.
+    input_time_base: Rational,
+    /// A new connection's offset is set by its first frame.
+    rebase_pending: bool,
+    /// Whether packets of copied streams go on (false when a reconnected input's streams differ).
+    copy_streams: bool,
     realtime: Option<(Instant, f64)>,
     time_base: f64,
     url: String,
+    /// The frame queue's receiving end, to drop the oldest frame from when it is full.
+    drop_from: Option<Receiver<Frame>>,
+    /// Source busy time when the previous frame left, to time each frame's decoding.
+    busy_at_last_frame: u64,
 }
 
 impl DecodeState {
-    fn new(info: &SourceInfo, realtime: bool) -> DecodeState {
+    fn new(info: &SourceInfo, realtime: bool, drop_from: Option<Receiver<Frame>>) -> DecodeState {
         let per_frame = f64::from(info.frame_rate.invert()) / f64::from(info.time_base);
         DecodeState {
             target: (info.format, info.width, info.height),
@@ -518,17 +720,64 @@ impl DecodeState {
             last_pts: None,
             first_pts_of_pass: None,
             pts_offset: 0,
+            output_time_base: info.time_base,
+            input_time_base: info.time_base,
+            rebase_pending: false,
+            copy_streams: true,
             realtime: realtime.then(|| (Instant::now(), 0.0)),
             time_base: f64::from(info.time_base),
             url: info.url.clone(),
+            drop_from,
+            busy_at_last_frame: 0,
         }
     }
 
+    /// Looping: the next pass starts one frame after the last frame sent.
     fn start_new_pass(&mut self) {
         if let (Some(last), Some(first)) = (self.last_pts, self.first_pts_of_pass) {
             self.pts_offset = last + self.frame_duration - (first - self.pts_offset);
         }
         self.first_pts_of_pass = None;
+    }
+
+    /// Reconnected: the new input's clock is unrelated to the old one's, so its first frame
+    /// decides the offset (see `timestamp`).
+    fn start_new_connection(&mut self, time_base: Rational) {
+        self.input_time_base = time_base;
+        self.first_pts_of_pass = None;
+        self.rebase_pending = self.last_pts.is_some();
+        // The new decoder may deliver another size or format: convert to the first again.
+        self.scaler = None;
+    }
+
+    /// Queues a frame; with a drop policy, a full queue loses its oldest frame instead.
+    /// False when the receiver is gone.
+    fn deliver(&self, frame: Frame, frames: &Sender<Frame>, counters: &Counters) -> bool {
+        let sent = match &self.drop_from {
+            None => frames.send(frame).is_ok(),
+            Some(queue) => {
+                let mut frame = frame;
+                loop {
+                    match frames.try_send(frame) {
+                        Ok(()) => break true,
+                        Err(crossbeam_channel::TrySendError::Disconnected(_)) => break false,
+                        Err(crossbeam_channel::TrySendError::Full(_))
+                            if counters.filter_ended.load(Ordering::Relaxed) =>
+                        {
+                            break false
+                        }
+                        Err(crossbeam_channel::TrySendError::Full(back)) => {
+                            if queue.try_recv().is_ok() {
+                                Counters::add(&counters.frames_dropped, 1);
+                            }
+                            frame = back;
+                        }
+                    }
+                }
+            }
+        };
+        Counters::set(&counters.decoded_queue, frames.len() as u64);
+        sent
     }
 
     /// Sends every frame the decoder has ready. Returns false when downstream is gone.
@@ -565,16 +814,33 @@ impl DecodeState {
             self.next_index += 1;
             Counters::add_time(&counters.source_busy_ns, started.elapsed());
             Counters::add(&counters.frames_decoded, 1);
+            let busy = Counters::get(&counters.source_busy_ns);
+            let decode_time = busy.saturating_sub(self.busy_at_last_frame);
+            self.busy_at_last_frame = busy;
+            Counters::observe(&counters.stages.decode, Duration::from_nanos(decode_time));
             self.pace(frame.pts);
             frame.decoded_at = Some(Instant::now());
-            if frames.send(frame).is_err() {
+            if !self.deliver(frame, frames, counters) {
                 return Ok(false);
             }
         }
     }
 
     fn timestamp(&mut self, decoded: &ffmpeg::frame::Video) -> i64 {
-        let raw = decoded.timestamp().or(decoded.pts());
+        let raw = decoded.timestamp().or(decoded.pts()).map(|t| {
+            if self.input_time_base == self.output_time_base {
+                t
+            } else {
+                // SAFETY: pure arithmetic.
+                unsafe { ffmpeg::ffi::av_rescale_q(t, self.input_time_base.into(), self.output_time_base.into()) }
+            }
+        });
+        if self.rebase_pending {
+            if let (Some(raw), Some(last)) = (raw, self.last_pts) {
+                self.pts_offset = last + self.frame_duration - raw;
+            }
+            self.rebase_pending = false;
+        }
         let pts = match (raw, self.last_pts) {
             (Some(raw), _) => raw + self.pts_offset,
             (None, Some(last)) => last + self.frame_duration,

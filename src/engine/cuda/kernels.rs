@@ -7,9 +7,10 @@ use cudarc::driver::{
     PushKernelArg,
 };
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::error::CudaResultExt;
 use crate::engine::{EngineError, KernelPath};
@@ -222,10 +223,24 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
         options.join(" ").as_bytes(),
         version.as_bytes(),
     ]);
+    // Compiled once per process even without a disk cache: a filter prepared off the frame
+    // path (a live switch) is then only loaded on it.
+    static COMPILED: OnceLock<Mutex<HashMap<(String, u64), Vec<u8>>>> = OnceLock::new();
+    let compiled = COMPILED.get_or_init(Default::default);
+    let memory_key = (arch.to_string(), key);
+    if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
+        return Ok(cubin);
+    }
+    let remember = |cubin: &Vec<u8>| {
+        if let Ok(mut map) = compiled.lock() {
+            map.insert(memory_key.clone(), cubin.clone());
+        }
+    };
     let cached = cache_dir().map(|dir| dir.join(format!("convolve-{arch}-{key:016x}.cubin")));
     if let Some(path) = &cached {
         if let Ok(bytes) = std::fs::read(path) {
             tracing::debug!("kernel {} loaded from {}", variant.describe(), path.display());
+            remember(&bytes);
             return Ok(bytes);
         }
     }
@@ -242,6 +257,7 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     if let Some(path) = &cached {
         store_in_cache(path, &cubin);
     }
+    remember(&cubin);
     Ok(cubin)
 }
 

@@ -22,7 +22,7 @@ use self::device::DeviceInfo;
 use self::error::CudaResultExt;
 use self::kernels::{KernelSet, PlaneGeometry, Variant};
 use self::lanes::{Lane, Layout};
-use super::{Engine, EngineError, EngineOptions, FrameShape, KernelPath, TraceSpan};
+use super::{Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, KernelPath, StageTimes, TraceSpan};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 
@@ -46,59 +46,80 @@ impl FilterKernels {
         layout: &Layout,
         force_path: Option<KernelPath>,
     ) -> Result<FilterKernels, EngineError> {
-        let mask = &filter.mask;
-        let path = force_path.unwrap_or(if mask.is_separable() {
-            KernelPath::Separable
-        } else {
-            KernelPath::Dense
-        });
-        if path == KernelPath::Separable && !mask.is_separable() {
-            return Err(EngineError::Unsupported(format!(
-                "the separable kernel needs a rank-one mask; {} is not",
-                mask.description()
-            )));
-        }
-        let max_shared = device.max_shared_per_block;
         let mut sets = BTreeMap::new();
-        for slot in &layout.slots {
-            if sets.contains_key(&slot.channels) {
-                continue;
-            }
-            let variant_for = |path| {
-                Variant::new(
-                    mask.width(),
-                    mask.height(),
-                    slot.channels,
-                    filter.border,
-                    max_shared,
-                    path,
-                )
-            };
-            let mut chosen = path;
-            let mut variant = variant_for(chosen);
-            if chosen == KernelPath::Separable && variant.shared_bytes(chosen) > max_shared && force_path.is_none() {
-                // The fused separable kernel holds two tiles; the dense one fits where it may not.
-                tracing::info!(
-                    "{} does not fit in {} bytes of shared memory; using the dense kernel",
-                    variant.describe(),
-                    max_shared
-                );
-                chosen = KernelPath::Dense;
-                variant = variant_for(chosen);
-            }
-            let needed = variant.shared_bytes(chosen);
-            if needed > max_shared {
-                return Err(EngineError::Unsupported(format!(
-                    "{} needs {needed} bytes of shared memory per block; {} allows {max_shared}",
-                    variant.describe(),
-                    device.name
-                )));
-            }
-            let set = KernelSet::load(context, stream, variant, &device.arch(), mask, max_shared)?;
-            sets.insert(slot.channels, (set, chosen));
+        for (channels, variant, path) in plan_kernels(device, &filter, layout, force_path)? {
+            let set = KernelSet::load(
+                context,
+                stream,
+                variant,
+                &device.arch(),
+                &filter.mask,
+                device.max_shared_per_block,
+            )?;
+            sets.insert(channels, (set, path));
         }
         Ok(FilterKernels { filter, sets })
     }
+}
+
+/// The kernel variant and path for each channel count among `layout`'s planes.
+fn plan_kernels(
+    device: &DeviceInfo,
+    filter: &FilterSpec,
+    layout: &Layout,
+    force_path: Option<KernelPath>,
+) -> Result<Vec<(usize, Variant, KernelPath)>, EngineError> {
+    let mask = &filter.mask;
+    let path = force_path.unwrap_or(if mask.is_separable() {
+        KernelPath::Separable
+    } else {
+        KernelPath::Dense
+    });
+    if path == KernelPath::Separable && !mask.is_separable() {
+        return Err(EngineError::Unsupported(format!(
+            "the separable kernel needs a rank-one mask; {} is not",
+            mask.description()
+        )));
+    }
+    let max_shared = device.max_shared_per_block;
+    let mut plan: Vec<(usize, Variant, KernelPath)> = Vec::new();
+    for slot in &layout.slots {
+        if plan.iter().any(|(channels, ..)| *channels == slot.channels) {
+            continue;
+        }
+        let variant_for = |path| {
+            Variant::new(
+                mask.width(),
+                mask.height(),
+                slot.channels,
+                filter.border,
+                max_shared,
+                path,
+            )
+        };
+        let mut chosen = path;
+        let mut variant = variant_for(chosen);
+        if chosen == KernelPath::Separable && variant.shared_bytes(chosen) > max_shared && force_path.is_none() {
+            // The fused separable kernel holds two tiles; the dense one fits where it may not.
+            tracing::info!(
+                "{} does not fit in {} bytes of shared memory; using the dense kernel",
+                variant.describe(),
+                max_shared
+            );
+            chosen = KernelPath::Dense;
+            variant = variant_for(chosen);
+        }
+        let needed = variant.shared_bytes(chosen);
+        if needed > max_shared {
+            return Err(EngineError::Unsupported(format!(
+                "{} needs {needed} bytes of shared memory per block; {} allows {max_shared}",
+                variant.describe(),
+                device.name
+            )));
+        }
+        plan.push((slot.channels, variant, chosen));
+    }
+    Ok(plan)
 }
 
 /// A frame on its lane, on its way to the completion thread. It holds the kernels it was
@@ -115,6 +136,7 @@ struct InFlight {
 struct Finished {
     frame: Result<Frame, EngineError>,
     spans: Vec<TraceSpan>,
+    stages: Option<StageTimes>,
     copy_out: Duration,
 }
 
@@ -188,10 +210,12 @@ fn complete(job: InFlight) -> (Finished, Lane) {
         ));
         (Err(error), Vec::new())
     });
+    let stages = frame.as_ref().ok().and_then(|_| lane_stage_times(&lane));
     (
         Finished {
             frame,
             spans,
+            stages,
             copy_out: started.elapsed(),
         },
         lane,
@@ -240,6 +264,27 @@ fn lane_spans(lane: &Lane, origin: &CudaEvent, frame: u64) -> Result<Vec<TraceSp
         .collect())
 }
 
+/// How long the upload, kernels and download of a lane's last frame took on the GPU (None
+/// when the lane records no timing events).
+fn lane_stage_times(lane: &Lane) -> Option<StageTimes> {
+    let events = &lane.events;
+    let (start, uploaded, filtered) = (
+        events.start.as_ref()?,
+        events.uploaded.as_ref()?,
+        events.filtered.as_ref()?,
+    );
+    let between = |from: &CudaEvent, to: &CudaEvent| {
+        from.elapsed_ms(to)
+            .ok()
+            .map(|ms| Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    };
+    Some(StageTimes::Gpu {
+        upload: between(start, uploaded)?,
+        kernels: between(uploaded, filtered)?,
+        download: between(filtered, &events.done)?,
+    })
+}
+
 /// Time the CPU spent copying frames into and out of pinned memory.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostCopyTimes {
@@ -261,6 +306,7 @@ pub struct CudaEngine {
     origin: Option<Arc<CudaEvent>>,
     spans: Vec<TraceSpan>,
     copy_times: HostCopyTimes,
+    last_stages: Option<StageTimes>,
 }
 
 impl CudaEngine {
@@ -285,6 +331,7 @@ impl CudaEngine {
             origin: None,
             spans: Vec::new(),
             copy_times: HostCopyTimes::default(),
+            last_stages: None,
         };
         if let Some(shape) = options.shape {
             engine.prepare(shape)?;
@@ -330,7 +377,7 @@ impl CudaEngine {
                     &self.context,
                     index,
                     &layout,
-                    self.options.trace,
+                    self.options.trace || self.options.stage_times,
                     &self.options.pipeline,
                 )
             })
@@ -520,7 +567,35 @@ impl Engine for CudaEngine {
         self.copy_times.frames += 1;
         self.copy_times.copy_out += finished.copy_out;
         self.spans.extend(finished.spans);
+        self.last_stages = finished.stages;
         finished.frame.map(Some)
+    }
+
+    fn device(&self) -> String {
+        format!("cuda:{}", self.device.ordinal)
+    }
+
+    fn last_stage_times(&self) -> Option<StageTimes> {
+        self.last_stages
+    }
+
+    fn pinned_bytes(&self) -> usize {
+        CudaEngine::pinned_bytes(self)
+    }
+
+    fn preparer(&self) -> FilterPreparer {
+        let device = self.device.clone();
+        let shape = self.layout.as_ref().map(|layout| layout.shape);
+        let (pitch_align, force_path) = (self.options.pitch_align, self.options.force_path);
+        Arc::new(move |filter: &FilterSpec| {
+            // Without a frame shape yet, kernels are compiled with the first frame anyway.
+            let Some(shape) = shape else { return Ok(()) };
+            let layout = Layout::new(shape, filter.planes, pitch_align);
+            for (_, variant, _) in plan_kernels(&device, filter, &layout, force_path)? {
+                kernels::compile(&variant, &device.arch())?;
+            }
+            Ok(())
+        })
     }
 
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
@@ -535,7 +610,6 @@ impl Engine for CudaEngine {
             self.layout = None;
             return Ok(());
         }
-        self.filter = filter.clone();
         if let Some(layout) = &self.layout {
             let stream = self.context.default_stream();
             // Frames in flight hold the old kernels (see InFlight); new frames use these.
@@ -543,12 +617,13 @@ impl Engine for CudaEngine {
                 &self.context,
                 &stream,
                 &self.device,
-                filter,
+                filter.clone(),
                 layout,
                 self.options.force_path,
             )?;
             self.kernels = Some(Arc::new(kernels));
         }
+        self.filter = filter;
         Ok(())
     }
 
