@@ -1,30 +1,60 @@
-# convstream on GPU hosts. The build stage makes the portable binary (static minimal FFmpeg,
-# see scripts/build-portable.sh); the runtime stage is NVIDIA's CUDA runtime image, which brings
-# libnvrtc (kernels are compiled at start-up) while libcuda comes from the host through the
-# NVIDIA container toolkit.
+# syntax=docker/dockerfile:1
+#
+# convstream serve on GPU hosts (deploy/README.md says how to build, run and check it).
+#
+# Build stage: the portable binary, linked against a minimal static FFmpeg made from Debian's
+# source package (scripts/build-portable.sh). Its steps live in scripts/docker-build-stage.sh, which
+# CI lints and which runs the same way outside Docker.
+#
+# Runtime stage: NVIDIA's CUDA runtime image, which brings libnvrtc (kernels are compiled for the
+# GPU at start-up). libcuda and the NVDEC/NVENC libraries come from the host's driver through the
+# NVIDIA Container Toolkit, as NVIDIA_DRIVER_CAPABILITIES asks.
 
 FROM rust:1-bookworm AS build
 WORKDIR /src
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends clang libclang-dev pkg-config nasm jq \
-       libffmpeg-nvenc-dev zlib1g-dev build-essential dpkg-dev \
-    && rm -rf /var/lib/apt/lists/*
-# FFmpeg first, in its own layer: it changes far less often than the code.
+COPY scripts/docker-build-stage.sh scripts/
+RUN scripts/docker-build-stage.sh deps
+# FFmpeg in its own layer: it changes far less often than the code.
 COPY scripts/build-portable.sh scripts/
-RUN scripts/build-portable.sh ffmpeg
+RUN scripts/docker-build-stage.sh ffmpeg
 COPY . .
-RUN scripts/build-portable.sh binary
+# Cache mounts keep the crates and the compiled dependencies between image builds.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    scripts/docker-build-stage.sh binary
 
-FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04
+FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04 AS runtime
+# The build context has no .git, so the binary reports its commit as "unknown": pass it here
+# (docker build --build-arg VCS_REF="$(git rev-parse --short=12 HEAD)" .) to label the image.
+ARG VCS_REF=unknown
+LABEL org.opencontainers.image.title="convstream" \
+      org.opencontainers.image.description="Real-time 2D convolution filtering of video on NVIDIA GPUs (serve mode)" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.revision="${VCS_REF}"
+# curl only serves the HEALTHCHECK below (convstream has no health-check subcommand).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends curl \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system --gid 10001 convstream \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/convstream --no-create-home \
+       --shell /usr/sbin/nologin convstream \
+    && mkdir -p /etc/convstream /data/out /var/cache/convstream/kernels \
+    && chown -R 10001:10001 /data /var/cache/convstream
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,video \
     CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
-RUN useradd --system --uid 10001 --home-dir /var/lib/convstream convstream \
-    && mkdir -p /var/cache/convstream/kernels /etc/convstream /data \
-    && chown -R convstream /var/cache/convstream /data
-COPY --from=build /src/dist/portable/convstream /usr/local/bin/convstream
-COPY config/default.toml /etc/convstream/config.toml
-USER convstream
-VOLUME ["/var/cache/convstream", "/data"]
+COPY --from=build /usr/local/bin/convstream /usr/local/bin/convstream
+COPY deploy/config.toml /etc/convstream/config.toml
+# Numeric, so that Kubernetes' runAsNonRoot can check it without a passwd lookup.
+USER 10001:10001
 WORKDIR /data
+# Configuration, outputs, and compiled kernels (a kept cache saves the compile at start-up).
+VOLUME ["/etc/convstream", "/data/out", "/var/cache/convstream"]
+EXPOSE 8686
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["curl", "-fsS", "-o", "/dev/null", "http://127.0.0.1:8686/healthz"]
+# SIGTERM (docker stop) drains the pipelines and finalises their outputs within
+# server.shutdown_timeout (10 s): give `docker stop` / stop_grace_period more than that.
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["convstream"]
-CMD ["demo", "--dir", "/data/demo"]
+CMD ["serve", "--config", "/etc/convstream/config.toml"]
