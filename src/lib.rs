@@ -14,6 +14,7 @@ pub mod mask;
 pub mod media;
 pub mod pipeline;
 pub mod sample;
+pub mod server;
 pub mod sink;
 pub mod source;
 pub mod stats;

@@ -29,6 +29,14 @@ struct Cli {
 enum Command {
     /// Filter a video: one pipeline from flags, or the pipelines of a config file.
     Run(Box<RunArgs>),
+    /// Run every pipeline of a config as a service, with an HTTP API, metrics and reload.
+    Serve {
+        #[arg(long)]
+        config: PathBuf,
+        /// Address and port of the HTTP API (overrides server.listen; default 127.0.0.1:8686).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Validate a config file and print every problem at once.
     Check {
         #[arg(long)]
@@ -168,6 +176,7 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run(*args),
         Command::Check { config } => check(&config),
+        Command::Serve { config, listen } => serve(config, listen),
         Command::Masks { action: None } => list_masks(),
         Command::Masks {
             action: Some(MasksAction::Show { spec }),
@@ -241,6 +250,18 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         }
     };
     file.validate(base_dir.as_deref()).map_err(config_failure)
+}
+
+fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
+    use convstream::server::{ServeError, ServeOptions};
+    let file = ConfigFile::load(&config_path).map_err(config_failure)?;
+    let settings = file.validate(config_path.parent()).map_err(config_failure)?;
+    init_logging(&settings.log);
+    convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
+        ServeError::Config(e) => config_failure(e),
+        ServeError::MissingToken(_) => usage(e),
+        other => anyhow::Error::new(other).into(),
+    })
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {

@@ -33,10 +33,26 @@ pub struct VideoEncoder {
     color: crate::source::ColorInfo,
 }
 
-fn container_accepts(output: &ffmpeg::format::context::Output, id: codec::Id) -> bool {
-    // SAFETY: querying a static muxer description with a codec id.
+/// Whether the output's container can hold `id`. Muxers without a codec list (MPEG-TS,
+/// for one) answer "unknown": those take the kind of stream they have a default codec for.
+pub(crate) fn container_accepts(output: &ffmpeg::format::context::Output, id: codec::Id) -> bool {
+    let format = output.format();
+    // SAFETY: querying a static muxer description with a codec id; reading its fields.
     unsafe {
-        ffmpeg::ffi::avformat_query_codec(output.format().as_ptr(), id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) == 1
+        let muxer = format.as_ptr();
+        match ffmpeg::ffi::avformat_query_codec(muxer, id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) {
+            1 => true,
+            0 => false,
+            _ => {
+                let default = match ffmpeg::ffi::avcodec_get_type(id.into()) {
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO => (*muxer).video_codec,
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_AUDIO => (*muxer).audio_codec,
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_SUBTITLE => (*muxer).subtitle_codec,
+                    _ => ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE,
+                };
+                default != ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE
+            }
+        }
     }
 }
 

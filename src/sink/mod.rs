@@ -166,10 +166,7 @@ fn add_copied_streams(
     let container = output.format();
     for input in &source.passthrough {
         let id = input.parameters.id();
-        // SAFETY: querying a static muxer description with a codec id.
-        let supported = unsafe {
-            ffmpeg::ffi::avformat_query_codec(container.as_ptr(), id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) == 1
-        };
+        let supported = encoder::container_accepts(output, id);
         if !supported {
             tracing::warn!(output = %config.url, "the {} container cannot hold {:?} stream #{} ({}); it is left out", container.name(), input.medium, input.index, id.name());
             continue;

@@ -516,7 +516,10 @@ impl Source {
                     continue;
                 }
             }
-            Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            // A live input's reads mostly wait for the sender: not work of this stage.
+            if self.watchdog.idle_timeout.is_none() {
+                Counters::add_time(&counters.source_busy_ns, started.elapsed());
+            }
             Counters::add(&counters.bytes_in, packet.size() as u64);
             if let Some(end) = self.packet_end(&packet) {
                 last_end = Some(last_end.map_or(end, |last| last.max(end)));

@@ -1,0 +1,249 @@
+//! The HTTP API (axum): health, readiness, metrics, and the pipelines — list, inspect,
+//! start, stop, switch filter. Handlers never block the runtime: supervisor calls that
+//! wait on pipelines run on the blocking pool. Bodies are parsed by hand so that every
+//! malformed request gets a 400 with the parser's own words.
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::metrics::ServerCounters;
+use super::supervisor::{FilterUpdate, Supervisor, SupervisorError};
+use crate::config::{ConfigError, PipelineConfig};
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct ApiState {
+    pub supervisor: Arc<Supervisor>,
+    pub registry: Arc<Registry>,
+    pub counters: Arc<ServerCounters>,
+    /// The bearer token every endpoint but /healthz requires, when set.
+    pub token: Option<Arc<str>>,
+    /// How long a DELETE waits for the pipeline to drain.
+    pub stop_timeout: Duration,
+}
+
+pub fn router(state: ApiState) -> Router {
+    let protected = Router::new()
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/pipelines", get(list_pipelines).post(add_pipeline))
+        .route("/pipelines/{name}", get(get_pipeline).delete(delete_pipeline))
+        .route("/pipelines/{name}/filter", put(switch_filter))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(protected)
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// An error answer: a status and a JSON body with the message (and every problem, for a
+/// configuration that does not validate).
+struct ApiError {
+    status: StatusCode,
+    message: String,
+    problems: Vec<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            problems: Vec::new(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.message });
+        if !self.problems.is_empty() {
+            body["problems"] = json!(self.problems);
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<SupervisorError> for ApiError {
+    fn from(error: SupervisorError) -> ApiError {
+        let status = match &error {
+            SupervisorError::NotFound(_) => StatusCode::NOT_FOUND,
+            SupervisorError::Exists(_) | SupervisorError::NotRunning { .. } => StatusCode::CONFLICT,
+            SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,
+            SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
+            SupervisorError::Spawn { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let problems = match &error {
+            SupervisorError::Invalid(ConfigError::Invalid(problems)) => problems.clone(),
+            _ => Vec::new(),
+        };
+        ApiError {
+            status,
+            message: error.to_string(),
+            problems,
+        }
+    }
+}
+
+/// Runs a supervisor call that may wait on pipelines on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, SupervisorError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("the request failed: {e}")))?
+        .map_err(ApiError::from)
+}
+
+/// Parses a JSON body; any problem is a 400 that says where.
+fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("invalid {what}: {e}"));
+        error.problems.push(e.to_string());
+        error
+    })
+}
+
+async fn require_token(
+    State(state): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = &state.token else {
+        return next.run(request).await;
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
+        return next.run(request).await;
+    }
+    state.counters.unauthorized.inc();
+    // The presented token is never logged: only that one was there.
+    tracing::warn!(
+        "unauthorized {} {} from {peer} ({})",
+        request.method(),
+        request.uri().path(),
+        if presented.is_some() {
+            "wrong token"
+        } else {
+            "no bearer token"
+        }
+    );
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is required").into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Compares without stopping at the first difference, so the time taken does not tell
+/// how much of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn readyz(State(state): State<ApiState>) -> Response {
+    let ready = state.supervisor.ready();
+    let pipelines: serde_json::Map<String, serde_json::Value> = state
+        .supervisor
+        .views()
+        .into_iter()
+        .map(|v| (v.name, json!(v.state)))
+        .collect();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({ "ready": ready, "pipelines": pipelines }))).into_response()
+}
+
+async fn metrics(State(state): State<ApiState>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &state.registry) {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "encoding the metrics failed").into_response(),
+    }
+}
+
+async fn list_pipelines(State(state): State<ApiState>) -> Response {
+    Json(json!({ "pipelines": state.supervisor.views() })).into_response()
+}
+
+async fn get_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.supervisor.view(&name)?).into_response())
+}
+
+async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let pipeline: PipelineConfig = parse_body(&body, "pipeline (same fields as a [[pipeline]] table)")?;
+    let supervisor = state.supervisor.clone();
+    let view = blocking(move || supervisor.add(pipeline)).await?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn delete_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let supervisor = state.supervisor.clone();
+    let timeout = state.stop_timeout;
+    let view = blocking(move || supervisor.remove(&name, timeout)).await?;
+    Ok(Json(json!({ "stopped": view })).into_response())
+}
+
+async fn switch_filter(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border)")?;
+    if update.mask.is_none() && update.planes.is_none() && update.border.is_none() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "nothing to change: give at least one of mask, planes, border",
+        ));
+    }
+    let supervisor = state.supervisor.clone();
+    let target = name.clone();
+    let applies_from = blocking(move || supervisor.switch_filter(&target, update)).await?;
+    let view = state.supervisor.view(&name)?;
+    Ok(Json(json!({
+        "pipeline": name,
+        "applies_from_frame": applies_from,
+        "mask": view.mask,
+        "planes": view.planes,
+        "border": view.border,
+    }))
+    .into_response())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no such endpoint; see /healthz, /readyz, /metrics, /pipelines",
+    )
+}

@@ -1,0 +1,228 @@
+//! `/metrics`: every pipeline's counters, gauges and histograms in the Prometheus
+//! (OpenMetrics) text format, read from the pipelines' monitors at scrape time through a
+//! prometheus-client collector, so a removed pipeline simply stops being reported.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::supervisor::Supervisor;
+use crate::pipeline::{PipelineMonitor, PipelineState};
+use crate::stats::Counters;
+
+/// Counters of the server itself (not of one pipeline).
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Reloads by outcome: `applied` or `rejected`.
+    pub reloads: Family<Vec<(&'static str, &'static str)>, Counter>,
+    /// Requests refused for a missing or wrong token.
+    pub unauthorized: Counter,
+}
+
+/// Builds the registry `/metrics` encodes.
+pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters) -> Registry {
+    let mut registry = Registry::default();
+    registry.register(
+        "convstream_config_reloads",
+        "Configuration reloads, by result",
+        server.reloads.clone(),
+    );
+    registry.register(
+        "convstream_http_unauthorized",
+        "API requests refused for a missing or wrong bearer token",
+        server.unauthorized.clone(),
+    );
+    registry.register_collector(Box::new(PipelineCollector { supervisor }));
+    registry
+}
+
+#[derive(Debug)]
+struct PipelineCollector {
+    supervisor: Arc<Supervisor>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("pipelines", &self.names()).finish()
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn labels(monitor: &PipelineMonitor) -> Labels {
+    let device = monitor.engine().map_or_else(|| "none".to_string(), |e| e.device);
+    vec![("pipeline", monitor.name.clone()), ("device", device)]
+}
+
+/// A per-pipeline value read from its monitor.
+type Read = fn(&PipelineMonitor) -> u64;
+
+const COUNTERS: &[(&str, &str, Read)] = &[
+    ("convstream_frames_decoded", "Frames decoded from the input", |m| {
+        Counters::get(&m.counters.frames_decoded)
+    }),
+    ("convstream_frames_filtered", "Frames the engine filtered", |m| {
+        Counters::get(&m.counters.frames_filtered)
+    }),
+    ("convstream_frames_written", "Frames the sink wrote", |m| {
+        Counters::get(&m.counters.frames_written)
+    }),
+    (
+        "convstream_frames_dropped",
+        "Decoded frames dropped because the filter or sink fell behind (drop = \"oldest\")",
+        |m| Counters::get(&m.counters.frames_dropped),
+    ),
+    (
+        "convstream_corrupt_packets",
+        "Input packets flagged corrupt or rejected by the decoder, skipped",
+        |m| Counters::get(&m.counters.corrupt_packets),
+    ),
+    ("convstream_read_errors", "Input read errors skipped", |m| {
+        Counters::get(&m.counters.read_errors)
+    }),
+    (
+        "convstream_damaged_frames",
+        "Frames decoded with errors concealed",
+        |m| Counters::get(&m.counters.damaged_frames),
+    ),
+    ("convstream_input_bytes", "Bytes of input packets read", |m| {
+        Counters::get(&m.counters.bytes_in)
+    }),
+    (
+        "convstream_output_bytes",
+        "Bytes of packets written to the output",
+        |m| Counters::get(&m.counters.bytes_out),
+    ),
+    (
+        "convstream_source_reconnects",
+        "Times a live input was lost and opened again",
+        |m| Counters::get(&m.counters.reconnects),
+    ),
+    (
+        "convstream_pipeline_restarts",
+        "Times the pipeline was restarted by a reload (changed source, sink or device)",
+        |m| m.restarts.load(Ordering::Relaxed),
+    ),
+];
+
+const GAUGES: &[(&str, &str, Read)] = &[
+    (
+        "convstream_decoded_queue_frames",
+        "Decoded frames waiting for the filter",
+        |m| Counters::get(&m.counters.decoded_queue),
+    ),
+    (
+        "convstream_filtered_queue_frames",
+        "Filtered frames waiting for the sink",
+        |m| Counters::get(&m.counters.filtered_queue),
+    ),
+    (
+        "convstream_pinned_bytes",
+        "Page-locked host memory the engine holds (lanes x 2 x frame size)",
+        |m| m.engine().map_or(0, |e| e.pinned_bytes),
+    ),
+    (
+        "convstream_reconnecting",
+        "1 while a live input is lost and being reconnected",
+        |m| m.reconnecting() as u64,
+    ),
+];
+
+impl Collector for PipelineCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let monitors = self.supervisor.monitors();
+        let labelled: Vec<(Labels, &Arc<PipelineMonitor>)> = monitors.iter().map(|m| (labels(m), m)).collect();
+
+        for (name, help, read) in COUNTERS {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (labels, monitor) in &labelled {
+                family
+                    .encode_family(labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&read(monitor), None)?;
+            }
+        }
+        for (name, help, read) in GAUGES {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (labels, monitor) in &labelled {
+                family.encode_family(labels)?.encode_gauge(&(read(monitor) as i64))?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "convstream_frames_per_second",
+                "Frames written per second since the pipeline started",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (labels, monitor) in &labelled {
+                family.encode_family(labels)?.encode_gauge(&monitor.fps())?;
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "convstream_pipeline_state",
+                "1 for the state each pipeline is in",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (labels, monitor) in &labelled {
+                let state = monitor.state();
+                for candidate in [
+                    PipelineState::Starting,
+                    PipelineState::Running,
+                    PipelineState::Stopping,
+                    PipelineState::Finished,
+                    PipelineState::Failed,
+                ] {
+                    let mut with_state = labels.clone();
+                    with_state.push(("state", format!("{candidate:?}").to_lowercase()));
+                    family
+                        .encode_family(&with_state)?
+                        .encode_gauge(&((candidate == state) as i64))?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "convstream_stage_seconds",
+                "Time per frame in each stage: decode, upload, gpu, download (CUDA events), cpu_filter, encode",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (labels, monitor) in &labelled {
+                for (stage, histogram) in monitor.counters.stages.named() {
+                    let mut with_stage = labels.clone();
+                    with_stage.push(("stage", stage.to_string()));
+                    histogram.encode(family.encode_family(&with_stage)?)?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "convstream_end_to_end_seconds",
+                "From a frame leaving the decoder to it written by the sink",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (labels, monitor) in &labelled {
+                monitor
+                    .counters
+                    .stages
+                    .end_to_end
+                    .encode(family.encode_family(labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counts outcomes for the reload counter family.
+pub fn count_reload(server: &ServerCounters, applied: bool) {
+    let result = if applied { "applied" } else { "rejected" };
+    server.reloads.get_or_create(&vec![("result", result)]).inc();
+}

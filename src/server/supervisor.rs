@@ -1,0 +1,488 @@
+//! Starts, stops, switches and reloads the pipelines of `serve`. Each pipeline runs on its
+//! own threads; the supervisor only holds their stop flags, switch channels and monitors,
+//! so the control plane never waits on pixels (callers run the blocking parts off the
+//! async runtime).
+
+use crossbeam_channel::{bounded, Sender};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, PipelineSettings};
+use crate::engine::EngineError;
+use crate::filter::{BorderMode, PlaneSelection};
+use crate::pipeline::{run_monitored, FilterSwitch, PipelineMonitor, PipelineState, RunOptions};
+
+/// How long a filter switch may wait for the pipeline to take it.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a pipeline came from: a reload only touches the config file's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    ConfigFile,
+    Api,
+}
+
+/// A filter change asked for through the API: only what can change without a restart.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterUpdate {
+    pub mask: Option<MaskSelection>,
+    pub planes: Option<PlaneSelection>,
+    pub border: Option<BorderMode>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("no pipeline named {0:?}")]
+    NotFound(String),
+    #[error("a pipeline named {0:?} exists already")]
+    Exists(String),
+    #[error("{0}")]
+    Invalid(ConfigError),
+    #[error("pipeline {name:?} is {state:?}; its filter can only switch while it runs")]
+    NotRunning { name: String, state: PipelineState },
+    #[error("pipeline {name:?}: {source}")]
+    Engine { name: String, source: EngineError },
+    #[error("pipeline {0:?} did not take the new filter within 10 s")]
+    SwitchTimedOut(String),
+    #[error("cannot start a thread for pipeline {name:?}: {reason}")]
+    Spawn { name: String, reason: String },
+}
+
+/// One pipeline the supervisor started.
+struct Handle {
+    settings: PipelineSettings,
+    origin: Origin,
+    monitor: Arc<PipelineMonitor>,
+    stop: Arc<AtomicBool>,
+    switches: Sender<FilterSwitch>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the API shows of a pipeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineView {
+    pub name: String,
+    pub origin: Origin,
+    pub state: PipelineState,
+    pub reconnecting: bool,
+    pub source: String,
+    pub sink: String,
+    pub mask: String,
+    pub border: BorderMode,
+    pub planes: PlaneSelection,
+    /// What the config asks for (`auto`, `cuda:1`, ...).
+    pub device_requested: String,
+    /// Where it runs (`cpu`, `cuda:0`), once the engine is up.
+    pub device: Option<String>,
+    pub engine: Option<String>,
+    pub fps: f64,
+    pub uptime_seconds: f64,
+    pub counters: CounterView,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterView {
+    pub frames_decoded: u64,
+    pub frames_filtered: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    pub corrupt_packets: u64,
+    pub read_errors: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub reconnects: u64,
+    pub restarts: u64,
+}
+
+/// What a reload did, for the log and the API.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ReloadSummary {
+    pub started: Vec<String>,
+    pub stopped: Vec<String>,
+    pub restarted: Vec<String>,
+    pub switched: Vec<String>,
+    pub unchanged: Vec<String>,
+    /// Pipelines the new config could not apply to (a switch refused, a name taken).
+    pub problems: Vec<String>,
+}
+
+pub struct Supervisor {
+    /// The config last applied (its masks resolve names in API requests).
+    config: Mutex<ConfigFile>,
+    /// The config file's folder, for relative mask files.
+    base_dir: Option<PathBuf>,
+    pipelines: Mutex<BTreeMap<String, Handle>>,
+}
+
+impl Supervisor {
+    pub fn new(config: ConfigFile, base_dir: Option<PathBuf>) -> Supervisor {
+        Supervisor {
+            config: Mutex::new(config),
+            base_dir,
+            pipelines: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn pipelines(&self) -> MutexGuard<'_, BTreeMap<String, Handle>> {
+        // A panic while holding the lock leaves the map itself consistent: keep using it.
+        self.pipelines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn config(&self) -> MutexGuard<'_, ConfigFile> {
+        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts every pipeline of the config it was made with.
+    pub fn start_configured(&self) -> Result<(), SupervisorError> {
+        let config = self.config().clone();
+        let settings = config
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        for pipeline in settings.pipelines {
+            self.start(pipeline, Origin::ConfigFile)?;
+        }
+        Ok(())
+    }
+
+    /// Validates one pipeline against the current config (its masks, the names in use) and
+    /// starts it.
+    pub fn add(&self, pipeline: PipelineConfig) -> Result<PipelineView, SupervisorError> {
+        let settings = self.validate_one(pipeline)?;
+        let name = settings.name.clone();
+        if self.pipelines().contains_key(&name) {
+            return Err(SupervisorError::Exists(name));
+        }
+        self.start(settings, Origin::Api)?;
+        self.view(&name)
+    }
+
+    fn validate_one(&self, pipeline: PipelineConfig) -> Result<PipelineSettings, SupervisorError> {
+        let mut config = self.config().clone();
+        config.pipelines = vec![pipeline];
+        let mut settings = config
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        Ok(settings.pipelines.remove(0))
+    }
+
+    fn start(&self, settings: PipelineSettings, origin: Origin) -> Result<(), SupervisorError> {
+        let name = settings.name.clone();
+        let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
+        let options = RunOptions {
+            stop: stop.clone(),
+            progress: false,
+            trace: None,
+            stage_times: true,
+        };
+        let thread = {
+            let (settings, monitor) = (settings.clone(), monitor.clone());
+            std::thread::Builder::new()
+                .name(format!("{name}-run"))
+                .spawn(move || {
+                    let span = tracing::info_span!("pipeline", name = %settings.name);
+                    let _entered = span.enter();
+                    match run_monitored(&settings, &options, &monitor, switches_rx) {
+                        Ok(report) => tracing::info!("{}", report.summary()),
+                        Err(e) => tracing::error!("{e}"),
+                    }
+                })
+                .map_err(|e| SupervisorError::Spawn {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?
+        };
+        tracing::info!("pipeline {name:?} started: {}", settings.describe());
+        self.pipelines().insert(
+            name,
+            Handle {
+                settings,
+                origin,
+                monitor,
+                stop,
+                switches: switches_tx,
+                thread: Some(thread),
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops a pipeline (drain, finalise the output) and forgets it. Blocks until it has
+    /// finished or `timeout` passed.
+    pub fn remove(&self, name: &str, timeout: Duration) -> Result<PipelineView, SupervisorError> {
+        let view = self.view(name)?;
+        let handle = self
+            .pipelines()
+            .remove(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        stop_and_join(vec![handle], timeout);
+        tracing::info!("pipeline {name:?} stopped and removed");
+        Ok(view)
+    }
+
+    /// Stops every pipeline at once and waits for them, at most `timeout` in all. Returns
+    /// the names of those that did not finish in time.
+    pub fn shutdown(&self, timeout: Duration) -> Vec<String> {
+        let handles: Vec<Handle> = std::mem::take(&mut *self.pipelines()).into_values().collect();
+        stop_and_join(handles, timeout)
+    }
+
+    /// Switches a running pipeline's filter. The kernels are compiled here first, on the
+    /// caller's thread; the pipeline then swaps between two frames. Returns the index of
+    /// the first frame filtered with the new filter.
+    pub fn switch_filter(&self, name: &str, update: FilterUpdate) -> Result<u64, SupervisorError> {
+        let current = self.settings(name)?;
+        let mut config = current.config.clone();
+        let filter = &mut config.filter;
+        if let Some(mask) = update.mask {
+            filter.mask = mask;
+        }
+        if let Some(planes) = update.planes {
+            filter.planes = planes;
+        }
+        if let Some(border) = update.border {
+            filter.border = border;
+        }
+        let settings = self.validate_one(config)?;
+        self.switch_to(&settings)
+    }
+
+    fn switch_to(&self, settings: &PipelineSettings) -> Result<u64, SupervisorError> {
+        let name = &settings.name;
+        let (monitor, switches) = {
+            let pipelines = self.pipelines();
+            let handle = pipelines
+                .get(name)
+                .ok_or_else(|| SupervisorError::NotFound(name.clone()))?;
+            (handle.monitor.clone(), handle.switches.clone())
+        };
+        let state = monitor.state();
+        if state != PipelineState::Running {
+            return Err(SupervisorError::NotRunning {
+                name: name.clone(),
+                state,
+            });
+        }
+        let engine_error = |source| SupervisorError::Engine {
+            name: name.clone(),
+            source,
+        };
+        let started = Instant::now();
+        monitor.prepare(&settings.filter).map_err(engine_error)?;
+        tracing::debug!(
+            "pipeline {name:?}: kernels for {} ready in {:.0} ms",
+            settings.filter.mask.description(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let (reply_tx, reply_rx) = bounded(1);
+        switches
+            .send_timeout(
+                FilterSwitch {
+                    filter: settings.filter.clone(),
+                    reply: reply_tx,
+                },
+                SWITCH_TIMEOUT,
+            )
+            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?;
+        let applies_from = reply_rx
+            .recv_timeout(SWITCH_TIMEOUT)
+            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?
+            .map_err(engine_error)?;
+        if let Some(handle) = self.pipelines().get_mut(name) {
+            handle.settings = settings.clone();
+        }
+        Ok(applies_from)
+    }
+
+    fn settings(&self, name: &str) -> Result<PipelineSettings, SupervisorError> {
+        self.pipelines()
+            .get(name)
+            .map(|h| h.settings.clone())
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))
+    }
+
+    /// Applies a new config file: pipelines it drops are stopped, new ones started, those
+    /// with another source, sink, device or lane count restarted, and those with only
+    /// another filter switched live. Pipelines started through the API are left alone.
+    /// An invalid config changes nothing.
+    pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
+        let settings = new
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        let mut summary = ReloadSummary::default();
+        let old = self.config().clone();
+        if old.server != new.server {
+            summary
+                .problems
+                .push("[server] changed; the listen address and token apply at the next start".into());
+        }
+        *self.config() = new;
+        let wanted: BTreeMap<String, PipelineSettings> =
+            settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
+
+        let gone: Vec<Handle> = {
+            let mut pipelines = self.pipelines();
+            let names: Vec<String> = pipelines
+                .iter()
+                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
+                .map(|(name, _)| name.clone())
+                .collect();
+            summary.stopped.extend(names.iter().cloned());
+            names.iter().filter_map(|name| pipelines.remove(name)).collect()
+        };
+        stop_and_join(gone, timeout);
+
+        for (name, next) in wanted {
+            let current = self
+                .pipelines()
+                .get(&name)
+                .map(|h| (h.origin, h.settings.clone(), h.monitor.clone()));
+            match current {
+                None => match self.start(next, Origin::ConfigFile) {
+                    Ok(()) => summary.started.push(name),
+                    Err(e) => summary.problems.push(e.to_string()),
+                },
+                Some((Origin::Api, ..)) => summary.problems.push(format!(
+                    "pipeline {name:?}: the name is taken by a pipeline started through the API; the config's is not started"
+                )),
+                Some((Origin::ConfigFile, current, monitor)) => {
+                    let restart = current.config.source != next.config.source
+                        || current.config.sink != next.config.sink
+                        || current.device != next.device
+                        || current.streams != next.streams
+                        || matches!(monitor.state(), PipelineState::Finished | PipelineState::Failed)
+                            && current.config != next.config;
+                    if restart {
+                        let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
+                        if let Some(handle) = self.pipelines().remove(&name) {
+                            stop_and_join(vec![handle], timeout);
+                        }
+                        match self.start(next, Origin::ConfigFile) {
+                            Ok(()) => {
+                                if let Some(handle) = self.pipelines().get(&name) {
+                                    handle.monitor.restarts.store(restarts, Ordering::Relaxed);
+                                }
+                                summary.restarted.push(name);
+                            }
+                            Err(e) => summary.problems.push(e.to_string()),
+                        }
+                    } else if current.filter != next.filter {
+                        match self.switch_to(&next) {
+                            Ok(frame) => summary.switched.push(format!("{name} (from frame {frame})")),
+                            Err(e) => summary.problems.push(e.to_string()),
+                        }
+                    } else {
+                        if let Some(handle) = self.pipelines().get_mut(&name) {
+                            handle.settings = next; // same run, the config as now written
+                        }
+                        summary.unchanged.push(name);
+                    }
+                }
+            }
+        }
+        Ok(summary)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.pipelines().keys().cloned().collect()
+    }
+
+    pub fn monitors(&self) -> Vec<Arc<PipelineMonitor>> {
+        self.pipelines().values().map(|h| h.monitor.clone()).collect()
+    }
+
+    pub fn view(&self, name: &str) -> Result<PipelineView, SupervisorError> {
+        let pipelines = self.pipelines();
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        Ok(view_of(handle))
+    }
+
+    pub fn views(&self) -> Vec<PipelineView> {
+        self.pipelines().values().map(view_of).collect()
+    }
+
+    /// Ready once no pipeline is still starting (engine built, kernels compiled).
+    pub fn ready(&self) -> bool {
+        self.pipelines()
+            .values()
+            .all(|h| h.monitor.state() != PipelineState::Starting)
+    }
+}
+
+fn view_of(handle: &Handle) -> PipelineView {
+    use crate::stats::Counters as C;
+    let monitor = &handle.monitor;
+    let counters = &monitor.counters;
+    let engine = monitor.engine();
+    let FilterConfig { device, .. } = &handle.settings.config.filter;
+    PipelineView {
+        name: monitor.name.clone(),
+        origin: handle.origin,
+        state: monitor.state(),
+        reconnecting: monitor.reconnecting(),
+        source: handle.settings.source.url.clone(),
+        sink: handle.settings.sink.url.clone(),
+        mask: monitor.filter(),
+        border: handle.settings.filter.border,
+        planes: handle.settings.filter.planes,
+        device_requested: device.clone(),
+        device: engine.as_ref().map(|e| e.device.clone()),
+        engine: engine.map(|e| e.name),
+        fps: monitor.fps(),
+        uptime_seconds: monitor.started_at.elapsed().as_secs_f64(),
+        counters: CounterView {
+            frames_decoded: C::get(&counters.frames_decoded),
+            frames_filtered: C::get(&counters.frames_filtered),
+            frames_written: C::get(&counters.frames_written),
+            frames_dropped: C::get(&counters.frames_dropped),
+            corrupt_packets: C::get(&counters.corrupt_packets),
+            read_errors: C::get(&counters.read_errors),
+            bytes_in: C::get(&counters.bytes_in),
+            bytes_out: C::get(&counters.bytes_out),
+            reconnects: C::get(&counters.reconnects),
+            restarts: monitor.restarts.load(Ordering::Relaxed),
+        },
+        last_error: monitor.last_error(),
+    }
+}
+
+/// Sets every stop flag first (so all drain together), then joins each thread until the
+/// shared deadline. Returns the names still running at the deadline.
+fn stop_and_join(handles: Vec<Handle>, timeout: Duration) -> Vec<String> {
+    for handle in &handles {
+        if !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed) {
+            handle.monitor.set_state(PipelineState::Stopping);
+        }
+        handle.stop.store(true, Ordering::Relaxed);
+    }
+    let deadline = Instant::now() + timeout;
+    let mut late = Vec::new();
+    for mut handle in handles {
+        let Some(thread) = handle.thread.take() else { continue };
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        } else {
+            tracing::warn!(
+                "pipeline {:?} did not finish within {:.1} s",
+                handle.monitor.name,
+                timeout.as_secs_f64()
+            );
+            late.push(handle.monitor.name.clone());
+        }
+    }
+    late
+}
