@@ -213,6 +213,9 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     hash
 }
 
+/// CUBINs compiled in this process, by architecture and cache key.
+type CubinsByArchAndKey = HashMap<(String, u64), Vec<u8>>;
+
 /// CUBIN for `variant` on `arch`, from the disk cache when a previous run compiled it.
 pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     let options = variant.options(arch);
@@ -225,7 +228,7 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     ]);
     // Compiled once per process even without a disk cache: a filter prepared off the frame
     // path (a live switch) is then only loaded on it.
-    static COMPILED: OnceLock<Mutex<HashMap<(String, u64), Vec<u8>>>> = OnceLock::new();
+    static COMPILED: OnceLock<Mutex<CubinsByArchAndKey>> = OnceLock::new();
     let compiled = COMPILED.get_or_init(Default::default);
     let memory_key = (arch.to_string(), key);
     if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
