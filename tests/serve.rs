@@ -1,0 +1,739 @@
+//! `convstream serve` as an operator runs it: a real process on a free loopback port, fed a
+//! file and a UDP MPEG-TS stream sent by the `ffmpeg` CLI, driven over HTTP. Checks the
+//! API, the metrics (parsed as Prometheus text), live mask switching down to the frame,
+//! reload by file change and by SIGHUP, token auth, bad requests, reconnection and a
+//! graceful stop that leaves playable outputs. CPU engine: no GPU needed.
+
+mod common;
+
+use std::io::Read;
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::oracle::oracle;
+use common::{convstream, make_clip, video_pts, Clip, Y4m};
+use convstream::filter::BorderMode;
+use convstream::frame::Plane;
+use convstream::mask::Mask;
+use serde_json::Value;
+
+const TOKEN: &str = "s3cret-test-token";
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary folder")
+}
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `convstream serve`; killed if a test fails before stopping it.
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    log: PathBuf,
+    agent: ureq::Agent,
+    token: Option<String>,
+}
+
+impl Server {
+    /// Starts `serve --config config.toml` in `dir` on a free port. `env` is added to its
+    /// environment.
+    fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
+        let port = free_tcp_port();
+        let log = dir.join("serve.log");
+        let child = convstream()
+            .args([
+                "serve",
+                "--config",
+                "config.toml",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .envs(env.iter().copied())
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("convstream starts");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let server = Server {
+            child: Some(child),
+            port,
+            log,
+            agent,
+            token: None,
+        };
+        server.wait_for("the API to answer", Duration::from_secs(20), || {
+            server.request("GET", "/healthz", None).0 == 200
+        });
+        server
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Sends a request with the server's token (if set); returns status and body.
+    fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        self.request_with(method, path, body, self.token.as_deref())
+    }
+
+    fn request_with(&self, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> (u16, String) {
+        let url = self.url(path);
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let result = match (method, body) {
+            ("GET", _) => {
+                let mut request = self.agent.get(&url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+            ("DELETE", _) => {
+                let mut request = self.agent.delete(&url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+            (method, body) => {
+                let mut request = match method {
+                    "POST" => self.agent.post(&url),
+                    "PUT" => self.agent.put(&url),
+                    other => panic!("method {other} is not used here"),
+                };
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request
+                    .header("Content-Type", "application/json")
+                    .send(body.unwrap_or(""))
+            }
+        };
+        match result {
+            Ok(mut response) => {
+                let status = response.status().as_u16();
+                let text = response.body_mut().read_to_string().unwrap_or_default();
+                (status, text)
+            }
+            Err(_) => (0, String::new()), // not listening (yet, or any more)
+        }
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let (status, body) = self.request("GET", path, None);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path} is not JSON ({e}): {body}"))
+    }
+
+    fn pipeline(&self, name: &str) -> Value {
+        self.json(&format!("/pipelines/{name}"))
+    }
+
+    fn counter(&self, name: &str, counter: &str) -> u64 {
+        self.pipeline(name)["counters"][counter].as_u64().unwrap()
+    }
+
+    /// The value of `metric` for `pipeline` in a fresh scrape of /metrics.
+    fn metric(&self, metric: &str, pipeline: &str) -> Option<f64> {
+        let scrape = self.scrape();
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && s.labels.get("pipeline") == Some(pipeline))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            })
+    }
+
+    fn scrape(&self) -> prometheus_parse::Scrape {
+        let (status, body) = self.request("GET", "/metrics", None);
+        assert_eq!(status, 200, "GET /metrics: {body}");
+        let lines = body.lines().map(|l| Ok(l.to_string()));
+        prometheus_parse::Scrape::parse(lines).expect("/metrics is Prometheus text")
+    }
+
+    fn wait_for(&self, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            if started.elapsed() > limit {
+                panic!("timed out waiting for {what}; server log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns the exit code and the whole log.
+    fn terminate(mut self) -> (Option<i32>, String) {
+        self.signal("-TERM");
+        let mut child = self.child.take().unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("serve did not stop within 30 s of SIGTERM:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let log = self.log_text();
+        assert!(!log.contains("panicked"), "serve panicked:\n{log}");
+        (status.code(), log)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Sends `seconds` of a 25 fps test pattern as MPEG-TS over UDP, in real time.
+fn send_udp(port: u16, seconds: u32) -> Child {
+    Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-nostdin",
+            "-re",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
+        .arg("testsrc2=size=160x120:rate=25")
+        .args([
+            "-t",
+            &seconds.to_string(),
+            "-pix_fmt",
+            "yuv420p",
+            "-c:v",
+            "mpeg2video",
+            "-g",
+            "5",
+        ])
+        .args(["-f", "mpegts", &format!("udp://127.0.0.1:{port}?pkt_size=1316")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg is installed")
+}
+
+/// `N frames in, M out` from the summary line a pipeline logs when it ends.
+fn summary_counts(log: &str, pipeline: &str) -> (u64, u64) {
+    let marker = format!("{pipeline}: ");
+    let line = log
+        .lines()
+        .filter(|l| l.contains(" frames in, "))
+        .find(|l| l.contains(&marker))
+        .unwrap_or_else(|| panic!("no summary for {pipeline} in:\n{log}"));
+    let after = &line[line.find(&marker).unwrap() + marker.len()..];
+    let numbers: Vec<u64> = after.split([' ', ',']).filter_map(|w| w.parse().ok()).take(2).collect();
+    (numbers[0], numbers[1])
+}
+
+fn write_config(dir: &Path, text: &str) {
+    // Written beside and renamed, as editors and ConfigMaps do, so a reload never sees half a file.
+    let temporary = dir.join("config.toml.new");
+    std::fs::write(&temporary, text).unwrap();
+    std::fs::rename(&temporary, dir.join("config.toml")).unwrap();
+}
+
+#[test]
+fn serves_a_file_and_a_udp_stream_with_api_metrics_reconnection_and_graceful_stop() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 160, 120, 300); // 12 s at 25 fps
+    let udp = free_udp_port();
+    write_config(
+        dir.path(),
+        &format!(
+            r#"
+[[pipeline]]
+name = "file"
+source = {{ url = "clip.y4m", realtime = true }}
+filter = {{ mask = "box", device = "cpu" }}
+sink = {{ url = "file.mkv", lossless = true }}
+
+[[pipeline]]
+name = "live"
+source = {{ url = "udp://127.0.0.1:{udp}", format = "mpegts", idle_timeout = 1.0, reconnect = {{ initial = 0.2, max = 1.0 }} }}
+filter = {{ mask = "gaussian:size=5", planes = "luma", device = "cpu" }}
+sink = {{ url = "live.mkv" }}
+"#
+        ),
+    );
+    let mut sender = send_udp(udp, 3);
+    let server = Server::start(dir.path(), &[]);
+
+    server.wait_for("/readyz", Duration::from_secs(20), || {
+        server.request("GET", "/readyz", None).0 == 200
+    });
+    let list = server.json("/pipelines");
+    let names: Vec<&str> = list["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["file", "live"]);
+    let live = server.pipeline("live");
+    assert_eq!(live["state"], "running", "{live}");
+    assert_eq!(live["device"], "cpu");
+    assert_eq!(live["source"], format!("udp://127.0.0.1:{udp}"));
+    assert_eq!(live["mask"], "gaussian:size=5");
+
+    // The metrics parse as Prometheus text and move.
+    let first = server.metric("convstream_frames_written_total", "live").unwrap_or(0.0);
+    std::thread::sleep(Duration::from_millis(1200));
+    let second = server.metric("convstream_frames_written_total", "live").unwrap();
+    assert!(second > first, "live frames written moves: {first} -> {second}");
+    let file_written = server.metric("convstream_frames_written_total", "file").unwrap();
+    assert!(file_written > 0.0);
+    let scrape = server.scrape();
+    for family in [
+        "convstream_frames_decoded_total",
+        "convstream_frames_dropped_total",
+        "convstream_corrupt_packets_total",
+        "convstream_input_bytes_total",
+        "convstream_output_bytes_total",
+        "convstream_source_reconnects_total",
+        "convstream_pipeline_restarts_total",
+        "convstream_decoded_queue_frames",
+        "convstream_pinned_bytes",
+        "convstream_frames_per_second",
+        "convstream_stage_seconds_count",
+        "convstream_end_to_end_seconds_count",
+    ] {
+        assert!(
+            scrape.samples.iter().any(|s| s.metric == family),
+            "/metrics has {family}"
+        );
+    }
+    let stage_count = |stage: &str| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| {
+                s.metric == "convstream_stage_seconds_count"
+                    && s.labels.get("pipeline") == Some("live")
+                    && s.labels.get("stage") == Some(stage)
+            })
+            .map(|s| match s.value {
+                prometheus_parse::Value::Untyped(v) | prometheus_parse::Value::Counter(v) => v,
+                _ => 0.0,
+            })
+            .unwrap_or(0.0)
+    };
+    for stage in ["decode", "cpu_filter", "encode"] {
+        assert!(stage_count(stage) > 0.0, "stage {stage} is timed");
+    }
+
+    // The sender goes away; the input is lost after idle_timeout and comes back.
+    sender.wait().unwrap();
+    let before_gap = server.counter("live", "frames_written");
+    server.wait_for("the live input to count as lost", Duration::from_secs(10), || {
+        server.pipeline("live")["reconnecting"] == true
+    });
+    let mut sender = send_udp(udp, 2);
+    server.wait_for(
+        "the live pipeline to reconnect and go on",
+        Duration::from_secs(20),
+        || {
+            let live = server.pipeline("live");
+            live["counters"]["reconnects"].as_u64().unwrap() >= 1
+                && live["counters"]["frames_written"].as_u64().unwrap() > before_gap + 10
+        },
+    );
+    assert!(server.metric("convstream_source_reconnects_total", "live").unwrap() >= 1.0);
+    sender.wait().unwrap();
+
+    // SIGTERM with the file pipeline mid-stream: everything read is written, outputs play.
+    assert_eq!(server.pipeline("file")["state"], "running");
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "a stop by signal is a normal end:\n{log}");
+    assert!(log.contains("every pipeline stopped"), "{log}");
+    for (pipeline, output) in [("file", "file.mkv"), ("live", "live.mkv")] {
+        let (decoded, written) = summary_counts(&log, pipeline);
+        assert_eq!(decoded, written, "{pipeline}: every decoded frame is written:\n{log}");
+        let played = video_pts(&dir.path().join(output)).len() as u64;
+        assert_eq!(played, written, "{output} is finalised and plays every frame");
+    }
+    let (file_frames, _) = summary_counts(&log, "file");
+    assert!(
+        file_frames < 300,
+        "the file pipeline was stopped part way ({file_frames})"
+    );
+}
+
+fn plane_of(data: &[u8], width: usize, height: usize) -> Plane {
+    Plane {
+        width,
+        height,
+        channels: 1,
+        stride: width,
+        data: data.to_vec(),
+    }
+}
+
+#[test]
+fn a_mask_switch_applies_from_the_frame_the_api_reports() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100); // 4 s at 25 fps
+    write_config(
+        dir.path(),
+        r#"
+[[pipeline]]
+name = "cam"
+source = { url = "clip.y4m", realtime = true }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "out.y4m" }
+"#,
+    );
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("frames to flow", Duration::from_secs(20), || {
+        server.counter("cam", "frames_written") >= 25
+    });
+    let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(r#"{"mask": "sharpen"}"#));
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
+    assert_eq!(answer["mask"], "sharpen");
+    assert!((25..100).contains(&switch_at), "switched mid-stream: {answer}");
+    assert_eq!(server.pipeline("cam")["mask"], "sharpen");
+    server.wait_for("the end of the input", Duration::from_secs(20), || {
+        server.pipeline("cam")["state"] == "finished"
+    });
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+
+    let input = Y4m::read(&dir.path().join("clip.y4m"));
+    let output = Y4m::read(&dir.path().join("out.y4m"));
+    assert_eq!(output.frames.len(), 100, "no frame lost or duplicated");
+    let (old, new) = (Mask::from_spec("box").unwrap(), Mask::from_spec("sharpen").unwrap());
+    let sizes = input.plane_sizes();
+    for (n, (inp, out)) in input.frames.iter().zip(&output.frames).enumerate() {
+        let mask = if n < switch_at { &old } else { &new };
+        for (p, (a, b)) in inp.iter().zip(out).enumerate() {
+            let (w, h) = sizes[p];
+            let expected = oracle(&plane_of(a, w, h), mask, BorderMode::Reflect);
+            assert!(
+                *b == expected,
+                "frame {n} plane {p} is not {} (the switch was reported at frame {switch_at})",
+                mask.description()
+            );
+        }
+    }
+}
+
+const LOOPING_PIPELINE: &str = r#"
+[[pipeline]]
+name = "{name}"
+source = { url = "clip.y4m", realtime = true, loop = true }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "null" }
+"#;
+
+fn looping(name: &str) -> String {
+    LOOPING_PIPELINE.replace("{name}", name)
+}
+
+fn names(server: &Server) -> Vec<String> {
+    server.json("/pipelines")["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn rejected_reloads(server: &Server) -> f64 {
+    server
+        .scrape()
+        .samples
+        .iter()
+        .find(|s| s.metric == "convstream_config_reloads_total" && s.labels.get("result") == Some("rejected"))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => 0.0,
+        })
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_changed_config_file_is_reloaded_and_an_invalid_one_refused() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    write_config(dir.path(), &looping("one"));
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("pipeline one to run", Duration::from_secs(20), || {
+        server.pipeline("one")["state"] == "running"
+    });
+
+    // Added: starts. The unchanged pipeline keeps running, uninterrupted.
+    let one_before = server.counter("one", "frames_written");
+    write_config(dir.path(), &format!("{}{}", looping("one"), looping("two")));
+    server.wait_for("pipeline two to start", Duration::from_secs(20), || {
+        names(&server) == ["one", "two"] && server.pipeline("two")["state"] == "running"
+    });
+    let one = server.pipeline("one");
+    assert_eq!(one["counters"]["restarts"], 0, "one was left alone: {one}");
+    assert!(one["counters"]["frames_written"].as_u64().unwrap() >= one_before);
+
+    // Invalid: refused with every problem logged; both keep running.
+    write_config(
+        dir.path(),
+        &format!(
+            "{}{}",
+            looping("one"),
+            looping("two").replace("\"box\"", "\"box:size=4\"")
+        ),
+    );
+    server.wait_for("the invalid config to be refused", Duration::from_secs(10), || {
+        rejected_reloads(&server) >= 1.0
+    });
+    assert!(server.log_text().contains("size: 4 is even"), "{}", server.log_text());
+    assert_eq!(names(&server), ["one", "two"]);
+    let two_written = server.counter("two", "frames_written");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server.counter("two", "frames_written") > two_written, "two still runs");
+
+    // Removed: drained and stopped; a changed filter switches live.
+    write_config(dir.path(), &looping("two").replace("\"box\"", "\"sharpen\""));
+    server.wait_for("pipeline one to stop", Duration::from_secs(20), || {
+        names(&server) == ["two"]
+    });
+    server.wait_for("two to switch its mask live", Duration::from_secs(10), || {
+        server.pipeline("two")["mask"] == "sharpen"
+    });
+    assert_eq!(server.pipeline("two")["counters"]["restarts"], 0);
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn sighup_reloads_when_watching_is_off() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let server_table = "[server]\nwatch = false\n";
+    write_config(
+        dir.path(),
+        &format!("{server_table}{}{}", looping("one"), looping("two")),
+    );
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("both pipelines to run", Duration::from_secs(20), || {
+        names(&server).len() == 2 && server.pipeline("two")["state"] == "running"
+    });
+    // The source of two changes (a restart), one goes away, three is new.
+    let changed_two = looping("two").replace("loop = true", "loop = true, threads = 1");
+    write_config(dir.path(), &format!("{server_table}{changed_two}{}", looping("three")));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        names(&server),
+        ["one", "two"],
+        "no reload without SIGHUP when watch = false"
+    );
+
+    server.signal("-HUP");
+    server.wait_for("the reload", Duration::from_secs(20), || {
+        names(&server) == ["three", "two"] && server.pipeline("three")["state"] == "running"
+    });
+    server.wait_for("two to be restarted", Duration::from_secs(20), || {
+        let two = server.pipeline("two");
+        two["counters"]["restarts"] == 1 && two["state"] == "running"
+    });
+    assert_eq!(server.metric("convstream_pipeline_restarts_total", "two"), Some(1.0));
+
+    // An invalid file on SIGHUP changes nothing.
+    write_config(dir.path(), &format!("{server_table}[[pipeline]]\nname = \"broken\"\n"));
+    server.signal("-HUP");
+    server.wait_for("the invalid config to be refused", Duration::from_secs(10), || {
+        rejected_reloads(&server) >= 1.0
+    });
+    assert_eq!(names(&server), ["three", "two"]);
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn token_auth_and_bad_requests_get_clear_answers() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    write_config(
+        dir.path(),
+        &format!("[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\n{}", looping("one")),
+    );
+    let mut server = Server::start(dir.path(), &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
+
+    // /healthz is open; everything else needs the token.
+    assert_eq!(server.request_with("GET", "/healthz", None, None).0, 200);
+    for path in ["/readyz", "/metrics", "/pipelines", "/pipelines/one"] {
+        assert_eq!(
+            server.request_with("GET", path, None, None).0,
+            401,
+            "{path} without a token"
+        );
+        assert_eq!(
+            server.request_with("GET", path, None, Some("guessed-token-7")).0,
+            401,
+            "{path} with a wrong token"
+        );
+    }
+    let (status, _) = server.request_with("DELETE", "/pipelines/one", None, None);
+    assert_eq!(status, 401, "DELETE without a token");
+    server.token = Some(TOKEN.to_string());
+    assert_eq!(server.request("GET", "/pipelines", None).0, 200);
+    let log = server.log_text();
+    assert!(
+        log.contains("unauthorized GET /pipelines"),
+        "refusals are logged:\n{log}"
+    );
+    assert!(
+        !log.contains(TOKEN) && !log.contains("guessed-token-7"),
+        "tokens are never logged:\n{log}"
+    );
+
+    let expect = |method: &str, path: &str, body: &str, status: u16, says: &str| {
+        let (got, text) = server.request(method, path, Some(body));
+        assert_eq!(got, status, "{method} {path} {body}: {text}");
+        assert!(
+            text.contains(says),
+            "{method} {path} {body}: the answer says {says:?}: {text}"
+        );
+        serde_json::from_str::<Value>(&text).expect("errors are JSON")
+    };
+    expect("POST", "/pipelines", "{not json", 400, "invalid pipeline");
+    expect(
+        "POST",
+        "/pipelines",
+        r#"{"name": 5, "source": {"url": "clip.y4m"}, "sink": {"url": "null"}}"#,
+        400,
+        "invalid type",
+    );
+    expect(
+        "POST",
+        "/pipelines",
+        r#"{"name": "x", "source": {"url": "clip.y4m", "colour": 1}, "sink": {"url": "null"}}"#,
+        400,
+        "unknown field `colour`",
+    );
+    let invalid = expect(
+        "POST",
+        "/pipelines",
+        r#"{"name": "x", "source": {"url": "clip.y4m"}, "filter": {"mask": "box:size=4", "streams": 99}, "sink": {"url": "null"}}"#,
+        400,
+        "2 problems",
+    );
+    let problems = invalid["problems"].as_array().unwrap();
+    assert!(problems.iter().any(|p| p.as_str().unwrap().contains("size: 4 is even")));
+    assert!(problems
+        .iter()
+        .any(|p| p.as_str().unwrap().contains("streams: 99 is out of range")));
+    expect(
+        "POST",
+        "/pipelines",
+        r#"{"name": "one", "source": {"url": "clip.y4m"}, "sink": {"url": "null"}}"#,
+        409,
+        "exists already",
+    );
+    expect("PUT", "/pipelines/one/filter", "{}", 400, "nothing to change");
+    expect(
+        "PUT",
+        "/pipelines/one/filter",
+        r#"{"mask": "gausian"}"#,
+        400,
+        "did you mean `gaussian`",
+    );
+    expect(
+        "PUT",
+        "/pipelines/one/filter",
+        r#"{"device": "cpu"}"#,
+        400,
+        "unknown field `device`",
+    );
+    expect(
+        "PUT",
+        "/pipelines/nope/filter",
+        r#"{"mask": "box"}"#,
+        404,
+        "no pipeline named",
+    );
+    assert_eq!(server.request("GET", "/pipelines/nope", None).0, 404);
+    assert_eq!(server.request("DELETE", "/pipelines/nope", None).0, 404);
+    assert_eq!(server.request("GET", "/no/such/endpoint", None).0, 404);
+
+    // A pipeline started through the API runs, and DELETE drains and removes it.
+    let (status, body) = server.request(
+        "POST",
+        "/pipelines",
+        Some(r#"{"name": "extra", "source": {"url": "clip.y4m", "realtime": true, "loop": true}, "filter": {"mask": "emboss", "device": "cpu"}, "sink": {"url": "null"}}"#),
+    );
+    assert_eq!(status, 201, "{body}");
+    server.wait_for("extra to run", Duration::from_secs(20), || {
+        server.counter("extra", "frames_written") > 5
+    });
+    assert_eq!(server.pipeline("extra")["origin"], "api");
+    let (status, body) = server.request("DELETE", "/pipelines/extra", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(server.request("GET", "/pipelines/extra", None).0, 404);
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains("panicked"));
+}
+
+#[test]
+fn a_config_naming_an_unset_token_variable_is_refused_at_start() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 5);
+    write_config(
+        dir.path(),
+        &format!("[server]\ntoken_env = \"CONVSTREAM_UNSET_TOKEN\"\n{}", looping("one")),
+    );
+    let mut child = convstream()
+        .args([
+            "serve",
+            "--config",
+            "config.toml",
+            "--listen",
+            &format!("127.0.0.1:{}", free_tcp_port()),
+        ])
+        .env_remove("CONVSTREAM_UNSET_TOKEN")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("CONVSTREAM_UNSET_TOKEN, which is not set"), "{stderr}");
+}
