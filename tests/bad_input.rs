@@ -687,3 +687,40 @@ fn unknown_pipeline_name() {
         &["--pipeline \"ridge\": no such pipeline; the config has ridges, emboss"],
     );
 }
+
+#[test]
+fn timestamps_that_step_back_mid_stream_do_not_stop_the_output() {
+    // Two TS clips back to back: the second starts its clock over, as a restarted live
+    // sender does. Encoders and muxers refuse time going back; every frame must still come out.
+    let dir = tempdir();
+    let first = make_clip(dir.path(), "first.ts", Clip::Mpeg2Ts, 96, 64, 20);
+    let second = make_clip(dir.path(), "second.ts", Clip::Mpeg2Ts, 96, 64, 20);
+    let mut joined = std::fs::read(first).unwrap();
+    joined.extend(std::fs::read(second).unwrap());
+    std::fs::write(dir.path().join("joined.ts"), joined).unwrap();
+    expect_success(
+        "timestamps step back",
+        dir.path(),
+        &[
+            "run",
+            "-i",
+            "joined.ts",
+            "-o",
+            "out.mkv",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    let stats = stats(&dir.path().join("stats.json"));
+    assert_eq!(stats["frames_out"], 40, "{stats}");
+    let pts = common::video_pts(&dir.path().join("out.mkv"));
+    assert_eq!(pts.len(), 40, "the output plays every frame");
+    let times: Vec<f64> = pts.iter().map(|t| t.parse().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[1] > w[0]),
+        "timestamps only move forward: {times:?}"
+    );
+}

@@ -28,6 +28,10 @@ pub fn gpu_ordinal(device: DeviceChoice) -> Result<Option<usize>, BenchError> {
             probe()?;
             Ok(Some(n))
         }
+        DeviceChoice::AnyCuda => {
+            probe()?;
+            Ok(Some(0))
+        }
         DeviceChoice::Auto => match probe() {
             Ok(()) => Ok(Some(0)),
             Err(e) => {

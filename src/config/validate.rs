@@ -250,6 +250,7 @@ impl PipelineSettings {
             match self.device {
                 DeviceChoice::Auto => "auto".to_string(),
                 DeviceChoice::Cpu => "cpu".to_string(),
+                DeviceChoice::AnyCuda => "cuda".to_string(),
                 DeviceChoice::Cuda(n) => format!("cuda:{n}"),
             },
             self.filter.border,

@@ -5,6 +5,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod placement;
 pub mod trace;
 
 use crate::filter::FilterSpec;
@@ -111,9 +112,12 @@ pub struct FrameShape {
 /// Which engine a pipeline asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceChoice {
-    /// CUDA when a usable GPU is present, else the CPU engine with a warning.
+    /// CUDA on the least loaded GPU when a usable one is present, else the CPU engine
+    /// with a warning.
     Auto,
     Cpu,
+    /// CUDA on the GPU with the fewest active pipelines (see [`placement`]).
+    AnyCuda,
     /// CUDA on this device ordinal.
     Cuda(usize),
 }
@@ -124,7 +128,7 @@ impl DeviceChoice {
         match text {
             "auto" => Some(DeviceChoice::Auto),
             "cpu" => Some(DeviceChoice::Cpu),
-            "cuda" | "gpu" => Some(DeviceChoice::Cuda(0)),
+            "cuda" | "gpu" => Some(DeviceChoice::AnyCuda),
             _ => text
                 .strip_prefix("cuda:")
                 .and_then(|n| n.parse().ok())
@@ -172,15 +176,17 @@ impl EngineOptions {
     }
 }
 
-/// Builds the engine `options.device` asks for. With `auto`, a missing GPU falls back to the
-/// CPU engine and says so once.
+/// Builds the engine `options.device` asks for, placing `cuda` and `auto` on the GPU with
+/// the fewest active pipelines. With `auto`, a missing GPU falls back to the CPU engine and
+/// says so once.
 pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
     match options.device {
         DeviceChoice::Cpu => Ok(Box::new(CpuEngine::new(filter))),
-        DeviceChoice::Cuda(ordinal) => build_cuda(filter, options, ordinal),
-        // auto uses cuda:0. Only a missing GPU falls back to the CPU: any other failure on a
-        // GPU host (a kernel that does not compile, out of memory) is an error to see.
-        DeviceChoice::Auto => match build_cuda(filter.clone(), options, 0) {
+        DeviceChoice::Cuda(ordinal) => build_cuda(filter, options, Some(ordinal)),
+        DeviceChoice::AnyCuda => build_cuda(filter, options, None),
+        // Only a missing GPU falls back to the CPU: any other failure on a GPU host (a
+        // kernel that does not compile, out of memory) is an error to see.
+        DeviceChoice::Auto => match build_cuda(filter.clone(), options, None) {
             Ok(engine) => Ok(engine),
             Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda)) => {
                 tracing::warn!(pipeline = %options.pipeline, "{e}; using the CPU engine");
@@ -191,12 +197,38 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
     }
 }
 
+/// A CUDA engine on `ordinal`, or on the least loaded GPU when `None`.
 #[cfg(feature = "cuda")]
-fn build_cuda(filter: FilterSpec, options: &EngineOptions, ordinal: usize) -> Result<Box<dyn Engine>, EngineError> {
-    Ok(Box::new(cuda::CudaEngine::new(filter, options, ordinal)?))
+fn build_cuda(
+    filter: FilterSpec,
+    options: &EngineOptions,
+    ordinal: Option<usize>,
+) -> Result<Box<dyn Engine>, EngineError> {
+    let placements = placement::Placements::global();
+    let seat = match ordinal {
+        Some(ordinal) => placements.take(ordinal),
+        None => {
+            let devices = cuda::device::probe()?;
+            placements
+                .take_least_loaded(devices)
+                .ok_or_else(|| EngineError::NoGpu("no CUDA device to place the pipeline on".into()))?
+        }
+    };
+    let engine = cuda::CudaEngine::new(filter, options, seat.ordinal)?;
+    tracing::info!(
+        pipeline = %options.pipeline,
+        "placed on cuda:{} (active pipelines per GPU: {:?})",
+        seat.ordinal,
+        placements.active()
+    );
+    Ok(Box::new(engine.with_seat(seat)))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn build_cuda(_filter: FilterSpec, _options: &EngineOptions, _ordinal: usize) -> Result<Box<dyn Engine>, EngineError> {
+fn build_cuda(
+    _filter: FilterSpec,
+    _options: &EngineOptions,
+    _ordinal: Option<usize>,
+) -> Result<Box<dyn Engine>, EngineError> {
     Err(EngineError::NotCompiledWithCuda)
 }

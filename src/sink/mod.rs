@@ -49,6 +49,8 @@ pub struct Muxer {
     video_index: usize,
     /// Input stream index -> (output stream index, input time base).
     copied: HashMap<usize, (usize, Rational)>,
+    /// The last decoding time written per copied output stream.
+    last_copied_dts: HashMap<usize, i64>,
 }
 
 /// The FFmpeg name of a sink URL (`-` is stdout).
@@ -120,6 +122,7 @@ impl Sink {
             video,
             video_index,
             copied,
+            last_copied_dts: HashMap::new(),
         })))
     }
 
@@ -290,6 +293,15 @@ impl Muxer {
         packet.set_stream(index);
         packet.rescale_ts(in_time_base, out_time_base);
         packet.set_position(-1);
+        if let Some(dts) = packet.dts() {
+            // Muxers refuse a stream going back in time (a live input that lost packets or
+            // restarted): such a packet is skipped rather than ending the output.
+            if self.last_copied_dts.get(&index).is_some_and(|&last| dts <= last) {
+                tracing::debug!(output = %self.url, "copied packet of stream {index} skipped: its time goes back");
+                return Ok(());
+            }
+            self.last_copied_dts.insert(index, dts);
+        }
         Counters::add(&counters.bytes_out, packet.size() as u64);
         packet.write_interleaved(&mut self.output)?;
         Counters::add(&counters.packets_passed_through, 1);

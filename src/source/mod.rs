@@ -844,11 +844,18 @@ impl DecodeState {
             }
             self.rebase_pending = false;
         }
-        let pts = match (raw, self.last_pts) {
+        let mut pts = match (raw, self.last_pts) {
             (Some(raw), _) => raw + self.pts_offset,
             (None, Some(last)) => last + self.frame_duration,
             (None, None) => 0,
         };
+        if let Some(last) = self.last_pts.filter(|&last| pts <= last) {
+            // Encoders refuse a timestamp that does not move forward. A live sender that
+            // restarts, or lost packets, can step back: go on from the last frame instead.
+            tracing::debug!(input = %self.url, "timestamp stepped back from {last} to {pts}; moved on");
+            self.pts_offset += last + self.frame_duration - pts;
+            pts = last + self.frame_duration;
+        }
         if self.first_pts_of_pass.is_none() {
             self.first_pts_of_pass = Some(pts);
         }

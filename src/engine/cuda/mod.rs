@@ -22,6 +22,7 @@ use self::device::DeviceInfo;
 use self::error::CudaResultExt;
 use self::kernels::{KernelSet, PlaneGeometry, Variant};
 use self::lanes::{Lane, Layout};
+use super::placement::Seat;
 use super::{Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, KernelPath, StageTimes, TraceSpan};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
@@ -307,6 +308,8 @@ pub struct CudaEngine {
     spans: Vec<TraceSpan>,
     copy_times: HostCopyTimes,
     last_stages: Option<StageTimes>,
+    /// This engine's place in the per-GPU pipeline count, held while it lives.
+    _seat: Option<Seat>,
 }
 
 impl CudaEngine {
@@ -332,6 +335,7 @@ impl CudaEngine {
             spans: Vec::new(),
             copy_times: HostCopyTimes::default(),
             last_stages: None,
+            _seat: None,
         };
         if let Some(shape) = options.shape {
             engine.prepare(shape)?;
@@ -341,6 +345,12 @@ impl CudaEngine {
 
     pub fn device(&self) -> &DeviceInfo {
         &self.device
+    }
+
+    /// Holds `seat` (the GPU placement count) until the engine is dropped.
+    pub fn with_seat(mut self, seat: Seat) -> CudaEngine {
+        self._seat = Some(seat);
+        self
     }
 
     /// Bytes of pinned host memory the lanes hold (an input and an output buffer each).
