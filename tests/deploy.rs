@@ -1026,3 +1026,77 @@ fn k8s_kustomization_lists_every_manifest() {
         "kustomization.yaml resources and the manifests in deploy/k8s differ"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The configs validate as convstream itself validates them; the systemd unit
+// ---------------------------------------------------------------------------------------------
+
+/// Validates `text` with convstream's own config checks (every problem listed on failure).
+fn assert_valid_convstream_config(text: &str, what: &str) -> convstream::config::Settings {
+    let file = convstream::config::ConfigFile::parse(text, what).unwrap_or_else(|e| panic!("{e}"));
+    file.validate(None).unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+#[test]
+fn shipped_configs_pass_convstream_validation() {
+    let deployed = assert_valid_convstream_config(&read("deploy/config.toml"), "deploy/config.toml");
+    assert_eq!(
+        deployed.server.listen, "0.0.0.0:8686",
+        "a container must listen beyond loopback"
+    );
+    let configmaps = k8s_objects("ConfigMap");
+    let text = configmaps
+        .iter()
+        .find_map(|c| str_at(c, &["data", "config.toml"]))
+        .expect("a ConfigMap with config.toml");
+    let from_configmap = assert_valid_convstream_config(text, "the ConfigMap's config.toml");
+    assert!(!from_configmap.pipelines.is_empty());
+    for example in ["config/default.toml", "config/examples/edge-udp.toml"] {
+        assert_valid_convstream_config(&read(example), example);
+    }
+}
+
+/// `Key=value` lines of one section of a systemd unit.
+fn unit_section(unit: &str, section: &str) -> Vec<(String, String)> {
+    let header = format!("[{section}]");
+    unit.lines()
+        .map(str::trim)
+        .skip_while(|line| *line != header)
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn systemd_unit_runs_serve_reloads_on_sighup_and_waits_for_the_drain() {
+    let unit = read("deploy/convstream.service");
+    let service = unit_section(&unit, "Service");
+    let value = |key: &str| {
+        service
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("[Service] has {key}"))
+    };
+    assert_eq!(
+        value("ExecStart"),
+        "/usr/local/bin/convstream serve --config /etc/convstream/config.toml"
+    );
+    assert_eq!(value("ExecReload"), "/bin/kill -HUP $MAINPID");
+    assert_eq!(value("KillSignal"), "SIGTERM");
+    assert_ne!(value("User"), "root", "runs as its own user");
+    let stop: f64 = value("TimeoutStopSec").parse().expect("TimeoutStopSec in seconds");
+    assert!(
+        stop > shutdown_timeout(&deployed_config()),
+        "systemd waits longer than serve's own shutdown_timeout"
+    );
+    assert!(
+        value("Environment").contains("CONVSTREAM_KERNEL_CACHE="),
+        "a writable kernel cache"
+    );
+    let install = unit_section(&unit, "Install");
+    assert!(install.iter().any(|(k, v)| k == "WantedBy" && v == "multi-user.target"));
+}
