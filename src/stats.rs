@@ -78,8 +78,8 @@ impl StageHistograms {
 
 impl Default for StageHistograms {
     fn default() -> Self {
-        // 50 us to about 3.3 s: from one GPU stage of a small frame to a stalled output.
-        let histogram = || Histogram::new(exponential_buckets(50e-6, 2.0, 17));
+        // 10 us to about 2.6 s: from one GPU stage of a small frame to a stalled output.
+        let histogram = || Histogram::new(exponential_buckets(10e-6, 2.0, 19));
         StageHistograms {
             decode: histogram(),
             upload: histogram(),

@@ -544,7 +544,7 @@ fn a_changed_config_file_is_reloaded_and_an_invalid_one_refused() {
 fn sighup_reloads_when_watching_is_off() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
-    let server_table = "[server]\nwatch = false\n";
+    let server_table = "[log]\nformat = \"json\"\n[server]\nwatch = false\n";
     write_config(
         dir.path(),
         &format!("{server_table}{}{}", looping("one"), looping("two")),
@@ -582,6 +582,21 @@ fn sighup_reloads_when_watching_is_off() {
     assert_eq!(names(&server), ["three", "two"]);
     let (code, log) = server.terminate();
     assert_eq!(code, Some(0), "{log}");
+
+    // format = "json": one JSON object per line (FFmpeg's own messages aside), pipeline
+    // messages inside their pipeline's span.
+    let events: Vec<Value> = log
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(events.len() > 5, "{log}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["span"]["pipeline"] == "three" && e["level"] == "INFO"),
+        "a pipeline's messages carry its span:\n{log}"
+    );
 }
 
 #[test]

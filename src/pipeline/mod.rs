@@ -178,19 +178,25 @@ fn run_stages(
         pipeline: name.clone(),
         message: format!("cannot start a thread: {e}"),
     };
+    // Each stage logs inside the caller's span (serve opens one per pipeline).
+    let span = tracing::Span::current();
     let source_thread = {
-        let (counters, stop) = (counters.clone(), options.stop.clone());
+        let (counters, stop, span) = (counters.clone(), options.stop.clone(), span.clone());
         let drop_from = (settings.source.drop == DropPolicy::Oldest).then(|| decoded_rx.clone());
         thread::Builder::new()
             .name(format!("{name}-source"))
-            .spawn(move || source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_from))
+            .spawn(move || {
+                let _entered = span.enter();
+                source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_from)
+            })
             .map_err(spawn_error)?
     };
     let filter_thread = {
-        let monitor = monitor.clone();
+        let (monitor, span) = (monitor.clone(), span.clone());
         thread::Builder::new()
             .name(format!("{name}-filter"))
             .spawn(move || {
+                let _entered = span.enter();
                 let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
                 // A source dropping frames holds a receiver of its own queue, so it cannot
                 // see the filter go by a closed channel: it looks here.
@@ -203,7 +209,10 @@ fn run_stages(
         let (counters, bar) = (counters.clone(), bar.clone());
         thread::Builder::new()
             .name(format!("{name}-sink"))
-            .spawn(move || sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1)))
+            .spawn(move || {
+                let _entered = span.enter();
+                sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
+            })
             .map_err(spawn_error)?
     };
 

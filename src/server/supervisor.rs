@@ -189,7 +189,7 @@ impl Supervisor {
             std::thread::Builder::new()
                 .name(format!("{name}-run"))
                 .spawn(move || {
-                    let span = tracing::info_span!("pipeline", name = %settings.name);
+                    let span = tracing::info_span!("pipeline", pipeline = %settings.name);
                     let _entered = span.enter();
                     match run_monitored(&settings, &options, &monitor, switches_rx) {
                         Ok(report) => tracing::info!("{}", report.summary()),
