@@ -251,10 +251,17 @@ impl<'de> Deserialize<'de> for MaskSelection {
             toml::Value::Table(table) => MaskParams::deserialize(table)
                 .map(MaskSelection::Inline)
                 .map_err(|e| serde::de::Error::custom(format!("in the mask table: {}", e.message()))),
-            other => Err(serde::de::Error::custom(format!(
-                "mask must be a string (a preset SPEC or the name of a [masks.NAME] table) or a table of mask keys, not a {}",
-                other.type_str()
-            ))),
+            other => {
+                let kind = other.type_str();
+                let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                Err(serde::de::Error::custom(format!(
+                    "mask must be a string (a preset SPEC or the name of a [masks.NAME] table) or a table of mask keys, not {article} {kind}"
+                )))
+            }
         }
     }
 }
