@@ -1,7 +1,8 @@
 //! `convstream bench --quick --device cpu`: the smoke test CI runs. It checks that every
-//! suite that can run without a GPU runs, and that the JSON it writes parses and holds
-//! figures; it makes no speed claim.
+//! suite that can run without a GPU runs, that the JSON it writes parses and holds figures,
+//! and that every plot is written as SVG and as PNG; it makes no speed claim.
 
+use std::path::Path;
 use std::process::Command;
 
 #[test]
@@ -47,4 +48,45 @@ fn quick_cpu_bench_writes_results_that_parse() {
         let svg = std::fs::read_to_string(out.path().join(plot)).expect("plot written");
         assert!(svg.starts_with("<svg"), "{plot} is an SVG");
     }
+    for plot in ["kernel.png", "overlap.png"] {
+        assert_png(&out.path().join(plot));
+    }
+}
+
+/// The published GPU results read back into the report type and draw again, so their plots
+/// can be made from `results.json` alone; checks that the PNGs beside them exist too.
+#[test]
+fn published_results_replot() {
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/h200-2026-11-22");
+    let report = convstream::bench::read_report(&published.join("results.json")).expect("published results parse");
+    assert!(!report.kernel.is_empty() && !report.overlap.is_empty());
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let written = convstream::bench::write_plots(&report, out.path()).expect("plots drawn");
+    let names: Vec<_> = written.iter().filter_map(|p| p.file_name()?.to_str()).collect();
+    assert_eq!(names, ["kernel.svg", "kernel.png", "overlap.svg", "overlap.png"]);
+    for plot in ["kernel.png", "overlap.png"] {
+        assert_png(&out.path().join(plot));
+        assert_png(&published.join(plot));
+    }
+}
+
+/// A real PNG: the signature, an IHDR of the size the bench draws (1800x1200), and more bytes
+/// than a blank image of that size compresses to.
+fn assert_png(path: &Path) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} starts with the PNG signature",
+        path.display()
+    );
+    assert_eq!(&bytes[12..16], b"IHDR", "{}: IHDR first", path.display());
+    let width = u32::from_be_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let height = u32::from_be_bytes(bytes[20..24].try_into().expect("4 bytes"));
+    assert_eq!((width, height), (1800, 1200), "{}: size", path.display());
+    assert!(
+        (20_000..5_000_000).contains(&bytes.len()),
+        "{}: {} bytes is not a drawn plot",
+        path.display(),
+        bytes.len()
+    );
 }

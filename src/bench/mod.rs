@@ -1,16 +1,16 @@
 //! `convstream bench`: makes speed a measured, reproducible property. Four suites (kernel,
 //! transfer, overlap, e2e), each with a baseline measured in the same run, written as
-//! `results.json`, `results.md`, SVG plots and a Chrome trace of one overlap run.
+//! `results.json`, `results.md`, SVG and PNG plots and a Chrome trace of one overlap run.
 
 pub mod report;
 mod suites;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 use crate::engine::DeviceChoice;
 
-pub use report::write_outputs;
+pub use report::{read_report, write_outputs, write_plots};
 
 /// Which suites to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -54,7 +54,7 @@ pub enum BenchError {
 }
 
 /// Where and how the figures were taken.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInfo {
     pub device: String,
     pub driver: Option<String>,
@@ -66,7 +66,7 @@ pub struct RunInfo {
     pub suites: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     pub plane: String,
     pub mask: String,
@@ -83,7 +83,7 @@ pub struct KernelRow {
     pub checked_against: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TransferRow {
     pub bytes: usize,
     pub memory: String,
@@ -96,7 +96,7 @@ pub struct TransferRow {
     pub both_gb_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OverlapRow {
     pub frame: String,
     pub streams: usize,
@@ -115,7 +115,7 @@ pub struct OverlapRow {
     pub pinned_bytes: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct E2eRow {
     pub input: String,
     pub decoder: String,
@@ -130,7 +130,7 @@ pub struct E2eRow {
     pub engine: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub run: RunInfo,
     pub kernel: Vec<KernelRow>,
