@@ -37,13 +37,8 @@ __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsign
             const int c = first + 4 * w;
             if (c >= 0 && c + 3 < row_bytes) {
                 const unsigned int v = *reinterpret_cast<const unsigned int*>(srow + c);
-                // Each thread writes its 4 floats in an order rotated by (w / 8) % 4: at each
-                // step the 32 threads of a warp then hit 32 different banks instead of 8
-                // (stride-4 addresses: a 4-way bank conflict on every store).
-                const int rotate = (w >> 3) & 3;
 #pragma unroll
-                for (int k = 0; k < 4; ++k) {
-                    const int e = (k + rotate) & 3;
+                for (int e = 0; e < 4; ++e) {
                     const int tc = c + e - col0;
                     if (tc >= 0 && tc < SHARED_W) trow[tc] = (float)((v >> (8 * e)) & 0xffu);
                 }
