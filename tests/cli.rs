@@ -10,8 +10,8 @@ use std::process::Stdio;
 
 use common::oracle::oracle;
 use common::{
-    audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, remuxed_video_pts, run, run_in, stats,
-    stream_types, video_pts, video_stream, Clip, Y4m,
+    audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, plane_of, remuxed_video_pts, run, run_in,
+    stats, stream_types, video_pts, video_stream, Clip, Y4m,
 };
 use convstream::filter::BorderMode;
 use convstream::frame::Plane;
@@ -30,16 +30,6 @@ fn filter(dir: &Path, args: &[&str]) -> common::Run {
     let mut all = vec!["run", "--device", "cpu", "--no-progress"];
     all.extend_from_slice(args);
     run_in(dir, &all).success()
-}
-
-fn plane_of(data: &[u8], width: usize, height: usize) -> Plane {
-    Plane {
-        width,
-        height,
-        channels: 1,
-        stride: width,
-        data: data.to_vec(),
-    }
 }
 
 /// Asserts that every frame of `output` is the oracle's result for `input`, with the mask

@@ -13,9 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::oracle::oracle;
-use common::{convstream, make_clip, video_pts, Clip, Y4m};
+use common::{convstream, make_clip, plane_of, video_pts, Clip, Y4m};
 use convstream::filter::BorderMode;
-use convstream::frame::Plane;
 use convstream::mask::Mask;
 use serde_json::Value;
 
@@ -393,16 +392,6 @@ sink = {{ url = "live.mkv" }}
         file_frames < 300,
         "the file pipeline was stopped part way ({file_frames})"
     );
-}
-
-fn plane_of(data: &[u8], width: usize, height: usize) -> Plane {
-    Plane {
-        width,
-        height,
-        channels: 1,
-        stride: width,
-        data: data.to_vec(),
-    }
 }
 
 #[test]

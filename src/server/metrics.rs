@@ -46,12 +46,6 @@ struct PipelineCollector {
     supervisor: Arc<Supervisor>,
 }
 
-impl std::fmt::Debug for Supervisor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Supervisor").field("pipelines", &self.names()).finish()
-    }
-}
-
 type Labels = Vec<(&'static str, String)>;
 
 fn labels(monitor: &PipelineMonitor) -> Labels {

@@ -121,14 +121,13 @@ async fn run(
             .await
     });
 
-    let reloader = Reloader {
+    let mut reloader = Reloader {
         path: options.config_path.clone(),
         supervisor: supervisor.clone(),
         counters,
         timeout: shutdown_timeout,
         last_seen: std::fs::read(&options.config_path).ok(),
     };
-    let mut reloader = reloader;
     let mut ticker = tokio::time::interval(WATCH_INTERVAL);
     let signal_name = loop {
         tokio::select! {

@@ -420,6 +420,12 @@ impl Supervisor {
     }
 }
 
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("pipelines", &self.names()).finish()
+    }
+}
+
 fn view_of(handle: &Handle) -> PipelineView {
     use crate::stats::Counters as C;
     let monitor = &handle.monitor;

@@ -332,6 +332,17 @@ impl Y4m {
     }
 }
 
+/// A tightly packed one-channel plane holding `data`.
+pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream::frame::Plane {
+    convstream::frame::Plane {
+        width,
+        height,
+        channels: 1,
+        stride: width,
+        data: data.to_vec(),
+    }
+}
+
 /// The stats `--stats-json` wrote for the first pipeline.
 pub fn stats(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
