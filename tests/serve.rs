@@ -741,3 +741,92 @@ fn a_config_naming_an_unset_token_variable_is_refused_at_start() {
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("CONVSTREAM_UNSET_TOKEN, which is not set"), "{stderr}");
 }
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    // A FIFO nobody reads: opening it for writing blocks, so the first stop cannot finish
+    // (within the 60 s allowed); the second signal must not wait for it.
+    let fifo = Command::new("mkfifo")
+        .arg(dir.path().join("stuck.y4m"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    write_config(
+        dir.path(),
+        r#"
+[server]
+shutdown_timeout = 60.0
+
+[[pipeline]]
+name = "stuck"
+source = { url = "clip.y4m" }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "stuck.y4m" }
+"#,
+    );
+    let mut server = Server::start(dir.path(), &[]);
+    server.signal("-TERM");
+    server.wait_for("the drain to begin", Duration::from_secs(10), || {
+        server.log_text().contains("draining every pipeline")
+    });
+    server.signal("-TERM");
+    let mut child = server.child.take().unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "a second signal exits at once"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let log = server.log_text();
+    assert!(!log.contains("panicked"), "{log}");
+    assert_eq!(status.code(), Some(130), "{log}");
+    assert!(log.contains("second signal"), "{log}");
+}
+
+#[test]
+fn drop_oldest_loses_frames_when_the_filter_falls_behind_and_counts_them() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 320, 240, 60);
+    // Not paced, and a 31x31 mask on the CPU: the decoder runs far ahead of the filter.
+    write_config(
+        dir.path(),
+        r#"
+[[pipeline]]
+name = "slow"
+source = { url = "clip.y4m", drop = "oldest" }
+filter = { mask = "box:size=31", device = "cpu" }
+sink = { url = "out.y4m" }
+"#,
+    );
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("the end of the input", Duration::from_secs(60), || {
+        server.pipeline("slow")["state"] == "finished"
+    });
+    let counters = server.pipeline("slow")["counters"].clone();
+    let (decoded, dropped, written) = (
+        counters["frames_decoded"].as_u64().unwrap(),
+        counters["frames_dropped"].as_u64().unwrap(),
+        counters["frames_written"].as_u64().unwrap(),
+    );
+    assert_eq!(decoded, 60, "{counters}");
+    assert!(dropped > 0, "the filter fell behind, frames were dropped: {counters}");
+    assert_eq!(
+        written + dropped,
+        decoded,
+        "every frame is written or counted as dropped"
+    );
+    assert_eq!(
+        server.metric("convstream_frames_dropped_total", "slow"),
+        Some(dropped as f64)
+    );
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(Y4m::read(&dir.path().join("out.y4m")).frames.len() as u64, written);
+}
