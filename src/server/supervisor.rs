@@ -355,12 +355,14 @@ impl Supervisor {
                     "pipeline {name:?}: the name is taken by a pipeline started through the API; the config's is not started"
                 )),
                 Some((Origin::ConfigFile, current, monitor)) => {
+                    // Only a running pipeline can switch its filter live; one that is still
+                    // starting, or has ended, starts again with the new settings.
+                    let changed = current.config != next.config || current.filter != next.filter;
                     let restart = current.config.source != next.config.source
                         || current.config.sink != next.config.sink
                         || current.device != next.device
                         || current.streams != next.streams
-                        || matches!(monitor.state(), PipelineState::Finished | PipelineState::Failed)
-                            && current.config != next.config;
+                        || changed && monitor.state() != PipelineState::Running;
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
                         if let Some(handle) = self.pipelines().remove(&name) {
