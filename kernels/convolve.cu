@@ -5,51 +5,49 @@
 
 #include "convolve.cuh"
 
-// Floats a thread reads from one tile row: its PX outputs plus the horizontal halo, rounded
-// up to whole float4 loads. Rows of the shared tile are padded so those loads stay inside.
-#define V_LEN (PX + HALO_W)
+// Shared tile rows start at the 4-byte-aligned source column at or before the left halo, so
+// that every row is filled with aligned 32-bit loads and conflict-free float4 stores. Tile
+// columns are multiples of 4, so that column sits SHIFT samples before the halo in every
+// block; readers skip it with compile-time register indices.
+#define HALO_LEFT ((MASK_W / 2) * CH)
+#define SHIFT ((4 - HALO_LEFT % 4) % 4)
+// Floats a thread reads from one tile row: the shift, its PX outputs and the horizontal
+// halo, rounded up to whole float4 loads. Rows of the shared tile are padded so those loads
+// stay inside; a row is SHARED_PITCH / 4 aligned words of the source.
+#define V_LEN (SHIFT + PX + HALO_W)
 #define V_VEC ((V_LEN + 3) / 4)
 #define SHARED_PITCH (TILE_W - PX + 4 * V_VEC)
+#define ROW_WORDS (SHARED_PITCH / 4)
 
 #if PX % 4 != 0
 #error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
 #endif
 
-// Fills the shared tile (SHARED_H rows of SHARED_W floats, pitch SHARED_PITCH) with the
-// source window whose top-left sample is (row0, col0), border mode applied. Rows inside the
-// plane are read as aligned 32-bit words, so a warp reads 128 contiguous bytes at a time.
+// Fills the shared tile (SHARED_H rows of SHARED_PITCH floats) with the source window whose
+// top-left sample is (row0, col0 - SHIFT), border mode applied. The block's threads walk the
+// tile word by word: a warp reads 128 contiguous bytes of a row and writes 512 contiguous
+// bytes of shared memory. Words that cross the plane's edge, and planes whose rows are not
+// 4-byte aligned, take the per-sample path.
 __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, int row0, int col0) {
     const int row_bytes = g.width * CH;
-    for (int r = threadIdx.y; r < SHARED_H; r += BLOCK_Y) {
-        float* trow = tile + r * SHARED_PITCH;
+    const int first = col0 - SHIFT;
+    const bool aligned = ((((size_t)src) | (size_t)g.src_pitch) & 3) == 0;
+    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_WORDS; i += BLOCK_X * BLOCK_Y) {
+        const int r = i / ROW_WORDS;
+        const int w = i - r * ROW_WORDS;
+        const int c = first + 4 * w;
         const int y = map_index(row0 + r, g.height);
-        if (y < 0) {
-            for (int c = threadIdx.x; c < SHARED_W; c += BLOCK_X) trow[c] = 0.0f;
-            continue;
+        float4 f;
+        if (aligned && y >= 0 && c >= 0 && c + 3 < row_bytes) {
+            const unsigned int v = *reinterpret_cast<const unsigned int*>(src + (size_t)y * g.src_pitch + c);
+            f = make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu),
+                            (float)(v >> 24));
+        } else {
+            f = make_float4(sample(src, g, row0 + r, c), sample(src, g, row0 + r, c + 1),
+                            sample(src, g, row0 + r, c + 2), sample(src, g, row0 + r, c + 3));
         }
-        const unsigned char* srow = src + (size_t)y * g.src_pitch;
-        // Words are aligned in memory: the first one starts at or before col0.
-        const int misalign = (int)(((size_t)srow + (size_t)(long long)col0) & 3);
-        const int first = col0 - misalign;
-        const int words = (SHARED_W + misalign + 3) / 4;
-        for (int w = threadIdx.x; w < words; w += BLOCK_X) {
-            const int c = first + 4 * w;
-            if (c >= 0 && c + 3 < row_bytes) {
-                const unsigned int v = *reinterpret_cast<const unsigned int*>(srow + c);
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int tc = c + e - col0;
-                    if (tc >= 0 && tc < SHARED_W) trow[tc] = (float)((v >> (8 * e)) & 0xffu);
-                }
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int tc = c + e - col0;
-                    if (tc >= 0 && tc < SHARED_W) trow[tc] = sample(src, g, row0 + r, c + e);
-                }
-            }
-        }
+        reinterpret_cast<float4*>(tile + r * SHARED_PITCH)[w] = f;
     }
 }
 
@@ -130,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
                 for (int j = 0; j < MASK_W; ++j) {
                     const float t = taps[j];
 #pragma unroll
-                    for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(t, v[px + j * CH], acc[py][px]);
+                    for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(t, v[SHIFT + px + j * CH], acc[py][px]);
                 }
             }
         }
@@ -164,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
         for (int j = 0; j < MASK_W; ++j) {
             const float t = row_taps[j];
 #pragma unroll
-            for (int px = 0; px < PX; ++px) sum[px] = fmaf(t, v[px + j * CH], sum[px]);
+            for (int px = 0; px < PX; ++px) sum[px] = fmaf(t, v[SHIFT + px + j * CH], sum[px]);
         }
         float4* out = reinterpret_cast<float4*>(rows + r * TILE_W + c0);
 #pragma unroll

@@ -2,7 +2,15 @@
 //! presentation timestamp and position in the stream.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
+
+use crate::host_buffers::BufferPool;
+pub use crate::host_buffers::PlaneData;
+
+/// Row alignment of planes taken from a [`BufferPool`]: the GPU engine's row pitch, so a
+/// pooled plane is copied to and from the GPU as one block.
+pub const POOLED_ROW_ALIGN: usize = 64;
 
 /// The pixel layouts engines take directly. Anything else is converted by the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,14 +86,15 @@ impl fmt::Display for PixelFormat {
 }
 
 /// One 8-bit plane. Rows are `stride` bytes apart; the first `width * channels` bytes of a
-/// row are pixels, the rest is padding that engines never read or write.
+/// row are pixels, the rest is padding that engines never read (and whose content is
+/// unspecified in pooled planes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plane {
     pub width: usize,
     pub height: usize,
     pub channels: usize,
     pub stride: usize,
-    pub data: Vec<u8>,
+    pub data: PlaneData,
 }
 
 impl Plane {
@@ -102,7 +111,20 @@ impl Plane {
             height: shape.height,
             channels: shape.channels,
             stride,
-            data: vec![fill; stride * shape.height],
+            data: vec![fill; stride * shape.height].into(),
+        }
+    }
+
+    /// A plane in memory lent by `pool`, rows aligned to [`POOLED_ROW_ALIGN`]. Its bytes are
+    /// whatever the block's last user left: write every row before reading it.
+    pub fn pooled(shape: PlaneShape, pool: &Arc<BufferPool>) -> Plane {
+        let stride = (shape.width * shape.channels).next_multiple_of(POOLED_ROW_ALIGN);
+        Plane {
+            width: shape.width,
+            height: shape.height,
+            channels: shape.channels,
+            stride,
+            data: pool.take(stride * shape.height),
         }
     }
 
@@ -158,7 +180,17 @@ pub struct Frame {
 impl Frame {
     /// A zeroed frame with tightly packed planes.
     pub fn new(format: PixelFormat, width: usize, height: usize) -> Frame {
-        let planes = format.plane_shapes(width, height).into_iter().map(Plane::new).collect();
+        Frame::new_in(format, width, height, None)
+    }
+
+    /// A frame whose planes come from `pool` when given (unwritten: see [`Plane::pooled`]),
+    /// else a zeroed frame with tightly packed planes.
+    pub fn new_in(format: PixelFormat, width: usize, height: usize, pool: Option<&Arc<BufferPool>>) -> Frame {
+        let shapes = format.plane_shapes(width, height).into_iter();
+        let planes = match pool {
+            Some(pool) => shapes.map(|shape| Plane::pooled(shape, pool)).collect(),
+            None => shapes.map(Plane::new).collect(),
+        };
         Frame {
             format,
             width,

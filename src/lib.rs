@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod engine;
 pub mod filter;
 pub mod frame;
+pub mod host_buffers;
 pub mod mask;
 pub mod media;
 pub mod pipeline;

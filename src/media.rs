@@ -4,9 +4,10 @@
 
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 use crate::frame::{Frame, PixelFormat, Plane};
+use crate::host_buffers::BufferPool;
 
 /// Initialises FFmpeg once and keeps its own logging to errors only (we log through tracing).
 pub fn init() {
@@ -66,10 +67,11 @@ pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     }
 }
 
-/// Copies an FFmpeg frame whose format maps to `format` into engine planes (tightly packed).
-pub fn frame_from_ffmpeg(video: &ffmpeg::frame::Video, format: PixelFormat) -> Frame {
+/// Copies an FFmpeg frame whose format maps to `format` into engine planes: in `pool`'s
+/// buffers when given, else tightly packed heap planes.
+pub fn frame_from_ffmpeg(video: &ffmpeg::frame::Video, format: PixelFormat, pool: Option<&Arc<BufferPool>>) -> Frame {
     let (width, height) = (video.width() as usize, video.height() as usize);
-    let mut frame = Frame::new(format, width, height);
+    let mut frame = Frame::new_in(format, width, height, pool);
     for (index, plane) in frame.planes.iter_mut().enumerate() {
         copy_rows_in(video.data(index), video.stride(index), plane);
     }
@@ -78,6 +80,13 @@ pub fn frame_from_ffmpeg(video: &ffmpeg::frame::Video, format: PixelFormat) -> F
 
 fn copy_rows_in(source: &[u8], source_stride: usize, plane: &mut Plane) {
     let row_bytes = plane.row_bytes();
+    if source_stride == plane.stride && plane.height > 0 {
+        // Same row layout: one block copy (the last row without its padding, which the
+        // source may not have).
+        let len = plane.stride * (plane.height - 1) + row_bytes;
+        plane.data[..len].copy_from_slice(&source[..len]);
+        return;
+    }
     for y in 0..plane.height {
         let start = y * source_stride;
         plane.row_mut(y).copy_from_slice(&source[start..start + row_bytes]);

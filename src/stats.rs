@@ -37,6 +37,8 @@ pub struct Counters {
     /// Frames waiting in the decoded and filtered queues, as last seen by their senders.
     pub decoded_queue: AtomicU64,
     pub filtered_queue: AtomicU64,
+    /// Page-locked host memory the engine holds, as last seen by the filter stage.
+    pub pinned_bytes: AtomicU64,
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
     pub sink_busy_ns: AtomicU64,

@@ -260,7 +260,7 @@ fn packed_rgb_input_is_filtered_per_channel() {
             height: 21,
             channels: 3,
             stride: 33 * 3,
-            data: a[n * frame..(n + 1) * frame].to_vec(),
+            data: a[n * frame..(n + 1) * frame].to_vec().into(),
         };
         assert!(
             b[n * frame..(n + 1) * frame] == oracle(&plane, &mask, BorderMode::Wrap)[..],

@@ -230,7 +230,7 @@ fn engine_reads(mode: BorderMode, values: &[u8], from: i64, to: i64) -> Vec<u8> 
         height: 1,
         channels: 1,
         stride: values.len(),
-        data: values.to_vec(),
+        data: values.to_vec().into(),
     };
     (from..=to)
         .map(|p| {
@@ -264,7 +264,7 @@ fn engine_border_reads_match_hand_written_sequences() {
             height: values.len(),
             channels: 1,
             stride: 3,
-            data: values.iter().flat_map(|v| [*v, 99, 99]).collect(),
+            data: values.iter().flat_map(|v| [*v, 99, 99]).collect::<Vec<u8>>().into(),
         };
         let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
         let centre = (taps / 2) as i64;
@@ -373,7 +373,7 @@ fn box_blur_by_hand() {
         height: 3,
         channels: 1,
         stride: 3,
-        data: (0..9).collect(),
+        data: (0..9).collect::<Vec<u8>>().into(),
     };
     let out = convolve_plane(&plane, &Mask::from_spec("box:size=3").unwrap(), BorderMode::Reflect);
     assert_eq!(out.data[4], 4);
@@ -391,7 +391,7 @@ fn results_are_rounded_half_away_from_zero_and_clamped() {
         height: 1,
         channels: 1,
         stride: 1,
-        data: vec![1],
+        data: vec![1].into(),
     };
     let scale = |gain: f32, bias: f32| {
         convolve_plane(

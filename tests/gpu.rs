@@ -269,6 +269,91 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
     }
 });
 
+/// Frames made in the engine's pinned pool go to the GPU and come back in their own memory
+/// (no staging copy), match the CPU engine, and mix with heap frames in one run.
+#[test]
+fn pooled_frames_go_direct_and_match_the_cpu() {
+    if !gpu_requested() {
+        println!("pooled_frames_go_direct_and_match_the_cpu: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let mask = random_mask(&mut rng, 9, 9, false);
+    for (width, height) in [(1920, 1080), (130, 67), (7, 5)] {
+        for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
+            for streams in [1, 4] {
+                let filter = FilterSpec {
+                    mask: mask.clone(),
+                    border: BorderMode::Reflect,
+                    planes,
+                };
+                let label = format!("seed {seed}: {width}x{height} planes={planes} streams={streams}");
+                let engine_options = EngineOptions {
+                    pooled_frames: 8,
+                    ..options(streams, true, 64, None)
+                };
+                let mut engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
+                let pool = engine
+                    .frame_pool()
+                    .expect("a CUDA engine with pooled_frames lends a pool");
+                // Every third frame is an ordinary heap frame, staged through the lanes.
+                let inputs: Vec<Frame> = (0..12)
+                    .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 0, i))
+                    .collect();
+                let submitted: Vec<Frame> = inputs
+                    .iter()
+                    .map(|input| {
+                        if input.index % 3 == 2 {
+                            return input.clone();
+                        }
+                        let mut frame = Frame::new_in(input.format, width, height, Some(&pool));
+                        for (to, from) in frame.planes.iter_mut().zip(&input.planes) {
+                            for y in 0..from.height {
+                                to.row_mut(y).copy_from_slice(from.row(y));
+                            }
+                        }
+                        frame.index = input.index;
+                        frame
+                    })
+                    .collect();
+                let addresses: Vec<*const u8> = submitted.iter().map(|f| f.planes[0].data.as_ptr()).collect();
+                let mut out = Vec::new();
+                for frame in submitted {
+                    engine.submit(frame).unwrap();
+                    while engine.in_flight() >= engine.capacity() {
+                        out.push(engine.receive().unwrap().unwrap());
+                    }
+                }
+                while let Some(frame) = engine.receive().unwrap() {
+                    out.push(frame);
+                }
+                for ((input, output), address) in inputs.iter().zip(&out).zip(&addresses) {
+                    assert_eq!(output.index, input.index, "{label}: order");
+                    let pooled = input.index % 3 != 2;
+                    assert_eq!(
+                        output.planes[0].data.is_page_locked(),
+                        pooled,
+                        "{label}: frame {}",
+                        input.index
+                    );
+                    assert_eq!(
+                        output.planes[0].data.as_ptr(),
+                        *address,
+                        "{label}: frame {} came back in its own memory",
+                        input.index
+                    );
+                    let expected = CpuEngine::filter_frame(&filter, input);
+                    assert_eq!(compare(&expected, output), (0, 0), "{label}: frame {}", input.index);
+                }
+                let staged = engine.pinned_bytes() - pool.allocated_bytes();
+                assert!(staged > 0, "{label}: heap frames were staged");
+                assert_eq!(pool.fallbacks(), 0, "{label}: the pool held every pooled frame");
+            }
+        }
+    }
+    println!("pooled frames: direct copies match the CPU engine");
+}
+
 /// The variants the GPU tests use compile with NVRTC (no GPU needed).
 #[test]
 fn kernels_compile_with_nvrtc() {

@@ -99,12 +99,16 @@ pub struct TransferRow {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OverlapRow {
     pub frame: String,
+    /// Where the submitted frames live: `pool` (the engine's page-locked buffers, no CPU
+    /// copy) or `heap` (ordinary memory, staged through pinned buffers by the CPU).
+    #[serde(default)]
+    pub frames_in: String,
     pub streams: usize,
     pub frames: u64,
     pub fps: f64,
     pub speedup_vs_one_stream: f64,
-    /// Per frame, microseconds: CPU copy into pinned memory and enqueue, GPU upload,
-    /// kernels, download, CPU wait and copy out.
+    /// Per frame, microseconds: CPU copy into pinned memory (staged frames only) and
+    /// enqueue, GPU upload, kernels, download, CPU wait and copy out.
     pub host_copy_in_us: f64,
     pub upload_us: Option<f64>,
     pub kernels_us: Option<f64>,
@@ -113,6 +117,13 @@ pub struct OverlapRow {
     /// 1 / the slowest stage: what perfect overlap would give.
     pub ideal_fps: f64,
     pub pinned_bytes: usize,
+}
+
+impl OverlapRow {
+    /// One line of the overlap plot: the frame size and where frames live.
+    pub fn series(&self) -> String {
+        format!("{}, {}", self.frame, self.frames_in)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

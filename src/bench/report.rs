@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{BenchError, BenchReport};
+use super::{BenchError, BenchReport, OverlapRow};
 
 /// Pixels, for both formats; the PNG is drawn at this size times [`PNG_SCALE`].
 const PLOT_SIZE: (u32, u32) = (900, 600);
@@ -311,13 +311,14 @@ pub fn markdown(report: &BenchReport) -> String {
             md,
             "## Overlap (synthetic frames through the lanes, 13x13 dense on every plane)\n"
         );
-        let _ = writeln!(md, "| frame | streams | frames/s | vs 1 stream | copy in us | upload us | kernels us | download us | copy out us | ideal frames/s | pinned bytes |");
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "| frame | frames in | streams | frames/s | vs 1 stream | copy in us | upload us | kernels us | download us | copy out us | ideal frames/s | pinned bytes |");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for o in &report.overlap {
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.2}x | {:.0} | {} | {} | {} | {:.0} | {:.0} | {} |",
+                "| {} | {} | {} | {:.0} | {:.2}x | {:.0} | {} | {} | {} | {:.0} | {:.0} | {} |",
                 o.frame,
+                o.frames_in,
                 o.streams,
                 o.fps,
                 o.speedup_vs_one_stream,
@@ -513,14 +514,14 @@ where
         .axis_desc_style(sizes.font(16))
         .draw()
         .map_err(|e| e.to_string())?;
-    let mut frames: Vec<&str> = report.overlap.iter().map(|o| o.frame.as_str()).collect();
-    frames.dedup();
-    for (i, frame) in frames.into_iter().enumerate() {
+    let mut series: Vec<String> = report.overlap.iter().map(OverlapRow::series).collect();
+    series.dedup();
+    for (i, frame) in series.into_iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let measured_line = colour.stroke_width(sizes.px(2));
         let ideal_line = colour.mix(0.4).stroke_width(sizes.px(1));
         let (legend_line, dot) = (sizes.legend_line(), sizes.px(3));
-        let rows: Vec<_> = report.overlap.iter().filter(|o| o.frame == frame).collect();
+        let rows: Vec<_> = report.overlap.iter().filter(|o| o.series() == frame).collect();
         let measured: Vec<(f64, f64)> = rows.iter().map(|o| (o.streams as f64, o.fps)).collect();
         let ideal: Vec<(f64, f64)> = rows.iter().map(|o| (o.streams as f64, o.ideal_fps)).collect();
         chart

@@ -308,7 +308,7 @@ fn random_frame(format: PixelFormat, width: usize, height: usize, index: u64) ->
     let mut rng = rand::rngs::StdRng::seed_from_u64(index);
     let mut frame = Frame::new(format, width, height);
     for plane in &mut frame.planes {
-        rng.fill(plane.data.as_mut_slice());
+        rng.fill(&mut plane.data[..]);
     }
     frame.index = index;
     frame
@@ -353,14 +353,32 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
             (false, true, true) => 600,
             (false, false, _) => 20,
         };
-        let mut pool: Vec<Frame> = (0..24)
-            .map(|i| random_frame(PixelFormat::Yuv420p, width, height, i))
+        let mut pool: Vec<Frame> = (0..OVERLAP_FRAMES)
+            .map(|i| random_frame(PixelFormat::Yuv420p, width, height, i as u64))
             .collect();
-        let streams_list: Vec<usize> = if gpu.is_some() { vec![1, 2, 3, 4, 8] } else { vec![1] };
-        let mut one_stream_fps = None;
-        for streams in streams_list {
+        // Frames in the engine's pinned pool (as the source makes them) at every stream
+        // count; ordinary heap frames, which the lanes stage through pinned buffers, as the
+        // baseline at 1 and 4 streams.
+        let runs: Vec<(FramesIn, usize)> = match gpu {
+            Some(_) => [1, 2, 3, 4, 8]
+                .map(|streams| (FramesIn::Pool, streams))
+                .into_iter()
+                .chain([(FramesIn::Heap, 1), (FramesIn::Heap, 4)])
+                .collect(),
+            None => vec![(FramesIn::Heap, 1)],
+        };
+        let mut one_stream_fps = std::collections::HashMap::new();
+        for (frames_in, streams) in runs {
             let row = match gpu {
-                Some(ordinal) => overlap_gpu(options, ordinal, &filter, streams, &mut pool, count, (width, height))?,
+                Some(ordinal) => overlap_gpu(
+                    options,
+                    ordinal,
+                    &filter,
+                    (frames_in, streams),
+                    &mut pool,
+                    count,
+                    (width, height),
+                )?,
                 None => {
                     let mut engine = CpuEngine::new(filter.clone());
                     drive(&mut engine, &mut pool, 2)?;
@@ -368,6 +386,7 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
                     let per_frame_us = seconds * 1e6 / count as f64;
                     OverlapRow {
                         frame: format!("{width}x{height} yuv420p"),
+                        frames_in: frames_in.name().into(),
                         streams,
                         frames: count,
                         fps: count as f64 / seconds,
@@ -382,13 +401,14 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
                     }
                 }
             };
-            let base = *one_stream_fps.get_or_insert(row.fps);
+            let base = *one_stream_fps.entry(frames_in).or_insert(row.fps);
             rows.push(OverlapRow {
                 speedup_vs_one_stream: row.fps / base,
                 ..row
             });
             tracing::info!(
-                "overlap {width}x{height} streams={streams}: {:.0} frames/s",
+                "overlap {width}x{height} {} frames, streams={streams}: {:.0} frames/s",
+                frames_in.name(),
                 rows.last().map_or(0.0, |r| r.fps)
             );
         }
@@ -396,22 +416,75 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
     Ok(rows)
 }
 
+/// Synthetic frames the overlap suite cycles through (more than any lane count, so inputs
+/// rotate).
+const OVERLAP_FRAMES: usize = 24;
+
+/// Where the overlap suite's frames live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum FramesIn {
+    /// The engine's page-locked frame pool: what the source decodes into.
+    Pool,
+    /// Ordinary memory: the lanes copy through their pinned staging buffers.
+    Heap,
+}
+
+impl FramesIn {
+    fn name(self) -> &'static str {
+        match self {
+            FramesIn::Pool => "pool",
+            FramesIn::Heap => "heap",
+        }
+    }
+}
+
+/// Copies of `frames` made in `pool`'s buffers, as a source decoding into it would.
+fn frames_in_pool(frames: &[Frame], pool: &std::sync::Arc<crate::host_buffers::BufferPool>) -> Vec<Frame> {
+    frames
+        .iter()
+        .map(|frame| {
+            let mut pooled = Frame::new_in(frame.format, frame.width, frame.height, Some(pool));
+            for (to, from) in pooled.planes.iter_mut().zip(&frame.planes) {
+                for y in 0..from.height {
+                    to.row_mut(y).copy_from_slice(from.row(y));
+                }
+            }
+            pooled.index = frame.index;
+            pooled
+        })
+        .collect()
+}
+
 #[cfg(feature = "cuda")]
 fn overlap_gpu(
     options: &BenchOptions,
     ordinal: usize,
     filter: &FilterSpec,
-    streams: usize,
-    pool: &mut Vec<Frame>,
+    (frames_in, streams): (FramesIn, usize),
+    heap_frames: &mut Vec<Frame>,
     count: u64,
     (width, height): (usize, usize),
 ) -> Result<OverlapRow, BenchError> {
     use crate::engine::cuda::CudaEngine;
     let engine_options = EngineOptions {
         trace: true,
+        shape: Some(crate::engine::FrameShape {
+            format: PixelFormat::Yuv420p,
+            width,
+            height,
+        }),
+        pooled_frames: if frames_in == FramesIn::Pool { OVERLAP_FRAMES } else { 0 },
         ..EngineOptions::new(DeviceChoice::Cuda(ordinal), streams, "bench")
     };
     let mut engine = CudaEngine::new(filter.clone(), &engine_options, ordinal)?;
+    let mut pooled_frames = match engine.frame_pool() {
+        Some(frame_pool) => frames_in_pool(heap_frames, &frame_pool),
+        None => Vec::new(),
+    };
+    let pool = match frames_in {
+        FramesIn::Pool => &mut pooled_frames,
+        FramesIn::Heap => heap_frames,
+    };
     drive(&mut engine, pool, (count / 10).max(10))?; // warm-up: clocks ramp, kernels load
     let _ = engine.take_trace();
     let before = engine.host_copy_times();
@@ -441,7 +514,7 @@ fn overlap_gpu(
     .into_iter()
     .flatten()
     .fold(0.0, f64::max);
-    if streams == 4 && width <= 1920 {
+    if streams == 4 && width <= 1920 && frames_in == FramesIn::Pool {
         let path = options.out.join("overlap-trace.json");
         crate::engine::trace::write_chrome_trace(&path, &format!("bench overlap {width}x{height} streams=4"), &spans)
             .map_err(|e| BenchError::Write {
@@ -451,6 +524,7 @@ fn overlap_gpu(
     }
     Ok(OverlapRow {
         frame: format!("{width}x{height} yuv420p"),
+        frames_in: frames_in.name().into(),
         streams,
         frames: count,
         fps: count as f64 / seconds,
@@ -470,7 +544,7 @@ fn overlap_gpu(
     _: &BenchOptions,
     _: usize,
     _: &FilterSpec,
-    _: usize,
+    _: (FramesIn, usize),
     _: &mut Vec<Frame>,
     _: u64,
     _: (usize, usize),

@@ -10,6 +10,7 @@ pub mod trace;
 
 use crate::filter::FilterSpec;
 use crate::frame::{Frame, PixelFormat};
+use crate::host_buffers::BufferPool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,9 +64,14 @@ pub trait Engine: Send {
     fn last_stage_times(&self) -> Option<StageTimes> {
         None
     }
-    /// Page-locked host memory the engine holds.
+    /// Page-locked host memory the engine holds (its frame pool included).
     fn pinned_bytes(&self) -> usize {
         0
+    }
+    /// Buffers to make frames in so that `submit` needs no copy (the CUDA engine lends
+    /// page-locked memory); `None` when any memory serves as well.
+    fn frame_pool(&self) -> Option<Arc<BufferPool>> {
+        None
     }
     /// Something another thread can call to do the slow part of a filter change (compiling
     /// kernels) ahead of time, so that `set_filter` on the frame path stays quick.
@@ -156,8 +162,13 @@ pub struct EngineOptions {
     /// Fill GPU output buffers with a poison value before each frame (tests: unwritten
     /// pixels show).
     pub poison: bool,
-    /// Alignment of rows in GPU buffers, in bytes (1 packs rows tightly).
+    /// Alignment of rows in GPU buffers, in bytes (1 packs rows tightly). Frames from the
+    /// pool go to the GPU without a copy only with the default, [`crate::frame::POOLED_ROW_ALIGN`].
     pub pitch_align: usize,
+    /// How many frames' worth of page-locked buffers the engine may lend through
+    /// [`Engine::frame_pool`] (0: no pool, every frame is staged). A pipeline asks for as
+    /// many as it can hold at once: its queues plus the lanes.
+    pub pooled_frames: usize,
 }
 
 impl EngineOptions {
@@ -171,7 +182,8 @@ impl EngineOptions {
             stage_times: false,
             force_path: None,
             poison: false,
-            pitch_align: 64,
+            pitch_align: crate::frame::POOLED_ROW_ALIGN,
+            pooled_frames: 0,
         }
     }
 }

@@ -97,6 +97,7 @@ fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Co
         Some(StageTimes::Cpu { filter }) => Counters::observe(&counters.stages.cpu_filter, filter),
         None => {}
     }
+    Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
     let sent = filtered.send(frame).is_ok();
     Counters::set(&counters.filtered_queue, filtered.len() as u64);
     Ok(sent)

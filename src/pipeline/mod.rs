@@ -133,6 +133,10 @@ fn run_stages(
         }),
         trace: options.trace.is_some(),
         stage_times: options.stage_times,
+        // Every frame the pipeline can hold at once: both queues full, the lanes busy, one
+        // being decoded, one being encoded, one held by the filter stage, one being
+        // dropped. More would never be used; fewer would stage some frames.
+        pooled_frames: 2 * FRAME_QUEUE + settings.streams + 4,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
@@ -140,11 +144,11 @@ fn run_stages(
         source,
     })?;
     let engine_name = engine.name();
+    let source = source.with_frame_pool(engine.frame_pool());
     monitor.set_engine(
         EngineStatus {
             device: engine.device(),
             name: engine_name.clone(),
-            pinned_bytes: engine.pinned_bytes() as u64,
         },
         engine.preparer(),
     );

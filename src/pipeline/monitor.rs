@@ -39,7 +39,6 @@ pub struct EngineStatus {
     pub device: String,
     /// With the GPU's name.
     pub name: String,
-    pub pinned_bytes: u64,
 }
 
 /// Shared by a pipeline's threads and its watchers. Cheap to read at any time.

@@ -117,8 +117,8 @@ const GAUGES: &[(&str, &str, Read)] = &[
     ),
     (
         "convstream_pinned_bytes",
-        "Page-locked host memory the engine holds (lanes x 2 x frame size)",
-        |m| m.engine().map_or(0, |e| e.pinned_bytes),
+        "Page-locked host memory the engine holds (its frame pool and staging buffers)",
+        |m| Counters::get(&m.counters.pinned_bytes),
     ),
     (
         "convstream_reconnecting",

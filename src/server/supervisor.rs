@@ -100,6 +100,8 @@ pub struct CounterView {
     pub bytes_out: u64,
     pub reconnects: u64,
     pub restarts: u64,
+    /// Page-locked host memory the engine holds.
+    pub pinned_bytes: u64,
 }
 
 /// What a reload did, for the log and the API.
@@ -460,6 +462,7 @@ fn view_of(handle: &Handle) -> PipelineView {
             bytes_out: C::get(&counters.bytes_out),
             reconnects: C::get(&counters.reconnects),
             restarts: monitor.restarts.load(Ordering::Relaxed),
+            pinned_bytes: C::get(&counters.pinned_bytes),
         },
         last_error: monitor.last_error(),
     }

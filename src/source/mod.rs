@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::SourceConfig;
 use crate::frame::{Frame, PixelFormat};
+use crate::host_buffers::BufferPool;
 use crate::media::{self as glue, engine_format, ffmpeg_format, nearest_engine_format};
 use crate::stats::{Counters, EndedEarly};
 
@@ -91,6 +92,8 @@ pub struct Source {
     video_index: usize,
     info: SourceInfo,
     config: SourceConfig,
+    /// Where decoded frames are made (the engine's pinned buffers), if anywhere special.
+    frame_pool: Option<Arc<BufferPool>>,
 }
 
 /// Decides when FFmpeg must give up a blocking open or read: on a stop, or (live inputs)
@@ -369,11 +372,19 @@ impl Source {
             video_index,
             info,
             config: config.clone(),
+            frame_pool: None,
         })
     }
 
     pub fn info(&self) -> &SourceInfo {
         &self.info
+    }
+
+    /// Makes decoded frames in `pool`'s buffers (the engine's page-locked memory, so the
+    /// engine copies nothing on the way to the GPU).
+    pub fn with_frame_pool(mut self, pool: Option<Arc<BufferPool>>) -> Source {
+        self.frame_pool = pool;
+        self
     }
 
     /// Opens the input. A live one is tried until it opens or `stop` is set, waiting
@@ -429,6 +440,7 @@ impl Source {
     ) -> Result<(), SourceError> {
         let config = self.config.clone();
         let mut state = DecodeState::new(&self.info, config.realtime, drop_from);
+        state.frame_pool = self.frame_pool.clone();
         let first_streams = self.info.stream_signature();
         let mut source = self;
         loop {
@@ -710,6 +722,8 @@ struct DecodeState {
     drop_from: Option<Receiver<Frame>>,
     /// Source busy time when the previous frame left, to time each frame's decoding.
     busy_at_last_frame: u64,
+    /// See [`Source::with_frame_pool`].
+    frame_pool: Option<Arc<BufferPool>>,
 }
 
 impl DecodeState {
@@ -732,6 +746,7 @@ impl DecodeState {
             url: info.url.clone(),
             drop_from,
             busy_at_last_frame: 0,
+            frame_pool: None,
         }
     }
 
@@ -888,7 +903,7 @@ impl DecodeState {
             && decoded.width() as usize == width
             && decoded.height() as usize == height;
         if direct {
-            return Ok(glue::frame_from_ffmpeg(decoded, format));
+            return Ok(glue::frame_from_ffmpeg(decoded, format, self.frame_pool.as_ref()));
         }
         let key = (decoded.format(), decoded.width(), decoded.height());
         if self.scaler.as_ref().map(|(_, k)| *k) != Some(key) {
@@ -914,6 +929,6 @@ impl DecodeState {
             url: self.url.clone(),
             reason: format!("conversion failed: {e}"),
         })?;
-        Ok(glue::frame_from_ffmpeg(&converted, format))
+        Ok(glue::frame_from_ffmpeg(&converted, format, self.frame_pool.as_ref()))
     }
 }

@@ -339,7 +339,7 @@ pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream::frame::
         height,
         channels: 1,
         stride: width,
-        data: data.to_vec(),
+        data: data.to_vec().into(),
     }
 }
 

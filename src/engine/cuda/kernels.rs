@@ -106,7 +106,9 @@ impl Variant {
     fn shared_rows_and_pitch(&self) -> (usize, usize) {
         let (tile_w, tile_h) = self.tile();
         let halo_w = (self.mask_width - 1) * self.channels;
-        let v_vec = (self.tiling.px + halo_w).div_ceil(4);
+        // Rows start at the aligned column at or before the left halo (SHIFT in the kernel).
+        let shift = (4 - (self.mask_width / 2 * self.channels) % 4) % 4;
+        let v_vec = (shift + self.tiling.px + halo_w).div_ceil(4);
         (
             (tile_h + self.mask_height - 1) as usize,
             (tile_w - self.tiling.px + 4 * v_vec) as usize,

@@ -1,16 +1,23 @@
-//! Lanes: each owns a CUDA stream, a pinned input buffer, device input and output buffers,
-//! a pinned output buffer and its events, sized once for the frame geometry. A frame's
-//! selected planes travel pinned -> device -> kernels -> device -> pinned on its lane's
-//! stream, so different lanes' copies and kernels overlap.
+//! Lanes: each owns a CUDA stream, device input and output buffers and its events, sized
+//! once for the frame geometry. A frame's selected planes travel host -> device -> kernels
+//! -> device -> host on its lane's stream, so different lanes' copies and kernels overlap.
+//!
+//! A plane in page-locked memory laid out as on the GPU (a plane from the engine's frame
+//! pool) is copied straight from the frame and the result straight back into it: no CPU
+//! copy at all. Any other plane goes through the lane's pinned staging buffers, copied in
+//! and out by the CPU; those are allocated the first time a frame needs them.
 
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use cudarc::driver::{result, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::error::{allocation_error, CudaResultExt};
+use super::pinned::PinnedBlock;
 use crate::engine::{EngineError, FrameShape};
 use crate::filter::PlaneSelection;
-use crate::frame::Frame;
+use crate::frame::{Frame, Plane};
+use crate::host_buffers::HostBlock;
 
 /// Planes at least this tall are copied to and from pinned memory by several threads.
 const PARALLEL_COPY_ROWS: usize = 64;
@@ -44,6 +51,12 @@ impl PlaneSlot {
     }
     pub fn bytes(&self) -> usize {
         self.pitch * self.height
+    }
+
+    /// Whether `plane` can be copied to and from the GPU as it is: page-locked, with this
+    /// slot's row pitch.
+    pub fn is_direct_for(&self, plane: &Plane) -> bool {
+        plane.data.is_page_locked() && plane.stride == self.pitch && plane.data.len() >= self.bytes()
     }
 }
 
@@ -101,16 +114,29 @@ pub struct LaneEvents {
     pub done: CudaEvent,
 }
 
+/// Pinned buffers for planes that cannot be copied directly, laid out as [`Layout`] says.
+struct Staging {
+    /// Written by the CPU, read by the copy engine: write-combined is fine and faster.
+    input: PinnedBlock,
+    /// Read back by the CPU: must not be write-combined.
+    output: PinnedBlock,
+}
+
+/// For each of a layout's slots, whether the frame's plane is copied directly (true) or
+/// staged (false). Decided when the frame is enqueued; the completion side follows it.
+pub type Routes = Vec<bool>;
+
 pub struct Lane {
     pub index: usize,
     pub stream: Arc<CudaStream>,
-    /// Written by the CPU, read by the copy engine: write-combined is fine and faster.
-    pub pinned_in: PinnedHostSlice<u8>,
-    /// Read back by the CPU: must not be write-combined.
-    pub pinned_out: PinnedHostSlice<u8>,
+    context: Arc<CudaContext>,
+    staging: Option<Staging>,
     pub device_in: CudaSlice<u8>,
     pub device_out: CudaSlice<u8>,
     pub events: LaneEvents,
+    pipeline: String,
+    /// Staging bytes of every lane of the engine, for its pinned-memory figure.
+    staging_total: Arc<AtomicUsize>,
 }
 
 impl Lane {
@@ -120,32 +146,20 @@ impl Lane {
         layout: &Layout,
         timing: bool,
         pipeline: &str,
+        staging_total: &Arc<AtomicUsize>,
     ) -> Result<Lane, EngineError> {
         let what = |thing: &str| format!("pipeline {pipeline:?}, lane {index}: {thing}");
         let bytes = layout.bytes;
         let stream = context.new_stream().context(|| what("creating the stream"))?;
-        // Every buffer is zeroed once here: frames write only the pixels of each row, so row
-        // padding and the gaps between planes would otherwise stay uninitialised.
-        // SAFETY: the pinned buffers are filled with zeros before any other use.
-        let mut pinned_in = unsafe { context.alloc_pinned::<u8>(bytes) }
-            .map_err(|e| allocation_error(e, context, what("allocating pinned input memory"), bytes))?;
-        let mut pinned_out = unsafe { context.alloc_pinned_with_flags::<u8>(bytes, 0) }
-            .map_err(|e| allocation_error(e, context, what("allocating pinned output memory"), bytes))?;
-        pinned_in
-            .as_mut_slice()
-            .context(|| what("clearing pinned input memory"))?
-            .fill(0);
-        pinned_out
-            .as_mut_slice()
-            .context(|| what("clearing pinned output memory"))?
-            .fill(0);
+        // Zeroed once here: the kernels write only each row's pixels, so row padding and the
+        // gaps between planes would otherwise stay uninitialised.
         let device_in = stream
             .alloc_zeros::<u8>(bytes)
             .map_err(|e| allocation_error(e, context, what("allocating GPU input memory"), bytes))?;
         let device_out = stream
             .alloc_zeros::<u8>(bytes)
             .map_err(|e| allocation_error(e, context, what("allocating GPU output memory"), bytes))?;
-        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let event = |flags| context.new_event(flags).context(|| what("creating an event"));
         let events = LaneEvents {
             start: if timing { Some(event(timed)?) } else { None },
@@ -153,79 +167,150 @@ impl Lane {
             filtered: if timing { Some(event(timed)?) } else { None },
             // Waiting on the done event blocks the thread instead of spinning a core the
             // decoder could use.
-            done: event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?,
+            done: event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))?,
         };
         Ok(Lane {
             index,
             stream,
-            pinned_in,
-            pinned_out,
+            context: context.clone(),
+            staging: None,
             device_in,
             device_out,
             events,
+            pipeline: pipeline.to_string(),
+            staging_total: staging_total.clone(),
         })
     }
 
-    /// Copies the frame's selected planes into the pinned input buffer. The caller holds a
-    /// free lane: its done event has completed, so no copy reads the buffer any more (with
-    /// event tracking off, cudarc's own wait in `as_mut_slice` is a no-op).
-    pub fn fill_input(&mut self, layout: &Layout, frame: &Frame) -> Result<(), EngineError> {
-        let index = self.index;
-        let pinned = self
-            .pinned_in
-            .as_mut_slice()
-            .context(|| format!("lane {index}: mapping the pinned input buffer"))?;
-        for slot in &layout.slots {
-            let plane = &frame.planes[slot.plane];
-            let region = &mut pinned[slot.offset..slot.offset + slot.bytes()];
-            let copy_row = |(y, row): (usize, &mut [u8])| row[..slot.row_bytes()].copy_from_slice(plane.row(y));
-            if plane.stride == slot.pitch {
-                parallel_copy(region, &plane.data[..region.len()]);
-            } else if slot.height >= PARALLEL_COPY_ROWS {
-                region
-                    .par_chunks_mut(slot.pitch)
-                    .with_min_len(ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(copy_row);
-            } else {
-                region.chunks_mut(slot.pitch).enumerate().for_each(copy_row);
+    fn staging(&mut self, layout: &Layout) -> Result<&mut Staging, EngineError> {
+        if self.staging.is_none() {
+            let what = |thing: &str| format!("pipeline {:?}, lane {}: {thing}", self.pipeline, self.index);
+            let input = PinnedBlock::new(
+                &self.context,
+                layout.bytes,
+                true,
+                what("allocating pinned staging input"),
+            )?;
+            let output = PinnedBlock::new(
+                &self.context,
+                layout.bytes,
+                false,
+                what("allocating pinned staging output"),
+            )?;
+            self.staging_total.fetch_add(2 * layout.bytes, Ordering::Relaxed);
+            self.staging = Some(Staging { input, output });
+        }
+        Ok(self.staging.as_mut().expect("staging was just set"))
+    }
+
+    /// Enqueues the copy of the frame's selected planes to the GPU on the lane's stream,
+    /// staging (a CPU copy) the planes that cannot go directly. The caller holds a free lane
+    /// (its done event has completed) and keeps `frame` untouched until the lane is done.
+    pub fn upload(&mut self, layout: &Layout, frame: &Frame) -> Result<Routes, EngineError> {
+        let routes: Routes = layout
+            .slots
+            .iter()
+            .map(|slot| slot.is_direct_for(&frame.planes[slot.plane]))
+            .collect();
+        if routes.iter().any(|direct| !direct) {
+            let staging = self.staging(layout)?;
+            for (slot, _) in layout.slots.iter().zip(&routes).filter(|(_, direct)| !**direct) {
+                let region = &mut staging.input.bytes_mut()[slot.offset..slot.offset + slot.bytes()];
+                stage_in(slot, &frame.planes[slot.plane], region);
             }
+        }
+        let (device, _record) = self.device_in.device_ptr(&self.stream);
+        for (slot, direct) in layout.slots.iter().zip(&routes) {
+            let host = if *direct {
+                &frame.planes[slot.plane].data[..slot.bytes()]
+            } else {
+                let staging = self.staging.as_ref().expect("staged planes have staging");
+                &staging.input.bytes()[slot.offset..slot.offset + slot.bytes()]
+            };
+            // SAFETY: the destination range lies inside `device_in` (the layout sized it);
+            // `host` is page-locked and stays untouched until the lane's done event, which
+            // the caller waits for before reusing the lane or releasing the frame.
+            unsafe { result::memcpy_htod_async(device + slot.offset as u64, host, self.stream.cu_stream()) }
+                .context(|| format!("lane {}: copying plane {} to the GPU", self.index, slot.plane))?;
+        }
+        Ok(routes)
+    }
+
+    /// Enqueues the copy of the filtered planes back: direct planes into the frame itself,
+    /// staged ones into the staging output (see [`Lane::drain_output`]).
+    pub fn download(&mut self, layout: &Layout, frame: &mut Frame, routes: &Routes) -> Result<(), EngineError> {
+        let (device, _record) = self.device_out.device_ptr(&self.stream);
+        for (slot, direct) in layout.slots.iter().zip(routes) {
+            let host = if *direct {
+                &mut frame.planes[slot.plane].data[..slot.bytes()]
+            } else {
+                let staging = self.staging.as_mut().expect("staged planes have staging");
+                &mut staging.output.bytes_mut()[slot.offset..slot.offset + slot.bytes()]
+            };
+            // SAFETY: as in `upload`; the stream orders this after the frame's own upload,
+            // so writing into the plane the upload read from is safe.
+            unsafe { result::memcpy_dtoh_async(host, device + slot.offset as u64, self.stream.cu_stream()) }
+                .context(|| format!("lane {}: copying plane {} from the GPU", self.index, slot.plane))?;
         }
         Ok(())
     }
 
-    /// Copies the filtered planes from the pinned output buffer back into the frame. Call only
+    /// Copies the staged planes from the staging output back into the frame. Call only
     /// after the lane's done event has completed (the download is then finished).
-    pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame) -> Result<(), EngineError> {
-        let index = self.index;
-        let pinned = self
-            .pinned_out
-            .as_slice()
-            .context(|| format!("lane {index}: mapping the pinned output buffer"))?;
-        for slot in &layout.slots {
-            let plane = &mut frame.planes[slot.plane];
-            let region = &pinned[slot.offset..slot.offset + slot.bytes()];
-            let stride = plane.stride;
-            let row_bytes = slot.row_bytes();
-            let copy_row = |(out, src): (&mut [u8], &[u8])| out[..row_bytes].copy_from_slice(&src[..row_bytes]);
-            if stride == slot.pitch {
-                let len = region.len();
-                parallel_copy(&mut plane.data[..len], region);
-            } else if slot.height >= PARALLEL_COPY_ROWS {
-                plane
-                    .data
-                    .par_chunks_mut(stride)
-                    .zip(region.par_chunks(slot.pitch))
-                    .with_min_len(ROWS_PER_TASK)
-                    .for_each(copy_row);
-            } else {
-                plane
-                    .data
-                    .chunks_mut(stride)
-                    .zip(region.chunks(slot.pitch))
-                    .for_each(copy_row);
-            }
+    pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame, routes: &Routes) {
+        let Some(staging) = self.staging.as_ref() else { return };
+        for (slot, _) in layout.slots.iter().zip(routes).filter(|(_, direct)| !**direct) {
+            let region = &staging.output.bytes()[slot.offset..slot.offset + slot.bytes()];
+            stage_out(slot, region, &mut frame.planes[slot.plane]);
         }
-        Ok(())
+    }
+}
+
+/// Copies a plane's rows into its slot of a staging buffer.
+fn stage_in(slot: &PlaneSlot, plane: &Plane, region: &mut [u8]) {
+    let copy_row = |(y, row): (usize, &mut [u8])| row[..slot.row_bytes()].copy_from_slice(plane.row(y));
+    if plane.stride == slot.pitch {
+        parallel_copy(region, &plane.data[..region.len()]);
+    } else if slot.height >= PARALLEL_COPY_ROWS {
+        region
+            .par_chunks_mut(slot.pitch)
+            .with_min_len(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(copy_row);
+    } else {
+        region.chunks_mut(slot.pitch).enumerate().for_each(copy_row);
+    }
+}
+
+/// Copies a slot of a staging buffer back into the plane's rows.
+fn stage_out(slot: &PlaneSlot, region: &[u8], plane: &mut Plane) {
+    let stride = plane.stride;
+    let row_bytes = slot.row_bytes();
+    let copy_row = |(out, src): (&mut [u8], &[u8])| out[..row_bytes].copy_from_slice(&src[..row_bytes]);
+    if stride == slot.pitch {
+        let len = region.len();
+        parallel_copy(&mut plane.data[..len], region);
+    } else if slot.height >= PARALLEL_COPY_ROWS {
+        plane
+            .data
+            .par_chunks_mut(stride)
+            .zip(region.par_chunks(slot.pitch))
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(copy_row);
+    } else {
+        plane
+            .data
+            .chunks_mut(stride)
+            .zip(region.chunks(slot.pitch))
+            .for_each(copy_row);
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        if self.staging.is_some() {
+            let bytes = self.device_in.len() * 2;
+            self.staging_total.fetch_sub(bytes, Ordering::Relaxed);
+        }
     }
 }

@@ -168,10 +168,10 @@ impl Bench {
             height,
             channels: 1,
             stride: width,
-            data: planes[0].clone(),
+            data: planes[0].clone().into(),
         };
         let (matches, checked_against) = match check {
-            KernelCheck::Cpu => (convolve_plane(&source, mask, border).data == produced, "cpu"),
+            KernelCheck::Cpu => (*convolve_plane(&source, mask, border).data == *produced, "cpu"),
             KernelCheck::Baseline => {
                 let mut baseline = self.alloc(bytes)?;
                 {

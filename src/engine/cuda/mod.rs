@@ -1,19 +1,24 @@
-//! The CUDA engine, the only code that talks to the GPU (through cudarc). `submit` copies a
-//! frame into a free lane's pinned buffer and enqueues upload, kernels and download on the
-//! lane's stream; a completion thread waits on lanes in submission order, copies the result
-//! out and frees the lane. So frames leave in order while up to `streams` frames are in
-//! flight, one frame's CPU copy-in overlaps another's copy-out, and copies in both
-//! directions overlap other frames' kernels.
+//! The CUDA engine, the only code that talks to the GPU (through cudarc). `submit` enqueues a
+//! frame's upload, kernels and download on a free lane's stream; a completion thread waits on
+//! lanes in submission order and frees each lane once its frame is back. So frames leave in
+//! order while up to `streams` frames are in flight, and copies in both directions overlap
+//! other frames' kernels.
+//!
+//! The engine lends a pool of page-locked frame buffers ([`Engine::frame_pool`]): frames
+//! decoded into it go to the GPU and come back into the same memory with no CPU copy. Other
+//! frames are staged through the lanes' own pinned buffers (one CPU copy each way).
 
 pub mod device;
 mod error;
 pub mod kernels;
 pub mod lanes;
 pub mod measure;
+pub mod pinned;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,11 +26,13 @@ use std::time::{Duration, Instant};
 use self::device::DeviceInfo;
 use self::error::CudaResultExt;
 use self::kernels::{KernelSet, PlaneGeometry, Variant};
-use self::lanes::{Lane, Layout};
+use self::lanes::{Lane, Layout, Routes};
+use self::pinned::PinnedMemory;
 use super::placement::Seat;
 use super::{Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, KernelPath, StageTimes, TraceSpan};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
+use crate::host_buffers::BufferPool;
 
 /// Byte written into GPU output buffers before each frame when poisoning (tests).
 pub const POISON: u8 = 0xA7;
@@ -128,6 +135,7 @@ fn plan_kernels(
 struct InFlight {
     lane: Lane,
     frame: Frame,
+    routes: Routes,
     layout: Arc<Layout>,
     _kernels: Arc<FilterKernels>,
     origin: Option<Arc<CudaEvent>>,
@@ -196,13 +204,14 @@ fn complete(job: InFlight) -> (Finished, Lane) {
     let InFlight {
         mut lane,
         frame,
+        routes,
         layout,
         origin,
         ..
     } = job;
     let started = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        finish_frame(&mut lane, frame, &layout, origin)
+        finish_frame(&mut lane, frame, &routes, &layout, origin)
     }));
     let (frame, spans) = outcome.unwrap_or_else(|_| {
         let error = EngineError::Unsupported(format!(
@@ -226,17 +235,16 @@ fn complete(job: InFlight) -> (Finished, Lane) {
 fn finish_frame(
     lane: &mut Lane,
     mut frame: Frame,
+    routes: &Routes,
     layout: &Layout,
     origin: Option<Arc<CudaEvent>>,
 ) -> (Result<Frame, EngineError>, Vec<TraceSpan>) {
     let index = lane.index;
     let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
-    let result = lane
-        .events
-        .done
-        .synchronize()
-        .context(what)
-        .and_then(|_| lane.drain_output(layout, &mut frame));
+    let result = lane.events.done.synchronize().context(what);
+    if result.is_ok() {
+        lane.drain_output(layout, &mut frame, routes);
+    }
     let spans = match (&result, origin) {
         (Ok(()), Some(origin)) => lane_spans(lane, &origin, frame.index).unwrap_or_default(),
         _ => Vec::new(),
@@ -286,7 +294,8 @@ fn lane_stage_times(lane: &Lane) -> Option<StageTimes> {
     })
 }
 
-/// Time the CPU spent copying frames into and out of pinned memory.
+/// Time the CPU spent on frames: staging copies plus enqueueing on the way in, waiting and
+/// staging copies on the way out.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostCopyTimes {
     pub frames: u64,
@@ -308,6 +317,10 @@ pub struct CudaEngine {
     spans: Vec<TraceSpan>,
     copy_times: HostCopyTimes,
     last_stages: Option<StageTimes>,
+    /// Page-locked frame buffers lent to whoever makes frames (the source).
+    pool: Option<Arc<BufferPool>>,
+    /// Pinned bytes of the lanes' staging buffers.
+    staging_bytes: Arc<AtomicUsize>,
     /// This engine's place in the per-GPU pipeline count, held while it lives.
     _seat: Option<Seat>,
 }
@@ -335,6 +348,8 @@ impl CudaEngine {
             spans: Vec::new(),
             copy_times: HostCopyTimes::default(),
             last_stages: None,
+            pool: None,
+            staging_bytes: Arc::new(AtomicUsize::new(0)),
             _seat: None,
         };
         if let Some(shape) = options.shape {
@@ -353,9 +368,9 @@ impl CudaEngine {
         self
     }
 
-    /// Bytes of pinned host memory the lanes hold (an input and an output buffer each).
+    /// Bytes of pinned host memory held: the frame pool's buffers and the lanes' staging.
     pub fn pinned_bytes(&self) -> usize {
-        self.options.streams * 2 * self.layout.as_ref().map_or(0, |l| l.bytes)
+        self.pool.as_ref().map_or(0, |pool| pool.allocated_bytes()) + self.staging_bytes.load(Ordering::Relaxed)
     }
 
     /// CPU time spent on pinned-memory copies so far.
@@ -389,6 +404,7 @@ impl CudaEngine {
                     &layout,
                     self.options.trace || self.options.stage_times,
                     &self.options.pipeline,
+                    &self.staging_bytes,
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -412,13 +428,27 @@ impl CudaEngine {
                 .context(|| self.what(0, "recording the trace origin"))?;
             self.origin = Some(Arc::new(origin));
         }
+        let frame_bytes: usize = shape
+            .format
+            .plane_shapes(shape.width, shape.height)
+            .iter()
+            .map(|p| (p.width * p.channels).next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * p.height)
+            .sum();
+        let pool_limit = self.options.pooled_frames * frame_bytes;
+        self.pool = (pool_limit > 0).then(|| {
+            let memory = PinnedMemory {
+                context: self.context.clone(),
+            };
+            BufferPool::new(Box::new(memory), pool_limit)
+        });
         tracing::info!(
             pipeline = %self.options.pipeline,
-            "cuda:{} {} ready: {} lane(s), {} pinned bytes, {:?} kernels",
+            "cuda:{} {} ready: {} lane(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
             self.device.ordinal,
             self.device.name,
             lanes.len(),
-            lanes.len() * 2 * layout.bytes,
+            self.options.pooled_frames,
+            pool_limit,
             self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path)| *path).collect::<Vec<_>>())
         );
         self.completion = Some(Completion::start(lanes, &self.options.pipeline)?);
@@ -426,24 +456,21 @@ impl CudaEngine {
         Ok(())
     }
 
-    /// Copies `frame` into the lane and enqueues upload, kernels and download on its stream.
+    /// Enqueues upload, kernels and download of `frame` on the lane's stream.
     fn enqueue(
         &self,
         lane: &mut Lane,
         layout: &Layout,
         kernels: &FilterKernels,
-        frame: &Frame,
-    ) -> Result<(), EngineError> {
+        frame: &mut Frame,
+    ) -> Result<Routes, EngineError> {
         let context = self.what(lane.index, &format!("frame {}", frame.index));
         let what = |action: &str| format!("{context}: {action}");
-        lane.fill_input(layout, frame)?;
         let stream = lane.stream.clone();
         if let Some(event) = &lane.events.start {
             event.record(&stream).context(|| what("recording the start event"))?;
         }
-        stream
-            .memcpy_htod(&lane.pinned_in, &mut lane.device_in)
-            .context(|| what("copying to the GPU"))?;
+        let routes = lane.upload(layout, frame)?;
         if let Some(event) = &lane.events.uploaded {
             event.record(&stream).context(|| what("recording the upload event"))?;
         }
@@ -468,14 +495,12 @@ impl CudaEngine {
         if let Some(event) = &lane.events.filtered {
             event.record(&stream).context(|| what("recording the kernel event"))?;
         }
-        stream
-            .memcpy_dtoh(&lane.device_out, &mut lane.pinned_out)
-            .context(|| what("copying from the GPU"))?;
+        lane.download(layout, frame, &routes)?;
         lane.events
             .done
             .record(&stream)
             .context(|| what("recording the done event"))?;
-        Ok(())
+        Ok(routes)
     }
 }
 
@@ -512,7 +537,7 @@ impl Engine for CudaEngine {
         self.in_flight
     }
 
-    fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+    fn submit(&mut self, mut frame: Frame) -> Result<(), EngineError> {
         if self.in_flight >= self.capacity() {
             return Err(EngineError::Unsupported(
                 "submit with every lane busy; receive first".into(),
@@ -536,20 +561,27 @@ impl Engine for CudaEngine {
             .recv()
             .map_err(|_| EngineError::Unsupported("the GPU completion thread stopped".into()))?;
         let started = Instant::now();
-        let enqueued = self.enqueue(&mut lane, &layout, &kernels, &frame);
+        let enqueued = self.enqueue(&mut lane, &layout, &kernels, &mut frame);
         self.copy_times.copy_in += started.elapsed();
         let Some(completion) = self.completion.as_ref() else {
-            return enqueued;
-        };
-        if let Err(error) = enqueued {
-            // Part of the frame's work may be queued: let it finish before the lane is reused.
+            // Not reachable (checked above); the frame must outlive any queued copy.
             let _ = lane.stream.synchronize();
-            let _ = completion.return_lane.send(lane);
-            return Err(error);
-        }
+            return enqueued.map(|_| ());
+        };
+        let routes = match enqueued {
+            Ok(routes) => routes,
+            Err(error) => {
+                // Part of the frame's work may be queued: let it finish before the lane is
+                // reused and before the frame's memory is released.
+                let _ = lane.stream.synchronize();
+                let _ = completion.return_lane.send(lane);
+                return Err(error);
+            }
+        };
         let job = InFlight {
             lane,
             frame,
+            routes,
             layout,
             _kernels: kernels,
             origin: self.origin.clone(),
@@ -591,6 +623,10 @@ impl Engine for CudaEngine {
 
     fn pinned_bytes(&self) -> usize {
         CudaEngine::pinned_bytes(self)
+    }
+
+    fn frame_pool(&self) -> Option<Arc<BufferPool>> {
+        self.pool.clone()
     }
 
     fn preparer(&self) -> FilterPreparer {

@@ -1,0 +1,84 @@
+//! Page-locked host memory: the blocks of the engine's frame pool (see
+//! [`crate::host_buffers`]) and the lanes' staging buffers for frames that are not in it.
+//!
+//! Copies are enqueued with the raw driver calls on a block's address, so a block carries
+//! no cudarc event: whoever enqueues a copy keeps the block untouched until the copy's
+//! stream has passed an event it waits on (the lanes' done event).
+
+use cudarc::driver::{sys, CudaContext, PinnedHostSlice};
+use std::sync::Arc;
+
+use super::error::CudaResultExt;
+use crate::engine::EngineError;
+use crate::host_buffers::{HostBlock, HostMemory};
+
+/// One page-locked allocation with a stable address.
+pub struct PinnedBlock {
+    /// Owns the allocation (freed on drop, in its context).
+    _allocation: PinnedHostSlice<u8>,
+    address: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the block owns its allocation exclusively; shared and mutable access go through
+// `bytes` / `bytes_mut`, so Rust's borrow rules order every CPU access. `PinnedHostSlice`
+// itself is Send + Sync.
+unsafe impl Send for PinnedBlock {}
+unsafe impl Sync for PinnedBlock {}
+
+impl PinnedBlock {
+    /// Allocates `len` page-locked bytes, zeroed. `write_combined` suits memory the CPU only
+    /// writes (faster to write and for the GPU to read, very slow for the CPU to read).
+    pub fn new(
+        context: &Arc<CudaContext>,
+        len: usize,
+        write_combined: bool,
+        what: String,
+    ) -> Result<PinnedBlock, EngineError> {
+        // Portable: the block counts as pinned for every context, so frames from a pool can
+        // go to any GPU.
+        let mut flags = sys::CU_MEMHOSTALLOC_PORTABLE;
+        if write_combined {
+            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+        }
+        let len = len.max(1);
+        // SAFETY: the memory is zeroed below before anything reads it.
+        let mut allocation =
+            unsafe { context.alloc_pinned_with_flags::<u8>(len, flags) }.context(|| format!("{what} ({len} bytes)"))?;
+        let address = allocation.as_mut_ptr().context(|| what.clone())?;
+        let mut block = PinnedBlock {
+            _allocation: allocation,
+            address,
+            len,
+        };
+        block.bytes_mut().fill(0);
+        Ok(block)
+    }
+}
+
+impl HostBlock for PinnedBlock {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `address` points to `len` bytes owned by this block for its lifetime.
+        unsafe { std::slice::from_raw_parts(self.address, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.address, self.len) }
+    }
+}
+
+/// The frame pool's memory: page-locked blocks in one GPU's context.
+pub struct PinnedMemory {
+    pub context: Arc<CudaContext>,
+}
+
+impl HostMemory for PinnedMemory {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String> {
+        PinnedBlock::new(&self.context, len, false, "allocating a pinned frame buffer".into())
+            .map(|block| Box::new(block) as Box<dyn HostBlock>)
+            .map_err(|e| e.to_string())
+    }
+    fn page_locked(&self) -> bool {
+        true
+    }
+}

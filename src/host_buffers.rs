@@ -1,0 +1,293 @@
+//! Host memory for frame planes: a plane's bytes live either in an ordinary heap `Vec` or
+//! in a block lent by a [`BufferPool`], which takes it back when the plane is dropped.
+//!
+//! The CUDA engine lends page-locked (pinned) blocks, so a frame the source decodes into
+//! pool memory goes to the GPU and back without a CPU copy: the copy engines read and write
+//! the plane itself. Blocks are reused, because pinning memory is slow (about a millisecond
+//! per megabyte) and a pipeline keeps a few dozen frames alive at most.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One block of host memory a [`HostMemory`] allocated.
+pub trait HostBlock: Send + Sync {
+    fn bytes(&self) -> &[u8];
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// Where a pool's blocks come from.
+pub trait HostMemory: Send + Sync {
+    /// A new block of exactly `len` bytes, or why there is none.
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String>;
+    /// Whether the blocks are page-locked, so the GPU can copy them asynchronously.
+    fn page_locked(&self) -> bool;
+}
+
+/// Ordinary heap blocks: what tests and the CPU engine would use.
+pub struct HeapMemory;
+
+impl HostBlock for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl HostMemory for HeapMemory {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String> {
+        Ok(Box::new(vec![0u8; len]))
+    }
+    fn page_locked(&self) -> bool {
+        false
+    }
+}
+
+/// Reusable blocks, by size. Lending past `limit` bytes (or a failed allocation) falls
+/// back to the heap, so a stalled consumer costs speed, never memory it cannot get back.
+pub struct BufferPool {
+    memory: Box<dyn HostMemory>,
+    limit: usize,
+    state: Mutex<PoolState>,
+    fallbacks: AtomicU64,
+}
+
+#[derive(Default)]
+struct PoolState {
+    free: HashMap<usize, Vec<Box<dyn HostBlock>>>,
+    /// Bytes of every block this pool allocated, lent or free.
+    allocated: usize,
+}
+
+impl BufferPool {
+    pub fn new(memory: Box<dyn HostMemory>, limit: usize) -> Arc<BufferPool> {
+        Arc::new(BufferPool {
+            memory,
+            limit,
+            state: Mutex::new(PoolState::default()),
+            fallbacks: AtomicU64::new(0),
+        })
+    }
+
+    /// A buffer of `len` bytes: a pool block when one is free or may be allocated,
+    /// otherwise (zeroed) heap memory. A reused block holds what its last user wrote: the
+    /// caller writes every byte it will read (zeroing 3 MB per frame would cost as much as
+    /// the copy it saves).
+    pub fn take(self: &Arc<Self>, len: usize) -> PlaneData {
+        if let Some(block) = self.take_block(len) {
+            return PlaneData(Storage::Pooled {
+                block: Some(block),
+                len,
+                pool: self.clone(),
+            });
+        }
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        PlaneData::from(vec![0u8; len])
+    }
+
+    fn take_block(&self, len: usize) -> Option<Box<dyn HostBlock>> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(block) = state.free.get_mut(&len).and_then(Vec::pop) {
+            return Some(block);
+        }
+        if state.allocated + len > self.limit {
+            return None;
+        }
+        match self.memory.allocate(len) {
+            Ok(block) => {
+                state.allocated += len;
+                Some(block)
+            }
+            Err(reason) => {
+                tracing::warn!("cannot allocate a {len}-byte frame buffer ({reason}); using ordinary memory");
+                None
+            }
+        }
+    }
+
+    fn give_back(&self, len: usize, block: Box<dyn HostBlock>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.free.entry(len).or_default().push(block);
+    }
+
+    /// Bytes this pool holds, lent or free.
+    pub fn allocated_bytes(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).allocated
+    }
+
+    /// Buffers handed out from the heap because the pool was full or could not allocate.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    pub fn page_locked(&self) -> bool {
+        self.memory.page_locked()
+    }
+}
+
+impl fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("limit", &self.limit)
+            .field("allocated", &self.allocated_bytes())
+            .field("page_locked", &self.page_locked())
+            .finish()
+    }
+}
+
+/// The bytes of one plane. Derefs to `[u8]`; cloning copies into heap memory.
+pub struct PlaneData(Storage);
+
+enum Storage {
+    Heap(Vec<u8>),
+    Pooled {
+        /// Always `Some` until dropped (taken then to go back to the pool).
+        block: Option<Box<dyn HostBlock>>,
+        len: usize,
+        pool: Arc<BufferPool>,
+    },
+}
+
+impl PlaneData {
+    /// Whether the bytes are page-locked host memory (the GPU may copy them directly).
+    pub fn is_page_locked(&self) -> bool {
+        match &self.0 {
+            Storage::Heap(_) => false,
+            Storage::Pooled { pool, .. } => pool.page_locked(),
+        }
+    }
+}
+
+impl From<Vec<u8>> for PlaneData {
+    fn from(bytes: Vec<u8>) -> PlaneData {
+        PlaneData(Storage::Heap(bytes))
+    }
+}
+
+impl Deref for PlaneData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Storage::Heap(bytes) => bytes,
+            Storage::Pooled { block, len, .. } => block.as_ref().map_or(&[], |b| &b.bytes()[..*len]),
+        }
+    }
+}
+
+impl DerefMut for PlaneData {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Storage::Heap(bytes) => bytes,
+            Storage::Pooled { block, len, .. } => block.as_mut().map_or(&mut [], |b| &mut b.bytes_mut()[..*len]),
+        }
+    }
+}
+
+impl Drop for PlaneData {
+    fn drop(&mut self) {
+        if let Storage::Pooled { block, len, pool } = &mut self.0 {
+            if let Some(block) = block.take() {
+                pool.give_back(*len, block);
+            }
+        }
+    }
+}
+
+impl Clone for PlaneData {
+    fn clone(&self) -> PlaneData {
+        PlaneData::from(self.to_vec())
+    }
+}
+
+impl PartialEq for PlaneData {
+    fn eq(&self, other: &PlaneData) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for PlaneData {}
+
+impl fmt::Debug for PlaneData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.0 {
+            Storage::Heap(_) => "heap",
+            Storage::Pooled { .. } if self.is_page_locked() => "pinned",
+            Storage::Pooled { .. } => "pooled",
+        };
+        write!(f, "PlaneData({} bytes, {kind})", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heap_pool(limit: usize) -> Arc<BufferPool> {
+        BufferPool::new(Box::new(HeapMemory), limit)
+    }
+
+    #[test]
+    fn a_dropped_buffer_is_lent_again_without_allocating() {
+        let pool = heap_pool(1 << 20);
+        let mut first = pool.take(1000);
+        first[..3].copy_from_slice(&[1, 2, 3]);
+        let address = first.as_ptr();
+        drop(first);
+        let second = pool.take(1000);
+        assert_eq!(second.as_ptr(), address, "the same block came back");
+        assert_eq!(pool.allocated_bytes(), 1000);
+        assert_eq!(pool.fallbacks(), 0);
+    }
+
+    #[test]
+    fn past_the_limit_buffers_come_from_the_heap_and_are_counted() {
+        let pool = heap_pool(2500);
+        let lent: Vec<PlaneData> = (0..3).map(|_| pool.take(1000)).collect();
+        assert_eq!(pool.allocated_bytes(), 2000, "the third block would pass the limit");
+        assert_eq!(pool.fallbacks(), 1);
+        assert!(lent.iter().all(|b| b.len() == 1000));
+        drop(lent);
+        // The two pooled blocks are free again; the heap one was simply freed.
+        let again: Vec<PlaneData> = (0..2).map(|_| pool.take(1000)).collect();
+        assert_eq!(pool.allocated_bytes(), 2000);
+        assert_eq!(pool.fallbacks(), 1);
+        drop(again);
+    }
+
+    #[test]
+    fn blocks_are_kept_by_size() {
+        let pool = heap_pool(1 << 20);
+        drop(pool.take(100));
+        let other = pool.take(200);
+        assert_eq!(other.len(), 200);
+        assert_eq!(pool.allocated_bytes(), 300, "a 100-byte block does not serve 200 bytes");
+    }
+
+    #[test]
+    fn a_clone_is_an_independent_heap_copy_equal_in_bytes() {
+        let pool = heap_pool(1 << 20);
+        let mut data = pool.take(16);
+        data[5] = 9;
+        let copy = data.clone();
+        assert_eq!(copy, data);
+        data[5] = 1;
+        assert_ne!(copy, data);
+        assert!(!copy.is_page_locked());
+        assert_eq!(format!("{copy:?}"), "PlaneData(16 bytes, heap)");
+        assert_eq!(format!("{data:?}"), "PlaneData(16 bytes, pooled)");
+    }
+
+    #[test]
+    fn buffers_outlive_their_pool_handle() {
+        let pool = heap_pool(1 << 20);
+        let data = pool.take(64);
+        drop(pool);
+        // The buffer holds the pool alive and gives its block back on drop without panicking.
+        assert_eq!(data.len(), 64);
+        drop(data);
+    }
+}
