@@ -151,6 +151,7 @@ fn cuda_report() -> String {
                     BorderMode::Reflect,
                     info.max_shared_per_block,
                     crate::engine::KernelPath::Dense,
+                    1920 * 1080,
                 );
                 let started = std::time::Instant::now();
                 match kernels::compile(&variant, &info.arch()) {

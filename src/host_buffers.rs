@@ -109,9 +109,29 @@ impl BufferPool {
         }
     }
 
+    /// Allocates `count` free blocks of `len` bytes now (within the limit), so the first
+    /// frames do not wait for slow allocations. Fails on the first allocation that does.
+    pub fn reserve(&self, len: usize, count: usize) -> Result<(), String> {
+        for _ in 0..count {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.allocated + len > self.limit {
+                break;
+            }
+            let block = self.memory.allocate(len)?;
+            state.allocated += len;
+            state.free.entry(len).or_default().push(block);
+        }
+        Ok(())
+    }
+
     fn give_back(&self, len: usize, block: Box<dyn HostBlock>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.free.entry(len).or_default().push(block);
+    }
+
+    /// The most bytes this pool allocates.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Bytes this pool holds, lent or free.
@@ -256,6 +276,17 @@ mod tests {
         assert_eq!(pool.allocated_bytes(), 2000);
         assert_eq!(pool.fallbacks(), 1);
         drop(again);
+    }
+
+    #[test]
+    fn reserved_blocks_are_lent_first_and_respect_the_limit() {
+        let pool = heap_pool(3000);
+        pool.reserve(1000, 5).unwrap();
+        assert_eq!(pool.allocated_bytes(), 3000, "reserving stops at the limit");
+        let lent: Vec<PlaneData> = (0..3).map(|_| pool.take(1000)).collect();
+        assert_eq!(pool.allocated_bytes(), 3000, "reserved blocks served the takes");
+        assert_eq!(pool.fallbacks(), 0);
+        drop(lent);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
 use convstream::engine::cuda::{device, kernels, CudaEngine};
-use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, KernelPath};
+use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
 use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream::frame::{Frame, PixelFormat, Plane};
 use convstream::mask::Mask;
@@ -269,6 +269,53 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
     }
 });
 
+/// Large planes with large masks run the wide-tile dense kernel (see `Variant::new`); it
+/// must match the CPU engine too, at every border and at odd sizes.
+#[test]
+fn large_planes_take_wide_tiles_and_match_the_cpu() {
+    if !gpu_requested() {
+        println!("large_planes_take_wide_tiles_and_match_the_cpu: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let (width, height) = (2701, 1499); // over 4 Mpx, not a multiple of any tile
+    for (mw, mh) in [(21, 21), (17, 25)] {
+        let mask = random_mask(&mut rng, mw, mh, false);
+        let variant = kernels::Variant::new(
+            mw,
+            mh,
+            1,
+            BorderMode::Reflect,
+            232_448,
+            KernelPath::Dense,
+            width * height,
+        );
+        assert_eq!(
+            variant.tiling.px, 8,
+            "a {mw}x{mh} mask on a large plane takes wide tiles"
+        );
+        for border in [BorderMode::Reflect, BorderMode::Constant, BorderMode::Wrap] {
+            let filter = FilterSpec {
+                mask: mask.clone(),
+                border,
+                planes: PlaneSelection::All,
+            };
+            let mut engine =
+                CudaEngine::new(filter.clone(), &options(1, true, 64, Some(KernelPath::Dense)), 0).unwrap();
+            let frame = random_frame(&mut rng, PixelFormat::Gray8, width, height, 0, 0);
+            let expected = CpuEngine::filter_frame(&filter, &frame);
+            engine.submit(frame).unwrap();
+            let actual = engine.receive().unwrap().unwrap();
+            assert_eq!(
+                compare(&expected, &actual),
+                (0, 0),
+                "seed {seed}: {mw}x{mh} {border} {width}x{height}"
+            );
+        }
+    }
+    println!("wide tiles: {width}x{height} planes match the CPU engine");
+}
+
 /// Frames made in the engine's pinned pool go to the GPU and come back in their own memory
 /// (no staging copy), match the CPU engine, and mix with heap frames in one run.
 #[test]
@@ -288,8 +335,14 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     planes,
                 };
                 let label = format!("seed {seed}: {width}x{height} planes={planes} streams={streams}");
+                // The pool exists once the engine knows the frame geometry.
                 let engine_options = EngineOptions {
                     pooled_frames: 8,
+                    shape: Some(FrameShape {
+                        format: PixelFormat::Yuv420p,
+                        width,
+                        height,
+                    }),
                     ..options(streams, true, 64, None)
                 };
                 let mut engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
@@ -374,14 +427,35 @@ fn kernels_compile_with_nvrtc() {
     let arch = "sm_90";
     let max_shared = 232_448; // the opt-in shared memory per block of Hopper GPUs
     let mut variants = Vec::new();
+    const HD: usize = 1920 * 1080;
+    const UHD: usize = 3840 * 2160;
     for &(mw, mh) in MASK_SIZES {
         variants.extend(
-            BorderMode::ALL.map(|border| kernels::Variant::new(mw, mh, 1, border, max_shared, KernelPath::Dense)),
+            BorderMode::ALL.map(|border| kernels::Variant::new(mw, mh, 1, border, max_shared, KernelPath::Dense, HD)),
         );
         variants.extend([2, 3].map(|channels| {
-            kernels::Variant::new(mw, mh, channels, BorderMode::Reflect, max_shared, KernelPath::Separable)
+            kernels::Variant::new(
+                mw,
+                mh,
+                channels,
+                BorderMode::Reflect,
+                max_shared,
+                KernelPath::Separable,
+                HD,
+            )
         }));
+        // Large planes take other tilings for large masks.
+        variants.push(kernels::Variant::new(
+            mw,
+            mh,
+            1,
+            BorderMode::Reflect,
+            max_shared,
+            KernelPath::Dense,
+            UHD,
+        ));
     }
+    variants.dedup();
     for variant in &variants {
         let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
         assert_eq!(&cubin[..4], b"\x7fELF", "CUBIN is an ELF image");

@@ -69,7 +69,8 @@ pub trait Engine: Send {
         0
     }
     /// Buffers to make frames in so that `submit` needs no copy (the CUDA engine lends
-    /// page-locked memory); `None` when any memory serves as well.
+    /// page-locked memory, once it knows the frame geometry: [`EngineOptions::shape`] or
+    /// the first frame); `None` when any memory serves as well.
     fn frame_pool(&self) -> Option<Arc<BufferPool>> {
         None
     }

@@ -63,11 +63,15 @@ pub struct Variant {
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
 const MAX_UNROLLED_MASK_HEIGHT: u32 = 15;
+/// Masks from this size up take wide tiles on large planes (dense path).
+const LARGE_MASK: usize = 17;
+/// Planes from this size up (a 2560x1600 plane, say) have tiles enough for wide ones.
+const LARGE_PLANE_PIXELS: usize = 4_000_000;
 
 impl Variant {
-    /// The default tiling for a mask on a device that allows `max_shared` bytes of shared
-    /// memory per block: 32x8 threads, 4x4 outputs each, fewer rows per thread if `path`'s
-    /// kernel would not fit otherwise.
+    /// The tiling that measured fastest for `path`, the mask and a plane of `plane_pixels`
+    /// (BENCHMARKS.md, tiling sweep), on a device that allows `max_shared` bytes of shared
+    /// memory per block, with fewer rows per thread if the kernel would not fit otherwise.
     pub fn new(
         mask_width: usize,
         mask_height: usize,
@@ -75,20 +79,38 @@ impl Variant {
         border: BorderMode,
         max_shared: usize,
         path: KernelPath,
+        plane_pixels: usize,
     ) -> Variant {
+        let tiling = |block_x, block_y, px, py| Tiling {
+            block_x,
+            block_y,
+            px,
+            py,
+            unroll_rows: mask_height as u32 <= MAX_UNROLLED_MASK_HEIGHT,
+        };
+        let large_mask = mask_width.max(mask_height) >= LARGE_MASK;
+        let tiling = match path {
+            // 512 threads of 4x2 outputs: twice the warps of 32x8x4x4 on the same tile hide
+            // the two barriers' latency; 10-25% faster from 5x5 up, never slower.
+            KernelPath::Separable => tiling(32, 16, 4, 2),
+            // Wide tiles (8 outputs per row per thread) halve the shared loads per tap; they
+            // pay off once taps dominate, on planes with enough tiles to fill the GPU.
+            KernelPath::Dense if large_mask && plane_pixels >= LARGE_PLANE_PIXELS => tiling(32, 8, 8, 4),
+            _ => tiling(32, 8, 4, 4),
+        };
         let mut variant = Variant {
             mask_width: mask_width as u32,
             mask_height: mask_height as u32,
             channels: channels as u32,
             border,
-            tiling: Tiling {
-                block_x: 32,
-                block_y: 8,
-                px: 4,
-                py: 4,
-                unroll_rows: mask_height as u32 <= MAX_UNROLLED_MASK_HEIGHT,
-            },
+            tiling,
         };
+        if let Some(tiling) = tiling_override(path) {
+            variant.tiling = Tiling {
+                unroll_rows: variant.tiling.unroll_rows,
+                ..tiling
+            };
+        }
         while variant.shared_bytes(path) > max_shared && variant.tiling.py > 1 {
             variant.tiling.py /= 2;
         }
@@ -448,5 +470,35 @@ impl KernelSet {
         // pitch * height bytes as the geometry says (checked by the caller), and the shared
         // memory size is the one the kernel's tile needs.
         unsafe { builder.launch(config) }.map(|_| ())
+    }
+}
+
+/// A tiling from `CONVSTREAM_TILING_DENSE` or `CONVSTREAM_TILING_SEPARABLE`, written
+/// `BLOCK_XxBLOCK_YxPXxPY` (`32x8x4x4` is the default): a knob for tuning with
+/// `convstream bench`. A malformed value is ignored with a warning.
+fn tiling_override(path: KernelPath) -> Option<Tiling> {
+    let name = match path {
+        KernelPath::Dense => "CONVSTREAM_TILING_DENSE",
+        KernelPath::Separable => "CONVSTREAM_TILING_SEPARABLE",
+        KernelPath::Global => return None,
+    };
+    let text = std::env::var(name).ok()?;
+    let parsed: Option<Vec<u32>> = text.split('x').map(|n| n.trim().parse().ok()).collect();
+    match parsed.as_deref() {
+        Some(&[block_x, block_y, px, py])
+            if block_x > 0 && block_y > 0 && block_x * block_y <= 1024 && px > 0 && px % 4 == 0 && py > 0 =>
+        {
+            Some(Tiling {
+                block_x,
+                block_y,
+                px,
+                py,
+                unroll_rows: true,
+            })
+        }
+        _ => {
+            tracing::warn!("{name}={text:?} ignored: expected BLOCK_XxBLOCK_YxPXxPY, PX a multiple of 4");
+            None
+        }
     }
 }

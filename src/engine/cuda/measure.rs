@@ -122,7 +122,7 @@ impl Bench {
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
         let max_shared = self.info.max_shared_per_block;
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path);
+        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height);
         let set = KernelSet::load(
             &self.context,
             &self.stream,

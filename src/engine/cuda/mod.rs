@@ -103,6 +103,8 @@ fn plan_kernels(
                 filter.border,
                 max_shared,
                 path,
+                // The first slot of a channel count is its largest plane (luma before chroma).
+                slot.width * slot.height,
             )
         };
         let mut chosen = path;
@@ -241,7 +243,7 @@ fn finish_frame(
 ) -> (Result<Frame, EngineError>, Vec<TraceSpan>) {
     let index = lane.index;
     let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
-    let result = lane.events.done.synchronize().context(what);
+    let result = wait_for(&lane.events.done).context(what);
     if result.is_ok() {
         lane.drain_output(layout, &mut frame, routes);
     }
@@ -250,6 +252,34 @@ fn finish_frame(
         _ => Vec::new(),
     };
     (result.map(|_| frame), spans)
+}
+
+/// How long the completion thread polls a lane's done event before blocking on it, in
+/// microseconds (`CONVSTREAM_SPIN_US`, default 300; 0 blocks at once). A frame's GPU work
+/// takes 0.1-0.5 ms, and a thread blocked in the driver wakes tens of microseconds after
+/// its event: with a few lanes that delay is a large share of each lane's cycle.
+fn spin_before_blocking() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let micros = std::env::var("CONVSTREAM_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        Duration::from_micros(micros)
+    })
+}
+
+/// Waits for `event`: polls it (yielding the core between polls, so decoder threads that
+/// want it get it) for [`spin_before_blocking`], then blocks.
+fn wait_for(event: &CudaEvent) -> Result<(), cudarc::driver::DriverError> {
+    let started = Instant::now();
+    while started.elapsed() < spin_before_blocking() {
+        if event.try_is_complete()? {
+            return Ok(());
+        }
+        std::thread::yield_now();
+    }
+    event.synchronize()
 }
 
 /// The upload, kernel and download stages of the frame a lane just finished.
@@ -428,19 +458,8 @@ impl CudaEngine {
                 .context(|| self.what(0, "recording the trace origin"))?;
             self.origin = Some(Arc::new(origin));
         }
-        let frame_bytes: usize = shape
-            .format
-            .plane_shapes(shape.width, shape.height)
-            .iter()
-            .map(|p| (p.width * p.channels).next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * p.height)
-            .sum();
-        let pool_limit = self.options.pooled_frames * frame_bytes;
-        self.pool = (pool_limit > 0).then(|| {
-            let memory = PinnedMemory {
-                context: self.context.clone(),
-            };
-            BufferPool::new(Box::new(memory), pool_limit)
-        });
+        self.pool = self.frame_pool_for(shape)?;
+        let pool_limit = self.pool.as_ref().map_or(0, |pool| pool.limit());
         tracing::info!(
             pipeline = %self.options.pipeline,
             "cuda:{} {} ready: {} lane(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
@@ -454,6 +473,36 @@ impl CudaEngine {
         self.completion = Some(Completion::start(lanes, &self.options.pipeline)?);
         self.layout = Some(Arc::new(layout));
         Ok(())
+    }
+
+    /// The pinned pool frames of `shape` are made in, with the frames in flight in steady
+    /// state (the lanes' and a few more) allocated now: pinning takes about a millisecond
+    /// per megabyte, too slow for the first frames' path.
+    fn frame_pool_for(&self, shape: FrameShape) -> Result<Option<Arc<BufferPool>>, EngineError> {
+        if self.options.pooled_frames == 0 {
+            return Ok(None);
+        }
+        let plane_bytes: Vec<usize> = shape
+            .format
+            .plane_shapes(shape.width, shape.height)
+            .iter()
+            .map(|p| (p.width * p.channels).next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * p.height)
+            .collect();
+        let memory = PinnedMemory {
+            context: self.context.clone(),
+        };
+        let pool = BufferPool::new(
+            Box::new(memory),
+            self.options.pooled_frames * plane_bytes.iter().sum::<usize>(),
+        );
+        let reserved = self.options.pooled_frames.min(self.options.streams + 4);
+        for bytes in plane_bytes {
+            pool.reserve(bytes, reserved).map_err(|message| EngineError::Cuda {
+                context: format!("pipeline {:?}: reserving the pinned frame pool", self.options.pipeline),
+                message,
+            })?;
+        }
+        Ok(Some(pool))
     }
 
     /// Enqueues upload, kernels and download of `frame` on the lane's stream.
