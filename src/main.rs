@@ -79,6 +79,29 @@ struct BenchArgs {
     /// Folder for the results.
     #[arg(long, default_value = "bench-results")]
     out: PathBuf,
+    /// Kernel suite: these mask sizes only (odd, comma-separated), e.g. to profile one case.
+    #[arg(long, value_delimiter = ',', value_parser = parse_mask_size)]
+    mask_sizes: Option<Vec<usize>>,
+    /// Kernel suite on the GPU: these plane sizes only, e.g. `3840x2160` (comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = parse_plane_size)]
+    planes: Option<Vec<(usize, usize)>>,
+}
+
+fn parse_mask_size(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(size) if size % 2 == 1 && size <= 63 => Ok(size),
+        _ => Err(format!("{text} is not an odd mask size in 1..=63")),
+    }
+}
+
+fn parse_plane_size(text: &str) -> Result<(usize, usize), String> {
+    let parsed = text
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<usize>().ok()?, h.parse::<usize>().ok()?)));
+    match parsed {
+        Some((w, h)) if w > 0 && h > 0 && w <= 16384 && h <= 16384 => Ok((w, h)),
+        _ => Err(format!("{text} is not a plane size such as 3840x2160")),
+    }
 }
 
 #[derive(Subcommand)]
@@ -371,6 +394,8 @@ fn bench(args: BenchArgs) -> Result<(), Failure> {
         input: args.input,
         quick: args.quick,
         out: args.out,
+        mask_sizes: args.mask_sizes,
+        planes: args.planes,
     };
     let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
     let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;

@@ -37,6 +37,10 @@ pub struct BenchOptions {
     /// Few sizes, few repetitions: a smoke test, not a speed claim.
     pub quick: bool,
     pub out: PathBuf,
+    /// Mask sizes for the kernel suite instead of the standard list (profiling one case).
+    pub mask_sizes: Option<Vec<usize>>,
+    /// Plane sizes (width, height) for the GPU kernel suite instead of 1080p and 2160p.
+    pub planes: Option<Vec<(usize, usize)>>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -113,10 +113,10 @@ pub fn kernel(
     gpu: Option<usize>,
     skipped: &mut Vec<String>,
 ) -> Result<Vec<KernelRow>, BenchError> {
-    let sizes = if options.quick {
-        QUICK_KERNEL_SIZES
-    } else {
-        KERNEL_SIZES
+    let sizes = match (&options.mask_sizes, options.quick) {
+        (Some(sizes), _) => sizes.as_slice(),
+        (None, true) => QUICK_KERNEL_SIZES,
+        (None, false) => KERNEL_SIZES,
     };
     match gpu {
         Some(ordinal) => kernel_gpu(options, ordinal, sizes, skipped),
@@ -177,7 +177,8 @@ fn kernel_gpu(
     let repetitions = if options.quick { 10 } else { 50 };
     let warm_up = Duration::from_millis(if options.quick { 20 } else { 300 });
     let mut rows = Vec::new();
-    for (width, height) in plane_sizes(options.quick) {
+    let planes = options.planes.clone().unwrap_or_else(|| plane_sizes(options.quick));
+    for (width, height) in planes {
         // Exact comparison with the CPU, except the tiled dense kernel on planes above 1080p:
         // it is compared with the baseline kernel (same arithmetic), itself just checked
         // against the CPU with the same mask.
