@@ -37,6 +37,11 @@ for tool in memcheck racecheck; do
     [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
 done
 
+step "compute-sanitizer --tool memcheck (frames from the pinned pool, copied directly)"
+CONVSTREAM_TEST_GPU=1 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$dist/tests/gpu" pooled_frames_go_direct_and_match_the_cpu --test-threads=1 --nocapture 2>&1 | tail -n 5 | tee -a "$log"
+[[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
+
 step "end to end on a generated clip"
 check "generate the sample clip" "$bin" demo --dir "$media" --device cpu
 run() { "$bin" run -i "$media/sample.mp4" --mask gaussian:size=13,sigma=3 --no-progress "$@"; }
@@ -47,6 +52,8 @@ for streams in 1 2 4 8; do
     check "streams=$streams identical to the CPU output (order kept)" \
         bash -c "$(printf '%q ' "$bin") run -i $media/sample.mp4 --mask gaussian:size=13,sigma=3 --no-progress --device cuda --streams $streams -o $media/s$streams.y4m && cmp $media/cpu.y4m $media/s$streams.y4m"
 done
+check "CUDA dense 21x21 on luma only identical to the CPU output" \
+    bash -c "for d in cpu cuda; do $(printf '%q ' "$bin") run -i $media/sample.mp4 --mask box:size=21 --planes luma --no-progress --device \$d -o $media/box21-\$d.y4m || exit 1; done; cmp $media/box21-cpu.y4m $media/box21-cuda.y4m"
 check "CUDA to mkv with audio copied" run -o "$media/cuda.mkv" --device cuda --stats-json "$out/e2e-stats.json"
 check "audio packets were copied" python3 -c "import json,sys; p=json.load(open('$out/e2e-stats.json'))['pipelines'][0]; print(p); sys.exit(0 if p['packets_passed_through'] > 0 and p['frames_out'] == p['frames_in'] > 0 else 1)"
 check "the mkv decodes again, all frames" bash -c "$(printf '%q ' "$bin") run -i $media/cuda.mkv -o null --device cpu --no-progress --stats-json $media/reread.json && python3 -c \"import json,sys; sys.exit(0 if json.load(open('$media/reread.json'))['pipelines'][0]['frames_out'] == json.load(open('$out/e2e-stats.json'))['pipelines'][0]['frames_out'] else 1)\""

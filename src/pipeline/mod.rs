@@ -18,6 +18,7 @@ use std::time::Instant;
 use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
+use crate::host_buffers::{BufferPool, HeapMemory};
 use crate::sink::{Sink, SinkError, SinkOutcome};
 use crate::source::{PassthroughPacket, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
@@ -318,14 +319,19 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
 }
 
 /// Decodes `source` to the end and discards the frames: the decoder's own speed, the
-/// baseline filtered runs are compared with. Returns the frames and the seconds from the
-/// input being open to the last frame.
+/// baseline filtered runs are compared with. Frames are made in reused heap buffers, as a
+/// filtered run makes them in reused pinned ones, so neither pays for fresh allocations.
+/// Returns the frames and the seconds from the input being open to the last frame.
 pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
     let opened = Source::open(source, stop.clone()).map_err(|e| PipelineError::Source {
         pipeline: "decode-only".into(),
         source: e,
     })?;
+    let info = opened.info();
+    let frame_bytes = info.width.next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * info.height * 3;
+    let pool = BufferPool::new(Box::new(HeapMemory), (FRAME_QUEUE + 4) * frame_bytes);
+    let opened = opened.with_frame_pool(Some(pool));
     let counters = Counters::default();
     let (frames_tx, frames_rx) = bounded::<Frame>(FRAME_QUEUE);
     // No receiver for other streams: the source skips their packets.
