@@ -407,6 +407,56 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
     println!("pooled frames: direct copies match the CPU engine");
 }
 
+/// A filter switch to other planes lays the lanes out again but keeps the frame pool the
+/// source is making frames in, and those frames still go to the GPU directly.
+#[test]
+fn a_planes_switch_keeps_the_frame_pool() {
+    if !gpu_requested() {
+        println!("a_planes_switch_keeps_the_frame_pool: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let (width, height) = (640, 360);
+    let filter = |planes| FilterSpec {
+        mask: Mask::from_spec("gaussian:size=5").unwrap(),
+        border: BorderMode::Reflect,
+        planes,
+    };
+    let engine_options = EngineOptions {
+        pooled_frames: 4,
+        shape: Some(FrameShape {
+            format: PixelFormat::Yuv420p,
+            width,
+            height,
+        }),
+        ..options(2, true, 64, None)
+    };
+    let mut engine = CudaEngine::new(filter(PlaneSelection::All), &engine_options, 0).unwrap();
+    let pool = engine.frame_pool().unwrap();
+    engine.set_filter(filter(PlaneSelection::Luma)).unwrap();
+    let input = random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 0, 0);
+    let mut frame = Frame::new_in(input.format, width, height, Some(&pool));
+    for (to, from) in frame.planes.iter_mut().zip(&input.planes) {
+        for y in 0..from.height {
+            to.row_mut(y).copy_from_slice(from.row(y));
+        }
+    }
+    engine.submit(frame).unwrap();
+    let output = engine.receive().unwrap().unwrap();
+    let after = engine.frame_pool().unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&pool, &after),
+        "seed {seed}: the pool was replaced"
+    );
+    assert_eq!(
+        engine.pinned_bytes(),
+        pool.allocated_bytes(),
+        "seed {seed}: nothing was staged"
+    );
+    let expected = CpuEngine::filter_frame(&filter(PlaneSelection::Luma), &input);
+    assert_eq!(compare(&expected, &output), (0, 0), "seed {seed}");
+}
+
 /// The variants the GPU tests use compile with NVRTC (no GPU needed).
 #[test]
 fn kernels_compile_with_nvrtc() {

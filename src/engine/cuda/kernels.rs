@@ -502,3 +502,42 @@ fn tiling_override(path: KernelPath) -> Option<Tiling> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOPPER_SHARED: usize = 232_448;
+    const UHD: usize = 3840 * 2160;
+    const HD: usize = 1920 * 1080;
+
+    fn tiling(size: usize, path: KernelPath, pixels: usize) -> (u32, u32, u32, u32) {
+        let t = Variant::new(size, size, 1, BorderMode::Reflect, HOPPER_SHARED, path, pixels).tiling;
+        (t.block_x, t.block_y, t.px, t.py)
+    }
+
+    #[test]
+    fn tilings_follow_the_sweep() {
+        assert_eq!(tiling(13, KernelPath::Separable, UHD), (32, 16, 4, 2));
+        assert_eq!(tiling(3, KernelPath::Separable, HD), (32, 16, 4, 2));
+        assert_eq!(tiling(13, KernelPath::Dense, UHD), (32, 8, 4, 4), "13x13 stays narrow");
+        assert_eq!(
+            tiling(31, KernelPath::Dense, UHD),
+            (32, 8, 8, 4),
+            "large mask, large plane"
+        );
+        assert_eq!(
+            tiling(31, KernelPath::Dense, HD),
+            (32, 8, 4, 4),
+            "a 1080p plane has too few wide tiles"
+        );
+    }
+
+    #[test]
+    fn tiles_that_do_not_fit_lose_rows_per_thread() {
+        // 48 KiB without the opt-in: a 63x63 dense tile of 8x4 outputs does not fit.
+        let v = Variant::new(63, 63, 1, BorderMode::Reflect, 48 * 1024, KernelPath::Dense, UHD);
+        assert!(v.dense_shared_bytes() <= 48 * 1024 || v.tiling.py == 1);
+        assert!(v.tiling.py < 4);
+    }
+}

@@ -349,6 +349,8 @@ pub struct CudaEngine {
     last_stages: Option<StageTimes>,
     /// Page-locked frame buffers lent to whoever makes frames (the source).
     pool: Option<Arc<BufferPool>>,
+    /// The frame geometry the pool was made for.
+    pool_shape: Option<FrameShape>,
     /// Pinned bytes of the lanes' staging buffers.
     staging_bytes: Arc<AtomicUsize>,
     /// This engine's place in the per-GPU pipeline count, held while it lives.
@@ -379,6 +381,7 @@ impl CudaEngine {
             copy_times: HostCopyTimes::default(),
             last_stages: None,
             pool: None,
+            pool_shape: None,
             staging_bytes: Arc::new(AtomicUsize::new(0)),
             _seat: None,
         };
@@ -458,7 +461,12 @@ impl CudaEngine {
                 .context(|| self.what(0, "recording the trace origin"))?;
             self.origin = Some(Arc::new(origin));
         }
-        self.pool = self.frame_pool_for(shape)?;
+        // Laid out again for other planes (a filter switch), the frames keep their geometry:
+        // the pool the source already makes frames in stays.
+        if self.pool_shape != Some(shape) {
+            self.pool = self.frame_pool_for(shape)?;
+            self.pool_shape = Some(shape);
+        }
         let pool_limit = self.pool.as_ref().map_or(0, |pool| pool.limit());
         tracing::info!(
             pipeline = %self.options.pipeline,
