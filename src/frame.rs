@@ -34,6 +34,18 @@ pub struct PlaneShape {
     pub channels: usize,
 }
 
+impl PlaneShape {
+    /// Row stride of the plane when made in a [`BufferPool`].
+    pub fn pooled_stride(&self) -> usize {
+        (self.width * self.channels).next_multiple_of(POOLED_ROW_ALIGN)
+    }
+
+    /// Bytes of the plane when made in a [`BufferPool`].
+    pub fn pooled_bytes(&self) -> usize {
+        self.pooled_stride() * self.height
+    }
+}
+
 impl PixelFormat {
     /// Plane shapes of a `width` x `height` frame (chroma sizes round up, as FFmpeg's do).
     pub fn plane_shapes(self, width: usize, height: usize) -> Vec<PlaneShape> {
@@ -118,13 +130,12 @@ impl Plane {
     /// A plane in memory lent by `pool`, rows aligned to [`POOLED_ROW_ALIGN`]. Its bytes are
     /// whatever the block's last user left: write every row before reading it.
     pub fn pooled(shape: PlaneShape, pool: &Arc<BufferPool>) -> Plane {
-        let stride = (shape.width * shape.channels).next_multiple_of(POOLED_ROW_ALIGN);
         Plane {
             width: shape.width,
             height: shape.height,
             channels: shape.channels,
-            stride,
-            data: pool.take(stride * shape.height),
+            stride: shape.pooled_stride(),
+            data: pool.take(shape.pooled_bytes()),
         }
     }
 
@@ -202,6 +213,27 @@ impl Frame {
         }
     }
 
+    /// A copy of this frame (pixels, timestamps, position) made in `pool`'s buffers.
+    pub fn copied_into(&self, pool: &Arc<BufferPool>) -> Frame {
+        let mut copy = Frame::new_in(self.format, self.width, self.height, Some(pool));
+        for (to, from) in copy.planes.iter_mut().zip(&self.planes) {
+            for y in 0..from.height {
+                to.row_mut(y).copy_from_slice(from.row(y));
+            }
+        }
+        copy.with_planes_of(self)
+    }
+
+    /// These planes with `other`'s timestamps and position.
+    fn with_planes_of(self, other: &Frame) -> Frame {
+        Frame {
+            pts: other.pts,
+            index: other.index,
+            decoded_at: other.decoded_at,
+            ..self
+        }
+    }
+
     /// The same frame header (format, size, timestamps) with other planes.
     pub fn with_planes(&self, planes: Vec<Plane>) -> Frame {
         Frame {
@@ -218,5 +250,39 @@ impl Frame {
     /// Bytes of pixel data (without row padding).
     pub fn pixel_bytes(&self) -> usize {
         self.planes.iter().map(|p| p.row_bytes() * p.height).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host_buffers::HeapMemory;
+
+    #[test]
+    fn a_copy_into_a_pool_keeps_pixels_and_timestamps_with_aligned_rows() {
+        let mut frame = Frame::new(PixelFormat::Yuv420p, 33, 17);
+        for (i, plane) in frame.planes.iter_mut().enumerate() {
+            for y in 0..plane.height {
+                plane
+                    .row_mut(y)
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(x, v)| *v = (x + 3 * y + 7 * i) as u8);
+            }
+        }
+        frame.pts = Some(42);
+        frame.index = 5;
+        let pool = BufferPool::new(Box::new(HeapMemory), 1 << 20);
+        let copy = frame.copied_into(&pool);
+        assert_eq!((copy.pts, copy.index), (Some(42), 5));
+        for (a, b) in frame.planes.iter().zip(&copy.planes) {
+            assert!(a.same_pixels(b));
+            assert_eq!(b.stride % POOLED_ROW_ALIGN, 0);
+            assert_eq!(b.data.len(), b.shape().pooled_bytes());
+        }
+        assert_eq!(
+            pool.allocated_bytes(),
+            copy.planes.iter().map(|p| p.data.len()).sum::<usize>()
+        );
     }
 }

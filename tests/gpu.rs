@@ -359,14 +359,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                         if input.index % 3 == 2 {
                             return input.clone();
                         }
-                        let mut frame = Frame::new_in(input.format, width, height, Some(&pool));
-                        for (to, from) in frame.planes.iter_mut().zip(&input.planes) {
-                            for y in 0..from.height {
-                                to.row_mut(y).copy_from_slice(from.row(y));
-                            }
-                        }
-                        frame.index = input.index;
-                        frame
+                        input.copied_into(&pool)
                     })
                     .collect();
                 let addresses: Vec<*const u8> = submitted.iter().map(|f| f.planes[0].data.as_ptr()).collect();
@@ -435,13 +428,7 @@ fn a_planes_switch_keeps_the_frame_pool() {
     let pool = engine.frame_pool().unwrap();
     engine.set_filter(filter(PlaneSelection::Luma)).unwrap();
     let input = random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 0, 0);
-    let mut frame = Frame::new_in(input.format, width, height, Some(&pool));
-    for (to, from) in frame.planes.iter_mut().zip(&input.planes) {
-        for y in 0..from.height {
-            to.row_mut(y).copy_from_slice(from.row(y));
-        }
-    }
-    engine.submit(frame).unwrap();
+    engine.submit(input.copied_into(&pool)).unwrap();
     let output = engine.receive().unwrap().unwrap();
     let after = engine.frame_pool().unwrap();
     assert!(

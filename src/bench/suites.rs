@@ -439,23 +439,6 @@ impl FramesIn {
     }
 }
 
-/// Copies of `frames` made in `pool`'s buffers, as a source decoding into it would.
-fn frames_in_pool(frames: &[Frame], pool: &std::sync::Arc<crate::host_buffers::BufferPool>) -> Vec<Frame> {
-    frames
-        .iter()
-        .map(|frame| {
-            let mut pooled = Frame::new_in(frame.format, frame.width, frame.height, Some(pool));
-            for (to, from) in pooled.planes.iter_mut().zip(&frame.planes) {
-                for y in 0..from.height {
-                    to.row_mut(y).copy_from_slice(from.row(y));
-                }
-            }
-            pooled.index = frame.index;
-            pooled
-        })
-        .collect()
-}
-
 #[cfg(feature = "cuda")]
 fn overlap_gpu(
     options: &BenchOptions,
@@ -478,8 +461,9 @@ fn overlap_gpu(
         ..EngineOptions::new(DeviceChoice::Cuda(ordinal), streams, "bench")
     };
     let mut engine = CudaEngine::new(filter.clone(), &engine_options, ordinal)?;
+    // Copies made in the engine's pool, as a source decoding into it would make them.
     let mut pooled_frames = match engine.frame_pool() {
-        Some(frame_pool) => frames_in_pool(heap_frames, &frame_pool),
+        Some(frame_pool) => heap_frames.iter().map(|f| f.copied_into(&frame_pool)).collect(),
         None => Vec::new(),
     };
     let pool = match frames_in {

@@ -329,7 +329,8 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
         source: e,
     })?;
     let info = opened.info();
-    let frame_bytes = info.width.next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * info.height * 3;
+    let shapes = info.format.plane_shapes(info.width, info.height);
+    let frame_bytes: usize = shapes.iter().map(|plane| plane.pooled_bytes()).sum();
     let pool = BufferPool::new(Box::new(HeapMemory), (FRAME_QUEUE + 4) * frame_bytes);
     let opened = opened.with_frame_pool(Some(pool));
     let counters = Counters::default();

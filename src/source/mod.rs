@@ -439,8 +439,7 @@ impl Source {
         drop_from: Option<Receiver<Frame>>,
     ) -> Result<(), SourceError> {
         let config = self.config.clone();
-        let mut state = DecodeState::new(&self.info, config.realtime, drop_from);
-        state.frame_pool = self.frame_pool.clone();
+        let mut state = DecodeState::new(&self.info, config.realtime, drop_from, self.frame_pool.clone());
         let first_streams = self.info.stream_signature();
         let mut source = self;
         loop {
@@ -727,7 +726,12 @@ struct DecodeState {
 }
 
 impl DecodeState {
-    fn new(info: &SourceInfo, realtime: bool, drop_from: Option<Receiver<Frame>>) -> DecodeState {
+    fn new(
+        info: &SourceInfo,
+        realtime: bool,
+        drop_from: Option<Receiver<Frame>>,
+        frame_pool: Option<Arc<BufferPool>>,
+    ) -> DecodeState {
         let per_frame = f64::from(info.frame_rate.invert()) / f64::from(info.time_base);
         DecodeState {
             target: (info.format, info.width, info.height),
@@ -746,7 +750,7 @@ impl DecodeState {
             url: info.url.clone(),
             drop_from,
             busy_at_last_frame: 0,
-            frame_pool: None,
+            frame_pool,
         }
     }
 

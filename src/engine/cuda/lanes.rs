@@ -197,8 +197,9 @@ impl Lane {
                 false,
                 what("allocating pinned staging output"),
             )?;
-            self.staging_total.fetch_add(2 * layout.bytes, Ordering::Relaxed);
-            self.staging = Some(Staging { input, output });
+            let staging = Staging { input, output };
+            self.staging_total.fetch_add(staging.bytes(), Ordering::Relaxed);
+            self.staging = Some(staging);
         }
         Ok(self.staging.as_mut().expect("staging was just set"))
     }
@@ -306,11 +307,16 @@ fn stage_out(slot: &PlaneSlot, region: &[u8], plane: &mut Plane) {
     }
 }
 
+impl Staging {
+    fn bytes(&self) -> usize {
+        self.input.bytes().len() + self.output.bytes().len()
+    }
+}
+
 impl Drop for Lane {
     fn drop(&mut self) {
-        if self.staging.is_some() {
-            let bytes = self.device_in.len() * 2;
-            self.staging_total.fetch_sub(bytes, Ordering::Relaxed);
+        if let Some(staging) = &self.staging {
+            self.staging_total.fetch_sub(staging.bytes(), Ordering::Relaxed);
         }
     }
 }

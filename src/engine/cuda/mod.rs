@@ -272,8 +272,8 @@ fn spin_before_blocking() -> Duration {
 /// Waits for `event`: polls it (yielding the core between polls, so decoder threads that
 /// want it get it) for [`spin_before_blocking`], then blocks.
 fn wait_for(event: &CudaEvent) -> Result<(), cudarc::driver::DriverError> {
-    let started = Instant::now();
-    while started.elapsed() < spin_before_blocking() {
+    let (started, spin) = (Instant::now(), spin_before_blocking());
+    while started.elapsed() < spin {
         if event.try_is_complete()? {
             return Ok(());
         }
@@ -494,7 +494,7 @@ impl CudaEngine {
             .format
             .plane_shapes(shape.width, shape.height)
             .iter()
-            .map(|p| (p.width * p.channels).next_multiple_of(crate::frame::POOLED_ROW_ALIGN) * p.height)
+            .map(|plane| plane.pooled_bytes())
             .collect();
         let memory = PinnedMemory {
             context: self.context.clone(),
