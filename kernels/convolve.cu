@@ -63,6 +63,20 @@ __device__ __forceinline__ void load_window(float (&v)[4 * V_VEC], const float* 
     }
 }
 
+// Four results as one word of pixels: each rounded as `to_pixel` does, then packed with
+// saturation to 0..255 (two `cvt.pack.sat` instructions instead of a clamp per pixel).
+__device__ __forceinline__ unsigned int pack_pixels(float s0, float s1, float s2, float s3, float bias) {
+    const int p0 = __float2int_rz(roundf(s0 + bias));
+    const int p1 = __float2int_rz(roundf(s1 + bias));
+    const int p2 = __float2int_rz(roundf(s2 + bias));
+    const int p3 = __float2int_rz(roundf(s3 + bias));
+    unsigned int high, word;
+    // d = sat(b) | sat(a) << 8 | c << 16
+    asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(p3), "r"(p2), "r"(0u));
+    asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(p1), "r"(p0), "r"(high));
+    return word;
+}
+
 // Writes a thread's PY x PX outputs, as 32-bit words where aligned and inside the plane.
 __device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, const PlaneGeometry& g,
                                               const float (&acc)[PY][PX], int row, int col) {
@@ -75,11 +89,8 @@ __device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, c
         for (int q = 0; q < PX; q += 4) {
             const bool whole = col + q + 3 < row_bytes && (((size_t)(out + q)) & 3) == 0;
             if (whole) {
-                const unsigned int word = (unsigned int)to_pixel(acc[py][q], g.bias) |
-                                          ((unsigned int)to_pixel(acc[py][q + 1], g.bias) << 8) |
-                                          ((unsigned int)to_pixel(acc[py][q + 2], g.bias) << 16) |
-                                          ((unsigned int)to_pixel(acc[py][q + 3], g.bias) << 24);
-                *reinterpret_cast<unsigned int*>(out + q) = word;
+                *reinterpret_cast<unsigned int*>(out + q) =
+                    pack_pixels(acc[py][q], acc[py][q + 1], acc[py][q + 2], acc[py][q + 3], g.bias);
             } else {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
