@@ -23,31 +23,45 @@
 #error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
 #endif
 
+// One word of the shared tile: source bytes c..c+3 of row `r` (mapped row `y`), converted to
+// floats. `fast`: the row is inside the plane and its words are 4-byte aligned, so a word
+// wholly inside the row is one aligned load; anything else goes sample by sample.
+__device__ __forceinline__ void load_word(float* __restrict__ trow, const unsigned char* __restrict__ src,
+                                          const PlaneGeometry& g, bool fast, int y, int row, int c, int w,
+                                          int row_bytes) {
+    float4 f;
+    if (fast && c >= 0 && c + 3 < row_bytes) {
+        const unsigned int v = *reinterpret_cast<const unsigned int*>(src + (size_t)y * g.src_pitch + c);
+        f = make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu), (float)(v >> 24));
+    } else {
+        f = make_float4(sample(src, g, row, c), sample(src, g, row, c + 1), sample(src, g, row, c + 2),
+                        sample(src, g, row, c + 3));
+    }
+    reinterpret_cast<float4*>(trow)[w] = f;
+}
+
 // Fills the shared tile (SHARED_H rows of SHARED_PITCH floats) with the source window whose
 // top-left sample is (row0, col0 - SHIFT), border mode applied. The block's threads walk the
-// tile word by word: a warp reads 128 contiguous bytes of a row and writes 512 contiguous
-// bytes of shared memory. Words that cross the plane's edge, and planes whose rows are not
-// 4-byte aligned, take the per-sample path.
+// tile two words at a time, word w and word w + ROW_HALF of a row, so the row arithmetic is
+// paid once per two words while a warp still reads 128 contiguous bytes and writes 512
+// contiguous bytes of shared memory per access. Words that cross the plane's edge, and
+// planes whose rows are not 4-byte aligned, take the per-sample path.
+#define ROW_HALF ((ROW_WORDS + 1) / 2)
 __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, int row0, int col0) {
     const int row_bytes = g.width * CH;
     const int first = col0 - SHIFT;
     const bool aligned = ((((size_t)src) | (size_t)g.src_pitch) & 3) == 0;
-    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_WORDS; i += BLOCK_X * BLOCK_Y) {
-        const int r = i / ROW_WORDS;
-        const int w = i - r * ROW_WORDS;
-        const int c = first + 4 * w;
+    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_HALF; i += BLOCK_X * BLOCK_Y) {
+        const int r = i / ROW_HALF;
+        const int w = i - r * ROW_HALF;
         const int y = map_index(row0 + r, g.height);
-        float4 f;
-        if (aligned && y >= 0 && c >= 0 && c + 3 < row_bytes) {
-            const unsigned int v = *reinterpret_cast<const unsigned int*>(src + (size_t)y * g.src_pitch + c);
-            f = make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu),
-                            (float)(v >> 24));
-        } else {
-            f = make_float4(sample(src, g, row0 + r, c), sample(src, g, row0 + r, c + 1),
-                            sample(src, g, row0 + r, c + 2), sample(src, g, row0 + r, c + 3));
+        const bool fast = aligned && y >= 0;
+        float* trow = tile + r * SHARED_PITCH;
+        load_word(trow, src, g, fast, y, row0 + r, first + 4 * w, w, row_bytes);
+        if (w + ROW_HALF < ROW_WORDS) {
+            load_word(trow, src, g, fast, y, row0 + r, first + 4 * (w + ROW_HALF), w + ROW_HALF, row_bytes);
         }
-        reinterpret_cast<float4*>(tile + r * SHARED_PITCH)[w] = f;
     }
 }
 
