@@ -2,7 +2,8 @@
 # GPU checks from the portable build (scripts/build-portable.sh), run on a GPU host:
 # the GPU test binary (parity with the CPU engine, lane order, throughput with a trace),
 # compute-sanitizer memcheck and racecheck on a quick parity run, and end-to-end runs on a
-# generated clip: CPU vs CUDA output, streams 1/2/4/8, audio kept, NVDEC decode.
+# generated clip: CPU vs CUDA output, streams 1 to 8 with 1 to 4 frames each, audio kept,
+# NVDEC decode.
 #
 #   scripts/gpu-check.sh [DIST]      (DIST defaults to dist/portable; results go to $OUT or ./gpu-results)
 set -uo pipefail
@@ -48,9 +49,10 @@ run() { "$bin" run -i "$media/sample.mp4" --mask gaussian:size=13,sigma=3 --no-p
 check "CPU engine to y4m" run -o "$media/cpu.y4m" --device cpu
 check "CUDA engine to y4m (with a trace)" run -o "$media/cuda.y4m" --device cuda --trace "$out/e2e-trace.json"
 check "CUDA output identical to the CPU output" cmp "$media/cpu.y4m" "$media/cuda.y4m"
-for streams in 1 2 4 8; do
-    check "streams=$streams identical to the CPU output (order kept)" \
-        bash -c "$(printf '%q ' "$bin") run -i $media/sample.mp4 --mask gaussian:size=13,sigma=3 --no-progress --device cuda --streams $streams -o $media/s$streams.y4m && cmp $media/cpu.y4m $media/s$streams.y4m"
+for lanes in 1x1 1x2 2x2 4x1 4x2 8x4; do # streams x frames per stream
+    streams="${lanes%x*}" depth="${lanes#*x}"
+    check "streams=$streams x $depth frames identical to the CPU output (order kept)" \
+        bash -c "$(printf '%q ' "$bin") run -i $media/sample.mp4 --mask gaussian:size=13,sigma=3 --no-progress --device cuda --streams $streams --frames-per-stream $depth -o $media/s$lanes.y4m && cmp $media/cpu.y4m $media/s$lanes.y4m"
 done
 check "CUDA dense 21x21 on luma only identical to the CPU output" \
     bash -c "for d in cpu cuda; do $(printf '%q ' "$bin") run -i $media/sample.mp4 --mask box:size=21 --planes luma --no-progress --device \$d -o $media/box21-\$d.y4m || exit 1; done; cmp $media/box21-cpu.y4m $media/box21-cuda.y4m"

@@ -128,9 +128,12 @@ struct RunArgs {
     /// auto (CUDA if a usable GPU is present, else CPU), cpu, cuda or cuda:N.
     #[arg(long)]
     device: Option<String>,
-    /// CUDA lanes (frames in flight), 1..=16.
+    /// CUDA streams, 1..=16.
     #[arg(long)]
     streams: Option<usize>,
+    /// Frames queued on each CUDA stream at once, 1..=4.
+    #[arg(long)]
+    frames_per_stream: Option<usize>,
     /// auto, software, nvdec or an FFmpeg decoder name.
     #[arg(long)]
     decoder: Option<String>,
@@ -253,6 +256,7 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         border: args.border,
         device: args.device.clone(),
         streams: args.streams,
+        frames_per_stream: args.frames_per_stream,
         decoder: args.decoder.clone(),
         codec: args.codec.clone(),
         lossless: args.lossless,

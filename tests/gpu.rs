@@ -224,14 +224,23 @@ fn gpu_parity_with_cpu_on_random_planes() {
 test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
     let (mut rng, _) = seeded_rng();
     let mask = Mask::from_spec("gaussian:size=7").unwrap();
-    for streams in [1, 2, 4, 8] {
+    // (streams, frames per stream): one frame per stream, and several queued on one stream.
+    for (streams, frames_per_stream) in [(1, 1), (1, 3), (2, 2), (4, 1), (4, 2), (8, 4)] {
         for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
             let filter = FilterSpec {
                 mask: mask.clone(),
                 border: BorderMode::Reflect,
                 planes,
             };
-            let mut engine = make_engine(filter.clone(), options(streams, true, 64, None));
+            let engine_options = EngineOptions {
+                frames_per_stream,
+                ..options(streams, true, 64, None)
+            };
+            let mut engine = make_engine(filter.clone(), engine_options);
+            if label == "cuda" {
+                assert_eq!(engine.capacity(), streams * frames_per_stream, "frames in flight");
+            }
+            let label = format!("{label} streams={streams}x{frames_per_stream}");
             let frames: Vec<Frame> = (0..20)
                 .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 96, 54, 0, i))
                 .collect();
@@ -245,15 +254,15 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
             while let Some(frame) = engine.receive().unwrap() {
                 out.push(frame);
             }
-            assert_eq!(out.len(), frames.len(), "{label} streams={streams}");
+            assert_eq!(out.len(), frames.len(), "{label}");
             for (input, output) in frames.iter().zip(&out) {
-                assert_eq!(output.index, input.index, "{label} streams={streams}: order");
+                assert_eq!(output.index, input.index, "{label}: order");
                 assert_eq!(output.pts, input.pts);
                 let expected = CpuEngine::filter_frame(&filter, input);
                 assert_eq!(
                     compare(&expected, output),
                     (0, 0),
-                    "{label} streams={streams} planes={planes} frame {}",
+                    "{label} planes={planes} frame {}",
                     input.index
                 );
                 for (i, plane) in input.planes.iter().enumerate() {

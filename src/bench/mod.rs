@@ -108,6 +108,9 @@ pub struct OverlapRow {
     #[serde(default)]
     pub frames_in: String,
     pub streams: usize,
+    /// Frames queued on each stream (the engine holds `streams x frames_per_stream`).
+    #[serde(default = "one")]
+    pub frames_per_stream: usize,
     pub frames: u64,
     pub fps: f64,
     pub speedup_vs_one_stream: f64,
@@ -118,16 +121,23 @@ pub struct OverlapRow {
     pub kernels_us: Option<f64>,
     pub download_us: Option<f64>,
     pub host_copy_out_us: f64,
-    /// 1 / the slowest stage: what perfect overlap would give.
+    /// 1 / the busiest stage (enqueueing, or the time per frame some upload, kernel or
+    /// download was under way): what perfect overlap would give.
     pub ideal_fps: f64,
     pub pinned_bytes: usize,
 }
 
 impl OverlapRow {
-    /// One line of the overlap plot: the frame size and where frames live.
+    /// One line of the overlap plot: the frame size, where frames live and how many each
+    /// stream holds.
     pub fn series(&self) -> String {
-        format!("{}, {}", self.frame, self.frames_in)
+        format!("{}, {}, {}/stream", self.frame, self.frames_in, self.frames_per_stream)
     }
+}
+
+/// Results written before frames per stream could be set held one.
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -311,15 +311,16 @@ pub fn markdown(report: &BenchReport) -> String {
             md,
             "## Overlap (synthetic frames through the lanes, 13x13 dense on every plane)\n"
         );
-        let _ = writeln!(md, "| frame | frames in | streams | frames/s | vs 1 stream | copy in us | upload us | kernels us | download us | copy out us | ideal frames/s | pinned bytes |");
-        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "| frame | frames in | streams | frames/stream | frames/s | vs 1 stream | copy in us | upload us | kernels us | download us | copy out us | ideal frames/s (1 / busiest stage) | pinned bytes |");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for o in &report.overlap {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {:.0} | {:.2}x | {:.0} | {} | {} | {} | {:.0} | {:.0} | {} |",
+                "| {} | {} | {} | {} | {:.0} | {:.2}x | {:.0} | {} | {} | {} | {:.0} | {:.0} | {} |",
                 o.frame,
                 o.frames_in,
                 o.streams,
+                o.frames_per_stream,
                 o.fps,
                 o.speedup_vs_one_stream,
                 o.host_copy_in_us,
@@ -535,7 +536,7 @@ where
         chart
             .draw_series(LineSeries::new(ideal, ideal_line))
             .map_err(|e| e.to_string())?
-            .label(format!("{frame} ideal (1 / slowest stage)"))
+            .label(format!("{frame} ideal (1 / busiest stage)"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + legend_line, y)], ideal_line));
     }
     // Frames/s grows with streams: the lower right stays clear.

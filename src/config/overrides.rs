@@ -15,6 +15,7 @@ pub struct Overrides {
     pub border: Option<BorderMode>,
     pub device: Option<String>,
     pub streams: Option<usize>,
+    pub frames_per_stream: Option<usize>,
     pub decoder: Option<String>,
     pub codec: Option<String>,
     pub lossless: bool,
@@ -31,6 +32,7 @@ impl Overrides {
             || self.border.is_some()
             || self.device.is_some()
             || self.streams.is_some()
+            || self.frames_per_stream.is_some()
             || self.decoder.is_some()
             || self.codec.is_some()
             || self.lossless
@@ -124,6 +126,9 @@ impl Overrides {
         }
         if let Some(streams) = self.streams {
             pipeline.filter.streams = streams;
+        }
+        if let Some(frames) = self.frames_per_stream {
+            pipeline.filter.frames_per_stream = frames;
         }
         pipeline.sink.lossless |= self.lossless;
         Ok(())

@@ -202,9 +202,13 @@ pub struct FilterConfig {
     /// `auto`, `cpu`, `cuda` or `cuda:N`.
     #[serde(default = "default_device")]
     pub device: String,
-    /// CUDA lanes (streams, frames in flight), 1..=16.
+    /// CUDA streams, 1..=16: frames on different streams overlap their copies and kernels.
     #[serde(default = "default_streams")]
     pub streams: usize,
+    /// Frames queued on each stream at once, 1..=4: the next frame's work is already
+    /// queued when one finishes, so the GPU does not wait for the host between frames.
+    #[serde(default = "default_frames_per_stream")]
+    pub frames_per_stream: usize,
 }
 
 impl Default for FilterConfig {
@@ -215,6 +219,7 @@ impl Default for FilterConfig {
             border: BorderMode::default(),
             device: default_device(),
             streams: default_streams(),
+            frames_per_stream: default_frames_per_stream(),
         }
     }
 }
@@ -225,6 +230,10 @@ fn default_device() -> String {
 
 fn default_streams() -> usize {
     4
+}
+
+fn default_frames_per_stream() -> usize {
+    crate::engine::DEFAULT_FRAMES_PER_STREAM
 }
 
 /// `mask = "SPEC or NAME"` or an inline table of mask keys.

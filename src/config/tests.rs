@@ -107,6 +107,7 @@ fn minimal_config_takes_the_defaults() {
     assert_eq!(p.filter.border, BorderMode::Reflect);
     assert_eq!(p.device, DeviceChoice::Auto);
     assert_eq!(p.streams, 4);
+    assert_eq!(p.frames_per_stream, 2);
     assert_eq!(p.source.decoder, "auto");
     assert!(p.sink.audio);
     assert!(!p.sink.lossless);
@@ -174,6 +175,7 @@ url = ""
 mask = "gaussian:size=14"
 device = "tpu"
 streams = 0
+frames_per_stream = 5
 [pipeline.sink]
 url = "out.mp4"
 
@@ -203,6 +205,7 @@ url = "x.mp4"
         "pipeline \"cam1\": source.url is empty",
         "pipeline \"cam1\": filter.device: `tpu` is not a device",
         "pipeline \"cam1\": filter.streams: 0 is out of range; allowed 1..=16",
+        "pipeline \"cam1\": filter.frames_per_stream: 5 is out of range; allowed 1..=4",
         "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
         "pipeline \"cam1\": the name is used by another pipeline",
         "pipeline \"cam1\": sink.url is empty",
@@ -221,7 +224,7 @@ url = "x.mp4"
     // The message lists them all, one per line.
     let message = ConfigError::Invalid(found).to_string();
     assert!(
-        message.starts_with("12 problems in the configuration:\n  - "),
+        message.starts_with("13 problems in the configuration:\n  - "),
         "{message}"
     );
 }
@@ -417,6 +420,7 @@ fn flags_override_the_config() {
         mask: Some("gaussian:size=3".into()),
         codec: Some("ffv1".into()),
         streams: Some(2),
+        frames_per_stream: Some(1),
         ..Overrides::default()
     }
     .apply(&mut config, None)
@@ -429,6 +433,7 @@ fn flags_override_the_config() {
     assert_eq!(p.filter.border, BorderMode::Wrap, "untouched");
     assert_eq!(p.filter.planes, PlaneSelection::Luma, "untouched");
     assert_eq!(p.filter.streams, 2);
+    assert_eq!(p.filter.frames_per_stream, 1);
 }
 
 #[test]

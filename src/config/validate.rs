@@ -11,8 +11,10 @@ use crate::engine::DeviceChoice;
 use crate::filter::FilterSpec;
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
-/// Most CUDA lanes a pipeline may ask for.
+/// Most CUDA streams a pipeline may ask for.
 pub const MAX_STREAMS: usize = 16;
+/// Most frames a pipeline may queue on one stream.
+pub const MAX_FRAMES_PER_STREAM: usize = 4;
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
@@ -30,6 +32,7 @@ pub struct PipelineSettings {
     pub filter: FilterSpec,
     pub device: DeviceChoice,
     pub streams: usize,
+    pub frames_per_stream: usize,
     pub sink: SinkConfig,
     /// The pipeline as written, for reload comparisons and the API.
     pub config: PipelineConfig,
@@ -139,6 +142,12 @@ fn validate_pipeline(
             filter.streams
         ));
     }
+    if !(1..=MAX_FRAMES_PER_STREAM).contains(&filter.frames_per_stream) {
+        problems.push(format!(
+            "filter.frames_per_stream: {} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
+            filter.frames_per_stream
+        ));
+    }
     let mask = match &filter.mask {
         MaskSelection::Named(text) => match named.get(text) {
             Some(mask) => Ok(mask.clone()),
@@ -167,6 +176,7 @@ fn validate_pipeline(
         },
         device: device?,
         streams: filter.streams,
+        frames_per_stream: filter.frames_per_stream,
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })

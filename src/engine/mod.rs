@@ -144,12 +144,19 @@ impl DeviceChoice {
     }
 }
 
+/// Frames queued on each CUDA stream unless the config says otherwise: with two, a stream
+/// holds the next frame's work when one finishes, so it never waits for the host to notice.
+pub const DEFAULT_FRAMES_PER_STREAM: usize = 2;
+
 /// Options an engine is built with besides the filter.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
     pub device: DeviceChoice,
-    /// CUDA lanes (streams); ignored by the CPU engine.
+    /// CUDA streams; ignored by the CPU engine.
     pub streams: usize,
+    /// Frames queued on each stream at once (the engine holds `streams x frames_per_stream`
+    /// frames in flight); ignored by the CPU engine.
+    pub frames_per_stream: usize,
     /// Names the pipeline in errors and logs.
     pub pipeline: String,
     /// Frame geometry, so buffers are sized and kernels compiled before the first frame.
@@ -177,6 +184,7 @@ impl EngineOptions {
         EngineOptions {
             device,
             streams,
+            frames_per_stream: DEFAULT_FRAMES_PER_STREAM,
             pipeline: pipeline.to_string(),
             shape: None,
             trace: false,

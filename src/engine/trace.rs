@@ -1,33 +1,33 @@
 //! Per-frame stage timings and their export as a Chrome trace (opens in Perfetto or
-//! chrome://tracing): one row per lane, one box per stage of each frame.
+//! chrome://tracing): one row per CUDA stream, one box per stage of each frame.
 
 use serde::Serialize;
 use std::path::Path;
 
-/// One stage of one frame on one lane, in microseconds from the engine's start.
+/// One stage of one frame on one CUDA stream, in microseconds from the engine's start.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceSpan {
-    pub lane: usize,
+    pub stream: usize,
     pub frame: u64,
     pub stage: &'static str,
     pub start_us: f64,
     pub duration_us: f64,
 }
 
-/// Writes spans as Chrome trace JSON ("X" complete events, lanes as threads).
+/// Writes spans as Chrome trace JSON ("X" complete events, streams as threads).
 pub fn write_chrome_trace(path: &Path, pipeline: &str, spans: &[TraceSpan]) -> std::io::Result<()> {
     let mut events: Vec<serde_json::Value> = spans
         .iter()
         .map(|s| {
             serde_json::json!({
-                "name": s.stage, "cat": "gpu", "ph": "X", "pid": 1, "tid": s.lane,
+                "name": s.stage, "cat": "gpu", "ph": "X", "pid": 1, "tid": s.stream,
                 "ts": s.start_us, "dur": s.duration_us, "args": { "frame": s.frame }
             })
         })
         .collect();
-    let lanes: std::collections::BTreeSet<usize> = spans.iter().map(|s| s.lane).collect();
-    for lane in lanes {
-        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": lane, "args": {"name": format!("lane {lane}")}}));
+    let streams: std::collections::BTreeSet<usize> = spans.iter().map(|s| s.stream).collect();
+    for stream in streams {
+        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": stream, "args": {"name": format!("stream {stream}")}}));
     }
     events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": 1, "args": {"name": format!("convstream {pipeline}")}}));
     let text = serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))?;

@@ -137,7 +137,8 @@ fn run_stages(
         // Every frame the pipeline can hold at once: both queues full, the lanes busy, one
         // being decoded, one being encoded, one held by the filter stage, one being
         // dropped. More would never be used; fewer would stage some frames.
-        pooled_frames: 2 * FRAME_QUEUE + settings.streams + 4,
+        pooled_frames: 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 4,
+        frames_per_stream: settings.frames_per_stream,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {

@@ -364,6 +364,7 @@ impl Supervisor {
                         || current.config.sink != next.config.sink
                         || current.device != next.device
                         || current.streams != next.streams
+                        || current.frames_per_stream != next.frames_per_stream
                         || changed && monitor.state() != PipelineState::Running;
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;

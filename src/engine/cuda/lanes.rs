@@ -1,6 +1,8 @@
-//! Lanes: each owns a CUDA stream, device input and output buffers and its events, sized
-//! once for the frame geometry. A frame's selected planes travel host -> device -> kernels
-//! -> device -> host on its lane's stream, so different lanes' copies and kernels overlap.
+//! Lanes: each carries one frame at a time, with its own device input and output buffers
+//! and events, sized once for the frame geometry, on a CUDA stream it may share with other
+//! lanes. A frame's selected planes travel host -> device -> kernels -> device -> host on
+//! its lane's stream, so frames on different streams overlap their copies and kernels, and
+//! a stream with two lanes already holds the next frame's work when one frame finishes.
 //!
 //! A plane in page-locked memory laid out as on the GPU (a plane from the engine's frame
 //! pool) is copied straight from the frame and the result straight back into it: no CPU
@@ -128,6 +130,8 @@ pub type Routes = Vec<bool>;
 
 pub struct Lane {
     pub index: usize,
+    /// Which of the engine's streams the lane queues its work on.
+    pub stream_index: usize,
     pub stream: Arc<CudaStream>,
     context: Arc<CudaContext>,
     staging: Option<Staging>,
@@ -143,6 +147,7 @@ impl Lane {
     pub fn new(
         context: &Arc<CudaContext>,
         index: usize,
+        (stream_index, stream): (usize, &Arc<CudaStream>),
         layout: &Layout,
         timing: bool,
         pipeline: &str,
@@ -150,7 +155,7 @@ impl Lane {
     ) -> Result<Lane, EngineError> {
         let what = |thing: &str| format!("pipeline {pipeline:?}, lane {index}: {thing}");
         let bytes = layout.bytes;
-        let stream = context.new_stream().context(|| what("creating the stream"))?;
+        let stream = stream.clone();
         // Zeroed once here: the kernels write only each row's pixels, so row padding and the
         // gaps between planes would otherwise stay uninitialised.
         let device_in = stream
@@ -171,6 +176,7 @@ impl Lane {
         };
         Ok(Lane {
             index,
+            stream_index,
             stream,
             context: context.clone(),
             staging: None,

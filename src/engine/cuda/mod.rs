@@ -1,8 +1,9 @@
 //! The CUDA engine, the only code that talks to the GPU (through cudarc). `submit` enqueues a
 //! frame's upload, kernels and download on a free lane's stream; a completion thread waits on
 //! lanes in submission order and frees each lane once its frame is back. So frames leave in
-//! order while up to `streams` frames are in flight, and copies in both directions overlap
-//! other frames' kernels.
+//! order while up to `streams x frames_per_stream` frames are in flight, copies in both
+//! directions overlap other streams' kernels, and each stream has its next frame queued
+//! while the host collects the last one.
 //!
 //! The engine lends a pool of page-locked frame buffers ([`Engine::frame_pool`]): frames
 //! decoded into it go to the GPU and come back into the same memory with no CPU copy. Other
@@ -294,7 +295,7 @@ fn lane_spans(lane: &Lane, origin: &CudaEvent, frame: u64) -> Result<Vec<TraceSp
         .into_iter()
         .zip(stamps.windows(2))
         .map(|(stage, pair)| TraceSpan {
-            lane: lane.index,
+            stream: lane.stream_index,
             frame,
             stage,
             start_us: pair[0],
@@ -365,6 +366,12 @@ impl CudaEngine {
                 options.streams
             )));
         }
+        if !(1..=4).contains(&options.frames_per_stream) {
+            return Err(EngineError::Unsupported(format!(
+                "frames_per_stream = {} is out of range; allowed 1..=4",
+                options.frames_per_stream
+            )));
+        }
         let context = device::open(ordinal)?;
         let device = DeviceInfo::read(&context, ordinal)?;
         let mut engine = CudaEngine {
@@ -429,11 +436,22 @@ impl CudaEngine {
             completion.stop();
         }
         let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
-        let lanes = (0..self.options.streams)
+        let streams = (0..self.options.streams)
             .map(|index| {
+                self.context
+                    .new_stream()
+                    .context(|| self.what(index, "creating the stream"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Lanes take the streams in turn, and frames take the lanes in turn (the completion
+        // thread frees them in order): consecutive frames go to different streams.
+        let lanes = (0..self.capacity())
+            .map(|index| {
+                let stream_index = index % streams.len();
                 Lane::new(
                     &self.context,
                     index,
+                    (stream_index, &streams[stream_index]),
                     &layout,
                     self.options.trace || self.options.stage_times,
                     &self.options.pipeline,
@@ -470,10 +488,11 @@ impl CudaEngine {
         let pool_limit = self.pool.as_ref().map_or(0, |pool| pool.limit());
         tracing::info!(
             pipeline = %self.options.pipeline,
-            "cuda:{} {} ready: {} lane(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
+            "cuda:{} {} ready: {} stream(s) x {} frame(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
             self.device.ordinal,
             self.device.name,
-            lanes.len(),
+            streams.len(),
+            self.options.frames_per_stream,
             self.options.pooled_frames,
             pool_limit,
             self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path)| *path).collect::<Vec<_>>())
@@ -503,7 +522,7 @@ impl CudaEngine {
             Box::new(memory),
             self.options.pooled_frames * plane_bytes.iter().sum::<usize>(),
         );
-        let reserved = self.options.pooled_frames.min(self.options.streams + 4);
+        let reserved = self.options.pooled_frames.min(self.capacity() + 4);
         for bytes in plane_bytes {
             pool.reserve(bytes, reserved).map_err(|message| EngineError::Cuda {
                 context: format!("pipeline {:?}: reserving the pinned frame pool", self.options.pipeline),
@@ -587,7 +606,7 @@ impl Engine for CudaEngine {
     }
 
     fn capacity(&self) -> usize {
-        self.options.streams
+        self.options.streams * self.options.frames_per_stream
     }
 
     fn in_flight(&self) -> usize {
