@@ -438,9 +438,12 @@ impl CudaEngine {
         let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
         let streams = (0..self.options.streams)
             .map(|index| {
-                self.context
-                    .new_stream()
-                    .context(|| self.what(index, "creating the stream"))
+                self.context.new_stream().context(|| {
+                    format!(
+                        "pipeline {:?}, cuda:{}: creating CUDA stream {index}",
+                        self.options.pipeline, self.device.ordinal
+                    )
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         // Lanes take the streams in turn, and frames take the lanes in turn (the completion
