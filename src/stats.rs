@@ -1,13 +1,24 @@
 //! Counters a pipeline's stages update while they run and the summary made from them.
 
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// Frames whose filter latency is kept for the report (4 MB of samples at most).
 pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
+
+/// How many of the slowest frames a report lists.
+pub const SLOWEST_FRAMES: usize = 10;
+
+/// One frame's latency: `frame` counts filtered frames from 0, in order (frames leave the
+/// filter in decode order), so a tail made of the first frames shows as small numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FrameLatency {
+    pub frame: usize,
+    pub ms: f64,
+}
 
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
 #[derive(Debug, Default)]
@@ -117,6 +128,23 @@ impl Counters {
         Some(latencies[index] as f64 / 1e3)
     }
 
+    /// The `count` slowest recorded frames, slowest first (ties: earlier frame first).
+    pub fn slowest_latencies(&self, count: usize) -> Vec<FrameLatency> {
+        let Ok(latencies) = self.filter_latency_us.lock() else {
+            return Vec::new();
+        };
+        let mut frames: Vec<(usize, u32)> = latencies.iter().copied().enumerate().collect();
+        frames.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        frames
+            .into_iter()
+            .take(count)
+            .map(|(frame, micros)| FrameLatency {
+                frame,
+                ms: micros as f64 / 1e3,
+            })
+            .collect()
+    }
+
     pub fn observe(histogram: &Histogram, time: Duration) {
         histogram.observe(time.as_secs_f64());
     }
@@ -185,6 +213,8 @@ pub struct PipelineReport {
     /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
+    /// The slowest frames, to tell a start-up tail from one spread over the run.
+    pub latency_slowest: Vec<FrameLatency>,
     /// Stopped early by a signal or because the output was closed.
     pub stopped_early: Option<String>,
 }
@@ -242,5 +272,20 @@ impl PipelineReport {
             ));
         }
         damage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Counters, FrameLatency};
+
+    #[test]
+    fn slowest_latencies_name_their_frames_slowest_first() {
+        let counters = Counters::default();
+        *counters.filter_latency_us.lock().unwrap() = vec![300, 1900, 250, 400, 1900, 350];
+        let slowest = counters.slowest_latencies(3);
+        let expected = [(1, 1.9), (4, 1.9), (3, 0.4)].map(|(frame, ms)| FrameLatency { frame, ms });
+        assert_eq!(slowest, expected);
+        assert_eq!(counters.slowest_latencies(10).len(), 6, "no more than were recorded");
     }
 }

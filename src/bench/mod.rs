@@ -151,6 +151,9 @@ pub struct E2eRow {
     pub ratio: f64,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
+    /// The slowest frames of the filtered run (frame numbers count from 0).
+    #[serde(default)]
+    pub latency_slowest: Vec<crate::stats::FrameLatency>,
     pub mask: String,
     pub engine: String,
 }

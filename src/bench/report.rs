@@ -357,6 +357,21 @@ pub fn markdown(report: &BenchReport) -> String {
             );
         }
         md.push('\n');
+        for e in report.e2e.iter().filter(|e| !e.latency_slowest.is_empty()) {
+            let frames: Vec<String> = e
+                .latency_slowest
+                .iter()
+                .map(|f| format!("#{} {:.2}", f.frame, f.ms))
+                .collect();
+            let _ = writeln!(
+                md,
+                "- slowest frames, {} {} (frame: ms): {}",
+                e.input,
+                e.decoder,
+                frames.join(", ")
+            );
+        }
+        md.push('\n');
     }
     if !report.skipped.is_empty() {
         let _ = writeln!(md, "## Not measured\n");

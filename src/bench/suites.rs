@@ -619,6 +619,7 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 ratio: report.fps / decode_only_fps,
                 latency_p50_ms: report.latency_p50_ms,
                 latency_p99_ms: report.latency_p99_ms,
+                latency_slowest: report.latency_slowest.clone(),
                 mask: mask.description().to_string(),
                 engine: report.engine,
             });
@@ -648,6 +649,7 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 ratio: 1.0,
                 latency_p50_ms: report.latency_p50_ms,
                 latency_p99_ms: report.latency_p99_ms,
+                latency_slowest: report.latency_slowest.clone(),
                 mask: mask.description().to_string(),
                 engine: report.engine,
             });

@@ -290,6 +290,7 @@ fn run_stages(
         sink_seconds: to_seconds(Counters::get(&counters.sink_busy_ns)),
         latency_p50_ms: counters.latency_quantile_ms(0.5),
         latency_p99_ms: counters.latency_quantile_ms(0.99),
+        latency_slowest: counters.slowest_latencies(crate::stats::SLOWEST_FRAMES),
         stopped_early,
     })
 }
