@@ -591,8 +591,9 @@ fn gpu_lane_throughput_1080p() {
         let after = engine.host_copy_times();
         let per_frame = |d: std::time::Duration, b: std::time::Duration| (d - b).as_secs_f64() * 1e6 / count as f64;
         println!(
-            "{} streams={streams}: {fps:.0} frames/s (1080p yuv420p, 13x13 dense, all planes); CPU per frame: copy into pinned + enqueue {:.0} us, wait + copy out {:.0} us",
+            "{} streams={streams} x {} frames: {fps:.0} frames/s (1080p yuv420p heap frames, staged; 13x13 dense, all planes); CPU per frame: copy into pinned + enqueue {:.0} us, wait + copy out {:.0} us",
             engine.device().name,
+            engine.capacity() / streams,
             per_frame(after.copy_in, before.copy_in),
             per_frame(after.copy_out, before.copy_out)
         );
