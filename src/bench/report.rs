@@ -524,7 +524,7 @@ where
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("streams (lanes)")
+        .x_desc("CUDA streams")
         .y_desc("frames/s")
         .label_style(sizes.font(14))
         .axis_desc_style(sizes.font(16))

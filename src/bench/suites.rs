@@ -658,7 +658,8 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
     Ok(rows)
 }
 
-/// Decode, filter with `mask` on every plane with 4 lanes, discard: one pipeline run.
+/// Decode, filter with `mask` on every plane with 4 streams (default frames per stream), discard:
+/// one pipeline run.
 fn filtered_run(
     source: &SourceConfig,
     mask: &Mask,
