@@ -6,17 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Frames whose filter latency is kept for the report (4 MB of samples at most).
+/// Frames whose filter latency is kept for the report (8 MB of samples at most).
 pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
 
 /// How many of the slowest frames a report lists.
 pub const SLOWEST_FRAMES: usize = 10;
 
-/// One frame's latency: `frame` counts filtered frames from 0, in order (frames leave the
-/// filter in decode order), so a tail made of the first frames shows as small numbers.
+/// One frame's latency. `frame` is its number from the pipeline's start (as in filter
+/// switches), so a tail made of the first frames shows as small numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FrameLatency {
-    pub frame: usize,
+    pub frame: u64,
     pub ms: f64,
 }
 
@@ -53,8 +53,8 @@ pub struct Counters {
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
     pub sink_busy_ns: AtomicU64,
-    /// Per frame, from decoded to filtered, in microseconds.
-    pub filter_latency_us: Mutex<Vec<u32>>,
+    /// Per frame, its number and the time from decoded to filtered in microseconds.
+    pub filter_latency_us: Mutex<Vec<(u32, u32)>>,
     pub stages: StageHistograms,
 }
 
@@ -108,18 +108,25 @@ impl Default for StageHistograms {
 impl Counters {
     /// Records that a frame decoded `since` has been filtered now. Only the first
     /// `MAX_LATENCY_SAMPLES` frames are kept, so a looping or live input does not grow memory.
-    pub fn record_latency(&self, since: std::time::Instant) {
+    pub fn record_latency(&self, frame: u64, since: std::time::Instant) {
         let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
+        let frame = frame.min(u32::MAX as u64) as u32;
         if let Ok(mut latencies) = self.filter_latency_us.lock() {
             if latencies.len() < MAX_LATENCY_SAMPLES {
-                latencies.push(micros);
+                latencies.push((frame, micros));
             }
         }
     }
 
     /// The `q` quantile (0..=1) of the recorded latencies, in milliseconds.
     pub fn latency_quantile_ms(&self, q: f64) -> Option<f64> {
-        let mut latencies = self.filter_latency_us.lock().ok()?.clone();
+        let mut latencies: Vec<u32> = self
+            .filter_latency_us
+            .lock()
+            .ok()?
+            .iter()
+            .map(|&(_, micros)| micros)
+            .collect();
         if latencies.is_empty() {
             return None;
         }
@@ -133,13 +140,14 @@ impl Counters {
         let Ok(latencies) = self.filter_latency_us.lock() else {
             return Vec::new();
         };
-        let mut frames: Vec<(usize, u32)> = latencies.iter().copied().enumerate().collect();
-        frames.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut frames = latencies.clone();
+        drop(latencies);
+        frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         frames
             .into_iter()
             .take(count)
             .map(|(frame, micros)| FrameLatency {
-                frame,
+                frame: frame.into(),
                 ms: micros as f64 / 1e3,
             })
             .collect()
@@ -282,9 +290,12 @@ mod tests {
     #[test]
     fn slowest_latencies_name_their_frames_slowest_first() {
         let counters = Counters::default();
-        *counters.filter_latency_us.lock().unwrap() = vec![300, 1900, 250, 400, 1900, 350];
+        // Frame 3 was dropped: numbers are the frames' own, not their places in the list.
+        for (frame, micros) in [(0, 300), (1, 1900), (2, 250), (4, 400), (5, 1900), (6, 350)] {
+            counters.filter_latency_us.lock().unwrap().push((frame, micros));
+        }
         let slowest = counters.slowest_latencies(3);
-        let expected = [(1, 1.9), (4, 1.9), (3, 0.4)].map(|(frame, ms)| FrameLatency { frame, ms });
+        let expected = [(1, 1.9), (5, 1.9), (4, 0.4)].map(|(frame, ms)| FrameLatency { frame, ms });
         assert_eq!(slowest, expected);
         assert_eq!(counters.slowest_latencies(10).len(), 6, "no more than were recorded");
     }

@@ -627,6 +627,7 @@ url = "in.y4m"
 mask = "box:size=14"
 device = "tpu"
 streams = 99
+frames_per_stream = 0
 [pipeline.sink]
 url = "out.y4m"
 
@@ -650,10 +651,11 @@ url = "out2.y4m"
     assert_mentions(
         &stderr,
         &[
-            "5 problems in the configuration",
+            "6 problems in the configuration",
             "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
             "pipeline \"cam1\": filter.device: `tpu` is not a device",
             "pipeline \"cam1\": filter.streams: 99 is out of range",
+            "pipeline \"cam1\": filter.frames_per_stream: 0 is out of range; allowed 1..=4",
             "pipeline \"cam2\": source.url is empty",
             "pipeline \"cam2\": filter.mask: unknown mask `sobel`",
         ],

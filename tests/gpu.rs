@@ -234,14 +234,15 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
             };
             let engine_options = EngineOptions {
                 frames_per_stream,
+                trace: true,
                 ..options(streams, true, 64, None)
             };
             let mut engine = make_engine(filter.clone(), engine_options);
-            if label == "cuda" {
-                assert_eq!(engine.capacity(), streams * frames_per_stream, "frames in flight");
-            }
+            let engine_label = label;
             let label = format!("{label} streams={streams}x{frames_per_stream}");
-            let frames: Vec<Frame> = (0..20)
+            // Every lane is used three times over.
+            let count = 3 * streams * frames_per_stream + 1;
+            let frames: Vec<Frame> = (0..count as u64)
                 .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 96, 54, 0, i))
                 .collect();
             let mut out = Vec::new();
@@ -255,6 +256,15 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
                 out.push(frame);
             }
             assert_eq!(out.len(), frames.len(), "{label}");
+            if engine_label == "cuda" {
+                // Frames take the lanes in turn and lanes the streams in turn: frame i runs
+                // on stream i % streams, whatever the frames per stream.
+                let spans = engine.take_trace();
+                assert_eq!(spans.len(), 3 * count, "{label}: upload, kernels, download per frame");
+                for span in &spans {
+                    assert_eq!(span.stream as u64, span.frame % streams as u64, "{label}: {span:?}");
+                }
+            }
             for (input, output) in frames.iter().zip(&out) {
                 assert_eq!(output.index, input.index, "{label}: order");
                 assert_eq!(output.pts, input.pts);
@@ -544,7 +554,8 @@ fn gpu_lane_throughput_1080p() {
         return;
     }
     let (mut rng, _) = seeded_rng();
-    let frames: Vec<Frame> = (0..16)
+    // More frames than the most in flight (8 streams x the default frames per stream).
+    let frames: Vec<Frame> = (0..24)
         .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 1920, 1080, 0, i))
         .collect();
     let filter = FilterSpec {

@@ -653,15 +653,18 @@ fn token_auth_and_bad_requests_get_clear_answers() {
     let invalid = expect(
         "POST",
         "/pipelines",
-        r#"{"name": "x", "source": {"url": "clip.y4m"}, "filter": {"mask": "box:size=4", "streams": 99}, "sink": {"url": "null"}}"#,
+        r#"{"name": "x", "source": {"url": "clip.y4m"}, "filter": {"mask": "box:size=4", "streams": 99, "frames_per_stream": 0}, "sink": {"url": "null"}}"#,
         400,
-        "2 problems",
+        "3 problems",
     );
     let problems = invalid["problems"].as_array().unwrap();
     assert!(problems.iter().any(|p| p.as_str().unwrap().contains("size: 4 is even")));
     assert!(problems
         .iter()
         .any(|p| p.as_str().unwrap().contains("streams: 99 is out of range")));
+    assert!(problems
+        .iter()
+        .any(|p| p.as_str().unwrap().contains("frames_per_stream: 0 is out of range")));
     expect(
         "POST",
         "/pipelines",

@@ -521,8 +521,12 @@ fn overlap_gpu(
     let default_depth = frames_per_stream == crate::engine::DEFAULT_FRAMES_PER_STREAM;
     if streams == 4 && width <= 1920 && frames_in == FramesIn::Pool && default_depth {
         let path = options.out.join("overlap-trace.json");
-        crate::engine::trace::write_chrome_trace(&path, &format!("bench overlap {width}x{height} streams=4"), &spans)
-            .map_err(|e| BenchError::Write {
+        crate::engine::trace::write_chrome_trace(
+            &path,
+            &format!("bench overlap {width}x{height} streams=4 x {frames_per_stream}"),
+            &spans,
+        )
+        .map_err(|e| BenchError::Write {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;

@@ -11,10 +11,7 @@ use crate::engine::DeviceChoice;
 use crate::filter::FilterSpec;
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
-/// Most CUDA streams a pipeline may ask for.
-pub const MAX_STREAMS: usize = 16;
-/// Most frames a pipeline may queue on one stream.
-pub const MAX_FRAMES_PER_STREAM: usize = 4;
+use crate::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
 
 /// A validated configuration.
 #[derive(Debug, Clone)]

@@ -144,6 +144,11 @@ impl DeviceChoice {
     }
 }
 
+/// Most CUDA streams a pipeline may ask for.
+pub const MAX_STREAMS: usize = 16;
+/// Most frames a pipeline may queue on one CUDA stream.
+pub const MAX_FRAMES_PER_STREAM: usize = 4;
+
 /// Frames queued on each CUDA stream unless the config says otherwise: with two, a stream
 /// holds the next frame's work when one finishes, so it never waits for the host to notice.
 pub const DEFAULT_FRAMES_PER_STREAM: usize = 2;

@@ -82,7 +82,7 @@ fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Co
     let Some(frame) = frame else { return Ok(true) };
     Counters::add(&counters.frames_filtered, 1);
     if let Some(decoded_at) = frame.decoded_at {
-        counters.record_latency(decoded_at);
+        counters.record_latency(frame.index, decoded_at);
     }
     match engine.last_stage_times() {
         Some(StageTimes::Gpu {

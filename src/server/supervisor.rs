@@ -313,7 +313,7 @@ impl Supervisor {
     }
 
     /// Applies a new config file: pipelines it drops are stopped, new ones started, those
-    /// with another source, sink, device or lane count restarted, and those with only
+    /// with another source, sink, device, stream count or frames per stream restarted, and those with only
     /// another filter switched live. Pipelines started through the API are left alone.
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {

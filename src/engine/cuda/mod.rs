@@ -30,7 +30,10 @@ use self::kernels::{KernelSet, PlaneGeometry, Variant};
 use self::lanes::{Lane, Layout, Routes};
 use self::pinned::PinnedMemory;
 use super::placement::Seat;
-use super::{Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, KernelPath, StageTimes, TraceSpan};
+use super::{
+    Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, KernelPath, StageTimes, TraceSpan,
+    MAX_FRAMES_PER_STREAM, MAX_STREAMS,
+};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 use crate::host_buffers::BufferPool;
@@ -360,15 +363,15 @@ pub struct CudaEngine {
 
 impl CudaEngine {
     pub fn new(filter: FilterSpec, options: &EngineOptions, ordinal: usize) -> Result<CudaEngine, EngineError> {
-        if !(1..=16).contains(&options.streams) {
+        if !(1..=MAX_STREAMS).contains(&options.streams) {
             return Err(EngineError::Unsupported(format!(
-                "streams = {} is out of range; allowed 1..=16",
+                "streams = {} is out of range; allowed 1..={MAX_STREAMS}",
                 options.streams
             )));
         }
-        if !(1..=4).contains(&options.frames_per_stream) {
+        if !(1..=MAX_FRAMES_PER_STREAM).contains(&options.frames_per_stream) {
             return Err(EngineError::Unsupported(format!(
-                "frames_per_stream = {} is out of range; allowed 1..=4",
+                "frames_per_stream = {} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
                 options.frames_per_stream
             )));
         }
@@ -447,7 +450,8 @@ impl CudaEngine {
             })
             .collect::<Result<Vec<_>, _>>()?;
         // Lanes take the streams in turn, and frames take the lanes in turn (the completion
-        // thread frees them in order): consecutive frames go to different streams.
+        // thread frees them in order): consecutive frames go to different streams. A lane
+        // given back after a failed enqueue rejoins at the back, which only shifts the turn.
         let lanes = (0..self.capacity())
             .map(|index| {
                 let stream_index = index % streams.len();
