@@ -695,6 +695,7 @@ fn filtered_run(
         device,
         streams: filter.streams,
         frames_per_stream: filter.frames_per_stream,
+        pinned_frames: filter.pinned_frames,
         sink: sink.clone(),
         config: PipelineConfig {
             name: "bench".into(),

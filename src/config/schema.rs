@@ -209,6 +209,11 @@ pub struct FilterConfig {
     /// queued when one finishes, so the GPU does not wait for the host between frames.
     #[serde(default = "default_frames_per_stream")]
     pub frames_per_stream: usize,
+    /// Most frames kept in page-locked memory for the GPU to copy directly (unset: every
+    /// frame the pipeline can hold; 0: none, every frame is staged through the lanes' own
+    /// buffers). Caps the pinned memory of a pipeline on a host short of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_frames: Option<usize>,
 }
 
 impl Default for FilterConfig {
@@ -220,6 +225,7 @@ impl Default for FilterConfig {
             device: default_device(),
             streams: default_streams(),
             frames_per_stream: default_frames_per_stream(),
+            pinned_frames: None,
         }
     }
 }

@@ -509,3 +509,23 @@ fn a_typo_of_a_named_mask_suggests_it() {
         found[0]
     );
 }
+
+#[test]
+fn pinned_frames_cap_the_frame_pool() {
+    let pool_for = |filter: &str| {
+        let settings = parse(&format!("{MINIMAL}\n[pipeline.filter]\n{filter}\n"))
+            .validate(None)
+            .unwrap();
+        crate::pipeline::pooled_frames(&settings.pipelines[0])
+    };
+    // Two queues of 8, 4 streams x 2 frames, 4 more.
+    assert_eq!(pool_for(""), 28);
+    assert_eq!(pool_for("streams = 2\nframes_per_stream = 1"), 22);
+    assert_eq!(pool_for("pinned_frames = 6"), 6);
+    assert_eq!(pool_for("pinned_frames = 0"), 0, "no pool: every frame staged");
+    assert_eq!(
+        pool_for("pinned_frames = 500"),
+        28,
+        "never more than the pipeline can hold"
+    );
+}

@@ -30,6 +30,8 @@ pub struct PipelineSettings {
     pub device: DeviceChoice,
     pub streams: usize,
     pub frames_per_stream: usize,
+    /// The configured cap on pinned frames, if any (see `pipeline::pooled_frames`).
+    pub pinned_frames: Option<usize>,
     pub sink: SinkConfig,
     /// The pipeline as written, for reload comparisons and the API.
     pub config: PipelineConfig,
@@ -174,6 +176,7 @@ fn validate_pipeline(
         device: device?,
         streams: filter.streams,
         frames_per_stream: filter.frames_per_stream,
+        pinned_frames: filter.pinned_frames,
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })

@@ -26,6 +26,15 @@ use crate::stats::{Counters, PipelineReport};
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
 /// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
 const FRAME_QUEUE: usize = 8;
+/// Frames the engine's pinned pool may hold: every frame the pipeline can hold at once (both
+/// queues full, the lanes busy, one being decoded, one being encoded, one held by the filter
+/// stage, one being dropped), or fewer if the config caps it. More would never be used;
+/// fewer stage the rest through the lanes' own buffers.
+pub fn pooled_frames(settings: &PipelineSettings) -> usize {
+    let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 4;
+    settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
+}
+
 /// Audio packets run ahead of video by the frames in flight; this holds several seconds.
 const PACKET_QUEUE: usize = 1024;
 
@@ -134,10 +143,7 @@ fn run_stages(
         }),
         trace: options.trace.is_some(),
         stage_times: options.stage_times,
-        // Every frame the pipeline can hold at once: both queues full, the lanes busy, one
-        // being decoded, one being encoded, one held by the filter stage, one being
-        // dropped. More would never be used; fewer would stage some frames.
-        pooled_frames: 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 4,
+        pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
