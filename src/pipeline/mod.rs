@@ -26,6 +26,9 @@ use crate::stats::{Counters, PipelineReport};
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
 /// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
 const FRAME_QUEUE: usize = 8;
+/// Audio packets run ahead of video by the frames in flight; this holds several seconds.
+const PACKET_QUEUE: usize = 1024;
+
 /// Frames the engine's pinned pool may hold: every frame the pipeline can hold at once (both
 /// queues full, the lanes busy, one being decoded, one being encoded, one held by the filter
 /// stage, one being dropped), or fewer if the config caps it. More would never be used;
@@ -34,9 +37,6 @@ pub fn pooled_frames(settings: &PipelineSettings) -> usize {
     let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 4;
     settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
 }
-
-/// Audio packets run ahead of video by the frames in flight; this holds several seconds.
-const PACKET_QUEUE: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
