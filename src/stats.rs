@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Frames whose filter latency is kept for the report (8 MB of samples at most).
-pub const MAX_LATENCY_SAMPLES: usize = 1 << 20;
+pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
 
 /// How many of the slowest frames a report lists.
 pub const SLOWEST_FRAMES: usize = 10;
@@ -18,6 +18,10 @@ pub const SLOWEST_FRAMES: usize = 10;
 pub struct FrameLatency {
     pub frame: u64,
     pub ms: f64,
+    /// Of `ms`, the time before the filter stage handed the frame to the engine (waiting in
+    /// the decoded queue, or for the filter thread to wake); the rest is the engine's.
+    #[serde(default)]
+    pub waited_ms: Option<f64>,
 }
 
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
@@ -55,6 +59,9 @@ pub struct Counters {
     pub sink_busy_ns: AtomicU64,
     /// Per frame, its number and the time from decoded to filtered in microseconds.
     pub filter_latency_us: Mutex<Vec<(u32, u32)>>,
+    /// Per frame, its number and the time from decoded to submitted to the engine, in
+    /// microseconds, in submission (frame) order.
+    pub filter_wait_us: Mutex<Vec<(u32, u32)>>,
     pub stages: StageHistograms,
 }
 
@@ -109,13 +116,12 @@ impl Counters {
     /// Records that a frame decoded `since` has been filtered now. Only the first
     /// `MAX_LATENCY_SAMPLES` frames are kept, so a looping or live input does not grow memory.
     pub fn record_latency(&self, frame: u64, since: std::time::Instant) {
-        let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
-        let frame = frame.min(u32::MAX as u64) as u32;
-        if let Ok(mut latencies) = self.filter_latency_us.lock() {
-            if latencies.len() < MAX_LATENCY_SAMPLES {
-                latencies.push((frame, micros));
-            }
-        }
+        record_sample(&self.filter_latency_us, frame, since);
+    }
+
+    /// Records that a frame decoded `since` is being handed to the engine now.
+    pub fn record_wait(&self, frame: u64, since: std::time::Instant) {
+        record_sample(&self.filter_wait_us, frame, since);
     }
 
     /// The `q` quantile (0..=1) of the recorded latencies, in milliseconds.
@@ -143,12 +149,18 @@ impl Counters {
         let mut frames = latencies.clone();
         drop(latencies);
         frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        frames.truncate(count);
+        let waits = self.filter_wait_us.lock().map(|w| w.clone()).unwrap_or_default();
         frames
             .into_iter()
-            .take(count)
             .map(|(frame, micros)| FrameLatency {
                 frame: frame.into(),
                 ms: micros as f64 / 1e3,
+                // Frames are submitted in order, so the waits are sorted by frame number.
+                waited_ms: waits
+                    .binary_search_by_key(&frame, |&(f, _)| f)
+                    .ok()
+                    .map(|i| waits[i].1 as f64 / 1e3),
             })
             .collect()
     }
@@ -227,6 +239,17 @@ pub struct PipelineReport {
     pub stopped_early: Option<String>,
 }
 
+/// Appends (frame, microseconds since `since`) to `samples`, up to [`MAX_LATENCY_SAMPLES`].
+fn record_sample(samples: &Mutex<Vec<(u32, u32)>>, frame: u64, since: std::time::Instant) {
+    let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
+    let frame = frame.min(u32::MAX as u64) as u32;
+    if let Ok(mut samples) = samples.lock() {
+        if samples.len() < MAX_LATENCY_SAMPLES {
+            samples.push((frame, micros));
+        }
+    }
+}
+
 impl PipelineReport {
     pub fn summary(&self) -> String {
         let mut text = format!(
@@ -294,8 +317,13 @@ mod tests {
         for (frame, micros) in [(0, 300), (1, 1900), (2, 250), (4, 400), (5, 1900), (6, 350)] {
             counters.filter_latency_us.lock().unwrap().push((frame, micros));
         }
+        // Waits of frames 0 to 5 only: frame 6's was not recorded.
+        for (frame, micros) in [(0, 10), (1, 1500), (2, 10), (4, 20), (5, 30)] {
+            counters.filter_wait_us.lock().unwrap().push((frame, micros));
+        }
         let slowest = counters.slowest_latencies(3);
-        let expected = [(1, 1.9), (5, 1.9), (4, 0.4)].map(|(frame, ms)| FrameLatency { frame, ms });
+        let expected = [(1, 1.9, Some(1.5)), (5, 1.9, Some(0.03)), (4, 0.4, Some(0.02))]
+            .map(|(frame, ms, waited_ms)| FrameLatency { frame, ms, waited_ms });
         assert_eq!(slowest, expected);
         assert_eq!(counters.slowest_latencies(10).len(), 6, "no more than were recorded");
     }

@@ -97,6 +97,19 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
     assert_eq!(stats["frames_out"], FRAMES);
     assert_eq!(stats["engine"], "cpu");
     assert!(stats["packets_passed_through"].as_u64().unwrap() > 0);
+    // The slowest frames, slowest first, each with the part spent before the engine.
+    let slowest = stats["latency_slowest"].as_array().unwrap();
+    assert_eq!(slowest.len(), 10);
+    for pair in slowest.windows(2) {
+        assert!(pair[0]["ms"].as_f64() >= pair[1]["ms"].as_f64(), "{slowest:?}");
+    }
+    for frame in slowest {
+        assert!(frame["frame"].as_u64().unwrap() < FRAMES as u64);
+        assert!(
+            frame["waited_ms"].as_f64().unwrap() <= frame["ms"].as_f64().unwrap(),
+            "{frame}"
+        );
+    }
     assert!(
         run.stderr.contains(&format!("{FRAMES} frames in, {FRAMES} out")),
         "{}",

@@ -361,11 +361,14 @@ pub fn markdown(report: &BenchReport) -> String {
             let frames: Vec<String> = e
                 .latency_slowest
                 .iter()
-                .map(|f| format!("#{} {:.2}", f.frame, f.ms))
+                .map(|f| match f.waited_ms {
+                    Some(waited) => format!("#{} {:.2} ({:.2} waiting)", f.frame, f.ms, waited),
+                    None => format!("#{} {:.2}", f.frame, f.ms),
+                })
                 .collect();
             let _ = writeln!(
                 md,
-                "- slowest frames, {} {} (frame: ms): {}",
+                "- slowest frames, {} {} (frame: ms, of which waiting for the filter stage): {}",
                 e.input,
                 e.decoder,
                 frames.join(", ")

@@ -50,6 +50,9 @@ pub fn run_engine(
         match next {
             Some(frame) => {
                 next_index = frame.index + 1;
+                if let Some(decoded_at) = frame.decoded_at {
+                    counters.record_wait(frame.index, decoded_at);
+                }
                 let started = Instant::now();
                 engine.submit(frame)?;
                 Counters::add_time(&counters.filter_busy_ns, started.elapsed());
