@@ -184,8 +184,23 @@ pub struct Frame {
     pub pts: Option<i64>,
     /// Position in decode order, from 0; engines return frames in this order.
     pub index: u64,
-    /// When the source finished decoding it (latency is measured from here).
-    pub decoded_at: Option<Instant>,
+    /// When it passed the points its filter latency is split at.
+    pub timeline: Timeline,
+}
+
+/// When a frame passed each point its filter latency is split at, on the host's clock;
+/// a point not passed (or not measured) is unset. Latency runs from `decoded` to the
+/// moment the filter stage takes the filtered frame back from the engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// The source finished decoding it (and pacing it, for a real-time input).
+    pub decoded: Option<Instant>,
+    /// The filter stage began handing it to the engine.
+    pub submitted: Option<Instant>,
+    /// The engine had queued all its work (the CPU engine: had filtered it).
+    pub enqueued: Option<Instant>,
+    /// The engine saw its work done (the CUDA engine: its done event had passed).
+    pub finished: Option<Instant>,
 }
 
 impl Frame {
@@ -209,7 +224,7 @@ impl Frame {
             planes,
             pts: None,
             index: 0,
-            decoded_at: None,
+            timeline: Timeline::default(),
         }
     }
 
@@ -229,7 +244,7 @@ impl Frame {
         Frame {
             pts: other.pts,
             index: other.index,
-            decoded_at: other.decoded_at,
+            timeline: other.timeline,
             ..self
         }
     }
@@ -243,7 +258,7 @@ impl Frame {
             planes,
             pts: self.pts,
             index: self.index,
-            decoded_at: self.decoded_at,
+            timeline: self.timeline,
         }
     }
 

@@ -4,7 +4,9 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::frame::Timeline;
 
 /// Frames whose filter latency is kept for the report (8 MB of samples at most).
 pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
@@ -12,16 +14,76 @@ pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
 /// How many of the slowest frames a report lists.
 pub const SLOWEST_FRAMES: usize = 10;
 
-/// One frame's latency. `frame` is its number from the pipeline's start (as in filter
-/// switches), so a tail made of the first frames shows as small numbers.
+/// One frame's latency, and where it went. `frame` is its number from the pipeline's start
+/// (as in filter switches), so a tail made of the first frames shows as small numbers. The
+/// parts add up to `ms`: waiting, then submitting, then in the engine, then handed back.
+/// A part is unset when the frame did not pass the point it starts at (see [`Timeline`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FrameLatency {
     pub frame: u64,
     pub ms: f64,
-    /// Of `ms`, the time before the filter stage handed the frame to the engine (waiting in
-    /// the decoded queue, or for the filter thread to wake); the rest is the engine's.
+    /// Before the filter stage began handing the frame to the engine: in the decoded queue,
+    /// or the filter thread waking up.
     #[serde(default)]
     pub waited_ms: Option<f64>,
+    /// Handing it to the engine (the CUDA engine: queueing its copies and kernels).
+    #[serde(default)]
+    pub submit_ms: Option<f64>,
+    /// In the engine after that, until its work was seen done.
+    #[serde(default)]
+    pub engine_ms: Option<f64>,
+    /// Of `engine_ms`, GPU time from the start of its upload to the end of its download
+    /// (the CUDA engine with stage timing on).
+    #[serde(default)]
+    pub gpu_ms: Option<f64>,
+    /// From its work done until the filter stage took it back (for a frame staged
+    /// through the CUDA engine's own buffers, copying it out included).
+    #[serde(default)]
+    pub handoff_ms: Option<f64>,
+}
+
+impl FrameLatency {
+    /// The latency of a frame taken back from the engine `now`, split at its timeline's
+    /// points. None when the frame has no decode time to start from.
+    pub fn of(frame: u64, timeline: &Timeline, gpu: Option<Duration>, now: Instant) -> Option<FrameLatency> {
+        let decoded = timeline.decoded?;
+        let ms = |from: Instant, to: Instant| to.saturating_duration_since(from).as_secs_f64() * 1e3;
+        let between = |from: Option<Instant>, to: Option<Instant>| Some(ms(from?, to?));
+        Some(FrameLatency {
+            frame,
+            ms: ms(decoded, now),
+            waited_ms: between(Some(decoded), timeline.submitted),
+            submit_ms: between(timeline.submitted, timeline.enqueued),
+            engine_ms: between(timeline.enqueued, timeline.finished),
+            gpu_ms: gpu.map(|gpu| gpu.as_secs_f64() * 1e3),
+            handoff_ms: between(timeline.finished, Some(now)),
+        })
+    }
+
+    /// "#474 2.10 ms: waited 0.05, submit 0.03, engine 1.90 (GPU 0.40), handoff 0.10", with
+    /// the parts that were measured.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (name, value) in [
+            ("waited", self.waited_ms),
+            ("submit", self.submit_ms),
+            ("engine", self.engine_ms),
+        ] {
+            if let Some(ms) = value {
+                parts.push(format!("{name} {ms:.2}"));
+            }
+        }
+        if let (Some(gpu), Some(engine)) = (self.gpu_ms, parts.last_mut()) {
+            engine.push_str(&format!(" (GPU {gpu:.2})"));
+        }
+        if let Some(ms) = self.handoff_ms {
+            parts.push(format!("handoff {ms:.2}"));
+        }
+        match parts.is_empty() {
+            true => format!("#{} {:.2} ms", self.frame, self.ms),
+            false => format!("#{} {:.2} ms: {}", self.frame, self.ms, parts.join(", ")),
+        }
+    }
 }
 
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
@@ -57,11 +119,10 @@ pub struct Counters {
     pub source_busy_ns: AtomicU64,
     pub filter_busy_ns: AtomicU64,
     pub sink_busy_ns: AtomicU64,
-    /// Per frame, its number and the time from decoded to filtered in microseconds.
-    pub filter_latency_us: Mutex<Vec<(u32, u32)>>,
-    /// Per frame, its number and the time from decoded to submitted to the engine, in
-    /// microseconds, in submission (frame) order.
-    pub filter_wait_us: Mutex<Vec<(u32, u32)>>,
+    /// Per frame, the time from decoded to filtered in microseconds (for quantiles).
+    pub filter_latency_us: Mutex<Vec<u32>>,
+    /// The slowest frames so far, slowest first, at most [`SLOWEST_FRAMES`].
+    pub slowest_frames: Mutex<Vec<FrameLatency>>,
     pub stages: StageHistograms,
 }
 
@@ -113,26 +174,28 @@ impl Default for StageHistograms {
 }
 
 impl Counters {
-    /// Records that a frame decoded `since` has been filtered now. Only the first
-    /// `MAX_LATENCY_SAMPLES` frames are kept, so a looping or live input does not grow memory.
-    pub fn record_latency(&self, frame: u64, since: std::time::Instant) {
-        record_sample(&self.filter_latency_us, frame, since);
-    }
-
-    /// Records that a frame decoded `since` is being handed to the engine now.
-    pub fn record_wait(&self, frame: u64, since: std::time::Instant) {
-        record_sample(&self.filter_wait_us, frame, since);
+    /// Records the latency of a frame the filter stage has just taken back from the engine.
+    /// Quantiles keep only the first `MAX_LATENCY_SAMPLES` frames, so a looping or live
+    /// input does not grow memory; the slowest frames are kept over the whole run.
+    pub fn record_latency(&self, latency: FrameLatency) {
+        if let Ok(mut samples) = self.filter_latency_us.lock() {
+            if samples.len() < MAX_LATENCY_SAMPLES {
+                samples.push((latency.ms * 1e3).round().min(u32::MAX as f64) as u32);
+            }
+        }
+        if let Ok(mut slowest) = self.slowest_frames.lock() {
+            // Strictly slower only: on a tie the earlier frame stays.
+            let place = slowest.partition_point(|kept| kept.ms >= latency.ms);
+            if place < SLOWEST_FRAMES {
+                slowest.insert(place, latency);
+                slowest.truncate(SLOWEST_FRAMES);
+            }
+        }
     }
 
     /// The `q` quantile (0..=1) of the recorded latencies, in milliseconds.
     pub fn latency_quantile_ms(&self, q: f64) -> Option<f64> {
-        let mut latencies: Vec<u32> = self
-            .filter_latency_us
-            .lock()
-            .ok()?
-            .iter()
-            .map(|&(_, micros)| micros)
-            .collect();
+        let mut latencies: Vec<u32> = self.filter_latency_us.lock().ok()?.clone();
         if latencies.is_empty() {
             return None;
         }
@@ -141,28 +204,11 @@ impl Counters {
         Some(latencies[index] as f64 / 1e3)
     }
 
-    /// The `count` slowest recorded frames, slowest first (ties: earlier frame first).
+    /// The `count` slowest recorded frames (up to [`SLOWEST_FRAMES`]), slowest first (ties:
+    /// earlier frame first).
     pub fn slowest_latencies(&self, count: usize) -> Vec<FrameLatency> {
-        let Ok(latencies) = self.filter_latency_us.lock() else {
-            return Vec::new();
-        };
-        let mut frames = latencies.clone();
-        drop(latencies);
-        frames.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        frames.truncate(count);
-        let waits = self.filter_wait_us.lock().map(|w| w.clone()).unwrap_or_default();
-        frames
-            .into_iter()
-            .map(|(frame, micros)| FrameLatency {
-                frame: frame.into(),
-                ms: micros as f64 / 1e3,
-                // Frames are submitted in order, so the waits are sorted by frame number.
-                waited_ms: waits
-                    .binary_search_by_key(&frame, |&(f, _)| f)
-                    .ok()
-                    .map(|i| waits[i].1 as f64 / 1e3),
-            })
-            .collect()
+        let slowest = self.slowest_frames.lock().map(|s| s.clone()).unwrap_or_default();
+        slowest.into_iter().take(count).collect()
     }
 
     pub fn observe(histogram: &Histogram, time: Duration) {
@@ -239,17 +285,6 @@ pub struct PipelineReport {
     pub stopped_early: Option<String>,
 }
 
-/// Appends (frame, microseconds since `since`) to `samples`, up to [`MAX_LATENCY_SAMPLES`].
-fn record_sample(samples: &Mutex<Vec<(u32, u32)>>, frame: u64, since: std::time::Instant) {
-    let micros = since.elapsed().as_micros().min(u32::MAX as u128) as u32;
-    let frame = frame.min(u32::MAX as u64) as u32;
-    if let Ok(mut samples) = samples.lock() {
-        if samples.len() < MAX_LATENCY_SAMPLES {
-            samples.push((frame, micros));
-        }
-    }
-}
-
 impl PipelineReport {
     pub fn summary(&self) -> String {
         let mut text = format!(
@@ -308,23 +343,100 @@ impl PipelineReport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Counters, FrameLatency};
+    use super::{Counters, FrameLatency, SLOWEST_FRAMES};
+    use crate::frame::Timeline;
+    use std::time::{Duration, Instant};
+
+    fn latency(frame: u64, ms: f64) -> FrameLatency {
+        FrameLatency {
+            frame,
+            ms,
+            waited_ms: None,
+            submit_ms: None,
+            engine_ms: None,
+            gpu_ms: None,
+            handoff_ms: None,
+        }
+    }
 
     #[test]
     fn slowest_latencies_name_their_frames_slowest_first() {
         let counters = Counters::default();
         // Frame 3 was dropped: numbers are the frames' own, not their places in the list.
-        for (frame, micros) in [(0, 300), (1, 1900), (2, 250), (4, 400), (5, 1900), (6, 350)] {
-            counters.filter_latency_us.lock().unwrap().push((frame, micros));
+        for (frame, ms) in [(0, 0.3), (1, 1.9), (2, 0.25), (4, 0.4), (5, 1.9), (6, 0.35)] {
+            counters.record_latency(latency(frame, ms));
         }
-        // Waits of frames 0 to 5 only: frame 6's was not recorded.
-        for (frame, micros) in [(0, 10), (1, 1500), (2, 10), (4, 20), (5, 30)] {
-            counters.filter_wait_us.lock().unwrap().push((frame, micros));
+        let frames: Vec<(u64, f64)> = counters.slowest_latencies(3).iter().map(|l| (l.frame, l.ms)).collect();
+        assert_eq!(
+            frames,
+            [(1, 1.9), (5, 1.9), (4, 0.4)],
+            "slowest first, the earlier of a tie first"
+        );
+        assert_eq!(counters.slowest_latencies(20).len(), 6, "no more than were recorded");
+        assert_eq!(counters.latency_quantile_ms(1.0), Some(1.9));
+        assert_eq!(counters.latency_quantile_ms(0.0), Some(0.25));
+    }
+
+    #[test]
+    fn the_slowest_frames_are_kept_over_a_long_run_in_bounded_memory() {
+        let counters = Counters::default();
+        // A slow frame late in a long run still shows.
+        for frame in 0..1000u64 {
+            let ms = if frame == 990 { 9.0 } else { (frame % 97) as f64 / 100.0 };
+            counters.record_latency(latency(frame, ms));
         }
-        let slowest = counters.slowest_latencies(3);
-        let expected = [(1, 1.9, Some(1.5)), (5, 1.9, Some(0.03)), (4, 0.4, Some(0.02))]
-            .map(|(frame, ms, waited_ms)| FrameLatency { frame, ms, waited_ms });
-        assert_eq!(slowest, expected);
-        assert_eq!(counters.slowest_latencies(10).len(), 6, "no more than were recorded");
+        let slowest = counters.slowest_latencies(SLOWEST_FRAMES);
+        assert_eq!(slowest.len(), SLOWEST_FRAMES);
+        assert_eq!(counters.slowest_frames.lock().unwrap().len(), SLOWEST_FRAMES);
+        assert_eq!((slowest[0].frame, slowest[0].ms), (990, 9.0));
+        assert!(
+            slowest.windows(2).all(|pair| pair[0].ms >= pair[1].ms),
+            "sorted slowest first"
+        );
+        assert_eq!(slowest[1].ms, 0.96, "then the frames at 96 mod 97");
+    }
+
+    #[test]
+    fn a_frame_latency_is_split_at_its_timeline_points() {
+        let decoded = Instant::now();
+        let at = |micros: u64| Some(decoded + Duration::from_micros(micros));
+        let timeline = Timeline {
+            decoded: Some(decoded),
+            submitted: at(100),
+            enqueued: at(150),
+            finished: at(1150),
+        };
+        let gpu = Some(Duration::from_micros(400));
+        let split = FrameLatency::of(7, &timeline, gpu, decoded + Duration::from_micros(1400)).unwrap();
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-9;
+        assert_eq!(split.frame, 7);
+        assert!((split.ms - 1.4).abs() < 1e-9);
+        assert!(close(split.waited_ms, 0.1));
+        assert!(close(split.submit_ms, 0.05));
+        assert!(close(split.engine_ms, 1.0));
+        assert!(close(split.gpu_ms, 0.4));
+        assert!(close(split.handoff_ms, 0.25));
+        assert_eq!(
+            split.describe(),
+            "#7 1.40 ms: waited 0.10, submit 0.05, engine 1.00 (GPU 0.40), handoff 0.25"
+        );
+
+        // An engine that does not mark its points leaves its parts unset, not zero.
+        let bare = Timeline {
+            decoded: Some(decoded),
+            submitted: at(100),
+            ..Timeline::default()
+        };
+        let split = FrameLatency::of(8, &bare, None, decoded + Duration::from_micros(300)).unwrap();
+        assert!(close(split.waited_ms, 0.1));
+        assert_eq!(
+            (split.submit_ms, split.engine_ms, split.gpu_ms, split.handoff_ms),
+            (None, None, None, None)
+        );
+        assert_eq!(split.describe(), "#8 0.30 ms: waited 0.10");
+        assert!(
+            FrameLatency::of(9, &Timeline::default(), None, decoded).is_none(),
+            "no decode time, no latency"
+        );
     }
 }

@@ -97,7 +97,7 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
     assert_eq!(stats["frames_out"], FRAMES);
     assert_eq!(stats["engine"], "cpu");
     assert!(stats["packets_passed_through"].as_u64().unwrap() > 0);
-    // The slowest frames, slowest first, each with the part spent before the engine.
+    // The slowest frames, slowest first, each split into parts that add up to its latency.
     let slowest = stats["latency_slowest"].as_array().unwrap();
     assert_eq!(slowest.len(), 10);
     for pair in slowest.windows(2) {
@@ -105,10 +105,13 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
     }
     for frame in slowest {
         assert!(frame["frame"].as_u64().unwrap() < FRAMES as u64);
-        assert!(
-            frame["waited_ms"].as_f64().unwrap() <= frame["ms"].as_f64().unwrap(),
-            "{frame}"
-        );
+        let part = |name: &str| frame[name].as_f64().unwrap_or_else(|| panic!("{name} in {frame}"));
+        let parts = ["waited_ms", "submit_ms", "engine_ms", "handoff_ms"].map(part);
+        assert!(parts.iter().all(|&ms| ms >= 0.0), "{frame}");
+        assert!((parts.iter().sum::<f64>() - part("ms")).abs() < 1e-6, "{frame}");
+        // The CPU engine filters as it takes a frame: nothing left for after.
+        assert_eq!(part("engine_ms"), 0.0, "{frame}");
+        assert!(frame["gpu_ms"].is_null(), "{frame}");
     }
     assert!(
         run.stderr.contains(&format!("{FRAMES} frames in, {FRAMES} out")),

@@ -358,21 +358,10 @@ pub fn markdown(report: &BenchReport) -> String {
         }
         md.push('\n');
         for e in report.e2e.iter().filter(|e| !e.latency_slowest.is_empty()) {
-            let frames: Vec<String> = e
-                .latency_slowest
-                .iter()
-                .map(|f| match f.waited_ms {
-                    Some(waited) => format!("#{} {:.2} ({:.2} waiting)", f.frame, f.ms, waited),
-                    None => format!("#{} {:.2}", f.frame, f.ms),
-                })
-                .collect();
-            let _ = writeln!(
-                md,
-                "- slowest frames, {} {} (frame: ms, of which waiting for the filter stage): {}",
-                e.input,
-                e.decoder,
-                frames.join(", ")
-            );
+            let _ = writeln!(md, "- slowest frames, {} {}:", e.input, e.decoder);
+            for frame in &e.latency_slowest {
+                let _ = writeln!(md, "  - {}", frame.describe());
+            }
         }
         md.push('\n');
     }

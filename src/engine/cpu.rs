@@ -56,8 +56,12 @@ impl Engine for CpuEngine {
     }
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
         let started = Instant::now();
-        let filtered = CpuEngine::filter_frame(&self.filter, &frame);
-        self.done.push_back((filtered, started.elapsed()));
+        let mut filtered = CpuEngine::filter_frame(&self.filter, &frame);
+        // Filtered in place of queueing: enqueued and finished are the same moment.
+        let done = Instant::now();
+        filtered.timeline.enqueued = Some(done);
+        filtered.timeline.finished = Some(done);
+        self.done.push_back((filtered, done - started));
         Ok(())
     }
     fn receive(&mut self) -> Result<Option<Frame>, EngineError> {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::monitor::{FilterSwitch, PipelineMonitor};
 use crate::engine::{Engine, EngineError, StageTimes, TraceSpan};
 use crate::frame::Frame;
-use crate::stats::Counters;
+use crate::stats::{Counters, FrameLatency};
 
 /// Runs until the decoded queue closes (or the sink is gone), then drains the engine.
 pub fn run_engine(
@@ -48,12 +48,10 @@ pub fn run_engine(
             },
         };
         match next {
-            Some(frame) => {
+            Some(mut frame) => {
                 next_index = frame.index + 1;
-                if let Some(decoded_at) = frame.decoded_at {
-                    counters.record_wait(frame.index, decoded_at);
-                }
                 let started = Instant::now();
+                frame.timeline.submitted = Some(started);
                 engine.submit(frame)?;
                 Counters::add_time(&counters.filter_busy_ns, started.elapsed());
                 while engine.in_flight() >= engine.capacity() {
@@ -83,11 +81,21 @@ fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Co
     let frame = engine.receive()?;
     Counters::add_time(&counters.filter_busy_ns, started.elapsed());
     let Some(frame) = frame else { return Ok(true) };
+    let received_at = Instant::now();
     Counters::add(&counters.frames_filtered, 1);
-    if let Some(decoded_at) = frame.decoded_at {
-        counters.record_latency(frame.index, decoded_at);
+    let stages = engine.last_stage_times();
+    let gpu_time = match stages {
+        Some(StageTimes::Gpu {
+            upload,
+            kernels,
+            download,
+        }) => Some(upload + kernels + download),
+        _ => None,
+    };
+    if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
+        counters.record_latency(latency);
     }
-    match engine.last_stage_times() {
+    match stages {
         Some(StageTimes::Gpu {
             upload,
             kernels,

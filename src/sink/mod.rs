@@ -142,7 +142,7 @@ impl Sink {
         match self {
             Sink::Null => {
                 for frame in frames.iter() {
-                    if let Some(decoded_at) = frame.decoded_at {
+                    if let Some(decoded_at) = frame.timeline.decoded {
                         Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
                     }
                     drop(frame);
@@ -261,7 +261,7 @@ impl Muxer {
         let spent = started.elapsed();
         Counters::add_time(&counters.sink_busy_ns, spent);
         Counters::observe(&counters.stages.encode, spent);
-        if let Some(decoded_at) = frame.decoded_at {
+        if let Some(decoded_at) = frame.timeline.decoded {
             Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
         }
         Counters::add(&counters.frames_written, 1);

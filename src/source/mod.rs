@@ -841,7 +841,7 @@ impl DecodeState {
             self.busy_at_last_frame = busy;
             Counters::observe(&counters.stages.decode, Duration::from_nanos(decode_time));
             self.pace(frame.pts);
-            frame.decoded_at = Some(Instant::now());
+            frame.timeline.decoded = Some(Instant::now());
             if !self.deliver(frame, frames, counters) {
                 return Ok(false);
             }

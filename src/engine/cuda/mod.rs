@@ -248,6 +248,7 @@ fn finish_frame(
     let index = lane.index;
     let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
     let result = wait_for(&lane.events.done).context(what);
+    frame.timeline.finished = Some(Instant::now());
     if result.is_ok() {
         lane.drain_output(layout, &mut frame, routes);
     }
@@ -645,7 +646,9 @@ impl Engine for CudaEngine {
             .map_err(|_| EngineError::Unsupported("the GPU completion thread stopped".into()))?;
         let started = Instant::now();
         let enqueued = self.enqueue(&mut lane, &layout, &kernels, &mut frame);
-        self.copy_times.copy_in += started.elapsed();
+        let enqueued_at = Instant::now();
+        frame.timeline.enqueued = Some(enqueued_at);
+        self.copy_times.copy_in += enqueued_at - started;
         let Some(completion) = self.completion.as_ref() else {
             // Not reachable (checked above); the frame must outlive any queued copy.
             let _ = lane.stream.synchronize();
