@@ -268,6 +268,12 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
             for (input, output) in frames.iter().zip(&out) {
                 assert_eq!(output.index, input.index, "{label}: order");
                 assert_eq!(output.pts, input.pts);
+                // Each engine marks when it had queued a frame's work and saw it done.
+                let timeline = output.timeline;
+                let (Some(enqueued), Some(finished)) = (timeline.enqueued, timeline.finished) else {
+                    panic!("{label}: frame {} has no engine marks: {timeline:?}", input.index)
+                };
+                assert!(enqueued <= finished, "{label}: {timeline:?}");
                 let expected = CpuEngine::filter_frame(&filter, input);
                 assert_eq!(
                     compare(&expected, output),
