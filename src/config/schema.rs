@@ -97,11 +97,6 @@ pub struct SourceConfig {
     /// Decoder threads; 0 lets FFmpeg choose.
     #[serde(default)]
     pub threads: usize,
-    /// How many nice steps below the pipeline's own threads the software decoder's threads
-    /// run (0..=19; 0 keeps them level). On a host the decoder keeps busy, the threads that
-    /// feed the GPU and hand frames on then get a core when they need one.
-    #[serde(default = "default_decoder_nice")]
-    pub decoder_nice: u8,
     /// Start over at the end of the input.
     #[serde(default, rename = "loop")]
     pub looping: bool,
@@ -131,7 +126,6 @@ impl SourceConfig {
             format: None,
             decoder: default_decoder(),
             threads: 0,
-            decoder_nice: default_decoder_nice(),
             looping: false,
             realtime: false,
             live: None,
@@ -194,10 +188,6 @@ fn default_reconnect_max() -> f64 {
 
 fn default_decoder() -> String {
     "auto".to_string()
-}
-
-fn default_decoder_nice() -> u8 {
-    10
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

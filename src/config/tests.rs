@@ -529,24 +529,3 @@ fn pinned_frames_cap_the_frame_pool() {
         "never more than the pipeline can hold"
     );
 }
-
-#[test]
-fn decoder_threads_run_ten_nice_steps_down_unless_told() {
-    let source = |extra: &str| {
-        let text = MINIMAL.replace("url = \"in.mp4\"", &format!("url = \"in.mp4\"\n{extra}"));
-        parse(&text)
-            .validate(None)
-            .map(|config| config.pipelines[0].source.decoder_nice)
-    };
-    assert_eq!(source("").unwrap(), 10);
-    assert_eq!(source("decoder_nice = 0").unwrap(), 0);
-    assert_eq!(source("decoder_nice = 19").unwrap(), 19);
-    let text = MINIMAL.replace("url = \"in.mp4\"", "url = \"in.mp4\"\ndecoder_nice = 20");
-    let found = problems(&text);
-    assert!(
-        found
-            .iter()
-            .any(|p| p.contains("source.decoder_nice: 20 is out of range")),
-        "{found:?}"
-    );
-}

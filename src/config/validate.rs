@@ -126,12 +126,6 @@ fn validate_pipeline(
     if decoder.trim().is_empty() {
         problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
     }
-    if pipeline.source.decoder_nice > 19 {
-        problems.push(format!(
-            "source.decoder_nice: {} is out of range; allowed 0..=19 (0 keeps the decoder threads level)",
-            pipeline.source.decoder_nice
-        ));
-    }
     validate_source_timing(&pipeline.source, problems);
     let filter = &pipeline.filter;
     let device = DeviceChoice::parse(&filter.device);

@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod priority;
-
 use crate::config::SourceConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::host_buffers::BufferPool;
@@ -293,9 +291,9 @@ impl Source {
         unsafe {
             (*context.as_mut_ptr()).pkt_timebase = time_base.into();
         }
-        // Opening starts the frame threads: below the pipeline's own threads (see priority).
-        let lower_by = if hardware { 0 } else { config.decoder_nice };
-        let decoder = priority::run_lowered(lower_by, move || context.decoder().open_as(codec))
+        let decoder = context
+            .decoder()
+            .open_as(codec)
             .and_then(|opened| opened.video())
             .map_err(|e| decoder_error(format!("cannot open the {} decoder: {e}", codec.name())))?;
         let decoded = decoder.format();
