@@ -173,8 +173,9 @@ impl Plane {
     }
 }
 
-/// A decoded picture on its way through the pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A decoded picture on its way through the pipeline. Two frames are equal when their
+/// pictures, timestamps and positions are: the timeline only says when one passed by.
+#[derive(Debug, Clone, Eq)]
 pub struct Frame {
     pub format: PixelFormat,
     pub width: usize,
@@ -186,6 +187,14 @@ pub struct Frame {
     pub index: u64,
     /// When it passed the points its filter latency is split at.
     pub timeline: Timeline,
+}
+
+impl PartialEq for Frame {
+    fn eq(&self, other: &Frame) -> bool {
+        (self.format, self.width, self.height, self.pts, self.index)
+            == (other.format, other.width, other.height, other.pts, other.index)
+            && self.planes == other.planes
+    }
 }
 
 /// When a frame passed each point its filter latency is split at, on the host's clock;
@@ -272,6 +281,20 @@ impl Frame {
 mod tests {
     use super::*;
     use crate::host_buffers::HeapMemory;
+
+    #[test]
+    fn frames_are_equal_by_picture_and_position_not_by_timeline() {
+        let frame = Frame::new(PixelFormat::Yuv420p, 8, 6);
+        let mut marked = frame.clone();
+        marked.timeline.enqueued = Some(Instant::now());
+        assert_eq!(marked, frame, "when a frame passed by is not what it is");
+        let mut moved = frame.clone();
+        moved.index = 1;
+        assert_ne!(moved, frame);
+        let mut changed = frame.clone();
+        changed.planes[2].row_mut(0)[0] = 1;
+        assert_ne!(changed, frame);
+    }
 
     #[test]
     fn a_copy_into_a_pool_keeps_pixels_and_timestamps_with_aligned_rows() {
