@@ -79,23 +79,12 @@ pub fn run_engine(
 fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Counters) -> Result<bool, EngineError> {
     let started = Instant::now();
     let frame = engine.receive()?;
-    Counters::add_time(&counters.filter_busy_ns, started.elapsed());
-    let Some(frame) = frame else { return Ok(true) };
     let received_at = Instant::now();
+    Counters::add_time(&counters.filter_busy_ns, received_at - started);
+    let Some(frame) = frame else { return Ok(true) };
     Counters::add(&counters.frames_filtered, 1);
-    let stages = engine.last_stage_times();
-    let gpu_time = match stages {
-        Some(StageTimes::Gpu {
-            upload,
-            kernels,
-            download,
-        }) => Some(upload + kernels + download),
-        _ => None,
-    };
-    if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
-        counters.record_latency(latency);
-    }
-    match stages {
+    let mut gpu_time = None;
+    match engine.last_stage_times() {
         Some(StageTimes::Gpu {
             upload,
             kernels,
@@ -104,9 +93,13 @@ fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Co
             Counters::observe(&counters.stages.upload, upload);
             Counters::observe(&counters.stages.gpu, kernels);
             Counters::observe(&counters.stages.download, download);
+            gpu_time = Some(upload + kernels + download);
         }
         Some(StageTimes::Cpu { filter }) => Counters::observe(&counters.stages.cpu_filter, filter),
         None => {}
+    }
+    if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
+        counters.record_latency(latency);
     }
     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
     let sent = filtered.send(frame).is_ok();
