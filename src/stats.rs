@@ -63,22 +63,19 @@ impl FrameLatency {
     /// "#474 2.10 ms: waited 0.05, submit 0.03, engine 1.90 (GPU 0.40), handoff 0.10", with
     /// the parts that were measured.
     pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for (name, value) in [
-            ("waited", self.waited_ms),
-            ("submit", self.submit_ms),
-            ("engine", self.engine_ms),
-        ] {
-            if let Some(ms) = value {
-                parts.push(format!("{name} {ms:.2}"));
-            }
-        }
-        if let (Some(gpu), Some(engine)) = (self.gpu_ms, parts.last_mut()) {
-            engine.push_str(&format!(" (GPU {gpu:.2})"));
-        }
-        if let Some(ms) = self.handoff_ms {
-            parts.push(format!("handoff {ms:.2}"));
-        }
+        let engine = self.engine_ms.map(|ms| match self.gpu_ms {
+            Some(gpu) => format!("engine {ms:.2} (GPU {gpu:.2})"),
+            None => format!("engine {ms:.2}"),
+        });
+        let parts: Vec<String> = [
+            self.waited_ms.map(|ms| format!("waited {ms:.2}")),
+            self.submit_ms.map(|ms| format!("submit {ms:.2}")),
+            engine,
+            self.handoff_ms.map(|ms| format!("handoff {ms:.2}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         match parts.is_empty() {
             true => format!("#{} {:.2} ms", self.frame, self.ms),
             false => format!("#{} {:.2} ms: {}", self.frame, self.ms, parts.join(", ")),
