@@ -3,7 +3,7 @@
 # the GPU test binary (parity with the CPU engine, lane order, throughput with a trace),
 # compute-sanitizer memcheck and racecheck on a quick parity run, and end-to-end runs on a
 # generated clip: CPU vs CUDA output, streams 1 to 8 with 1 to 4 frames each, audio kept,
-# NVDEC decode.
+# NVDEC decode, and NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh).
 #
 #   scripts/gpu-check.sh [DIST]      (DIST defaults to dist/portable; results go to $OUT or ./gpu-results)
 set -uo pipefail
@@ -62,6 +62,19 @@ check "the mkv decodes again, all frames" bash -c "$(printf '%q ' "$bin") run -i
 check "NVDEC decode (mpeg4_cuvid) through the CUDA engine" run -o "$media/nvdec.y4m" --device cuda --decoder nvdec
 check "NVDEC output has the same size as the software-decoded one" bash -c "[[ \$(stat -c %s $media/nvdec.y4m) == \$(stat -c %s $media/cuda.y4m) ]]"
 check "--device cuda:7 is a clear error (exit 1, names the device, no panic)" bash -c "out=\$($(printf '%q ' "$bin") run -i $media/sample.mp4 -o null --device cuda:7 2>&1); code=\$?; echo \"\$out\"; [[ \$code == 1 ]] && grep -q 'cuda:7 does not exist' <<<\"\$out\" && ! grep -q panicked <<<\"\$out\""
+
+step "NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh)"
+nvdec_media="${NVDEC_MEDIA:-$dist/nvdec-media}"
+if [[ ! -d $nvdec_media ]] && command -v ffmpeg >/dev/null; then
+    nvdec_media="$media/nvdec" && "$(dirname "$0")/nvdec-check.sh" --make-media "$nvdec_media" >>"$log" 2>&1
+fi
+if [[ -d $nvdec_media ]]; then
+    OUT="$out" "$(dirname "$0")/nvdec-check.sh" "$dist" "$nvdec_media" 2>&1 | grep -E '^(ok|FAILED|info|failures)' | tee -a "$log"
+    [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
+else
+    echo "FAILED: no NVDEC clips: make them with scripts/nvdec-check.sh --make-media $dist/nvdec-media" | tee -a "$log"
+    failures=$((failures + 1))
+fi
 
 step "summary"
 echo "failures: $failures" | tee -a "$log"

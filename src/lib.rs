@@ -13,6 +13,7 @@ pub mod frame;
 pub mod host_buffers;
 pub mod mask;
 pub mod media;
+pub mod nvdec;
 pub mod pipeline;
 pub mod sample;
 pub mod server;

@@ -315,13 +315,18 @@ fn run_settings(
     );
     let mut reports = Vec::new();
     let mut failures = Vec::new();
+    // Exit 2 when every failure is a usage error (the input could never be read as asked).
+    let mut all_usage = true;
     for result in results {
         match result {
             Ok(report) => {
                 eprintln!("{}", report.summary());
                 reports.push(report);
             }
-            Err(e) => failures.push(e.to_string()),
+            Err(e) => {
+                all_usage &= e.is_usage();
+                failures.push(e.to_string());
+            }
         }
     }
     if let Some(path) = stats_json {
@@ -331,6 +336,7 @@ fn run_settings(
     }
     match failures.len() {
         0 => Ok(()),
+        _ if all_usage => Err(usage(anyhow::anyhow!("{}", failures.join("\n")))),
         _ => Err(anyhow::anyhow!("{}", failures.join("\n")).into()),
     }
 }

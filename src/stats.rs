@@ -104,6 +104,8 @@ pub struct Counters {
     pub bytes_out: AtomicU64,
     /// Times a live input was lost and opened again.
     pub reconnects: AtomicU64,
+    /// Times an NVDEC decoder failed mid-stream (a stream change, damaged data) and was made anew.
+    pub decoder_restarts: AtomicU64,
     /// Set while a live input is lost and being reconnected.
     pub reconnecting: AtomicBool,
     /// Set when the filter stage has ended (no more frames will be taken).
@@ -262,6 +264,8 @@ pub struct PipelineReport {
     pub corrupt_packets: u64,
     pub read_errors: u64,
     pub damaged_frames: u64,
+    /// NVDEC decoders made anew after failing mid-stream (no frame lost by it).
+    pub decoder_restarts: u64,
     pub ended_early: Option<EndedEarly>,
     pub packets_passed_through: u64,
     pub seconds: f64,
@@ -300,6 +304,9 @@ impl PipelineReport {
         let damage = self.damage();
         if !damage.is_empty() {
             text.push_str(&format!("; input damage: {}", damage.join(", ")));
+        }
+        if self.decoder_restarts > 0 {
+            text.push_str(&format!("; NVDEC decoder made anew {} time(s)", self.decoder_restarts));
         }
         if let Some(reason) = &self.stopped_early {
             text.push_str(&format!("; stopped early: {reason}"));

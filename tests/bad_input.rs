@@ -726,3 +726,113 @@ fn timestamps_that_step_back_mid_stream_do_not_stop_the_output() {
         "timestamps only move forward: {times:?}"
     );
 }
+
+// ---- decoders and waits that must end ----
+
+#[test]
+fn nvdec_that_cannot_be_asked_is_a_usage_error_with_the_reason() {
+    if std::env::var_os("CONVSTREAM_TEST_GPU").is_some() {
+        return; // a GPU host answers; tests/gpu.rs and scripts/gpu-check.sh cover it there
+    }
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mp4", Clip::H264Mp4, 64, 48, 3);
+    let started = std::time::Instant::now();
+    let stderr = expect_failure(
+        "nvdec without a GPU",
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "--decoder",
+            "nvdec",
+            "-i",
+            "in.mp4",
+            "-o",
+            "out.y4m",
+        ],
+        2,
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "it fails at once"
+    );
+    // Either this FFmpeg has no h264_cuvid, or the driver could not be asked: both say so
+    // and point to the software decoder.
+    assert!(stderr.contains("NVDEC") || stderr.contains("h264_cuvid"), "{stderr}");
+    assert_mentions(&stderr, &["decoder = \"software\""]);
+    assert!(!dir.path().join("out.y4m").exists(), "no output is left behind");
+}
+
+#[test]
+fn an_unknown_protocol_is_not_retried_even_when_live() {
+    let dir = tempdir();
+    let config = dir.path().join("live.toml");
+    std::fs::write(
+        &config,
+        "[[pipeline]]\nname = \"cam\"\n[pipeline.source]\nurl = \"foo://bar\"\nlive = true\n\
+         reconnect = { initial = 0.1, max = 0.2 }\n[pipeline.filter]\nmask = \"box:size=3\"\ndevice = \"cpu\"\n\
+         [pipeline.sink]\nurl = \"null\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let stderr = expect_failure(
+        "unknown protocol, live",
+        dir.path(),
+        &["run", "--config", "live.toml", "--no-progress"],
+        2,
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "no retry loop");
+    assert_mentions(&stderr, &["foo://bar", "no `foo` protocol"]);
+    assert!(!stderr.contains("trying again"), "{stderr}");
+}
+
+#[test]
+fn realtime_pacing_goes_on_after_a_timestamp_jump() {
+    // The second half of the clip starts 50,000 s later: paced by its timestamps, the run
+    // would sleep for 14 hours (and ignore a stop). It re-anchors at the jump instead.
+    let dir = tempdir();
+    make_clip(dir.path(), "first.ts", Clip::H264Ts, 64, 48, 10);
+    make_clip(dir.path(), "second.ts", Clip::H264Ts, 64, 48, 10);
+    common::ffmpeg(
+        dir.path(),
+        &[
+            "-i",
+            "second.ts",
+            "-c",
+            "copy",
+            "-output_ts_offset",
+            "50000",
+            "-f",
+            "mpegts",
+            "later.ts",
+        ],
+    );
+    let mut joined = std::fs::read(dir.path().join("first.ts")).unwrap();
+    joined.extend(std::fs::read(dir.path().join("later.ts")).unwrap());
+    std::fs::write(dir.path().join("jump.ts"), joined).unwrap();
+    std::fs::write(
+        dir.path().join("paced.toml"),
+        "[[pipeline]]\nname = \"paced\"\n[pipeline.source]\nurl = \"jump.ts\"\nrealtime = true\n\
+         [pipeline.filter]\nmask = \"box:size=3\"\ndevice = \"cpu\"\n[pipeline.sink]\nurl = \"null\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    expect_success(
+        "realtime pacing over a timestamp jump",
+        dir.path(),
+        &[
+            "run",
+            "--config",
+            "paced.toml",
+            "--no-progress",
+            "--stats-json",
+            "stats.json",
+        ],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(15), "paced 20 frames in {took:?}");
+    assert!(took >= std::time::Duration::from_millis(600), "still paced: {took:?}");
+    assert_eq!(stats(&dir.path().join("stats.json"))["frames_out"], 20);
+}

@@ -258,3 +258,26 @@ fn build_cuda(
 ) -> Result<Box<dyn Engine>, EngineError> {
     Err(EngineError::NotCompiledWithCuda)
 }
+
+/// What answers "can NVDEC decode this stream?" in this build: the driver when built with
+/// CUDA, else a probe whose every answer says why it cannot be asked.
+#[cfg(feature = "cuda")]
+pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
+    cuda::nvdec::CudaNvdecProbe::global()
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
+    struct WithoutCuda;
+    impl crate::nvdec::NvdecProbe for WithoutCuda {
+        fn capabilities(
+            &self,
+            _: crate::nvdec::NvdecCodec,
+            _: crate::nvdec::Chroma,
+            _: u32,
+        ) -> Result<crate::nvdec::NvdecCaps, String> {
+            Err(EngineError::NotCompiledWithCuda.to_string())
+        }
+    }
+    std::sync::Arc::new(WithoutCuda)
+}

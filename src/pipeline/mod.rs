@@ -52,6 +52,14 @@ pub enum PipelineError {
     Panicked { pipeline: String, stage: &'static str },
 }
 
+impl PipelineError {
+    /// Whether the pipeline could never have run as configured (an unknown protocol, a
+    /// stream the chosen decoder cannot take): a usage error, exit code 2 for `run`.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, PipelineError::Source { source, .. } if source.is_permanent())
+    }
+}
+
 /// How a pipeline run is watched and stopped.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -119,11 +127,17 @@ fn run_stages(
     let name = settings.name.clone();
     let started = Instant::now();
     let counters = monitor.counters.clone();
-    let source =
-        Source::connect(&settings.source, &options.stop, &counters, false).map_err(|source| PipelineError::Source {
-            pipeline: name.clone(),
-            source,
-        })?;
+    let source = Source::connect(
+        &settings.source,
+        &options.stop,
+        &counters,
+        false,
+        &crate::engine::nvdec_probe(),
+    )
+    .map_err(|source| PipelineError::Source {
+        pipeline: name.clone(),
+        source,
+    })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
     let info = source.info().clone();
     if !info.format.has_luma_plane() && settings.filter.planes != crate::filter::PlaneSelection::All {
@@ -282,6 +296,7 @@ fn run_stages(
         corrupt_packets: Counters::get(&counters.corrupt_packets),
         read_errors: Counters::get(&counters.read_errors),
         damaged_frames: Counters::get(&counters.damaged_frames),
+        decoder_restarts: Counters::get(&counters.decoder_restarts),
         ended_early: counters.ended_early(),
         packets_passed_through: Counters::get(&counters.packets_passed_through),
         seconds,
@@ -332,10 +347,11 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
 /// Returns the frames and the seconds from the input being open to the last frame.
 pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let opened = Source::open(source, stop.clone()).map_err(|e| PipelineError::Source {
-        pipeline: "decode-only".into(),
-        source: e,
-    })?;
+    let opened =
+        Source::open(source, stop.clone(), &crate::engine::nvdec_probe()).map_err(|e| PipelineError::Source {
+            pipeline: "decode-only".into(),
+            source: e,
+        })?;
     let info = opened.info();
     let shapes = info.format.plane_shapes(info.width, info.height);
     let frame_bytes: usize = shapes.iter().map(|plane| plane.pooled_bytes()).sum();

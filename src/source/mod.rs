@@ -1,6 +1,9 @@
 //! FFmpeg input: opens a file, pipe or URL, decodes its best video stream into engine
 //! frames (converting only formats the engines cannot take) and hands the packets of
-//! other streams (audio, subtitles) to the sink untouched.
+//! other streams (audio, subtitles) to the sink untouched. Which decoder, and how NVDEC
+//! failures are survived, is in [`decoder`].
+
+mod decoder;
 
 use crossbeam_channel::{Receiver, Sender};
 use ffmpeg::{codec, media, Packet, Rational};
@@ -14,15 +17,31 @@ use crate::config::SourceConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::host_buffers::BufferPool;
 use crate::media::{self as glue, engine_format, ffmpeg_format, nearest_engine_format};
+use crate::nvdec::NvdecProbe;
 use crate::stats::{Counters, EndedEarly};
+use decoder::VideoDecoder;
 
 /// Consecutive unreadable packets after which the input is taken as broken rather than damaged.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;
+/// Consecutive decoding errors without a frame or a request for more data, after which a
+/// decoder is taken as stuck (one that returns the same error for ever) rather than fed
+/// damaged data.
+const MAX_CONSECUTIVE_DECODE_ERRORS: u32 = 64;
+/// How long decoded frames still wait for room in the queue after a stop, before they are
+/// let go: the filter normally takes them at once, but a stop must end even if it is stuck.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// A realtime input whose timestamps jump by more than this (forward or back) is taken as
+/// discontinuous, and pacing starts again from the frame after the jump.
+const MAX_PACING_JUMP: Duration = Duration::from_secs(3);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("cannot open input {url}: {reason}")]
     Open { url: String, reason: String },
+    /// An input that can never be read as asked (an unknown protocol, a stream the chosen
+    /// decoder cannot take): not retried, and a usage error for `run`.
+    #[error("cannot use input {url}: {reason}")]
+    Unusable { url: String, reason: String },
     #[error("input {url} has no video stream")]
     NoVideo { url: String },
     #[error("unknown input format `{format}` for {url}")]
@@ -31,6 +50,16 @@ pub enum SourceError {
     Decoder { url: String, reason: String },
     #[error("input {url}: read failed after {frames} frames: {reason}")]
     Read { url: String, frames: u64, reason: String },
+}
+
+impl SourceError {
+    /// Whether opening again could not help: the input is unusable as configured.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            SourceError::Unusable { .. } | SourceError::UnknownFormat { .. } | SourceError::NoVideo { .. }
+        )
+    }
 }
 
 /// Colour description carried from input to output.
@@ -85,7 +114,7 @@ pub struct PassthroughPacket {
 
 /// An opened input with its video decoder.
 pub struct Source {
-    decoder: ffmpeg::decoder::Video,
+    decoder: VideoDecoder,
     input: ffmpeg::format::context::Input,
     /// What the interrupt callback reads; kept alive as long as `input`.
     watchdog: Arc<Watchdog>,
@@ -94,6 +123,8 @@ pub struct Source {
     config: SourceConfig,
     /// Where decoded frames are made (the engine's pinned buffers), if anywhere special.
     frame_pool: Option<Arc<BufferPool>>,
+    /// Asked before NVDEC is chosen; kept for reconnections.
+    nvdec_probe: Arc<dyn NvdecProbe>,
 }
 
 /// Decides when FFmpeg must give up a blocking open or read: on a stop, or (live inputs)
@@ -161,7 +192,10 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
         url: url.clone(),
         reason,
     };
-    let c_url = CString::new(ffmpeg_url(url)).map_err(|_| open_error("the URL contains a NUL byte".into()))?;
+    let c_url = CString::new(ffmpeg_url(url)).map_err(|_| SourceError::Unusable {
+        url: url.clone(),
+        reason: "the URL contains a NUL byte".into(),
+    })?;
     let c_format = match &config.format {
         Some(name) => Some(CString::new(name.as_str()).map_err(|_| open_error("format contains a NUL byte".into()))?),
         None => None,
@@ -200,6 +234,14 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
         };
         watchdog.arm();
         let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, std::ptr::null_mut());
+        if status == AVERROR_PROTOCOL_NOT_FOUND {
+            // A scheme this FFmpeg build does not have will not appear on a second try.
+            let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+            return Err(SourceError::Unusable {
+                url: url.clone(),
+                reason: format!("this FFmpeg build has no `{scheme}` protocol (`convstream doctor` lists what it has)"),
+            });
+        }
         if status < 0 {
             return Err(open_error(interrupted(status)));
         }
@@ -227,8 +269,13 @@ fn describe(status: c_int) -> String {
 }
 
 impl Source {
-    /// Opens the input and its video decoder. `stop` interrupts blocking reads once set.
-    pub fn open(config: &SourceConfig, stop: Arc<AtomicBool>) -> Result<Source, SourceError> {
+    /// Opens the input and its video decoder. `stop` interrupts blocking reads once set;
+    /// `nvdec_probe` says whether NVDEC decodes the stream, when NVDEC is asked for.
+    pub fn open(
+        config: &SourceConfig,
+        stop: Arc<AtomicBool>,
+        nvdec_probe: &Arc<dyn NvdecProbe>,
+    ) -> Result<Source, SourceError> {
         glue::init();
         let watchdog = Arc::new(Watchdog::new(stop, config));
         let input = open_input(config, &watchdog)?;
@@ -236,7 +283,7 @@ impl Source {
         // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
         // "plays" it; for a video filter that is always a mistake, unless asked for by name.
         if config.format.is_none() && input.format().name() == "tty" {
-            return Err(SourceError::Open {
+            return Err(SourceError::Unusable {
                 url,
                 reason: "this is a text file, not a video (FFmpeg would only render the text as ANSI art; \
                          pass --input-format tty if that is really wanted)"
@@ -253,50 +300,10 @@ impl Source {
             url: url.clone(),
             reason,
         };
-        let mut context =
-            codec::Context::from_parameters(stream.parameters()).map_err(|e| decoder_error(e.to_string()))?;
-        let codec_id = context.id();
-        let (codec, hardware) = match config.decoder.as_str() {
-            "auto" | "software" => (ffmpeg::decoder::find(codec_id), false),
-            "nvdec" => {
-                let name = format!("{}_cuvid", codec_id.name());
-                let found = ffmpeg::decoder::find_by_name(&name);
-                if found.is_none() {
-                    return Err(decoder_error(format!(
-                        "decoder = \"nvdec\" needs FFmpeg's {name} decoder, which this FFmpeg build lacks (build with scripts/build-portable.sh, or use decoder = \"software\")"
-                    )));
-                }
-                (found, true)
-            }
-            name => {
-                let found = ffmpeg::decoder::find_by_name(name);
-                if found.is_none() {
-                    return Err(decoder_error(format!(
-                        "this FFmpeg build has no decoder named `{name}`"
-                    )));
-                }
-                (found, name.ends_with("_cuvid"))
-            }
-        };
-        let codec =
-            codec.ok_or_else(|| decoder_error(format!("this FFmpeg build cannot decode {}", codec_id.name())))?;
-        if !hardware {
-            context.set_threading(codec::threading::Config {
-                kind: codec::threading::Type::Frame,
-                count: config.threads,
-                ..Default::default()
-            });
-        }
-        // SAFETY: the context is valid; pkt_timebase lets the decoder compute best-effort timestamps.
-        unsafe {
-            (*context.as_mut_ptr()).pkt_timebase = time_base.into();
-        }
-        let decoder = context
-            .decoder()
-            .open_as(codec)
-            .and_then(|opened| opened.video())
-            .map_err(|e| decoder_error(format!("cannot open the {} decoder: {e}", codec.name())))?;
-        let decoded = decoder.format();
+        let decoder = VideoDecoder::open(config, stream.parameters(), time_base, nvdec_probe)?;
+        let hardware = decoder.is_hardware();
+        let codec = decoder.codec();
+        let decoded = decoder.video().format();
         let format = if hardware {
             PixelFormat::Nv12
         } else {
@@ -344,19 +351,20 @@ impl Source {
                 time_base: s.time_base(),
             })
             .collect();
+        let video = decoder.video();
         let info = SourceInfo {
             url: url.clone(),
-            width: decoder.width() as usize,
-            height: decoder.height() as usize,
+            width: video.width() as usize,
+            height: video.height() as usize,
             format,
             time_base,
             frame_rate,
             aspect_ratio,
             color: ColorInfo {
-                range: decoder.color_range(),
-                space: decoder.color_space(),
-                primaries: decoder.color_primaries(),
-                transfer: decoder.color_transfer_characteristic(),
+                range: video.color_range(),
+                space: video.color_space(),
+                primaries: video.color_primaries(),
+                transfer: video.color_transfer_characteristic(),
             },
             expected_frames,
             decoder: codec.name().to_string(),
@@ -373,6 +381,7 @@ impl Source {
             info,
             config: config.clone(),
             frame_pool: None,
+            nvdec_probe: nvdec_probe.clone(),
         })
     }
 
@@ -395,9 +404,10 @@ impl Source {
         stop: &Arc<AtomicBool>,
         counters: &Counters,
         wait_first: bool,
+        nvdec_probe: &Arc<dyn NvdecProbe>,
     ) -> Result<Source, SourceError> {
         if !config.is_live() {
-            return Source::open(config, stop.clone());
+            return Source::open(config, stop.clone(), nvdec_probe);
         }
         let max = Duration::from_secs_f64(config.reconnect.max);
         let mut delay = Duration::from_secs_f64(config.reconnect.initial);
@@ -408,10 +418,11 @@ impl Source {
             });
         }
         loop {
-            match Source::open(config, stop.clone()) {
+            match Source::open(config, stop.clone(), nvdec_probe) {
                 Ok(source) => return Ok(source),
-                // A demuxer that does not exist will not appear on a second try.
-                Err(e @ SourceError::UnknownFormat { .. }) => return Err(e),
+                // An unknown protocol or demuxer, a stream the decoder cannot take: a
+                // second try would fail the same way.
+                Err(e) if e.is_permanent() => return Err(e),
                 Err(e) if stop.load(Ordering::Relaxed) => return Err(e),
                 Err(e) => {
                     tracing::warn!(input = %config.url, "{e}; trying again in {:.1} s", delay.as_secs_f64());
@@ -439,8 +450,15 @@ impl Source {
         drop_from: Option<Receiver<Frame>>,
     ) -> Result<(), SourceError> {
         let config = self.config.clone();
-        let mut state = DecodeState::new(&self.info, config.realtime, drop_from, self.frame_pool.clone());
+        let mut state = DecodeState::new(
+            &self.info,
+            config.realtime,
+            drop_from,
+            self.frame_pool.clone(),
+            stop.clone(),
+        );
         let first_streams = self.info.stream_signature();
+        let source_probe = self.nvdec_probe.clone();
         let mut source = self;
         loop {
             let outcome = source.read_all(&mut state, frames, packets, stop, counters);
@@ -452,7 +470,7 @@ impl Source {
             tracing::warn!(input = %config.url, "{lost}; reconnecting");
             drop(source);
             counters.reconnecting.store(true, Ordering::Relaxed);
-            let reopened = Source::connect(&config, stop, counters, true);
+            let reopened = Source::connect(&config, stop, counters, true, &source_probe);
             counters.reconnecting.store(false, Ordering::Relaxed);
             source = match reopened {
                 Ok(source) => source,
@@ -539,15 +557,7 @@ impl Source {
                 if packet.is_corrupt() {
                     Counters::add(&counters.corrupt_packets, 1);
                 }
-                let started = Instant::now();
-                if let Err(e) = self.decoder.send_packet(&packet) {
-                    if !glue::is_again(&e) {
-                        Counters::add(&counters.corrupt_packets, 1);
-                        tracing::warn!(input = %self.info.url, "undecodable packet skipped: {e}");
-                    }
-                }
-                Counters::add_time(&counters.source_busy_ns, started.elapsed());
-                if !state.drain(&mut self.decoder, frames, counters)? {
+                if !self.decoder.decode(&packet, state, frames, counters)? {
                     return Ok(ReadEnd::DownstreamGone);
                 }
             } else if let Some(copied) = self.info.passthrough.iter().find(|s| s.index == packet.stream()) {
@@ -594,8 +604,7 @@ impl Source {
         frames: &Sender<Frame>,
         counters: &Counters,
     ) -> Result<(), SourceError> {
-        let _ = self.decoder.send_eof();
-        state.drain(&mut self.decoder, frames, counters).map(|_| ())
+        self.decoder.finish(state, frames, counters).map(|_| ())
     }
 
     /// Where a packet ends, in seconds on its stream's clock.
@@ -645,8 +654,7 @@ impl Source {
         frames: &Sender<Frame>,
         counters: &Counters,
     ) -> Result<(), SourceError> {
-        let _ = self.decoder.send_eof();
-        state.drain(&mut self.decoder, frames, counters)?;
+        self.decoder.finish(state, frames, counters)?;
         self.input
             .seek(i64::MIN, ..)
             .or_else(|_| self.input.seek(0, ..))
@@ -659,6 +667,17 @@ impl Source {
         state.start_new_pass();
         Ok(())
     }
+}
+
+/// How a decoder's frames were taken.
+enum DrainEnd {
+    /// The decoder has nothing more until it is given data.
+    Ready,
+    /// The frame receiver is gone.
+    DownstreamGone,
+    /// The decoder returned an error it will not get over by itself (every NVDEC error, or
+    /// a software decoder that keeps failing).
+    DecoderFailed(ffmpeg::Error),
 }
 
 /// How one connection's reading ended.
@@ -723,6 +742,13 @@ struct DecodeState {
     busy_at_last_frame: u64,
     /// See [`Source::with_frame_pool`].
     frame_pool: Option<Arc<BufferPool>>,
+    /// The pipeline's stop: bounds every wait of the decode path.
+    stop: Arc<AtomicBool>,
+    /// The decoder's own timestamp of the last frame sent, before any offset: a replay
+    /// after an NVDEC failure sends only frames later than it.
+    last_raw_timestamp: Option<i64>,
+    /// Set while frames come from a replay (see [`decoder`]).
+    replaying: bool,
 }
 
 impl DecodeState {
@@ -731,6 +757,7 @@ impl DecodeState {
         realtime: bool,
         drop_from: Option<Receiver<Frame>>,
         frame_pool: Option<Arc<BufferPool>>,
+        stop: Arc<AtomicBool>,
     ) -> DecodeState {
         let per_frame = f64::from(info.frame_rate.invert()) / f64::from(info.time_base);
         DecodeState {
@@ -751,7 +778,14 @@ impl DecodeState {
             drop_from,
             busy_at_last_frame: 0,
             frame_pool,
+            stop,
+            last_raw_timestamp: None,
+            replaying: false,
         }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 
     /// Looping: the next pass starts one frame after the last frame sent.
@@ -760,6 +794,7 @@ impl DecodeState {
             self.pts_offset = last + self.frame_duration - (first - self.pts_offset);
         }
         self.first_pts_of_pass = None;
+        self.last_raw_timestamp = None;
     }
 
     /// Reconnected: the new input's clock is unrelated to the old one's, so its first frame
@@ -768,6 +803,7 @@ impl DecodeState {
         self.input_time_base = time_base;
         self.first_pts_of_pass = None;
         self.rebase_pending = self.last_pts.is_some();
+        self.last_raw_timestamp = None;
         // The new decoder may deliver another size or format: convert to the first again.
         self.scaler = None;
     }
@@ -776,7 +812,7 @@ impl DecodeState {
     /// False when the receiver is gone.
     fn deliver(&self, frame: Frame, frames: &Sender<Frame>, counters: &Counters) -> bool {
         let sent = match &self.drop_from {
-            None => frames.send(frame).is_ok(),
+            None => self.send_until_stopped(frame, frames),
             Some(queue) => {
                 let mut frame = frame;
                 loop {
@@ -802,25 +838,60 @@ impl DecodeState {
         sent
     }
 
-    /// Sends every frame the decoder has ready. Returns false when downstream is gone.
+    /// Blocks until the frame is queued or the receiver is gone; after a stop, waits at
+    /// most [`STOP_GRACE`] (the frame is then let go). False when it was not queued.
+    fn send_until_stopped(&self, frame: Frame, frames: &Sender<Frame>) -> bool {
+        let mut frame = frame;
+        let mut stopped_at: Option<Instant> = None;
+        loop {
+            match frames.send_timeout(frame, Duration::from_millis(100)) {
+                Ok(()) => return true,
+                Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => return false,
+                Err(crossbeam_channel::SendTimeoutError::Timeout(back)) => frame = back,
+            }
+            if self.stopped() {
+                let since = *stopped_at.get_or_insert_with(Instant::now);
+                if since.elapsed() >= STOP_GRACE {
+                    tracing::warn!(input = %self.url, "stopping: a decoded frame was let go, the filter took none for {} s", STOP_GRACE.as_secs());
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// Sends every frame the decoder has ready. `fail_fast` (NVDEC): the first decoding
+    /// error ends the draining, for the caller to make the decoder anew.
     fn drain(
         &mut self,
         decoder: &mut ffmpeg::decoder::Video,
         frames: &Sender<Frame>,
         counters: &Counters,
-    ) -> Result<bool, SourceError> {
+        fail_fast: bool,
+    ) -> Result<DrainEnd, SourceError> {
         let mut decoded = ffmpeg::frame::Video::empty();
+        let mut consecutive_errors = 0u32;
         loop {
             let started = Instant::now();
             match decoder.receive_frame(&mut decoded) {
-                Ok(()) => {}
-                Err(ffmpeg::Error::Eof) => return Ok(true),
-                Err(e) if glue::is_again(&e) => return Ok(true),
+                Ok(()) => consecutive_errors = 0,
+                Err(ffmpeg::Error::Eof) => return Ok(DrainEnd::Ready),
+                Err(e) if glue::is_again(&e) => return Ok(DrainEnd::Ready),
+                Err(e) if fail_fast => return Ok(DrainEnd::DecoderFailed(e)),
                 Err(e) => {
+                    // A decoder may return the same error for ever (nothing else to give):
+                    // past a bound it is stuck, not fed damaged data.
+                    consecutive_errors += 1;
+                    if consecutive_errors >= MAX_CONSECUTIVE_DECODE_ERRORS || self.stopped() {
+                        return Ok(DrainEnd::DecoderFailed(e));
+                    }
                     Counters::add(&counters.corrupt_packets, 1);
                     tracing::warn!(input = %self.url, "decode error, frame skipped: {e}");
                     continue;
                 }
+            }
+            if self.replaying && !self.is_new(&decoded) {
+                // Sent before the decoder failed: the replay only recovers what it held.
+                continue;
             }
             // SAFETY: reading plain fields of the frame the decoder just returned.
             let concealed = unsafe {
@@ -843,13 +914,31 @@ impl DecodeState {
             self.pace(frame.pts);
             frame.timeline.decoded = Some(Instant::now());
             if !self.deliver(frame, frames, counters) {
-                return Ok(false);
+                return Ok(DrainEnd::DownstreamGone);
             }
         }
     }
 
+    /// The decoder's own timestamp of a frame, before any offset.
+    fn raw_timestamp(decoded: &ffmpeg::frame::Video) -> Option<i64> {
+        decoded.timestamp().or(decoded.pts())
+    }
+
+    /// Whether a replayed frame comes after the last frame sent (a frame without a
+    /// timestamp cannot be placed, and is taken as sent when any frame was).
+    fn is_new(&self, decoded: &ffmpeg::frame::Video) -> bool {
+        match (Self::raw_timestamp(decoded), self.last_raw_timestamp) {
+            (_, None) => true,
+            (Some(raw), Some(last)) => raw > last,
+            (None, Some(_)) => false,
+        }
+    }
+
     fn timestamp(&mut self, decoded: &ffmpeg::frame::Video) -> i64 {
-        let raw = decoded.timestamp().or(decoded.pts()).map(|t| {
+        if let Some(raw) = Self::raw_timestamp(decoded) {
+            self.last_raw_timestamp = Some(raw);
+        }
+        let raw = Self::raw_timestamp(decoded).map(|t| {
             if self.input_time_base == self.output_time_base {
                 t
             } else {
@@ -893,9 +982,18 @@ impl DecodeState {
             *first = seconds;
             *start = Instant::now();
         }
-        let due = Duration::from_secs_f64((seconds - *first).max(0.0));
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            std::thread::sleep(wait);
+        let due = seconds - *first;
+        let now = start.elapsed().as_secs_f64();
+        if !due.is_finite() || (due - now).abs() > MAX_PACING_JUMP.as_secs_f64() {
+            // A jump in the timestamps (a splice, a wrap, a damaged packet): pace on from
+            // this frame rather than sleep until its far-off time or rush to catch up.
+            tracing::debug!(input = %self.url, "timestamps jumped by {:.1} s; pacing starts again here", due - now);
+            *first = seconds;
+            *start = Instant::now();
+            return;
+        }
+        if due > now {
+            sleep_unless_stopped(Duration::from_secs_f64(due - now), &self.stop);
         }
     }
 

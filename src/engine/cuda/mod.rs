@@ -14,6 +14,7 @@ mod error;
 pub mod kernels;
 pub mod lanes;
 pub mod measure;
+pub mod nvdec;
 pub mod pinned;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};

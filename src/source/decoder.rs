@@ -1,0 +1,470 @@
+//! The video decoder of a source: which FFmpeg decoder a `decoder` setting means, NVDEC
+//! refused with a reason before it is made when the driver says it cannot decode the stream,
+//! and an NVDEC decoder that fails mid-stream (a resolution, profile or bit-depth change
+//! FFmpeg's cuvid wrapper cannot follow, or damaged data) made anew without losing frames:
+//! the packets since the last keyframes are kept, replayed through a fresh decoder to get
+//! the frames the failed one still held, and decoding goes on from the failing packet.
+
+use ffmpeg::{codec, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+
+use super::{DecodeState, DrainEnd, SourceError};
+use crate::config::SourceConfig;
+use crate::frame::Frame;
+use crate::media as glue;
+use crate::nvdec::{self, NvdecProbe, StreamTraits};
+use crate::stats::Counters;
+
+/// Packets kept for a replay, at most: two groups of pictures of a 25 fps stream with a
+/// keyframe every 10 s, and a bound on memory (a 4K intra-heavy stream).
+const REPLAY_MAX_PACKETS: usize = 512;
+const REPLAY_MAX_BYTES: usize = 64 << 20;
+/// Fresh NVDEC decoders that failed again before giving a frame, after which the stream is
+/// taken as one NVDEC cannot decode.
+const MAX_FRUITLESS_RESTARTS: u32 = 2;
+
+/// An opened FFmpeg video decoder and what is needed to open it again.
+pub(super) struct VideoDecoder {
+    inner: ffmpeg::decoder::Video,
+    codec: ffmpeg::Codec,
+    parameters: codec::Parameters,
+    time_base: Rational,
+    threads: usize,
+    /// NVDEC (FFmpeg's `*_cuvid` decoders): failures are recovered by a fresh decoder.
+    hardware: bool,
+    /// Recent packets, from the keyframe before last (NVDEC only).
+    replay: ReplayBuffer,
+    /// Fresh decoders made in a row without a frame coming out in between.
+    fruitless_restarts: u32,
+    /// Frames sent when the decoder was last made anew.
+    frames_at_restart: u64,
+}
+
+impl VideoDecoder {
+    /// Opens the decoder `config.decoder` names for a stream. NVDEC is first asked whether
+    /// it decodes the stream; when it does not, the error says why.
+    pub(super) fn open(
+        config: &SourceConfig,
+        parameters: codec::Parameters,
+        time_base: Rational,
+        nvdec_probe: &Arc<dyn NvdecProbe>,
+    ) -> Result<VideoDecoder, SourceError> {
+        let url = &config.url;
+        let decoder_error = |reason: String| SourceError::Decoder {
+            url: url.clone(),
+            reason,
+        };
+        let codec_id = parameters.id();
+        let (codec, hardware) = match config.decoder.as_str() {
+            "auto" | "software" => (ffmpeg::decoder::find(codec_id), false),
+            "nvdec" => {
+                let name = format!("{}_cuvid", codec_id.name());
+                let found = ffmpeg::decoder::find_by_name(&name);
+                if found.is_none() {
+                    let reason = match nvdec::NvdecCodec::of(codec_id) {
+                        None => format!("NVDEC has no decoder for {}", codec_id.name()),
+                        Some(_) => format!("decoder = \"nvdec\" needs FFmpeg's {name} decoder, which this FFmpeg build lacks (build with scripts/build-portable.sh, or use decoder = \"software\")"),
+                    };
+                    return Err(SourceError::Unusable {
+                        url: url.clone(),
+                        reason,
+                    });
+                }
+                (found, true)
+            }
+            name => {
+                let found = ffmpeg::decoder::find_by_name(name);
+                if found.is_none() {
+                    return Err(decoder_error(format!(
+                        "this FFmpeg build has no decoder named `{name}`"
+                    )));
+                }
+                (found, name.ends_with("_cuvid"))
+            }
+        };
+        let codec =
+            codec.ok_or_else(|| decoder_error(format!("this FFmpeg build cannot decode {}", codec_id.name())))?;
+        if hardware {
+            let traits = StreamTraits::of(&parameters);
+            nvdec::check(&traits, nvdec_probe.as_ref()).map_err(|reason| SourceError::Unusable {
+                url: url.clone(),
+                reason: format!("{reason}; use decoder = \"software\" (or \"auto\")"),
+            })?;
+        }
+        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware)
+            .map_err(|e| decoder_error(format!("cannot open the {} decoder: {e}", codec.name())))?;
+        Ok(VideoDecoder {
+            inner,
+            codec,
+            parameters,
+            time_base,
+            threads: config.threads,
+            hardware,
+            replay: ReplayBuffer::default(),
+            fruitless_restarts: 0,
+            frames_at_restart: 0,
+        })
+    }
+
+    pub(super) fn codec(&self) -> ffmpeg::Codec {
+        self.codec
+    }
+
+    pub(super) fn is_hardware(&self) -> bool {
+        self.hardware
+    }
+
+    pub(super) fn video(&self) -> &ffmpeg::decoder::Video {
+        &self.inner
+    }
+
+    /// Decodes one packet and sends the frames that are ready. Damaged packets are counted
+    /// and skipped; a failed NVDEC decoder is made anew (see the module's doc). False when
+    /// downstream is gone.
+    pub(super) fn decode(
+        &mut self,
+        packet: &Packet,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        if self.hardware {
+            self.replay.push(packet);
+        }
+        let started = std::time::Instant::now();
+        let sent = self.inner.send_packet(packet);
+        Counters::add_time(&counters.source_busy_ns, started.elapsed());
+        let failure = match sent {
+            Err(e) if glue::is_again(&e) => None,
+            Err(e) if self.hardware => Some(e),
+            Err(e) => {
+                Counters::add(&counters.corrupt_packets, 1);
+                tracing::warn!(input = %state.url, "undecodable packet skipped: {e}");
+                None
+            }
+            Ok(()) => None,
+        };
+        let failure = match failure {
+            Some(e) => e,
+            None => match state.drain(&mut self.inner, frames, counters, self.hardware)? {
+                DrainEnd::Ready => return Ok(true),
+                DrainEnd::DownstreamGone => return Ok(false),
+                DrainEnd::DecoderFailed(e) => e,
+            },
+        };
+        self.recover(failure, true, state, frames, counters)
+    }
+
+    /// Sends the frames the decoder still holds (end of input, or a stop).
+    pub(super) fn finish(
+        &mut self,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let _ = self.inner.send_eof();
+        match state.drain(&mut self.inner, frames, counters, self.hardware)? {
+            DrainEnd::Ready => Ok(true),
+            DrainEnd::DownstreamGone => Ok(false),
+            DrainEnd::DecoderFailed(e) => self.recover(e, false, state, frames, counters),
+        }
+    }
+
+    /// Forgets the decoder's state, for a seek back to the start.
+    pub(super) fn flush(&mut self) {
+        self.inner.flush();
+        self.replay.clear();
+    }
+
+    /// NVDEC failed. Replays the kept packets (all but the one that failed, when
+    /// `failed_on_last` is set) through a fresh decoder and flushes it, which gives the
+    /// frames the failed decoder still held (those already sent are skipped by timestamp),
+    /// then goes on with another fresh decoder from the packet that failed.
+    fn recover(
+        &mut self,
+        error: ffmpeg::Error,
+        failed_on_last: bool,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let frame = state.next_index;
+        if !self.hardware {
+            return Err(SourceError::Decoder {
+                url: state.url.clone(),
+                reason: format!(
+                    "the {} decoder kept failing after {frame} frames: {error}",
+                    self.codec.name()
+                ),
+            });
+        }
+        if frame > self.frames_at_restart {
+            self.fruitless_restarts = 0;
+        }
+        self.fruitless_restarts += 1;
+        if self.fruitless_restarts > MAX_FRUITLESS_RESTARTS {
+            return Err(self.gave_up(frame, &error, state));
+        }
+        let mut packets = self.replay.take();
+        let failed = if failed_on_last { packets.pop() } else { None };
+        tracing::warn!(
+            input = %state.url,
+            "the {} decoder failed after {frame} frames ({error}; FFmpeg's log above says why): \
+             making it anew and replaying the last {} packets so no frame is lost",
+            self.codec.name(),
+            packets.len()
+        );
+        Counters::add(&counters.decoder_restarts, 1);
+        if !packets.is_empty() && !self.replay_into_fresh_decoder(&packets, state, frames, counters)? {
+            return Ok(false);
+        }
+        self.inner = self.reopen(state)?;
+        self.frames_at_restart = state.next_index;
+        let Some(failed) = failed else {
+            // The failure came while flushing at the end: what could be recovered was.
+            return Ok(true);
+        };
+        self.replay.push(&failed);
+        match self.inner.send_packet(&failed) {
+            Err(e) if !glue::is_again(&e) => {
+                // A fresh decoder that fails on the same packet cannot decode what follows.
+                return Err(self.gave_up(frame, &e, state));
+            }
+            _ => {}
+        }
+        match state.drain(&mut self.inner, frames, counters, true)? {
+            DrainEnd::Ready => Ok(true),
+            DrainEnd::DownstreamGone => Ok(false),
+            DrainEnd::DecoderFailed(e) => Err(self.gave_up(frame, &e, state)),
+        }
+    }
+
+    /// Decodes `packets` with a decoder of their own and flushes it, sending only frames
+    /// later than the last one sent. False when downstream is gone.
+    fn replay_into_fresh_decoder(
+        &mut self,
+        packets: &[Packet],
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let mut fresh = self.reopen(state)?;
+        state.replaying = true;
+        let mut outcome = Ok(true);
+        for (sent, packet) in packets.iter().enumerate() {
+            if state.stopped() {
+                break;
+            }
+            let drained = match fresh.send_packet(packet) {
+                Err(e) if !glue::is_again(&e) => DrainEnd::DecoderFailed(e),
+                _ => match state.drain(&mut fresh, frames, counters, true) {
+                    Ok(end) => end,
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                },
+            };
+            match drained {
+                DrainEnd::Ready => {}
+                DrainEnd::DownstreamGone => {
+                    outcome = Ok(false);
+                    break;
+                }
+                DrainEnd::DecoderFailed(e) => {
+                    let lost = packets.len() - sent;
+                    Counters::add(&counters.corrupt_packets, lost as u64);
+                    tracing::warn!(input = %state.url, "the replay failed too ({e}); {lost} packets skipped");
+                    break;
+                }
+            }
+        }
+        if matches!(outcome, Ok(true)) && !state.stopped() {
+            let _ = fresh.send_eof();
+            outcome = match state.drain(&mut fresh, frames, counters, true) {
+                Ok(DrainEnd::DownstreamGone) => Ok(false),
+                Ok(_) => Ok(true),
+                Err(e) => Err(e),
+            };
+        }
+        state.replaying = false;
+        outcome
+    }
+
+    /// A fresh decoder of the same kind. An Annex B stream (MPEG-TS, raw H.264/HEVC)
+    /// carries its parameter sets in band, at every keyframe, and the container's copy
+    /// (extradata) describes the stream's first sequence only: a fresh cuvid decoder given
+    /// it would size itself for that sequence and fail again on a larger one. So it gets
+    /// none, and sizes itself from the keyframe it starts at. Streams whose extradata is a
+    /// configuration record (MP4, Matroska) need it to be parsed at all, and keep it.
+    fn reopen(&self, state: &DecodeState) -> Result<ffmpeg::decoder::Video, SourceError> {
+        let mut parameters = self.parameters.clone();
+        if self.hardware && has_annex_b_extradata(&parameters) {
+            // SAFETY: the copy's extradata was allocated by FFmpeg (avcodec_parameters_copy);
+            // av_freep frees it and nulls the pointer, and the size is set to match.
+            unsafe {
+                let raw = &mut *parameters.as_mut_ptr();
+                ffmpeg::ffi::av_freep(std::ptr::addr_of_mut!(raw.extradata).cast());
+                raw.extradata_size = 0;
+            }
+        }
+        open_codec(self.codec, &parameters, self.time_base, self.threads, self.hardware).map_err(|e| {
+            SourceError::Decoder {
+                url: state.url.clone(),
+                reason: format!("cannot open the {} decoder again: {e}", self.codec.name()),
+            }
+        })
+    }
+
+    fn gave_up(&self, frame: u64, error: &ffmpeg::Error, state: &DecodeState) -> SourceError {
+        SourceError::Decoder {
+            url: state.url.clone(),
+            reason: format!(
+                "NVDEC ({}) cannot decode this stream from frame {frame} on ({error}; FFmpeg's log above says why, \
+                 e.g. a profile, chroma format or bit depth this GPU's NVDEC lacks); the frames before it were written. \
+                 Use decoder = \"software\" (or \"auto\") for this input",
+                self.codec.name()
+            ),
+        }
+    }
+}
+
+/// Whether the stream's extradata holds Annex B parameter sets (a start code first) rather
+/// than an `avcC`/`hvcC` configuration record (whose first byte is its version, 1).
+fn has_annex_b_extradata(parameters: &codec::Parameters) -> bool {
+    // SAFETY: reading the extradata pointer and size FFmpeg keeps consistent.
+    let extradata = unsafe {
+        let raw = &*parameters.as_ptr();
+        if raw.extradata.is_null() || raw.extradata_size < 4 {
+            return false;
+        }
+        std::slice::from_raw_parts(raw.extradata, raw.extradata_size as usize)
+    };
+    extradata.starts_with(&[0, 0, 1]) || extradata.starts_with(&[0, 0, 0, 1])
+}
+
+/// Opens `codec` for a stream; software decoders get frame threads.
+fn open_codec(
+    codec: ffmpeg::Codec,
+    parameters: &codec::Parameters,
+    time_base: Rational,
+    threads: usize,
+    hardware: bool,
+) -> Result<ffmpeg::decoder::Video, ffmpeg::Error> {
+    let mut context = codec::Context::from_parameters(parameters.clone())?;
+    if !hardware {
+        context.set_threading(codec::threading::Config {
+            kind: codec::threading::Type::Frame,
+            count: threads,
+            ..Default::default()
+        });
+    }
+    // SAFETY: the context is valid; pkt_timebase lets the decoder compute best-effort timestamps.
+    unsafe {
+        (*context.as_mut_ptr()).pkt_timebase = time_base.into();
+    }
+    context.decoder().open_as(codec).and_then(|opened| opened.video())
+}
+
+/// The packets since the keyframe before the last one, bounded in count and bytes. A
+/// replay must start at a keyframe, so packets before the first keyframe are not kept.
+#[derive(Default)]
+struct ReplayBuffer {
+    /// Groups of pictures, each starting with a keyframe; at most two.
+    groups: VecDeque<Vec<Packet>>,
+    bytes: usize,
+}
+
+impl ReplayBuffer {
+    fn push(&mut self, packet: &Packet) {
+        if packet.is_key() {
+            self.groups.push_back(Vec::new());
+            if self.groups.len() > 2 {
+                self.drop_oldest();
+            }
+        }
+        let Some(group) = self.groups.back_mut() else {
+            return;
+        };
+        group.push(packet.clone());
+        self.bytes += packet.size();
+        while self.len() > REPLAY_MAX_PACKETS || self.bytes > REPLAY_MAX_BYTES {
+            if self.groups.len() > 1 {
+                self.drop_oldest();
+            } else {
+                // One group longer than the bound: no replay until the next keyframe.
+                self.clear();
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.groups.iter().map(Vec::len).sum()
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(group) = self.groups.pop_front() {
+            self.bytes -= group.iter().map(Packet::size).sum::<usize>();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.groups.clear();
+        self.bytes = 0;
+    }
+
+    /// Every kept packet, oldest first, leaving the buffer empty.
+    fn take(&mut self) -> Vec<Packet> {
+        self.bytes = 0;
+        self.groups.drain(..).flatten().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(size: usize, key: bool, pts: i64) -> Packet {
+        let mut packet = Packet::new(size);
+        packet.set_pts(Some(pts));
+        if key {
+            packet.set_flags(ffmpeg::codec::packet::Flags::KEY);
+        }
+        packet
+    }
+
+    fn pts_of(packets: &[Packet]) -> Vec<i64> {
+        packets.iter().filter_map(Packet::pts).collect()
+    }
+
+    #[test]
+    fn replay_keeps_the_last_two_groups_from_a_keyframe() {
+        let mut buffer = ReplayBuffer::default();
+        buffer.push(&packet(10, false, 0)); // before any keyframe: not replayable
+        for pts in 1..=9 {
+            buffer.push(&packet(10, pts % 3 == 1, pts));
+        }
+        assert_eq!(pts_of(&buffer.take()), vec![4, 5, 6, 7, 8, 9]);
+        assert_eq!(buffer.len(), 0);
+        buffer.push(&packet(10, false, 10));
+        assert_eq!(buffer.len(), 0, "after a take, packets wait for a keyframe");
+    }
+
+    #[test]
+    fn replay_is_bounded() {
+        let mut buffer = ReplayBuffer::default();
+        buffer.push(&packet(10, true, 0));
+        for pts in 1..(REPLAY_MAX_PACKETS as i64 + 5) {
+            buffer.push(&packet(10, false, pts));
+        }
+        assert_eq!(buffer.len(), 0, "one group over the bound is dropped whole");
+        buffer.push(&packet(REPLAY_MAX_BYTES / 2, true, 1000));
+        buffer.push(&packet(REPLAY_MAX_BYTES / 2, true, 1001));
+        buffer.push(&packet(10, false, 1002));
+        assert_eq!(pts_of(&buffer.take()), vec![1001, 1002], "bytes bound the buffer too");
+    }
+}
