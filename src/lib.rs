@@ -8,6 +8,7 @@ pub mod bench;
 pub mod config;
 pub mod doctor;
 pub mod engine;
+pub mod ffmpeg_log;
 pub mod filter;
 pub mod frame;
 pub mod host_buffers;

@@ -9,13 +9,14 @@ use std::sync::{Arc, Once};
 use crate::frame::{Frame, PixelFormat, Plane};
 use crate::host_buffers::BufferPool;
 
-/// Initialises FFmpeg once and keeps its own logging to errors only (we log through tracing).
+/// Initialises FFmpeg once, with its log lines sent through tracing (see [`crate::ffmpeg_log`]).
 pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         // Cannot fail with the statically or dynamically linked libraries we build against.
         let _ = ffmpeg::init();
         ffmpeg::util::log::set_level(ffmpeg::util::log::Level::Error);
+        crate::ffmpeg_log::install();
     });
 }
 

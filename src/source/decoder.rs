@@ -95,8 +95,13 @@ impl VideoDecoder {
                 reason: format!("{reason}; use decoder = \"software\" (or \"auto\")"),
             })?;
         }
-        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware)
-            .map_err(|e| decoder_error(format!("cannot open the {} decoder: {e}", codec.name())))?;
+        crate::ffmpeg_log::clear_last_error();
+        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware).map_err(|e| {
+            decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
+                "cannot open the {} decoder: {e}",
+                codec.name()
+            )))
+        })?;
         Ok(VideoDecoder {
             inner,
             codec,
@@ -209,11 +214,19 @@ impl VideoDecoder {
         if self.fruitless_restarts > MAX_FRUITLESS_RESTARTS {
             return Err(self.gave_up(frame, &error, state));
         }
+        // FFmpeg's cuvid wrapper logs why it failed ("AVHWFramesContext is already initialized
+        // with incompatible parameters"); say it with the failure.
+        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
         let mut packets = self.replay.take();
+        // The failing packet is the last one kept, unless none could be (no keyframe since
+        // the buffer was last emptied): then it cannot be given to the new decoder either.
         let failed = if failed_on_last { packets.pop() } else { None };
+        if failed_on_last && failed.is_none() {
+            Counters::add(&counters.corrupt_packets, 1);
+        }
         tracing::warn!(
             input = %state.url,
-            "the {} decoder failed after {frame} frames ({error}; FFmpeg's log above says why): \
+            "the {} decoder failed after {frame} frames ({error}): \
              making it anew and replaying the last {} packets so no frame is lost",
             self.codec.name(),
             packets.len()
@@ -320,12 +333,13 @@ impl VideoDecoder {
         })
     }
 
-    fn gave_up(&self, frame: u64, error: &ffmpeg::Error, state: &DecodeState) -> SourceError {
+    fn gave_up(&self, frame: u64, error: &dyn std::fmt::Display, state: &DecodeState) -> SourceError {
+        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
         SourceError::Decoder {
             url: state.url.clone(),
             reason: format!(
-                "NVDEC ({}) cannot decode this stream from frame {frame} on ({error}; FFmpeg's log above says why, \
-                 e.g. a profile, chroma format or bit depth this GPU's NVDEC lacks); the frames before it were written. \
+                "NVDEC ({}) cannot decode this stream from frame {frame} on ({error}; a profile, chroma format \
+                 or bit depth this GPU's NVDEC lacks?); the frames before it were written. \
                  Use decoder = \"software\" (or \"auto\") for this input",
                 self.codec.name()
             ),

@@ -229,10 +229,11 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
             if status == AVERROR_EXIT && !watchdog.stopped() && watchdog.expired() {
                 watchdog.idle_reason()
             } else {
-                describe(status)
+                crate::ffmpeg_log::with_ffmpeg_reason(describe(status))
             }
         };
         watchdog.arm();
+        crate::ffmpeg_log::clear_last_error();
         let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, std::ptr::null_mut());
         if status == AVERROR_PROTOCOL_NOT_FOUND {
             // A scheme this FFmpeg build does not have will not appear on a second try.
@@ -246,6 +247,7 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
             return Err(open_error(interrupted(status)));
         }
         watchdog.arm();
+        crate::ffmpeg_log::clear_last_error();
         let status = avformat_find_stream_info(context, std::ptr::null_mut());
         if status < 0 {
             avformat_close_input(&mut context);

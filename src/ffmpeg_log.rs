@@ -1,0 +1,170 @@
+//! FFmpeg's own log lines, routed through `tracing` (so JSON logs carry them too), and the
+//! last errors FFmpeg logged on each thread, so that an error convstream reports can name
+//! FFmpeg's reason ("Picture size 0x240 is invalid") rather than only its code ("Device or
+//! resource busy").
+
+use ffmpeg_next as ffmpeg;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use ffmpeg::ffi::{AVClass, AV_LOG_ERROR, AV_LOG_WARNING};
+
+/// Longest FFmpeg line kept or logged: a reason, never a dump of input data.
+const MAX_LINE: usize = 160;
+/// Error lines kept per thread: a failure is often explained by the line before the last
+/// ("AVHWFramesContext is already initialized with incompatible parameters", then "cuvid
+/// decode callback error").
+const KEPT_ERRORS: usize = 3;
+
+thread_local! {
+    static LAST_ERRORS: RefCell<VecDeque<String>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// Sends FFmpeg's errors to `tracing` from now on (warnings too when `verbose`).
+pub fn install() {
+    // SAFETY: the callback is a plain function that FFmpeg may call from any thread; it
+    // only formats the line and touches thread-local state and `tracing`.
+    unsafe { ffmpeg::ffi::av_log_set_callback(Some(log_line)) };
+}
+
+/// Forgets this thread's FFmpeg errors, before a call whose failure is to be explained.
+pub fn clear_last_error() {
+    LAST_ERRORS.with(|last| last.borrow_mut().clear());
+}
+
+/// The errors FFmpeg logged on this thread since [`clear_last_error`] (the last few, oldest
+/// first, joined by "; "), if any; they are forgotten.
+pub fn take_last_error() -> Option<String> {
+    LAST_ERRORS.with(|last| {
+        let lines: Vec<String> = last.borrow_mut().drain(..).collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
+    })
+}
+
+/// `reason`, followed by what FFmpeg logged about it on this thread, if anything.
+pub fn with_ffmpeg_reason(reason: String) -> String {
+    match take_last_error() {
+        Some(lines) => format!("{reason} (FFmpeg: {lines})"),
+        None => reason,
+    }
+}
+
+/// `text`, with control characters escaped and cut to [`MAX_LINE`] characters.
+fn clean(text: &str) -> String {
+    let mut cleaned: String = text.trim().chars().flat_map(char::escape_default).collect();
+    if cleaned.chars().count() > MAX_LINE {
+        cleaned = cleaned.chars().take(MAX_LINE).collect::<String>() + "...";
+    }
+    // escape_default also escapes quotes and backslashes, which read badly in a reason.
+    cleaned.replace("\\'", "'").replace("\\\"", "\"")
+}
+
+unsafe extern "C" fn log_line(
+    object: *mut c_void,
+    level: c_int,
+    format: *const c_char,
+    arguments: *mut ffmpeg::ffi::__va_list_tag,
+) {
+    if level > AV_LOG_WARNING as c_int || format.is_null() {
+        return;
+    }
+    let mut buffer = [0 as c_char; 512];
+    let mut print_prefix: c_int = 0;
+    // SAFETY: FFmpeg passes a valid format and argument list for this call; the buffer's
+    // size is given, and the function always NUL-terminates what it writes.
+    let line = unsafe {
+        ffmpeg::ffi::av_log_format_line2(
+            object,
+            level,
+            format,
+            arguments,
+            buffer.as_mut_ptr(),
+            buffer.len() as c_int,
+            &mut print_prefix,
+        );
+        CStr::from_ptr(buffer.as_ptr()).to_string_lossy().into_owned()
+    };
+    let line = clean(&line);
+    if line.is_empty() {
+        return;
+    }
+    // SAFETY: an object FFmpeg logs with starts with a pointer to its AVClass (or is null).
+    let component = unsafe { component_name(object) };
+    if level <= AV_LOG_ERROR as c_int {
+        LAST_ERRORS.with(|last| {
+            let mut last = last.borrow_mut();
+            if last.len() == KEPT_ERRORS {
+                last.pop_front();
+            }
+            last.push_back(line.clone());
+        });
+        tracing::warn!("FFmpeg ({component}): {line}");
+    } else {
+        tracing::debug!("FFmpeg ({component}): {line}");
+    }
+}
+
+/// The name FFmpeg gives the logging object (`h264`, `mpegts`, `h264_cuvid`, ...).
+///
+/// # Safety
+/// `object` is null or points to a struct whose first field is a `*const AVClass`.
+unsafe fn component_name(object: *mut c_void) -> String {
+    if object.is_null() {
+        return "ffmpeg".into();
+    }
+    // SAFETY: per the function's contract.
+    unsafe {
+        let class = *(object as *const *const AVClass);
+        if class.is_null() {
+            return "ffmpeg".into();
+        }
+        let name = match (*class).item_name {
+            Some(item_name) => item_name(object),
+            None => (*class).class_name,
+        };
+        if name.is_null() {
+            "ffmpeg".into()
+        } else {
+            clean(&CStr::from_ptr(name).to_string_lossy())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_cleaned_and_cut() {
+        assert_eq!(
+            clean("  Picture size 0x240 is invalid\n"),
+            "Picture size 0x240 is invalid"
+        );
+        assert_eq!(clean("a\u{1b}[31mred\r"), "a\\u{1b}[31mred\\r");
+        let long = clean(&"x".repeat(1000));
+        assert_eq!(long.len(), MAX_LINE + 3);
+    }
+
+    #[test]
+    fn the_last_error_of_this_thread_is_kept() {
+        crate::media::init();
+        clear_last_error();
+        // An invalid picture size makes libavutil log an error, as a y4m header with W0 does.
+        // SAFETY: a plain FFmpeg call with a null log context.
+        let status = unsafe { ffmpeg::ffi::av_image_check_size(0, 240, 0, std::ptr::null_mut()) };
+        assert!(status < 0);
+        assert_eq!(take_last_error().as_deref(), Some("Picture size 0x240 is invalid"));
+        for (width, height) in [(0, 1), (0, 2), (0, 3), (0, 4)] {
+            // SAFETY: as above.
+            unsafe { ffmpeg::ffi::av_image_check_size(width, height, 0, std::ptr::null_mut()) };
+        }
+        assert_eq!(
+            with_ffmpeg_reason("cannot open".into()),
+            "cannot open (FFmpeg: Picture size 0x2 is invalid; Picture size 0x3 is invalid; Picture size 0x4 is invalid)"
+        );
+        assert_eq!(take_last_error(), None, "taken once");
+        let other = std::thread::spawn(take_last_error).join().unwrap();
+        assert_eq!(other, None, "per thread");
+    }
+}
