@@ -141,7 +141,7 @@ mod tests {
             clean("  Picture size 0x240 is invalid\n"),
             "Picture size 0x240 is invalid"
         );
-        assert_eq!(clean("a\u{1b}[31mred\r"), "a\\u{1b}[31mred\\r");
+        assert_eq!(clean("a\u{1b}[31mred\rfake"), "a\\u{1b}[31mred\\rfake");
         let long = clean(&"x".repeat(1000));
         assert_eq!(long.len(), MAX_LINE + 3);
     }
