@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # NVDEC on streams it cannot decode as they are, on a GPU host, from the portable build:
 # an H.264 MPEG-TS whose size grows mid-stream (FFmpeg's cuvid wrapper cannot follow it), one
-# whose size shrinks, one that turns 4:4:4 mid-stream (NVDEC has no H.264 4:4:4), and a
-# 1921x1081 H.264 High 4:4:4 file. Each runs with --decoder software (the reference), auto
+# whose size shrinks, an HEVC one that goes from 8 to 10 bits, one that turns 4:4:4 mid-stream
+# (NVDEC has no H.264 4:4:4), and a 1921x1081 H.264 High 4:4:4 file. Each runs with --decoder software (the reference), auto
 # and nvdec: exit codes, frame counts equal to the software decoder's, no hang (every run
 # has a time limit), a stop (SIGTERM) that ends a looping NVDEC run within seconds with its
 # output readable, and a DELETE in `serve` that ends the pipeline's threads.
@@ -18,22 +18,26 @@ make_media() {
     local dir="$1"
     mkdir -p "$dir"
     cd "$dir" || exit 1
-    local x264=(-c:v libx264 -preset veryfast -g 25 -bsf:v h264_mp4toannexb)
+    local codec_args=(-c:v libx264 -preset veryfast -g 25 -bsf:v h264_mp4toannexb)
     clip() { # clip NAME SIZE PIX_FMT FRAMES OFFSET [EXTRA...]
         local name="$1" size="$2" pix="$3" frames="$4" offset="$5"; shift 5
         ffmpeg -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=$size:rate=25" \
-            -frames:v "$frames" -pix_fmt "$pix" "${x264[@]}" "$@" -output_ts_offset "$offset" -f mpegts "$name"
+            -frames:v "$frames" -pix_fmt "$pix" "${codec_args[@]}" "$@" -output_ts_offset "$offset" -f mpegts "$name"
     }
     clip small.ts 320x240 yuv420p 50 0
     clip large.ts 640x480 yuv420p 50 2
     clip small-later.ts 320x240 yuv420p 50 2
     clip small-444.ts 320x240 yuv444p 50 2 -profile:v high444
+    codec_args=(-c:v libx265 -preset veryfast -x265-params keyint=25:log-level=error)
+    clip hevc8.ts 320x240 yuv420p 50 0
+    clip hevc10.ts 320x240 yuv420p10le 50 2
     cat small.ts large.ts >grows.ts
     cat large.ts small-later.ts >shrinks.ts
     cat small.ts small-444.ts >turns-444.ts
+    cat hevc8.ts hevc10.ts >hevc-deepens.ts
     ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1922x1082:rate=25 -vf scale=1921:1081 \
         -frames:v 20 -pix_fmt yuv444p -c:v libx264 -preset veryfast -profile:v high444 h444.mp4
-    rm -f small.ts large.ts small-later.ts small-444.ts
+    rm -f small.ts large.ts small-later.ts small-444.ts hevc8.ts hevc10.ts
     ls -l "$dir"
 }
 
@@ -77,7 +81,7 @@ convstream() {
 step "host"
 { nvidia-smi -L; "$bin" --version; } 2>&1 | tee -a "$log"
 
-for input in grows.ts shrinks.ts h444.mp4; do
+for input in grows.ts shrinks.ts hevc-deepens.ts h444.mp4; do
     step "$input: software (reference), auto, nvdec"
     base="${input%.*}"
     convstream "$base-sw" software "$input"
