@@ -49,6 +49,7 @@ fi
 dist="${1:-dist/portable}"
 media="${2:-$dist/nvdec-media}"
 bin="$(cd "$(dirname "$dist/convstream")" && pwd)/convstream"
+[[ -x $bin && -d $media ]] || { echo "usage: $0 [DIST] [MEDIA]: no $bin or no $media" >&2; exit 2; }
 media="$(cd "$media" && pwd)"
 out="${OUT:-nvdec-results}"
 mkdir -p "$out"
@@ -86,20 +87,20 @@ for input in grows.ts shrinks.ts hevc-deepens.ts h444.mp4; do
     base="${input%.*}"
     convstream "$base-sw" software "$input"
     reference=$(frames_out "$base-sw.json")
-    record "$input software: exit 0, $reference frames" $((code != 0))
+    record "$input software: exit $code, $reference frames" $((code != 0))
     convstream "$base-auto" auto "$input"
-    record "$input auto: exit 0, $(frames_out "$base-auto.json") frames = software's" \
+    record "$input auto: exit $code, $(frames_out "$base-auto.json") frames = software's" \
         $((code != 0 || $(y4m_frames "$base-auto.y4m") != reference))
     convstream "$base-nvdec" nvdec "$input"
     if [[ $input == h444.mp4 ]]; then
         # NVDEC has no H.264 4:4:4: refused at once with the reason, nothing written.
         grep -q 'does not decode H.264 4:4:4' "$base-nvdec.log"
         reason=$?
-        record "$input nvdec: exit 2 in ${took}s with the reason" $((code != 2 || took > 20 || reason != 0))
+        record "$input nvdec: exit $code (2 expected) in ${took}s with the reason" $((code != 2 || took > 20 || reason != 0))
         record "$input nvdec: no output left behind" $([[ ! -e $base-nvdec.y4m ]]; echo $?)
     else
         got=$(y4m_frames "$base-nvdec.y4m")
-        record "$input nvdec: exit 0, $got frames = software's $reference (decoder made anew $(restarts "$base-nvdec.json") time(s))" \
+        record "$input nvdec: exit $code, $got frames = software's $reference (decoder made anew $(restarts "$base-nvdec.json") time(s))" \
             $((code != 0 || got != reference))
         if cmp -s "$base-sw.y4m" "$base-nvdec.y4m"; then same="identical"; else same="not identical"; fi
         echo "info: $input nvdec output $same to the software decoder's" | tee -a "$log"
@@ -109,14 +110,14 @@ done
 step "turns-444.ts: NVDEC decodes the 4:2:0 part, then ends cleanly with the reason"
 convstream turns-sw software turns-444.ts
 reference=$(frames_out turns-sw.json)
-record "turns-444.ts software: exit 0, $reference frames" $((code != 0))
+record "turns-444.ts software: exit $code, $reference frames" $((code != 0))
 convstream turns-auto auto turns-444.ts
 record "turns-444.ts auto: $(y4m_frames turns-auto.y4m) frames = software's" $((code != 0 || $(y4m_frames turns-auto.y4m) != reference))
 convstream turns-nvdec nvdec turns-444.ts
 got=$(y4m_frames turns-nvdec.y4m)
 grep -q 'cannot decode this stream from frame' turns-nvdec.log
 reason=$?
-record "turns-444.ts nvdec: exit 1 in ${took}s, reason given, the 50 frames before the change written ($got)" \
+record "turns-444.ts nvdec: exit $code (1 expected) in ${took}s, reason given, the 50 frames before the change written ($got)" \
     $((code != 1 || reason != 0 || got != 50 || took > 30))
 
 step "a stop ends a looping NVDEC run within seconds, output readable"
