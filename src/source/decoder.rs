@@ -161,7 +161,7 @@ impl VideoDecoder {
                 DrainEnd::DecoderFailed(e) => e,
             },
         };
-        self.recover(failure, true, state, frames, counters)
+        self.recover(failure, false, state, frames, counters)
     }
 
     /// Sends the frames the decoder still holds (end of input, or a stop).
@@ -175,7 +175,7 @@ impl VideoDecoder {
         match state.drain(&mut self.inner, frames, counters, self.hardware)? {
             DrainEnd::Ready => Ok(true),
             DrainEnd::DownstreamGone => Ok(false),
-            DrainEnd::DecoderFailed(e) => self.recover(e, false, state, frames, counters),
+            DrainEnd::DecoderFailed(e) => self.recover(e, true, state, frames, counters),
         }
     }
 
@@ -185,14 +185,18 @@ impl VideoDecoder {
         self.replay.clear();
     }
 
-    /// NVDEC failed. Replays the kept packets (all but the one that failed, when
-    /// `failed_on_last` is set) through a fresh decoder and flushes it, which gives the
-    /// frames the failed decoder still held (those already sent are skipped by timestamp),
-    /// then goes on with another fresh decoder from the packet that failed.
+    /// NVDEC failed. The kept packets are split at the last keyframe: those before it are
+    /// replayed through a fresh decoder, flushed, which gives the frames the failed decoder
+    /// still held; those from it on (the start of a new sequence, or of the damaged group)
+    /// go to another fresh decoder, which decoding then goes on with. Frames already sent
+    /// are skipped by timestamp. The failure can show a packet or two after the keyframe
+    /// that caused it (NVIDIA's parser reports a new sequence when the next picture
+    /// starts), which is why the split is at the keyframe and not at the failing packet.
+    /// `at_end`: the failure came while flushing at the end of the input.
     fn recover(
         &mut self,
         error: ffmpeg::Error,
-        failed_on_last: bool,
+        at_end: bool,
         state: &mut DecodeState,
         frames: &Sender<Frame>,
         counters: &Counters,
@@ -217,93 +221,92 @@ impl VideoDecoder {
         // FFmpeg's cuvid wrapper logs why it failed ("AVHWFramesContext is already initialized
         // with incompatible parameters"); say it with the failure.
         let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
-        let mut packets = self.replay.take();
-        // The failing packet is the last one kept, unless none could be (no keyframe since
-        // the buffer was last emptied): then it cannot be given to the new decoder either.
-        let failed = if failed_on_last { packets.pop() } else { None };
-        if failed_on_last && failed.is_none() {
-            Counters::add(&counters.corrupt_packets, 1);
-        }
+        let mut earlier = self.replay.take();
+        let last_keyframe = earlier.iter().rposition(Packet::is_key).unwrap_or(0);
+        let latest = earlier.split_off(last_keyframe);
         tracing::warn!(
             input = %state.url,
-            "the {} decoder failed after {frame} frames ({error}): \
-             making it anew and replaying the last {} packets so no frame is lost",
+            "the {} decoder failed after {frame} frames ({error}): making it anew, and decoding the last {} \
+             packets again so no frame is lost",
             self.codec.name(),
-            packets.len()
+            earlier.len() + latest.len()
         );
         Counters::add(&counters.decoder_restarts, 1);
-        if !packets.is_empty() && !self.replay_into_fresh_decoder(&packets, state, frames, counters)? {
-            return Ok(false);
+        if latest.is_empty() {
+            // Nothing kept since a keyframe: decoding starts again at the next one.
+            Counters::add(&counters.corrupt_packets, 1);
+        }
+        if !earlier.is_empty() {
+            let mut fresh = self.reopen(state)?;
+            match Self::catch_up(&mut fresh, &earlier, true, state, frames, counters)? {
+                CatchUp::Done => {}
+                CatchUp::DownstreamGone => return Ok(false),
+                CatchUp::Failed(e, unused) => {
+                    Counters::add(&counters.corrupt_packets, unused as u64);
+                    tracing::warn!(input = %state.url, "decoding them again failed too ({e}); {unused} packets skipped");
+                }
+            }
         }
         self.inner = self.reopen(state)?;
         self.frames_at_restart = state.next_index;
-        let Some(failed) = failed else {
-            // The failure came while flushing at the end: what could be recovered was.
-            return Ok(true);
-        };
-        self.replay.push(&failed);
-        match self.inner.send_packet(&failed) {
-            Err(e) if !glue::is_again(&e) => {
-                // A fresh decoder that fails on the same packet cannot decode what follows.
-                return Err(self.gave_up(frame, &e, state));
-            }
-            _ => {}
+        for packet in &latest {
+            self.replay.push(packet);
         }
-        match state.drain(&mut self.inner, frames, counters, true)? {
-            DrainEnd::Ready => Ok(true),
-            DrainEnd::DownstreamGone => Ok(false),
-            DrainEnd::DecoderFailed(e) => Err(self.gave_up(frame, &e, state)),
+        match Self::catch_up(&mut self.inner, &latest, at_end, state, frames, counters)? {
+            CatchUp::Done => Ok(true),
+            CatchUp::DownstreamGone => Ok(false),
+            // A fresh decoder that fails on the group it starts with, before giving a
+            // single frame, cannot decode this sequence.
+            CatchUp::Failed(e, _) if state.replayed_frames == 0 => Err(self.gave_up(frame, &e, state)),
+            CatchUp::Failed(e, unused) => {
+                // It decoded part of the group: the sequence is fine, a packet is damaged.
+                // Go on with a fresh decoder from the next keyframe.
+                Counters::add(&counters.corrupt_packets, unused as u64);
+                tracing::warn!(input = %state.url, "a damaged packet stopped the decoder again ({e}); going on from the next keyframe");
+                self.inner = self.reopen(state)?;
+                self.replay.clear();
+                Ok(true)
+            }
         }
     }
 
-    /// Decodes `packets` with a decoder of their own and flushes it, sending only frames
-    /// later than the last one sent. False when downstream is gone.
-    fn replay_into_fresh_decoder(
-        &mut self,
+    /// Decodes `packets` with `decoder`, sending only frames later than the last one sent,
+    /// and flushes it when `flush` is set.
+    fn catch_up(
+        decoder: &mut ffmpeg::decoder::Video,
         packets: &[Packet],
+        flush: bool,
         state: &mut DecodeState,
         frames: &Sender<Frame>,
         counters: &Counters,
-    ) -> Result<bool, SourceError> {
-        let mut fresh = self.reopen(state)?;
+    ) -> Result<CatchUp, SourceError> {
         state.replaying = true;
-        let mut outcome = Ok(true);
-        for (sent, packet) in packets.iter().enumerate() {
-            if state.stopped() {
-                break;
-            }
-            let drained = match fresh.send_packet(packet) {
-                Err(e) if !glue::is_again(&e) => DrainEnd::DecoderFailed(e),
-                _ => match state.drain(&mut fresh, frames, counters, true) {
-                    Ok(end) => end,
-                    Err(e) => {
-                        outcome = Err(e);
-                        break;
-                    }
-                },
-            };
-            match drained {
-                DrainEnd::Ready => {}
-                DrainEnd::DownstreamGone => {
-                    outcome = Ok(false);
-                    break;
+        state.replayed_frames = 0;
+        let outcome = (|| {
+            for (index, packet) in packets.iter().enumerate() {
+                if state.stopped() {
+                    return Ok(CatchUp::Done);
                 }
-                DrainEnd::DecoderFailed(e) => {
-                    let lost = packets.len() - sent;
-                    Counters::add(&counters.corrupt_packets, lost as u64);
-                    tracing::warn!(input = %state.url, "the replay failed too ({e}); {lost} packets skipped");
-                    break;
+                let drained = match decoder.send_packet(packet) {
+                    Err(e) if !glue::is_again(&e) => DrainEnd::DecoderFailed(e),
+                    _ => state.drain(decoder, frames, counters, true)?,
+                };
+                match drained {
+                    DrainEnd::Ready => {}
+                    DrainEnd::DownstreamGone => return Ok(CatchUp::DownstreamGone),
+                    DrainEnd::DecoderFailed(e) => return Ok(CatchUp::Failed(e, packets.len() - index)),
                 }
             }
-        }
-        if matches!(outcome, Ok(true)) && !state.stopped() {
-            let _ = fresh.send_eof();
-            outcome = match state.drain(&mut fresh, frames, counters, true) {
-                Ok(DrainEnd::DownstreamGone) => Ok(false),
-                Ok(_) => Ok(true),
-                Err(e) => Err(e),
-            };
-        }
+            if flush && !state.stopped() {
+                let _ = decoder.send_eof();
+                return Ok(match state.drain(decoder, frames, counters, true)? {
+                    DrainEnd::Ready => CatchUp::Done,
+                    DrainEnd::DownstreamGone => CatchUp::DownstreamGone,
+                    DrainEnd::DecoderFailed(e) => CatchUp::Failed(e, 0),
+                });
+            }
+            Ok(CatchUp::Done)
+        })();
         state.replaying = false;
         outcome
     }
@@ -359,6 +362,14 @@ fn has_annex_b_extradata(parameters: &codec::Parameters) -> bool {
         std::slice::from_raw_parts(raw.extradata, raw.extradata_size as usize)
     };
     extradata.starts_with(&[0, 0, 1]) || extradata.starts_with(&[0, 0, 0, 1])
+}
+
+/// How decoding kept packets again went.
+enum CatchUp {
+    Done,
+    DownstreamGone,
+    /// The decoder failed, with this many of the packets not decoded.
+    Failed(ffmpeg::Error, usize),
 }
 
 /// Opens `codec` for a stream; software decoders get frame threads.

@@ -751,6 +751,8 @@ struct DecodeState {
     last_raw_timestamp: Option<i64>,
     /// Set while frames come from a replay (see [`decoder`]).
     replaying: bool,
+    /// Frames a replay decoded, sent or not.
+    replayed_frames: u64,
 }
 
 impl DecodeState {
@@ -783,6 +785,7 @@ impl DecodeState {
             stop,
             last_raw_timestamp: None,
             replaying: false,
+            replayed_frames: 0,
         }
     }
 
@@ -890,6 +893,9 @@ impl DecodeState {
                     tracing::warn!(input = %self.url, "decode error, frame skipped: {e}");
                     continue;
                 }
+            }
+            if self.replaying {
+                self.replayed_frames += 1;
             }
             if self.replaying && !self.is_new(&decoded) {
                 // Sent before the decoder failed: the replay only recovers what it held.
