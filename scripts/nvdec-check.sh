@@ -75,7 +75,17 @@ def frames(path):
     except OSError:
         return []
 a, b = frames(sys.argv[1]), frames(sys.argv[2])
-print(f"{sum(x == y for x, y in zip(a, b))} of {max(len(a), len(b))}")
+differ = [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
+ranges, start = [], None
+for i, n in enumerate(differ):
+    if start is None:
+        start = n
+    if i + 1 == len(differ) or differ[i + 1] != n + 1:
+        pairs = [(a[k], b[k]) for k in range(start, n + 1) if k < len(a) and k < len(b)]
+        mad = max((sum(abs(x - y) for x, y in zip(p, q)) / max(len(p), 1) for p, q in pairs), default=0)
+        ranges.append(("{}" if start == n else "{}-{}").format(*sorted({start, n})) + f" mean |diff| <= {mad:.2f}")
+        start = None
+print(f"{max(len(a), len(b)) - len(differ)} of {max(len(a), len(b))}" + (f" (differ: {', '.join(ranges)})" if ranges else ""))
 EOF
 }
 y4m_frames() { python3 -c "import sys; print(open(sys.argv[1],'rb').read().count(b'FRAME'))" "$1" 2>/dev/null || echo 0; }

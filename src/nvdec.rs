@@ -93,12 +93,17 @@ impl StreamTraits {
     /// not tell is taken as 8-bit 4:2:0, what nearly every stream is (the decoder then still
     /// fails cleanly if it was wrong).
     pub fn of(parameters: &codec::Parameters) -> StreamTraits {
-        // SAFETY: reading plain fields of valid codec parameters, and FFmpeg's static
-        // pixel-format descriptor table (null for an unknown format, which is checked).
+        // SAFETY: reading plain fields of valid codec parameters.
         let (format, width, height) = unsafe {
             let raw = &*parameters.as_ptr();
-            (raw.format, raw.width.max(0) as u32, raw.height.max(0) as u32)
+            (raw.format, raw.width, raw.height)
         };
+        StreamTraits::from_format(parameters.id(), format, width, height)
+    }
+
+    /// The traits of a stream of `codec` whose pictures have FFmpeg's pixel format number
+    /// `format` (as codec parameters and parsers hold it) and this size.
+    pub fn from_format(codec: codec::Id, format: i32, width: i32, height: i32) -> StreamTraits {
         let descriptor = pixel_format_descriptor(format);
         let (chroma, bit_depth) = if descriptor.is_null() {
             (Chroma::Yuv420, 8)
@@ -114,11 +119,11 @@ impl StreamTraits {
             (chroma, d.comp[0].depth as u32)
         };
         StreamTraits {
-            codec: parameters.id(),
+            codec,
             chroma,
             bit_depth,
-            width,
-            height,
+            width: width.max(0) as u32,
+            height: height.max(0) as u32,
         }
     }
 

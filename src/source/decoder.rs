@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::sequence::{Sequence, SequenceWatch};
 use super::{DecodeState, DrainEnd, SourceError};
 use crate::config::SourceConfig;
 use crate::frame::Frame;
@@ -42,6 +43,10 @@ pub(super) struct VideoDecoder {
     fruitless_restarts: u32,
     /// Frames sent when the decoder was last made anew.
     frames_at_restart: u64,
+    /// Sees a new sequence coming (NVDEC on H.264 and HEVC).
+    sequence: Option<SequenceWatch>,
+    /// Asked again when the stream changes.
+    nvdec_probe: Arc<dyn NvdecProbe>,
 }
 
 impl VideoDecoder {
@@ -105,13 +110,19 @@ impl VideoDecoder {
         Ok(VideoDecoder {
             inner,
             codec,
-            parameters,
             time_base,
             threads: config.threads,
             hardware,
             replay: ReplayBuffer::default(),
             fruitless_restarts: 0,
             frames_at_restart: 0,
+            sequence: if hardware {
+                SequenceWatch::new(&parameters)
+            } else {
+                None
+            },
+            nvdec_probe: nvdec_probe.clone(),
+            parameters,
         })
     }
 
@@ -138,6 +149,11 @@ impl VideoDecoder {
         counters: &Counters,
     ) -> Result<bool, SourceError> {
         if self.hardware {
+            if let Some(change) = self.sequence.as_mut().and_then(|watch| watch.change_at(packet)) {
+                if !self.switch_sequence(change, state, frames, counters)? {
+                    return Ok(false);
+                }
+            }
             self.replay.push(packet);
         }
         let started = std::time::Instant::now();
@@ -177,6 +193,46 @@ impl VideoDecoder {
             DrainEnd::DownstreamGone => Ok(false),
             DrainEnd::DecoderFailed(e) => self.recover(e, true, state, frames, counters),
         }
+    }
+
+    /// The stream starts a new sequence at the next packet: every frame of the old one is
+    /// taken from the decoder, and a fresh decoder starts at the new sequence's keyframe,
+    /// after NVDEC was asked whether it decodes it. False when downstream is gone.
+    fn switch_sequence(
+        &mut self,
+        to: Sequence,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let frame = state.next_index;
+        let traits = StreamTraits::from_format(self.parameters.id(), to.format, to.width, to.height);
+        let decodable = nvdec::check(&traits, self.nvdec_probe.as_ref());
+        if decodable.is_ok() {
+            tracing::info!(
+                input = %state.url,
+                "the stream changes to {} at frame {frame}: the NVDEC decoder is finished and made anew",
+                traits.describe()
+            );
+        }
+        if !self.finish(state, frames, counters)? {
+            return Ok(false);
+        }
+        if let Err(reason) = decodable {
+            return Err(SourceError::Decoder {
+                url: state.url.clone(),
+                reason: format!(
+                    "the stream changes at frame {} and {reason}; the frames before it were written. \
+                     Use decoder = \"software\" (or \"auto\") for this input",
+                    state.next_index
+                ),
+            });
+        }
+        self.inner = self.reopen(state)?;
+        self.replay.clear();
+        self.frames_at_restart = state.next_index;
+        Counters::add(&counters.decoder_restarts, 1);
+        Ok(true)
     }
 
     /// Forgets the decoder's state, for a seek back to the start.

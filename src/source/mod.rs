@@ -4,6 +4,7 @@
 //! failures are survived, is in [`decoder`].
 
 mod decoder;
+mod sequence;
 
 use crossbeam_channel::{Receiver, Sender};
 use ffmpeg::{codec, media, Packet, Rational};
