@@ -205,18 +205,18 @@ impl VideoDecoder {
         frames: &Sender<Frame>,
         counters: &Counters,
     ) -> Result<bool, SourceError> {
-        let frame = state.next_index;
         let traits = StreamTraits::from_format(self.parameters.id(), to.format, to.width, to.height);
         let decodable = nvdec::check(&traits, self.nvdec_probe.as_ref());
+        if !self.finish(state, frames, counters)? {
+            return Ok(false);
+        }
         if decodable.is_ok() {
             tracing::info!(
                 input = %state.url,
-                "the stream changes to {} at frame {frame}: the NVDEC decoder is finished and made anew",
-                traits.describe()
+                "the stream changes to {} at frame {}: the NVDEC decoder was finished and is made anew",
+                traits.describe(),
+                state.next_index
             );
-        }
-        if !self.finish(state, frames, counters)? {
-            return Ok(false);
         }
         if let Err(reason) = decodable {
             return Err(SourceError::Decoder {
