@@ -179,5 +179,35 @@ fn cuda_report() -> String {
         "--device auto would use: {}",
         usable.map_or("cpu".to_string(), |n| format!("cuda:{n}"))
     );
+    out.push_str(&nvdec_report());
     out
+}
+
+/// What NVDEC on cuda:0 (where FFmpeg's cuvid decoders run) decodes, as the driver says:
+/// what `decoder = "nvdec"` is checked against before a decoder is made.
+#[cfg(feature = "cuda")]
+fn nvdec_report() -> String {
+    use crate::nvdec::{Chroma, NvdecCodec, NvdecProbe};
+    let probe = crate::engine::cuda::nvdec::CudaNvdecProbe::global();
+    let mut lines = Vec::new();
+    for codec in [NvdecCodec::H264, NvdecCodec::Hevc, NvdecCodec::Vp9, NvdecCodec::Av1, NvdecCodec::Mpeg4] {
+        let mut taken = Vec::new();
+        for chroma in [Chroma::Yuv420, Chroma::Yuv422, Chroma::Yuv444] {
+            for bit_depth in [8, 10, 12] {
+                match probe.capabilities(codec, chroma, bit_depth) {
+                    Ok(caps) if caps.supported => taken.push(format!(
+                        "{} {bit_depth}-bit up to {}x{}",
+                        chroma.name(),
+                        caps.max_width,
+                        caps.max_height
+                    )),
+                    Ok(_) => {}
+                    Err(e) => return format!("NVDEC: cannot be asked: {e}\n"),
+                }
+            }
+        }
+        let taken = if taken.is_empty() { "nothing".to_string() } else { taken.join(", ") };
+        lines.push(format!("  {}: {taken}\n", codec.name()));
+    }
+    format!("NVDEC on cuda:0 decodes:\n{}", lines.concat())
 }
