@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# More NVDEC pipelines than the GPU has decoder sessions for, in one `serve`, on a GPU host:
+# the pipelines that cannot get a session (or GPU memory, or a context) must fail alone with
+# the resource named in last_error, the others keep running, and a SIGTERM must stop the
+# process cleanly (exit 0 within shutdown_timeout, never a crash).
+#
+#   scripts/nvdec-oversubscribe.sh --make-clip FILE      make a 1080p H.264 clip (needs the ffmpeg CLI)
+#   scripts/nvdec-oversubscribe.sh DIST CLIP [COUNT]     run COUNT (default 96) paced NVDEC pipelines
+#
+# Results go to $OUT (or ./oversubscribe-results): oversubscribe.log and states.json.
+set -uo pipefail
+
+if [[ ${1:-} == --make-clip ]]; then
+    ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v 250 \
+        -c:v libx264 -preset ultrafast -crf 30 -g 50 -pix_fmt yuv420p "${2:?usage: $0 --make-clip FILE}"
+    ls -l "$2"
+    exit 0
+fi
+
+dist="${1:?usage: $0 DIST CLIP [COUNT]}"
+clip="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+count="${3:-96}"
+bin="$(cd "$dist" && pwd)/convstream"
+out="${OUT:-oversubscribe-results}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+log="$out/oversubscribe.log"
+work="$(mktemp -d)"
+cd "$work" || exit 1
+port=18688
+failures=0
+record() { if [[ $2 == 0 ]]; then echo "ok: $1" | tee -a "$log"; else echo "FAILED: $1" | tee -a "$log"; failures=$((failures + 1)); fi; }
+
+{
+    printf '[server]\nlisten = "127.0.0.1:%s"\nshutdown_timeout = 20.0\nwatch = false\n' "$port"
+    for i in $(seq "$count"); do
+        printf '[[pipeline]]\nname = "cam%s"\n[pipeline.source]\nurl = "%s"\ndecoder = "nvdec"\nloop = true\nrealtime = true\ndrop = "oldest"\n' "$i" "$clip"
+        printf '[pipeline.filter]\nmask = "gaussian:size=13,sigma=3"\ndevice = "cuda"\n[pipeline.sink]\nurl = "null"\n'
+    done
+} >serve.toml
+
+"$bin" serve --config serve.toml >serve.log 2>&1 &
+pid=$!
+states() {
+    python3 - "$port" <<'EOF'
+import collections, json, sys, urllib.request
+pipelines = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/pipelines", timeout=10))
+if isinstance(pipelines, dict):
+    pipelines = pipelines.get("pipelines", list(pipelines.values()))
+counts = collections.Counter(p.get("state") for p in pipelines)
+errors = collections.Counter((p.get("last_error") or "")[:160] for p in pipelines if p.get("state") == "failed")
+print(json.dumps({"states": counts, "errors": errors}, indent=1))
+EOF
+}
+sleep 30
+if kill -0 "$pid" 2>/dev/null; then
+    states >"$out/states.json" 2>>"$log"
+    cat "$out/states.json" | tee -a "$log"
+    sleep 10
+    fps=$(python3 - "$port" <<'EOF'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
+print(sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("convstream_frames_written")))
+EOF
+    )
+    echo "frames written so far, all pipelines: $fps" | tee -a "$log"
+    record "serve still up after 40 s with $count NVDEC pipelines" 0
+else
+    record "serve still up after 40 s with $count NVDEC pipelines" 1
+fi
+kill -TERM "$pid" 2>/dev/null
+started=$SECONDS
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
+wait "$pid"
+code=$?
+record "SIGTERM: exit $code after $((SECONDS - started)) s (0 expected, no crash)" $((code != 0))
+grep -c "" serve.log | xargs echo "serve log lines:" | tee -a "$log"
+grep -iE "panic|segmentation|SIGSEGV" serve.log | head -5 | tee -a "$log"
+tail -n 20 serve.log >>"$log"
+echo "failures: $failures" | tee -a "$log"
+rm -rf "$work"
+exit $((failures > 0))
