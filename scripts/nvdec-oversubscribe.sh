@@ -43,12 +43,14 @@ record() { if [[ $2 == 0 ]]; then echo "ok: $1" | tee -a "$log"; else echo "FAIL
 pid=$!
 states() {
     python3 - "$port" <<'EOF'
-import collections, json, sys, urllib.request
+import collections, json, re, sys, urllib.request
 pipelines = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/pipelines", timeout=10))
 if isinstance(pipelines, dict):
     pipelines = pipelines.get("pipelines", list(pipelines.values()))
 counts = collections.Counter(p.get("state") for p in pipelines)
-errors = collections.Counter((p.get("last_error") or "")[:160] for p in pipelines if p.get("state") == "failed")
+# Grouped by reason: the pipeline's own name is taken out.
+errors = collections.Counter(re.sub(r'^pipeline "[^"]*": ', "", p.get("last_error") or "")[:200]
+                             for p in pipelines if p.get("state") == "failed")
 print(json.dumps({"states": counts, "errors": errors}, indent=1))
 EOF
 }
