@@ -54,21 +54,31 @@ errors = collections.Counter(re.sub(r'^pipeline "[^"]*": ', "", p.get("last_erro
 print(json.dumps({"states": counts, "errors": errors}, indent=1))
 EOF
 }
-sleep 30
-if kill -0 "$pid" 2>/dev/null; then
-    states >"$out/states.json" 2>>"$log"
-    cat "$out/states.json" | tee -a "$log"
-    sleep 10
-    fps=$(python3 - "$port" <<'EOF'
+frames_written() {
+    python3 - "$port" <<'EOF'
 import sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
 print(sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("convstream_frames_written")))
 EOF
-    )
-    echo "frames written so far, all pipelines: $fps" | tee -a "$log"
-    record "serve still up after 40 s with $count NVDEC pipelines" 0
+}
+# Wait until every pipeline has started or failed (at most 150 s), then 10 s more.
+started_at=$SECONDS
+for _ in $(seq 150); do
+    sleep 1
+    states 2>/dev/null | grep -q '"starting"' || break
+done
+echo "all pipelines started or failed after $((SECONDS - started_at)) s" | tee -a "$log"
+sleep 10
+if kill -0 "$pid" 2>/dev/null; then
+    states >"$out/states.json" 2>>"$log"
+    cat "$out/states.json" | tee -a "$log"
+    before=$(frames_written)
+    sleep 10
+    written=$(frames_written)
+    echo "frames written in the last 10 s, all pipelines: $(python3 -c "print($written - $before)")" | tee -a "$log"
+    record "serve still up with $count NVDEC pipelines" 0
 else
-    record "serve still up after 40 s with $count NVDEC pipelines" 1
+    record "serve still up with $count NVDEC pipelines" 1
 fi
 kill -TERM "$pid" 2>/dev/null
 started=$SECONDS
@@ -79,7 +89,7 @@ code=$?
 record "SIGTERM: exit $code after $((SECONDS - started)) s (0 expected, no crash)" $((code != 0))
 grep -c "" serve.log | xargs echo "serve log lines:" | tee -a "$log"
 grep -iE "panic|segmentation|SIGSEGV" serve.log | head -5 | tee -a "$log"
-tail -n 20 serve.log >>"$log"
+cp serve.log "$out/serve.log"
 echo "failures: $failures" | tee -a "$log"
 rm -rf "$work"
 exit $((failures > 0))
