@@ -83,7 +83,14 @@ fi
 kill -TERM "$pid" 2>/dev/null
 started=$SECONDS
 for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
+if kill -0 "$pid" 2>/dev/null; then
+    # Where the threads that outlived the stop wait: name, kernel wait channel and stack.
+    for task in /proc/"$pid"/task/*; do
+        printf '%s %s %s\n' "$(cat "$task/comm")" "$(cat "$task/wchan" 2>/dev/null)" \
+            "$(tr '\n' ' ' <"$task/stack" 2>/dev/null | cut -c1-300)"
+    done >"$out/threads-after-stop.txt"
+    kill -KILL "$pid"
+fi
 wait "$pid"
 code=$?
 record "SIGTERM: exit $code after $((SECONDS - started)) s (0 expected, no crash)" $((code != 0))
