@@ -13,13 +13,13 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
-use crate::sink::{Sink, SinkError, SinkOutcome};
+use crate::sink::{OutputOptions, Sink, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{PassthroughPacket, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
@@ -63,6 +63,31 @@ pub struct RunOptions {
     pub trace: Option<std::path::PathBuf>,
     /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
     pub stage_times: bool,
+    /// How outputs treat a file already at their path.
+    pub outputs: OutputPolicy,
+    /// How long a stop lets output I/O block (a FIFO nobody reads) before it gives up.
+    pub io_grace: Duration,
+}
+
+/// Who runs the pipeline, which decides what happens to a file already at its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputPolicy {
+    /// `run`: refuse an existing file unless the sink has `overwrite` (FFmpeg's -n / -y).
+    Command,
+    /// `serve`: keep an existing file and write the next free name beside it; `overwrite`
+    /// replaces a file from before the service started the pipeline, never what the
+    /// pipeline itself wrote before a restart. MP4 is fragmented so a crash leaves it playable.
+    Service { restarted: bool },
+}
+
+impl OutputPolicy {
+    fn when_exists(self, overwrite: bool) -> WhenExists {
+        match (self, overwrite) {
+            (OutputPolicy::Command, true) | (OutputPolicy::Service { restarted: false }, true) => WhenExists::Replace,
+            (OutputPolicy::Command, false) => WhenExists::Refuse,
+            (OutputPolicy::Service { .. }, _) => WhenExists::NextFreeName,
+        }
+    }
 }
 
 fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
@@ -160,7 +185,12 @@ fn run_stages(
         },
         engine.preparer(),
     );
-    let sink = Sink::open(&settings.sink, &info).map_err(|source| PipelineError::Sink {
+    let output_options = OutputOptions {
+        when_exists: options.outputs.when_exists(settings.sink.overwrite),
+        fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
+        stop: StopWatch::new(options.stop.clone(), options.io_grace),
+    };
+    let sink = Sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
         source,
     })?;
@@ -168,7 +198,8 @@ fn run_stages(
         pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",
         info.url, info.width, info.height, info.format, info.decoder,
-        settings.filter.mask.description(), engine_name, settings.sink.url
+        settings.filter.mask.description(), engine_name,
+        sink.path().map_or(settings.sink.url.clone(), |p| p.display().to_string())
     );
     monitor.set_state(PipelineState::Running);
 
