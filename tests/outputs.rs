@@ -177,6 +177,11 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
     let failed = run(dir.path(), &["-i", "odd.y4m", "-o", "kept.mp4", "-y", "--codec", "libx264"]);
     assert_eq!(failed.code, Some(1), "{}", failed.stderr);
     assert!(failed.stderr.contains("libx264"), "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("need an even width and height") && failed.stderr.contains("--codec ffv1"),
+        "the message names the constraint and the fix:\n{}",
+        failed.stderr
+    );
     assert_eq!(
         std::fs::read(dir.path().join("kept.mp4")).unwrap(),
         b"an earlier recording"
@@ -184,6 +189,60 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
     let failed = run(dir.path(), &["-i", "odd.y4m", "-o", "new.mp4", "--codec", "libx264"]);
     assert_eq!(failed.code, Some(1), "{}", failed.stderr);
     assert_eq!(listing(dir.path()), ["kept.mp4", "odd.y4m"], "no empty or temporary file");
+}
+
+#[test]
+fn check_catches_containers_and_codecs_that_do_not_fit() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 32, 32, 2);
+    let pipeline = |name: &str, sink: &str| {
+        format!("[[pipeline]]\nname = \"{name}\"\nsource = {{ url = \"in.y4m\" }}\nfilter = {{ device = \"cpu\" }}\nsink = {sink}\n")
+    };
+    let config = [
+        pipeline("ts", r#"{ url = "x.ts", lossless = true }"#),
+        pipeline("ext", r#"{ url = "x.foo" }"#),
+        pipeline("codec", r#"{ url = "x.mkv", codec = "nosuchcodec" }"#),
+        pipeline("mpeg4", r#"{ url = "y.mkv", codec = "mpeg4", lossless = true }"#),
+        pipeline("ffv1ts", r#"{ url = "y.ts", codec = "ffv1" }"#),
+        pipeline("muxer", r#"{ url = "z.out", format = "nosuchmuxer" }"#),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("c.toml"), config).unwrap();
+    let refused = run_in(dir.path(), &["check", "--config", "c.toml"]);
+    refused.assert_no_panic();
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    for expected in [
+        "pipeline \"ts\": sink.lossless: lossless output uses ffv1, which the mpegts container cannot carry; write .mkv, .nut, .avi or .mov",
+        "pipeline \"ext\": sink.url `x.foo`: cannot tell the container from the name",
+        "pipeline \"codec\": sink.codec: `nosuchcodec` is not a video encoder",
+        "pipeline \"mpeg4\": sink.lossless: the mpeg4 encoder has no lossless mode",
+        "pipeline \"ffv1ts\": sink.codec: the mpegts container cannot carry ffv1 video",
+        "pipeline \"muxer\": sink.format: `nosuchmuxer` is not an output format",
+    ] {
+        assert!(refused.stderr.contains(expected), "missing {expected:?} in:\n{}", refused.stderr);
+    }
+    // `run` refuses the same before opening anything.
+    let refused = run(dir.path(), &["-i", "in.y4m", "-o", "x.ts", "--lossless"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert_eq!(listing(dir.path()), ["c.toml", "in.y4m"]);
+}
+
+#[test]
+fn lossless_uses_the_lossless_mode_of_the_encoder_named() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.ts", Clip::Mpeg2Ts, 64, 48, 8);
+    let decoded = common::decode_raw(&input, "yuv420p");
+    for (codec, output) in [("libx264", "x264.ts"), ("libx265", "x265.mkv")] {
+        run(
+            dir.path(),
+            &["-i", "in.ts", "-o", output, "--codec", codec, "--lossless", "--mask", "identity"],
+        )
+        .success();
+        assert!(
+            common::decode_raw(&dir.path().join(output), "yuv420p") == decoded,
+            "{codec} --lossless is bit-exact"
+        );
+    }
 }
 
 #[test]

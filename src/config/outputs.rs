@@ -181,6 +181,77 @@ pub fn conflicts_with_running(candidate: &PipelineConfig, running: &[&PipelineCo
     (!new.is_empty()).then(|| new.join("; "))
 }
 
+/// Container and codec problems that FFmpeg would report only when the output opens: an
+/// unknown container or encoder, a codec the container cannot carry, `lossless` that the
+/// container or the encoder cannot honour.
+fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
+    use crate::media;
+    let sink = &pipeline.sink;
+    let place = format!("pipeline {:?}", pipeline.name);
+    let target = OutputTarget::of(&sink.url);
+    if target == OutputTarget::Discard || sink.url.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut problems = Vec::new();
+    let format = sink
+        .format
+        .as_deref()
+        .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"));
+    let muxer = media::guess_muxer(&sink.url, format);
+    if muxer.is_none() {
+        problems.push(match format {
+            Some(name) => format!(
+                "{place}: sink.format: `{name}` is not an output format this FFmpeg build has (ffmpeg -muxers lists them)"
+            ),
+            None => format!(
+                "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .mov .ts .avi .nut .y4m) or set sink.format (--format)",
+                sink.url
+            ),
+        });
+    }
+    let codec = sink.codec.as_deref().and_then(|name| {
+        let codec = media::video_encoder(name);
+        if codec.is_none() {
+            problems.push(format!(
+                "{place}: sink.codec: `{name}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)"
+            ));
+        }
+        codec.map(|codec| (name, codec))
+    });
+    let Some(muxer) = muxer else { return problems };
+    let container = muxer.name().to_string();
+    if matches!(container.as_str(), "yuv4mpegpipe" | "rawvideo") {
+        return problems; // uncompressed: the codec and lossless do not apply
+    }
+    if let Some((name, codec)) = &codec {
+        if !media::muxer_takes(&muxer, codec.id()) {
+            problems.push(format!(
+                "{place}: sink.codec: the {container} container cannot carry {name} video; choose another codec or container"
+            ));
+        } else if sink.lossless && media::lossless_options(name).is_none() {
+            problems.push(format!("{place}: sink.lossless: {}", media::lossless_unavailable(name)));
+        }
+    } else if sink.lossless && sink.codec.is_none() {
+        match media::video_encoder("ffv1") {
+            Some(ffv1) if !media::muxer_takes(&muxer, ffv1.id()) => {
+                problems.push(format!("{place}: sink.lossless: {}", media::ffv1_unavailable(&container)));
+            }
+            None => problems.push(format!(
+                "{place}: sink.lossless: lossless output needs the ffv1 encoder, which this FFmpeg build lacks; name another with --codec (libx264)"
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// Every output problem of a config: [`check_outputs`] and each sink's container and codec.
+pub fn check(pipelines: &[PipelineConfig]) -> Vec<String> {
+    let mut problems: Vec<String> = pipelines.iter().flat_map(check_formats).collect();
+    problems.extend(check_outputs(pipelines));
+    problems
+}
+
 /// `run` without `--overwrite`: every sink whose file exists is a problem (nothing is opened).
 pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), ConfigError> {
     let problems: Vec<String> = pipelines
