@@ -106,6 +106,7 @@ fn normalise(path: &Path) -> PathBuf {
 /// The file a source URL reads, if it is a local file (or stdin redirected from one).
 fn input_identity(url: &str) -> Option<FileIdentity> {
     match url {
+        _ if url.trim().is_empty() => None, // reported as empty elsewhere
         "-" => FileIdentity::of_std_stream(0),
         _ => match OutputTarget::of(url) {
             OutputTarget::File(path) => Some(FileIdentity::of(&path)),
@@ -116,6 +117,9 @@ fn input_identity(url: &str) -> Option<FileIdentity> {
 
 /// The file a sink URL writes, if it writes one (or stdout redirected to one).
 fn output_identity(url: &str) -> Option<FileIdentity> {
+    if url.trim().is_empty() {
+        return None; // reported as empty elsewhere
+    }
     match OutputTarget::of(url) {
         OutputTarget::File(path) => Some(FileIdentity::of(&path)),
         OutputTarget::Stdout => FileIdentity::of_std_stream(1),
