@@ -46,7 +46,8 @@ pub fn ffmpeg_format(format: PixelFormat) -> Pixel {
 }
 
 /// The closest engine format for a pixel format the engines do not take: same chroma
-/// subsampling where possible, 8 bits per sample.
+/// subsampling where possible, 8 bits per sample. Colour is kept: a palette (`pal8`, one
+/// component of indices) becomes RGB, not grey; an alpha channel is dropped.
 pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     let Some(desc) = pixel.descriptor() else {
         return PixelFormat::Yuv420p;
@@ -54,7 +55,8 @@ pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     // SAFETY: the descriptor pointer comes from av_pix_fmt_desc_get and is static.
     let flags = unsafe { (*desc.as_ptr()).flags };
     let rgb = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0;
-    if rgb {
+    let palette = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_PAL as u64 != 0;
+    if rgb || palette {
         PixelFormat::Rgb24
     } else if desc.nb_components() <= 2 {
         PixelFormat::Gray8

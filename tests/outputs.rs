@@ -367,3 +367,36 @@ impl OpenNonBlocking for std::fs::OpenOptions {
 const fn libc_o_nonblock() -> i32 {
     0o4000 // O_NONBLOCK on Linux
 }
+
+#[test]
+fn palette_input_keeps_its_colour() {
+    let dir = tempdir();
+    // A paletted clip (pal8), as GIF-like sources decode.
+    common::ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=64x48:rate=25:duration=0.12",
+            "-vf",
+            "split[a][b];[a]palettegen[p];[b][p]paletteuse",
+            "-c:v",
+            "rawvideo",
+            "-pix_fmt",
+            "pal8",
+            "pal.avi",
+        ],
+    );
+    assert_eq!(common::video_stream(&dir.path().join("pal.avi"))["pix_fmt"], "pal8");
+    let run = run(
+        dir.path(),
+        &["-i", "pal.avi", "-o", "out.nut", "--codec", "rawvideo", "--mask", "identity"],
+    )
+    .success();
+    assert!(run.stderr.contains("converted to rgb24"), "{}", run.stderr);
+    let input = common::decode_raw(&dir.path().join("pal.avi"), "rgb24");
+    let output = common::decode_raw(&dir.path().join("out.nut"), "rgb24");
+    assert!(!input.is_empty());
+    assert!(output == input, "identity on a palette keeps every colour exactly");
+}
