@@ -955,3 +955,41 @@ fn mp4_outputs_of_serve_are_fragmented_and_survive_sigkill() {
     assert!(mp4 >= 25, "mp4: {mp4} frames readable");
     assert!(ts >= 25, "ts: {ts} frames readable");
 }
+
+#[test]
+fn sigterm_ends_serve_within_the_timeout_when_a_sink_blocks() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 160, 120, 25);
+    let fifo = dir.path().join("stuck.y4m");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A reader that opens the FIFO and never reads: the writer blocks once the pipe is full.
+    let reader_end = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::File::options()
+            .read(true)
+            .custom_flags(0o4000) // O_NONBLOCK: do not wait for the writer
+            .open(&fifo)
+            .unwrap()
+    };
+    write_config(
+        dir.path(),
+        &format!(
+            "[server]\nshutdown_timeout = 2.0\n{}{}",
+            recording("stuck", "stuck.y4m"),
+            recording("rec", "rec.mkv")
+        ),
+    );
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("rec to write and stuck to block", Duration::from_secs(20), || {
+        server.counter("rec", "frames_written") >= 50
+    });
+    let stuck_written = server.counter("stuck", "frames_written");
+    assert!(stuck_written < 10, "stuck is blocked: {stuck_written} frames written");
+    let started = Instant::now();
+    let (code, log) = server.terminate();
+    let took = started.elapsed();
+    drop(reader_end);
+    assert!(took < Duration::from_secs(4), "stopped after {took:?} (timeout 2 s):\n{log}");
+    assert_eq!(code, Some(0), "both pipelines ended within the timeout:\n{log}");
+    assert!(readable_frames(&dir.path().join("rec.mkv")) >= 50, "{log}");
+}
