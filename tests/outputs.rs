@@ -70,7 +70,10 @@ fn an_output_that_is_an_input_is_refused_under_every_name() {
             "-o {output}:\n{}",
             refused.stderr
         );
-        assert!(std::fs::read(&input).unwrap() == before, "-o {output} changed the input");
+        assert!(
+            std::fs::read(&input).unwrap() == before,
+            "-o {output} changed the input"
+        );
     }
     // stdin redirected from the file it would write.
     let refused = convstream()
@@ -110,7 +113,10 @@ sink = { url = "a.y4m" }
     std::fs::write(dir.path().join("c.toml"), config).unwrap();
     let before = listing(dir.path());
     let a = std::fs::read(dir.path().join("a.y4m")).unwrap();
-    for command in [&["check", "--config", "c.toml"][..], &["run", "--config", "c.toml", "-y"]] {
+    for command in [
+        &["check", "--config", "c.toml"][..],
+        &["run", "--config", "c.toml", "-y"],
+    ] {
         let refused = run_in(dir.path(), command);
         refused.assert_no_panic();
         assert_eq!(refused.code, Some(2), "{command:?}:\n{}", refused.stderr);
@@ -165,7 +171,11 @@ fn an_existing_output_is_replaced_only_with_consent() {
         run(dir.path(), &["-i", "in.y4m", "-o", "out.mkv", flag]).success();
         assert_eq!(frames(&dir.path().join("out.mkv")), 4, "{flag}");
     }
-    assert_eq!(listing(dir.path()), ["c.toml", "in.y4m", "out.mkv"], "no file left behind");
+    assert_eq!(
+        listing(dir.path()),
+        ["c.toml", "in.y4m", "out.mkv"],
+        "no file left behind"
+    );
 }
 
 #[test]
@@ -174,7 +184,10 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
     // 4:2:0 at an odd size: libx264 cannot open for it.
     make_clip(dir.path(), "odd.y4m", Clip::Y4m, 161, 121, 3);
     std::fs::write(dir.path().join("kept.mp4"), b"an earlier recording").unwrap();
-    let failed = run(dir.path(), &["-i", "odd.y4m", "-o", "kept.mp4", "-y", "--codec", "libx264"]);
+    let failed = run(
+        dir.path(),
+        &["-i", "odd.y4m", "-o", "kept.mp4", "-y", "--codec", "libx264"],
+    );
     assert_eq!(failed.code, Some(1), "{}", failed.stderr);
     assert!(failed.stderr.contains("libx264"), "{}", failed.stderr);
     assert!(
@@ -188,7 +201,11 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
     );
     let failed = run(dir.path(), &["-i", "odd.y4m", "-o", "new.mp4", "--codec", "libx264"]);
     assert_eq!(failed.code, Some(1), "{}", failed.stderr);
-    assert_eq!(listing(dir.path()), ["kept.mp4", "odd.y4m"], "no empty or temporary file");
+    assert_eq!(
+        listing(dir.path()),
+        ["kept.mp4", "odd.y4m"],
+        "no empty or temporary file"
+    );
 }
 
 #[test]
@@ -235,7 +252,17 @@ fn lossless_uses_the_lossless_mode_of_the_encoder_named() {
     for (codec, output) in [("libx264", "x264.ts"), ("libx265", "x265.mkv")] {
         run(
             dir.path(),
-            &["-i", "in.ts", "-o", output, "--codec", codec, "--lossless", "--mask", "identity"],
+            &[
+                "-i",
+                "in.ts",
+                "-o",
+                output,
+                "--codec",
+                codec,
+                "--lossless",
+                "--mask",
+                "identity",
+            ],
         )
         .success();
         assert!(
@@ -314,7 +341,10 @@ fn survives_sigkill(output: &str, extra: &[&str]) {
     // and the encoder's own delay.
     let expected = ((seconds - 2.0) * 25.0) as usize;
     eprintln!("{output}: {decoded} frames readable after SIGKILL at {seconds:.1} s (at least {expected} expected)");
-    assert!(decoded >= expected, "{output}: {decoded} frames readable, expected at least {expected}");
+    assert!(
+        decoded >= expected,
+        "{output}: {decoded} frames readable, expected at least {expected}"
+    );
 }
 
 #[test]
@@ -391,7 +421,9 @@ fn palette_input_keeps_its_colour() {
     assert_eq!(common::video_stream(&dir.path().join("pal.avi"))["pix_fmt"], "pal8");
     let run = run(
         dir.path(),
-        &["-i", "pal.avi", "-o", "out.nut", "--codec", "rawvideo", "--mask", "identity"],
+        &[
+            "-i", "pal.avi", "-o", "out.nut", "--codec", "rawvideo", "--mask", "identity",
+        ],
     )
     .success();
     assert!(run.stderr.contains("converted to rgb24"), "{}", run.stderr);

@@ -874,10 +874,7 @@ fn a_pipeline_on_a_file_another_uses_is_refused_with_409() {
     // Its output, by another name.
     let (status, answer) = server.request("POST", "/pipelines", Some(&body("dup", "clip.y4m", "./rec.mkv")));
     assert_eq!(status, 409, "{answer}");
-    assert!(
-        answer.contains("is the file pipeline \\\"rec\\\" writes"),
-        "{answer}"
-    );
+    assert!(answer.contains("is the file pipeline \\\"rec\\\" writes"), "{answer}");
     // Its input.
     let (status, answer) = server.request("POST", "/pipelines", Some(&body("dup", "rec.mkv", "clip.y4m")));
     assert_eq!(status, 409, "{answer}");
@@ -989,7 +986,10 @@ fn sigterm_ends_serve_within_the_timeout_when_a_sink_blocks() {
     let (code, log) = server.terminate();
     let took = started.elapsed();
     drop(reader_end);
-    assert!(took < Duration::from_secs(4), "stopped after {took:?} (timeout 2 s):\n{log}");
+    assert!(
+        took < Duration::from_secs(4),
+        "stopped after {took:?} (timeout 2 s):\n{log}"
+    );
     assert_eq!(code, Some(0), "both pipelines ended within the timeout:\n{log}");
     assert!(readable_frames(&dir.path().join("rec.mkv")) >= 50, "{log}");
 }

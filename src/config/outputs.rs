@@ -43,8 +43,10 @@ impl OutputTarget {
 fn has_protocol(url: &str) -> bool {
     match url.split_once(':') {
         Some((scheme, rest)) => {
-            let scheme_like =
-                scheme.len() > 1 && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            let scheme_like = scheme.len() > 1
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
             scheme_like && (rest.starts_with("//") || matches!(scheme, "pipe" | "fd" | "tcp" | "udp" | "unix"))
         }
         None => false,

@@ -384,7 +384,9 @@ impl Supervisor {
                 .map(|h| (h.origin, h.settings.clone(), h.monitor.clone()));
             // A file pipeline may not take a file that a pipeline started through the API uses.
             if let Some(conflict) = self.output_conflict(&next.config, |h| h.origin == Origin::Api) {
-                summary.problems.push(format!("{conflict}; the config's pipeline is not started"));
+                summary
+                    .problems
+                    .push(format!("{conflict}; the config's pipeline is not started"));
                 continue;
             }
             match current {

@@ -61,9 +61,7 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
     if config.lossless {
         let codec = by_name("ffv1").ok_or("lossless output needs the ffv1 encoder, which this FFmpeg build lacks")?;
         if !container_accepts(output, codec.id()) {
-            return Err(format!(
-                "{}", glue::ffv1_unavailable(&container)
-            ));
+            return Err(glue::ffv1_unavailable(&container));
         }
         return Ok(codec);
     }

@@ -172,7 +172,8 @@ impl Sink {
         let flushes = io.is_file_like() || target == OutputTarget::Url;
         let flushes = flushes && (STREAMABLE.contains(&container.as_str()) || fragmented);
         // SAFETY: reading the muxer description's flags.
-        let muxer_flushes = unsafe { (*(*output.as_ptr()).oformat).flags } & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as i32 != 0;
+        let muxer_flushes =
+            unsafe { (*(*output.as_ptr()).oformat).flags } & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
         Ok(Sink::Muxer(Box::new(Muxer {
             url,
             output,

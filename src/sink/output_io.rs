@@ -133,7 +133,11 @@ impl Writer {
             match self.file.write(chunk) {
                 Ok(0) => return Err(averror(&std::io::Error::from(std::io::ErrorKind::WriteZero))),
                 Ok(written) => data = &data[written..],
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                    ) => {}
                 Err(e) => return Err(averror(&e)),
             }
         }
@@ -216,6 +220,9 @@ impl CustomIo {
             }
             let write: unsafe extern "C" fn(*mut c_void, *const u8, c_int) -> c_int = write_packet;
             let seek_fn: unsafe extern "C" fn(*mut c_void, i64, c_int) -> i64 = seek;
+            // The write callback type differs between FFmpeg versions (see above): it is
+            // inferred from the binding rather than named.
+            #[allow(clippy::missing_transmute_annotations)]
             let context = ffmpeg::ffi::avio_alloc_context(
                 buffer,
                 IO_BUFFER as c_int,
@@ -480,16 +487,15 @@ fn open_local(path: &Path, when_exists: WhenExists, stop: &StopWatch) -> Result<
 /// Opens a FIFO for writing without blocking on a missing reader: waits for one, stoppably.
 fn open_fifo(path: &Path, stop: &StopWatch) -> Result<File, String> {
     loop {
-        match OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-        {
+        match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
             Ok(file) => return Ok(file),
             // ENXIO: no reader yet.
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
                 if stop.stopping() {
-                    return Err(format!("stopped while waiting for a reader of the FIFO {}", path.display()));
+                    return Err(format!(
+                        "stopped while waiting for a reader of the FIFO {}",
+                        path.display()
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -500,7 +506,10 @@ fn open_fifo(path: &Path, stop: &StopWatch) -> Result<File, String> {
 
 /// `cam1.mkv` -> `cam1.N.mkv` (`cam1` -> `cam1.N`).
 pub fn numbered(path: &Path, n: u32) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
     let name = match path.extension() {
         Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
         None => format!("{stem}.{n}"),
