@@ -6,7 +6,9 @@ mod overrides;
 mod schema;
 mod validate;
 
-pub use outputs::{check_outputs, conflicts_with_running, refuse_existing_outputs, FileIdentity, OutputTarget};
+pub use outputs::{
+    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, FileIdentity, OutputTarget,
+};
 pub use overrides::Overrides;
 pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,

@@ -70,13 +70,7 @@ impl FileIdentity {
                 inode: meta.ino(),
             };
         }
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let normal = normalise(&absolute);
-        let resolved = match (normal.parent(), normal.file_name()) {
-            (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)).unwrap_or(normal),
-            _ => normal,
-        };
-        FileIdentity::Path(resolved)
+        FileIdentity::Path(resolved_path(path))
     }
 
     /// The file standard input or output is redirected to, when it is a regular file.
@@ -87,6 +81,25 @@ impl FileIdentity {
             device: meta.dev(),
             inode: meta.ino(),
         })
+    }
+}
+
+/// The absolute path of `path` with `.`, `..` and symlinked folders resolved (the file
+/// itself need not exist).
+pub fn resolved_path(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let normal = normalise(&absolute);
+    match (normal.parent(), normal.file_name()) {
+        (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)).unwrap_or(normal),
+        _ => normal,
+    }
+}
+
+/// One name for the place a sink URL writes, whatever way the URL spells it.
+pub fn output_key(url: &str) -> String {
+    match OutputTarget::of(url) {
+        OutputTarget::File(path) => resolved_path(&path).display().to_string(),
+        _ => url.to_string(),
     }
 }
 

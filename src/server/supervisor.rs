@@ -125,8 +125,9 @@ pub struct Supervisor {
     /// The config file's folder, for relative mask files.
     base_dir: Option<PathBuf>,
     pipelines: Mutex<BTreeMap<String, Handle>>,
-    /// Sink URLs a pipeline of this process has written: a later start on one of them is a
-    /// restart, which writes beside what was written instead of replacing it.
+    /// Outputs (by [`crate::config::output_key`]) a pipeline of this process has written: a
+    /// later start on one of them is a restart, which writes beside what was written instead
+    /// of replacing it.
     written: Mutex<HashSet<String>>,
     /// Half the shutdown timeout: how long a stop lets output I/O block.
     io_grace: Duration,
@@ -208,7 +209,7 @@ impl Supervisor {
             .written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(settings.sink.url.clone());
+            .insert(crate::config::output_key(&settings.sink.url));
         let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
         let stop = Arc::new(AtomicBool::new(false));
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);

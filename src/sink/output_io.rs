@@ -347,6 +347,7 @@ impl OutputIo {
                 }
             }
             OutputTarget::File(path) => {
+                // Only a FIFO is streamed here: opened by us, non-blocking.
                 let (file, streamed, staged) = open_local(path, when_exists, &io.stop)?;
                 if staged.is_none() {
                     io.path = Some(path.clone());
@@ -441,13 +442,13 @@ fn open_local(path: &Path, when_exists: WhenExists, stop: &StopWatch) -> Result<
         Ok(meta) if meta.is_dir() => return Err(format!("{} is a folder; give a file name", path.display())),
         Ok(meta) if meta.file_type().is_fifo() => return open_fifo(&wanted, stop).map(|f| (f, true, None)),
         Ok(meta) if !meta.is_file() => {
-            // A device (/dev/null, a terminal): written as it is; nothing there to keep.
+            // A device (/dev/null, a terminal): written as it is, blocking, without seeking;
+            // nothing there to keep.
             let file = OpenOptions::new()
                 .write(true)
                 .open(&wanted)
                 .map_err(|e| format!("cannot open {}: {e}", wanted.display()))?;
-            let streamed = !meta.file_type().is_block_device();
-            return Ok((file, streamed, None));
+            return Ok((file, false, None));
         }
         Ok(_) if when_exists == WhenExists::Refuse => {
             return Err(format!(
