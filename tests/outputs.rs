@@ -432,3 +432,44 @@ fn palette_input_keeps_its_colour() {
     assert!(!input.is_empty());
     assert!(output == input, "identity on a palette keeps every colour exactly");
 }
+
+#[test]
+fn sigterm_ends_a_run_waiting_for_a_fifo_reader() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 64, 48, 5);
+    let fifo = dir.path().join("nobody.y4m");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let child = convstream()
+        .args([
+            "run",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "-i",
+            "in.y4m",
+            "-o",
+            "nobody.y4m",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let stopped_at = Instant::now();
+    kill(&child, "-TERM");
+    let run = common::Run::from(child.wait_with_output().unwrap());
+    let took = stopped_at.elapsed();
+    run.assert_no_panic();
+    assert!(took < Duration::from_secs(1), "stopped after {took:?}:\n{}", run.stderr);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("stopped while waiting for a reader of the FIFO"),
+        "{}",
+        run.stderr
+    );
+}
