@@ -917,6 +917,13 @@ fn a_restart_writes_beside_what_the_pipeline_wrote_and_keeps_older_files() {
         let cam1 = server.pipeline("cam1");
         cam1["counters"]["restarts"] == 1 && cam1["counters"]["frames_written"].as_u64().unwrap() >= 10
     });
+    // The numbered file it writes now is in use as well.
+    let (status, answer) = server.request(
+        "POST",
+        "/pipelines",
+        Some(r#"{"name": "late", "source": {"url": "clip.y4m"}, "filter": {"device": "cpu"}, "sink": {"url": "cam1.2.mkv", "overwrite": true}}"#),
+    );
+    assert_eq!(status, 409, "{answer}");
     let (code, log) = server.terminate();
     assert_eq!(code, Some(0), "{log}");
     assert_eq!(

@@ -194,6 +194,7 @@ fn run_stages(
         pipeline: name.clone(),
         source,
     })?;
+    monitor.set_output_path(sink.path());
     tracing::info!(
         pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",

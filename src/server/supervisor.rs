@@ -194,12 +194,21 @@ impl Supervisor {
     /// would write a file one of them reads or writes, or read one it writes.
     fn output_conflict(&self, pipeline: &PipelineConfig, among: impl Fn(&Handle) -> bool) -> Option<String> {
         let pipelines = self.pipelines();
-        let running: Vec<&PipelineConfig> = pipelines
-            .values()
-            .filter(|h| h.settings.name != pipeline.name && among(h))
-            .filter(|h| !matches!(h.monitor.state(), PipelineState::Finished | PipelineState::Failed))
-            .map(|h| &h.settings.config)
-            .collect();
+        let mut running: Vec<PipelineConfig> = Vec::new();
+        for handle in pipelines.values() {
+            let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
+            if handle.settings.name == pipeline.name || !active || !among(handle) {
+                continue;
+            }
+            running.push(handle.settings.config.clone());
+            // Written under a numbered name: that file is in use too.
+            if let Some(path) = handle.monitor.output_path() {
+                let mut actual = handle.settings.config.clone();
+                actual.sink.url = path.display().to_string();
+                running.push(actual);
+            }
+        }
+        let running: Vec<&PipelineConfig> = running.iter().collect();
         crate::config::conflicts_with_running(pipeline, &running)
     }
 
