@@ -117,6 +117,25 @@ impl Writer {
         }
     }
 
+    /// How much a blocking write may take now without blocking: a pipe's free space (its
+    /// size less what is queued), else one pipe-atomic chunk.
+    fn room(&self) -> usize {
+        let fd = self.file.as_raw_fd();
+        let mut queued: c_int = 0;
+        // SAFETY: fcntl and ioctl on a descriptor we own, with an int to write into.
+        let (size, queued_ok) = unsafe {
+            (
+                libc::fcntl(fd, libc::F_GETPIPE_SZ),
+                libc::ioctl(fd, libc::FIONREAD, &mut queued) == 0,
+            )
+        };
+        if size > 0 && queued_ok && size > queued {
+            (size - queued) as usize
+        } else {
+            PIPE_CHUNK
+        }
+    }
+
     fn write_all(&mut self, mut data: &[u8]) -> Result<(), c_int> {
         while !data.is_empty() {
             if self.stop.expired() && self.streamed {
@@ -126,7 +145,7 @@ impl Writer {
                 self.wait_writable()?;
             }
             let chunk = if self.streamed && !self.nonblocking {
-                &data[..data.len().min(PIPE_CHUNK)]
+                &data[..data.len().min(self.room())]
             } else {
                 data
             };
