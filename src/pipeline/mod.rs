@@ -390,3 +390,20 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     })?;
     Ok((frames, started.elapsed().as_secs_f64()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{OutputPolicy, WhenExists};
+
+    #[test]
+    fn an_existing_file_is_replaced_only_with_consent_and_never_by_a_restart() {
+        assert_eq!(OutputPolicy::Command.when_exists(false), WhenExists::Refuse);
+        assert_eq!(OutputPolicy::Command.when_exists(true), WhenExists::Replace);
+        let first = OutputPolicy::Service { restarted: false };
+        assert_eq!(first.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(first.when_exists(true), WhenExists::Replace);
+        let again = OutputPolicy::Service { restarted: true };
+        assert_eq!(again.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(again.when_exists(true), WhenExists::NextFreeName);
+    }
+}
