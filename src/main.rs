@@ -12,7 +12,7 @@ use std::sync::Arc;
 use convstream::config::{ConfigError, ConfigFile, LogConfig, LogFormat, Overrides, Settings};
 use convstream::filter::{BorderMode, PlaneSelection};
 use convstream::mask::{Mask, MaskParams, PRESETS};
-use convstream::pipeline::{run_all, RunOptions};
+use convstream::pipeline::{run_all, OutputPolicy, RunOptions};
 
 #[derive(Parser)]
 #[command(
@@ -149,6 +149,9 @@ struct RunArgs {
     /// Encode losslessly (ffv1) where the container allows.
     #[arg(long)]
     lossless: bool,
+    /// Replace output files that exist already (without it, an existing output is an error).
+    #[arg(long, short = 'y')]
+    overwrite: bool,
     /// Config file; without pipeline flags, every pipeline in it runs.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -230,14 +233,25 @@ fn init_logging(log: &LogConfig) {
 }
 
 /// SIGINT/SIGTERM set the stop flag (drain and finalise); a second one exits at once.
+/// SIGHUP (a closed terminal, or a habit from `serve`) is logged and ignored: its default
+/// action would kill the run and lose the output.
 fn install_signal_handlers() -> anyhow::Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [SIGINT, SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
             .context("installing signal handlers")?;
         signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
     }
+    let mut hangups = signal_hook::iterator::Signals::new([SIGHUP]).context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("sighup".into())
+        .spawn(move || {
+            for _ in hangups.forever() {
+                tracing::warn!("SIGHUP ignored: run has nothing to reload (SIGINT or SIGTERM stop it)");
+            }
+        })
+        .context("installing signal handlers")?;
     Ok(stop)
 }
 
@@ -260,6 +274,7 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         decoder: args.decoder.clone(),
         codec: args.codec.clone(),
         lossless: args.lossless,
+        overwrite: args.overwrite,
     };
     let (file, base_dir) = match &args.config {
         Some(path) => {
@@ -276,7 +291,10 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
             (overrides.standalone().map_err(config_failure)?, None)
         }
     };
-    file.validate(base_dir.as_deref()).map_err(config_failure)
+    let settings = file.validate(base_dir.as_deref()).map_err(config_failure)?;
+    // Before anything opens: an existing output is kept unless replacing it was asked for.
+    convstream::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
+    Ok(settings)
 }
 
 fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
@@ -311,6 +329,9 @@ fn run_settings(
             progress,
             trace,
             stage_times: false,
+            outputs: OutputPolicy::Command,
+            io_grace: std::time::Duration::try_from_secs_f64(settings.server.shutdown_timeout / 2.0)
+                .unwrap_or(std::time::Duration::MAX),
         },
     );
     let mut reports = Vec::new();
@@ -425,6 +446,8 @@ fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         input: Some(sample.display().to_string()),
         output: Some(output.display().to_string()),
         device,
+        // The demo writes into its own folder: running it again replaces its own result.
+        overwrite: true,
         ..Overrides::default()
     };
     overrides.apply(&mut file, None).map_err(config_failure)?;

@@ -47,7 +47,8 @@ pub fn ffmpeg_format(format: PixelFormat) -> Pixel {
 }
 
 /// The closest engine format for a pixel format the engines do not take: same chroma
-/// subsampling where possible, 8 bits per sample.
+/// subsampling where possible, 8 bits per sample. Colour is kept: a palette (`pal8`, one
+/// component of indices) becomes RGB, not grey; an alpha channel is dropped.
 pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     let Some(desc) = pixel.descriptor() else {
         return PixelFormat::Yuv420p;
@@ -55,7 +56,8 @@ pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     // SAFETY: the descriptor pointer comes from av_pix_fmt_desc_get and is static.
     let flags = unsafe { (*desc.as_ptr()).flags };
     let rgb = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0;
-    if rgb {
+    let palette = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_PAL as u64 != 0;
+    if rgb || palette {
         PixelFormat::Rgb24
     } else if desc.nb_components() <= 2 {
         PixelFormat::Gray8
@@ -108,4 +110,94 @@ pub fn frame_into_ffmpeg(frame: &Frame, video: &mut ffmpeg::frame::Video) {
 /// Whether an FFmpeg error is "try again".
 pub fn is_again(error: &ffmpeg::Error) -> bool {
     matches!(error, ffmpeg::Error::Other { errno } if *errno == ffmpeg::util::error::EAGAIN)
+}
+
+/// The muxer an output gets: the one named `format`, else the one FFmpeg guesses from the
+/// URL's extension (as `avformat_alloc_output_context2` does). `None`: no such muxer.
+pub fn guess_muxer(url: &str, format: Option<&str>) -> Option<ffmpeg::format::Output> {
+    init();
+    let name = std::ffi::CString::new(url).ok()?;
+    let format = format.map(std::ffi::CString::new).transpose().ok()?;
+    // SAFETY: valid C strings; the answer is a static muxer description or null.
+    let muxer = unsafe {
+        match &format {
+            Some(short) => ffmpeg::ffi::av_guess_format(short.as_ptr(), std::ptr::null(), std::ptr::null()),
+            None => ffmpeg::ffi::av_guess_format(std::ptr::null(), name.as_ptr(), std::ptr::null()),
+        }
+    };
+    // SAFETY: a non-null static AVOutputFormat.
+    (!muxer.is_null()).then(|| unsafe { ffmpeg::format::Output::wrap(muxer as *mut _) })
+}
+
+/// Video codecs the MPEG-TS muxer writes with a stream type players know; it has no codec
+/// list of its own, and anything else would be written as private data no player reads.
+const MPEGTS_VIDEO: &[ffmpeg::codec::Id] = &[
+    ffmpeg::codec::Id::MPEG1VIDEO,
+    ffmpeg::codec::Id::MPEG2VIDEO,
+    ffmpeg::codec::Id::MPEG4,
+    ffmpeg::codec::Id::H264,
+    ffmpeg::codec::Id::HEVC,
+    ffmpeg::codec::Id::CAVS,
+    ffmpeg::codec::Id::DIRAC,
+    ffmpeg::codec::Id::VC1,
+    ffmpeg::codec::Id::AV1,
+];
+
+/// Whether the muxer can hold `id`. Muxers without a codec list answer "unknown": MPEG-TS
+/// takes the video codecs of [`MPEGTS_VIDEO`]; the others the kind of stream they have a
+/// default codec for.
+pub fn muxer_takes(muxer: &ffmpeg::format::Output, id: ffmpeg::codec::Id) -> bool {
+    // SAFETY: querying a static muxer description with a codec id; reading its fields.
+    unsafe {
+        let muxer_ptr = muxer.as_ptr();
+        match ffmpeg::ffi::avformat_query_codec(muxer_ptr, id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) {
+            1 => true,
+            0 => false,
+            _ => {
+                let kind = ffmpeg::ffi::avcodec_get_type(id.into());
+                if muxer.name() == "mpegts" && kind == ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO {
+                    return MPEGTS_VIDEO.contains(&id);
+                }
+                let default = match kind {
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO => (*muxer_ptr).video_codec,
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_AUDIO => (*muxer_ptr).audio_codec,
+                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_SUBTITLE => (*muxer_ptr).subtitle_codec,
+                    _ => ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE,
+                };
+                default != ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE
+            }
+        }
+    }
+}
+
+/// Encoders that can encode losslessly, with the options that make them do so (none for
+/// those that are lossless by design). `None`: the encoder has no lossless mode.
+pub fn lossless_options(encoder: &str) -> Option<&'static [(&'static str, &'static str)]> {
+    Some(match encoder {
+        "ffv1" | "huffyuv" | "ffvhuff" | "utvideo" | "rawvideo" | "png" | "magicyuv" | "wrapped_avframe" => &[],
+        "libx264" | "libx264rgb" => &[("qp", "0")],
+        "libx265" => &[("x265-params", "lossless=1")],
+        "libvpx-vp9" => &[("lossless", "1")],
+        _ => return None,
+    })
+}
+
+/// The video encoder named `name`, if this FFmpeg build has it.
+pub fn video_encoder(name: &str) -> Option<ffmpeg::Codec> {
+    init();
+    ffmpeg::encoder::find_by_name(name).filter(|c| c.is_video())
+}
+
+/// Why `--lossless` cannot be honoured with the encoder `name`.
+pub fn lossless_unavailable(name: &str) -> String {
+    format!(
+        "the {name} encoder has no lossless mode; for lossless output use ffv1 (.mkv, .nut, .avi, .mov), libx264 or libx265 (qp 0 / lossless=1), or leave out the codec"
+    )
+}
+
+/// Why `--lossless` without a codec (FFV1) cannot go into `container`.
+pub fn ffv1_unavailable(container: &str) -> String {
+    format!(
+        "lossless output uses ffv1, which the {container} container cannot carry; write .mkv, .nut, .avi or .mov, or name an encoder with a lossless mode that {container} takes (e.g. --codec libx264)"
+    )
 }

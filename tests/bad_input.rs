@@ -337,9 +337,17 @@ fn unknown_output_container() {
         "output name without a known container",
         dir.path(),
         &["run", "--device", "cpu", "-i", "in.y4m", "-o", "out.unknown"],
-        1,
+        2,
     );
-    assert_mentions(&stderr, &["cannot open output out.unknown", "--format"]);
+    // Caught by validation, before anything is opened (as `check` catches it).
+    assert_mentions(
+        &stderr,
+        &[
+            "sink.url `out.unknown`: cannot tell the container from the name",
+            "--format",
+        ],
+    );
+    assert!(!dir.path().join("out.unknown").exists());
 }
 
 // ---- masks ----

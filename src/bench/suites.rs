@@ -676,6 +676,7 @@ fn filtered_run(
         lossless: false,
         options: Default::default(),
         audio: false,
+        overwrite: false,
     };
     let filter = FilterConfig {
         mask: MaskSelection::Named(mask.description().to_string()),
@@ -709,6 +710,8 @@ fn filtered_run(
         progress: false,
         trace: None,
         stage_times: false,
+        outputs: crate::pipeline::OutputPolicy::Command,
+        io_grace: std::time::Duration::from_secs(5),
     };
     Ok(run_pipeline(&settings, &run_options)?)
 }

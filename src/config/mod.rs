@@ -1,10 +1,14 @@
 //! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
 //! validation that turns it into runnable pipeline settings, reporting every problem at once.
 
+mod outputs;
 mod overrides;
 mod schema;
 mod validate;
 
+pub use outputs::{
+    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, FileIdentity, OutputTarget,
+};
 pub use overrides::Overrides;
 pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,

@@ -19,6 +19,8 @@ pub struct Overrides {
     pub decoder: Option<String>,
     pub codec: Option<String>,
     pub lossless: bool,
+    /// Consent to replace existing output files (`-y`); applies to every pipeline that runs.
+    pub overwrite: bool,
 }
 
 impl Overrides {
@@ -62,6 +64,7 @@ impl Overrides {
                     lossless: false,
                     options: Default::default(),
                     audio: true,
+                    overwrite: false,
                 },
             }],
             ..ConfigFile::default()
@@ -85,6 +88,11 @@ impl Overrides {
                         names.join(", ")
                     }
                 )]));
+            }
+        }
+        if self.overwrite {
+            for pipeline in &mut config.pipelines {
+                pipeline.sink.overwrite = true;
             }
         }
         if !self.changes_pipeline() {

@@ -299,6 +299,10 @@ pub struct SinkConfig {
     /// Copy audio and other non-video streams when the container can hold them.
     #[serde(default = "default_true")]
     pub audio: bool,
+    /// Consent to replace a file already at `url` (`run -y`). Without it `run` refuses, and
+    /// `serve` keeps the file and writes the next free name beside it.
+    #[serde(default)]
+    pub overwrite: bool,
 }
 
 fn default_true() -> bool {

@@ -73,6 +73,7 @@ impl ConfigFile {
             problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
             pipelines.extend(settings);
         }
+        problems.extend(super::outputs::check(&self.pipelines));
         if problems.is_empty() {
             Ok(Settings {
                 log: self.log.clone(),

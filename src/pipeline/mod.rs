@@ -13,13 +13,13 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
-use crate::sink::{Sink, SinkError, SinkOutcome};
+use crate::sink::{OutputOptions, Sink, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{PassthroughPacket, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
@@ -71,6 +71,31 @@ pub struct RunOptions {
     pub trace: Option<std::path::PathBuf>,
     /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
     pub stage_times: bool,
+    /// How outputs treat a file already at their path.
+    pub outputs: OutputPolicy,
+    /// How long a stop lets output I/O block (a FIFO nobody reads) before it gives up.
+    pub io_grace: Duration,
+}
+
+/// Who runs the pipeline, which decides what happens to a file already at its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputPolicy {
+    /// `run`: refuse an existing file unless the sink has `overwrite` (FFmpeg's -n / -y).
+    Command,
+    /// `serve`: keep an existing file and write the next free name beside it; `overwrite`
+    /// replaces a file from before the service started the pipeline, never what the
+    /// pipeline itself wrote before a restart. MP4 is fragmented so a crash leaves it playable.
+    Service { restarted: bool },
+}
+
+impl OutputPolicy {
+    fn when_exists(self, overwrite: bool) -> WhenExists {
+        match (self, overwrite) {
+            (OutputPolicy::Command, true) | (OutputPolicy::Service { restarted: false }, true) => WhenExists::Replace,
+            (OutputPolicy::Command, false) => WhenExists::Refuse,
+            (OutputPolicy::Service { .. }, _) => WhenExists::NextFreeName,
+        }
+    }
 }
 
 fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
@@ -174,15 +199,22 @@ fn run_stages(
         },
         engine.preparer(),
     );
-    let sink = Sink::open(&settings.sink, &info).map_err(|source| PipelineError::Sink {
+    let output_options = OutputOptions {
+        when_exists: options.outputs.when_exists(settings.sink.overwrite),
+        fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
+        stop: StopWatch::new(options.stop.clone(), options.io_grace),
+    };
+    let sink = Sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
         source,
     })?;
+    monitor.set_output_path(sink.path());
     tracing::info!(
         pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",
         info.url, info.width, info.height, info.format, info.decoder,
-        settings.filter.mask.description(), engine_name, settings.sink.url
+        settings.filter.mask.description(), engine_name,
+        sink.path().map_or(settings.sink.url.clone(), |p| p.display().to_string())
     );
     monitor.set_state(PipelineState::Running);
 
@@ -373,4 +405,21 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
         source: e,
     })?;
     Ok((frames, started.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OutputPolicy, WhenExists};
+
+    #[test]
+    fn an_existing_file_is_replaced_only_with_consent_and_never_by_a_restart() {
+        assert_eq!(OutputPolicy::Command.when_exists(false), WhenExists::Refuse);
+        assert_eq!(OutputPolicy::Command.when_exists(true), WhenExists::Replace);
+        let first = OutputPolicy::Service { restarted: false };
+        assert_eq!(first.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(first.when_exists(true), WhenExists::Replace);
+        let again = OutputPolicy::Service { restarted: true };
+        assert_eq!(again.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(again.when_exists(true), WhenExists::NextFreeName);
+    }
 }

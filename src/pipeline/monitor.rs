@@ -51,6 +51,8 @@ pub struct PipelineMonitor {
     filter: Mutex<String>,
     preparer: Mutex<Option<FilterPreparer>>,
     last_error: Mutex<Option<String>>,
+    /// The file the output went to, once open (a numbered name when the one asked for was kept).
+    output_path: Mutex<Option<std::path::PathBuf>>,
     /// Times the supervisor started this pipeline again (a changed source or sink).
     pub restarts: AtomicU64,
 }
@@ -66,7 +68,19 @@ impl PipelineMonitor {
             filter: Mutex::new(filter.mask.description().to_string()),
             preparer: Mutex::new(None),
             last_error: Mutex::new(None),
+            output_path: Mutex::new(None),
             restarts: AtomicU64::new(0),
+        }
+    }
+
+    /// The file the output is written to, once open.
+    pub fn output_path(&self) -> Option<std::path::PathBuf> {
+        self.output_path.lock().ok().and_then(|p| p.clone())
+    }
+
+    pub fn set_output_path(&self, path: Option<std::path::PathBuf>) {
+        if let Ok(mut slot) = self.output_path.lock() {
+            *slot = path;
         }
     }
 

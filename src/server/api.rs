@@ -79,7 +79,9 @@ impl From<SupervisorError> for ApiError {
     fn from(error: SupervisorError) -> ApiError {
         let status = match &error {
             SupervisorError::NotFound(_) => StatusCode::NOT_FOUND,
-            SupervisorError::Exists(_) | SupervisorError::NotRunning { .. } => StatusCode::CONFLICT,
+            SupervisorError::Exists(_) | SupervisorError::NotRunning { .. } | SupervisorError::OutputInUse(_) => {
+                StatusCode::CONFLICT
+            }
             SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,
             SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,

@@ -5,7 +5,7 @@
 
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::config::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, PipelineSettings};
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, PlaneSelection};
-use crate::pipeline::{run_monitored, FilterSwitch, PipelineMonitor, PipelineState, RunOptions};
+use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,6 +43,9 @@ pub enum SupervisorError {
     NotFound(String),
     #[error("a pipeline named {0:?} exists already")]
     Exists(String),
+    /// The pipeline would write a file another running pipeline reads or writes.
+    #[error("{0}")]
+    OutputInUse(String),
     #[error("{0}")]
     Invalid(ConfigError),
     #[error("pipeline {name:?} is {state:?}; its filter can only switch while it runs")]
@@ -122,14 +125,23 @@ pub struct Supervisor {
     /// The config file's folder, for relative mask files.
     base_dir: Option<PathBuf>,
     pipelines: Mutex<BTreeMap<String, Handle>>,
+    /// Outputs (by [`crate::config::output_key`]) a pipeline of this process has written: a
+    /// later start on one of them is a restart, which writes beside what was written instead
+    /// of replacing it.
+    written: Mutex<HashSet<String>>,
+    /// Half the shutdown timeout: how long a stop lets output I/O block.
+    io_grace: Duration,
 }
 
 impl Supervisor {
     pub fn new(config: ConfigFile, base_dir: Option<PathBuf>) -> Supervisor {
+        let io_grace = Duration::try_from_secs_f64(config.server.shutdown_timeout / 2.0).unwrap_or(Duration::MAX);
         Supervisor {
             config: Mutex::new(config),
             base_dir,
             pipelines: Mutex::new(BTreeMap::new()),
+            written: Mutex::new(HashSet::new()),
+            io_grace,
         }
     }
 
@@ -162,6 +174,9 @@ impl Supervisor {
         if self.pipelines().contains_key(&name) {
             return Err(SupervisorError::Exists(name));
         }
+        if let Some(conflict) = self.output_conflict(&settings.config, |_| true) {
+            return Err(SupervisorError::OutputInUse(conflict));
+        }
         self.start(settings, Origin::Api)?;
         self.view(&name)
     }
@@ -175,8 +190,35 @@ impl Supervisor {
         Ok(settings.pipelines.remove(0))
     }
 
+    /// Why `pipeline` cannot run beside the running pipelines that `among` selects: it
+    /// would write a file one of them reads or writes, or read one it writes.
+    fn output_conflict(&self, pipeline: &PipelineConfig, among: impl Fn(&Handle) -> bool) -> Option<String> {
+        let pipelines = self.pipelines();
+        let mut running: Vec<PipelineConfig> = Vec::new();
+        for handle in pipelines.values() {
+            let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
+            if handle.settings.name == pipeline.name || !active || !among(handle) {
+                continue;
+            }
+            running.push(handle.settings.config.clone());
+            // Written under a numbered name: that file is in use too.
+            if let Some(path) = handle.monitor.output_path() {
+                let mut actual = handle.settings.config.clone();
+                actual.sink.url = path.display().to_string();
+                running.push(actual);
+            }
+        }
+        let running: Vec<&PipelineConfig> = running.iter().collect();
+        crate::config::conflicts_with_running(pipeline, &running)
+    }
+
     fn start(&self, settings: PipelineSettings, origin: Origin) -> Result<(), SupervisorError> {
         let name = settings.name.clone();
+        let restarted = !self
+            .written
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(crate::config::output_key(&settings.sink.url));
         let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
         let stop = Arc::new(AtomicBool::new(false));
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
@@ -185,6 +227,8 @@ impl Supervisor {
             progress: false,
             trace: None,
             stage_times: true,
+            outputs: OutputPolicy::Service { restarted },
+            io_grace: self.io_grace,
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());
@@ -348,6 +392,13 @@ impl Supervisor {
                 .pipelines()
                 .get(&name)
                 .map(|h| (h.origin, h.settings.clone(), h.monitor.clone()));
+            // A file pipeline may not take a file that a pipeline started through the API uses.
+            if let Some(conflict) = self.output_conflict(&next.config, |h| h.origin == Origin::Api) {
+                summary
+                    .problems
+                    .push(format!("{conflict}; the config's pipeline is not started"));
+                continue;
+            }
             match current {
                 None => match self.start(next, Origin::ConfigFile) {
                     Ok(()) => summary.started.push(name),

@@ -33,27 +33,9 @@ pub struct VideoEncoder {
     color: crate::source::ColorInfo,
 }
 
-/// Whether the output's container can hold `id`. Muxers without a codec list (MPEG-TS,
-/// for one) answer "unknown": those take the kind of stream they have a default codec for.
+/// Whether the output's container can hold `id` (see [`glue::muxer_takes`]).
 pub(crate) fn container_accepts(output: &ffmpeg::format::context::Output, id: codec::Id) -> bool {
-    let format = output.format();
-    // SAFETY: querying a static muxer description with a codec id; reading its fields.
-    unsafe {
-        let muxer = format.as_ptr();
-        match ffmpeg::ffi::avformat_query_codec(muxer, id.into(), ffmpeg::ffi::FF_COMPLIANCE_NORMAL) {
-            1 => true,
-            0 => false,
-            _ => {
-                let default = match ffmpeg::ffi::avcodec_get_type(id.into()) {
-                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_VIDEO => (*muxer).video_codec,
-                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_AUDIO => (*muxer).audio_codec,
-                    ffmpeg::ffi::AVMediaType::AVMEDIA_TYPE_SUBTITLE => (*muxer).subtitle_codec,
-                    _ => ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE,
-                };
-                default != ffmpeg::ffi::AVCodecID::AV_CODEC_ID_NONE
-            }
-        }
-    }
+    glue::muxer_takes(&output.format(), id)
 }
 
 fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -> Result<ffmpeg::Codec, String> {
@@ -71,14 +53,15 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
         if !container_accepts(output, codec.id()) {
             return Err(format!("the {container} container cannot hold {name} video"));
         }
+        if config.lossless && glue::lossless_options(name).is_none() {
+            return Err(glue::lossless_unavailable(name));
+        }
         return Ok(codec);
     }
     if config.lossless {
         let codec = by_name("ffv1").ok_or("lossless output needs the ffv1 encoder, which this FFmpeg build lacks")?;
         if !container_accepts(output, codec.id()) {
-            return Err(format!(
-                "lossless output uses ffv1, which the {container} container cannot hold; write .mkv, .nut or .avi"
-            ));
+            return Err(glue::ffv1_unavailable(&container));
         }
         return Ok(codec);
     }
@@ -179,9 +162,20 @@ impl VideoEncoder {
             "libx264" if !config.options.contains_key("preset") => options.set("preset", "veryfast"),
             _ => {}
         }
+        if config.lossless {
+            // The encoder's lossless mode, unless the config sets those options itself.
+            for (key, value) in glue::lossless_options(codec.name()).unwrap_or(&[]) {
+                if !config.options.contains_key(*key) {
+                    options.set(key, value);
+                }
+            }
+        }
         let encoder = encoder.open_as_with(codec, options).map_err(|e| {
+            let hint = odd_size_hint(format, source.width, source.height)
+                .map(|hint| format!("; {hint}"))
+                .unwrap_or_default();
             format!(
-                "cannot open the {} encoder for {}x{} {format:?}: {e}",
+                "cannot open the {} encoder for {}x{} {format:?}: {e}{hint}",
                 codec.name(),
                 source.width,
                 source.height
@@ -273,6 +267,19 @@ impl VideoEncoder {
         }
         Ok(converted)
     }
+}
+
+/// Why a subsampled format at an odd size may be refused, and what to do about it.
+fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Option<String> {
+    let descriptor = format.descriptor()?;
+    let odd_width = descriptor.log2_chroma_w() > 0 && width % 2 == 1;
+    let odd_height = descriptor.log2_chroma_h() > 0 && height % 2 == 1;
+    (odd_width || odd_height).then(|| {
+        format!(
+            "most encoders need an even width{} for {format:?} (its chroma is subsampled): crop or scale the input to an even size first (ffmpeg -vf crop=trunc(iw/2)*2:trunc(ih/2)*2), or write it with --codec ffv1 (.mkv, .nut) or mpeg4, which take odd sizes",
+            if descriptor.log2_chroma_h() > 0 { " and height" } else { "" }
+        )
+    })
 }
 
 fn encoder_flags(encoder: &ffmpeg::encoder::video::Video) -> codec::Flags {

@@ -2,20 +2,45 @@
 //! or URL through FFmpeg, or discards them (`null`, for benchmarks).
 
 mod encoder;
+mod output_io;
 
-use crossbeam_channel::{select, Receiver};
-use ffmpeg::{codec, Rational};
+use crossbeam_channel::{select, Receiver, RecvTimeoutError};
+use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 use std::collections::HashMap;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use crate::config::SinkConfig;
+use crate::config::{OutputTarget, SinkConfig};
 use crate::frame::Frame;
 use crate::media as glue;
 use crate::source::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 
 pub use encoder::VideoEncoder;
+pub use output_io::{numbered, StopWatch, WhenExists};
+
+/// Streamable outputs are flushed to the file this often (when something was written), so
+/// a process killed outright loses at most about this much.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Containers whose every flushed byte is readable after a crash: their muxer's buffered
+/// data is pushed out (a Matroska cluster closed, a TS packet completed) at each flush.
+const STREAMABLE: &[&str] = &["matroska", "webm", "mpegts", "nut", "yuv4mpegpipe", "rawvideo"];
+
+/// MP4-family muxers, fragmented in `serve` so that a crash leaves a playable file.
+const MP4_FAMILY: &[&str] = &["mp4", "mov", "ipod", "ismv"];
+
+/// How a sink opens its output, beyond its config.
+#[derive(Debug, Clone)]
+pub struct OutputOptions {
+    /// What to do with a file already at the sink's path.
+    pub when_exists: WhenExists,
+    /// Fragment MP4 outputs (`serve`: a crash then loses at most the last fragment).
+    pub fragment_mp4: bool,
+    /// When blocked output I/O gives up after a stop.
+    pub stop: StopWatch,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
@@ -44,7 +69,15 @@ pub enum Sink {
 /// An FFmpeg muxer with the video encoder and the copied streams.
 pub struct Muxer {
     url: String,
+    /// Declared before `io`: the format context goes first, then the I/O it used.
     output: ffmpeg::format::context::Output,
+    io: output_io::OutputIo,
+    /// Flush the muxer and the file every [`FLUSH_INTERVAL`] (crash durability).
+    flushes: bool,
+    /// Whether the muxer takes `av_write_frame(NULL)` to push out what it buffers.
+    muxer_flushes: bool,
+    last_flush: Instant,
+    unflushed: bool,
     video: VideoEncoder,
     video_index: usize,
     /// Input stream index -> (output stream index, input time base).
@@ -64,10 +97,13 @@ fn ffmpeg_url(url: &str) -> &str {
 
 impl Sink {
     /// Opens the output, sets up the encoder for the source's video and the streams to copy,
-    /// and writes the header.
-    pub fn open(config: &SinkConfig, source: &SourceInfo) -> Result<Sink, SinkError> {
+    /// and writes the header. Nothing is created or truncated before the encoder and the
+    /// muxer are ready: a local file is written under a temporary name and named (by
+    /// `how.when_exists`) once its header is written.
+    pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Sink, SinkError> {
         glue::init();
-        if config.url == "null" {
+        let target = OutputTarget::of(&config.url);
+        if target == OutputTarget::Discard {
             return Ok(Sink::Null);
         }
         let url = config.url.clone();
@@ -79,11 +115,7 @@ impl Sink {
             .format
             .clone()
             .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()));
-        let mut output = match &format {
-            Some(name) => ffmpeg::format::output_as(ffmpeg_url(&url), name),
-            None => ffmpeg::format::output(ffmpeg_url(&url)),
-        }
-        .map_err(|e| {
+        let mut output = allocate_output(ffmpeg_url(&url), format.as_deref()).map_err(|e| {
             let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
                 || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
             match (&format, unknown_container) {
@@ -113,17 +145,57 @@ impl Sink {
         }
         let video_index = stream.index();
         let copied = add_copied_streams(&mut output, config, source);
-        output
-            .write_header()
-            .map_err(|e| open_error(format!("cannot write the header: {e}")))?;
+        let container = output.format().name().to_string();
+        let mut io = output_io::OutputIo::attach(&mut output, &url, &target, how.when_exists, how.stop.clone())
+            .map_err(&open_error)?;
+        let mut header_options = Dictionary::new();
+        let fragmented = how.fragment_mp4 && MP4_FAMILY.contains(&container.as_str());
+        if fragmented {
+            // Each fragment is complete when written: a crash loses at most the last one.
+            header_options.set("movflags", "+frag_keyframe+empty_moov+default_base_moof");
+        }
+        let header = output.write_header_with(header_options).map(|_unused_options| ());
+        if let Err(e) = header {
+            io.detach(&mut output);
+            return Err(open_error(format!("cannot write the header: {e}")));
+        }
+        let path = match io.publish(&mut output) {
+            Ok(path) => path,
+            Err(reason) => {
+                io.detach(&mut output);
+                return Err(open_error(reason));
+            }
+        };
+        if let Some(path) = path.as_ref().filter(|_| io.renamed) {
+            tracing::warn!(output = %url, "{url} exists and is kept; this run writes {}", path.display());
+        }
+        let flushes = io.is_file_like() || target == OutputTarget::Url;
+        let flushes = flushes && (STREAMABLE.contains(&container.as_str()) || fragmented);
+        // SAFETY: reading the muxer description's flags.
+        let muxer_flushes =
+            unsafe { (*(*output.as_ptr()).oformat).flags } & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
         Ok(Sink::Muxer(Box::new(Muxer {
             url,
             output,
+            io,
+            flushes,
+            muxer_flushes,
+            last_flush: Instant::now(),
+            unflushed: false,
             video,
             video_index,
             copied,
             last_copied_dts: HashMap::new(),
         })))
+    }
+
+    /// Where the output went: a local file's path (which may be a numbered name beside the
+    /// one asked for), else nothing.
+    pub fn path(&self) -> Option<PathBuf> {
+        match self {
+            Sink::Null => None,
+            Sink::Muxer(muxer) => muxer.io.path.clone(),
+        }
     }
 
     /// Whether the output copies any non-video stream (so wants passthrough packets).
@@ -153,6 +225,29 @@ impl Sink {
             }
             Sink::Muxer(muxer) => muxer.run(frames, packets, counters, on_frame),
         }
+    }
+}
+
+/// An output context for `url` with its muxer chosen, and no I/O opened yet.
+fn allocate_output(url: &str, format: Option<&str>) -> Result<ffmpeg::format::context::Output, ffmpeg::Error> {
+    let einval = ffmpeg::Error::Other {
+        errno: ffmpeg::util::error::EINVAL,
+    };
+    let name = std::ffi::CString::new(url).map_err(|_| einval)?;
+    let format = format.map(std::ffi::CString::new).transpose().map_err(|_| einval)?;
+    let mut context = std::ptr::null_mut();
+    // SAFETY: valid C strings; on success the context is ours and wrapped at once.
+    unsafe {
+        let result = ffmpeg::ffi::avformat_alloc_output_context2(
+            &mut context,
+            std::ptr::null_mut(),
+            format.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()),
+            name.as_ptr(),
+        );
+        if result < 0 || context.is_null() {
+            return Err(ffmpeg::Error::from(result.min(-1)));
+        }
+        Ok(ffmpeg::format::context::Output::wrap(context))
     }
 }
 
@@ -213,6 +308,12 @@ impl Muxer {
         let mut frames_open = true;
         let mut packets_open = true;
         while frames_open || packets_open {
+            // Wake up for the next flush even when nothing comes (a stalled live input).
+            let wait = if self.flushes && self.unflushed {
+                FLUSH_INTERVAL.saturating_sub(self.last_flush.elapsed())
+            } else {
+                Duration::from_secs(3600)
+            };
             let result = if frames_open && packets_open {
                 select! {
                     recv(frames) -> frame => match frame {
@@ -223,24 +324,28 @@ impl Muxer {
                         Ok(packet) => self.write_copied(packet, counters),
                         Err(_) => { packets_open = false; Ok(()) }
                     },
+                    default(wait) => Ok(()),
                 }
             } else if frames_open {
-                match frames.recv() {
+                match frames.recv_timeout(wait) {
                     Ok(frame) => self.write_frame(&frame, counters, on_frame),
-                    Err(_) => {
+                    Err(RecvTimeoutError::Timeout) => Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => {
                         frames_open = false;
                         Ok(())
                     }
                 }
             } else {
-                match packets.recv() {
+                match packets.recv_timeout(wait) {
                     Ok(packet) => self.write_copied(packet, counters),
-                    Err(_) => {
+                    Err(RecvTimeoutError::Timeout) => Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => {
                         packets_open = false;
                         Ok(())
                     }
                 }
             };
+            let result = result.and_then(|()| self.flush_if_due());
             if let Err(error) = result {
                 return write_error(&self.url, error);
             }
@@ -254,7 +359,36 @@ impl Muxer {
         }
     }
 
+    /// Pushes what the muxer and the AVIO buffer hold into the file, at most every
+    /// [`FLUSH_INTERVAL`], so that a killed process leaves every frame up to then readable.
+    fn flush_if_due(&mut self) -> Result<(), ffmpeg::Error> {
+        if !(self.flushes && self.unflushed && self.last_flush.elapsed() >= FLUSH_INTERVAL) {
+            return Ok(());
+        }
+        self.last_flush = Instant::now();
+        self.unflushed = false;
+        // SAFETY: a context whose header is written; a NULL packet asks the muxer to flush.
+        unsafe {
+            let context = self.output.as_mut_ptr();
+            if self.muxer_flushes {
+                let result = ffmpeg::ffi::av_write_frame(context, std::ptr::null_mut());
+                if result < 0 {
+                    return Err(ffmpeg::Error::from(result));
+                }
+            }
+            if !(*context).pb.is_null() {
+                ffmpeg::ffi::avio_flush((*context).pb);
+                let error = (*(*context).pb).error;
+                if error < 0 {
+                    return Err(ffmpeg::Error::from(error));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn write_frame(&mut self, frame: &Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
+        self.unflushed = true;
         let started = Instant::now();
         self.video.send(frame)?;
         self.write_encoded(counters)?;
@@ -285,6 +419,7 @@ impl Muxer {
     }
 
     fn write_copied(&mut self, item: PassthroughPacket, counters: &Counters) -> Result<(), ffmpeg::Error> {
+        self.unflushed = true;
         let Some(&(index, in_time_base)) = self.copied.get(&item.stream) else {
             return Ok(());
         };
@@ -313,5 +448,12 @@ impl Muxer {
         self.video.send_eof()?;
         self.write_encoded(counters)?;
         self.output.write_trailer()
+    }
+}
+
+impl Drop for Muxer {
+    fn drop(&mut self) {
+        // Our AVIO context must leave the format context before FFmpeg would close it as its own.
+        self.io.detach(&mut self.output);
     }
 }
