@@ -190,7 +190,13 @@ fn nvdec_report() -> String {
     use crate::nvdec::{Chroma, NvdecCodec, NvdecProbe};
     let probe = crate::engine::cuda::nvdec::CudaNvdecProbe::global();
     let mut lines = Vec::new();
-    for codec in [NvdecCodec::H264, NvdecCodec::Hevc, NvdecCodec::Vp9, NvdecCodec::Av1, NvdecCodec::Mpeg4] {
+    for codec in [
+        NvdecCodec::H264,
+        NvdecCodec::Hevc,
+        NvdecCodec::Vp9,
+        NvdecCodec::Av1,
+        NvdecCodec::Mpeg4,
+    ] {
         let mut taken = Vec::new();
         for chroma in [Chroma::Yuv420, Chroma::Yuv422, Chroma::Yuv444] {
             for bit_depth in [8, 10, 12] {
@@ -206,7 +212,11 @@ fn nvdec_report() -> String {
                 }
             }
         }
-        let taken = if taken.is_empty() { "nothing".to_string() } else { taken.join(", ") };
+        let taken = if taken.is_empty() {
+            "nothing".to_string()
+        } else {
+            taken.join(", ")
+        };
         lines.push(format!("  {}: {taken}\n", codec.name()));
     }
     format!("NVDEC on cuda:0 decodes:\n{}", lines.concat())

@@ -56,7 +56,7 @@ impl PipelineError {
     /// Whether the pipeline could never have run as configured (an unknown protocol, a
     /// stream the chosen decoder cannot take): a usage error, exit code 2 for `run`.
     pub fn is_usage(&self) -> bool {
-        matches!(self, PipelineError::Source { source, .. } if source.is_permanent())
+        matches!(self, PipelineError::Source { source, .. } if source.is_usage())
     }
 }
 

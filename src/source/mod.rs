@@ -43,6 +43,9 @@ pub enum SourceError {
     /// decoder cannot take): not retried, and a usage error for `run`.
     #[error("cannot use input {url}: {reason}")]
     Unusable { url: String, reason: String },
+    /// An input that opened but is no video (a text file): not retried either.
+    #[error("cannot open input {url}: {reason}")]
+    NotVideo { url: String, reason: String },
     #[error("input {url} has no video stream")]
     NoVideo { url: String },
     #[error("unknown input format `{format}` for {url}")]
@@ -58,8 +61,18 @@ impl SourceError {
     pub fn is_permanent(&self) -> bool {
         matches!(
             self,
-            SourceError::Unusable { .. } | SourceError::UnknownFormat { .. } | SourceError::NoVideo { .. }
+            SourceError::Unusable { .. }
+                | SourceError::NotVideo { .. }
+                | SourceError::UnknownFormat { .. }
+                | SourceError::NoVideo { .. }
         )
+    }
+
+    /// Whether the input could never be used as configured, whatever it holds (an unknown
+    /// protocol, a stream the chosen decoder cannot take): a usage error, exit code 2 for
+    /// `run`. An input whose content is wrong (no video in it) is a runtime failure.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, SourceError::Unusable { .. })
     }
 }
 
@@ -286,7 +299,7 @@ impl Source {
         // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
         // "plays" it; for a video filter that is always a mistake, unless asked for by name.
         if config.format.is_none() && input.format().name() == "tty" {
-            return Err(SourceError::Unusable {
+            return Err(SourceError::NotVideo {
                 url,
                 reason: "this is a text file, not a video (FFmpeg would only render the text as ANSI art; \
                          pass --input-format tty if that is really wanted)"
