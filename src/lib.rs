@@ -19,3 +19,4 @@ pub mod server;
 pub mod sink;
 pub mod source;
 pub mod stats;
+pub mod text;
