@@ -32,7 +32,9 @@ pub fn is_valid_name(name: &str) -> bool {
 /// The problem with a pipeline name, if any.
 pub fn name_problem(name: &str) -> Option<String> {
     if name.trim().is_empty() {
-        return Some("name is empty".to_string());
+        return Some(format!(
+            "name is empty; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`"
+        ));
     }
     (!is_valid_name(name)).then(|| {
         format!(
