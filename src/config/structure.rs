@@ -23,6 +23,8 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
     let mut repaired = ConfigFile::default();
     let mut broken_masks = BTreeSet::new();
     let mut dropped_pipeline = false;
+    // Each repaired pipeline's position in the file, for places given by number.
+    let mut positions = Vec::new();
     for (key, value) in table {
         match key.as_str() {
             "log" => repaired.log = section::<LogConfig>(value, "log", &[], &mut problems).unwrap_or_default(),
@@ -51,7 +53,10 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
                 Some(pipelines) => {
                     for (index, value) in pipelines.iter().enumerate() {
                         match pipeline(index, value, &mut problems) {
-                            Some(pipeline) => repaired.pipelines.push(pipeline),
+                            Some(pipeline) => {
+                                repaired.pipelines.push(pipeline);
+                                positions.push(index);
+                            }
                             None => dropped_pipeline = true,
                         }
                     }
@@ -70,7 +75,8 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
     // What is well-formed is validated as usual; problems that only follow from a part
     // already reported (a broken named mask, a pipeline left out) are not repeated.
     if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir) {
-        problems.extend(more.into_iter().filter(|problem| {
+        let renumbered = more.into_iter().map(|problem| renumber(problem, &positions));
+        problems.extend(renumbered.filter(|problem| {
             let follows_from_broken_mask = broken_masks
                 .iter()
                 .any(|name| problem.contains(&format!("unknown mask `{name}`")));
@@ -79,6 +85,25 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
         }));
     }
     problems
+}
+
+/// `pipeline #N: ...` of the repaired config (pipelines left out shift the numbers) as
+/// the file numbers it.
+fn renumber(problem: String, positions: &[usize]) -> String {
+    let Some(rest) = problem.strip_prefix("pipeline #") else {
+        return problem;
+    };
+    let Some((number, tail)) = rest.split_once(':') else {
+        return problem;
+    };
+    match number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| positions.get(n.wrapping_sub(1)))
+    {
+        Some(position) => format!("pipeline #{}:{tail}", position + 1),
+        None => problem,
+    }
 }
 
 fn unknown_key(key: &str, allowed: &[&str], what: &str) -> String {
