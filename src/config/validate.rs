@@ -50,7 +50,8 @@ impl ConfigFile {
         if let Some(level) = &self.log.level {
             if tracing_subscriber::EnvFilter::try_new(level).is_err() {
                 problems.push(format!(
-                    "log.level: `{level}` is not a log filter (try info, debug, or convstream=debug)"
+                    "log.level: `{}` is not a log filter (try info, debug, or convstream=debug)",
+                    limits::quoted(level)
                 ));
             }
         }
@@ -136,7 +137,7 @@ fn validate_pipeline(
     if device.is_none() {
         problems.push(format!(
             "filter.device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
-            filter.device
+            limits::quoted(&filter.device)
         ));
     }
     if !(1..=MAX_STREAMS).contains(&filter.streams) {
@@ -190,7 +191,7 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
     if server.listen.parse::<std::net::SocketAddr>().is_err() {
         problems.push(format!(
             "server.listen: `{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
-            server.listen
+            limits::quoted(&server.listen)
         ));
     }
     limits::seconds_problem("server.shutdown_timeout", server.shutdown_timeout, problems);
@@ -198,7 +199,8 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {
             problems.push(format!(
-                "server.token_env: `{name}` is not an environment variable name"
+                "server.token_env: `{}` is not an environment variable name",
+                limits::quoted(name)
             ));
         }
     }

@@ -158,7 +158,7 @@ impl Mask {
         let Some(preset) = presets::find(name) else {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
             return Err(vec![MaskError::UnknownPreset {
-                name: name.to_string(),
+                name: crate::text::quoted(name),
                 suggestion: nearest(name, &names),
                 allowed: names.join(", "),
             }]);

@@ -153,6 +153,15 @@ impl ApiPolicy {
         }
     }
 
+    /// The same limits, with relative media paths resolved from `dir` instead of the
+    /// service's working directory.
+    pub fn with_working_dir(self, dir: &Path) -> ApiPolicy {
+        ApiPolicy {
+            working_dir: dir.to_path_buf(),
+            ..self
+        }
+    }
+
     /// Checks a pipeline from an API request, rewriting its files to their resolved paths.
     /// Returns every problem, each with its place.
     pub fn check_pipeline(&self, pipeline: &mut PipelineConfig) -> Vec<String> {
