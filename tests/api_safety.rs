@@ -759,3 +759,36 @@ fn a_panic_in_any_pipeline_thread_fails_that_pipeline_only() {
     let (code, log) = serve.terminate(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn a_body_of_the_wrong_shape_gets_every_problem_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let body = r#"{"name": "x", "source": {"url": "udp://127.0.0.1:9", "colour": 1, "drop": "newest", "format": null},
+                   "filter": {"planes": "y", "border": "reflct"}, "extra": true}"#;
+    let (status, text) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 400, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let problems: Vec<&str> = answer["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for wanted in [
+        "pipeline \"x\": unknown field `extra`",
+        "pipeline \"x\": source.colour: unknown field `colour`",
+        "pipeline \"x\": source.drop: unknown variant `newest`",
+        "pipeline \"x\": filter.planes: unknown variant `y`",
+        "pipeline \"x\": filter.border: unknown variant `reflct`",
+        "pipeline \"x\": sink is missing",
+    ] {
+        assert!(
+            problems.iter().any(|p| p.starts_with(wanted)),
+            "missing {wanted:?} in {problems:#?}"
+        );
+    }
+    assert_eq!(problems.len(), 6, "{problems:#?}");
+    assert_eq!(serve.names(), ["one"]);
+}

@@ -12,6 +12,7 @@ pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
     ServerConfig, SinkConfig, SourceConfig,
 };
+pub use structure::pipeline_problems;
 pub use validate::{PipelineSettings, Settings};
 
 use std::fmt;

@@ -106,6 +106,14 @@ fn renumber(problem: String, positions: &[usize]) -> String {
     }
 }
 
+/// Every type-level problem of one pipeline given as a value (an API request's body), each
+/// with its place; empty when its shape is right.
+pub fn pipeline_problems(value: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    pipeline(0, value, &mut problems);
+    problems
+}
+
 fn unknown_key(key: &str, allowed: &[&str], what: &str) -> String {
     let suggestion = crate::mask::nearest(key, allowed)
         .map(|s| format!(" (did you mean `{s}`?)"))

@@ -125,6 +125,26 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Resul
     })
 }
 
+/// Every problem of a pipeline body that is JSON but not of the pipeline's shape, found in
+/// one pass as `check` finds them in a config file (the parser stops at the first).
+fn every_shape_problem(body: &Bytes) -> Option<Vec<String>> {
+    fn without_nulls(value: serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => map
+                .into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+            serde_json::Value::Array(items) => items.into_iter().map(without_nulls).collect(),
+            other => other,
+        }
+    }
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let value = toml::Value::try_from(without_nulls(json)).ok()?;
+    let problems = crate::config::pipeline_problems(&value);
+    (!problems.is_empty()).then_some(problems)
+}
+
 async fn require_token(
     State(state): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -236,7 +256,11 @@ async fn get_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -
 }
 
 async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let mut pipeline: PipelineConfig = parse_body(&body, "pipeline (same fields as a [[pipeline]] table)")?;
+    let what = "pipeline (same fields as a [[pipeline]] table)";
+    let mut pipeline: PipelineConfig = parse_body(&body, what).map_err(|mut error| {
+        error.problems = every_shape_problem(&body).unwrap_or(error.problems);
+        error
+    })?;
     let problems = state.policy.check_pipeline(&mut pipeline);
     if !problems.is_empty() {
         return Err(ApiError {

@@ -235,11 +235,22 @@ impl Reloader {
 
     fn reject(&self, error: ConfigError) {
         metrics::count_reload(&self.counters, false);
-        tracing::error!("reload refused, the running pipelines are unchanged: {error}");
-        if let ConfigError::Invalid(problems) = &error {
-            for problem in problems {
-                tracing::error!("config problem: {problem}");
+        // One log line per problem, each with its control characters escaped: a value in
+        // the file cannot continue a line or start one of its own.
+        match &error {
+            ConfigError::Invalid(problems) => {
+                tracing::error!(
+                    "reload refused, the running pipelines are unchanged: {} problem(s) in the configuration",
+                    problems.len()
+                );
+                for problem in problems {
+                    tracing::error!("config problem: {}", crate::text::escape_control(problem));
+                }
             }
+            other => tracing::error!(
+                "reload refused, the running pipelines are unchanged: {}",
+                crate::text::escape_control(&other.to_string())
+            ),
         }
     }
 }
