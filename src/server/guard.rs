@@ -87,7 +87,7 @@ impl RequestGuard {
     /// `name:port`).
     pub fn host_allowed(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        if self.allowed_hosts.iter().any(|allowed| *allowed == host) {
+        if self.allowed_hosts.contains(&host) {
             return true;
         }
         let (name, port) = split_host(&host);
