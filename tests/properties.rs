@@ -214,7 +214,7 @@ proptest! {
                 }
                 Err(other) => prop_assert!(false, "validation gives a problem list, not {other}"),
             },
-            Err(ConfigError::Invalid(problems)) => {
+            Err(ConfigError::InvalidFile { problems, .. }) => {
                 prop_assert!(!problems.is_empty());
                 for problem in problems {
                     prop_assert!(!problem.contains('\n'), "{problem:?}");

@@ -30,6 +30,9 @@ pub enum ConfigError {
     Parse { origin: String, message: String },
     #[error("{}", ProblemList(.0))]
     Invalid(Vec<String>),
+    /// A file that is TOML but not of the schema: every problem, found in one pass.
+    #[error("{origin}: {}", ProblemList(.problems))]
+    InvalidFile { origin: String, problems: Vec<String> },
 }
 
 struct ProblemList<'a>(&'a [String]);
@@ -74,7 +77,10 @@ impl ConfigFile {
         if problems.is_empty() {
             Err(parse_error)
         } else {
-            Err(ConfigError::Invalid(problems))
+            Err(ConfigError::InvalidFile {
+                origin: origin.to_string(),
+                problems,
+            })
         }
     }
 

@@ -40,7 +40,10 @@ fn parse_error(text: &str) -> String {
 fn type_problems(text: &str) -> Vec<String> {
     match ConfigFile::parse(text, "test.toml") {
         Ok(config) => panic!("should not parse: {config:?}"),
-        Err(ConfigError::Invalid(problems)) => problems,
+        Err(ConfigError::InvalidFile { origin, problems }) => {
+            assert_eq!(origin, "test.toml");
+            problems
+        }
         Err(other) => panic!("expected every problem at once, got {other}"),
     }
 }
@@ -153,7 +156,7 @@ fn unknown_fields_are_rejected_by_name() {
             "{field}: {message}"
         );
         assert!(
-            message.starts_with("1 problem in the configuration"),
+            message.starts_with("test.toml: 1 problem in the configuration"),
             "{field}: {message}"
         );
     }

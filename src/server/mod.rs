@@ -238,7 +238,7 @@ impl Reloader {
         // One log line per problem, each with its control characters escaped: a value in
         // the file cannot continue a line or start one of its own.
         match &error {
-            ConfigError::Invalid(problems) => {
+            ConfigError::Invalid(problems) | ConfigError::InvalidFile { problems, .. } => {
                 tracing::error!(
                     "reload refused, the running pipelines are unchanged: {} problem(s) in the configuration",
                     problems.len()
