@@ -20,7 +20,11 @@ const MESSAGE_LIMIT: usize = 600;
 
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 256,
+        // PROPTEST_CASES runs more (a longer search before a release).
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

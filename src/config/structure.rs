@@ -178,6 +178,20 @@ fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<P
     })
 }
 
+/// The longest parser message shown: it quotes the user's value (`unknown variant ...`).
+const MESSAGE_CHARS: usize = 300;
+
+/// A parser message on one line (it quotes the value as written, control characters and
+/// all), cut if a long value made it long.
+fn shown(error: &toml::de::Error) -> String {
+    let message = crate::text::escape_control(error.message().trim_end());
+    if message.chars().count() <= MESSAGE_CHARS {
+        return message.into_owned();
+    }
+    let head: String = message.chars().take(MESSAGE_CHARS).collect();
+    format!("{head}...")
+}
+
 /// Deserializes one table. When it fails, each field is tried alone (beside placeholders
 /// for the `required` fields) to find every bad one; those are reported and left out, and
 /// the table is returned with their defaults when the rest holds.
@@ -205,11 +219,7 @@ fn section<T: DeserializeOwned>(
             .collect();
         probe.insert(key.clone(), field.clone());
         if let Err(e) = Value::Table(probe).try_into::<T>() {
-            problems.push(format!(
-                "{place}.{}: {}",
-                crate::text::quoted(key),
-                e.message().trim_end()
-            ));
+            problems.push(format!("{place}.{}: {}", crate::text::quoted(key), shown(&e)));
             good.remove(key);
         }
     }
@@ -222,7 +232,7 @@ fn section<T: DeserializeOwned>(
         Ok(parsed) if problems.len() > before => Some(parsed),
         _ => {
             if problems.len() == before {
-                problems.push(format!("{place}: {}", whole.message().trim_end()));
+                problems.push(format!("{place}: {}", shown(&whole)));
             }
             None
         }

@@ -781,3 +781,18 @@ fn server_folders_must_exist() {
         "relative to the config's folder"
     );
 }
+
+#[test]
+fn parser_messages_quoting_a_value_stay_on_one_short_line() {
+    // Found by tests/properties.rs: serde quotes an unknown variant as written.
+    let text = MINIMAL.replace("url = \"out.mp4\"", "url = \"out.mp4\"\ncodec = 5")
+        + "[pipeline.filter]\nplanes = \"\\nERROR forged\"\nborder = \""
+        + &"x".repeat(5000)
+        + "\"\n";
+    let found = type_problems(&text);
+    assert!(
+        found.iter().any(|p| p.contains("unknown variant `\\nERROR forged`")),
+        "{found:?}"
+    );
+    assert!(found.iter().all(|p| !p.contains('\n') && p.len() < 400), "{found:?}");
+}

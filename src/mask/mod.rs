@@ -182,6 +182,11 @@ impl Mask {
         let bias = params.bias.unwrap_or(0.0);
         if !bias.is_finite() {
             errors.push(MaskError::NotFinite { what: "bias".into() });
+        } else if !(bias as f32).is_finite() {
+            // Engines add the bias in f32: a larger one would become infinite there.
+            errors.push(MaskError::NotFinite {
+                what: "bias, within the range of a 32-bit float (about ±3.4e38),".into(),
+            });
         }
         let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
             return Err(errors);
