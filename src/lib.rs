@@ -21,3 +21,4 @@ pub mod server;
 pub mod sink;
 pub mod source;
 pub mod stats;
+pub mod text;

@@ -594,7 +594,11 @@ fn token_auth_and_bad_requests_get_clear_answers() {
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
     write_config(
         dir.path(),
-        &format!("[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\n{}", looping("one")),
+        // API pipelines may read files only under allow_paths.
+        &format!(
+            "[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\nallow_paths = [\".\"]\n{}",
+            looping("one")
+        ),
     );
     let mut server = Server::start(dir.path(), &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
 

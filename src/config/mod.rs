@@ -1,9 +1,11 @@
 //! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
 //! validation that turns it into runnable pipeline settings, reporting every problem at once.
 
+pub mod limits;
 mod outputs;
 mod overrides;
 mod schema;
+mod structure;
 mod validate;
 
 pub use outputs::{
@@ -14,6 +16,7 @@ pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
     ServerConfig, SinkConfig, SourceConfig,
 };
+pub use structure::pipeline_problems;
 pub use validate::{PipelineSettings, Settings};
 
 use std::fmt;
@@ -31,6 +34,9 @@ pub enum ConfigError {
     Parse { origin: String, message: String },
     #[error("{}", ProblemList(.0))]
     Invalid(Vec<String>),
+    /// A file that is TOML but not of the schema: every problem, found in one pass.
+    #[error("{origin}: {}", ProblemList(.problems))]
+    InvalidFile { origin: String, problems: Vec<String> },
 }
 
 struct ProblemList<'a>(&'a [String]);
@@ -52,11 +58,34 @@ impl fmt::Display for ProblemList<'_> {
 
 impl ConfigFile {
     /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
+    /// A text that is TOML but not a valid config gets every type-level problem at once,
+    /// with those of validation (relative mask files resolve from the working directory).
     pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        ConfigFile::parse_in(text, origin, None)
+    }
+
+    fn parse_in(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let error = match toml::from_str(text) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        let parse_error = ConfigError::Parse {
             origin: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
-        })
+            message: error.to_string().trim_end().to_string(),
+        };
+        // Bad TOML has one error to show (where the text stops making sense).
+        let Ok(table) = toml::from_str::<toml::Table>(text) else {
+            return Err(parse_error);
+        };
+        let problems = structure::problems(&table, base_dir);
+        if problems.is_empty() {
+            Err(parse_error)
+        } else {
+            Err(ConfigError::InvalidFile {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
     }
 
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
@@ -64,7 +93,7 @@ impl ConfigFile {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        ConfigFile::parse(&text, &path.display().to_string())
+        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent())
     }
 
     pub fn builtin_default() -> ConfigFile {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::filter::{BorderMode, PlaneSelection};
 use crate::mask::MaskParams;
@@ -53,6 +54,21 @@ pub struct ServerConfig {
     /// Reload when the config file changes (SIGHUP always reloads).
     #[serde(default = "default_true")]
     pub watch: bool,
+    /// The only folder API requests may take mask files from (links resolved); unset: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_dir: Option<PathBuf>,
+    /// Folders API-created pipelines may read and write files under; empty: API pipelines
+    /// use URLs only. Config-file pipelines are not limited by it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_paths: Vec<PathBuf>,
+    /// `Origin` values (`http://host:port`) whose requests are served; any other Origin,
+    /// that is a request made by a web page elsewhere, is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_origins: Vec<String>,
+    /// `Host` values served besides the listen address and its localhost forms (`name` or
+    /// `name:port`), e.g. the name a proxy forwards; any other Host is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +78,10 @@ impl Default for ServerConfig {
             token_env: None,
             shutdown_timeout: default_shutdown_timeout(),
             watch: true,
+            mask_dir: None,
+            allow_paths: Vec::new(),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use super::limits;
 use super::{
     ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
 };
@@ -12,6 +13,9 @@ use crate::filter::FilterSpec;
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
 use crate::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
+
+/// The problem of a config without pipelines.
+pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
@@ -46,29 +50,30 @@ impl ConfigFile {
         if let Some(level) = &self.log.level {
             if tracing_subscriber::EnvFilter::try_new(level).is_err() {
                 problems.push(format!(
-                    "log.level: `{level}` is not a log filter (try info, debug, or convstream=debug)"
+                    "log.level: `{}` is not a log filter (try info, debug, or convstream=debug)",
+                    limits::quoted(level)
                 ));
             }
         }
         validate_server(&self.server, &mut problems);
+        limits::server_limits(&self.server, &mut problems);
+        server_folders(&self.server, base_dir, &mut problems);
         if self.pipelines.is_empty() {
-            problems.push("no [[pipeline]] defined; a config needs at least one".to_string());
+            problems.push(NO_PIPELINE.to_string());
         }
         let mut seen = HashSet::new();
         let mut pipelines = Vec::new();
         for (index, pipeline) in self.pipelines.iter().enumerate() {
-            let place = if pipeline.name.trim().is_empty() {
-                problems.push(format!("pipeline #{}: name is empty", index + 1));
-                format!("pipeline #{}", index + 1)
-            } else {
-                format!("pipeline {:?}", pipeline.name)
-            };
-            if !pipeline.name.trim().is_empty() && !seen.insert(pipeline.name.clone()) {
+            let place = limits::pipeline_place(index, &pipeline.name);
+            if let Some(problem) = limits::name_problem(&pipeline.name) {
+                problems.push(format!("{place}: {problem}"));
+            } else if !seen.insert(pipeline.name.clone()) {
                 problems.push(format!(
                     "{place}: the name is used by another pipeline; names must be unique"
                 ));
             }
             let mut local = Vec::new();
+            limits::pipeline_limits(pipeline, &mut local);
             let settings = validate_pipeline(pipeline, &self.masks, &named, base_dir, &mut local);
             problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
             pipelines.extend(settings);
@@ -133,7 +138,7 @@ fn validate_pipeline(
     if device.is_none() {
         problems.push(format!(
             "filter.device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
-            filter.device
+            limits::quoted(&filter.device)
         ));
     }
     if !(1..=MAX_STREAMS).contains(&filter.streams) {
@@ -187,44 +192,58 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
     if server.listen.parse::<std::net::SocketAddr>().is_err() {
         problems.push(format!(
             "server.listen: `{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
-            server.listen
+            limits::quoted(&server.listen)
         ));
     }
-    if !(server.shutdown_timeout.is_finite() && server.shutdown_timeout > 0.0) {
-        problems.push(format!(
-            "server.shutdown_timeout: {} must be a positive number of seconds",
-            server.shutdown_timeout
-        ));
-    }
+    limits::seconds_problem("server.shutdown_timeout", server.shutdown_timeout, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {
             problems.push(format!(
-                "server.token_env: `{name}` is not an environment variable name"
+                "server.token_env: `{}` is not an environment variable name",
+                limits::quoted(name)
             ));
         }
     }
 }
 
 fn validate_source_timing(source: &SourceConfig, problems: &mut Vec<String>) {
-    let positive = |value: f64| value.is_finite() && value > 0.0;
-    if !positive(source.idle_timeout) {
-        problems.push(format!(
-            "source.idle_timeout: {} must be a positive number of seconds",
-            source.idle_timeout
-        ));
-    }
+    limits::seconds_problem("source.idle_timeout", source.idle_timeout, problems);
     let reconnect = &source.reconnect;
-    if !positive(reconnect.initial) || !positive(reconnect.max) {
-        problems.push(format!(
-            "source.reconnect: initial ({}) and max ({}) must be positive numbers of seconds",
-            reconnect.initial, reconnect.max
-        ));
-    } else if reconnect.initial > reconnect.max {
+    let before = problems.len();
+    limits::seconds_problem("source.reconnect.initial", reconnect.initial, problems);
+    limits::seconds_problem("source.reconnect.max", reconnect.max, problems);
+    if problems.len() == before && reconnect.initial > reconnect.max {
         problems.push(format!(
             "source.reconnect: initial ({}) is more than max ({})",
             reconnect.initial, reconnect.max
         ));
+    }
+}
+
+/// `[server] mask_dir` and `allow_paths` must be folders that exist (relative ones are
+/// resolved from the config file's folder, as mask files are).
+fn server_folders(server: &ServerConfig, base_dir: Option<&Path>, problems: &mut Vec<String>) {
+    let folders = server.mask_dir.iter().map(|dir| ("server.mask_dir", dir));
+    let folders = folders.chain(server.allow_paths.iter().map(|dir| ("server.allow_paths", dir)));
+    for (place, dir) in folders {
+        let resolved = ServerConfig::resolve_folder(dir, base_dir);
+        if !resolved.is_dir() {
+            problems.push(format!(
+                "{place}: `{}` is not a folder that exists",
+                limits::quoted(&resolved.to_string_lossy())
+            ));
+        }
+    }
+}
+
+impl ServerConfig {
+    /// A `[server]` folder setting as a path: relative ones from the config file's folder.
+    pub fn resolve_folder(dir: &Path, base_dir: Option<&Path>) -> std::path::PathBuf {
+        match base_dir {
+            Some(base) if dir.is_relative() => base.join(dir),
+            _ => dir.to_path_buf(),
+        }
     }
 }
 
@@ -256,8 +275,8 @@ impl PipelineSettings {
         format!(
             "{} -> {} [{} {} border={} planes={}] -> {}",
             self.name,
-            self.source.url,
-            self.filter.mask.description(),
+            limits::escape_control(&self.source.url),
+            limits::escape_control(self.filter.mask.description()),
             match self.device {
                 DeviceChoice::Auto => "auto".to_string(),
                 DeviceChoice::Cpu => "cpu".to_string(),
@@ -266,7 +285,7 @@ impl PipelineSettings {
             },
             self.filter.border,
             self.filter.planes,
-            self.sink.url
+            limits::escape_control(&self.sink.url)
         )
     }
 }

@@ -16,6 +16,10 @@ use std::path::Path;
 /// Largest mask side the engines support.
 pub const MAX_SIDE: usize = 63;
 
+/// The largest mask file read: a 63x63 matrix of long numbers with comments fits many
+/// times over; anything larger is not a mask (and is never read whole).
+pub const MAX_MASK_FILE_BYTES: u64 = 256 * 1024;
+
 /// Universal keys every mask accepts.
 const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias"];
 
@@ -72,6 +76,8 @@ pub enum MaskError {
     NonFiniteValue { row: usize, col: usize, value: f64 },
     #[error("{origin}, line {line}: `{token}` is not a number")]
     BadMatrixNumber { origin: String, line: usize, token: String },
+    #[error("{origin}: {count} more values are not numbers")]
+    MoreBadNumbers { origin: String, count: usize },
     #[error("cannot read mask file {path}: {reason}")]
     File { path: String, reason: String },
     #[error("normalize = true but the coefficients sum to {sum}; a zero-sum mask (edge, Laplacian) cannot be normalised, use divisor instead or drop normalize")]
@@ -152,7 +158,7 @@ impl Mask {
         let Some(preset) = presets::find(name) else {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
             return Err(vec![MaskError::UnknownPreset {
-                name: name.to_string(),
+                name: crate::text::quoted(name),
                 suggestion: nearest(name, &names),
                 allowed: names.join(", "),
             }]);
@@ -176,6 +182,11 @@ impl Mask {
         let bias = params.bias.unwrap_or(0.0);
         if !bias.is_finite() {
             errors.push(MaskError::NotFinite { what: "bias".into() });
+        } else if !(bias as f32).is_finite() {
+            // Engines add the bias in f32: a larger one would become infinite there.
+            errors.push(MaskError::NotFinite {
+                what: "bias, within the range of a 32-bit float (about ±3.4e38),".into(),
+            });
         }
         let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
             return Err(errors);
@@ -322,12 +333,12 @@ fn custom_matrix(params: &MaskParams, base_dir: Option<&Path>, errors: &mut Vec<
                 Some(dir) if file.is_relative() => dir.join(file),
                 _ => file.clone(),
             };
-            let text = match std::fs::read_to_string(&path) {
+            let text = match read_mask_file(&path) {
                 Ok(text) => text,
-                Err(e) => {
+                Err(reason) => {
                     errors.push(MaskError::File {
-                        path: path.display().to_string(),
-                        reason: e.to_string(),
+                        path: crate::text::quoted(&path.display().to_string()),
+                        reason,
                     });
                     return None;
                 }
@@ -375,6 +386,30 @@ fn custom_matrix(params: &MaskParams, base_dir: Option<&Path>, errors: &mut Vec<
         errors.push(MaskError::BadMatrixShape { height, width });
     }
     (errors.len() == before).then_some(rows)
+}
+
+/// Reads a mask file: only a regular file (not a device, FIFO or folder, which could block
+/// or never end) of at most [`MAX_MASK_FILE_BYTES`], checked before and while reading.
+fn read_mask_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !metadata.is_file() {
+        return Err("not a regular file; a mask file is a text file of numbers".to_string());
+    }
+    let too_large = || format!("larger than {MAX_MASK_FILE_BYTES} bytes; the largest mask is {MAX_SIDE}x{MAX_SIDE}");
+    if metadata.len() > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // Files such as those in /proc report a size of 0: the limit holds while reading too.
+    let mut bytes = Vec::new();
+    file.take(MAX_MASK_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text; a mask file is a text file of numbers".to_string())
 }
 
 /// The factor coefficients are multiplied by: 1/divisor, 1/sum with normalize, else 1.

@@ -83,7 +83,9 @@ impl MaskParams {
             None => (spec, None),
         };
         if name.is_empty() {
-            return Err(vec![MaskError::EmptySpec { spec: spec.to_string() }]);
+            return Err(vec![MaskError::EmptySpec {
+                spec: spec.chars().take(crate::text::QUOTED_CHARS).collect(),
+            }]);
         }
         let mut params = MaskParams {
             preset: Some(name.to_string()),
@@ -96,7 +98,9 @@ impl MaskParams {
                 continue;
             }
             let Some((key, value)) = pair.split_once('=') else {
-                errors.push(MaskError::BadSpecPair { pair: pair.to_string() });
+                errors.push(MaskError::BadSpecPair {
+                    pair: crate::text::quoted(pair),
+                });
                 continue;
             };
             if let Err(e) = params.set_key(key.trim(), value.trim()) {
@@ -114,7 +118,8 @@ impl MaskParams {
         fn num<T: std::str::FromStr>(key: &str, value: &str, kind: &str) -> Result<T, MaskError> {
             value.parse().map_err(|_| MaskError::BadValue {
                 key: key.to_string(),
-                value: value.to_string(),
+                // Shown with its control characters escaped ({:?}); cut, as every quoted value.
+                value: value.chars().take(crate::text::QUOTED_CHARS).collect(),
                 expected: kind.to_string(),
             })
         }
@@ -134,7 +139,7 @@ impl MaskParams {
             "bias" => self.bias = Some(num(key, value, REAL)?),
             _ => {
                 return Err(MaskError::UnknownKey {
-                    key: key.to_string(),
+                    key: crate::text::quoted(key),
                     suggestion: super::nearest(key, SPEC_KEYS),
                     allowed: SPEC_KEYS.join(", "),
                 })

@@ -227,11 +227,15 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
     (errors.len() == before).then_some(raw)
 }
 
+/// Tokens that are not numbers quoted in the errors of one mask file; the rest are counted.
+const MAX_QUOTED_TOKENS: usize = 3;
+
 /// Reads a custom matrix from text: one row per line, numbers split by spaces or commas,
 /// `#` starts a comment, blank lines are skipped.
 pub fn parse_matrix_text(text: &str, origin: &str) -> Result<Vec<Vec<f64>>, Vec<MaskError>> {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
+    let mut unquoted = 0;
     for (number, line) in text.lines().enumerate() {
         let content = line.split('#').next().unwrap_or("");
         let mut row = Vec::new();
@@ -241,16 +245,25 @@ pub fn parse_matrix_text(text: &str, origin: &str) -> Result<Vec<Vec<f64>>, Vec<
         {
             match token.parse::<f64>() {
                 Ok(v) => row.push(v),
-                Err(_) => errors.push(MaskError::BadMatrixNumber {
+                // A file that is not a mask at all is not quoted line by line: the first few
+                // tokens, each cut short, say enough.
+                Err(_) if errors.len() < MAX_QUOTED_TOKENS => errors.push(MaskError::BadMatrixNumber {
                     origin: origin.to_string(),
                     line: number + 1,
-                    token: token.to_string(),
+                    token: crate::text::quoted(token),
                 }),
+                Err(_) => unquoted += 1,
             }
         }
         if !row.is_empty() {
             rows.push(row);
         }
+    }
+    if unquoted > 0 {
+        errors.push(MaskError::MoreBadNumbers {
+            origin: origin.to_string(),
+            count: unquoted,
+        });
     }
     if errors.is_empty() {
         Ok(rows)

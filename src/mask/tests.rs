@@ -668,3 +668,61 @@ fn parameters_that_give_non_finite_taps_are_rejected() {
         assert!(text.contains("finite"), "{spec}: {text}");
     }
 }
+
+// ---- mask file limits ----
+
+#[test]
+fn a_mask_file_must_be_a_regular_file_and_is_never_read_past_the_limit() {
+    let started = std::time::Instant::now();
+    let zero = MaskParams::parse_spec("custom:file=/dev/zero").unwrap();
+    let text = messages(&Mask::build(&zero, None).unwrap_err());
+    assert!(text.contains("not a regular file"), "{text}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "refused at once");
+
+    let dir = tempfile::tempdir().unwrap();
+    let folder = MaskParams::parse_spec(&format!("custom:file={}", dir.path().display())).unwrap();
+    assert!(messages(&Mask::build(&folder, None).unwrap_err()).contains("not a regular file"));
+
+    let big = dir.path().join("big.txt");
+    std::fs::write(&big, "1 ".repeat(200_000)).unwrap();
+    let params = MaskParams::parse_spec(&format!("custom:file={}", big.display())).unwrap();
+    let text = messages(&Mask::build(&params, None).unwrap_err());
+    assert!(text.contains("larger than 262144 bytes"), "{text}");
+
+    let binary = dir.path().join("binary.txt");
+    std::fs::write(&binary, [0xffu8, 0xfe, 0, 1]).unwrap();
+    let params = MaskParams::parse_spec(&format!("custom:file={}", binary.display())).unwrap();
+    assert!(messages(&Mask::build(&params, None).unwrap_err()).contains("not UTF-8"));
+}
+
+#[test]
+fn a_file_that_is_not_a_mask_is_not_quoted_beyond_a_few_cut_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.txt");
+    let long_token = format!("root:$6${}:19000:0:99999:7:::", "h".repeat(200));
+    let mut text = String::new();
+    for n in 0..50 {
+        if n < 3 {
+            text.push_str(&format!("{long_token}\n"));
+        } else {
+            text.push_str(&format!("SECRET{n}\n"));
+        }
+    }
+    std::fs::write(&secret, &text).unwrap();
+    let params = MaskParams::parse_spec(&format!("custom:file={}", secret.display())).unwrap();
+    let errors = Mask::build(&params, None).unwrap_err();
+    let shown = messages(&errors);
+    assert!(errors.len() <= 4, "{errors:?}");
+    assert!(!shown.contains(&"h".repeat(60)), "tokens are cut: {shown}");
+    assert!(!shown.contains("SECRET"), "{shown}");
+    assert!(shown.contains("more values are not numbers"), "{shown}");
+    assert!(shown.len() < 1000, "{shown}");
+}
+
+#[test]
+fn a_bias_beyond_f32_is_rejected_rather_than_made_infinite() {
+    // Found by tests/properties.rs: 1.98e108 is a finite f64 but an infinite f32.
+    let text = messages(&errors("identity:bias=1.98e108"));
+    assert!(text.contains("bias, within the range of a 32-bit float"), "{text}");
+    assert_eq!(mask("identity:bias=3e38").bias(), 3e38);
+}

@@ -10,6 +10,7 @@ pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 use crossbeam_channel::{bounded, Receiver};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -48,8 +49,12 @@ pub enum PipelineError {
     Engine { pipeline: String, source: EngineError },
     #[error("pipeline {pipeline:?}: {message}")]
     Setup { pipeline: String, message: String },
-    #[error("pipeline {pipeline:?}: the {stage} thread panicked")]
-    Panicked { pipeline: String, stage: &'static str },
+    #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
+    Panicked {
+        pipeline: String,
+        stage: &'static str,
+        message: String,
+    },
 }
 
 impl PipelineError {
@@ -132,7 +137,19 @@ pub fn run_monitored(
     monitor: &Arc<PipelineMonitor>,
     switches: Receiver<FilterSwitch>,
 ) -> Result<PipelineReport, PipelineError> {
-    let result = run_stages(settings, options, monitor, switches);
+    // A panic anywhere in the pipeline ends this pipeline only: it is failed, with the
+    // panic's message, and the process and the other pipelines go on.
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        inject_panic(&settings.name, "pipeline");
+        run_stages(settings, options, monitor, switches)
+    }))
+    .unwrap_or_else(|payload| {
+        Err(PipelineError::Panicked {
+            pipeline: settings.name.clone(),
+            stage: "pipeline",
+            message: panic_message(payload.as_ref()),
+        })
+    });
     match &result {
         Ok(_) => monitor.set_state(PipelineState::Finished),
         Err(e) => {
@@ -141,6 +158,34 @@ pub fn run_monitored(
         }
     }
     result
+}
+
+/// The text of a panic's payload (a `&str` or `String` for `panic!` and failed asserts).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    crate::text::quoted(text)
+}
+
+/// Fault injection for the reliability tests: `CONVSTREAM_INJECT_PANIC=NAME:STAGE,...`
+/// makes pipeline NAME panic in STAGE (`pipeline`, `source`, `filter` or `sink`). Read once;
+/// unset (always, in service) it costs one branch per stage start.
+fn inject_panic(pipeline: &str, stage: &str) {
+    static PLAN: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    let plan = PLAN.get_or_init(|| {
+        std::env::var("CONVSTREAM_INJECT_PANIC")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|entry| entry.split_once(':'))
+            .map(|(name, stage)| (name.trim().to_string(), stage.trim().to_string()))
+            .collect()
+    });
+    if plan.iter().any(|(name, at)| name == pipeline && at == stage) {
+        panic!("injected panic in the {stage} stage (CONVSTREAM_INJECT_PANIC)");
+    }
 }
 
 fn run_stages(
@@ -240,11 +285,13 @@ fn run_stages(
     let span = tracing::Span::current();
     let source_thread = {
         let (counters, stop, span) = (counters.clone(), options.stop.clone(), span.clone());
+        let source_name = name.clone();
         let drop_from = (settings.source.drop == DropPolicy::Oldest).then(|| decoded_rx.clone());
         thread::Builder::new()
             .name(format!("{name}-source"))
             .spawn(move || {
                 let _entered = span.enter();
+                inject_panic(&source_name, "source");
                 source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_from)
             })
             .map_err(spawn_error)?
@@ -255,6 +302,7 @@ fn run_stages(
             .name(format!("{name}-filter"))
             .spawn(move || {
                 let _entered = span.enter();
+                inject_panic(&monitor.name, "filter");
                 let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
                 // A source dropping frames holds a receiver of its own queue, so it cannot
                 // see the filter go by a closed channel: it looks here.
@@ -264,27 +312,29 @@ fn run_stages(
             .map_err(spawn_error)?
     };
     let sink_thread = {
-        let (counters, bar) = (counters.clone(), bar.clone());
+        let (counters, bar, sink_name) = (counters.clone(), bar.clone(), name.clone());
         thread::Builder::new()
             .name(format!("{name}-sink"))
             .spawn(move || {
                 let _entered = span.enter();
+                inject_panic(&sink_name, "sink");
                 sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
             })
             .map_err(spawn_error)?
     };
 
-    let panicked = |stage| PipelineError::Panicked {
+    let panicked = |stage, payload: Box<dyn std::any::Any + Send>| PipelineError::Panicked {
         pipeline: name.clone(),
         stage,
+        message: panic_message(payload.as_ref()),
     };
     // Join every stage before reporting, so the sink has finished the output whatever failed.
     let source_joined = source_thread.join();
     let engine_joined = filter_thread.join();
     let sink_joined = sink_thread.join();
-    let source_result = source_joined.map_err(|_| panicked("source"))?;
-    let engine_result = engine_joined.map_err(|_| panicked("filter"))?;
-    let sink_result = sink_joined.map_err(|_| panicked("sink"))?;
+    let source_result = source_joined.map_err(|p| panicked("source", p))?;
+    let engine_result = engine_joined.map_err(|p| panicked("filter", p))?;
+    let sink_result = sink_joined.map_err(|p| panicked("sink", p))?;
     bar.finish_and_clear();
 
     // An engine failure stops the flow, so it is reported first; a sink failure (a closed
@@ -362,10 +412,11 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
             .into_iter()
             .zip(pipelines)
             .map(|(h, p)| {
-                h.join().unwrap_or_else(|_| {
+                h.join().unwrap_or_else(|payload| {
                     Err(PipelineError::Panicked {
                         pipeline: p.name.clone(),
                         stage: "pipeline",
+                        message: panic_message(payload.as_ref()),
                     })
                 })
             })

@@ -16,9 +16,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::guard::{self, log_refusal, RequestGuard};
 use super::metrics::ServerCounters;
+use super::policy::ApiPolicy;
 use super::supervisor::{FilterUpdate, Supervisor, SupervisorError};
+use crate::config::limits::is_valid_name;
 use crate::config::{ConfigError, PipelineConfig};
+use crate::text::quoted;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -30,6 +34,10 @@ pub struct ApiState {
     pub token: Option<Arc<str>>,
     /// How long a DELETE waits for the pipeline to drain.
     pub stop_timeout: Duration,
+    /// The Host and Origin values served; rate-limits refusal logs.
+    pub guard: Arc<RequestGuard>,
+    /// What API pipelines may read and write.
+    pub policy: Arc<ApiPolicy>,
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -44,6 +52,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(healthz))
         .merge(protected)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), guard::check_request))
         .with_state(state)
 }
 
@@ -118,6 +127,26 @@ fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Resul
     })
 }
 
+/// Every problem of a pipeline body that is JSON but not of the pipeline's shape, found in
+/// one pass as `check` finds them in a config file (the parser stops at the first).
+fn every_shape_problem(body: &Bytes) -> Option<Vec<String>> {
+    fn without_nulls(value: serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => map
+                .into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+            serde_json::Value::Array(items) => items.into_iter().map(without_nulls).collect(),
+            other => other,
+        }
+    }
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let value = toml::Value::try_from(without_nulls(json)).ok()?;
+    let problems = crate::config::pipeline_problems(&value);
+    (!problems.is_empty()).then_some(problems)
+}
+
 async fn require_token(
     State(state): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -131,27 +160,51 @@ async fn require_token(
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_token);
     if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
         return next.run(request).await;
     }
     state.counters.unauthorized.inc();
     // The presented token is never logged: only that one was there.
-    tracing::warn!(
-        "unauthorized {} {} from {peer} ({})",
-        request.method(),
-        request.uri().path(),
-        if presented.is_some() {
-            "wrong token"
-        } else {
-            "no bearer token"
-        }
+    log_refusal(
+        &state.guard,
+        format_args!(
+            "unauthorized {} {} from {peer} ({})",
+            request.method(),
+            quoted(request.uri().path()),
+            if presented.is_some() {
+                "wrong token"
+            } else {
+                "no bearer token"
+            }
+        ),
     );
     let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is required").into_response();
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// The token of `Bearer TOKEN`; the scheme name is case-insensitive (RFC 7235) and may
+/// be followed by several spaces.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once([' ', '\t'])?;
+    let token = token.trim_start_matches([' ', '\t']);
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// A pipeline name from a path: one that cannot be valid is not looked up (nor repeated
+/// in full in the answer).
+fn known_name(name: &str) -> Result<(), ApiError> {
+    if is_valid_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no pipeline named `{}`", quoted(name)),
+        ))
+    }
 }
 
 /// Compares without stopping at the first difference, so the time taken does not tell
@@ -200,21 +253,35 @@ async fn list_pipelines(State(state): State<ApiState>) -> Response {
 }
 
 async fn get_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    known_name(&name)?;
     Ok(Json(state.supervisor.view(&name)?).into_response())
 }
 
 async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let pipeline: PipelineConfig = parse_body(&body, "pipeline (same fields as a [[pipeline]] table)")?;
+    let what = "pipeline (same fields as a [[pipeline]] table)";
+    let mut pipeline: PipelineConfig = parse_body(&body, what).map_err(|mut error| {
+        error.problems = every_shape_problem(&body).unwrap_or(error.problems);
+        error
+    })?;
+    let problems = state.policy.check_pipeline(&mut pipeline);
+    if !problems.is_empty() {
+        return Err(ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: ConfigError::Invalid(problems.clone()).to_string(),
+            problems,
+        });
+    }
     let supervisor = state.supervisor.clone();
     let view = blocking(move || supervisor.add(pipeline)).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
 async fn delete_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    known_name(&name)?;
     let supervisor = state.supervisor.clone();
     let timeout = state.stop_timeout;
-    let view = blocking(move || supervisor.remove(&name, timeout)).await?;
-    Ok(Json(json!({ "stopped": view })).into_response())
+    let (view, threads_ended) = blocking(move || supervisor.remove(&name, timeout)).await?;
+    Ok(Json(json!({ "stopped": view, "threads_ended": threads_ended })).into_response())
 }
 
 async fn switch_filter(
@@ -222,7 +289,15 @@ async fn switch_filter(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border)")?;
+    known_name(&name)?;
+    let mut update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border)")?;
+    if let Some(mask) = &mut update.mask {
+        state.policy.check_mask(mask).map_err(|problem| {
+            let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("mask: {problem}"));
+            error.problems.push(problem);
+            error
+        })?;
+    }
     if update.mask.is_none() && update.planes.is_none() && update.border.is_none() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,

@@ -5,7 +5,9 @@
 //! counters.
 
 pub mod api;
+pub mod guard;
 pub mod metrics;
+pub mod policy;
 pub mod supervisor;
 
 use std::net::SocketAddr;
@@ -80,8 +82,11 @@ async fn run(
     address: SocketAddr,
     token: Option<Arc<str>>,
 ) -> Result<(), ServeError> {
-    let shutdown_timeout = Duration::from_secs_f64(config.server.shutdown_timeout);
+    // Validated to be in range; a conversion still never panics.
+    let shutdown_timeout =
+        Duration::try_from_secs_f64(config.server.shutdown_timeout).unwrap_or(Duration::from_secs(10));
     let watch = config.server.watch;
+    let server_config = config.server.clone();
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| ServeError::Bind {
@@ -103,6 +108,8 @@ async fn run(
         counters: counters.clone(),
         token,
         stop_timeout: shutdown_timeout,
+        guard: Arc::new(guard::RequestGuard::new(bound, &server_config)),
+        policy: Arc::new(policy::ApiPolicy::new(&server_config, &options.config_path)),
     };
     let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     tracing::info!("API listening on http://{bound}");
@@ -228,11 +235,22 @@ impl Reloader {
 
     fn reject(&self, error: ConfigError) {
         metrics::count_reload(&self.counters, false);
-        tracing::error!("reload refused, the running pipelines are unchanged: {error}");
-        if let ConfigError::Invalid(problems) = &error {
-            for problem in problems {
-                tracing::error!("config problem: {problem}");
+        // One log line per problem, each with its control characters escaped: a value in
+        // the file cannot continue a line or start one of its own.
+        match &error {
+            ConfigError::Invalid(problems) | ConfigError::InvalidFile { problems, .. } => {
+                tracing::error!(
+                    "reload refused, the running pipelines are unchanged: {} problem(s) in the configuration",
+                    problems.len()
+                );
+                for problem in problems {
+                    tracing::error!("config problem: {}", crate::text::escape_control(problem));
+                }
             }
+            other => tracing::error!(
+                "reload refused, the running pipelines are unchanged: {}",
+                crate::text::escape_control(&other.to_string())
+            ),
         }
     }
 }

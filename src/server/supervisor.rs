@@ -264,22 +264,29 @@ impl Supervisor {
 
     /// Stops a pipeline (drain, finalise the output) and forgets it. Blocks until it has
     /// finished or `timeout` passed.
-    pub fn remove(&self, name: &str, timeout: Duration) -> Result<PipelineView, SupervisorError> {
-        let view = self.view(name)?;
+    /// Returns its last state, and whether its threads ended (false: still blocked after
+    /// `timeout` and the pipe unblocking, see [`stop_and_join`]).
+    pub fn remove(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
         let handle = self
             .pipelines()
             .remove(name)
             .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
-        stop_and_join(vec![handle], timeout);
-        tracing::info!("pipeline {name:?} stopped and removed");
-        Ok(view)
+        let mut stopped = [handle];
+        let ended = stop_and_join(&mut stopped, timeout).is_empty();
+        let view = view_of(&stopped[0]);
+        if ended {
+            tracing::info!("pipeline {name:?} stopped and removed");
+        } else {
+            tracing::warn!("pipeline {name:?} removed, but its threads are still blocked");
+        }
+        Ok((view, ended))
     }
 
     /// Stops every pipeline at once and waits for them, at most `timeout` in all. Returns
     /// the names of those that did not finish in time.
     pub fn shutdown(&self, timeout: Duration) -> Vec<String> {
-        let handles: Vec<Handle> = std::mem::take(&mut *self.pipelines()).into_values().collect();
-        stop_and_join(handles, timeout)
+        let mut handles: Vec<Handle> = std::mem::take(&mut *self.pipelines()).into_values().collect();
+        stop_and_join(&mut handles, timeout)
     }
 
     /// Switches a running pipeline's filter. The kernels are compiled here first, on the
@@ -375,7 +382,7 @@ impl Supervisor {
         let wanted: BTreeMap<String, PipelineSettings> =
             settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
 
-        let gone: Vec<Handle> = {
+        let mut gone: Vec<Handle> = {
             let mut pipelines = self.pipelines();
             let names: Vec<String> = pipelines
                 .iter()
@@ -385,7 +392,7 @@ impl Supervisor {
             summary.stopped.extend(names.iter().cloned());
             names.iter().filter_map(|name| pipelines.remove(name)).collect()
         };
-        stop_and_join(gone, timeout);
+        stop_and_join(&mut gone, timeout);
 
         for (name, next) in wanted {
             let current = self
@@ -421,7 +428,7 @@ impl Supervisor {
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
                         if let Some(handle) = self.pipelines().remove(&name) {
-                            stop_and_join(vec![handle], timeout);
+                            stop_and_join(&mut [handle], timeout);
                         }
                         match self.start(next, Origin::ConfigFile) {
                             Ok(()) => {
@@ -521,10 +528,15 @@ fn view_of(handle: &Handle) -> PipelineView {
     }
 }
 
+/// After a stop's timeout, how long a pipeline unblocked by reading its pipe has to finish.
+const UNBLOCK_GRACE: Duration = Duration::from_secs(5);
+
 /// Sets every stop flag first (so all drain together), then joins each thread until the
-/// shared deadline. Returns the names still running at the deadline.
-fn stop_and_join(handles: Vec<Handle>, timeout: Duration) -> Vec<String> {
-    for handle in &handles {
+/// shared deadline. A pipeline still blocked then in writing to a pipe nobody reads (or in
+/// opening it) gets a reader that takes and drops what it writes, so that its threads end.
+/// Returns the names still running after that.
+fn stop_and_join(handles: &mut [Handle], timeout: Duration) -> Vec<String> {
+    for handle in handles.iter() {
         if !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed) {
             handle.monitor.set_state(PipelineState::Stopping);
         }
@@ -532,10 +544,18 @@ fn stop_and_join(handles: Vec<Handle>, timeout: Duration) -> Vec<String> {
     }
     let deadline = Instant::now() + timeout;
     let mut late = Vec::new();
-    for mut handle in handles {
+    for handle in handles.iter_mut() {
         let Some(thread) = handle.thread.take() else { continue };
-        while !thread.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+        wait_for_end(&thread, deadline);
+        if !thread.is_finished() {
+            if let Some(drain) = PipeDrain::start(&handle.settings.sink.url) {
+                tracing::warn!(
+                    "pipeline {:?} is blocked writing to a pipe nobody reads; dropping what it writes so it can stop",
+                    handle.monitor.name
+                );
+                wait_for_end(&thread, Instant::now() + UNBLOCK_GRACE);
+                drain.stop();
+            }
         }
         if thread.is_finished() {
             let _ = thread.join();
@@ -545,8 +565,62 @@ fn stop_and_join(handles: Vec<Handle>, timeout: Duration) -> Vec<String> {
                 handle.monitor.name,
                 timeout.as_secs_f64()
             );
+            handle.thread = Some(thread);
             late.push(handle.monitor.name.clone());
         }
     }
     late
+}
+
+fn wait_for_end(thread: &JoinHandle<()>, deadline: Instant) {
+    while !thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A reader on a sink's named pipe that discards what comes, until stopped.
+struct PipeDrain {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl PipeDrain {
+    /// Starts one when `url` is a local named pipe.
+    fn start(url: &str) -> Option<PipeDrain> {
+        use std::io::Read;
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let path = super::policy::local_path(url, true)?;
+        if !std::fs::metadata(path).ok()?.file_type().is_fifo() {
+            return None;
+        }
+        // Non-blocking: opening succeeds without a writer, and reads never wait, so the
+        // reader can always be stopped.
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .ok()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name("pipe-drain".into())
+            .spawn({
+                let stop = stop.clone();
+                move || {
+                    let mut buffer = vec![0u8; 64 * 1024];
+                    while !stop.load(Ordering::Relaxed) {
+                        match pipe.read(&mut buffer) {
+                            Ok(n) if n > 0 => continue,
+                            _ => std::thread::sleep(Duration::from_millis(5)),
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some(PipeDrain { stop, thread })
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
 }

@@ -62,10 +62,13 @@ fn load() -> Result<Driver, String> {
     })
 }
 
+/// What is asked: codec, chroma format, bit depth.
+type Question = (NvdecCodec, Chroma, u32);
+
 /// The driver's answers, asked once per codec, chroma format and bit depth.
 #[derive(Default)]
 pub struct CudaNvdecProbe {
-    answers: Mutex<HashMap<(NvdecCodec, Chroma, u32), Result<NvdecCaps, String>>>,
+    answers: Mutex<HashMap<Question, Result<NvdecCaps, String>>>,
 }
 
 impl CudaNvdecProbe {

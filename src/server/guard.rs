@@ -1,0 +1,282 @@
+//! What a request must carry before any handler sees it, so that a web page the operator
+//! visits cannot drive the API: a `Host` that is this server (no DNS rebinding), no
+//! `Origin` but those allowed (no cross-site requests), and a JSON content type on every
+//! request with a body (no form or text/plain posts, which browsers send without asking).
+//! Refusals are logged at a limited rate, so a flood cannot fill the disk.
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::api::ApiState;
+use crate::config::ServerConfig;
+use crate::text::quoted;
+
+/// Refusals logged per window; the rest are counted and summed up in the next line.
+const LOGGED_PER_WINDOW: u32 = 5;
+const LOG_WINDOW: Duration = Duration::from_secs(10);
+
+/// Lets a few log lines through per window and counts the others.
+#[derive(Debug)]
+pub struct LogLimiter {
+    window: Mutex<(Instant, u32, u64)>,
+}
+
+impl Default for LogLimiter {
+    fn default() -> Self {
+        LogLimiter {
+            window: Mutex::new((Instant::now(), 0, 0)),
+        }
+    }
+}
+
+impl LogLimiter {
+    /// Whether to log this event; when a new window opens after events were held back,
+    /// also how many were.
+    pub fn admit(&self) -> (bool, u64) {
+        let mut window = self.window.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (started, logged, held_back) = &mut *window;
+        let mut reported = 0;
+        if started.elapsed() >= LOG_WINDOW {
+            reported = std::mem::take(held_back);
+            *started = Instant::now();
+            *logged = 0;
+        }
+        if *logged < LOGGED_PER_WINDOW {
+            *logged += 1;
+            (true, reported)
+        } else {
+            *held_back += 1;
+            (false, reported)
+        }
+    }
+}
+
+/// The `Host` and `Origin` values a request may carry.
+#[derive(Debug)]
+pub struct RequestGuard {
+    listen: SocketAddr,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+    pub refusals: LogLimiter,
+}
+
+impl RequestGuard {
+    pub fn new(listen: SocketAddr, server: &ServerConfig) -> RequestGuard {
+        RequestGuard {
+            listen,
+            allowed_hosts: server.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            allowed_origins: server
+                .allowed_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+            refusals: LogLimiter::default(),
+        }
+    }
+
+    /// Whether a `Host` value names this server: the listen address, a localhost form of it,
+    /// any IP literal with its port when listening on every address (an IP cannot be
+    /// rebound to another site), or an `allowed_hosts` entry (`name` for any port, or
+    /// `name:port`).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        if self.allowed_hosts.contains(&host) {
+            return true;
+        }
+        let (name, port) = split_host(&host);
+        if self.allowed_hosts.iter().any(|allowed| allowed == name) {
+            return true;
+        }
+        if port.unwrap_or(80) != self.listen.port() {
+            return false;
+        }
+        if name == "localhost" {
+            return true;
+        }
+        match name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            Ok(ip) => ip == self.listen.ip() || ip.is_loopback() || self.listen.ip().is_unspecified(),
+            Err(_) => false,
+        }
+    }
+
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+        self.allowed_origins.contains(&origin)
+    }
+}
+
+/// `name` and port of a Host value (`[::1]:8686`, `localhost`, `10.0.0.1:80`).
+fn split_host(host: &str) -> (&str, Option<u16>) {
+    let split_at = if host.starts_with('[') {
+        host.find("]:").map(|i| i + 1)
+    } else {
+        host.rfind(':').filter(|_| host.matches(':').count() == 1)
+    };
+    match split_at {
+        Some(i) => match host[i + 1..].parse() {
+            Ok(port) => (&host[..i], Some(port)),
+            Err(_) => (host, None),
+        },
+        None => (host, None),
+    }
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+/// Logs a refused request, at a limited rate. User values are quoted, escaped and cut.
+pub fn log_refusal(guard: &RequestGuard, what: std::fmt::Arguments<'_>) {
+    let (log, held_back) = guard.refusals.admit();
+    if held_back > 0 {
+        tracing::warn!("{held_back} more refused requests were not logged");
+    }
+    if log {
+        tracing::warn!("{what}");
+    }
+}
+
+/// Whether the request carries a body (or says it will).
+fn has_body(method: &Method, headers: &HeaderMap) -> bool {
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+        || length.is_some_and(|n| n > 0)
+        || headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Refuses requests from elsewhere (Host, Origin) and bodies that are not JSON. `/healthz`
+/// answers any Host, for probes that call it by a name the server does not know.
+pub async fn check_request(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let guard = &state.guard;
+    let headers = request.headers();
+    let path = request.uri().path().to_string();
+    if path != "/healthz" {
+        let host = headers
+            .get(header::HOST)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let host_ok = host.as_deref().is_some_and(|h| guard.host_allowed(h));
+        if !host_ok {
+            let shown = host.as_deref().map_or("(none)".to_string(), quoted);
+            log_refusal(
+                guard,
+                format_args!(
+                    "refused {} {}: Host `{shown}` is not this server",
+                    request.method(),
+                    quoted(&path)
+                ),
+            );
+            return refuse(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the Host header `{shown}` does not name this server; use {} or localhost:{}, or add it to [server] allowed_hosts",
+                    guard.listen,
+                    guard.listen.port()
+                ),
+            );
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+            if !guard.origin_allowed(&origin) {
+                let shown = quoted(&origin);
+                log_refusal(
+                    guard,
+                    format_args!(
+                        "refused {} {}: Origin `{shown}` is not allowed",
+                        request.method(),
+                        quoted(&path)
+                    ),
+                );
+                return refuse(
+                    StatusCode::FORBIDDEN,
+                    format!("requests from web pages at `{shown}` are not allowed; add the origin to [server] allowed_origins to allow them"),
+                );
+            }
+        }
+    }
+    if has_body(request.method(), headers) && !is_json(headers) {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a request with a body must be JSON: send `Content-Type: application/json`".into(),
+        );
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(listen: &str, hosts: &[&str], origins: &[&str]) -> RequestGuard {
+        let server = ServerConfig {
+            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
+            ..ServerConfig::default()
+        };
+        RequestGuard::new(listen.parse().unwrap(), &server)
+    }
+
+    #[test]
+    fn hosts_are_the_listen_address_its_localhost_forms_or_allowed_ones() {
+        let g = guard("127.0.0.1:8686", &["video.example", "proxy.example:443"], &[]);
+        for ok in [
+            "127.0.0.1:8686",
+            "localhost:8686",
+            "LOCALHOST:8686",
+            "[::1]:8686",
+            "video.example",
+            "video.example:9",
+            "proxy.example:443",
+        ] {
+            assert!(g.host_allowed(ok), "{ok}");
+        }
+        for refused in [
+            "evil.example:8686",
+            "localhost:8687",
+            "127.0.0.1",
+            "10.0.0.1:8686",
+            "proxy.example:8686",
+            "",
+            "127.0.0.1:8686:1",
+        ] {
+            assert!(!g.host_allowed(refused), "{refused}");
+        }
+        let any = guard("0.0.0.0:8686", &[], &[]);
+        assert!(any.host_allowed("10.1.2.3:8686"));
+        assert!(any.host_allowed("[fe80::1]:8686"));
+        assert!(!any.host_allowed("rebound.example:8686"));
+    }
+
+    #[test]
+    fn origins_must_be_listed() {
+        let g = guard("127.0.0.1:8686", &[], &["http://localhost:3000/"]);
+        assert!(g.origin_allowed("http://localhost:3000"));
+        assert!(g.origin_allowed("HTTP://LOCALHOST:3000"));
+        assert!(!g.origin_allowed("http://evil.example"));
+        assert!(!g.origin_allowed("null"));
+    }
+
+    #[test]
+    fn a_flood_of_refusals_logs_a_few_lines() {
+        let limiter = LogLimiter::default();
+        let logged = (0..1000).filter(|_| limiter.admit().0).count();
+        assert_eq!(logged, LOGGED_PER_WINDOW as usize);
+    }
+}

@@ -1,0 +1,360 @@
+//! What a pipeline started or changed through the API may touch. Config-file pipelines are
+//! the operator's and are not limited; an API request is not trusted: its mask files come
+//! only from `[server] mask_dir`, its media files only from under `[server] allow_paths`
+//! (never the config file, never an existing file), and otherwise it uses network URLs.
+//! Every path is checked after resolving links, and rewritten to the resolved path so that
+//! what is opened is what was checked.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::config::{MaskSelection, PipelineConfig, ServerConfig};
+use crate::mask::MaskParams;
+use crate::text::quoted;
+
+/// FFmpeg protocols that only reach the network: an API pipeline may use these freely.
+const NETWORK_PROTOCOLS: &[&str] = &[
+    "udp", "udplite", "rtp", "rtsp", "rtsps", "rtmp", "rtmps", "rtmpt", "rtmpts", "rtmpe", "rtmpte", "srt", "tcp",
+    "tls", "http", "https", "mmsh", "mmst", "icecast",
+];
+
+/// Formats that open other files or read their own input as instructions (a list of
+/// files, a filter graph, several outputs): an API pipeline may not force them.
+const FORMATS_NAMING_FILES: &[&str] = &[
+    "concat",
+    "lavfi",
+    "tee",
+    "fifo",
+    "segment",
+    "ssegment",
+    "stream_segment",
+    "hls",
+    "dash",
+    "image2",
+];
+
+/// Encoder options an API pipeline may set: rate control and the like. Others (some name
+/// files, such as x264's `stats` or `x264-params`) only from the config file.
+const API_ENCODER_OPTIONS: &[&str] = &[
+    "b",
+    "maxrate",
+    "minrate",
+    "bufsize",
+    "crf",
+    "qp",
+    "q",
+    "qscale",
+    "qmin",
+    "qmax",
+    "g",
+    "bf",
+    "refs",
+    "preset",
+    "tune",
+    "profile",
+    "level",
+    "keyint_min",
+    "sc_threshold",
+    "threads",
+    "cpu-used",
+    "deadline",
+    "speed",
+];
+
+/// The characters FFmpeg reads as a protocol name before a `:`.
+fn is_scheme_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
+}
+
+/// What a source or sink URL opens, as FFmpeg decides it.
+#[derive(Debug, PartialEq)]
+enum Target<'a> {
+    /// `-`: the service's own stdin or stdout.
+    Stdio,
+    /// The `null` sink.
+    Null,
+    /// A local path (no protocol, or `file:`).
+    File(&'a str),
+    /// Another protocol, lower-cased.
+    Protocol(String),
+}
+
+fn target_of(url: &str, is_sink: bool) -> Target<'_> {
+    if url == "-" {
+        return Target::Stdio;
+    }
+    if is_sink && url == "null" {
+        return Target::Null;
+    }
+    // As FFmpeg's url_find_protocol: a run of scheme characters then `:` names a protocol
+    // (`subfile,` is its one exception); anything else is a file.
+    let scheme_len = url.find(|c: char| !is_scheme_char(c)).unwrap_or(url.len());
+    if url.starts_with("subfile,") && url.contains(':') {
+        return Target::Protocol("subfile".into());
+    }
+    if scheme_len > 0 && url[scheme_len..].starts_with(':') {
+        let scheme = url[..scheme_len].to_ascii_lowercase();
+        if scheme == "file" {
+            return Target::File(&url[scheme_len + 1..]);
+        }
+        return Target::Protocol(scheme);
+    }
+    Target::File(url)
+}
+
+/// The local path a source or sink URL opens, if it is a file (as FFmpeg reads the URL).
+pub(crate) fn local_path(url: &str, is_sink: bool) -> Option<&Path> {
+    match target_of(url, is_sink) {
+        Target::File(path) => Some(Path::new(path)),
+        _ => None,
+    }
+}
+
+/// Whether `path` (absolute) stays inside `root` (absolute) by its components alone.
+fn lexically_inside(path: &Path, root: &Path) -> bool {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                if !normal.pop() {
+                    return false;
+                }
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal.starts_with(root)
+}
+
+/// The limits API requests are held to, resolved once at start.
+#[derive(Debug, Clone)]
+pub struct ApiPolicy {
+    /// `[server] mask_dir`, links resolved.
+    mask_dir: Option<PathBuf>,
+    /// `[server] allow_paths`, links resolved.
+    allow_paths: Vec<PathBuf>,
+    /// The config file, links resolved: never read or written through the API.
+    config_file: Option<PathBuf>,
+    /// Where relative media paths resolve from (the service's working directory).
+    working_dir: PathBuf,
+}
+
+impl ApiPolicy {
+    /// Resolves the configured folders (relative ones from the config file's folder).
+    /// A folder that cannot be resolved allows nothing.
+    pub fn new(server: &ServerConfig, config_path: &Path) -> ApiPolicy {
+        let base_dir = config_path.parent();
+        let resolve = |dir: &Path| ServerConfig::resolve_folder(dir, base_dir).canonicalize().ok();
+        ApiPolicy {
+            mask_dir: server.mask_dir.as_deref().and_then(resolve),
+            allow_paths: server.allow_paths.iter().filter_map(|dir| resolve(dir)).collect(),
+            config_file: config_path.canonicalize().ok(),
+            working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        }
+    }
+
+    /// The same limits, with relative media paths resolved from `dir` instead of the
+    /// service's working directory.
+    pub fn with_working_dir(self, dir: &Path) -> ApiPolicy {
+        ApiPolicy {
+            working_dir: dir.to_path_buf(),
+            ..self
+        }
+    }
+
+    /// Checks a pipeline from an API request, rewriting its files to their resolved paths.
+    /// Returns every problem, each with its place.
+    pub fn check_pipeline(&self, pipeline: &mut PipelineConfig) -> Vec<String> {
+        let mut problems = Vec::new();
+        let source = &mut pipeline.source;
+        match self.media(&source.url, false, false) {
+            Ok(Some(resolved)) => source.url = resolved,
+            Ok(None) => {}
+            Err(problem) => problems.push(format!("source.url: {problem}")),
+        }
+        if let Some(format) = &source.format {
+            format_problem("source.format", format, &mut problems);
+        }
+        let sink = &mut pipeline.sink;
+        match self.media(&sink.url, true, sink.overwrite) {
+            Ok(Some(resolved)) => sink.url = resolved,
+            Ok(None) => {}
+            Err(problem) => problems.push(format!("sink.url: {problem}")),
+        }
+        if let Some(format) = &sink.format {
+            format_problem("sink.format", format, &mut problems);
+        }
+        for key in sink.options.keys() {
+            if !API_ENCODER_OPTIONS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "sink.options: `{}` cannot be set through the API (only in the config file); allowed here: {}",
+                    quoted(key),
+                    API_ENCODER_OPTIONS.join(", ")
+                ));
+            }
+        }
+        if let Err(problem) = self.check_mask(&mut pipeline.filter.mask) {
+            problems.push(format!("filter.mask: {problem}"));
+        }
+        problems
+    }
+
+    /// Checks a mask from an API request: presets, named masks of the config and inline
+    /// matrices pass; a mask file must resolve inside `[server] mask_dir`, and is rewritten
+    /// to its resolved path.
+    pub fn check_mask(&self, mask: &mut MaskSelection) -> Result<(), String> {
+        let params = match mask {
+            MaskSelection::Inline(params) => params.clone(),
+            MaskSelection::Named(spec) => match MaskParams::parse_spec(spec) {
+                Ok(params) => params,
+                // Not a SPEC: validation reports it, and nothing is read.
+                Err(_) => return Ok(()),
+            },
+        };
+        let Some(file) = &params.file else {
+            return Ok(());
+        };
+        let resolved = self.mask_file(file)?;
+        *mask = MaskSelection::Inline(MaskParams {
+            file: Some(resolved),
+            ..params
+        });
+        Ok(())
+    }
+
+    fn mask_file(&self, file: &Path) -> Result<PathBuf, String> {
+        let shown = quoted(&file.to_string_lossy());
+        let Some(dir) = &self.mask_dir else {
+            return Err(format!(
+                "mask file `{shown}`: the API takes presets and inline matrices; mask files only from [server] mask_dir, which is not set"
+            ));
+        };
+        let refused = || {
+            format!(
+                "mask file `{shown}` is not a file inside [server] mask_dir ({}); give its name within that folder",
+                dir.display()
+            )
+        };
+        let candidate = dir.join(file);
+        // Nothing outside the folder is looked at, not even whether it exists.
+        if !lexically_inside(&candidate, dir) {
+            return Err(refused());
+        }
+        let resolved = candidate.canonicalize().map_err(|_| refused())?;
+        if !resolved.starts_with(dir) {
+            return Err(refused());
+        }
+        Ok(resolved)
+    }
+
+    /// Checks a source or sink URL. `Ok(Some(path))`: a file, to be opened by this resolved
+    /// path; `Ok(None)`: a URL that reaches only the network (or the null sink).
+    /// `overwrite`: the sink's consent to replace an existing file.
+    fn media(&self, url: &str, is_sink: bool, overwrite: bool) -> Result<Option<String>, String> {
+        let shown = quoted(url);
+        match target_of(url, is_sink) {
+            Target::Null => Ok(None),
+            Target::Stdio => Err(format!(
+                "`-` is the service's own {}; API pipelines cannot use it",
+                if is_sink { "stdout" } else { "stdin" }
+            )),
+            Target::Protocol(scheme) if NETWORK_PROTOCOLS.contains(&scheme.as_str()) => Ok(None),
+            Target::Protocol(scheme) => Err(format!(
+                "`{}:` is not a network protocol; API pipelines use network URLs ({}) or files under [server] allow_paths",
+                quoted(&scheme),
+                NETWORK_PROTOCOLS.join(", ")
+            )),
+            Target::File(path) => self.media_file(Path::new(path), is_sink, overwrite).map(Some),
+        }
+        .map_err(|problem| format!("`{shown}`: {problem}"))
+    }
+
+    fn media_file(&self, path: &Path, is_sink: bool, overwrite: bool) -> Result<String, String> {
+        if self.allow_paths.is_empty() {
+            return Err("API pipelines cannot use files: [server] allow_paths is empty (use a network URL)".into());
+        }
+        let refused = || {
+            let roots: Vec<String> = self.allow_paths.iter().map(|p| p.display().to_string()).collect();
+            format!("not under [server] allow_paths ({})", roots.join(", "))
+        };
+        let absolute = self.working_dir.join(path);
+        if !self.allow_paths.iter().any(|root| lexically_inside(&absolute, root)) {
+            return Err(refused());
+        }
+        let resolved = if is_sink {
+            // The output need not exist (and must not, unless it is a pipe): resolve its folder.
+            let name = match absolute.components().next_back() {
+                Some(Component::Normal(name)) => name.to_owned(),
+                _ => return Err("not a file name".into()),
+            };
+            let folder = absolute.parent().ok_or_else(refused)?;
+            folder.canonicalize().map_err(|_| refused())?.join(name)
+        } else {
+            absolute
+                .canonicalize()
+                .map_err(|_| "no such file under [server] allow_paths".to_string())?
+        };
+        if !self.allow_paths.iter().any(|root| resolved.starts_with(root)) {
+            return Err(refused());
+        }
+        if self.config_file.as_deref() == Some(resolved.as_path()) {
+            return Err("that is the service's config file".into());
+        }
+        if is_sink && !overwrite {
+            if let Ok(existing) = std::fs::symlink_metadata(&resolved) {
+                let is_pipe = {
+                    use std::os::unix::fs::FileTypeExt;
+                    existing.file_type().is_fifo()
+                };
+                if !is_pipe {
+                    return Err(
+                        "exists already; an API pipeline replaces a file only with sink.overwrite = true".into(),
+                    );
+                }
+            }
+        }
+        Ok(resolved.to_string_lossy().into_owned())
+    }
+}
+
+fn format_problem(place: &str, format: &str, problems: &mut Vec<String>) {
+    if FORMATS_NAMING_FILES.contains(&format.to_ascii_lowercase().as_str()) {
+        problems.push(format!(
+            "{place}: `{}` opens other files or outputs, so only the config file may use it",
+            quoted(format)
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_classified_as_ffmpeg_does() {
+        assert_eq!(target_of("-", false), Target::Stdio);
+        assert_eq!(target_of("null", true), Target::Null);
+        assert_eq!(target_of("null", false), Target::File("null"));
+        assert_eq!(target_of("in.mp4", false), Target::File("in.mp4"));
+        assert_eq!(target_of("/etc/shadow", false), Target::File("/etc/shadow"));
+        assert_eq!(target_of("file:/etc/shadow", false), Target::File("/etc/shadow"));
+        assert_eq!(target_of("FILE:x", false), Target::File("x"));
+        assert_eq!(target_of("udp://0.0.0.0:5000", false), Target::Protocol("udp".into()));
+        assert_eq!(target_of("concat:a|b", false), Target::Protocol("concat".into()));
+        assert_eq!(
+            target_of("subfile,,start,0,end,9,,:/etc/passwd", false),
+            Target::Protocol("subfile".into())
+        );
+        assert_eq!(target_of("movie=/etc/passwd", false), Target::File("movie=/etc/passwd"));
+    }
+
+    #[test]
+    fn paths_are_inside_a_root_only_when_dot_dot_does_not_leave_it() {
+        let root = Path::new("/srv/masks");
+        assert!(lexically_inside(Path::new("/srv/masks/a.txt"), root));
+        assert!(lexically_inside(Path::new("/srv/masks/x/../a.txt"), root));
+        assert!(!lexically_inside(Path::new("/srv/masks/../secret"), root));
+        assert!(!lexically_inside(Path::new("/etc/shadow"), root));
+        assert!(!lexically_inside(Path::new("/srv/masksx/a"), root));
+    }
+}

@@ -1,0 +1,794 @@
+//! The HTTP API under hostile and careless requests, against a real `convstream serve` on a
+//! loopback port: mask files and media paths outside the configured folders, requests a web
+//! page could send (other Host, other Origin, non-JSON bodies), names and strings made to
+//! forge log lines, DELETE and shutdown of pipelines blocked in their sink (the process's
+//! thread count must come back), and panics injected in every pipeline thread. Requests are
+//! written by hand over TCP, so every header is the test's own. CPU engine: no GPU needed.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{convstream, make_clip, Clip};
+use serde_json::Value;
+
+const TOKEN: &str = "t0ken-for-tests";
+/// A value in the service's environment that no answer may ever contain.
+const ENV_SECRET: &str = "env-secret-7f3a9c";
+const FILE_SECRET: &str = "TOPSECRET-LINE";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `convstream serve` in `dir` (killed if a test fails before stopping it).
+struct Serve {
+    child: Option<Child>,
+    port: u16,
+    log: PathBuf,
+    token: Option<String>,
+}
+
+impl Serve {
+    fn start(dir: &Path, config: &str, env: &[(&str, &str)]) -> Serve {
+        std::fs::write(dir.join("config.toml"), config).unwrap();
+        let port = free_port();
+        let log = dir.join("serve.log");
+        let child = convstream()
+            .args([
+                "serve",
+                "--config",
+                "config.toml",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .env("CONVSTREAM_TEST_SECRET", ENV_SECRET)
+            .envs(env.iter().copied())
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("convstream starts");
+        let serve = Serve {
+            child: Some(child),
+            port,
+            log,
+            token: None,
+        };
+        serve.wait_for("the API to answer", Duration::from_secs(20), || {
+            serve.send("GET", "/healthz", &[], None).0 == 200
+        });
+        serve
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// One request, written as given: `headers` are sent as they are (a `Host` among them
+    /// replaces the default one); the token, when set, is added unless an Authorization is
+    /// given. Returns the status (0 when nothing answered) and the body.
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, String) {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return (0, String::new());
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.host()));
+        }
+        if let (Some(token), false) = (
+            &self.token,
+            headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")),
+        ) {
+            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+        }
+        for (key, value) in headers {
+            head.push_str(&format!("{key}: {value}\r\n"));
+        }
+        let body = body.unwrap_or("");
+        if !body.is_empty() || matches!(method, "POST" | "PUT") {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("\r\n");
+        if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err() {
+            return (0, String::new());
+        }
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// A JSON request, as a well-behaved client sends it.
+    fn json(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        self.send(method, path, &[("Content-Type", "application/json")], Some(body))
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, body) = self.send("GET", path, &[], None);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path} is not JSON ({e}): {body}"))
+    }
+
+    fn pipeline(&self, name: &str) -> Value {
+        self.get(&format!("/pipelines/{name}"))
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.get("/pipelines")["pipelines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn wait_for(&self, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            if started.elapsed() > limit {
+                panic!("timed out waiting for {what}; server log:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// The process's threads, by name (from /proc/PID/task).
+    fn threads(&self) -> Vec<String> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).expect("the process is alive");
+        tasks
+            .filter_map(|t| t.ok())
+            .map(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// Sends SIGTERM and waits (at most `limit`); returns the exit code and the log.
+    fn terminate(mut self, limit: Duration) -> (Option<i32>, String) {
+        let mut child = self.child.take().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve did not stop within {limit:?} of SIGTERM:\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        (status.code(), self.log_text())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+const LOOPING: &str = r#"
+[[pipeline]]
+name = "{name}"
+source = { url = "clip.y4m", realtime = true, loop = true }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "null" }
+"#;
+
+fn looping(name: &str) -> String {
+    LOOPING.replace("{name}", name)
+}
+
+/// Asserts an answer is a refusal that quotes nothing it should not.
+fn assert_refused(answer: &(u16, String), status: u16, says: &str, what: &str) {
+    let (got, body) = answer;
+    assert_eq!(*got, status, "{what}: {body}");
+    assert!(body.contains(says), "{what}: the answer says {says:?}: {body}");
+    for secret in [ENV_SECRET, FILE_SECRET, TOKEN, "root:"] {
+        assert!(!body.contains(secret), "{what}: the answer leaks {secret:?}: {body}");
+    }
+    assert!(body.len() < 4000, "{what}: a short answer: {} bytes", body.len());
+}
+
+#[test]
+fn mask_files_come_only_from_mask_dir_and_answers_never_quote_files() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    std::fs::write(
+        dir.path().join("secret.txt"),
+        format!("{FILE_SECRET} 1 2\nroot:x:0:0\n"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("masks")).unwrap();
+    std::fs::write(dir.path().join("masks/edge.txt"), "0 -1 0\n-1 4 -1\n0 -1 0\n").unwrap();
+    std::os::unix::fs::symlink("../secret.txt", dir.path().join("masks/escape.txt")).unwrap();
+    let config = format!("[server]\nmask_dir = \"masks\"\n{}", looping("one"));
+    let serve = Serve::start(dir.path(), &config, &[]);
+    serve.wait_for("one to run", Duration::from_secs(20), || {
+        serve.pipeline("one")["state"] == "running"
+    });
+    let secret = dir.path().join("secret.txt").display().to_string();
+    let hostile = [
+        r#""custom:file=/etc/shadow""#.to_string(),
+        r#""custom:file=/etc/passwd""#.to_string(),
+        r#""custom:file=/proc/self/environ""#.to_string(),
+        r#""custom:file=../secret.txt""#.to_string(),
+        r#""custom:file=escape.txt""#.to_string(),
+        r#""custom:file=sub/../../secret.txt""#.to_string(),
+        format!(r#""custom:file={secret}""#),
+        r#"{"file": "/proc/self/environ"}"#.to_string(),
+        r#"{"file": "../secret.txt"}"#.to_string(),
+        r#"{"preset": "custom", "file": "/dev/zero"}"#.to_string(),
+    ];
+    for mask in &hostile {
+        let answer = serve.json("PUT", "/pipelines/one/filter", &format!(r#"{{"mask": {mask}}}"#));
+        assert_refused(&answer, 400, "mask_dir", &format!("PUT mask {mask}"));
+        let body = format!(
+            r#"{{"name": "two", "source": {{"url": "udp://127.0.0.1:9"}}, "filter": {{"mask": {mask}, "device": "cpu"}}, "sink": {{"url": "null"}}}}"#
+        );
+        let answer = serve.json("POST", "/pipelines", &body);
+        assert_refused(&answer, 400, "mask_dir", &format!("POST mask {mask}"));
+    }
+    assert_eq!(serve.names(), ["one"], "nothing was started");
+    // A mask file inside the folder is what the folder is for.
+    let (status, body) = serve.json("PUT", "/pipelines/one/filter", r#"{"mask": "custom:file=edge.txt"}"#);
+    assert_eq!(status, 200, "{body}");
+    let (code, log) = serve.terminate(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains(FILE_SECRET) && !log.contains(ENV_SECRET), "{log}");
+
+    // Without mask_dir, the API takes no mask file at all, and no media file either.
+    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    serve.wait_for("one to run", Duration::from_secs(20), || {
+        serve.pipeline("one")["state"] == "running"
+    });
+    let answer = serve.json(
+        "PUT",
+        "/pipelines/one/filter",
+        r#"{"mask": "custom:file=masks/edge.txt"}"#,
+    );
+    assert_refused(&answer, 400, "mask_dir, which is not set", "no mask_dir");
+    let answer = serve.json(
+        "POST",
+        "/pipelines",
+        r#"{"name": "two", "source": {"url": "clip.y4m"}, "sink": {"url": "null"}}"#,
+    );
+    assert_refused(&answer, 400, "allow_paths is empty", "a file without allow_paths");
+    let (status, body) = serve.json(
+        "PUT",
+        "/pipelines/one/filter",
+        r#"{"mask": {"matrix": [[0, 1, 0], [1, 1, 1], [0, 1, 0]], "normalize": true}}"#,
+    );
+    assert_eq!(status, 200, "inline matrices are fine: {body}");
+}
+
+#[test]
+fn api_pipelines_use_files_only_under_allow_paths_and_never_replace_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("media")).unwrap();
+    make_clip(root, "media/clip.y4m", Clip::Y4m, 64, 48, 10);
+    make_clip(root, "outside.y4m", Clip::Y4m, 64, 48, 5);
+    std::fs::write(root.join("media/existing.y4m"), "precious").unwrap();
+    std::os::unix::fs::symlink("../config.toml", root.join("media/config-link.toml")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("media/up")).unwrap();
+    let config = format!(
+        "[server]\nallow_paths = [\"media\"]\n{}",
+        looping("one").replace("clip.y4m", "media/clip.y4m")
+    );
+    let serve = Serve::start(root, &config, &[]);
+    let config_before = std::fs::read(root.join("config.toml")).unwrap();
+    let post = |source: &str, sink: &str, extra: &str| {
+        serve.json(
+            "POST",
+            "/pipelines",
+            &format!(
+                r#"{{"name": "api", "source": {{"url": "{source}"}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "{sink}"{extra}}}}}"#
+            ),
+        )
+    };
+    for (source, sink, extra, says) in [
+        ("outside.y4m", "media/new.y4m", "", "not under [server] allow_paths"),
+        ("/etc/passwd", "media/new.y4m", "", "not under [server] allow_paths"),
+        (
+            "file:/etc/passwd",
+            "media/new.y4m",
+            "",
+            "not under [server] allow_paths",
+        ),
+        (
+            "media/../outside.y4m",
+            "media/new.y4m",
+            "",
+            "not under [server] allow_paths",
+        ),
+        (
+            "media/up/outside.y4m",
+            "media/new.y4m",
+            "",
+            "not under [server] allow_paths",
+        ),
+        (
+            "concat:media/clip.y4m|/etc/passwd",
+            "media/new.y4m",
+            "",
+            "not a network protocol",
+        ),
+        ("-", "media/new.y4m", "", "stdin"),
+        ("media/clip.y4m", "-", "", "stdout"),
+        ("media/clip.y4m", "config.toml", "", "not under [server] allow_paths"),
+        (
+            "media/clip.y4m",
+            "media/../config.toml",
+            "",
+            "not under [server] allow_paths",
+        ),
+        ("media/clip.y4m", "media/config-link.toml", "", "exists already"),
+        ("media/clip.y4m", "media/existing.y4m", "", "exists already"),
+        ("media/clip.y4m", "media/clip.y4m", "", "exists already"),
+        ("media/clip.y4m", "media/up/x.y4m", "", "not under [server] allow_paths"),
+        (
+            "media/clip.y4m",
+            "udp://127.0.0.1:9|media/x.y4m",
+            r#", "format": "tee""#,
+            "only the config file",
+        ),
+        (
+            "media/clip.y4m",
+            "media/x.mkv",
+            r#", "options": {"x264-params": "dump-yuv=/tmp/x"}"#,
+            "cannot be set through the API",
+        ),
+    ] {
+        let answer = post(source, sink, extra);
+        assert_refused(&answer, 400, says, &format!("{source} -> {sink} {extra}"));
+    }
+    assert_eq!(std::fs::read(root.join("media/existing.y4m")).unwrap(), b"precious");
+    assert_eq!(std::fs::read(root.join("config.toml")).unwrap(), config_before);
+    assert!(!root.join("media/x.y4m").exists() && !root.join("media/new.y4m").exists());
+
+    // Inside the folder, to a new file: it runs.
+    let (status, body) = post("media/clip.y4m", "media/new.y4m", "");
+    assert_eq!(status, 201, "{body}");
+    serve.wait_for("the API pipeline to finish", Duration::from_secs(20), || {
+        serve.pipeline("api")["state"] == "finished"
+    });
+    assert!(std::fs::metadata(root.join("media/new.y4m")).unwrap().len() > 0);
+    // Network URLs need no folder.
+    let (status, body) = serve.json("DELETE", "/pipelines/api", "");
+    assert_eq!(status, 200, "{body}");
+    let udp = format!("udp://127.0.0.1:{}", free_port());
+    let (status, body) = post(&udp, "null", "");
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = serve.send("DELETE", "/pipelines/api", &[], None);
+    assert_eq!(status, 200, "{body}");
+    let (code, log) = serve.terminate(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn requests_a_web_page_could_send_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let config = format!(
+        "[server]\nallowed_origins = [\"http://localhost:3000\"]\nallowed_hosts = [\"video.internal\"]\n{}",
+        looping("one")
+    );
+    let serve = Serve::start(dir.path(), &config, &[]);
+    let body = r#"{"name": "web", "source": {"url": "udp://127.0.0.1:9"}, "filter": {"device": "cpu"}, "sink": {"url": "null"}}"#;
+
+    // Bodies that are not declared JSON: a form, text/plain (a "simple" cross-site request),
+    // none at all.
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/jsonx"),
+        None,
+    ] {
+        let headers: Vec<(&str, &str)> = content_type.iter().map(|c| ("Content-Type", *c)).collect();
+        let answer = serve.send("POST", "/pipelines", &headers, Some(body));
+        assert_refused(&answer, 415, "application/json", &format!("POST as {content_type:?}"));
+        let answer = serve.send("PUT", "/pipelines/one/filter", &headers, Some(r#"{"mask": "sharpen"}"#));
+        assert_refused(&answer, 415, "application/json", &format!("PUT as {content_type:?}"));
+    }
+    // Origins: only the configured one.
+    for origin in ["http://evil.example", "null", "http://localhost:3001"] {
+        let headers = [("Content-Type", "application/json"), ("Origin", origin)];
+        let answer = serve.send("POST", "/pipelines", &headers, Some(body));
+        assert_refused(&answer, 403, "allowed_origins", &format!("POST from {origin}"));
+        let answer = serve.send("GET", "/pipelines", &[("Origin", origin)], None);
+        assert_refused(&answer, 403, "allowed_origins", &format!("GET from {origin}"));
+    }
+    let allowed = [("Origin", "http://localhost:3000")];
+    assert_eq!(serve.send("GET", "/pipelines", &allowed, None).0, 200);
+    // Hosts: the listen address, its localhost forms, allowed_hosts; no rebound name.
+    let port = serve.port;
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".into(),
+        format!("127.0.0.2:{}", port + 1),
+    ] {
+        let answer = serve.send("GET", "/pipelines", &[("Host", &host)], None);
+        assert_refused(&answer, 403, "allowed_hosts", &format!("Host {host:?}"));
+        let headers = [("Host", host.as_str()), ("Content-Type", "application/json")];
+        let answer = serve.send("POST", "/pipelines", &headers, Some(body));
+        assert_refused(&answer, 403, "allowed_hosts", &format!("POST with Host {host:?}"));
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "video.internal".into(),
+    ] {
+        assert_eq!(
+            serve.send("GET", "/pipelines", &[("Host", &host)], None).0,
+            200,
+            "Host {host}"
+        );
+    }
+    // Probes call /healthz by whatever name they know.
+    assert_eq!(
+        serve.send("GET", "/healthz", &[("Host", "pod.example:80")], None).0,
+        200
+    );
+    assert_eq!(serve.names(), ["one"], "no refused request started anything");
+    // A JSON body with parameters is JSON.
+    let (status, text) = serve.send(
+        "POST",
+        "/pipelines",
+        &[("Content-Type", "Application/JSON; charset=utf-8")],
+        Some(body),
+    );
+    assert_eq!(status, 201, "{text}");
+    let (code, log) = serve.terminate(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn the_bearer_scheme_is_case_insensitive_and_refusals_are_logged_at_a_limited_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let config = format!("[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\n{}", looping("one"));
+    let serve = Serve::start(dir.path(), &config, &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        for gap in [" ", "   "] {
+            let auth = format!("{scheme}{gap}{TOKEN}");
+            let (status, body) = serve.send("GET", "/pipelines", &[("Authorization", &auth)], None);
+            assert_eq!(status, 200, "{auth:?}: {body}");
+        }
+    }
+    for auth in [
+        format!("Basic {TOKEN}"),
+        format!("Bearer{TOKEN}"),
+        "Bearer ".into(),
+        TOKEN.into(),
+    ] {
+        let answer = serve.send("GET", "/pipelines", &[("Authorization", &auth)], None);
+        assert_refused(&answer, 401, "bearer token", &format!("Authorization {auth:?}"));
+    }
+    let flood = 300;
+    for n in 0..flood {
+        let auth = format!("Bearer wrong-{n}");
+        assert_eq!(serve.send("GET", "/metrics", &[("Authorization", &auth)], None).0, 401);
+    }
+    let log = serve.log_text();
+    let lines = log.lines().filter(|l| l.contains("unauthorized GET")).count();
+    assert!(
+        (1..=10).contains(&lines),
+        "{lines} refusal lines for {} refused requests:\n{log}",
+        flood + 4
+    );
+    assert!(
+        !log.contains(TOKEN) && !log.contains("wrong-"),
+        "tokens are never logged"
+    );
+    let mut serve = serve;
+    serve.token = Some(TOKEN.into());
+    let metrics = serve.send("GET", "/metrics", &[], None).1;
+    let counted = metrics
+        .lines()
+        .find(|l| l.starts_with("convstream_http_unauthorized_total"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert_eq!(
+        counted,
+        Some((flood + 4) as f64),
+        "every refusal is counted:\n{metrics}"
+    );
+    // After the window, the next line says how many were left out.
+    std::thread::sleep(Duration::from_secs(11));
+    assert_eq!(
+        serve
+            .send("GET", "/metrics", &[("Authorization", "Bearer late")], None)
+            .0,
+        401
+    );
+    serve.wait_for("the summary of refusals not logged", Duration::from_secs(5), || {
+        serve.log_text().contains("more refused requests were not logged")
+    });
+}
+
+#[test]
+fn names_and_strings_cannot_forge_log_lines_or_outgrow_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let pipeline = |name: &str, url: &str| {
+        format!(
+            r#"{{"name": {}, "source": {{"url": {}}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#,
+            serde_json::to_string(name).unwrap(),
+            serde_json::to_string(url).unwrap()
+        )
+    };
+    let udp = "udp://127.0.0.1:9";
+    let long = "n".repeat(100_000);
+    for name in [
+        "cam\nERROR forged line",
+        "a b",
+        "a/b",
+        "x\u{1b}[2J",
+        "",
+        long.as_str(),
+        &"n".repeat(65),
+    ] {
+        let answer = serve.json("POST", "/pipelines", &pipeline(name, udp));
+        assert_refused(
+            &answer,
+            400,
+            "1 to 64 letters, digits",
+            &format!("name {:?}", &name[..name.len().min(20)]),
+        );
+    }
+    let answer = serve.json(
+        "POST",
+        "/pipelines",
+        &pipeline("ok", "udp://127.0.0.1:9\nERROR forged url"),
+    );
+    assert_refused(&answer, 400, "control characters", "a URL with a newline");
+    let answer = serve.json("PUT", "/pipelines/one/filter", r#"{"mask": "box\nERROR forged mask"}"#);
+    assert_eq!(answer.0, 400, "{}", answer.1);
+    // A long name is looked up and answered without being repeated.
+    for method in ["GET", "DELETE"] {
+        let answer = serve.send(method, &format!("/pipelines/{}", "n".repeat(20_000)), &[], None);
+        assert_refused(
+            &answer,
+            404,
+            "no pipeline named",
+            &format!("{method} a 20000-character name"),
+        );
+    }
+    let (status, body) = serve.json("POST", "/pipelines", &pipeline("Cam-2.main_x", udp));
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = serve.send("DELETE", "/pipelines/Cam-2.main_x", &[], None);
+    assert_eq!(status, 200, "{body}");
+    let (code, log) = serve.terminate(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        !log.lines().any(|l| l.trim_start().starts_with("ERROR forged")),
+        "no forged line:\n{log}"
+    );
+}
+
+/// Opens a named pipe for reading without waiting for a writer, and never reads it: the
+/// writer fills the pipe and then blocks.
+fn idle_reader(path: &Path) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+#[test]
+fn delete_and_shutdown_end_the_threads_of_pipelines_blocked_in_their_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("out")).unwrap();
+    make_clip(root, "out/clip.y4m", Clip::Y4m, 64, 48, 25);
+    let config = r#"
+[server]
+shutdown_timeout = 1.0
+allow_paths = ["out"]
+# Polling the file keeps a control-plane thread for file reads; off, the threads that
+# remain are the pipelines' own.
+watch = false
+
+[[pipeline]]
+name = "base"
+source = { url = "out/clip.y4m" }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "null" }
+"#;
+    let serve = Serve::start(root, config, &[]);
+    serve.wait_for("base to finish", Duration::from_secs(20), || {
+        serve.pipeline("base")["state"] == "finished"
+    });
+    // Idle: the control plane's threads and the CPU engine's pool are all there is.
+    std::thread::sleep(Duration::from_secs(1));
+    let baseline = serve.threads().len();
+    let mut readers = Vec::new();
+    for attempt in 0..4 {
+        let fifo = root.join(format!("out/stuck{attempt}.y4m"));
+        mkfifo(&fifo);
+        // Half the attempts block in opening the pipe (nobody reads it), half in writing
+        // to it (a reader that never reads).
+        if attempt % 2 == 1 {
+            readers.push(idle_reader(&fifo));
+        }
+        let name = format!("stuck{attempt}");
+        let body = format!(
+            r#"{{"name": "{name}", "source": {{"url": "out/clip.y4m", "loop": true}}, "filter": {{"mask": "box", "device": "cpu"}}, "sink": {{"url": "out/stuck{attempt}.y4m"}}}}"#
+        );
+        let (status, text) = serve.json("POST", "/pipelines", &body);
+        assert_eq!(status, 201, "{text}");
+        std::thread::sleep(Duration::from_millis(700));
+        assert!(
+            serve.threads().len() > baseline,
+            "the pipeline holds threads while blocked: {:?}",
+            serve.threads()
+        );
+        let started = Instant::now();
+        let (status, text) = serve.send("DELETE", &format!("/pipelines/{name}"), &[], None);
+        assert_eq!(status, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["threads_ended"], true, "{answer}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+    // Threads the control plane started for the requests (tokio's blocking pool) end after
+    // 10 s idle.
+    let settled = Instant::now();
+    loop {
+        let threads = serve.threads();
+        if threads.len() <= baseline {
+            break;
+        }
+        assert!(
+            settled.elapsed() < Duration::from_secs(20),
+            "{} threads after the deletes, {baseline} before: {threads:?}\n{}",
+            threads.len(),
+            serve.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    // Shutdown ends a pipeline blocked the same way, within its timeout and the grace.
+    let fifo = root.join("out/last.y4m");
+    mkfifo(&fifo);
+    readers.push(idle_reader(&fifo));
+    let body = r#"{"name": "last", "source": {"url": "out/clip.y4m", "loop": true}, "filter": {"device": "cpu"}, "sink": {"url": "out/last.y4m"}}"#;
+    assert_eq!(serve.json("POST", "/pipelines", body).0, 201);
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    let (code, log) = serve.terminate(Duration::from_secs(15));
+    assert_eq!(code, Some(0), "every pipeline ended:\n{log}");
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    drop(readers);
+}
+
+#[test]
+fn a_panic_in_any_pipeline_thread_fails_that_pipeline_only() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let stages = ["pipeline", "source", "filter", "sink"];
+    let mut config = looping("ok");
+    let mut plan = Vec::new();
+    for stage in stages {
+        config.push_str(&looping(&format!("p-{stage}")));
+        plan.push(format!("p-{stage}:{stage}"));
+    }
+    plan.push("p-api:pipeline".into());
+    let plan = plan.join(",");
+    let serve = Serve::start(dir.path(), &config, &[("CONVSTREAM_INJECT_PANIC", plan.as_str())]);
+    for stage in stages {
+        let name = format!("p-{stage}");
+        serve.wait_for(&format!("{name} to fail"), Duration::from_secs(20), || {
+            serve.pipeline(&name)["state"] == "failed"
+        });
+        let error = serve.pipeline(&name)["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            error.contains(&format!("the {stage} thread panicked: injected panic")),
+            "{name}: {error}"
+        );
+    }
+    // Through the API too, and with a setting that used to panic refused up front.
+    let body = r#"{"name": "p-api", "source": {"url": "udp://127.0.0.1:9"}, "filter": {"device": "cpu"}, "sink": {"url": "null"}}"#;
+    let (status, text) = serve.json(
+        "POST",
+        "/pipelines",
+        &body.replace("127.0.0.1:9\"", "127.0.0.1:9\", \"idle_timeout\": 1e20"),
+    );
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("idle_timeout: 100000000000000000000 is out of range"),
+        "{text}"
+    );
+    let (status, text) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 201, "{text}");
+    serve.wait_for("p-api to fail", Duration::from_secs(20), || {
+        serve.pipeline("p-api")["state"] == "failed"
+    });
+    // The others go on, and the service is ready (nothing is left starting).
+    let before = serve.pipeline("ok")["counters"]["frames_written"].as_u64().unwrap();
+    serve.wait_for("ok to go on", Duration::from_secs(10), || {
+        serve.pipeline("ok")["counters"]["frames_written"].as_u64().unwrap() > before + 10
+    });
+    assert_eq!(serve.pipeline("ok")["state"], "running");
+    let (status, text) = serve.send("GET", "/readyz", &[], None);
+    assert_eq!(status, 200, "{text}");
+    let (code, log) = serve.terminate(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn a_body_of_the_wrong_shape_gets_every_problem_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let body = r#"{"name": "x", "source": {"url": "udp://127.0.0.1:9", "colour": 1, "drop": "newest", "format": null},
+                   "filter": {"planes": "y", "border": "reflct"}, "extra": true}"#;
+    let (status, text) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 400, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let problems: Vec<&str> = answer["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for wanted in [
+        "pipeline \"x\": unknown field `extra`",
+        "pipeline \"x\": source.colour: unknown field `colour`",
+        "pipeline \"x\": source.drop: unknown variant `newest`",
+        "pipeline \"x\": filter.planes: unknown variant `y`",
+        "pipeline \"x\": filter.border: unknown variant `reflct`",
+        "pipeline \"x\": sink is missing",
+    ] {
+        assert!(
+            problems.iter().any(|p| p.starts_with(wanted)),
+            "missing {wanted:?} in {problems:#?}"
+        );
+    }
+    assert_eq!(problems.len(), 6, "{problems:#?}");
+    assert_eq!(serve.names(), ["one"]);
+}

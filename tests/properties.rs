@@ -1,0 +1,404 @@
+//! Property tests over everything a user or a client hands convstream to parse: mask
+//! SPECs, mask files, TOML configs and API request bodies. Whatever the input, the answer
+//! is a value or an error, never a panic, in bounded time; a valid result keeps its
+//! promises (odd mask sides, finite taps, timeouts that convert to durations, API files
+//! inside their folders); and errors stay short (they quote no more than a cut token).
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use convstream::config::{ConfigError, ConfigFile, PipelineConfig};
+use convstream::mask::{Mask, MaskParams, MAX_SIDE};
+use convstream::server::policy::ApiPolicy;
+
+/// Far more than any of these inputs needs: a case over it is a hang.
+const TIME_LIMIT: Duration = Duration::from_secs(2);
+/// The longest single problem message (a quoted value is cut to 48 characters).
+const MESSAGE_LIMIT: usize = 600;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        // PROPTEST_CASES runs more (a longer search before a release).
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Values a careless user or an attacker would type for a number or a name.
+fn value_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        select(vec![
+            "0",
+            "1",
+            "3",
+            "4",
+            "13",
+            "63",
+            "64",
+            "65",
+            "-1",
+            "1e20",
+            "-1e20",
+            "1e-300",
+            "nan",
+            "inf",
+            "-inf",
+            "0.5",
+            "2.5",
+            "true",
+            "x",
+            "",
+            "99999999999999999999",
+            "4294967297",
+            "/dev/zero",
+            "../../etc/shadow",
+        ])
+        .prop_map(str::to_string),
+        any::<f64>().prop_map(|v| v.to_string()),
+        any::<u64>().prop_map(|v| v.to_string()),
+        text(12),
+    ]
+}
+
+/// Any text of up to `max` characters (control characters and all).
+fn text(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(any::<char>(), 0..=max).prop_map(|chars| chars.into_iter().collect())
+}
+
+fn toml_string(value: &str) -> String {
+    toml::Value::String(value.to_string()).to_string()
+}
+
+fn json_string(value: &str) -> String {
+    serde_json::to_string(value).unwrap()
+}
+
+fn mask_spec() -> impl Strategy<Value = String> {
+    let presets = select(vec![
+        "identity",
+        "box",
+        "gaussian",
+        "sharpen",
+        "unsharp",
+        "laplacian",
+        "sobel-x",
+        "emboss",
+        "motion-blur",
+        "edge",
+        "custom",
+        "gausian",
+        "",
+        "soft",
+    ]);
+    let keys = select(vec![
+        "size",
+        "width",
+        "height",
+        "sigma",
+        "amount",
+        "angle",
+        "neighbours",
+        "divisor",
+        "normalize",
+        "bias",
+        "sise",
+        "",
+        "file",
+    ]);
+    let pairs = proptest::collection::vec((keys, value_text()), 0..5);
+    prop_oneof![
+        (presets, pairs).prop_map(|(preset, pairs)| {
+            let pairs: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            if pairs.is_empty() {
+                preset.to_string()
+            } else {
+                format!("{preset}:{}", pairs.join(","))
+            }
+        }),
+        text(40),
+    ]
+}
+
+fn assert_mask_promises(mask: &Mask) {
+    assert!(mask.width() % 2 == 1 && mask.width() <= MAX_SIDE, "{}", mask.width());
+    assert!(mask.height() % 2 == 1 && mask.height() <= MAX_SIDE, "{}", mask.height());
+    assert!(mask.coefficients().iter().all(|c| c.is_finite()));
+    assert!(mask.bias().is_finite());
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn mask_specs_build_or_say_why(spec in mask_spec()) {
+        // Files in SPECs are left to the mask-file property: here they would read the disk.
+        prop_assume!(!spec.contains("file"));
+        let started = Instant::now();
+        match MaskParams::parse_spec(&spec).and_then(|params| Mask::build(&params, None)) {
+            Ok(mask) => assert_mask_promises(&mask),
+            Err(errors) => {
+                prop_assert!(!errors.is_empty());
+                for error in errors {
+                    prop_assert!(error.to_string().len() < MESSAGE_LIMIT + spec.len(), "{error}");
+                }
+            }
+        }
+        prop_assert!(started.elapsed() < TIME_LIMIT, "{spec:?} took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn mask_files_build_or_say_why_without_quoting_them(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                proptest::collection::vec(value_text(), 0..70).prop_map(|t| t.join(" ")),
+                text(300),
+                Just("SECRET-CONTENT-LINE root:$6$hash".to_string()),
+            ],
+            0..70,
+        )
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mask.txt");
+        let text = lines.join("\n");
+        std::fs::write(&path, &text).unwrap();
+        let params = MaskParams { file: Some(path), ..MaskParams::default() };
+        let started = Instant::now();
+        match Mask::build(&params, None) {
+            Ok(mask) => assert_mask_promises(&mask),
+            Err(errors) => {
+                // At most three quoted tokens, then a count; each cut short.
+                prop_assert!(errors.len() <= 4, "{} errors", errors.len());
+                for error in &errors {
+                    let message = error.to_string();
+                    prop_assert!(message.len() < MESSAGE_LIMIT, "{message}");
+                    prop_assert!(!message.contains("SECRET-CONTENT-LINE root"), "{message}");
+                }
+            }
+        }
+        prop_assert!(started.elapsed() < TIME_LIMIT);
+    }
+
+    #[test]
+    fn configs_parse_and_validate_or_list_their_problems(
+        server in proptest::collection::vec((select(vec!["shutdown_timeout", "watch", "listen", "token_env", "mask_dir", "bogus"]), toml_value()), 0..3),
+        pipelines in proptest::collection::vec(pipeline_table(), 0..3),
+    ) {
+        let mut text = String::from("[server]\n");
+        for (key, value) in &server {
+            text.push_str(&format!("{key} = {value}\n"));
+        }
+        for pipeline in &pipelines {
+            text.push_str(pipeline);
+        }
+        let started = Instant::now();
+        match ConfigFile::parse(&text, "prop.toml") {
+            Ok(config) => match config.validate(None) {
+                Ok(settings) => {
+                    // What validates runs: timeouts convert, thread counts are sane.
+                    prop_assert!(Duration::try_from_secs_f64(settings.server.shutdown_timeout).is_ok());
+                    for pipeline in &settings.pipelines {
+                        prop_assert!(Duration::try_from_secs_f64(pipeline.source.idle_timeout).is_ok());
+                        prop_assert!(Duration::try_from_secs_f64(pipeline.source.reconnect.max).is_ok());
+                        prop_assert!(pipeline.source.threads <= 64);
+                        prop_assert!(!pipeline.name.is_empty() && pipeline.name.len() <= 64);
+                    }
+                }
+                Err(ConfigError::Invalid(problems)) => {
+                    prop_assert!(!problems.is_empty());
+                    for problem in problems {
+                        prop_assert!(problem.len() < MESSAGE_LIMIT, "{problem}");
+                        prop_assert!(!problem.contains('\n'), "{problem:?}");
+                    }
+                }
+                Err(other) => prop_assert!(false, "validation gives a problem list, not {other}"),
+            },
+            Err(ConfigError::InvalidFile { problems, .. }) => {
+                prop_assert!(!problems.is_empty());
+                for problem in problems {
+                    prop_assert!(!problem.contains('\n'), "{problem:?}");
+                }
+            }
+            Err(_) => {}
+        }
+        prop_assert!(started.elapsed() < TIME_LIMIT, "took {:?}:\n{text}", started.elapsed());
+    }
+
+    #[test]
+    fn api_bodies_are_refused_or_held_inside_their_folders(body in api_body()) {
+        let root = tempfile::tempdir().unwrap();
+        let allowed = root.path().join("media");
+        let masks = root.path().join("masks");
+        std::fs::create_dir(&allowed).unwrap();
+        std::fs::create_dir(&masks).unwrap();
+        std::fs::write(allowed.join("in.y4m"), "x").unwrap();
+        std::fs::write(masks.join("m.txt"), "1").unwrap();
+        std::fs::write(root.path().join("config.toml"), "").unwrap();
+        let server = toml::from_str(&format!(
+            "mask_dir = {:?}\nallow_paths = [{:?}]\n",
+            masks.display().to_string(),
+            allowed.display().to_string()
+        ))
+        .unwrap();
+        let policy = ApiPolicy::new(&server, &root.path().join("config.toml")).with_working_dir(root.path());
+        let started = Instant::now();
+        if let Ok(mut pipeline) = serde_json::from_str::<PipelineConfig>(&body) {
+            let problems = policy.check_pipeline(&mut pipeline);
+            if problems.is_empty() {
+                let allowed = allowed.canonicalize().unwrap();
+                for url in [&pipeline.source.url, &pipeline.sink.url] {
+                    let local = !url.contains("://") && url != "null";
+                    prop_assert!(!local || Path::new(url).starts_with(&allowed), "{url} escaped: {body}");
+                }
+                if let convstream::config::MaskSelection::Inline(params) = &pipeline.filter.mask {
+                    if let Some(file) = &params.file {
+                        prop_assert!(file.starts_with(masks.canonicalize().unwrap()), "{}", file.display());
+                    }
+                }
+            }
+            for problem in problems {
+                prop_assert!(problem.len() < MESSAGE_LIMIT, "{problem}");
+            }
+        }
+        prop_assert!(started.elapsed() < TIME_LIMIT);
+    }
+}
+
+fn toml_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        value_text().prop_map(|v| toml_string(&v)),
+        select(vec![
+            "0",
+            "1",
+            "-1",
+            "1e20",
+            "-1e20",
+            "nan",
+            "inf",
+            "0.0005",
+            "3600.0",
+            "10.0",
+            "100000",
+            "true",
+            "[]",
+            "{}",
+            "[1, 2]",
+            "{ initial = 1e20, max = 0.1 }",
+            "{ initial = 0.5, max = 30.0 }",
+            "9223372036854775807",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+fn pipeline_table() -> impl Strategy<Value = String> {
+    let source_keys = select(vec![
+        "format",
+        "decoder",
+        "threads",
+        "loop",
+        "realtime",
+        "live",
+        "drop",
+        "idle_timeout",
+        "reconnect",
+        "colour",
+    ]);
+    let filter_keys = select(vec![
+        "mask",
+        "planes",
+        "border",
+        "device",
+        "streams",
+        "frames_per_stream",
+        "pinned_frames",
+        "maks",
+    ]);
+    let sink_keys = select(vec!["format", "codec", "lossless", "options", "audio", "overwrite"]);
+    (
+        prop_oneof![value_text().prop_map(|v| toml_string(&v)), Just("\"cam\"".to_string())],
+        proptest::option::of(value_text()),
+        proptest::collection::vec((source_keys, toml_value()), 0..4),
+        proptest::collection::vec((filter_keys, toml_value()), 0..4),
+        proptest::option::of(value_text()),
+        proptest::collection::vec((sink_keys, toml_value()), 0..3),
+    )
+        .prop_map(|(name, source_url, source, filter, sink_url, sink)| {
+            let mut text = format!("\n[[pipeline]]\nname = {name}\n[pipeline.source]\n");
+            if let Some(url) = source_url {
+                text.push_str(&format!("url = {}\n", toml_string(&url)));
+            }
+            push_unique(&mut text, &source);
+            text.push_str("[pipeline.filter]\n");
+            push_unique(&mut text, &filter);
+            text.push_str("[pipeline.sink]\n");
+            if let Some(url) = sink_url {
+                text.push_str(&format!("url = {}\n", toml_string(&url)));
+            }
+            push_unique(&mut text, &sink);
+            text
+        })
+}
+
+/// Each key once (a repeated key is a TOML syntax error, tested enough by one case).
+fn push_unique(text: &mut String, pairs: &[(&str, String)]) {
+    let mut seen = std::collections::HashSet::new();
+    for (key, value) in pairs {
+        if seen.insert(*key) {
+            text.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+}
+
+fn api_body() -> impl Strategy<Value = String> {
+    let url = prop_oneof![
+        select(vec![
+            "media/in.y4m",
+            "media/../config.toml",
+            "config.toml",
+            "/etc/shadow",
+            "file:/etc/passwd",
+            "-",
+            "null",
+            "udp://127.0.0.1:9",
+            "concat:a|b",
+            "subfile,,start,0,end,1,,:/etc/passwd",
+            "media/new.mkv",
+            "media/./in.y4m",
+            "media//x.y4m",
+            "FILE:/etc/passwd",
+            "media/sub/../../x",
+            "",
+            "masks/m.txt",
+        ])
+        .prop_map(str::to_string),
+        text(30),
+    ];
+    let mask = prop_oneof![
+        mask_spec().prop_map(|s| json_string(&s)),
+        select(vec![
+            "m.txt",
+            "../config.toml",
+            "/proc/self/environ",
+            "/dev/zero",
+            "sub/../../x",
+            ""
+        ])
+        .prop_map(|f| format!(r#"{{"file": {}}}"#, json_string(f))),
+        Just(r#"{"matrix": [[1, 2, 1]]}"#.to_string()),
+    ];
+    (url.clone(), url, mask, proptest::option::of(select(vec!["tee", "mpegts", "lavfi", "Concat"])))
+        .prop_map(|(source, sink, mask, format)| {
+            let format = format.map(|f| format!(r#", "format": {}"#, json_string(f))).unwrap_or_default();
+            format!(
+                r#"{{"name": "p", "source": {{"url": {}}}, "filter": {{"mask": {mask}}}, "sink": {{"url": {}{format}}}}}"#,
+                json_string(&source),
+                json_string(&sink)
+            )
+        })
+}
