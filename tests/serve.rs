@@ -841,6 +841,9 @@ sink = { url = "out.y4m" }
 // ---- outputs never destroy data ----
 
 /// A paced, looping pipeline of `clip.y4m` into `output` (a TOML table).
+/// A `[server]` table that lets API pipelines use files in the test's folder.
+const API_FILES_HERE: &str = "[server]\nallow_paths = [\".\"]\n";
+
 fn recording(name: &str, output: &str) -> String {
     format!(
         "[[pipeline]]\nname = \"{name}\"\nsource = {{ url = \"clip.y4m\", realtime = true, loop = true }}\nfilter = {{ mask = \"box\", device = \"cpu\" }}\nsink = {{ url = \"{output}\" }}\n"
@@ -865,17 +868,17 @@ fn readable_frames(path: &Path) -> usize {
 fn a_pipeline_on_a_file_another_uses_is_refused_with_409() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
-    write_config(dir.path(), &recording("rec", "rec.mkv"));
+    write_config(dir.path(), &format!("{API_FILES_HERE}{}", recording("rec", "rec.mkv")));
     let server = Server::start(dir.path(), &[]);
     server.wait_for("rec to run", Duration::from_secs(20), || {
         server.pipeline("rec")["state"] == "running"
     });
     let body = |name: &str, input: &str, output: &str| {
         format!(
-            r#"{{"name": "{name}", "source": {{"url": "{input}", "realtime": true, "loop": true}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "{output}"}}}}"#
+            r#"{{"name": "{name}", "source": {{"url": "{input}", "realtime": true, "loop": true}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "{output}", "overwrite": true}}}}"#
         )
     };
-    // Its output, by another name.
+    // Its output, by another name: consent to replace a file does not reach a file in use.
     let (status, answer) = server.request("POST", "/pipelines", Some(&body("dup", "clip.y4m", "./rec.mkv")));
     assert_eq!(status, 409, "{answer}");
     assert!(answer.contains("is the file pipeline \\\"rec\\\" writes"), "{answer}");
@@ -890,7 +893,7 @@ fn a_pipeline_on_a_file_another_uses_is_refused_with_409() {
     assert_eq!(status, 201, "{answer}");
     write_config(
         dir.path(),
-        &format!("{}{}", recording("rec", "rec.mkv"), recording("late", "api.mkv")),
+        &format!("{API_FILES_HERE}{}{}", recording("rec", "rec.mkv"), recording("late", "api.mkv")),
     );
     server.wait_for("the reload to refuse late", Duration::from_secs(10), || {
         server.log_text().contains("the config's pipeline is not started")
@@ -907,7 +910,7 @@ fn a_restart_writes_beside_what_the_pipeline_wrote_and_keeps_older_files() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
     std::fs::write(dir.path().join("cam1.mkv"), b"from before the service").unwrap();
-    write_config(dir.path(), &recording("cam1", "cam1.mkv"));
+    write_config(dir.path(), &format!("{API_FILES_HERE}{}", recording("cam1", "cam1.mkv")));
     let server = Server::start(dir.path(), &[]);
     server.wait_for("cam1 to write 30 frames", Duration::from_secs(20), || {
         server.counter("cam1", "frames_written") >= 30
@@ -915,7 +918,10 @@ fn a_restart_writes_beside_what_the_pipeline_wrote_and_keeps_older_files() {
     // Only frames_per_stream changes: a restart.
     write_config(
         dir.path(),
-        &recording("cam1", "cam1.mkv").replace("device = \"cpu\"", "device = \"cpu\", frames_per_stream = 1"),
+        &format!(
+            "{API_FILES_HERE}{}",
+            recording("cam1", "cam1.mkv").replace("device = \"cpu\"", "device = \"cpu\", frames_per_stream = 1")
+        ),
     );
     server.wait_for("cam1 to restart and write again", Duration::from_secs(20), || {
         let cam1 = server.pipeline("cam1");
