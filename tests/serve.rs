@@ -893,7 +893,11 @@ fn a_pipeline_on_a_file_another_uses_is_refused_with_409() {
     assert_eq!(status, 201, "{answer}");
     write_config(
         dir.path(),
-        &format!("{API_FILES_HERE}{}{}", recording("rec", "rec.mkv"), recording("late", "api.mkv")),
+        &format!(
+            "{API_FILES_HERE}{}{}",
+            recording("rec", "rec.mkv"),
+            recording("late", "api.mkv")
+        ),
     );
     server.wait_for("the reload to refuse late", Duration::from_secs(10), || {
         server.log_text().contains("the config's pipeline is not started")
@@ -910,7 +914,10 @@ fn a_restart_writes_beside_what_the_pipeline_wrote_and_keeps_older_files() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
     std::fs::write(dir.path().join("cam1.mkv"), b"from before the service").unwrap();
-    write_config(dir.path(), &format!("{API_FILES_HERE}{}", recording("cam1", "cam1.mkv")));
+    write_config(
+        dir.path(),
+        &format!("{API_FILES_HERE}{}", recording("cam1", "cam1.mkv")),
+    );
     let server = Server::start(dir.path(), &[]);
     server.wait_for("cam1 to write 30 frames", Duration::from_secs(20), || {
         server.counter("cam1", "frames_written") >= 30
