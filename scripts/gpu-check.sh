@@ -84,6 +84,14 @@ else
     failures=$((failures + 1))
 fi
 
+# More NVDEC pipelines than decoder sessions (set OVERSUBSCRIBE_CLIP to a 1080p H.264 clip, made
+# with scripts/nvdec-oversubscribe.sh --make-clip; about two minutes).
+if [[ -n ${OVERSUBSCRIBE_CLIP:-} ]]; then
+    step "96 NVDEC pipelines in one serve (scripts/nvdec-oversubscribe.sh)"
+    OUT="$out" "$(dirname "$0")/nvdec-oversubscribe.sh" "$dist" "$OVERSUBSCRIBE_CLIP" 96 2>&1 | tee -a "$log"
+    [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
+fi
+
 step "summary"
 echo "failures: $failures" | tee -a "$log"
 rm -rf "$media"

@@ -188,7 +188,7 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
         dir.path(),
         &["-i", "odd.y4m", "-o", "kept.mp4", "-y", "--codec", "libx264"],
     );
-    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    assert_eq!(failed.code, Some(2), "a usage error: {}", failed.stderr);
     assert!(failed.stderr.contains("libx264"), "{}", failed.stderr);
     assert!(
         failed.stderr.contains("need an even width and height") && failed.stderr.contains("--codec ffv1"),
@@ -200,7 +200,7 @@ fn a_failed_start_leaves_an_existing_file_identical_and_creates_nothing() {
         b"an earlier recording"
     );
     let failed = run(dir.path(), &["-i", "odd.y4m", "-o", "new.mp4", "--codec", "libx264"]);
-    assert_eq!(failed.code, Some(1), "{}", failed.stderr);
+    assert_eq!(failed.code, Some(2), "a usage error: {}", failed.stderr);
     assert_eq!(
         listing(dir.path()),
         ["kept.mp4", "odd.y4m"],

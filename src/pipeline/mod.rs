@@ -59,9 +59,14 @@ pub enum PipelineError {
 
 impl PipelineError {
     /// Whether the pipeline could never have run as configured (an unknown protocol, a
-    /// stream the chosen decoder cannot take): a usage error, exit code 2 for `run`.
+    /// stream the chosen decoder cannot take, an odd size for a 4:2:0 encoder): a usage
+    /// error, exit code 2 for `run`.
     pub fn is_usage(&self) -> bool {
-        matches!(self, PipelineError::Source { source, .. } if source.is_usage())
+        match self {
+            PipelineError::Source { source, .. } => source.is_usage(),
+            PipelineError::Sink { source, .. } => source.is_usage(),
+            _ => false,
+        }
     }
 }
 

@@ -108,7 +108,7 @@ impl VideoEncoder {
         config: &SinkConfig,
         source: &SourceInfo,
         output: &ffmpeg::format::context::Output,
-    ) -> Result<VideoEncoder, String> {
+    ) -> Result<VideoEncoder, EncoderSetupError> {
         let codec = choose_codec(config, output)?;
         let container = output.format().name().to_string();
         let format = choose_format(&codec, &container, source.format);
@@ -171,15 +171,17 @@ impl VideoEncoder {
             }
         }
         let encoder = encoder.open_as_with(codec, options).map_err(|e| {
-            let hint = odd_size_hint(format, source.width, source.height)
-                .map(|hint| format!("; {hint}"))
-                .unwrap_or_default();
-            format!(
-                "cannot open the {} encoder for {}x{} {format:?}: {e}{hint}",
-                codec.name(),
-                source.width,
-                source.height
-            )
+            let hint = odd_size_hint(format, source.width, source.height);
+            EncoderSetupError {
+                reason: format!(
+                    "cannot open the {} encoder for {}x{} {format:?}: {e}{}",
+                    codec.name(),
+                    source.width,
+                    source.height,
+                    hint.as_deref().map(|hint| format!("; {hint}")).unwrap_or_default()
+                ),
+                unsuitable_input: hint.is_some(),
+            }
         })?;
         Ok(VideoEncoder {
             encoder,
@@ -266,6 +268,24 @@ impl VideoEncoder {
             context.run(&picture, &mut converted)?;
         }
         Ok(converted)
+    }
+}
+
+/// Why the video encoder could not be set up.
+#[derive(Debug)]
+pub struct EncoderSetupError {
+    pub reason: String,
+    /// The input does not suit the encoder as asked (an odd size for subsampled chroma):
+    /// the user's choice of encoder or size must change, a usage error.
+    pub unsuitable_input: bool,
+}
+
+impl From<String> for EncoderSetupError {
+    fn from(reason: String) -> Self {
+        EncoderSetupError {
+            reason,
+            unsuitable_input: false,
+        }
     }
 }
 

@@ -50,6 +50,16 @@ pub enum SinkError {
     Encoder { url: String, reason: String },
     #[error("writing {url} failed: {reason}")]
     Write { url: String, reason: String },
+    /// The input does not suit the encoder asked for (an odd size for 4:2:0): a usage error.
+    #[error("output {url}: {reason}")]
+    Unsuitable { url: String, reason: String },
+}
+
+impl SinkError {
+    /// Whether the output could never be written as configured for this input: exit 2 for `run`.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, SinkError::Unsuitable { .. })
+    }
 }
 
 /// How the sink ended when it did not fail.
@@ -126,9 +136,15 @@ impl Sink {
                 (_, false) => open_error(e.to_string()),
             }
         })?;
-        let video = VideoEncoder::new(config, source, &output).map_err(|reason| SinkError::Encoder {
-            url: url.clone(),
-            reason,
+        let video = VideoEncoder::new(config, source, &output).map_err(|e| match e.unsuitable_input {
+            true => SinkError::Unsuitable {
+                url: url.clone(),
+                reason: e.reason,
+            },
+            false => SinkError::Encoder {
+                url: url.clone(),
+                reason: e.reason,
+            },
         })?;
         let mut stream = output
             .add_stream(video.codec())
