@@ -1,9 +1,15 @@
-//! The video decoder of a source: which FFmpeg decoder a `decoder` setting means, NVDEC
-//! refused with a reason before it is made when the driver says it cannot decode the stream,
-//! and an NVDEC decoder that fails mid-stream (a resolution, profile or bit-depth change
-//! FFmpeg's cuvid wrapper cannot follow, or damaged data) made anew without losing frames:
-//! the packets since the last keyframes are kept, replayed through a fresh decoder to get
-//! the frames the failed one still held, and decoding goes on from the failing packet.
+//! The video decoder of a source: which FFmpeg decoder a `decoder` setting means, and NVDEC
+//! that never hangs or loses a frame.
+//!
+//! - NVDEC is refused, with the reason, before a decoder is made when the driver says it
+//!   cannot decode the stream ([`crate::nvdec`]).
+//! - A new sequence (size, chroma format, bit depth) is seen at its keyframe
+//!   ([`super::sequence`]): the old decoder is finished and a fresh one starts there.
+//! - Any other failure (damaged data, a change the watch cannot see) makes the decoder anew
+//!   too: the packets since the last keyframes are kept, decoded again through fresh decoders
+//!   to recover the frames the failed one still held, and decoding goes on.
+//! - A decoder that keeps failing, or cannot decode what follows, ends the pipeline with the
+//!   reason; frames already decoded are written.
 
 use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
