@@ -390,10 +390,14 @@ impl VideoDecoder {
                 raw.extradata_size = 0;
             }
         }
+        crate::ffmpeg_log::clear_last_error();
         open_codec(self.codec, &parameters, self.time_base, self.threads, self.hardware).map_err(|e| {
             SourceError::Decoder {
                 url: state.url.clone(),
-                reason: format!("cannot open the {} decoder again: {e}", self.codec.name()),
+                reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+                    "cannot open the {} decoder again: {e}",
+                    self.codec.name()
+                )),
             }
         })
     }
