@@ -185,7 +185,22 @@ pub fn lossless_options(encoder: &str) -> Option<&'static [(&'static str, &'stat
 /// The video encoder named `name`, if this FFmpeg build has it.
 pub fn video_encoder(name: &str) -> Option<ffmpeg::Codec> {
     init();
-    ffmpeg::encoder::find_by_name(name).filter(|c| c.is_video())
+    encoder_named(name).filter(|c| c.is_video())
+}
+
+/// The encoder FFmpeg names `name`, if any. (ffmpeg-next's own lookup panics on a name with
+/// a NUL byte, which a config or an API body can hold.)
+pub fn encoder_named(name: &str) -> Option<ffmpeg::Codec> {
+    (!name.contains('\0'))
+        .then(|| ffmpeg::encoder::find_by_name(name))
+        .flatten()
+}
+
+/// The decoder FFmpeg names `name`, if any (see [`encoder_named`]).
+pub fn decoder_named(name: &str) -> Option<ffmpeg::Codec> {
+    (!name.contains('\0'))
+        .then(|| ffmpeg::decoder::find_by_name(name))
+        .flatten()
 }
 
 /// Why `--lossless` cannot be honoured with the encoder `name`.

@@ -2,6 +2,7 @@
 //! that is one of the inputs (by any name: `./v.ts`, a symlink, a hard link), two
 //! pipelines writing one file, and (for `run`) an existing file replaced without consent.
 
+use crate::text::quoted;
 use std::path::{Component, Path, PathBuf};
 
 use super::{ConfigError, PipelineConfig, PipelineSettings};
@@ -170,15 +171,20 @@ pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
                     format!("the input of pipeline {:?}", reader.name)
                 };
                 problems.push(format!(
-                    "pipeline {:?}: sink.url `{url}` is the same file as {whose} (source.url `{}`); writing it would destroy that input; choose another output",
-                    pipeline.name, reader.source.url
+                    "pipeline {:?}: sink.url `{}` is the same file as {whose} (source.url `{}`); writing it would destroy that input; choose another output",
+                    pipeline.name,
+                    quoted(url),
+                    quoted(&reader.source.url)
                 ));
             }
         }
         if let Some((first, _)) = outputs.iter().find(|(_, other)| *other == identity) {
             problems.push(format!(
-                "pipeline {:?}: sink.url `{url}` is the file pipeline {:?} writes (sink.url `{}`); one stream would be lost inside the other; give each its own output",
-                pipeline.name, first.name, first.sink.url
+                "pipeline {:?}: sink.url `{}` is the file pipeline {:?} writes (sink.url `{}`); one stream would be lost inside the other; give each its own output",
+                pipeline.name,
+                quoted(url),
+                first.name,
+                quoted(&first.sink.url)
             ));
         }
         outputs.push((pipeline, identity));
@@ -220,11 +226,12 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
     if muxer.is_none() {
         problems.push(match format {
             Some(name) => format!(
-                "{place}: sink.format: `{name}` is not an output format this FFmpeg build has (ffmpeg -muxers lists them)"
+                "{place}: sink.format: `{}` is not an output format this FFmpeg build has (ffmpeg -muxers lists them)",
+                quoted(name)
             ),
             None => format!(
                 "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .mov .ts .avi .nut .y4m) or set sink.format (--format)",
-                sink.url
+                quoted(&sink.url)
             ),
         });
     }
@@ -232,7 +239,8 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
         let codec = media::video_encoder(name);
         if codec.is_none() {
             problems.push(format!(
-                "{place}: sink.codec: `{name}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)"
+                "{place}: sink.codec: `{}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)",
+                quoted(name)
             ));
         }
         codec.map(|codec| (name, codec))
@@ -245,7 +253,8 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
     if let Some((name, codec)) = &codec {
         if !media::muxer_takes(&muxer, codec.id()) {
             problems.push(format!(
-                "{place}: sink.codec: the {container} container cannot carry {name} video; choose another codec or container"
+                "{place}: sink.codec: the {container} container cannot carry {} video; choose another codec or container",
+                quoted(name)
             ));
         } else if sink.lossless && media::lossless_options(name).is_none() {
             problems.push(format!("{place}: sink.lossless: {}", media::lossless_unavailable(name)));
@@ -279,7 +288,8 @@ pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), Con
         .filter_map(|p| match OutputTarget::of(&p.sink.url) {
             OutputTarget::File(path) if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => Some(format!(
                 "pipeline {:?}: sink.url `{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
-                p.name, p.sink.url
+                p.name,
+                quoted(&p.sink.url)
             )),
             _ => None,
         })

@@ -40,7 +40,7 @@ pub(crate) fn container_accepts(output: &ffmpeg::format::context::Output, id: co
 
 fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -> Result<ffmpeg::Codec, String> {
     let container = output.format().name().to_string();
-    let by_name = |name: &str| ffmpeg::encoder::find_by_name(name).filter(|c| c.is_video());
+    let by_name = |name: &str| glue::encoder_named(name).filter(|c| c.is_video());
     if container == "yuv4mpegpipe" {
         return by_name("wrapped_avframe")
             .ok_or_else(|| "this FFmpeg build lacks the wrapped_avframe encoder YUV4MPEG2 needs".into());

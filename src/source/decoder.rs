@@ -74,7 +74,7 @@ impl VideoDecoder {
             "auto" | "software" => (ffmpeg::decoder::find(codec_id), false),
             "nvdec" => {
                 let name = format!("{}_cuvid", codec_id.name());
-                let found = ffmpeg::decoder::find_by_name(&name);
+                let found = glue::decoder_named(&name);
                 if found.is_none() {
                     let reason = match nvdec::NvdecCodec::of(codec_id) {
                         None => format!("NVDEC has no decoder for {}", codec_id.name()),
@@ -88,10 +88,11 @@ impl VideoDecoder {
                 (found, true)
             }
             name => {
-                let found = ffmpeg::decoder::find_by_name(name);
+                let found = glue::decoder_named(name);
                 if found.is_none() {
                     return Err(decoder_error(format!(
-                        "this FFmpeg build has no decoder named `{name}`"
+                        "this FFmpeg build has no decoder named `{}`",
+                        crate::text::quoted(name)
                     )));
                 }
                 (found, name.ends_with("_cuvid"))
