@@ -752,14 +752,20 @@ fn a_config_naming_an_unset_token_variable_is_refused_at_start() {
 #[test]
 fn a_second_signal_stops_at_once() {
     let dir = tempdir();
-    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
-    // A FIFO nobody reads: opening it for writing blocks, so the first stop cannot finish
-    // (within the 60 s allowed); the second signal must not wait for it.
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 250);
+    // A FIFO whose reader never reads: once the pipe is full the sink waits, and after a stop
+    // it may wait half of the 60 s allowed, so the first stop cannot finish soon; the second
+    // signal must not wait for it.
     let fifo = Command::new("mkfifo")
         .arg(dir.path().join("stuck.y4m"))
         .status()
         .unwrap();
     assert!(fifo.success());
+    let mut reader = Command::new("sh")
+        .args(["-c", "exec 3< stuck.y4m; sleep 60"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
     write_config(
         dir.path(),
         r#"
@@ -774,6 +780,9 @@ sink = { url = "stuck.y4m" }
 "#,
     );
     let mut server = Server::start(dir.path(), &[]);
+    server.wait_for("the sink to fill the pipe", Duration::from_secs(10), || {
+        server.counter("stuck", "frames_written") >= 10
+    });
     server.signal("-TERM");
     server.wait_for("the drain to begin", Duration::from_secs(10), || {
         server.log_text().contains("draining every pipeline")
@@ -791,6 +800,8 @@ sink = { url = "stuck.y4m" }
         );
         std::thread::sleep(Duration::from_millis(20));
     };
+    let _ = reader.kill();
+    let _ = reader.wait();
     let log = server.log_text();
     assert!(!log.contains("panicked"), "{log}");
     assert_eq!(status.code(), Some(130), "{log}");
