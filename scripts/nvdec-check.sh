@@ -141,20 +141,14 @@ reason=$?
 record "turns-444.ts nvdec: exit $code (1 expected) in ${took}s, reason given, the 50 frames before the change written ($got)" \
     $((code != 1 || reason != 0 || got != 50 || took > 30))
 
+# looping_pipeline SINK: a pipeline table that decodes grows.ts with NVDEC over and over.
+looping_pipeline() {
+    printf '[[pipeline]]\nname = "loop"\n[pipeline.source]\nurl = "%s"\ndecoder = "nvdec"\nloop = true\n' "$media/grows.ts"
+    printf '[pipeline.filter]\nmask = "gaussian:size=5,sigma=1"\ndevice = "cuda"\n[pipeline.sink]\nurl = "%s"\n' "$1"
+}
+
 step "a stop ends a looping NVDEC run within seconds, output readable"
-cat >loop.toml <<EOF
-[[pipeline]]
-name = "loop"
-[pipeline.source]
-url = "$media/grows.ts"
-decoder = "nvdec"
-loop = true
-[pipeline.filter]
-mask = "gaussian:size=5,sigma=1"
-device = "cuda"
-[pipeline.sink]
-url = "loop.mkv"
-EOF
+looping_pipeline loop.mkv >loop.toml
 "$bin" run --config loop.toml --no-progress --stats-json loop.json >loop.log 2>&1 &
 pid=$!
 sleep 4
@@ -173,22 +167,7 @@ record "SIGTERM: exit $code after ${stopped_in}s, $written frames written, $rere
     $((code != 0 || stopped_in > 10 || written == 0 || written != reread))
 
 step "serve: DELETE of an NVDEC pipeline ends its threads"
-cat >serve.toml <<EOF
-[server]
-listen = "127.0.0.1:18687"
-shutdown_timeout = 10.0
-[[pipeline]]
-name = "loop"
-[pipeline.source]
-url = "$media/grows.ts"
-decoder = "nvdec"
-loop = true
-[pipeline.filter]
-mask = "gaussian:size=5,sigma=1"
-device = "cuda"
-[pipeline.sink]
-url = "null"
-EOF
+{ printf '[server]\nlisten = "127.0.0.1:18687"\nshutdown_timeout = 10.0\n'; looping_pipeline null; } >serve.toml
 "$bin" serve --config serve.toml >serve.log 2>&1 &
 pid=$!
 threads() { ls "/proc/$pid/task" 2>/dev/null | wc -l; }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{convstream, make_clip, run_in, video_pts, Clip};
+use common::{convstream, make_clip, readable_frames, run_in, video_pts, Clip};
 
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary folder")
@@ -37,20 +37,6 @@ fn listing(dir: &Path) -> Vec<String> {
 
 fn frames(path: &Path) -> usize {
     video_pts(path).len()
-}
-
-/// Video frames FFmpeg can decode from a file that may have been cut short (a killed writer).
-fn readable_frames(path: &Path) -> usize {
-    let output = std::process::Command::new("ffmpeg")
-        .args(["-hide_banner", "-v", "quiet", "-nostdin", "-i"])
-        .arg(path)
-        .args(["-map", "0:v:0", "-f", "framecrc", "-"])
-        .output()
-        .expect("ffmpeg is installed");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .count()
 }
 
 #[test]

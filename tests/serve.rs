@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::oracle::oracle;
-use common::{convstream, make_clip, plane_of, video_pts, Clip, Y4m};
+use common::{convstream, make_clip, plane_of, readable_frames, video_pts, Clip, Y4m};
 use convstream::filter::BorderMode;
 use convstream::mask::Mask;
 use serde_json::Value;
@@ -859,20 +859,6 @@ fn recording(name: &str, output: &str) -> String {
     format!(
         "[[pipeline]]\nname = \"{name}\"\nsource = {{ url = \"clip.y4m\", realtime = true, loop = true }}\nfilter = {{ mask = \"box\", device = \"cpu\" }}\nsink = {{ url = \"{output}\" }}\n"
     )
-}
-
-/// Video frames FFmpeg can decode from a file that may have been cut short.
-fn readable_frames(path: &Path) -> usize {
-    let output = Command::new("ffmpeg")
-        .args(["-hide_banner", "-v", "quiet", "-nostdin", "-i"])
-        .arg(path)
-        .args(["-map", "0:v:0", "-f", "framecrc", "-"])
-        .output()
-        .expect("ffmpeg is installed");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .count()
 }
 
 #[test]

@@ -462,6 +462,22 @@ fn open_codec(
     context.decoder().open_as(codec).and_then(|opened| opened.video())
 }
 
+/// Another reference to the packet's data (FFmpeg's packets are reference-counted), not a
+/// copy of it: `Packet::clone` also makes the data writable, which copies every packet on
+/// NVDEC's per-packet path; a replay only reads them.
+fn shared_copy(packet: &Packet) -> Packet {
+    use ffmpeg::packet::{Mut, Ref};
+    let mut copy = Packet::empty();
+    // SAFETY: both packets are valid; av_packet_ref takes a new reference to the source's
+    // buffer (or copies data that has none) and copies its properties.
+    let status = unsafe { ffmpeg::ffi::av_packet_ref(copy.as_mut_ptr(), packet.as_ptr()) };
+    if status < 0 {
+        // Out of memory: a plain copy is all that is left to try.
+        return packet.clone();
+    }
+    copy
+}
+
 /// The packets since the keyframe before the last one, bounded in count and bytes. A
 /// replay must start at a keyframe, so packets before the first keyframe are not kept.
 #[derive(Default)]
@@ -482,7 +498,7 @@ impl ReplayBuffer {
         let Some(group) = self.groups.back_mut() else {
             return;
         };
-        group.push(packet.clone());
+        group.push(shared_copy(packet));
         self.bytes += packet.size();
         while self.len() > REPLAY_MAX_PACKETS || self.bytes > REPLAY_MAX_BYTES {
             if self.groups.len() > 1 {

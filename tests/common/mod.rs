@@ -349,3 +349,17 @@ pub fn stats(path: &Path) -> serde_json::Value {
     let json: serde_json::Value = serde_json::from_str(&text).expect("stats are JSON");
     json["pipelines"][0].clone()
 }
+
+/// Video frames FFmpeg can decode from a file that may have been cut short (a killed writer).
+pub fn readable_frames(path: &Path) -> usize {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-v", "quiet", "-nostdin", "-i"])
+        .arg(path)
+        .args(["-map", "0:v:0", "-f", "framecrc", "-"])
+        .output()
+        .expect("ffmpeg is installed");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count()
+}
