@@ -241,6 +241,63 @@ impl Counters {
     }
 }
 
+/// The counters' values at one moment. The one place they are read: the API's pipeline
+/// view, the Prometheus metrics and the finished pipeline's report all start from it, so a
+/// new counter is added here once and shows in all three where they want it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CounterSnapshot {
+    pub frames_decoded: u64,
+    pub frames_filtered: u64,
+    pub frames_written: u64,
+    pub frames_dropped: u64,
+    pub corrupt_packets: u64,
+    pub read_errors: u64,
+    pub damaged_frames: u64,
+    pub decoder_restarts: u64,
+    pub packets_passed_through: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub reconnects: u64,
+    pub decoded_queue: u64,
+    pub filtered_queue: u64,
+    /// Page-locked host memory the engine holds.
+    pub pinned_bytes: u64,
+    /// Time each stage spent working, in nanoseconds.
+    pub source_busy_ns: u64,
+    pub filter_busy_ns: u64,
+    pub sink_busy_ns: u64,
+    pub ended_early: Option<EndedEarly>,
+}
+
+impl Counters {
+    /// Reads every counter once (each read is atomic on its own; the set is not taken at one
+    /// instant, which no reader needs).
+    pub fn snapshot(&self) -> CounterSnapshot {
+        let get = Counters::get;
+        CounterSnapshot {
+            frames_decoded: get(&self.frames_decoded),
+            frames_filtered: get(&self.frames_filtered),
+            frames_written: get(&self.frames_written),
+            frames_dropped: get(&self.frames_dropped),
+            corrupt_packets: get(&self.corrupt_packets),
+            read_errors: get(&self.read_errors),
+            damaged_frames: get(&self.damaged_frames),
+            decoder_restarts: get(&self.decoder_restarts),
+            packets_passed_through: get(&self.packets_passed_through),
+            bytes_in: get(&self.bytes_in),
+            bytes_out: get(&self.bytes_out),
+            reconnects: get(&self.reconnects),
+            decoded_queue: get(&self.decoded_queue),
+            filtered_queue: get(&self.filtered_queue),
+            pinned_bytes: get(&self.pinned_bytes),
+            source_busy_ns: get(&self.source_busy_ns),
+            filter_busy_ns: get(&self.filter_busy_ns),
+            sink_busy_ns: get(&self.sink_busy_ns),
+            ended_early: self.ended_early(),
+        }
+    }
+}
+
 /// An input whose packets stop short of the duration its container announces: most
 /// likely a truncated file.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -347,7 +404,7 @@ impl PipelineReport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Counters, FrameLatency, SLOWEST_FRAMES};
+    use super::{Counters, EndedEarly, FrameLatency, SLOWEST_FRAMES};
     use crate::frame::Timeline;
     use std::time::{Duration, Instant};
 
@@ -442,5 +499,62 @@ mod tests {
             FrameLatency::of(9, &Timeline::default(), None, decoded).is_none(),
             "no decode time, no latency"
         );
+    }
+
+    #[test]
+    fn a_snapshot_reads_every_counter() {
+        let counters = Counters::default();
+        // A distinct value per counter, so a field read from the wrong counter shows.
+        let all = [
+            &counters.frames_decoded,
+            &counters.frames_filtered,
+            &counters.frames_written,
+            &counters.frames_dropped,
+            &counters.corrupt_packets,
+            &counters.read_errors,
+            &counters.damaged_frames,
+            &counters.decoder_restarts,
+            &counters.packets_passed_through,
+            &counters.bytes_in,
+            &counters.bytes_out,
+            &counters.reconnects,
+            &counters.decoded_queue,
+            &counters.filtered_queue,
+            &counters.pinned_bytes,
+            &counters.source_busy_ns,
+            &counters.filter_busy_ns,
+            &counters.sink_busy_ns,
+        ];
+        for (value, counter) in all.into_iter().enumerate() {
+            Counters::set(counter, value as u64 + 1);
+        }
+        let ended = EndedEarly {
+            ended_at_seconds: 1.5,
+            announced_seconds: 4.0,
+        };
+        counters.set_ended_early(ended);
+        let snapshot = counters.snapshot();
+        let read = [
+            snapshot.frames_decoded,
+            snapshot.frames_filtered,
+            snapshot.frames_written,
+            snapshot.frames_dropped,
+            snapshot.corrupt_packets,
+            snapshot.read_errors,
+            snapshot.damaged_frames,
+            snapshot.decoder_restarts,
+            snapshot.packets_passed_through,
+            snapshot.bytes_in,
+            snapshot.bytes_out,
+            snapshot.reconnects,
+            snapshot.decoded_queue,
+            snapshot.filtered_queue,
+            snapshot.pinned_bytes,
+            snapshot.source_busy_ns,
+            snapshot.filter_busy_ns,
+            snapshot.sink_busy_ns,
+        ];
+        assert_eq!(read.to_vec(), (1..=18).collect::<Vec<u64>>());
+        assert_eq!(snapshot.ended_early, Some(ended));
     }
 }

@@ -364,7 +364,8 @@ fn run_stages(
     })?;
 
     let seconds = started.elapsed().as_secs_f64();
-    let written = Counters::get(&counters.frames_written);
+    let counted = counters.snapshot();
+    let written = counted.frames_written;
     let stopped_early = match outcome {
         SinkOutcome::OutputClosed => Some("the output was closed by its reader".to_string()),
         SinkOutcome::Finished if options.stop.load(Ordering::Relaxed) => Some("interrupted by a signal".to_string()),
@@ -377,15 +378,15 @@ fn run_stages(
         output: settings.sink.url.clone(),
         engine: engine_name,
         mask: settings.filter.mask.description().to_string(),
-        frames_in: Counters::get(&counters.frames_decoded),
+        frames_in: counted.frames_decoded,
         frames_out: written,
-        frames_dropped: Counters::get(&counters.frames_dropped),
-        corrupt_packets: Counters::get(&counters.corrupt_packets),
-        read_errors: Counters::get(&counters.read_errors),
-        damaged_frames: Counters::get(&counters.damaged_frames),
-        decoder_restarts: Counters::get(&counters.decoder_restarts),
-        ended_early: counters.ended_early(),
-        packets_passed_through: Counters::get(&counters.packets_passed_through),
+        frames_dropped: counted.frames_dropped,
+        corrupt_packets: counted.corrupt_packets,
+        read_errors: counted.read_errors,
+        damaged_frames: counted.damaged_frames,
+        decoder_restarts: counted.decoder_restarts,
+        ended_early: counted.ended_early,
+        packets_passed_through: counted.packets_passed_through,
         seconds,
         setup_seconds,
         fps: if seconds > setup_seconds {
@@ -393,9 +394,9 @@ fn run_stages(
         } else {
             0.0
         },
-        source_seconds: to_seconds(Counters::get(&counters.source_busy_ns)),
-        filter_seconds: to_seconds(Counters::get(&counters.filter_busy_ns)),
-        sink_seconds: to_seconds(Counters::get(&counters.sink_busy_ns)),
+        source_seconds: to_seconds(counted.source_busy_ns),
+        filter_seconds: to_seconds(counted.filter_busy_ns),
+        sink_seconds: to_seconds(counted.sink_busy_ns),
         latency_p50_ms: counters.latency_quantile_ms(0.5),
         latency_p99_ms: counters.latency_quantile_ms(0.99),
         latency_slowest: counters.slowest_latencies(crate::stats::SLOWEST_FRAMES),

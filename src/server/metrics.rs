@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::supervisor::Supervisor;
 use crate::pipeline::{PipelineMonitor, PipelineState};
-use crate::stats::Counters;
+use crate::stats::CounterSnapshot;
 
 /// Counters of the server itself (not of one pipeline).
 #[derive(Debug, Default)]
@@ -53,54 +53,66 @@ fn labels(monitor: &PipelineMonitor) -> Labels {
     vec![("pipeline", monitor.name.clone()), ("device", device)]
 }
 
-/// A per-pipeline value read from its monitor.
-type Read = fn(&PipelineMonitor) -> u64;
+/// One pipeline at scrape time: its monitor, and its counters read once.
+struct Scraped<'a> {
+    labels: Labels,
+    monitor: &'a PipelineMonitor,
+    counted: CounterSnapshot,
+}
+
+/// A per-pipeline value read at scrape time.
+type Read = fn(&Scraped) -> u64;
 
 const COUNTERS: &[(&str, &str, Read)] = &[
-    ("convstream_frames_decoded", "Frames decoded from the input", |m| {
-        Counters::get(&m.counters.frames_decoded)
+    ("convstream_frames_decoded", "Frames decoded from the input", |p| {
+        p.counted.frames_decoded
     }),
-    ("convstream_frames_filtered", "Frames the engine filtered", |m| {
-        Counters::get(&m.counters.frames_filtered)
+    ("convstream_frames_filtered", "Frames the engine filtered", |p| {
+        p.counted.frames_filtered
     }),
-    ("convstream_frames_written", "Frames the sink wrote", |m| {
-        Counters::get(&m.counters.frames_written)
+    ("convstream_frames_written", "Frames the sink wrote", |p| {
+        p.counted.frames_written
     }),
     (
         "convstream_frames_dropped",
         "Decoded frames dropped because the filter or sink fell behind (drop = \"oldest\")",
-        |m| Counters::get(&m.counters.frames_dropped),
+        |p| p.counted.frames_dropped,
     ),
     (
         "convstream_corrupt_packets",
         "Input packets flagged corrupt or rejected by the decoder, skipped",
-        |m| Counters::get(&m.counters.corrupt_packets),
+        |p| p.counted.corrupt_packets,
     ),
-    ("convstream_read_errors", "Input read errors skipped", |m| {
-        Counters::get(&m.counters.read_errors)
+    ("convstream_read_errors", "Input read errors skipped", |p| {
+        p.counted.read_errors
     }),
     (
         "convstream_damaged_frames",
         "Frames decoded with errors concealed",
-        |m| Counters::get(&m.counters.damaged_frames),
+        |p| p.counted.damaged_frames,
     ),
-    ("convstream_input_bytes", "Bytes of input packets read", |m| {
-        Counters::get(&m.counters.bytes_in)
+    ("convstream_input_bytes", "Bytes of input packets read", |p| {
+        p.counted.bytes_in
     }),
     (
         "convstream_output_bytes",
         "Bytes of packets written to the output",
-        |m| Counters::get(&m.counters.bytes_out),
+        |p| p.counted.bytes_out,
     ),
     (
         "convstream_source_reconnects",
         "Times a live input was lost and opened again",
-        |m| Counters::get(&m.counters.reconnects),
+        |p| p.counted.reconnects,
+    ),
+    (
+        "convstream_decoder_restarts",
+        "Times an NVDEC decoder failed mid-stream and was made anew (no frame lost by it)",
+        |p| p.counted.decoder_restarts,
     ),
     (
         "convstream_pipeline_restarts",
         "Times the pipeline was restarted by a reload (changed source, sink or device)",
-        |m| m.restarts.load(Ordering::Relaxed),
+        |p| p.monitor.restarts.load(Ordering::Relaxed),
     ),
 ];
 
@@ -108,42 +120,51 @@ const GAUGES: &[(&str, &str, Read)] = &[
     (
         "convstream_decoded_queue_frames",
         "Decoded frames waiting for the filter",
-        |m| Counters::get(&m.counters.decoded_queue),
+        |p| p.counted.decoded_queue,
     ),
     (
         "convstream_filtered_queue_frames",
         "Filtered frames waiting for the sink",
-        |m| Counters::get(&m.counters.filtered_queue),
+        |p| p.counted.filtered_queue,
     ),
     (
         "convstream_pinned_bytes",
         "Page-locked host memory the engine holds (its frame pool and staging buffers)",
-        |m| Counters::get(&m.counters.pinned_bytes),
+        |p| p.counted.pinned_bytes,
     ),
     (
         "convstream_reconnecting",
         "1 while a live input is lost and being reconnected",
-        |m| m.reconnecting() as u64,
+        |p| p.monitor.reconnecting() as u64,
     ),
 ];
 
 impl Collector for PipelineCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let monitors = self.supervisor.monitors();
-        let labelled: Vec<(Labels, &Arc<PipelineMonitor>)> = monitors.iter().map(|m| (labels(m), m)).collect();
+        let scraped: Vec<Scraped> = monitors
+            .iter()
+            .map(|monitor| Scraped {
+                labels: labels(monitor),
+                monitor,
+                counted: monitor.counters.snapshot(),
+            })
+            .collect();
 
         for (name, help, read) in COUNTERS {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for (labels, monitor) in &labelled {
+            for pipeline in &scraped {
                 family
-                    .encode_family(labels)?
-                    .encode_counter::<NoLabelSet, _, u64>(&read(monitor), None)?;
+                    .encode_family(&pipeline.labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&read(pipeline), None)?;
             }
         }
         for (name, help, read) in GAUGES {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (labels, monitor) in &labelled {
-                family.encode_family(labels)?.encode_gauge(&(read(monitor) as i64))?;
+            for pipeline in &scraped {
+                family
+                    .encode_family(&pipeline.labels)?
+                    .encode_gauge(&(read(pipeline) as i64))?;
             }
         }
         {
@@ -153,7 +174,7 @@ impl Collector for PipelineCollector {
                 None,
                 MetricType::Gauge,
             )?;
-            for (labels, monitor) in &labelled {
+            for Scraped { labels, monitor, .. } in &scraped {
                 family.encode_family(labels)?.encode_gauge(&monitor.fps())?;
             }
         }
@@ -164,7 +185,7 @@ impl Collector for PipelineCollector {
                 None,
                 MetricType::Gauge,
             )?;
-            for (labels, monitor) in &labelled {
+            for Scraped { labels, monitor, .. } in &scraped {
                 let state = monitor.state();
                 for candidate in [
                     PipelineState::Starting,
@@ -188,7 +209,7 @@ impl Collector for PipelineCollector {
                 None,
                 MetricType::Histogram,
             )?;
-            for (labels, monitor) in &labelled {
+            for Scraped { labels, monitor, .. } in &scraped {
                 for (stage, histogram) in monitor.counters.stages.named() {
                     let mut with_stage = labels.clone();
                     with_stage.push(("stage", stage.to_string()));
@@ -203,7 +224,7 @@ impl Collector for PipelineCollector {
                 None,
                 MetricType::Histogram,
             )?;
-            for (labels, monitor) in &labelled {
+            for Scraped { labels, monitor, .. } in &scraped {
                 monitor
                     .counters
                     .stages

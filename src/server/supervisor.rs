@@ -16,6 +16,7 @@ use crate::config::{ConfigError, ConfigFile, FilterConfig, MaskSelection, Pipeli
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, PlaneSelection};
 use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
+use crate::stats::CounterSnapshot;
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -91,20 +92,13 @@ pub struct PipelineView {
     pub last_error: Option<String>,
 }
 
+/// A pipeline's counters in the API: every counter of its current run, and the restarts
+/// that reloads made (which outlive a run).
 #[derive(Debug, Clone, Serialize)]
 pub struct CounterView {
-    pub frames_decoded: u64,
-    pub frames_filtered: u64,
-    pub frames_written: u64,
-    pub frames_dropped: u64,
-    pub corrupt_packets: u64,
-    pub read_errors: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub reconnects: u64,
+    #[serde(flatten)]
+    pub counted: CounterSnapshot,
     pub restarts: u64,
-    /// Page-locked host memory the engine holds.
-    pub pinned_bytes: u64,
 }
 
 /// What a reload did, for the log and the API.
@@ -491,7 +485,6 @@ impl std::fmt::Debug for Supervisor {
 }
 
 fn view_of(handle: &Handle) -> PipelineView {
-    use crate::stats::Counters as C;
     let monitor = &handle.monitor;
     let counters = &monitor.counters;
     let engine = monitor.engine();
@@ -512,17 +505,8 @@ fn view_of(handle: &Handle) -> PipelineView {
         fps: monitor.fps(),
         uptime_seconds: monitor.started_at.elapsed().as_secs_f64(),
         counters: CounterView {
-            frames_decoded: C::get(&counters.frames_decoded),
-            frames_filtered: C::get(&counters.frames_filtered),
-            frames_written: C::get(&counters.frames_written),
-            frames_dropped: C::get(&counters.frames_dropped),
-            corrupt_packets: C::get(&counters.corrupt_packets),
-            read_errors: C::get(&counters.read_errors),
-            bytes_in: C::get(&counters.bytes_in),
-            bytes_out: C::get(&counters.bytes_out),
-            reconnects: C::get(&counters.reconnects),
+            counted: counters.snapshot(),
             restarts: monitor.restarts.load(Ordering::Relaxed),
-            pinned_bytes: C::get(&counters.pinned_bytes),
         },
         last_error: monitor.last_error(),
     }
