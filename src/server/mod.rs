@@ -28,13 +28,13 @@ const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("server.token_env names {0}, which is not set or empty; set it or remove token_env")]
     MissingToken(String),
     #[error("cannot listen on {address}: {reason}")]
     Bind { address: String, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Supervisor(#[from] SupervisorError),
     #[error("cannot start the control plane: {0}")]
     Runtime(String),

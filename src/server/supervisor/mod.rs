@@ -12,11 +12,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, PipelineSettings};
+use crate::config::{ConfigError, ConfigFile, MaskSelection, PipelineConfig, PipelineSettings};
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, PlaneSelection};
+
+mod stopping;
+mod view;
+
+use self::stopping::stop_and_join;
+use self::view::view_of;
+pub use self::view::{CounterView, PipelineView};
 use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
-use crate::stats::CounterSnapshot;
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,12 +53,14 @@ pub enum SupervisorError {
     /// The pipeline would write a file another running pipeline reads or writes.
     #[error("{0}")]
     OutputInUse(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(ConfigError),
     #[error("pipeline {name:?} is {state:?}; its filter can only switch while it runs")]
     NotRunning { name: String, state: PipelineState },
-    #[error("pipeline {name:?}: {source}")]
-    Engine { name: String, source: EngineError },
+    /// The engine's error is in the message, and not also a `source()`, so that printing the
+    /// chain does not repeat it.
+    #[error("pipeline {name:?}: {error}")]
+    Engine { name: String, error: EngineError },
     #[error("pipeline {0:?} did not take the new filter within 10 s")]
     SwitchTimedOut(String),
     #[error("cannot start a thread for pipeline {name:?}: {reason}")]
@@ -67,38 +75,6 @@ struct Handle {
     stop: Arc<AtomicBool>,
     switches: Sender<FilterSwitch>,
     thread: Option<JoinHandle<()>>,
-}
-
-/// What the API shows of a pipeline.
-#[derive(Debug, Clone, Serialize)]
-pub struct PipelineView {
-    pub name: String,
-    pub origin: Origin,
-    pub state: PipelineState,
-    pub reconnecting: bool,
-    pub source: String,
-    pub sink: String,
-    pub mask: String,
-    pub border: BorderMode,
-    pub planes: PlaneSelection,
-    /// What the config asks for (`auto`, `cuda:1`, ...).
-    pub device_requested: String,
-    /// Where it runs (`cpu`, `cuda:0`), once the engine is up.
-    pub device: Option<String>,
-    pub engine: Option<String>,
-    pub fps: f64,
-    pub uptime_seconds: f64,
-    pub counters: CounterView,
-    pub last_error: Option<String>,
-}
-
-/// A pipeline's counters in the API: every counter of its current run, and the restarts
-/// that reloads made (which outlive a run).
-#[derive(Debug, Clone, Serialize)]
-pub struct CounterView {
-    #[serde(flatten)]
-    pub counted: CounterSnapshot,
-    pub restarts: u64,
 }
 
 /// What a reload did, for the log and the API.
@@ -319,9 +295,9 @@ impl Supervisor {
                 state,
             });
         }
-        let engine_error = |source| SupervisorError::Engine {
+        let engine_error = |error| SupervisorError::Engine {
             name: name.clone(),
-            source,
+            error,
         };
         let started = Instant::now();
         monitor.prepare(&settings.filter).map_err(engine_error)?;
@@ -481,130 +457,5 @@ impl Supervisor {
 impl std::fmt::Debug for Supervisor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Supervisor").field("pipelines", &self.names()).finish()
-    }
-}
-
-fn view_of(handle: &Handle) -> PipelineView {
-    let monitor = &handle.monitor;
-    let counters = &monitor.counters;
-    let engine = monitor.engine();
-    let FilterConfig { device, .. } = &handle.settings.config.filter;
-    PipelineView {
-        name: monitor.name.clone(),
-        origin: handle.origin,
-        state: monitor.state(),
-        reconnecting: monitor.reconnecting(),
-        source: handle.settings.source.url.clone(),
-        sink: handle.settings.sink.url.clone(),
-        mask: monitor.filter(),
-        border: handle.settings.filter.border,
-        planes: handle.settings.filter.planes,
-        device_requested: device.clone(),
-        device: engine.as_ref().map(|e| e.device.clone()),
-        engine: engine.map(|e| e.name),
-        fps: monitor.fps(),
-        uptime_seconds: monitor.started_at.elapsed().as_secs_f64(),
-        counters: CounterView {
-            counted: counters.snapshot(),
-            restarts: monitor.restarts.load(Ordering::Relaxed),
-        },
-        last_error: monitor.last_error(),
-    }
-}
-
-/// After a stop's timeout, how long a pipeline unblocked by reading its pipe has to finish.
-const UNBLOCK_GRACE: Duration = Duration::from_secs(5);
-
-/// Sets every stop flag first (so all drain together), then joins each thread until the
-/// shared deadline. A pipeline still blocked then in writing to a pipe nobody reads (or in
-/// opening it) gets a reader that takes and drops what it writes, so that its threads end.
-/// Returns the names still running after that.
-fn stop_and_join(handles: &mut [Handle], timeout: Duration) -> Vec<String> {
-    for handle in handles.iter() {
-        if !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed) {
-            handle.monitor.set_state(PipelineState::Stopping);
-        }
-        handle.stop.store(true, Ordering::Relaxed);
-    }
-    let deadline = Instant::now() + timeout;
-    let mut late = Vec::new();
-    for handle in handles.iter_mut() {
-        let Some(thread) = handle.thread.take() else { continue };
-        wait_for_end(&thread, deadline);
-        if !thread.is_finished() {
-            if let Some(drain) = PipeDrain::start(&handle.settings.sink.url) {
-                tracing::warn!(
-                    "pipeline {:?} is blocked writing to a pipe nobody reads; dropping what it writes so it can stop",
-                    handle.monitor.name
-                );
-                wait_for_end(&thread, Instant::now() + UNBLOCK_GRACE);
-                drain.stop();
-            }
-        }
-        if thread.is_finished() {
-            let _ = thread.join();
-        } else {
-            tracing::warn!(
-                "pipeline {:?} did not finish within {:.1} s",
-                handle.monitor.name,
-                timeout.as_secs_f64()
-            );
-            handle.thread = Some(thread);
-            late.push(handle.monitor.name.clone());
-        }
-    }
-    late
-}
-
-fn wait_for_end(thread: &JoinHandle<()>, deadline: Instant) {
-    while !thread.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A reader on a sink's named pipe that discards what comes, until stopped.
-struct PipeDrain {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
-}
-
-impl PipeDrain {
-    /// Starts one when `url` is a local named pipe.
-    fn start(url: &str) -> Option<PipeDrain> {
-        use std::io::Read;
-        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-        let path = super::policy::local_path(url, true)?;
-        if !std::fs::metadata(path).ok()?.file_type().is_fifo() {
-            return None;
-        }
-        // Non-blocking: opening succeeds without a writer, and reads never wait, so the
-        // reader can always be stopped.
-        let mut pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .ok()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::Builder::new()
-            .name("pipe-drain".into())
-            .spawn({
-                let stop = stop.clone();
-                move || {
-                    let mut buffer = vec![0u8; 64 * 1024];
-                    while !stop.load(Ordering::Relaxed) {
-                        match pipe.read(&mut buffer) {
-                            Ok(n) if n > 0 => continue,
-                            _ => std::thread::sleep(Duration::from_millis(5)),
-                        }
-                    }
-                }
-            })
-            .ok()?;
-        Some(PipeDrain { stop, thread })
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.thread.join();
     }
 }

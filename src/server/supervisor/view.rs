@@ -1,0 +1,70 @@
+//! What the API shows of a pipeline: its settings, where it runs, and its counters.
+
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+
+use super::{Handle, Origin};
+use crate::config::FilterConfig;
+use crate::filter::{BorderMode, PlaneSelection};
+use crate::pipeline::PipelineState;
+use crate::stats::CounterSnapshot;
+
+/// What the API shows of a pipeline.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineView {
+    pub name: String,
+    pub origin: Origin,
+    pub state: PipelineState,
+    pub reconnecting: bool,
+    pub source: String,
+    pub sink: String,
+    pub mask: String,
+    pub border: BorderMode,
+    pub planes: PlaneSelection,
+    /// What the config asks for (`auto`, `cuda:1`, ...).
+    pub device_requested: String,
+    /// Where it runs (`cpu`, `cuda:0`), once the engine is up.
+    pub device: Option<String>,
+    pub engine: Option<String>,
+    pub fps: f64,
+    pub uptime_seconds: f64,
+    pub counters: CounterView,
+    pub last_error: Option<String>,
+}
+
+/// A pipeline's counters in the API: every counter of its current run, and the restarts
+/// that reloads made (which outlive a run).
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterView {
+    #[serde(flatten)]
+    pub counted: CounterSnapshot,
+    pub restarts: u64,
+}
+
+pub(super) fn view_of(handle: &Handle) -> PipelineView {
+    let monitor = &handle.monitor;
+    let counters = &monitor.counters;
+    let engine = monitor.engine();
+    let FilterConfig { device, .. } = &handle.settings.config.filter;
+    PipelineView {
+        name: monitor.name.clone(),
+        origin: handle.origin,
+        state: monitor.state(),
+        reconnecting: monitor.reconnecting(),
+        source: handle.settings.source.url.clone(),
+        sink: handle.settings.sink.url.clone(),
+        mask: monitor.filter(),
+        border: handle.settings.filter.border,
+        planes: handle.settings.filter.planes,
+        device_requested: device.clone(),
+        device: engine.as_ref().map(|e| e.device.clone()),
+        engine: engine.map(|e| e.name),
+        fps: monitor.fps(),
+        uptime_seconds: monitor.started_at.elapsed().as_secs_f64(),
+        counters: CounterView {
+            counted: counters.snapshot(),
+            restarts: monitor.restarts.load(Ordering::Relaxed),
+        },
+        last_error: monitor.last_error(),
+    }
+}
