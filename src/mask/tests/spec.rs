@@ -1,0 +1,217 @@
+//! Normalisation, divisor and bias; the SPEC grammar; mask sizes.
+
+use super::*;
+
+// ---- normalisation, divisor, bias ----
+
+#[test]
+fn normalize_divides_by_the_sum() {
+    let rows = vec![vec![1.0, 2.0, 1.0], vec![2.0, 4.0, 2.0], vec![1.0, 2.0, 1.0]];
+    let normalised = Mask::build(
+        &MaskParams {
+            normalize: Some(true),
+            ..matrix_params(rows.clone())
+        },
+        None,
+    )
+    .unwrap();
+    let expected: Vec<f32> = rows.iter().flatten().map(|v| (v / 16.0) as f32).collect();
+    assert_close(normalised.coefficients(), &expected, 1e-7);
+    let divided = Mask::build(
+        &MaskParams {
+            divisor: Some(16.0),
+            ..matrix_params(rows.clone())
+        },
+        None,
+    )
+    .unwrap();
+    assert_close(divided.coefficients(), &expected, 1e-7);
+    assert_factors_reproduce(&divided);
+    // normalize=false leaves the values alone.
+    let raw = Mask::build(
+        &MaskParams {
+            normalize: Some(false),
+            ..matrix_params(rows)
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(raw.coefficients()[4], 4.0);
+    // A negative sum normalises too.
+    let negative = Mask::build(
+        &MaskParams {
+            normalize: Some(true),
+            ..matrix_params(vec![vec![-1.0, -2.0, -1.0]])
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(negative.coefficients(), &[0.25, 0.5, 0.25]);
+}
+
+#[test]
+fn zero_sum_with_normalize_is_an_error() {
+    let text = messages(&errors("laplacian:normalize=true"));
+    assert!(text.contains("normalize = true") && text.contains("sum to 0"), "{text}");
+    let e = Mask::build(
+        &MaskParams {
+            normalize: Some(true),
+            ..matrix_params(vec![vec![1.0, 0.0, -1.0]])
+        },
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(e[0], MaskError::ZeroSum { .. }), "{e:?}");
+}
+
+#[test]
+fn divisor_problems() {
+    assert!(matches!(errors("box:divisor=0")[0], MaskError::BadDivisor { .. }));
+    assert!(matches!(errors("box:divisor=inf")[0], MaskError::BadDivisor { .. }));
+    assert!(matches!(
+        errors("box:divisor=2,normalize=true")[0],
+        MaskError::DivisorAndNormalize
+    ));
+}
+
+#[test]
+fn bias_is_kept_and_must_be_finite() {
+    assert_eq!(mask("laplacian:bias=128").bias(), 128.0);
+    let text = messages(&errors("laplacian:bias=nan"));
+    assert!(text.contains("bias") && text.contains("finite"), "{text}");
+}
+
+// ---- SPEC grammar ----
+
+#[test]
+fn spec_round_trips_through_display() {
+    for spec in [
+        "identity",
+        "box:size=7",
+        "box:width=15,height=1",
+        "gaussian:size=13,sigma=2.5",
+        "sharpen:amount=1.5",
+        "unsharp:size=7,sigma=1.2,amount=0.75",
+        "laplacian:neighbours=8",
+        "motion-blur:size=11,angle=-30",
+        "edge:size=11,sigma=1.6",
+        "custom:file=masks/edge.txt,divisor=4,bias=-2.5",
+        "emboss:bias=128",
+        "gaussian:size=5,normalize=true",
+    ] {
+        let params = MaskParams::parse_spec(spec).unwrap();
+        let written = params.to_string();
+        assert_eq!(written, spec, "canonical specs are written back unchanged");
+        assert_eq!(MaskParams::parse_spec(&written).unwrap(), params, "{spec}");
+    }
+    // Spaces and key order do not matter; the written form is canonical.
+    let params = MaskParams::parse_spec(" gaussian : sigma = 2.5 , size=13 ").unwrap();
+    assert_eq!(params.to_string(), "gaussian:size=13,sigma=2.5");
+}
+
+#[test]
+fn spec_values_are_checked() {
+    let e = MaskParams::parse_spec("box:size=three").unwrap_err();
+    assert!(
+        e[0].to_string().contains("size=\"three\" is not a whole number"),
+        "{e:?}"
+    );
+    let e = MaskParams::parse_spec("box:size").unwrap_err();
+    assert!(matches!(e[0], MaskError::BadSpecPair { .. }), "{e:?}");
+    let e = MaskParams::parse_spec("").unwrap_err();
+    assert!(matches!(e[0], MaskError::EmptySpec { .. }), "{e:?}");
+    // Every bad pair is reported.
+    let e = MaskParams::parse_spec("gaussian:size=x,sigma=y,foo=1").unwrap_err();
+    assert_eq!(e.len(), 3, "{e:?}");
+}
+
+#[test]
+fn description_is_the_spec() {
+    assert_eq!(
+        mask("gaussian:size=13,sigma=2.5").description(),
+        "gaussian:size=13,sigma=2.5"
+    );
+    let m = Mask::build(&matrix_params(vec![vec![1.0; 5]; 3]), None).unwrap();
+    assert_eq!(m.description(), "custom:matrix=3x5");
+}
+
+// ---- sizes ----
+
+#[test]
+fn rectangular_custom_masks_are_accepted() {
+    let m = Mask::build(&matrix_params(vec![(1..=15).map(f64::from).collect()]), None).unwrap();
+    assert_eq!((m.width(), m.height()), (15, 1));
+    assert_eq!(m.coefficients()[14], 15.0);
+    let m = Mask::build(&matrix_params(vec![vec![1.0, 2.0, 3.0]; 7]), None).unwrap();
+    assert_eq!((m.width(), m.height()), (3, 7));
+    let m = Mask::build(&matrix_params(vec![vec![1.0; 63]; 63]), None).unwrap();
+    assert_eq!((m.width(), m.height()), (63, 63));
+}
+
+#[test]
+fn even_zero_and_too_large_sizes_are_rejected() {
+    for (spec, word) in [
+        ("box:size=4", "even"),
+        ("box:size=0", "zero"),
+        ("box:size=65", "too large"),
+        ("gaussian:size=14", "even"),
+        ("gaussian:size=0", "zero"),
+        ("gaussian:size=99", "too large"),
+        ("identity:size=2", "even"),
+        ("box:width=2,height=3", "even"),
+        ("motion-blur:size=64", "too large"),
+        ("edge:size=8", "even"),
+        ("unsharp:size=0", "zero"),
+    ] {
+        let e = errors(spec);
+        let text = messages(&e);
+        assert!(text.contains(word) && text.contains("1..=63"), "{spec}: {text}");
+        assert_eq!(e.len(), 1, "{spec}: one problem, reported once: {text}");
+    }
+}
+
+#[test]
+fn bad_custom_matrix_shapes_are_rejected() {
+    for (rows, word) in [
+        (vec![vec![1.0, 1.0]], "even"),
+        (vec![vec![1.0; 3]; 4], "even"),
+        (vec![vec![1.0; 65]], "too large"),
+        (vec![vec![1.0]; 64], "too large"),
+        (vec![vec![1.0]; 65], "too large"),
+    ] {
+        let (h, w) = (rows.len(), rows[0].len());
+        let e = Mask::build(&matrix_params(rows), None).unwrap_err();
+        let text = messages(&e);
+        assert!(
+            text.contains(word) && text.contains("1..=63") && text.contains(&format!("{h}x{w}")),
+            "{h}x{w}: {text}"
+        );
+    }
+    let e = Mask::build(&matrix_params(vec![]), None).unwrap_err();
+    assert!(matches!(e[0], MaskError::EmptyMatrix), "{e:?}");
+    let e = Mask::build(&matrix_params(vec![vec![]]), None).unwrap_err();
+    assert!(messages(&e).contains("zero") || messages(&e).contains("empty"), "{e:?}");
+}
+
+#[test]
+fn non_finite_values_are_rejected_where_they_are() {
+    for (bad, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf")] {
+        let e = Mask::build(
+            &matrix_params(vec![vec![1.0, 1.0, 1.0], vec![1.0, 1.0, bad], vec![1.0; 3]]),
+            None,
+        )
+        .unwrap_err();
+        let text = messages(&e);
+        assert!(
+            text.contains("row 2, column 3") && text.contains(shown) && text.contains("finite"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn ragged_rows_are_rejected_naming_the_row() {
+    let e = Mask::build(&matrix_params(vec![vec![1.0; 3], vec![1.0; 3], vec![1.0; 2]]), None).unwrap_err();
+    let text = messages(&e);
+    assert!(text.contains("row 3 has 2 values but row 1 has 3"), "{text}");
+}
