@@ -146,13 +146,8 @@ impl PipelineMonitor {
         self.counters.reconnecting.load(Ordering::Relaxed)
     }
 
-    /// Frames per second written since the pipeline started.
+    /// Frames per second written over the last few seconds ([`crate::stats::RATE_WINDOW`]).
     pub fn fps(&self) -> f64 {
-        let seconds = self.started_at.elapsed().as_secs_f64();
-        if seconds > 0.0 {
-            Counters::get(&self.counters.frames_written) as f64 / seconds
-        } else {
-            0.0
-        }
+        self.counters.written_rate.per_second(Instant::now())
     }
 }

@@ -170,7 +170,7 @@ impl Collector for PipelineCollector {
         {
             let mut family = encoder.encode_descriptor(
                 "convstream_frames_per_second",
-                "Frames written per second since the pipeline started",
+                "Frames written per second over the last 5 s",
                 None,
                 MetricType::Gauge,
             )?;

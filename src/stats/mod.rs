@@ -1,12 +1,18 @@
 //! Counters a pipeline's stages update while they run and the summary made from them.
 
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::frame::Timeline;
+mod latency;
+mod recent_rate;
+mod report;
+
+pub use self::latency::FrameLatency;
+pub use self::recent_rate::{RecentRate, RATE_WINDOW};
+pub use self::report::PipelineReport;
 
 /// Frames whose filter latency is kept for the report (8 MB of samples at most).
 pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
@@ -14,81 +20,16 @@ pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
 /// How many of the slowest frames a report lists.
 pub const SLOWEST_FRAMES: usize = 10;
 
-/// One frame's latency, and where it went. `frame` is its number from the pipeline's start
-/// (as in filter switches), so a tail made of the first frames shows as small numbers. The
-/// parts add up to `ms`: waiting, then submitting, then in the engine, then handed back.
-/// A part is unset when the frame did not pass the point it starts at (see [`Timeline`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct FrameLatency {
-    pub frame: u64,
-    pub ms: f64,
-    /// Before the filter stage began handing the frame to the engine: in the decoded queue,
-    /// or the filter thread waking up.
-    #[serde(default)]
-    pub waited_ms: Option<f64>,
-    /// Handing it to the engine (the CUDA engine: queueing its copies and kernels).
-    #[serde(default)]
-    pub submit_ms: Option<f64>,
-    /// In the engine after that, until its work was seen done.
-    #[serde(default)]
-    pub engine_ms: Option<f64>,
-    /// Of `engine_ms`, GPU time from the start of its upload to the end of its download
-    /// (the CUDA engine with stage timing on).
-    #[serde(default)]
-    pub gpu_ms: Option<f64>,
-    /// From its work done until the filter stage took it back (for a frame staged
-    /// through the CUDA engine's own buffers, copying it out included).
-    #[serde(default)]
-    pub handoff_ms: Option<f64>,
-}
-
-impl FrameLatency {
-    /// The latency of a frame taken back from the engine `now`, split at its timeline's
-    /// points. None when the frame has no decode time to start from.
-    pub fn of(frame: u64, timeline: &Timeline, gpu: Option<Duration>, now: Instant) -> Option<FrameLatency> {
-        let decoded = timeline.decoded?;
-        let ms = |from: Instant, to: Instant| to.saturating_duration_since(from).as_secs_f64() * 1e3;
-        let between = |from: Option<Instant>, to: Option<Instant>| Some(ms(from?, to?));
-        Some(FrameLatency {
-            frame,
-            ms: ms(decoded, now),
-            waited_ms: between(Some(decoded), timeline.submitted),
-            submit_ms: between(timeline.submitted, timeline.enqueued),
-            engine_ms: between(timeline.enqueued, timeline.finished),
-            gpu_ms: gpu.map(|gpu| gpu.as_secs_f64() * 1e3),
-            handoff_ms: between(timeline.finished, Some(now)),
-        })
-    }
-
-    /// "#474 2.10 ms: waited 0.05, submit 0.03, engine 1.90 (GPU 0.40), handoff 0.10", with
-    /// the parts that were measured.
-    pub fn describe(&self) -> String {
-        let engine = self.engine_ms.map(|ms| match self.gpu_ms {
-            Some(gpu) => format!("engine {ms:.2} (GPU {gpu:.2})"),
-            None => format!("engine {ms:.2}"),
-        });
-        let parts: Vec<String> = [
-            self.waited_ms.map(|ms| format!("waited {ms:.2}")),
-            self.submit_ms.map(|ms| format!("submit {ms:.2}")),
-            engine,
-            self.handoff_ms.map(|ms| format!("handoff {ms:.2}")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        match parts.is_empty() {
-            true => format!("#{} {:.2} ms", self.frame, self.ms),
-            false => format!("#{} {:.2} ms: {}", self.frame, self.ms, parts.join(", ")),
-        }
-    }
-}
-
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
 #[derive(Debug, Default)]
 pub struct Counters {
     pub frames_decoded: AtomicU64,
     pub frames_filtered: AtomicU64,
+    /// Frames the sink wrote: count them with [`Counters::count_written`], which also
+    /// feeds the recent rate.
     pub frames_written: AtomicU64,
+    /// Frames written per second lately (the `fps` of the API and the metrics).
+    pub written_rate: RecentRate,
     pub frames_dropped: AtomicU64,
     /// Packets the demuxer flagged corrupt or the decoder rejected; skipped.
     pub corrupt_packets: AtomicU64,
@@ -173,6 +114,12 @@ impl Default for StageHistograms {
 }
 
 impl Counters {
+    /// Counts a frame the sink has written.
+    pub fn count_written(&self) {
+        Counters::add(&self.frames_written, 1);
+        self.written_rate.record(Instant::now());
+    }
+
     /// Records the latency of a frame the filter stage has just taken back from the engine.
     /// Quantiles keep only the first `MAX_LATENCY_SAMPLES` frames, so a looping or live
     /// input does not grow memory; the slowest frames are kept over the whole run.
@@ -305,101 +252,6 @@ pub struct EndedEarly {
     /// Where the last packet ends, from the start of the input.
     pub ended_at_seconds: f64,
     pub announced_seconds: f64,
-}
-
-/// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct PipelineReport {
-    pub pipeline: String,
-    pub input: String,
-    pub output: String,
-    pub engine: String,
-    pub mask: String,
-    pub frames_in: u64,
-    pub frames_out: u64,
-    pub frames_dropped: u64,
-    pub corrupt_packets: u64,
-    pub read_errors: u64,
-    pub damaged_frames: u64,
-    /// NVDEC decoders made anew after failing mid-stream (no frame lost by it).
-    pub decoder_restarts: u64,
-    pub ended_early: Option<EndedEarly>,
-    pub packets_passed_through: u64,
-    pub seconds: f64,
-    /// Of `seconds`, the time spent opening the input and output and preparing the engine
-    /// (GPU context, kernels, buffers); `fps` counts the rest.
-    pub setup_seconds: f64,
-    pub fps: f64,
-    /// Time each stage spent working (not waiting on its neighbours), in seconds.
-    pub source_seconds: f64,
-    pub filter_seconds: f64,
-    pub sink_seconds: f64,
-    /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
-    pub latency_p50_ms: Option<f64>,
-    pub latency_p99_ms: Option<f64>,
-    /// The slowest frames, to tell a start-up tail from one spread over the run.
-    pub latency_slowest: Vec<FrameLatency>,
-    /// Stopped early by a signal or because the output was closed.
-    pub stopped_early: Option<String>,
-}
-
-impl PipelineReport {
-    pub fn summary(&self) -> String {
-        let mut text = format!(
-            "{}: {} frames in, {} out, {} dropped in {:.2} s ({:.1} fps) on {}; stage time: decode {:.2} s, filter {:.2} s, encode {:.2} s",
-            self.pipeline,
-            self.frames_in,
-            self.frames_out,
-            self.frames_dropped,
-            self.seconds,
-            self.fps,
-            self.engine,
-            self.source_seconds,
-            self.filter_seconds,
-            self.sink_seconds
-        );
-        let damage = self.damage();
-        if !damage.is_empty() {
-            text.push_str(&format!("; input damage: {}", damage.join(", ")));
-        }
-        if self.decoder_restarts > 0 {
-            text.push_str(&format!("; NVDEC decoder made anew {} time(s)", self.decoder_restarts));
-        }
-        if let Some(reason) = &self.stopped_early {
-            text.push_str(&format!("; stopped early: {reason}"));
-        }
-        text
-    }
-
-    /// What was wrong with the input, one phrase per kind of damage; empty when nothing was.
-    pub fn damage(&self) -> Vec<String> {
-        let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let mut damage = Vec::new();
-        if self.corrupt_packets > 0 {
-            damage.push(count(
-                self.corrupt_packets,
-                "corrupt packet skipped",
-                "corrupt packets skipped",
-            ));
-        }
-        if self.read_errors > 0 {
-            damage.push(count(self.read_errors, "read error skipped", "read errors skipped"));
-        }
-        if self.damaged_frames > 0 {
-            damage.push(count(
-                self.damaged_frames,
-                "frame decoded with errors concealed",
-                "frames decoded with errors concealed",
-            ));
-        }
-        if let Some(ended) = &self.ended_early {
-            damage.push(format!(
-                "the input ended at {:.2} s of the {:.2} s its container announces (truncated?)",
-                ended.ended_at_seconds, ended.announced_seconds
-            ));
-        }
-        damage
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,100 @@
+//! What a finished pipeline reports: the summary line and `--stats-json`.
+
+use serde::Serialize;
+
+use super::{EndedEarly, FrameLatency};
+
+/// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelineReport {
+    pub pipeline: String,
+    pub input: String,
+    pub output: String,
+    pub engine: String,
+    pub mask: String,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub frames_dropped: u64,
+    pub corrupt_packets: u64,
+    pub read_errors: u64,
+    pub damaged_frames: u64,
+    /// NVDEC decoders made anew after failing mid-stream (no frame lost by it).
+    pub decoder_restarts: u64,
+    pub ended_early: Option<EndedEarly>,
+    pub packets_passed_through: u64,
+    pub seconds: f64,
+    /// Of `seconds`, the time spent opening the input and output and preparing the engine
+    /// (GPU context, kernels, buffers); `fps` counts the rest.
+    pub setup_seconds: f64,
+    pub fps: f64,
+    /// Time each stage spent working (not waiting on its neighbours), in seconds.
+    pub source_seconds: f64,
+    pub filter_seconds: f64,
+    pub sink_seconds: f64,
+    /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    /// The slowest frames, to tell a start-up tail from one spread over the run.
+    pub latency_slowest: Vec<FrameLatency>,
+    /// Stopped early by a signal or because the output was closed.
+    pub stopped_early: Option<String>,
+}
+
+impl PipelineReport {
+    pub fn summary(&self) -> String {
+        let mut text = format!(
+            "{}: {} frames in, {} out, {} dropped in {:.2} s ({:.1} fps) on {}; stage time: decode {:.2} s, filter {:.2} s, encode {:.2} s",
+            self.pipeline,
+            self.frames_in,
+            self.frames_out,
+            self.frames_dropped,
+            self.seconds,
+            self.fps,
+            self.engine,
+            self.source_seconds,
+            self.filter_seconds,
+            self.sink_seconds
+        );
+        let damage = self.damage();
+        if !damage.is_empty() {
+            text.push_str(&format!("; input damage: {}", damage.join(", ")));
+        }
+        if self.decoder_restarts > 0 {
+            text.push_str(&format!("; NVDEC decoder made anew {} time(s)", self.decoder_restarts));
+        }
+        if let Some(reason) = &self.stopped_early {
+            text.push_str(&format!("; stopped early: {reason}"));
+        }
+        text
+    }
+
+    /// What was wrong with the input, one phrase per kind of damage; empty when nothing was.
+    pub fn damage(&self) -> Vec<String> {
+        let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut damage = Vec::new();
+        if self.corrupt_packets > 0 {
+            damage.push(count(
+                self.corrupt_packets,
+                "corrupt packet skipped",
+                "corrupt packets skipped",
+            ));
+        }
+        if self.read_errors > 0 {
+            damage.push(count(self.read_errors, "read error skipped", "read errors skipped"));
+        }
+        if self.damaged_frames > 0 {
+            damage.push(count(
+                self.damaged_frames,
+                "frame decoded with errors concealed",
+                "frames decoded with errors concealed",
+            ));
+        }
+        if let Some(ended) = &self.ended_early {
+            damage.push(format!(
+                "the input ended at {:.2} s of the {:.2} s its container announces (truncated?)",
+                ended.ended_at_seconds, ended.announced_seconds
+            ));
+        }
+        damage
+    }
+}
