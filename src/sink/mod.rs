@@ -234,7 +234,7 @@ impl Sink {
                         Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
                     }
                     drop(frame);
-                    Counters::add(&counters.frames_written, 1);
+                    counters.count_written();
                     on_frame();
                 }
                 Ok(SinkOutcome::Finished)
@@ -414,7 +414,7 @@ impl Muxer {
         if let Some(decoded_at) = frame.timeline.decoded {
             Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
         }
-        Counters::add(&counters.frames_written, 1);
+        counters.count_written();
         on_frame();
         Ok(())
     }
