@@ -316,6 +316,9 @@ sink = {{ url = "live.mkv" }}
     std::thread::sleep(Duration::from_millis(1200));
     let second = server.metric("convstream_frames_written_total", "live").unwrap();
     assert!(second > first, "live frames written moves: {first} -> {second}");
+    // The rate is recent: a live input receiving frames reads more than nothing.
+    let live_fps = server.metric("convstream_frames_per_second", "live").unwrap();
+    assert!(live_fps > 0.0, "a live pipeline receiving frames has a rate: {live_fps}");
     let file_written = server.metric("convstream_frames_written_total", "file").unwrap();
     assert!(file_written > 0.0);
     let scrape = server.scrape();
@@ -327,6 +330,11 @@ sink = {{ url = "live.mkv" }}
         "convstream_output_bytes_total",
         "convstream_source_reconnects_total",
         "convstream_pipeline_restarts_total",
+        "convstream_decoder_restarts_total",
+        "convstream_build_info",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_threads",
         "convstream_decoded_queue_frames",
         "convstream_pinned_bytes",
         "convstream_frames_per_second",

@@ -6,11 +6,13 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::process_metrics::ProcessCollector;
 use super::supervisor::Supervisor;
 use crate::pipeline::{PipelineMonitor, PipelineState};
 use crate::stats::CounterSnapshot;
@@ -37,7 +39,17 @@ pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters) -> Registr
         "API requests refused for a missing or wrong bearer token",
         server.unauthorized.clone(),
     );
+    registry.register(
+        "convstream_build",
+        "The version and commit of this binary, and whether it has the CUDA engine",
+        Info::new(vec![
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", env!("CONVSTREAM_COMMIT")),
+            ("cuda", if cfg!(feature = "cuda") { "true" } else { "false" }),
+        ]),
+    );
     registry.register_collector(Box::new(PipelineCollector { supervisor }));
+    registry.register_collector(Box::new(ProcessCollector));
     registry
 }
 

@@ -8,6 +8,7 @@ pub mod api;
 pub mod guard;
 pub mod metrics;
 pub mod policy;
+mod process_metrics;
 pub mod supervisor;
 
 use std::net::SocketAddr;
