@@ -20,8 +20,9 @@ use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
+use crate::media::PassthroughPacket;
 use crate::sink::{OutputOptions, Sink, SinkError, SinkOutcome, StopWatch, WhenExists};
-use crate::source::{PassthroughPacket, Source, SourceError};
+use crate::source::{Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.

@@ -8,7 +8,7 @@ use ffmpeg_next as ffmpeg;
 use crate::config::SinkConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::media::{self as glue, ffmpeg_format};
-use crate::source::SourceInfo;
+use crate::media::{ColorInfo, SourceInfo};
 
 /// Encoders tried in order when the config names none.
 const DEFAULT_CODECS: &[&str] = &["libx264", "mpeg4"];
@@ -30,7 +30,7 @@ pub struct VideoEncoder {
     in_time_base: Rational,
     last_pts: Option<i64>,
     converter: Option<Converter>,
-    color: crate::source::ColorInfo,
+    color: ColorInfo,
 }
 
 /// Whether the output's container can hold `id` (see [`glue::muxer_takes`]).

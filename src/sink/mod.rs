@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::config::{OutputTarget, SinkConfig};
 use crate::frame::Frame;
 use crate::media as glue;
-use crate::source::{PassthroughPacket, SourceInfo};
+use crate::media::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 
 pub use encoder::VideoEncoder;
