@@ -5,7 +5,7 @@
 use ffmpeg_next as ffmpeg;
 use std::fmt::Write;
 
-use crate::media as glue;
+use crate::media;
 
 const DECODERS: &[&str] = &[
     "h264",
@@ -31,7 +31,7 @@ const ENCODERS: &[&str] = &[
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
-    glue::init();
+    media::init();
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();

@@ -21,7 +21,7 @@ use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape}
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
 use crate::media::PassthroughPacket;
-use crate::sink::{OutputOptions, Sink, SinkError, SinkOutcome, StopWatch, WhenExists};
+use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
@@ -255,7 +255,7 @@ fn run_stages(
         fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
         stop: StopWatch::new(options.stop.clone(), options.io_grace),
     };
-    let sink = Sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
+    let sink = sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
         source,
     })?;
