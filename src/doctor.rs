@@ -70,6 +70,8 @@ fn hardware_device_types() -> Vec<String> {
         // SAFETY: the returned name is a static C string (or null).
         let name = unsafe { ffmpeg::ffi::av_hwdevice_get_type_name(kind) };
         if !name.is_null() {
+            // SAFETY: not null (checked above), and FFmpeg's device type names are static
+            // NUL-terminated strings.
             names.push(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned());
         }
     }

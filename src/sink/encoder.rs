@@ -140,7 +140,8 @@ impl VideoEncoder {
         }
         encoder.set_colorspace(source.color.space);
         encoder.set_color_range(source.color.range);
-        // SAFETY: plain fields of an encoder context that is not open yet.
+        // SAFETY: `encoder` owns a valid AVCodecContext that is not open yet, so nothing else
+        // reads it; plain fields are written before avcodec_open2 takes them.
         unsafe {
             let raw = encoder.as_mut_ptr();
             (*raw).color_primaries = source.color.primaries.into();
@@ -316,7 +317,7 @@ trait RescaleBetween {
 
 impl RescaleBetween for i64 {
     fn rescale_ts_between(self, from: Rational, to: Rational) -> i64 {
-        // SAFETY: pure arithmetic.
+        // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
         unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
     }
 }

@@ -46,8 +46,8 @@ pub enum SinkError {
     Output { url: String, error: OutputIoError },
     #[error("output {url}: {reason}")]
     Encoder { url: String, reason: String },
-    #[error("writing {url} failed: {reason}")]
-    Write { url: String, reason: String },
+    #[error("writing {url} failed: {error}")]
+    Write { url: String, error: ffmpeg::Error },
     /// The input does not suit the encoder asked for (an odd size for 4:2:0): a usage error.
     #[error("output {url}: {reason}")]
     Unsuitable { url: String, reason: String },
@@ -204,9 +204,9 @@ impl dyn Sink {
 fn write_error(url: &str, error: ffmpeg::Error) -> Result<SinkOutcome, SinkError> {
     match error {
         ffmpeg::Error::Other { errno } if errno == libc_epipe() => Ok(SinkOutcome::OutputClosed),
-        other => Err(SinkError::Write {
+        error => Err(SinkError::Write {
             url: url.to_string(),
-            reason: other.to_string(),
+            error,
         }),
     }
 }

@@ -138,9 +138,10 @@ impl Muxer {
         }
         let flushes = io.is_file_like() || target == OutputTarget::Url;
         let flushes = flushes && (STREAMABLE.contains(&container.as_str()) || fragmented);
-        // SAFETY: reading the muxer description's flags.
-        let muxer_flushes =
-            unsafe { (*(*output.as_ptr()).oformat).flags } & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
+        // SAFETY: `output` is a valid format context whose muxer was chosen when it was
+        // allocated, so `oformat` points at FFmpeg's static muxer description; only read.
+        let muxer_flags = unsafe { (*(*output.as_ptr()).oformat).flags };
+        let muxer_flushes = muxer_flags & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
         Ok(Muxer {
             url,
             output,

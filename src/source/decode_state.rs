@@ -222,7 +222,8 @@ impl DecodeState {
                 // Sent before the decoder failed: the replay only recovers what it held.
                 continue;
             }
-            // SAFETY: reading plain fields of the frame the decoder just returned.
+            // SAFETY: `decoded` wraps a valid AVFrame the decoder just filled; two integer fields
+            // are read and no pointer is kept.
             let concealed = unsafe {
                 let raw = &*decoded.as_ptr();
                 raw.decode_error_flags != 0 || raw.flags & ffmpeg::ffi::AV_FRAME_FLAG_CORRUPT != 0
@@ -271,7 +272,7 @@ impl DecodeState {
             if self.input_time_base == self.output_time_base {
                 t
             } else {
-                // SAFETY: pure arithmetic.
+                // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
                 unsafe { ffmpeg::ffi::av_rescale_q(t, self.input_time_base.into(), self.output_time_base.into()) }
             }
         });

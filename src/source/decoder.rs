@@ -451,7 +451,8 @@ fn open_codec(
             ..Default::default()
         });
     }
-    // SAFETY: the context is valid; pkt_timebase lets the decoder compute best-effort timestamps.
+    // SAFETY: `context` owns a valid AVCodecContext that is not open yet, so no other code
+    // reads it; pkt_timebase (a plain field) lets the decoder compute best-effort timestamps.
     unsafe {
         (*context.as_mut_ptr()).pkt_timebase = time_base.into();
     }

@@ -89,8 +89,11 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
         Some(name) => Some(CString::new(name.as_str()).map_err(|_| open_error("format contains a NUL byte".into()))?),
         None => None,
     };
-    // SAFETY: plain FFmpeg C calls; every pointer is checked, and on failure
-    // avformat_open_input frees the context itself.
+    // SAFETY: plain FFmpeg C calls on valid C strings; every pointer FFmpeg returns is
+    // checked before use. The interrupt callback's opaque pointer is the Watchdog in an Arc
+    // that the caller keeps as long as the context (Source holds both). On failure
+    // avformat_open_input frees the context itself, and after it opened the context is
+    // either closed here or wrapped (and so freed) exactly once.
     unsafe {
         use ffmpeg::ffi::*;
         let format = match &c_format {

@@ -151,7 +151,7 @@ impl Source {
                 let mut outgoing = std::mem::replace(&mut packet, Packet::empty());
                 if state.pts_offset != 0 {
                     // Looping or reconnected: copied streams move on by the same time as the video.
-                    // SAFETY: pure arithmetic.
+                    // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
                     let shift = unsafe {
                         ffmpeg::ffi::av_rescale_q(
                             state.pts_offset,
@@ -200,7 +200,8 @@ impl Source {
     /// announces (a truncated file: the demuxer reports it as a plain end of file).
     fn check_length(&self, last_end: Option<f64>, counters: &Counters) {
         use ffmpeg::ffi::{AVDurationEstimationMethod, AV_NOPTS_VALUE, AV_TIME_BASE};
-        // SAFETY: reading plain fields of the open format context.
+        // SAFETY: `self.input` owns a valid, open AVFormatContext for as long as `self` lives;
+        // three plain fields are read and no pointer is kept.
         let (duration, start, method) = unsafe {
             let context = &*self.input.as_ptr();
             (context.duration, context.start_time, context.duration_estimation_method)

@@ -112,6 +112,8 @@ unsafe extern "C" fn write_packet(opaque: *mut c_void, buf: *const u8, size: c_i
     if size <= 0 {
         return 0;
     }
+    // SAFETY: FFmpeg hands over a buffer of `size` bytes (positive, checked above) that
+    // stays valid and unchanged for the duration of the call.
     let data = unsafe { std::slice::from_raw_parts(buf, size as usize) };
     match writer.write_all(data) {
         Ok(()) => size,

@@ -35,7 +35,7 @@ pub enum OutputIoError {
     #[error("the URL holds a NUL byte")]
     NulInUrl,
     /// FFmpeg's protocol for the URL could not open it.
-    #[error("{0}")]
+    #[error(transparent)]
     Protocol(ffmpeg::Error),
     #[error("cannot use stdout: {0}")]
     Stdout(std::io::Error),
