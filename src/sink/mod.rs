@@ -37,6 +37,8 @@ pub struct OutputOptions {
     pub stop: StopWatch,
 }
 
+/// Why an output could not be opened or written. Each message holds its cause once
+/// (callers print messages whole, not as chains), so no variant has a `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     #[error("cannot open output {url}: {reason}")]

@@ -28,6 +28,8 @@ use decode_state::{DecodeState, DrainEnd};
 use decoder::VideoDecoder;
 use open::Watchdog;
 
+/// Why an input could not be opened or read. Each message holds its cause once (callers
+/// print messages whole, not as chains), so no variant has a `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("cannot open input {url}: {reason}")]
