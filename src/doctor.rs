@@ -5,7 +5,7 @@
 use ffmpeg_next as ffmpeg;
 use std::fmt::Write;
 
-use crate::media as glue;
+use crate::media;
 
 const DECODERS: &[&str] = &[
     "h264",
@@ -31,7 +31,7 @@ const ENCODERS: &[&str] = &[
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
-    glue::init();
+    media::init();
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();
@@ -70,7 +70,8 @@ fn hardware_device_types() -> Vec<String> {
         // SAFETY: the returned name is a static C string (or null).
         let name = unsafe { ffmpeg::ffi::av_hwdevice_get_type_name(kind) };
         if !name.is_null() {
-            // SAFETY: not null, and FFmpeg's type names are NUL-terminated static strings.
+            // SAFETY: not null (checked above), and FFmpeg's device type names are static
+            // NUL-terminated strings.
             names.push(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned());
         }
     }

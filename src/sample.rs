@@ -5,7 +5,7 @@ use ffmpeg::{codec, format::Sample, ChannelLayout, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::path::Path;
 
-use crate::media as glue;
+use crate::media;
 
 /// Shape of the generated clip.
 #[derive(Debug, Clone, Copy)]
@@ -34,7 +34,7 @@ const AUDIO_RATE: i32 = 48_000;
 
 /// Writes the clip as MPEG-4 Part 2 video (+ AAC audio where the FFmpeg build has it) in MP4.
 pub fn generate(path: &Path, spec: SampleSpec) -> Result<(), String> {
-    glue::init();
+    media::init();
     let fail = |what: &str, e: ffmpeg::Error| format!("cannot generate {}: {what}: {e}", path.display());
     let mut output = ffmpeg::format::output(path).map_err(|e| fail("open", e))?;
     let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
@@ -147,7 +147,7 @@ fn write_packets(
                 packet.write_interleaved(output)?;
             }
             Err(ffmpeg::Error::Eof) => return Ok(()),
-            Err(e) if glue::is_again(&e) => return Ok(()),
+            Err(e) if media::is_again(&e) => return Ok(()),
             Err(e) => return Err(e),
         }
     }

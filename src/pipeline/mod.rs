@@ -20,8 +20,9 @@ use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
-use crate::sink::{OutputOptions, Sink, SinkError, SinkOutcome, StopWatch, WhenExists};
-use crate::source::{PassthroughPacket, Source, SourceError};
+use crate::media::PassthroughPacket;
+use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
+use crate::source::{Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
@@ -41,12 +42,12 @@ pub fn pooled_frames(settings: &PipelineSettings) -> usize {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("pipeline {pipeline:?}: {source}")]
-    Source { pipeline: String, source: SourceError },
-    #[error("pipeline {pipeline:?}: {source}")]
-    Sink { pipeline: String, source: SinkError },
-    #[error("pipeline {pipeline:?}: {source}")]
-    Engine { pipeline: String, source: EngineError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Source { pipeline: String, error: SourceError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Sink { pipeline: String, error: SinkError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Engine { pipeline: String, error: EngineError },
     #[error("pipeline {pipeline:?}: {message}")]
     Setup { pipeline: String, message: String },
     #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
@@ -63,8 +64,8 @@ impl PipelineError {
     /// error, exit code 2 for `run`.
     pub fn is_usage(&self) -> bool {
         match self {
-            PipelineError::Source { source, .. } => source.is_usage(),
-            PipelineError::Sink { source, .. } => source.is_usage(),
+            PipelineError::Source { error, .. } => error.is_usage(),
+            PipelineError::Sink { error, .. } => error.is_usage(),
             _ => false,
         }
     }
@@ -209,9 +210,9 @@ fn run_stages(
         false,
         &crate::engine::nvdec_probe(),
     )
-    .map_err(|source| PipelineError::Source {
+    .map_err(|error| PipelineError::Source {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
     let info = source.info().clone();
@@ -236,9 +237,9 @@ fn run_stages(
         frames_per_stream: settings.frames_per_stream,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
-    let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
+    let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|error| PipelineError::Engine {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
     let engine_name = engine.name();
     let source = source.with_frame_pool(engine.frame_pool());
@@ -254,9 +255,9 @@ fn run_stages(
         fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
         stop: StopWatch::new(options.stop.clone(), options.io_grace),
     };
-    let sink = Sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
+    let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
     monitor.set_output_path(sink.path());
     tracing::info!(
@@ -344,9 +345,9 @@ fn run_stages(
 
     // An engine failure stops the flow, so it is reported first; a sink failure (a closed
     // output) makes the source stop, so it comes before the source's result.
-    let spans = engine_result.map_err(|source| PipelineError::Engine {
+    let spans = engine_result.map_err(|error| PipelineError::Engine {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
     if let Some(path) = &options.trace {
         trace::write_chrome_trace(path, &name, &spans).map_err(|e| PipelineError::Setup {
@@ -354,13 +355,13 @@ fn run_stages(
             message: format!("cannot write the trace {}: {e}", path.display()),
         })?;
     }
-    let outcome = sink_result.map_err(|source| PipelineError::Sink {
+    let outcome = sink_result.map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
-    source_result.map_err(|source| PipelineError::Source {
+    source_result.map_err(|error| PipelineError::Source {
         pipeline: name.clone(),
-        source,
+        error,
     })?;
 
     let seconds = started.elapsed().as_secs_f64();
@@ -437,9 +438,9 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
 pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
     let opened =
-        Source::open(source, stop.clone(), &crate::engine::nvdec_probe()).map_err(|e| PipelineError::Source {
+        Source::open(source, stop.clone(), &crate::engine::nvdec_probe()).map_err(|error| PipelineError::Source {
             pipeline: "decode-only".into(),
-            source: e,
+            error,
         })?;
     let info = opened.info();
     let shapes = info.format.plane_shapes(info.width, info.height);
@@ -457,9 +458,9 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
         drop(frames_tx);
         decoded.map(|()| counted.join().unwrap_or(0))
     });
-    let frames = result.map_err(|e| PipelineError::Source {
+    let frames = result.map_err(|error| PipelineError::Source {
         pipeline: "decode-only".into(),
-        source: e,
+        error,
     })?;
     Ok((frames, started.elapsed().as_secs_f64()))
 }

@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::config::{MaskSelection, PipelineConfig, ServerConfig};
 use crate::mask::MaskParams;
+use crate::sink::SinkKind;
 use crate::text::quoted;
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.
@@ -82,7 +83,7 @@ fn target_of(url: &str, is_sink: bool) -> Target<'_> {
     if url == "-" {
         return Target::Stdio;
     }
-    if is_sink && url == "null" {
+    if is_sink && SinkKind::of(url) == SinkKind::Null {
         return Target::Null;
     }
     // As FFmpeg's url_find_protocol: a run of scheme characters then `:` names a protocol

@@ -7,8 +7,10 @@ use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
 use crate::frame::{Frame, PixelFormat};
-use crate::media::{self as glue, ffmpeg_format};
-use crate::source::SourceInfo;
+use crate::media::{
+    encoder_named, ffmpeg_format, ffv1_unavailable, frame_into_ffmpeg, is_again, lossless_options,
+    lossless_unavailable, muxer_takes, ColorInfo, SourceInfo,
+};
 
 /// Encoders tried in order when the config names none.
 const DEFAULT_CODECS: &[&str] = &["libx264", "mpeg4"];
@@ -30,17 +32,17 @@ pub struct VideoEncoder {
     in_time_base: Rational,
     last_pts: Option<i64>,
     converter: Option<Converter>,
-    color: crate::source::ColorInfo,
+    color: ColorInfo,
 }
 
-/// Whether the output's container can hold `id` (see [`glue::muxer_takes`]).
+/// Whether the output's container can hold `id` (see [`muxer_takes`]).
 pub(crate) fn container_accepts(output: &ffmpeg::format::context::Output, id: codec::Id) -> bool {
-    glue::muxer_takes(&output.format(), id)
+    muxer_takes(&output.format(), id)
 }
 
 fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -> Result<ffmpeg::Codec, String> {
     let container = output.format().name().to_string();
-    let by_name = |name: &str| glue::encoder_named(name).filter(|c| c.is_video());
+    let by_name = |name: &str| encoder_named(name).filter(|c| c.is_video());
     if container == "yuv4mpegpipe" {
         return by_name("wrapped_avframe")
             .ok_or_else(|| "this FFmpeg build lacks the wrapped_avframe encoder YUV4MPEG2 needs".into());
@@ -53,15 +55,15 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
         if !container_accepts(output, codec.id()) {
             return Err(format!("the {container} container cannot hold {name} video"));
         }
-        if config.lossless && glue::lossless_options(name).is_none() {
-            return Err(glue::lossless_unavailable(name));
+        if config.lossless && lossless_options(name).is_none() {
+            return Err(lossless_unavailable(name));
         }
         return Ok(codec);
     }
     if config.lossless {
         let codec = by_name("ffv1").ok_or("lossless output needs the ffv1 encoder, which this FFmpeg build lacks")?;
         if !container_accepts(output, codec.id()) {
-            return Err(glue::ffv1_unavailable(&container));
+            return Err(ffv1_unavailable(&container));
         }
         return Ok(codec);
     }
@@ -138,7 +140,8 @@ impl VideoEncoder {
         }
         encoder.set_colorspace(source.color.space);
         encoder.set_color_range(source.color.range);
-        // SAFETY: plain fields of an encoder context that is not open yet.
+        // SAFETY: `encoder` owns a valid AVCodecContext that is not open yet, so nothing else
+        // reads it; plain fields are written before avcodec_open2 takes them.
         unsafe {
             let raw = encoder.as_mut_ptr();
             (*raw).color_primaries = source.color.primaries.into();
@@ -164,7 +167,7 @@ impl VideoEncoder {
         }
         if config.lossless {
             // The encoder's lossless mode, unless the config sets those options itself.
-            for (key, value) in glue::lossless_options(codec.name()).unwrap_or(&[]) {
+            for (key, value) in lossless_options(codec.name()).unwrap_or(&[]) {
                 if !config.options.contains_key(*key) {
                     options.set(key, value);
                 }
@@ -239,7 +242,7 @@ impl VideoEncoder {
         match self.encoder.receive_packet(&mut packet) {
             Ok(()) => Ok(Some(packet)),
             Err(ffmpeg::Error::Eof) => Ok(None),
-            Err(e) if glue::is_again(&e) => Ok(None),
+            Err(e) if is_again(&e) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -247,7 +250,7 @@ impl VideoEncoder {
     fn picture_of(&mut self, frame: &Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
         let source_format = ffmpeg_format(frame.format);
         let mut picture = ffmpeg::frame::Video::new(source_format, frame.width as u32, frame.height as u32);
-        glue::frame_into_ffmpeg(frame, &mut picture);
+        frame_into_ffmpeg(frame, &mut picture);
         if source_format == self.format {
             return Ok(picture);
         }
@@ -314,7 +317,7 @@ trait RescaleBetween {
 
 impl RescaleBetween for i64 {
     fn rescale_ts_between(self, from: Rational, to: Rational) -> i64 {
-        // SAFETY: pure arithmetic.
+        // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
         unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
     }
 }

@@ -1,35 +1,30 @@
 //! Output: encodes filtered frames and muxes them with the copied audio into a file, pipe
-//! or URL through FFmpeg, or discards them (`null`, for benchmarks).
+//! or URL through FFmpeg, or discards them (`null`, for benchmarks). Each kind of output
+//! is a [`Sink`], chosen by [`SinkKind::of`]; the sink thread drives it with [`run`](Sink::run).
+//!
+//! - [`muxer`]: the encoded output (a file, `-` as YUV4MPEG2, a URL), with [`encoder`].
+//! - [`null`]: frames counted and dropped.
+//! - [`output_io`]: where a muxer's bytes go, and when a local file appears.
 
 mod encoder;
+mod muxer;
+mod null;
 mod output_io;
 
 use crossbeam_channel::{select, Receiver, RecvTimeoutError};
-use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::config::{OutputTarget, SinkConfig};
 use crate::frame::Frame;
-use crate::media as glue;
-use crate::source::{PassthroughPacket, SourceInfo};
+use crate::media::{init, PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
+use muxer::Muxer;
+use null::NullSink;
 
 pub use encoder::VideoEncoder;
-pub use output_io::{numbered, StopWatch, WhenExists};
-
-/// Streamable outputs are flushed to the file this often (when something was written), so
-/// a process killed outright loses at most about this much.
-const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
-
-/// Containers whose every flushed byte is readable after a crash: their muxer's buffered
-/// data is pushed out (a Matroska cluster closed, a TS packet completed) at each flush.
-const STREAMABLE: &[&str] = &["matroska", "webm", "mpegts", "nut", "yuv4mpegpipe", "rawvideo"];
-
-/// MP4-family muxers, fragmented in `serve` so that a crash leaves a playable file.
-const MP4_FAMILY: &[&str] = &["mp4", "mov", "ipod", "ismv"];
+pub use output_io::{numbered, OutputIoError, StopWatch, WhenExists};
 
 /// How a sink opens its output, beyond its config.
 #[derive(Debug, Clone)]
@@ -42,14 +37,19 @@ pub struct OutputOptions {
     pub stop: StopWatch,
 }
 
+/// Why an output could not be opened or written. Each message holds its cause once
+/// (callers print messages whole, not as chains), so no variant has a `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     #[error("cannot open output {url}: {reason}")]
     Open { url: String, reason: String },
+    /// The output's file, pipe or connection could not be opened, or its file named.
+    #[error("cannot open output {url}: {error}")]
+    Output { url: String, error: OutputIoError },
     #[error("output {url}: {reason}")]
     Encoder { url: String, reason: String },
-    #[error("writing {url} failed: {reason}")]
-    Write { url: String, reason: String },
+    #[error("writing {url} failed: {error}")]
+    Write { url: String, error: ffmpeg::Error },
     /// The input does not suit the encoder asked for (an odd size for 4:2:0): a usage error.
     #[error("output {url}: {reason}")]
     Unsuitable { url: String, reason: String },
@@ -70,252 +70,72 @@ pub enum SinkOutcome {
     OutputClosed,
 }
 
-/// An opened output, header written, ready for frames.
-pub enum Sink {
+/// The kinds of output a sink config can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkKind {
+    /// `url = "null"`: frames are counted and discarded (benchmarks, decode checks).
     Null,
-    Muxer(Box<Muxer>),
+    /// Anything else: encoded and muxed into a file, stdout (`-`) or a URL.
+    Encoded,
 }
 
-/// An FFmpeg muxer with the video encoder and the copied streams.
-pub struct Muxer {
-    url: String,
-    /// Declared before `io`: the format context goes first, then the I/O it used.
-    output: ffmpeg::format::context::Output,
-    io: output_io::OutputIo,
-    /// Flush the muxer and the file every [`FLUSH_INTERVAL`] (crash durability).
-    flushes: bool,
-    /// Whether the muxer takes `av_write_frame(NULL)` to push out what it buffers.
-    muxer_flushes: bool,
-    last_flush: Instant,
-    unflushed: bool,
-    video: VideoEncoder,
-    video_index: usize,
-    /// Input stream index -> (output stream index, input time base).
-    copied: HashMap<usize, (usize, Rational)>,
-    /// The last decoding time written per copied output stream.
-    last_copied_dts: HashMap<usize, i64>,
-}
-
-/// The FFmpeg name of a sink URL (`-` is stdout).
-fn ffmpeg_url(url: &str) -> &str {
-    if url == "-" {
-        "pipe:1"
-    } else {
-        url
+impl SinkKind {
+    /// The kind a sink's `url` asks for: `null` is the shorthand for the discarding sink.
+    pub fn of(url: &str) -> SinkKind {
+        match OutputTarget::of(url) {
+            OutputTarget::Discard => SinkKind::Null,
+            OutputTarget::Stdout | OutputTarget::File(_) | OutputTarget::Url => SinkKind::Encoded,
+        }
     }
 }
 
-impl Sink {
-    /// Opens the output, sets up the encoder for the source's video and the streams to copy,
-    /// and writes the header. Nothing is created or truncated before the encoder and the
-    /// muxer are ready: a local file is written under a temporary name and named (by
-    /// `how.when_exists`) once its header is written.
-    pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Sink, SinkError> {
-        glue::init();
-        let target = OutputTarget::of(&config.url);
-        if target == OutputTarget::Discard {
-            return Ok(Sink::Null);
-        }
-        let url = config.url.clone();
-        let open_error = |reason: String| SinkError::Open {
-            url: url.clone(),
-            reason,
-        };
-        let format = config
-            .format
-            .clone()
-            .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()));
-        let mut output = allocate_output(ffmpeg_url(&url), format.as_deref()).map_err(|e| {
-            let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
-                || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
-            match (&format, unknown_container) {
-                (None, true) => open_error(
-                    "cannot tell the container from the name; use a known extension (.mp4 .mkv .mov .ts .avi .nut .y4m) or set the output format (--format / sink.format)".into(),
-                ),
-                (Some(name), true) => open_error(format!("`{name}` is not an output format this FFmpeg build has")),
-                (_, false) => open_error(e.to_string()),
-            }
-        })?;
-        let video = VideoEncoder::new(config, source, &output).map_err(|e| match e.unsuitable_input {
-            true => SinkError::Unsuitable {
-                url: url.clone(),
-                reason: e.reason,
-            },
-            false => SinkError::Encoder {
-                url: url.clone(),
-                reason: e.reason,
-            },
-        })?;
-        let mut stream = output
-            .add_stream(video.codec())
-            .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
-        stream.set_parameters(video.parameters());
-        stream.set_time_base(video.time_base());
-        stream.set_avg_frame_rate(source.frame_rate);
-        if source.aspect_ratio.numerator() > 0 {
-            // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read
-            // the stream's value rather than the codec parameters'.
-            unsafe {
-                (*stream.as_mut_ptr()).sample_aspect_ratio = source.aspect_ratio.into();
-            }
-        }
-        let video_index = stream.index();
-        let copied = add_copied_streams(&mut output, config, source);
-        let container = output.format().name().to_string();
-        let mut io = output_io::OutputIo::attach(&mut output, &url, &target, how.when_exists, how.stop.clone())
-            .map_err(&open_error)?;
-        let mut header_options = Dictionary::new();
-        let fragmented = how.fragment_mp4 && MP4_FAMILY.contains(&container.as_str());
-        if fragmented {
-            // Each fragment is complete when written: a crash loses at most the last one.
-            header_options.set("movflags", "+frag_keyframe+empty_moov+default_base_moof");
-        }
-        let header = output.write_header_with(header_options).map(|_unused_options| ());
-        if let Err(e) = header {
-            io.detach(&mut output);
-            return Err(open_error(format!("cannot write the header: {e}")));
-        }
-        let path = match io.publish(&mut output) {
-            Ok(path) => path,
-            Err(reason) => {
-                io.detach(&mut output);
-                return Err(open_error(reason));
-            }
-        };
-        if let Some(path) = path.as_ref().filter(|_| io.renamed) {
-            tracing::warn!(output = %url, "{url} exists and is kept; this run writes {}", path.display());
-        }
-        let flushes = io.is_file_like() || target == OutputTarget::Url;
-        let flushes = flushes && (STREAMABLE.contains(&container.as_str()) || fragmented);
-        // SAFETY: reading the muxer description's flags.
-        let muxer_flushes =
-            unsafe { (*(*output.as_ptr()).oformat).flags } & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
-        Ok(Sink::Muxer(Box::new(Muxer {
-            url,
-            output,
-            io,
-            flushes,
-            muxer_flushes,
-            last_flush: Instant::now(),
-            unflushed: false,
-            video,
-            video_index,
-            copied,
-            last_copied_dts: HashMap::new(),
-        })))
-    }
-
+/// An opened output, ready for frames: what the sink thread drives (see [`Sink::run`]).
+/// Errors are FFmpeg's; [`Sink::run`] tells a closed pipe from a failure.
+pub trait Sink: Send {
     /// Where the output went: a local file's path (which may be a numbered name beside the
     /// one asked for), else nothing.
-    pub fn path(&self) -> Option<PathBuf> {
-        match self {
-            Sink::Null => None,
-            Sink::Muxer(muxer) => muxer.io.path.clone(),
-        }
-    }
+    fn path(&self) -> Option<PathBuf>;
 
     /// Whether the output copies any non-video stream (so wants passthrough packets).
-    pub fn copies_packets(&self) -> bool {
-        matches!(self, Sink::Muxer(muxer) if !muxer.copied.is_empty())
+    fn copies_packets(&self) -> bool;
+
+    /// The output as configured, for messages.
+    fn url(&self) -> &str;
+
+    /// Writes one filtered frame.
+    fn write_frame(&mut self, frame: &Frame, counters: &Counters) -> Result<(), ffmpeg::Error>;
+
+    /// Writes one packet of a copied stream.
+    fn write_packet(&mut self, packet: PassthroughPacket, counters: &Counters) -> Result<(), ffmpeg::Error>;
+
+    /// How long until written data is due to be flushed; `None` when nothing waits.
+    fn flush_due_in(&self) -> Option<Duration> {
+        None
     }
 
+    /// Flushes written data when it is due (so a killed process loses little).
+    fn flush_if_due(&mut self) -> Result<(), ffmpeg::Error> {
+        Ok(())
+    }
+
+    /// Writes what is still held (the encoder's last packets, a file's trailer).
+    fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error>;
+}
+
+/// Opens the output `config` asks for (see [`SinkKind::of`]) for the source's video. A
+/// muxer's header is written before this returns; see [`Muxer::open`].
+pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Box<dyn Sink>, SinkError> {
+    init();
+    Ok(match SinkKind::of(&config.url) {
+        SinkKind::Null => Box::new(NullSink),
+        SinkKind::Encoded => Box::new(Muxer::open(config, source, how)?),
+    })
+}
+
+impl dyn Sink {
     /// Writes frames and copied packets as they come until both channels close.
     pub fn run(
-        self,
-        frames: &Receiver<Frame>,
-        packets: &Receiver<PassthroughPacket>,
-        counters: &Counters,
-        on_frame: &dyn Fn(),
-    ) -> Result<SinkOutcome, SinkError> {
-        match self {
-            Sink::Null => {
-                for frame in frames.iter() {
-                    if let Some(decoded_at) = frame.timeline.decoded {
-                        Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
-                    }
-                    drop(frame);
-                    counters.count_written();
-                    on_frame();
-                }
-                Ok(SinkOutcome::Finished)
-            }
-            Sink::Muxer(muxer) => muxer.run(frames, packets, counters, on_frame),
-        }
-    }
-}
-
-/// An output context for `url` with its muxer chosen, and no I/O opened yet.
-fn allocate_output(url: &str, format: Option<&str>) -> Result<ffmpeg::format::context::Output, ffmpeg::Error> {
-    let einval = ffmpeg::Error::Other {
-        errno: ffmpeg::util::error::EINVAL,
-    };
-    let name = std::ffi::CString::new(url).map_err(|_| einval)?;
-    let format = format.map(std::ffi::CString::new).transpose().map_err(|_| einval)?;
-    let mut context = std::ptr::null_mut();
-    // SAFETY: valid C strings; on success the context is ours and wrapped at once.
-    unsafe {
-        let result = ffmpeg::ffi::avformat_alloc_output_context2(
-            &mut context,
-            std::ptr::null_mut(),
-            format.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()),
-            name.as_ptr(),
-        );
-        if result < 0 || context.is_null() {
-            return Err(ffmpeg::Error::from(result.min(-1)));
-        }
-        Ok(ffmpeg::format::context::Output::wrap(context))
-    }
-}
-
-/// Adds a stream for every audio/subtitle input stream the container can hold.
-fn add_copied_streams(
-    output: &mut ffmpeg::format::context::Output,
-    config: &SinkConfig,
-    source: &SourceInfo,
-) -> HashMap<usize, (usize, Rational)> {
-    let mut copied = HashMap::new();
-    if !config.audio {
-        return copied;
-    }
-    let container = output.format();
-    for input in &source.passthrough {
-        let id = input.parameters.id();
-        let supported = encoder::container_accepts(output, id);
-        if !supported {
-            tracing::warn!(output = %config.url, "the {} container cannot hold {:?} stream #{} ({}); it is left out", container.name(), input.medium, input.index, id.name());
-            continue;
-        }
-        let Ok(mut stream) = output.add_stream(ffmpeg::encoder::find(codec::Id::None)) else {
-            continue;
-        };
-        stream.set_parameters(input.parameters.clone());
-        // SAFETY: the stream was just created; a zero tag lets the muxer choose its own.
-        unsafe {
-            (*(*stream.as_mut_ptr()).codecpar).codec_tag = 0;
-        }
-        stream.set_time_base(input.time_base);
-        copied.insert(input.index, (stream.index(), input.time_base));
-    }
-    copied
-}
-
-fn write_error(url: &str, error: ffmpeg::Error) -> Result<SinkOutcome, SinkError> {
-    match error {
-        ffmpeg::Error::Other { errno } if errno == libc_epipe() => Ok(SinkOutcome::OutputClosed),
-        other => Err(SinkError::Write {
-            url: url.to_string(),
-            reason: other.to_string(),
-        }),
-    }
-}
-
-const fn libc_epipe() -> i32 {
-    32 // EPIPE on Linux
-}
-
-impl Muxer {
-    fn run(
-        mut self,
+        mut self: Box<Self>,
         frames: &Receiver<Frame>,
         packets: &Receiver<PassthroughPacket>,
         counters: &Counters,
@@ -325,26 +145,22 @@ impl Muxer {
         let mut packets_open = true;
         while frames_open || packets_open {
             // Wake up for the next flush even when nothing comes (a stalled live input).
-            let wait = if self.flushes && self.unflushed {
-                FLUSH_INTERVAL.saturating_sub(self.last_flush.elapsed())
-            } else {
-                Duration::from_secs(3600)
-            };
+            let wait = self.flush_due_in().unwrap_or(Duration::from_secs(3600));
             let result = if frames_open && packets_open {
                 select! {
                     recv(frames) -> frame => match frame {
-                        Ok(frame) => self.write_frame(&frame, counters, on_frame),
+                        Ok(frame) => self.take_frame(&frame, counters, on_frame),
                         Err(_) => { frames_open = false; Ok(()) }
                     },
                     recv(packets) -> packet => match packet {
-                        Ok(packet) => self.write_copied(packet, counters),
+                        Ok(packet) => self.write_packet(packet, counters),
                         Err(_) => { packets_open = false; Ok(()) }
                     },
                     default(wait) => Ok(()),
                 }
             } else if frames_open {
                 match frames.recv_timeout(wait) {
-                    Ok(frame) => self.write_frame(&frame, counters, on_frame),
+                    Ok(frame) => self.take_frame(&frame, counters, on_frame),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
                     Err(RecvTimeoutError::Disconnected) => {
                         frames_open = false;
@@ -353,7 +169,7 @@ impl Muxer {
                 }
             } else {
                 match packets.recv_timeout(wait) {
-                    Ok(packet) => self.write_copied(packet, counters),
+                    Ok(packet) => self.write_packet(packet, counters),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
                     Err(RecvTimeoutError::Disconnected) => {
                         packets_open = false;
@@ -363,7 +179,7 @@ impl Muxer {
             };
             let result = result.and_then(|()| self.flush_if_due());
             if let Err(error) = result {
-                return write_error(&self.url, error);
+                return write_error(self.url(), error);
             }
         }
         let started = Instant::now();
@@ -371,46 +187,13 @@ impl Muxer {
         Counters::add_time(&counters.sink_busy_ns, started.elapsed());
         match finished {
             Ok(()) => Ok(SinkOutcome::Finished),
-            Err(error) => write_error(&self.url, error),
+            Err(error) => write_error(self.url(), error),
         }
     }
 
-    /// Pushes what the muxer and the AVIO buffer hold into the file, at most every
-    /// [`FLUSH_INTERVAL`], so that a killed process leaves every frame up to then readable.
-    fn flush_if_due(&mut self) -> Result<(), ffmpeg::Error> {
-        if !(self.flushes && self.unflushed && self.last_flush.elapsed() >= FLUSH_INTERVAL) {
-            return Ok(());
-        }
-        self.last_flush = Instant::now();
-        self.unflushed = false;
-        // SAFETY: a context whose header is written; a NULL packet asks the muxer to flush.
-        unsafe {
-            let context = self.output.as_mut_ptr();
-            if self.muxer_flushes {
-                let result = ffmpeg::ffi::av_write_frame(context, std::ptr::null_mut());
-                if result < 0 {
-                    return Err(ffmpeg::Error::from(result));
-                }
-            }
-            if !(*context).pb.is_null() {
-                ffmpeg::ffi::avio_flush((*context).pb);
-                let error = (*(*context).pb).error;
-                if error < 0 {
-                    return Err(ffmpeg::Error::from(error));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn write_frame(&mut self, frame: &Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
-        self.unflushed = true;
-        let started = Instant::now();
-        self.video.send(frame)?;
-        self.write_encoded(counters)?;
-        let spent = started.elapsed();
-        Counters::add_time(&counters.sink_busy_ns, spent);
-        Counters::observe(&counters.stages.encode, spent);
+    /// Writes a frame and counts it as written.
+    fn take_frame(&mut self, frame: &Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
+        self.write_frame(frame, counters)?;
         if let Some(decoded_at) = frame.timeline.decoded {
             Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
         }
@@ -418,58 +201,18 @@ impl Muxer {
         on_frame();
         Ok(())
     }
+}
 
-    fn write_encoded(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
-        let out_time_base = self
-            .output
-            .stream(self.video_index)
-            .map(|s| s.time_base())
-            .unwrap_or(self.video.time_base());
-        while let Some(mut packet) = self.video.receive()? {
-            packet.set_stream(self.video_index);
-            packet.rescale_ts(self.video.time_base(), out_time_base);
-            Counters::add(&counters.bytes_out, packet.size() as u64);
-            packet.write_interleaved(&mut self.output)?;
-        }
-        Ok(())
-    }
-
-    fn write_copied(&mut self, item: PassthroughPacket, counters: &Counters) -> Result<(), ffmpeg::Error> {
-        self.unflushed = true;
-        let Some(&(index, in_time_base)) = self.copied.get(&item.stream) else {
-            return Ok(());
-        };
-        let out_time_base = self.output.stream(index).map(|s| s.time_base()).unwrap_or(in_time_base);
-        let mut packet = item.packet;
-        packet.set_stream(index);
-        packet.rescale_ts(in_time_base, out_time_base);
-        packet.set_position(-1);
-        if let Some(dts) = packet.dts() {
-            // Muxers refuse a stream going back in time (a live input that lost packets or
-            // restarted): such a packet is skipped rather than ending the output.
-            if self.last_copied_dts.get(&index).is_some_and(|&last| dts <= last) {
-                tracing::debug!(output = %self.url, "copied packet of stream {index} skipped: its time goes back");
-                return Ok(());
-            }
-            self.last_copied_dts.insert(index, dts);
-        }
-        Counters::add(&counters.bytes_out, packet.size() as u64);
-        packet.write_interleaved(&mut self.output)?;
-        Counters::add(&counters.packets_passed_through, 1);
-        Ok(())
-    }
-
-    /// Flushes the encoder and writes the trailer so the file plays.
-    fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
-        self.video.send_eof()?;
-        self.write_encoded(counters)?;
-        self.output.write_trailer()
+fn write_error(url: &str, error: ffmpeg::Error) -> Result<SinkOutcome, SinkError> {
+    match error {
+        ffmpeg::Error::Other { errno } if errno == libc_epipe() => Ok(SinkOutcome::OutputClosed),
+        error => Err(SinkError::Write {
+            url: url.to_string(),
+            error,
+        }),
     }
 }
 
-impl Drop for Muxer {
-    fn drop(&mut self) {
-        // Our AVIO context must leave the format context before FFmpeg would close it as its own.
-        self.io.detach(&mut self.output);
-    }
+const fn libc_epipe() -> i32 {
+    32 // EPIPE on Linux
 }

@@ -1,6 +1,10 @@
 //! FFmpeg glue shared by the source and the sink: library start-up, pixel-format
 //! mapping between FFmpeg and [`PixelFormat`], and copying planes in and out of
-//! FFmpeg frames.
+//! FFmpeg frames. The stream types the source hands the sink are in [`stream`].
+
+mod stream;
+
+pub use stream::{ColorInfo, PassthroughPacket, PassthroughStream, SourceInfo};
 
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;

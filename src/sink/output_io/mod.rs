@@ -1,0 +1,261 @@
+//! Where a sink's bytes go, and when a file appears. A local file is written under a
+//! temporary name beside it and takes its real name only once the encoder, the muxer and
+//! the header are ready, so a failed start leaves an existing file byte-identical and no
+//! empty file behind; an existing file is then replaced, kept (an error) or kept with the
+//! output going to the next free name, as the caller says. Files, FIFOs and stdout are
+//! written through our own AVIO callbacks: a write blocked on a reader that stopped
+//! reading gives up once a stop has waited its grace, and flushing is ours to time.
+//! Network URLs go through FFmpeg's protocols, with an interrupt callback for the same stop.
+//!
+//! - [`avio`]: the AVIO context over our own writer (files, FIFOs, stdout).
+//! - [`staged`]: a local file written under a temporary name and published.
+
+mod avio;
+mod staged;
+
+use ffmpeg_next as ffmpeg;
+use std::ffi::{c_int, c_void, CString};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::OutputTarget;
+use avio::{interrupted, CustomIo, Writer};
+use staged::{open_local, publish, Staged};
+
+pub use staged::{numbered, WhenExists};
+
+/// Why an output's I/O could not be opened or its file named. Each cause (an OS or FFmpeg
+/// error) is printed in the message, once, and is not also a `source`: the pipeline's
+/// messages are printed whole, not walked as chains.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputIoError {
+    #[error("the URL holds a NUL byte")]
+    NulInUrl,
+    /// FFmpeg's protocol for the URL could not open it.
+    #[error(transparent)]
+    Protocol(ffmpeg::Error),
+    #[error("cannot use stdout: {0}")]
+    Stdout(std::io::Error),
+    #[error("out of memory for the output {0}")]
+    OutOfMemory(&'static str),
+    #[error("{} is a folder; give a file name", .0.display())]
+    Folder(PathBuf),
+    #[error("{} has no file name", .0.display())]
+    NoFileName(PathBuf),
+    #[error("cannot open {}: {error}", path.display())]
+    Open { path: PathBuf, error: std::io::Error },
+    #[error("stopped while waiting for a reader of the FIFO {}", .0.display())]
+    StoppedWaitingForReader(PathBuf),
+    #[error("{} exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it", .0.display())]
+    Exists(PathBuf),
+    #[error("cannot create a file in {}: {error}", folder.display())]
+    CreateTemporary { folder: PathBuf, error: std::io::Error },
+    #[error("{} appeared while the output was opening; it is kept: pass -y / --overwrite to replace it", .0.display())]
+    AppearedMeanwhile(PathBuf),
+    #[error("cannot name the output {}: {error}", path.display())]
+    Name { path: PathBuf, error: std::io::Error },
+    #[error("no free name beside {} (tried .1 to .9999)", .0.display())]
+    NoFreeName(PathBuf),
+}
+
+/// How a stop reaches blocked output I/O: once `stop` has been set for `grace`, writes
+/// that cannot go on fail instead of waiting (the drain before that writes normally).
+#[derive(Clone, Debug)]
+pub struct StopWatch {
+    stop: Arc<AtomicBool>,
+    grace: Duration,
+    /// Nanoseconds after `epoch` at which the stop was first seen (0: not yet).
+    seen_at: Arc<AtomicU64>,
+    epoch: Instant,
+}
+
+impl StopWatch {
+    pub fn new(stop: Arc<AtomicBool>, grace: Duration) -> StopWatch {
+        StopWatch {
+            stop,
+            grace,
+            seen_at: Arc::new(AtomicU64::new(0)),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Whether a stop was asked for.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Whether the stop has waited its grace: blocked I/O gives up.
+    pub fn expired(&self) -> bool {
+        if !self.stopping() {
+            return false;
+        }
+        let now = self.epoch.elapsed().as_nanos().max(1) as u64;
+        let seen = match self
+            .seen_at
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => now,
+            Err(earlier) => earlier,
+        };
+        Duration::from_nanos(now.saturating_sub(seen)) >= self.grace
+    }
+}
+
+/// The I/O side of an output: attached to a format context before its header is written.
+pub struct OutputIo {
+    custom: Option<CustomIo>,
+    staged: Option<Staged>,
+    /// Where the output is, once published (a local file's final name).
+    pub path: Option<PathBuf>,
+    /// The file kept its name free: the output went to a numbered name beside it.
+    pub renamed: bool,
+    /// Boxed so the interrupt callback's pointer stays valid.
+    stop: Box<StopWatch>,
+}
+
+impl OutputIo {
+    /// Opens the I/O for `target` and attaches it to `output` (nothing for muxers that
+    /// write their own files). A local file is created under a temporary name only.
+    pub fn attach(
+        output: &mut ffmpeg::format::context::Output,
+        url: &str,
+        target: &OutputTarget,
+        when_exists: WhenExists,
+        stop: StopWatch,
+    ) -> Result<OutputIo, OutputIoError> {
+        let mut io = OutputIo {
+            custom: None,
+            staged: None,
+            path: None,
+            renamed: false,
+            stop: Box::new(stop),
+        };
+        // SAFETY: a valid output context, not yet writing; its interrupt callback points at
+        // the boxed StopWatch this OutputIo keeps (the Muxer drops the context first).
+        unsafe {
+            let context = output.as_mut_ptr();
+            (*context).interrupt_callback = ffmpeg::ffi::AVIOInterruptCB {
+                callback: Some(interrupted),
+                opaque: &*io.stop as *const StopWatch as *mut c_void,
+            };
+            if (*(*context).oformat).flags & ffmpeg::ffi::AVFMT_NOFILE as c_int != 0 {
+                return Ok(io); // the muxer opens its own files (image sequences, segments)
+            }
+        }
+        let writer = match target {
+            OutputTarget::Discard => return Ok(io),
+            OutputTarget::Url => {
+                let name = CString::new(url).map_err(|_| OutputIoError::NulInUrl)?;
+                // SAFETY: valid context and strings; FFmpeg owns the opened AVIOContext and
+                // closes it with the format context.
+                let opened = unsafe {
+                    let context = output.as_mut_ptr();
+                    ffmpeg::ffi::avio_open2(
+                        &mut (*context).pb,
+                        name.as_ptr(),
+                        ffmpeg::ffi::AVIO_FLAG_WRITE as c_int,
+                        &(*context).interrupt_callback,
+                        std::ptr::null_mut(),
+                    )
+                };
+                if opened < 0 {
+                    return Err(OutputIoError::Protocol(ffmpeg::Error::from(opened)));
+                }
+                return Ok(io);
+            }
+            OutputTarget::Stdout => {
+                let file = std::io::stdout().lock().as_fd_clone().map_err(OutputIoError::Stdout)?;
+                let regular = file.metadata().is_ok_and(|m| m.is_file());
+                Writer {
+                    file,
+                    streamed: !regular,
+                    nonblocking: false,
+                    stop: (*io.stop).clone(),
+                }
+            }
+            OutputTarget::File(path) => {
+                // Only a FIFO is streamed here: opened by us, non-blocking.
+                let (file, streamed, staged) = open_local(path, when_exists, &io.stop)?;
+                if staged.is_none() {
+                    io.path = Some(path.clone());
+                }
+                io.staged = staged;
+                Writer {
+                    file,
+                    streamed,
+                    nonblocking: streamed,
+                    stop: (*io.stop).clone(),
+                }
+            }
+        };
+        let custom = CustomIo::new(writer)?;
+        // SAFETY: the context takes our AVIOContext; CUSTOM_IO tells FFmpeg it is not its own.
+        unsafe {
+            let context = output.as_mut_ptr();
+            (*context).pb = custom.context;
+            (*context).flags |= ffmpeg::ffi::AVFMT_FLAG_CUSTOM_IO as c_int;
+        }
+        io.custom = Some(custom);
+        Ok(io)
+    }
+
+    /// Gives a staged file its real name (after the header is written). Returns the path.
+    pub fn publish(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<Option<PathBuf>, OutputIoError> {
+        let Some(staged) = self.staged.as_mut() else {
+            return Ok(self.path.clone());
+        };
+        let path = publish(staged)?;
+        staged.published = true;
+        self.renamed = path != staged.wanted;
+        // The muxer reopens its URL at the end for some layouts (MP4 faststart): point it
+        // at the name the file has now.
+        if let Ok(name) = CString::new(path.as_os_str().as_encoded_bytes()) {
+            // SAFETY: the context's url is av_malloc'ed by FFmpeg; replaced by another.
+            unsafe {
+                let context = output.as_mut_ptr();
+                let copy = ffmpeg::ffi::av_strdup(name.as_ptr());
+                if !copy.is_null() {
+                    ffmpeg::ffi::av_free((*context).url as *mut c_void);
+                    (*context).url = copy;
+                }
+            }
+        }
+        self.path = Some(path.clone());
+        Ok(Some(path))
+    }
+
+    /// Whether our own I/O writes this output (so `flush` reaches the file).
+    pub fn is_file_like(&self) -> bool {
+        self.custom.is_some()
+    }
+
+    /// Takes our AVIOContext back from the format context, before either is freed.
+    pub fn detach(&mut self, output: &mut ffmpeg::format::context::Output) {
+        if let Some(custom) = self.custom.take() {
+            // SAFETY: the context's pb is ours (set in `attach`); FFmpeg must not close it.
+            unsafe {
+                let context = output.as_mut_ptr();
+                if (*context).pb == custom.context {
+                    ffmpeg::ffi::avio_flush((*context).pb);
+                    (*context).pb = std::ptr::null_mut();
+                }
+            }
+            drop(custom);
+        }
+    }
+}
+
+/// stdout as a File of its own (a duplicated descriptor, so closing it leaves stdout open).
+trait FdClone {
+    fn as_fd_clone(&self) -> std::io::Result<File>;
+}
+
+impl FdClone for std::io::StdoutLock<'_> {
+    fn as_fd_clone(&self) -> std::io::Result<File> {
+        use std::os::fd::AsFd;
+        Ok(File::from(self.as_fd().try_clone_to_owned()?))
+    }
+}

@@ -1,0 +1,201 @@
+//! Local output files: a FIFO or device written as it is, anything else created under a
+//! temporary name beside the wanted one and given that name (replacing, refusing or
+//! numbering past an existing file) only once the output's header is written.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{OutputIoError, StopWatch};
+
+/// What opening does when a regular file is already at the sink's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenExists {
+    /// Keep it and fail (`run` without `--overwrite`: checked before anything opens, and
+    /// here again, so a file that appeared meanwhile is kept too).
+    Refuse,
+    /// Replace it, in one step, once the new output has its header.
+    Replace,
+    /// Keep it and write `NAME.1.EXT`, `NAME.2.EXT`, ...: the first name that is free.
+    NextFreeName,
+}
+
+/// A local file being prepared under a temporary name.
+pub(super) struct Staged {
+    temporary: PathBuf,
+    /// The name asked for (after following a symlink to its file).
+    pub(super) wanted: PathBuf,
+    when_exists: WhenExists,
+    pub(super) published: bool,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+    }
+}
+
+/// Opens a local output path: a FIFO or device as it is (waiting, stoppably, for a FIFO's
+/// reader), anything else staged under a temporary name in the same folder.
+pub(super) fn open_local(
+    path: &Path,
+    when_exists: WhenExists,
+    stop: &StopWatch,
+) -> Result<(File, bool, Option<Staged>), OutputIoError> {
+    // Writing through a symlink writes its file, as FFmpeg does: follow it to the name to publish.
+    let wanted = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    };
+    match std::fs::metadata(&wanted) {
+        Ok(meta) if meta.is_dir() => return Err(OutputIoError::Folder(path.to_path_buf())),
+        Ok(meta) if meta.file_type().is_fifo() => return open_fifo(&wanted, stop).map(|f| (f, true, None)),
+        Ok(meta) if !meta.is_file() => {
+            // A device (/dev/null, a terminal): written as it is, blocking, without seeking;
+            // nothing there to keep.
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&wanted)
+                .map_err(|error| OutputIoError::Open {
+                    path: wanted.clone(),
+                    error,
+                })?;
+            return Ok((file, false, None));
+        }
+        Ok(_) if when_exists == WhenExists::Refuse => return Err(OutputIoError::Exists(path.to_path_buf())),
+        _ => {}
+    }
+    let folder = match wanted.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = wanted
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .ok_or_else(|| OutputIoError::NoFileName(path.to_path_buf()))?;
+    let temporary = folder.join(format!(".{name}.{}.partial", std::process::id()));
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .open(&temporary)
+        .map_err(|error| OutputIoError::CreateTemporary {
+            folder: folder.clone(),
+            error,
+        })?;
+    Ok((
+        file,
+        false,
+        Some(Staged {
+            temporary,
+            wanted,
+            when_exists,
+            published: false,
+        }),
+    ))
+}
+
+/// Opens a FIFO for writing without blocking on a missing reader: waits for one, stoppably.
+fn open_fifo(path: &Path, stop: &StopWatch) -> Result<File, OutputIoError> {
+    loop {
+        match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
+            Ok(file) => return Ok(file),
+            // ENXIO: no reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if stop.stopping() {
+                    return Err(OutputIoError::StoppedWaitingForReader(path.to_path_buf()));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => {
+                return Err(OutputIoError::Open {
+                    path: path.to_path_buf(),
+                    error,
+                })
+            }
+        }
+    }
+}
+
+/// `cam1.mkv` -> `cam1.N.mkv` (`cam1` -> `cam1.N`).
+pub fn numbered(path: &Path, n: u32) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{n}"),
+    };
+    path.with_file_name(name)
+}
+
+/// Gives the staged file its name; never replaces a file unless told to.
+pub(super) fn publish(staged: &Staged) -> Result<PathBuf, OutputIoError> {
+    let from = &staged.temporary;
+    let to = &staged.wanted;
+    match staged.when_exists {
+        WhenExists::Replace => {
+            std::fs::rename(from, to).map_err(|error| OutputIoError::Name {
+                path: to.clone(),
+                error,
+            })?;
+            Ok(to.clone())
+        }
+        WhenExists::Refuse => {
+            link_new(from, to).map_err(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists => OutputIoError::AppearedMeanwhile(to.clone()),
+                _ => OutputIoError::Name {
+                    path: to.clone(),
+                    error,
+                },
+            })?;
+            Ok(to.clone())
+        }
+        WhenExists::NextFreeName => {
+            for n in 0..10_000 {
+                let candidate = if n == 0 { to.clone() } else { numbered(to, n) };
+                match link_new(from, &candidate) {
+                    Ok(()) => return Ok(candidate),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(error) => return Err(OutputIoError::Name { path: candidate, error }),
+                }
+            }
+            Err(OutputIoError::NoFreeName(to.clone()))
+        }
+    }
+}
+
+/// Gives `from` the name `to` unless `to` exists (atomically where the file system has hard
+/// links), and drops the name `from`.
+fn link_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(from);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => {
+            // No hard links here (some network and FUSE file systems): check, then rename.
+            if std::fs::symlink_metadata(to).is_ok() {
+                return Err(std::io::ErrorKind::AlreadyExists.into());
+            }
+            std::fs::rename(from, to)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_names_go_beside_the_file() {
+        assert_eq!(numbered(Path::new("out/cam1.mkv"), 1), PathBuf::from("out/cam1.1.mkv"));
+        assert_eq!(numbered(Path::new("cam1.mkv"), 12), PathBuf::from("cam1.12.mkv"));
+        assert_eq!(numbered(Path::new("cam1"), 2), PathBuf::from("cam1.2"));
+    }
+}
