@@ -318,7 +318,10 @@ sink = {{ url = "live.mkv" }}
     assert!(second > first, "live frames written moves: {first} -> {second}");
     // The rate is recent: a live input receiving frames reads more than nothing.
     let live_fps = server.metric("convstream_frames_per_second", "live").unwrap();
-    assert!(live_fps > 0.0, "a live pipeline receiving frames has a rate: {live_fps}");
+    assert!(
+        live_fps > 0.0,
+        "a live pipeline receiving frames has a rate: {live_fps}"
+    );
     let file_written = server.metric("convstream_frames_written_total", "file").unwrap();
     assert!(file_written > 0.0);
     let scrape = server.scrape();

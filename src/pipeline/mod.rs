@@ -22,7 +22,7 @@ use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
 use crate::media::PassthroughPacket;
 use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
-use crate::source::{Source, SourceError};
+use crate::source::{DropOldest, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
@@ -289,30 +289,34 @@ fn run_stages(
     };
     // Each stage logs inside the caller's span (serve opens one per pipeline).
     let span = tracing::Span::current();
+    // Set when the filter stage ends: a source dropping frames looks here (see DropOldest).
+    let filter_ended = Arc::new(AtomicBool::new(false));
     let source_thread = {
         let (counters, stop, span) = (counters.clone(), options.stop.clone(), span.clone());
         let source_name = name.clone();
-        let drop_from = (settings.source.drop == DropPolicy::Oldest).then(|| decoded_rx.clone());
+        let drop_oldest = (settings.source.drop == DropPolicy::Oldest).then(|| DropOldest {
+            queue: decoded_rx.clone(),
+            consumer_ended: filter_ended.clone(),
+        });
         thread::Builder::new()
             .name(format!("{name}-source"))
             .spawn(move || {
                 let _entered = span.enter();
                 inject_panic(&source_name, "source");
-                source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_from)
+                source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_oldest)
             })
             .map_err(spawn_error)?
     };
     let filter_thread = {
         let (monitor, span) = (monitor.clone(), span.clone());
+        let filter_ended = filter_ended.clone();
         thread::Builder::new()
             .name(format!("{name}-filter"))
             .spawn(move || {
                 let _entered = span.enter();
                 inject_panic(&monitor.name, "filter");
                 let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
-                // A source dropping frames holds a receiver of its own queue, so it cannot
-                // see the filter go by a closed channel: it looks here.
-                monitor.counters.filter_ended.store(true, Ordering::Relaxed);
+                filter_ended.store(true, Ordering::Relaxed);
                 result
             })
             .map_err(spawn_error)?

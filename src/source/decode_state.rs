@@ -37,6 +37,15 @@ pub(super) enum DrainEnd {
     DecoderFailed(ffmpeg::Error),
 }
 
+/// What a source with `drop = "oldest"` needs to make room in a full frame queue: the
+/// queue's receiving end, to take the oldest frame out, and a flag its consumer sets when
+/// it ends. Holding a receiver of its own queue, the source cannot see the consumer leave
+/// by a closed channel.
+pub struct DropOldest {
+    pub queue: Receiver<Frame>,
+    pub consumer_ended: Arc<AtomicBool>,
+}
+
 /// Decoding state that lasts across loops and reconnections: geometry, timestamps,
 /// pacing and the frame queue.
 pub(super) struct DecodeState {
@@ -59,8 +68,8 @@ pub(super) struct DecodeState {
     realtime: Option<(Instant, f64)>,
     time_base: f64,
     pub(super) url: String,
-    /// The frame queue's receiving end, to drop the oldest frame from when it is full.
-    drop_from: Option<Receiver<Frame>>,
+    /// With `drop = "oldest"`: how to make room in a full frame queue.
+    drop_oldest: Option<DropOldest>,
     /// Source busy time when the previous frame left, to time each frame's decoding.
     busy_at_last_frame: u64,
     /// See [`Source::with_frame_pool`].
@@ -80,7 +89,7 @@ impl DecodeState {
     pub(super) fn new(
         info: &SourceInfo,
         realtime: bool,
-        drop_from: Option<Receiver<Frame>>,
+        drop_oldest: Option<DropOldest>,
         frame_pool: Option<Arc<BufferPool>>,
         stop: Arc<AtomicBool>,
     ) -> DecodeState {
@@ -100,7 +109,7 @@ impl DecodeState {
             realtime: realtime.then(|| (Instant::now(), 0.0)),
             time_base: f64::from(info.time_base),
             url: info.url.clone(),
-            drop_from,
+            drop_oldest,
             busy_at_last_frame: 0,
             frame_pool,
             stop,
@@ -137,17 +146,15 @@ impl DecodeState {
     /// Queues a frame; with a drop policy, a full queue loses its oldest frame instead.
     /// False when the receiver is gone.
     fn deliver(&self, frame: Frame, frames: &Sender<Frame>, counters: &Counters) -> bool {
-        let sent = match &self.drop_from {
+        let sent = match &self.drop_oldest {
             None => self.send_until_stopped(frame, frames),
-            Some(queue) => {
+            Some(DropOldest { queue, consumer_ended }) => {
                 let mut frame = frame;
                 loop {
                     match frames.try_send(frame) {
                         Ok(()) => break true,
                         Err(crossbeam_channel::TrySendError::Disconnected(_)) => break false,
-                        Err(crossbeam_channel::TrySendError::Full(_))
-                            if counters.filter_ended.load(Ordering::Relaxed) =>
-                        {
+                        Err(crossbeam_channel::TrySendError::Full(_)) if consumer_ended.load(Ordering::Relaxed) => {
                             break false
                         }
                         Err(crossbeam_channel::TrySendError::Full(back)) => {

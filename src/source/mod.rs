@@ -24,6 +24,7 @@ use crate::config::SourceConfig;
 use crate::host_buffers::BufferPool;
 use crate::media::SourceInfo;
 use crate::nvdec::NvdecProbe;
+pub use decode_state::DropOldest;
 use decode_state::{DecodeState, DrainEnd};
 use decoder::VideoDecoder;
 use open::Watchdog;

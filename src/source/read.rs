@@ -2,14 +2,14 @@
 //! the sink; damaged packets skipped; a file looped; a live input that ends or fails opened
 //! again, its timestamps moved on to follow the frames already sent.
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use ffmpeg::Packet;
 use ffmpeg_next as ffmpeg;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{DecodeState, Source, SourceError};
+use super::{DecodeState, DropOldest, Source, SourceError};
 use crate::frame::Frame;
 use crate::media::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
@@ -21,21 +21,21 @@ impl Source {
     /// Reads and decodes until the input ends, `stop` is set or the frame receiver is gone.
     /// Damaged packets are counted and skipped; frames keep their timestamps. A live input
     /// that ends or fails is opened again (see [`Source::connect`]), its timestamps moved on
-    /// to follow the frames already sent. With `drop_from` (the frame queue's receiving
-    /// end), a full queue loses its oldest frame instead of blocking the input.
+    /// to follow the frames already sent. With `drop_oldest`, a full queue loses its oldest
+    /// frame instead of blocking the input.
     pub fn run(
         self,
         frames: &Sender<Frame>,
         packets: &Sender<PassthroughPacket>,
         stop: &Arc<AtomicBool>,
         counters: &Counters,
-        drop_from: Option<Receiver<Frame>>,
+        drop_oldest: Option<DropOldest>,
     ) -> Result<(), SourceError> {
         let config = self.config.clone();
         let mut state = DecodeState::new(
             &self.info,
             config.realtime,
-            drop_from,
+            drop_oldest,
             self.frame_pool.clone(),
             stop.clone(),
         );

@@ -49,8 +49,6 @@ pub struct Counters {
     pub decoder_restarts: AtomicU64,
     /// Set while a live input is lost and being reconnected.
     pub reconnecting: AtomicBool,
-    /// Set when the filter stage has ended (no more frames will be taken).
-    pub filter_ended: AtomicBool,
     /// Frames waiting in the decoded and filtered queues, as last seen by their senders.
     pub decoded_queue: AtomicU64,
     pub filtered_queue: AtomicU64,
