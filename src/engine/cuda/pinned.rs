@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::error::CudaResultExt;
 use crate::engine::EngineError;
-use crate::host_buffers::{HostBlock, HostMemory};
+use crate::host_buffers::{AllocationError, HostBlock, HostMemory};
 
 /// One page-locked allocation with a stable address.
 pub struct PinnedBlock {
@@ -70,13 +70,17 @@ impl HostBlock for PinnedBlock {
 /// The frame pool's memory: page-locked blocks in one GPU's context.
 pub struct PinnedMemory {
     pub context: Arc<CudaContext>,
+    /// Names the pipeline in allocation errors.
+    pub pipeline: String,
 }
 
 impl HostMemory for PinnedMemory {
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String> {
-        PinnedBlock::new(&self.context, len, false, "allocating a pinned frame buffer".into())
+    /// Fails with the [`EngineError`] of the allocation, which keeps the driver's error.
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+        let what = format!("pipeline {:?}: allocating a pinned frame buffer", self.pipeline);
+        PinnedBlock::new(&self.context, len, false, what)
             .map(|block| Box::new(block) as Box<dyn HostBlock>)
-            .map_err(|e| e.to_string())
+            .map_err(AllocationError::new)
     }
     fn page_locked(&self) -> bool {
         true
