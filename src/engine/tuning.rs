@@ -67,6 +67,22 @@ impl GpuTuning {
         }
     }
 
+    /// The settings that differ from the defaults, as a config writes them
+    /// (`spin_us = 0, dense_tiling = 32x8x8x4`); empty for the defaults.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.spin_us != DEFAULT_SPIN_US {
+            parts.push(format!("spin_us = {}", self.spin_us));
+        }
+        if let Some(tiling) = self.dense_tiling {
+            parts.push(format!("dense_tiling = {tiling}"));
+        }
+        if let Some(tiling) = self.separable_tiling {
+            parts.push(format!("separable_tiling = {tiling}"));
+        }
+        parts.join(", ")
+    }
+
     /// Why `spin_us` cannot be used, if it cannot.
     pub fn spin_problem(&self) -> Option<String> {
         (self.spin_us > MAX_SPIN_US).then(|| {
@@ -188,11 +204,18 @@ mod tests {
         assert_eq!(tuning.spin(), Duration::from_micros(300));
         assert_eq!(tuning.tiling_for(KernelPath::Dense), None);
         assert!(tuning.is_default());
+        assert_eq!(tuning.describe(), "");
         assert_eq!(tuning.spin_problem(), None);
         let too_long = GpuTuning {
             spin_us: MAX_SPIN_US + 1,
             ..tuning
         };
         assert!(too_long.spin_problem().unwrap().contains("out of range"));
+        let tuned = GpuTuning {
+            spin_us: 0,
+            separable_tiling: Some("32x8x4x4".parse().unwrap()),
+            ..tuning
+        };
+        assert_eq!(tuned.describe(), "spin_us = 0, separable_tiling = 32x8x4x4");
     }
 }

@@ -234,6 +234,7 @@ fn run_stages(
         stage_times: options.stage_times,
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
+        tuning: settings.gpu,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
