@@ -47,11 +47,11 @@ pub struct BenchOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
-    #[error("{0}")]
+    #[error(transparent)]
     Pipeline(#[from] crate::pipeline::PipelineError),
-    #[error("{0}")]
+    #[error(transparent)]
     Source(#[from] crate::source::SourceError),
     #[error("{0}")]
     Other(String),

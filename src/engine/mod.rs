@@ -294,8 +294,8 @@ pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
             _: crate::nvdec::NvdecCodec,
             _: crate::nvdec::Chroma,
             _: u32,
-        ) -> Result<crate::nvdec::NvdecCaps, String> {
-            Err(EngineError::NotCompiledWithCuda.to_string())
+        ) -> Result<crate::nvdec::NvdecCaps, crate::nvdec::ProbeError> {
+            Err(crate::nvdec::ProbeError::new(EngineError::NotCompiledWithCuda))
         }
     }
     std::sync::Arc::new(WithoutCuda)

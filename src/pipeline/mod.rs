@@ -41,12 +41,14 @@ pub fn pooled_frames(settings: &PipelineSettings) -> usize {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("pipeline {pipeline:?}: {source}")]
-    Source { pipeline: String, source: SourceError },
-    #[error("pipeline {pipeline:?}: {source}")]
-    Sink { pipeline: String, source: SinkError },
-    #[error("pipeline {pipeline:?}: {source}")]
-    Engine { pipeline: String, source: EngineError },
+    // The cause is part of the message, not a `source()`, so that a chain printed whole
+    // (`{:#}`) names it once.
+    #[error("pipeline {pipeline:?}: {error}")]
+    Source { pipeline: String, error: SourceError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Sink { pipeline: String, error: SinkError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Engine { pipeline: String, error: EngineError },
     #[error("pipeline {pipeline:?}: {message}")]
     Setup { pipeline: String, message: String },
     #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
@@ -63,8 +65,8 @@ impl PipelineError {
     /// error, exit code 2 for `run`.
     pub fn is_usage(&self) -> bool {
         match self {
-            PipelineError::Source { source, .. } => source.is_usage(),
-            PipelineError::Sink { source, .. } => source.is_usage(),
+            PipelineError::Source { error, .. } => error.is_usage(),
+            PipelineError::Sink { error, .. } => error.is_usage(),
             _ => false,
         }
     }
@@ -211,7 +213,7 @@ fn run_stages(
     )
     .map_err(|source| PipelineError::Source {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
     let info = source.info().clone();
@@ -239,7 +241,7 @@ fn run_stages(
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|source| PipelineError::Engine {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
     let engine_name = engine.name();
     let source = source.with_frame_pool(engine.frame_pool());
@@ -257,7 +259,7 @@ fn run_stages(
     };
     let sink = Sink::open(&settings.sink, &info, &output_options).map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
     monitor.set_output_path(sink.path());
     tracing::info!(
@@ -347,7 +349,7 @@ fn run_stages(
     // output) makes the source stop, so it comes before the source's result.
     let spans = engine_result.map_err(|source| PipelineError::Engine {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
     if let Some(path) = &options.trace {
         trace::write_chrome_trace(path, &name, &spans).map_err(|e| PipelineError::Setup {
@@ -357,11 +359,11 @@ fn run_stages(
     }
     let outcome = sink_result.map_err(|source| PipelineError::Sink {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
     source_result.map_err(|source| PipelineError::Source {
         pipeline: name.clone(),
-        source,
+        error: source,
     })?;
 
     let seconds = started.elapsed().as_secs_f64();
@@ -439,7 +441,7 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let opened =
         Source::open(source, stop.clone(), &crate::engine::nvdec_probe()).map_err(|e| PipelineError::Source {
             pipeline: "decode-only".into(),
-            source: e,
+            error: e,
         })?;
     let info = opened.info();
     let shapes = info.format.plane_shapes(info.width, info.height);
@@ -459,7 +461,7 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     });
     let frames = result.map_err(|e| PipelineError::Source {
         pipeline: "decode-only".into(),
-        source: e,
+        error: e,
     })?;
     Ok((frames, started.elapsed().as_secs_f64()))
 }
