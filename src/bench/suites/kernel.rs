@@ -12,6 +12,8 @@ use crate::frame::PixelFormat;
 const KERNEL_SIZES: &[usize] = &[3, 5, 7, 9, 13, 21, 31, 63];
 const QUICK_KERNEL_SIZES: &[usize] = &[3, 13];
 
+// Without CUDA support only the CPU arm is built, which needs no `skipped`.
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables, clippy::ptr_arg))]
 pub fn kernel(
     options: &BenchOptions,
     gpu: Option<usize>,

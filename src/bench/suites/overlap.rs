@@ -98,6 +98,7 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
 
 /// Microseconds per frame during which at least one span of `stage` was under way: the
 /// union of the spans' intervals over `frames`.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU side uses it
 pub(super) fn busy_us_per_frame(spans: &[crate::engine::TraceSpan], stage: &str, frames: u64) -> f64 {
     let mut intervals: Vec<(f64, f64)> = spans
         .iter()

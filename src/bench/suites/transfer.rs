@@ -3,6 +3,8 @@
 
 use crate::bench::{BenchError, BenchOptions, TransferRow};
 
+// Without CUDA support only the skipping arm is built, which needs no `options`.
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 pub fn transfer(
     options: &BenchOptions,
     gpu: Option<usize>,

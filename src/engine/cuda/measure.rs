@@ -203,7 +203,7 @@ impl Bench {
             }
         };
         if !matches {
-            return Err(EngineError::Unsupported(format!(
+            return Err(EngineError::Internal(format!(
                 "{} gives a result that differs from the {checked_against} reference; not timing it",
                 what()
             )));
