@@ -70,6 +70,7 @@ fn hardware_device_types() -> Vec<String> {
         // SAFETY: the returned name is a static C string (or null).
         let name = unsafe { ffmpeg::ffi::av_hwdevice_get_type_name(kind) };
         if !name.is_null() {
+            // SAFETY: a non-null name from FFmpeg is a NUL-terminated static string.
             names.push(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned());
         }
     }

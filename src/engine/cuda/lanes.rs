@@ -272,8 +272,9 @@ impl Lane {
                 &staging.input.bytes()[slot.offset..slot.offset + slot.bytes()]
             };
             // SAFETY: the destination range lies inside `device_in` (the layout sized it);
-            // `host` is page-locked and stays untouched until the lane's done event, which
-            // the caller waits for before reusing the lane or releasing the frame.
+            // `host` is page-locked and stays untouched until the lane's done event: the
+            // frame's `LaneTicket` holds the lane and the frame until the completion thread
+            // has waited for it (or, dropped early, synchronises the lane's stream).
             unsafe { result::memcpy_htod_async(device + slot.offset as u64, host, self.stream.cu_stream()) }
                 .context(|| format!("lane {}: copying plane {} to the GPU", self.index, slot.plane))?;
         }

@@ -223,6 +223,7 @@ impl Bench {
             // SAFETY: host buffers are only copied to and from, never read uninitialised by Rust.
             let upload = unsafe { self.context.alloc_pinned::<u8>(bytes) }
                 .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
+            // SAFETY: as above: the buffer is only a copy's destination and source.
             let mut download = unsafe { self.context.alloc_pinned_with_flags::<u8>(bytes, 0) }
                 .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
             self.time_copies(&upload, &mut download, plan)?

@@ -20,10 +20,12 @@ pub struct PinnedBlock {
     len: usize,
 }
 
-// SAFETY: the block owns its allocation exclusively; shared and mutable access go through
-// `bytes` / `bytes_mut`, so Rust's borrow rules order every CPU access. `PinnedHostSlice`
-// itself is Send + Sync.
+// SAFETY: the block owns its allocation exclusively (the raw address only caches where it
+// is); moving the block to another thread moves that ownership. `PinnedHostSlice` itself is
+// Send.
 unsafe impl Send for PinnedBlock {}
+// SAFETY: shared and mutable access go through `bytes` / `bytes_mut`, so Rust's borrow
+// rules order every CPU access across threads. `PinnedHostSlice` itself is Sync.
 unsafe impl Sync for PinnedBlock {}
 
 impl PinnedBlock {
