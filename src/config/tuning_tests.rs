@@ -69,7 +69,10 @@ separable_tiling = "16x16x4x2""#,
             py: 4
         })
     );
-    assert_eq!(gpu.separable_tiling.map(|t| t.to_string()).as_deref(), Some("16x16x4x2"));
+    assert_eq!(
+        gpu.separable_tiling.map(|t| t.to_string()).as_deref(),
+        Some("16x16x4x2")
+    );
     // Written back as read: reload comparisons and the API see the same table.
     let written = toml::to_string(&settings.pipelines[0].config).unwrap();
     let again: PipelineConfig = toml::from_str(&written).unwrap();
@@ -86,7 +89,9 @@ fn a_spin_out_of_range_is_a_problem_with_the_range_beside_the_others() {
         "{problems:?}"
     );
     assert!(
-        problems.iter().any(|p| p.contains("filter.streams: 99 is out of range")),
+        problems
+            .iter()
+            .any(|p| p.contains("filter.streams: 99 is out of range")),
         "every problem at once: {problems:?}"
     );
 }

@@ -250,4 +250,3 @@ where
         .draw()
         .map_err(|e| e.to_string())
 }
-

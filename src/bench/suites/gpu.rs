@@ -13,9 +13,7 @@ use crate::filter::{BorderMode, FilterSpec};
 use crate::frame::{Frame, PixelFormat};
 
 pub fn probe() -> Result<(), BenchError> {
-    device::probe()
-        .map(|_| ())
-        .map_err(BenchError::from)
+    device::probe().map(|_| ()).map_err(BenchError::from)
 }
 
 pub fn describe_device(ordinal: usize) -> Result<(String, Option<String>, Option<f64>), BenchError> {

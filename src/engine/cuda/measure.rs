@@ -134,8 +134,11 @@ impl Bench {
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
         let max_shared = self.info.max_shared_per_block;
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height)
-            .tuned(&self.tuning, path, max_shared);
+        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height).tuned(
+            &self.tuning,
+            path,
+            max_shared,
+        );
         let set = KernelSet::load(
             &self.context,
             &self.stream,

@@ -64,8 +64,8 @@ fn load() -> Result<Driver, ProbeError> {
     let context = device::open(0).map_err(|e| ProbeError::new(QueryError::NoDevice(e)))?;
     // SAFETY: loading the NVIDIA driver's own video decoding library, whose initialisers
     // only set up the library; it is kept loaded in the process-wide `Driver`.
-    let library = unsafe { libloading::Library::new("libnvcuvid.so.1") }
-        .map_err(|e| ProbeError::new(QueryError::Library(e)))?;
+    let library =
+        unsafe { libloading::Library::new("libnvcuvid.so.1") }.map_err(|e| ProbeError::new(QueryError::Library(e)))?;
     // SAFETY: the symbol has this C signature in every driver since 378; the pointer is used
     // only while `library` is loaded.
     let get_caps = unsafe { library.get::<GetDecoderCaps>(b"cuvidGetDecoderCaps\0") }
@@ -109,9 +109,7 @@ impl CudaNvdecProbe {
         // SAFETY: `caps` is a valid, zeroed CUVIDDECODECAPS with its inputs set, and a CUDA
         // context is current on this thread, as cuvidGetDecoderCaps requires.
         let status = unsafe { (driver.get_caps)(&mut caps) };
-        status
-            .result()
-            .map_err(|e| ProbeError::new(QueryError::Query(e)))?;
+        status.result().map_err(|e| ProbeError::new(QueryError::Query(e)))?;
         Ok(NvdecCaps {
             supported: caps.is_supported != 0,
             min_width: caps.min_width.into(),
