@@ -66,7 +66,8 @@ pub struct InFlight {
     pub ticket: LaneTicket,
     pub routes: PlaneRoutes,
     pub layout: Arc<Layout>,
-    pub kernels: Arc<FilterKernels>,
+    /// Held, never read: keeps the kernels the frame was enqueued with loaded.
+    pub _kernels: Arc<FilterKernels>,
     pub origin: Option<Arc<CudaEvent>>,
 }
 

@@ -13,7 +13,7 @@
 //! completion thread with its timings ([`completion`]), lanes and their copies ([`lanes`]),
 //! kernel variants, compilation and launch ([`kernels`]), device probing ([`device`]).
 
-pub mod completion;
+mod completion;
 pub mod device;
 mod error;
 pub mod kernels;
@@ -374,7 +374,7 @@ impl Engine for CudaEngine {
             ticket,
             routes,
             layout,
-            kernels,
+            _kernels: kernels,
             origin: self.origin.clone(),
         })?;
         self.in_flight += 1;
