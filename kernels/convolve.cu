@@ -5,24 +5,6 @@
 
 #include "convolve.cuh"
 
-// Shared tile rows start at the 4-byte-aligned source column at or before the left halo, so
-// that every row is filled with aligned 32-bit loads and conflict-free float4 stores. Tile
-// columns are multiples of 4, so that column sits SHIFT samples before the halo in every
-// block; readers skip it with compile-time register indices.
-#define HALO_LEFT ((MASK_W / 2) * CH)
-#define SHIFT ((4 - HALO_LEFT % 4) % 4)
-// Floats a thread reads from one tile row: the shift, its PX outputs and the horizontal
-// halo, rounded up to whole float4 loads. Rows of the shared tile are padded so those loads
-// stay inside; a row is SHARED_PITCH / 4 aligned words of the source.
-#define V_LEN (SHIFT + PX + HALO_W)
-#define V_VEC ((V_LEN + 3) / 4)
-#define SHARED_PITCH (TILE_W - PX + 4 * V_VEC)
-#define ROW_WORDS (SHARED_PITCH / 4)
-
-#if PX % 4 != 0
-#error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
-#endif
-
 // One word of the shared tile: source bytes c..c+3 of row `r` (mapped row `y`), converted to
 // floats. `fast`: the row is inside the plane and its words are 4-byte aligned, so a word
 // wholly inside the row is one aligned load; anything else goes sample by sample.
@@ -62,18 +44,6 @@ __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsign
         if (w + ROW_HALF < ROW_WORDS) {
             load_word(trow, src, g, fast, y, row0 + r, first + 4 * (w + ROW_HALF), w + ROW_HALF, row_bytes);
         }
-    }
-}
-
-// Reads a thread's V_LEN floats of one shared row with float4 loads.
-__device__ __forceinline__ void load_window(float (&v)[4 * V_VEC], const float* __restrict__ row) {
-#pragma unroll
-    for (int q = 0; q < V_VEC; ++q) {
-        const float4 f = reinterpret_cast<const float4*>(row)[q];
-        v[4 * q] = f.x;
-        v[4 * q + 1] = f.y;
-        v[4 * q + 2] = f.z;
-        v[4 * q + 3] = f.w;
     }
 }
 
@@ -131,39 +101,24 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
     const int r0 = threadIdx.y * PY;
     const int c0 = threadIdx.x * PX;
     float acc[PY][PX];
-#pragma unroll
-    for (int py = 0; py < PY; ++py)
-#pragma unroll
-        for (int px = 0; px < PX; ++px) acc[py][px] = 0.0f;
+    zero_accumulators(acc);
 
-#if UNROLL_ROWS
-#pragma unroll
-#else
-#pragma unroll 1
-#endif
+    UNROLL_MASK_ROWS
     for (int r = 0; r < PY + MASK_H - 1; ++r) {
         float v[4 * V_VEC];
         load_window(v, tile + (r0 + r) * SHARED_PITCH + c0);
 #pragma unroll
         for (int py = 0; py < PY; ++py) {
             const int i = r - py;
-            if (i >= 0 && i < MASK_H) {
-                const float* taps = c_taps + i * MASK_W;
-#pragma unroll
-                for (int j = 0; j < MASK_W; ++j) {
-                    const float t = taps[j];
-#pragma unroll
-                    for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(t, v[SHIFT + px + j * CH], acc[py][px]);
-                }
-            }
+            if (i >= 0 && i < MASK_H) accumulate_taps(acc[py], c_taps + i * MASK_W, v);
         }
     }
     store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
 }
 
 // Rank-one masks, both passes fused in shared memory: the row pass turns the loaded tile
-// (with its vertical halo) into f32 row sums, the column pass sums those. Row taps are
-// follow the dense taps in c_taps (see convolve.cuh).
+// (with its vertical halo) into f32 row sums, the column pass sums those. Row taps follow
+// the dense taps in c_taps (see convolve.cuh).
 extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
     convolve_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
     extern __shared__ float4 shared_raw[];
@@ -181,14 +136,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
         float v[4 * V_VEC];
         load_window(v, tile + r * SHARED_PITCH + c0);
         float sum[PX];
-#pragma unroll
-        for (int px = 0; px < PX; ++px) sum[px] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < MASK_W; ++j) {
-            const float t = row_taps[j];
-#pragma unroll
-            for (int px = 0; px < PX; ++px) sum[px] = fmaf(t, v[SHIFT + px + j * CH], sum[px]);
-        }
+        zero_row(sum);
+        accumulate_taps(sum, row_taps, v);
         float4* out = reinterpret_cast<float4*>(rows + r * TILE_W + c0);
 #pragma unroll
         for (int q = 0; q < PX / 4; ++q) out[q] = make_float4(sum[4 * q], sum[4 * q + 1], sum[4 * q + 2], sum[4 * q + 3]);
@@ -197,26 +146,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
 
     const int r0 = threadIdx.y * PY;
     float acc[PY][PX];
-#pragma unroll
-    for (int py = 0; py < PY; ++py)
-#pragma unroll
-        for (int px = 0; px < PX; ++px) acc[py][px] = 0.0f;
-#if UNROLL_ROWS
-#pragma unroll
-#else
-#pragma unroll 1
-#endif
+    zero_accumulators(acc);
+    UNROLL_MASK_ROWS
     for (int r = 0; r < PY + MASK_H - 1; ++r) {
         float m[PX];
-        const float4* in = reinterpret_cast<const float4*>(rows + (r0 + r) * TILE_W + c0);
-#pragma unroll
-        for (int q = 0; q < PX / 4; ++q) {
-            const float4 f = in[q];
-            m[4 * q] = f.x;
-            m[4 * q + 1] = f.y;
-            m[4 * q + 2] = f.z;
-            m[4 * q + 3] = f.w;
-        }
+        unpack_float4s<PX / 4>(m, reinterpret_cast<const float4*>(rows + (r0 + r) * TILE_W + c0));
 #pragma unroll
         for (int py = 0; py < PY; ++py) {
             const int i = r - py;

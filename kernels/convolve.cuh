@@ -1,5 +1,6 @@
 // Shared definitions of the convolution kernels: the parameter struct (mirrored in Rust by
-// `engine::cuda::kernels::PlaneGeometry`), border handling and the final pixel step.
+// `engine::cuda::kernels::PlaneGeometry`), border handling, the final pixel step, and the
+// tiled kernels' tile geometry and common steps (window loads, accumulators, tap sums).
 //
 // Every kernel is specialised at compile time by these defines (set by the engine):
 //   MASK_W, MASK_H   mask size (odd, 1..=63)
@@ -84,3 +85,69 @@ __device__ __forceinline__ unsigned char to_pixel(float sum, float bias) {
 #define HALO_H (MASK_H - 1)
 #define SHARED_W (TILE_W + HALO_W)
 #define SHARED_H (TILE_H + HALO_H)
+
+// Shared tile rows start at the 4-byte-aligned source column at or before the left halo, so
+// that every row is filled with aligned 32-bit loads and conflict-free float4 stores. Tile
+// columns are multiples of 4, so that column sits SHIFT samples before the halo in every
+// block; readers skip it with compile-time register indices.
+#define HALO_LEFT ((MASK_W / 2) * CH)
+#define SHIFT ((4 - HALO_LEFT % 4) % 4)
+// Floats a thread reads from one tile row: the shift, its PX outputs and the horizontal
+// halo, rounded up to whole float4 loads. Rows of the shared tile are padded so those loads
+// stay inside; a row is SHARED_PITCH / 4 aligned words of the source.
+#define V_LEN (SHIFT + PX + HALO_W)
+#define V_VEC ((V_LEN + 3) / 4)
+#define SHARED_PITCH (TILE_W - PX + 4 * V_VEC)
+#define ROW_WORDS (SHARED_PITCH / 4)
+
+#if PX % 4 != 0
+#error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
+#endif
+
+// Unpacks N float4 loads from `src` into 4N floats, in order.
+template <int N>
+__device__ __forceinline__ void unpack_float4s(float (&v)[4 * N], const float4* src) {
+#pragma unroll
+    for (int q = 0; q < N; ++q) {
+        const float4 f = src[q];
+        v[4 * q] = f.x;
+        v[4 * q + 1] = f.y;
+        v[4 * q + 2] = f.z;
+        v[4 * q + 3] = f.w;
+    }
+}
+
+// Reads a thread's V_LEN floats of one shared row with float4 loads.
+__device__ __forceinline__ void load_window(float (&v)[4 * V_VEC], const float* __restrict__ row) {
+    unpack_float4s<V_VEC>(v, reinterpret_cast<const float4*>(row));
+}
+
+// Zeroes a thread's accumulators: one row of PX outputs, or PY rows of them.
+__device__ __forceinline__ void zero_row(float (&row)[PX]) {
+#pragma unroll
+    for (int px = 0; px < PX; ++px) row[px] = 0.0f;
+}
+
+__device__ __forceinline__ void zero_accumulators(float (&acc)[PY][PX]) {
+#pragma unroll
+    for (int py = 0; py < PY; ++py) zero_row(acc[py]);
+}
+
+// Adds one mask row's MASK_W taps, left to right, to a row of PX outputs whose window `v`
+// holds (from load_window): sum[px] = fmaf(taps[j], v[SHIFT + px + j * CH], sum[px]).
+__device__ __forceinline__ void accumulate_taps(float (&sum)[PX], const float* taps, const float (&v)[4 * V_VEC]) {
+#pragma unroll
+    for (int j = 0; j < MASK_W; ++j) {
+        const float t = taps[j];
+#pragma unroll
+        for (int px = 0; px < PX; ++px) sum[px] = fmaf(t, v[SHIFT + px + j * CH], sum[px]);
+    }
+}
+
+// Put before a loop over the rows a thread needs (PY + MASK_H - 1): unrolled fully, or kept
+// rolled for tall masks (UNROLL_ROWS) to bound code size.
+#if UNROLL_ROWS
+#define UNROLL_MASK_ROWS _Pragma("unroll")
+#else
+#define UNROLL_MASK_ROWS _Pragma("unroll 1")
+#endif

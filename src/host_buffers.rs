@@ -7,6 +7,7 @@
 //! per megabyte) and a pipeline keeps a few dozen frames alive at most.
 
 use std::collections::HashMap;
+use std::error::Error;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,10 +19,27 @@ pub trait HostBlock: Send + Sync {
     fn bytes_mut(&mut self) -> &mut [u8];
 }
 
+/// Why a [`HostMemory`] has no block to give: the allocator's own error, whatever its type
+/// (the CUDA engine's carries the driver's error code).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct AllocationError(Box<dyn Error + Send + Sync + 'static>);
+
+impl AllocationError {
+    pub fn new(error: impl Error + Send + Sync + 'static) -> AllocationError {
+        AllocationError(Box::new(error))
+    }
+
+    /// The allocator's error as its own type, when it is an `E`.
+    pub fn downcast<E: Error + 'static>(self) -> Result<E, AllocationError> {
+        self.0.downcast::<E>().map(|error| *error).map_err(AllocationError)
+    }
+}
+
 /// Where a pool's blocks come from.
 pub trait HostMemory: Send + Sync {
     /// A new block of exactly `len` bytes, or why there is none.
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String>;
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError>;
     /// Whether the blocks are page-locked, so the GPU can copy them asynchronously.
     fn page_locked(&self) -> bool;
 }
@@ -39,7 +57,7 @@ impl HostBlock for Vec<u8> {
 }
 
 impl HostMemory for HeapMemory {
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String> {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
         Ok(Box::new(vec![0u8; len]))
     }
     fn page_locked(&self) -> bool {
@@ -111,7 +129,7 @@ impl BufferPool {
 
     /// Allocates `count` free blocks of `len` bytes now (within the limit), so the first
     /// frames do not wait for slow allocations. Fails on the first allocation that does.
-    pub fn reserve(&self, len: usize, count: usize) -> Result<(), String> {
+    pub fn reserve(&self, len: usize, count: usize) -> Result<(), AllocationError> {
         for _ in 0..count {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.allocated + len > self.limit {

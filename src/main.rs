@@ -85,12 +85,31 @@ struct BenchArgs {
     /// Kernel suite on the GPU: these plane sizes only, e.g. `3840x2160` (comma-separated).
     #[arg(long, value_delimiter = ',', value_parser = parse_plane_size)]
     planes: Option<Vec<(usize, usize)>>,
+    /// Microseconds the GPU completion thread polls a lane before blocking (0 blocks at
+    /// once; as filter.gpu.spin_us in a config).
+    #[arg(long, default_value_t = convstream::engine::DEFAULT_SPIN_US, value_parser = parse_spin_us)]
+    spin_us: u64,
+    /// The dense kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (e.g. 32x8x8x4), instead of the
+    /// measured policy's (as filter.gpu.dense_tiling).
+    #[arg(long)]
+    dense_tiling: Option<convstream::engine::TileShape>,
+    /// The separable kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (as filter.gpu.separable_tiling).
+    #[arg(long)]
+    separable_tiling: Option<convstream::engine::TileShape>,
 }
 
 fn parse_mask_size(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(size) if size % 2 == 1 && size <= 63 => Ok(size),
         _ => Err(format!("{text} is not an odd mask size in 1..=63")),
+    }
+}
+
+fn parse_spin_us(text: &str) -> Result<u64, String> {
+    let max = convstream::engine::MAX_SPIN_US;
+    match text.parse::<u64>() {
+        Ok(micros) if micros <= max => Ok(micros),
+        _ => Err(format!("{text} is not a number of microseconds in 0..={max}")),
     }
 }
 
@@ -427,6 +446,11 @@ fn bench(args: BenchArgs) -> Result<(), Failure> {
         out: args.out,
         mask_sizes: args.mask_sizes,
         planes: args.planes,
+        tuning: convstream::engine::GpuTuning {
+            spin_us: args.spin_us,
+            dense_tiling: args.dense_tiling,
+            separable_tiling: args.separable_tiling,
+        },
     };
     let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
     let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;

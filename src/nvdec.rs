@@ -8,6 +8,8 @@
 
 use ffmpeg::codec;
 use ffmpeg_next as ffmpeg;
+use std::error::Error;
+use std::sync::Arc;
 
 /// NVDEC's codec numbers (`cudaVideoCodec` in the Video Codec SDK's `cuviddec.h`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -169,50 +171,88 @@ pub struct NvdecCaps {
     pub max_macroblocks: u32,
 }
 
-/// Asks the driver for NVDEC's capabilities. `Err` says why it could not be asked (no
-/// driver, no NVDEC library, built without CUDA).
-pub trait NvdecProbe: Send + Sync {
-    fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, String>;
+/// Why the driver could not be asked what NVDEC decodes (no driver, no NVDEC library, a
+/// build without CUDA): the prober's own error, shared by the answers it keeps.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct ProbeError(Arc<dyn Error + Send + Sync + 'static>);
+
+impl ProbeError {
+    pub fn new(error: impl Error + Send + Sync + 'static) -> ProbeError {
+        ProbeError(Arc::new(error))
+    }
 }
 
-/// Whether NVDEC can decode a stream with these traits; `Err` is the reason it cannot,
-/// worded for the user.
-pub fn check(traits: &StreamTraits, probe: &dyn NvdecProbe) -> Result<(), String> {
-    let what = traits.describe();
+/// Asks the driver for NVDEC's capabilities. `Err` says why it could not be asked.
+pub trait NvdecProbe: Send + Sync {
+    fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, ProbeError>;
+}
+
+/// Why NVDEC cannot decode a stream, worded for the user.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NvdecRefusal {
+    #[error("NVDEC has no decoder for {}", .0.name())]
+    NoDecoder(codec::Id),
+    // The probe's reason is part of the message, not a `source()`: printed once.
+    #[error("cannot ask NVDEC whether it decodes {}: {reason}", .stream.describe())]
+    CannotAsk { stream: StreamTraits, reason: ProbeError },
+    #[error("NVDEC on this GPU does not decode {}", .0.describe())]
+    NotDecoded(StreamTraits),
+    #[error(
+        "NVDEC on this GPU decodes {} {} from {}x{} up, and this stream is {}x{}",
+        .codec.name(), .stream.chroma.name(), .caps.min_width, .caps.min_height, .stream.width, .stream.height
+    )]
+    TooSmall {
+        codec: NvdecCodec,
+        stream: StreamTraits,
+        caps: NvdecCaps,
+    },
+    #[error(
+        "NVDEC on this GPU decodes {} {} up to {}x{}, and this stream is {}x{}",
+        .codec.name(), .stream.chroma.name(), .caps.max_width, .caps.max_height, .stream.width, .stream.height
+    )]
+    TooLarge {
+        codec: NvdecCodec,
+        stream: StreamTraits,
+        caps: NvdecCaps,
+    },
+    #[error(
+        "{} has {macroblocks} macroblocks a picture, more than the {most} NVDEC on this GPU takes",
+        .stream.describe()
+    )]
+    TooManyMacroblocks {
+        stream: StreamTraits,
+        macroblocks: u64,
+        most: u32,
+    },
+}
+
+/// Whether NVDEC can decode a stream with these traits; `Err` is the reason it cannot.
+pub fn check(traits: &StreamTraits, probe: &dyn NvdecProbe) -> Result<(), NvdecRefusal> {
+    let stream = *traits;
     let Some(codec) = NvdecCodec::of(traits.codec) else {
-        return Err(format!("NVDEC has no decoder for {}", traits.codec.name()));
+        return Err(NvdecRefusal::NoDecoder(traits.codec));
     };
     let caps = probe
         .capabilities(codec, traits.chroma, traits.bit_depth)
-        .map_err(|reason| format!("cannot ask NVDEC whether it decodes {what}: {reason}"))?;
+        .map_err(|reason| NvdecRefusal::CannotAsk { stream, reason })?;
     if !caps.supported {
-        return Err(format!("NVDEC on this GPU does not decode {what}"));
+        return Err(NvdecRefusal::NotDecoded(stream));
     }
     let (width, height) = (traits.width, traits.height);
     if width < caps.min_width || height < caps.min_height {
-        return Err(format!(
-            "NVDEC on this GPU decodes {} {} from {}x{} up, and this stream is {width}x{height}",
-            codec.name(),
-            traits.chroma.name(),
-            caps.min_width,
-            caps.min_height
-        ));
+        return Err(NvdecRefusal::TooSmall { codec, stream, caps });
     }
     if width > caps.max_width || height > caps.max_height {
-        return Err(format!(
-            "NVDEC on this GPU decodes {} {} up to {}x{}, and this stream is {width}x{height}",
-            codec.name(),
-            traits.chroma.name(),
-            caps.max_width,
-            caps.max_height
-        ));
+        return Err(NvdecRefusal::TooLarge { codec, stream, caps });
     }
     let macroblocks = u64::from(width.div_ceil(16)) * u64::from(height.div_ceil(16));
     if caps.max_macroblocks > 0 && macroblocks > u64::from(caps.max_macroblocks) {
-        return Err(format!(
-            "{what} has {macroblocks} macroblocks a picture, more than the {} NVDEC on this GPU takes",
-            caps.max_macroblocks
-        ));
+        return Err(NvdecRefusal::TooManyMacroblocks {
+            stream,
+            macroblocks,
+            most: caps.max_macroblocks,
+        });
     }
     Ok(())
 }
@@ -254,7 +294,7 @@ mod tests {
     }
 
     impl NvdecProbe for FakeNvdec {
-        fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, String> {
+        fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, ProbeError> {
             Ok(self.0.get(&(codec, chroma, bit_depth)).copied().unwrap_or(NvdecCaps {
                 supported: false,
                 min_width: 0,
@@ -266,11 +306,20 @@ mod tests {
         }
     }
 
+    #[derive(Debug, thiserror::Error)]
+    #[error("libnvcuvid.so.1 could not be loaded")]
+    struct NoLibrary;
+
     struct NoDriver;
     impl NvdecProbe for NoDriver {
-        fn capabilities(&self, _: NvdecCodec, _: Chroma, _: u32) -> Result<NvdecCaps, String> {
-            Err("libnvcuvid.so.1 could not be loaded".into())
+        fn capabilities(&self, _: NvdecCodec, _: Chroma, _: u32) -> Result<NvdecCaps, ProbeError> {
+            Err(ProbeError::new(NoLibrary))
         }
+    }
+
+    /// The check's answer with the reason as the user reads it.
+    fn check(traits: &StreamTraits, probe: &dyn NvdecProbe) -> Result<(), String> {
+        super::check(traits, probe).map_err(|refusal| refusal.to_string())
     }
 
     fn stream(codec: codec::Id, chroma: Chroma, bit_depth: u32, width: u32, height: u32) -> StreamTraits {

@@ -8,7 +8,7 @@ mod suites;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-use crate::engine::DeviceChoice;
+use crate::engine::{DeviceChoice, GpuTuning};
 
 pub use report::{read_report, write_outputs, write_plots};
 
@@ -41,15 +41,17 @@ pub struct BenchOptions {
     pub mask_sizes: Option<Vec<usize>>,
     /// Plane sizes (width, height) for the GPU kernel suite instead of 1080p and 2160p.
     pub planes: Option<Vec<(usize, usize)>>,
+    /// Spin-wait and tilings of the CUDA engine (and the kernels the kernel suite times).
+    pub tuning: GpuTuning,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
-    #[error("{0}")]
+    #[error(transparent)]
     Pipeline(#[from] crate::pipeline::PipelineError),
-    #[error("{0}")]
+    #[error(transparent)]
     Source(#[from] crate::source::SourceError),
     #[error("{0}")]
     Other(String),
@@ -68,6 +70,11 @@ pub struct RunInfo {
     pub host_threads: usize,
     pub quick: bool,
     pub suites: String,
+    /// The CUDA engine's spin-wait and tilings the figures were taken with (results written
+    /// before it was recorded read as the defaults, which they ran with unless an
+    /// environment variable said otherwise).
+    #[serde(default)]
+    pub tuning: GpuTuning,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -103,3 +103,5 @@ impl ConfigFile {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tuning_tests;

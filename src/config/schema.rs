@@ -4,6 +4,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::engine::GpuTuning;
 use crate::filter::{BorderMode, PlaneSelection};
 use crate::mask::MaskParams;
 
@@ -234,6 +235,10 @@ pub struct FilterConfig {
     /// buffers). Caps the pinned memory of a pipeline on a host short of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_frames: Option<usize>,
+    /// `[pipeline.filter.gpu]`: the CUDA engine's spin-wait and kernel tilings (tuning
+    /// knobs, measured with `convstream bench`; the defaults suit every GPU measured).
+    #[serde(default, skip_serializing_if = "GpuTuning::is_default")]
+    pub gpu: GpuTuning,
 }
 
 impl Default for FilterConfig {
@@ -246,6 +251,7 @@ impl Default for FilterConfig {
             streams: default_streams(),
             frames_per_stream: default_frames_per_stream(),
             pinned_frames: None,
+            gpu: GpuTuning::default(),
         }
     }
 }

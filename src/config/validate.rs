@@ -8,7 +8,7 @@ use super::limits;
 use super::{
     ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
 };
-use crate::engine::DeviceChoice;
+use crate::engine::{DeviceChoice, GpuTuning};
 use crate::filter::FilterSpec;
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
@@ -36,6 +36,8 @@ pub struct PipelineSettings {
     pub frames_per_stream: usize,
     /// The configured cap on pinned frames, if any (see `pipeline::pooled_frames`).
     pub pinned_frames: Option<usize>,
+    /// The CUDA engine's spin-wait and tilings.
+    pub gpu: GpuTuning,
     pub sink: SinkConfig,
     /// The pipeline as written, for reload comparisons and the API.
     pub config: PipelineConfig,
@@ -153,6 +155,9 @@ fn validate_pipeline(
             filter.frames_per_stream
         ));
     }
+    if let Some(problem) = filter.gpu.spin_problem() {
+        problems.push(format!("filter.gpu.spin_us: {problem}"));
+    }
     let mask = match &filter.mask {
         MaskSelection::Named(text) => match named.get(text) {
             Some(mask) => Ok(mask.clone()),
@@ -183,6 +188,7 @@ fn validate_pipeline(
         streams: filter.streams,
         frames_per_stream: filter.frames_per_stream,
         pinned_frames: filter.pinned_frames,
+        gpu: filter.gpu,
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod placement;
 pub mod trace;
+mod tuning;
 
 use crate::filter::FilterSpec;
 use crate::frame::{Frame, PixelFormat};
@@ -15,19 +16,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use trace::TraceSpan;
+pub use tuning::{GpuTuning, TileShape, TileShapeError, DEFAULT_SPIN_US, MAX_SPIN_US};
 
 pub use cpu::CpuEngine;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// Something asked of the engine that it or the device cannot do.
     #[error("{0}")]
     Unsupported(String),
     #[error("CUDA support was not compiled into this build (enable the `cuda` feature)")]
     NotCompiledWithCuda,
     #[error("no usable GPU: {0}")]
     NoGpu(String),
-    #[error("CUDA error in {context}: {message}")]
-    Cuda { context: String, message: String },
+    /// A CUDA driver or NVRTC call failed; `error` keeps its code.
+    #[cfg(feature = "cuda")]
+    #[error("CUDA error in {context}: {error}")]
+    Cuda { context: String, error: cuda::CudaError },
     #[error("kernel compilation failed for {variant}: {log}")]
     Compile { variant: String, log: String },
     #[error("GPU out of memory in {context}: asked for {requested} bytes, {free} bytes free of {total}")]
@@ -37,6 +42,17 @@ pub enum EngineError {
         free: usize,
         total: usize,
     },
+    /// The engine broke its own rules (a thread of it stopped, a lock poisoned): a bug,
+    /// nothing the request could change.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    /// Whether the failure is the engine's own (a bug), not the request's or the device's.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, EngineError::Internal(_))
+    }
 }
 
 /// The contract every engine keeps: `submit` takes a frame while `in_flight() < capacity()`,
@@ -182,6 +198,8 @@ pub struct EngineOptions {
     /// [`Engine::frame_pool`] (0: no pool, every frame is staged). A pipeline asks for as
     /// many as it can hold at once: its queues plus the lanes.
     pub pooled_frames: usize,
+    /// Spin-wait and tilings of the CUDA engine; ignored by the CPU engine.
+    pub tuning: GpuTuning,
 }
 
 impl EngineOptions {
@@ -198,6 +216,7 @@ impl EngineOptions {
             poison: false,
             pitch_align: crate::frame::POOLED_ROW_ALIGN,
             pooled_frames: 0,
+            tuning: GpuTuning::default(),
         }
     }
 }
@@ -275,8 +294,8 @@ pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
             _: crate::nvdec::NvdecCodec,
             _: crate::nvdec::Chroma,
             _: u32,
-        ) -> Result<crate::nvdec::NvdecCaps, String> {
-            Err(EngineError::NotCompiledWithCuda.to_string())
+        ) -> Result<crate::nvdec::NvdecCaps, crate::nvdec::ProbeError> {
+            Err(crate::nvdec::ProbeError::new(EngineError::NotCompiledWithCuda))
         }
     }
     std::sync::Arc::new(WithoutCuda)

@@ -42,6 +42,8 @@ pub fn pooled_frames(settings: &PipelineSettings) -> usize {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
+    // The cause is part of the message, not a `source()`, so that a chain printed whole
+    // (`{:#}`) names it once.
     #[error("pipeline {pipeline:?}: {error}")]
     Source { pipeline: String, error: SourceError },
     #[error("pipeline {pipeline:?}: {error}")]
@@ -235,6 +237,7 @@ fn run_stages(
         stage_times: options.stage_times,
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
+        tuning: settings.gpu,
         ..EngineOptions::new(settings.device, settings.streams, &name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|error| PipelineError::Engine {

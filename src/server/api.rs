@@ -92,6 +92,9 @@ impl From<SupervisorError> for ApiError {
                 StatusCode::CONFLICT
             }
             SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,
+            // A filter the engine cannot take is the request's fault; the engine failing
+            // on its own (a thread of it gone) is the server's.
+            SupervisorError::Engine { error, .. } if error.is_internal() => StatusCode::INTERNAL_SERVER_ERROR,
             SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
             SupervisorError::Spawn { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -323,4 +326,31 @@ async fn not_found() -> ApiError {
         StatusCode::NOT_FOUND,
         "no such endpoint; see /healthz, /readyz, /metrics, /pipelines",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineError;
+
+    fn status_of(error: EngineError) -> StatusCode {
+        ApiError::from(SupervisorError::Engine {
+            name: "cam1".into(),
+            error,
+        })
+        .status
+    }
+
+    #[test]
+    fn engine_failures_of_the_request_are_422_and_of_the_engine_500() {
+        let unsupported = EngineError::Unsupported("the separable kernel needs a rank-one mask".into());
+        assert_eq!(status_of(unsupported), StatusCode::UNPROCESSABLE_ENTITY);
+        let compile = EngineError::Compile {
+            variant: "13x13".into(),
+            log: "error".into(),
+        };
+        assert_eq!(status_of(compile), StatusCode::UNPROCESSABLE_ENTITY);
+        let internal = EngineError::Internal("the GPU completion thread stopped".into());
+        assert_eq!(status_of(internal), StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

@@ -51,11 +51,14 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
         )));
     }
     let context = CudaContext::new(ordinal).context(|| format!("opening cuda:{ordinal}"))?;
-    // Lanes order their own work: one stream per lane, and a lane's buffers are touched by
-    // the CPU only after its done event has completed. cudarc's per-buffer event tracking
-    // (which also makes pinned-buffer views wait) would only add waits on top of that.
-    // SAFETY: every buffer is used on the stream of the lane that owns it, and the CPU maps
-    // pinned buffers only once the lane's done event has completed (see engine::cuda).
+    // Lanes order their own work: a lane queues all of a frame's work on its stream (lanes
+    // take the engine's streams in turn, so several lanes may share one), and the CPU touches
+    // a lane's buffers and its frame only once the lane's done event has completed, or its
+    // stream has been synchronised (a dropped `LaneTicket`). cudarc's per-buffer event
+    // tracking (which also makes pinned-buffer views wait) would only add waits on top.
+    // SAFETY: every device buffer is used only on the stream of the lane that owns it, in
+    // stream order, and host memory a copy reads or writes is left alone until the copy's
+    // lane is done (see engine::cuda::completion).
     unsafe { context.disable_event_tracking() };
     Ok(context)
 }

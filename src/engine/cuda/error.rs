@@ -1,8 +1,45 @@
-//! CUDA errors turned into [`EngineError`]s that say which call failed and where.
+//! CUDA errors turned into [`EngineError`]s that say which call failed and where, keeping
+//! the driver's or NVRTC's error code.
 
 use cudarc::driver::{sys, CudaContext, DriverError};
+use cudarc::nvrtc::result::NvrtcError;
+use std::fmt;
 
 use crate::engine::EngineError;
+
+/// What a CUDA driver or NVRTC call returned, as its error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaError {
+    Driver(DriverError),
+    Nvrtc(NvrtcError),
+}
+
+impl CudaError {
+    /// The driver's result code, for a driver call.
+    pub fn driver_code(&self) -> Option<sys::CUresult> {
+        match self {
+            CudaError::Driver(error) => Some(error.0),
+            CudaError::Nvrtc(_) => None,
+        }
+    }
+}
+
+/// `CUDA_ERROR_X: description` for the driver, NVRTC's code for NVRTC. Part of the
+/// [`EngineError`]'s message rather than its `source()`, so that it is printed once.
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CudaError::Driver(error) => f.write_str(&driver_error(error)),
+            CudaError::Nvrtc(error) => write!(f, "{error:?}"),
+        }
+    }
+}
+
+impl From<DriverError> for CudaError {
+    fn from(error: DriverError) -> CudaError {
+        CudaError::Driver(error)
+    }
+}
 
 /// `CUDA_ERROR_X: description`.
 pub fn driver_error(error: &DriverError) -> String {
@@ -26,7 +63,7 @@ impl<T> CudaResultExt<T> for Result<T, DriverError> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T, EngineError> {
         self.map_err(|e| EngineError::Cuda {
             context: what(),
-            message: driver_error(&e),
+            error: CudaError::Driver(e),
         })
     }
 }
@@ -44,7 +81,7 @@ pub fn allocation_error(error: DriverError, context: &CudaContext, what: String,
     } else {
         EngineError::Cuda {
             context: what,
-            message: driver_error(&error),
+            error: CudaError::Driver(error),
         }
     }
 }

@@ -124,9 +124,50 @@ struct Staging {
     output: PinnedBlock,
 }
 
-/// For each of a layout's slots, whether the frame's plane is copied directly (true) or
-/// staged (false). Decided when the frame is enqueued; the completion side follows it.
-pub type Routes = Vec<bool>;
+/// How one plane of a frame travels between the host and the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Copied straight from and back into the frame's page-locked plane.
+    Direct,
+    /// Copied by the CPU through the lane's pinned staging buffers.
+    Staged,
+}
+
+/// The route of each of a layout's slots for one frame. Decided when the frame is enqueued;
+/// the completion side follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaneRoutes(Vec<Route>);
+
+impl PlaneRoutes {
+    /// Direct for every plane that can go as it is (see [`PlaneSlot::is_direct_for`]).
+    pub fn for_frame(layout: &Layout, frame: &Frame) -> PlaneRoutes {
+        PlaneRoutes(
+            layout
+                .slots
+                .iter()
+                .map(|slot| {
+                    if slot.is_direct_for(&frame.planes[slot.plane]) {
+                        Route::Direct
+                    } else {
+                        Route::Staged
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Each of `layout`'s slots with its route.
+    pub fn of<'a>(&'a self, layout: &'a Layout) -> impl Iterator<Item = (&'a PlaneSlot, Route)> + 'a {
+        layout.slots.iter().zip(self.0.iter().copied())
+    }
+
+    /// The slots of `layout` whose planes are staged.
+    pub fn staged<'a>(&'a self, layout: &'a Layout) -> impl Iterator<Item = &'a PlaneSlot> + 'a {
+        self.of(layout)
+            .filter(|(_, route)| *route == Route::Staged)
+            .map(|(slot, _)| slot)
+    }
+}
 
 pub struct Lane {
     pub index: usize,
@@ -213,30 +254,27 @@ impl Lane {
     /// Enqueues the copy of the frame's selected planes to the GPU on the lane's stream,
     /// staging (a CPU copy) the planes that cannot go directly. The caller holds a free lane
     /// (its done event has completed) and keeps `frame` untouched until the lane is done.
-    pub fn upload(&mut self, layout: &Layout, frame: &Frame) -> Result<Routes, EngineError> {
-        let routes: Routes = layout
-            .slots
-            .iter()
-            .map(|slot| slot.is_direct_for(&frame.planes[slot.plane]))
-            .collect();
-        if routes.iter().any(|direct| !direct) {
+    pub fn upload(&mut self, layout: &Layout, frame: &Frame) -> Result<PlaneRoutes, EngineError> {
+        let routes = PlaneRoutes::for_frame(layout, frame);
+        if routes.staged(layout).next().is_some() {
             let staging = self.staging(layout)?;
-            for (slot, _) in layout.slots.iter().zip(&routes).filter(|(_, direct)| !**direct) {
+            for slot in routes.staged(layout) {
                 let region = &mut staging.input.bytes_mut()[slot.offset..slot.offset + slot.bytes()];
                 stage_in(slot, &frame.planes[slot.plane], region);
             }
         }
         let (device, _record) = self.device_in.device_ptr(&self.stream);
-        for (slot, direct) in layout.slots.iter().zip(&routes) {
-            let host = if *direct {
+        for (slot, route) in routes.of(layout) {
+            let host = if route == Route::Direct {
                 &frame.planes[slot.plane].data[..slot.bytes()]
             } else {
                 let staging = self.staging.as_ref().expect("staged planes have staging");
                 &staging.input.bytes()[slot.offset..slot.offset + slot.bytes()]
             };
             // SAFETY: the destination range lies inside `device_in` (the layout sized it);
-            // `host` is page-locked and stays untouched until the lane's done event, which
-            // the caller waits for before reusing the lane or releasing the frame.
+            // `host` is page-locked and stays untouched until the lane's done event: the
+            // frame's `LaneTicket` holds the lane and the frame until the completion thread
+            // has waited for it (or, dropped early, synchronises the lane's stream).
             unsafe { result::memcpy_htod_async(device + slot.offset as u64, host, self.stream.cu_stream()) }
                 .context(|| format!("lane {}: copying plane {} to the GPU", self.index, slot.plane))?;
         }
@@ -245,10 +283,10 @@ impl Lane {
 
     /// Enqueues the copy of the filtered planes back: direct planes into the frame itself,
     /// staged ones into the staging output (see [`Lane::drain_output`]).
-    pub fn download(&mut self, layout: &Layout, frame: &mut Frame, routes: &Routes) -> Result<(), EngineError> {
+    pub fn download(&mut self, layout: &Layout, frame: &mut Frame, routes: &PlaneRoutes) -> Result<(), EngineError> {
         let (device, _record) = self.device_out.device_ptr(&self.stream);
-        for (slot, direct) in layout.slots.iter().zip(routes) {
-            let host = if *direct {
+        for (slot, route) in routes.of(layout) {
+            let host = if route == Route::Direct {
                 &mut frame.planes[slot.plane].data[..slot.bytes()]
             } else {
                 let staging = self.staging.as_mut().expect("staged planes have staging");
@@ -264,9 +302,9 @@ impl Lane {
 
     /// Copies the staged planes from the staging output back into the frame. Call only
     /// after the lane's done event has completed (the download is then finished).
-    pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame, routes: &Routes) {
+    pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame, routes: &PlaneRoutes) {
         let Some(staging) = self.staging.as_ref() else { return };
-        for (slot, _) in layout.slots.iter().zip(routes).filter(|(_, direct)| !**direct) {
+        for slot in routes.staged(layout) {
             let region = &staging.output.bytes()[slot.offset..slot.offset + slot.bytes()];
             stage_out(slot, region, &mut frame.planes[slot.plane]);
         }

@@ -11,7 +11,7 @@ use super::device::{self, DeviceInfo};
 use super::error::{allocation_error, CudaResultExt};
 use super::kernels::{KernelSet, PlaneGeometry, Variant};
 use crate::engine::cpu::convolve_plane;
-use crate::engine::{EngineError, KernelPath};
+use crate::engine::{EngineError, GpuTuning, KernelPath};
 use crate::filter::BorderMode;
 use crate::frame::{Plane, PlaneShape};
 use crate::mask::Mask;
@@ -24,6 +24,8 @@ pub struct Bench {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     pub info: DeviceInfo,
+    /// Tilings the kernel suite times instead of the policy's.
+    tuning: GpuTuning,
 }
 
 /// The median and spread of repeated timings, in microseconds.
@@ -55,7 +57,17 @@ impl Bench {
         let stream = context
             .new_stream()
             .context(|| "creating the benchmark stream".into())?;
-        Ok(Bench { context, stream, info })
+        Ok(Bench {
+            context,
+            stream,
+            info,
+            tuning: GpuTuning::default(),
+        })
+    }
+
+    /// Times kernels with the tilings `tuning` asks for.
+    pub fn with_tuning(self, tuning: GpuTuning) -> Bench {
+        Bench { tuning, ..self }
     }
 
     fn timing_event(&self) -> Result<CudaEvent, EngineError> {
@@ -122,7 +134,11 @@ impl Bench {
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
         let max_shared = self.info.max_shared_per_block;
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height);
+        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height).tuned(
+            &self.tuning,
+            path,
+            max_shared,
+        );
         let set = KernelSet::load(
             &self.context,
             &self.stream,
@@ -190,7 +206,7 @@ impl Bench {
             }
         };
         if !matches {
-            return Err(EngineError::Unsupported(format!(
+            return Err(EngineError::Internal(format!(
                 "{} gives a result that differs from the {checked_against} reference; not timing it",
                 what()
             )));
@@ -210,6 +226,7 @@ impl Bench {
             // SAFETY: host buffers are only copied to and from, never read uninitialised by Rust.
             let upload = unsafe { self.context.alloc_pinned::<u8>(bytes) }
                 .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
+            // SAFETY: as above: the buffer is only a copy's destination and source.
             let mut download = unsafe { self.context.alloc_pinned_with_flags::<u8>(bytes, 0) }
                 .map_err(|e| allocation_error(e, &self.context, what(), bytes))?;
             self.time_copies(&upload, &mut download, plan)?

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::device;
 use super::error::driver_error;
-use crate::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe};
+use crate::engine::EngineError;
+use crate::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
 
 /// `CUVIDDECODECAPS` from the Video Codec SDK's `cuviddec.h`: inputs, outputs, and the
 /// reserved words the driver may grow into (zeroed, as the SDK asks).
@@ -44,17 +45,32 @@ struct Driver {
     context: Arc<CudaContext>,
 }
 
-fn load() -> Result<Driver, String> {
-    let context = device::open(0).map_err(|e| e.to_string())?;
+/// Why NVDEC could not be asked, with the driver's or the loader's error.
+#[derive(Debug, thiserror::Error)]
+enum QueryError {
+    #[error(transparent)]
+    NoDevice(EngineError),
+    #[error("the NVDEC library (libnvcuvid.so.1) could not be loaded: {0}")]
+    Library(libloading::Error),
+    #[error("the NVIDIA driver is too old to report NVDEC capabilities: {0}")]
+    TooOld(libloading::Error),
+    #[error("cannot make cuda:0 current: {}", driver_error(.0))]
+    Context(cudarc::driver::DriverError),
+    #[error("cuvidGetDecoderCaps failed: {}", driver_error(.0))]
+    Query(cudarc::driver::DriverError),
+}
+
+fn load() -> Result<Driver, ProbeError> {
+    let context = device::open(0).map_err(|e| ProbeError::new(QueryError::NoDevice(e)))?;
     // SAFETY: loading the NVIDIA driver's own video decoding library, whose initialisers
     // only set up the library; it is kept loaded in the process-wide `Driver`.
-    let library = unsafe { libloading::Library::new("libnvcuvid.so.1") }
-        .map_err(|e| format!("the NVDEC library (libnvcuvid.so.1) could not be loaded: {e}"))?;
+    let library =
+        unsafe { libloading::Library::new("libnvcuvid.so.1") }.map_err(|e| ProbeError::new(QueryError::Library(e)))?;
     // SAFETY: the symbol has this C signature in every driver since 378; the pointer is used
     // only while `library` is loaded.
     let get_caps = unsafe { library.get::<GetDecoderCaps>(b"cuvidGetDecoderCaps\0") }
         .map(|symbol| *symbol)
-        .map_err(|e| format!("the NVIDIA driver is too old to report NVDEC capabilities: {e}"))?;
+        .map_err(|e| ProbeError::new(QueryError::TooOld(e)))?;
     Ok(Driver {
         _library: library,
         get_caps,
@@ -68,7 +84,7 @@ type Question = (NvdecCodec, Chroma, u32);
 /// The driver's answers, asked once per codec, chroma format and bit depth.
 #[derive(Default)]
 pub struct CudaNvdecProbe {
-    answers: Mutex<HashMap<Question, Result<NvdecCaps, String>>>,
+    answers: Mutex<HashMap<Question, Result<NvdecCaps, ProbeError>>>,
 }
 
 impl CudaNvdecProbe {
@@ -77,13 +93,13 @@ impl CudaNvdecProbe {
         PROBE.get_or_init(Default::default).clone()
     }
 
-    fn ask(codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, String> {
-        static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
+    fn ask(codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, ProbeError> {
+        static DRIVER: OnceLock<Result<Driver, ProbeError>> = OnceLock::new();
         let driver = DRIVER.get_or_init(load).as_ref().map_err(Clone::clone)?;
         driver
             .context
             .bind_to_thread()
-            .map_err(|e| format!("cannot make cuda:0 current: {}", driver_error(&e)))?;
+            .map_err(|e| ProbeError::new(QueryError::Context(e)))?;
         let mut caps = DecodeCaps {
             codec: codec as c_uint,
             chroma_format: chroma as c_uint,
@@ -93,12 +109,7 @@ impl CudaNvdecProbe {
         // SAFETY: `caps` is a valid, zeroed CUVIDDECODECAPS with its inputs set, and a CUDA
         // context is current on this thread, as cuvidGetDecoderCaps requires.
         let status = unsafe { (driver.get_caps)(&mut caps) };
-        if status != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-            return Err(format!(
-                "cuvidGetDecoderCaps failed: {}",
-                driver_error(&cudarc::driver::DriverError(status))
-            ));
-        }
+        status.result().map_err(|e| ProbeError::new(QueryError::Query(e)))?;
         Ok(NvdecCaps {
             supported: caps.is_supported != 0,
             min_width: caps.min_width.into(),
@@ -111,7 +122,7 @@ impl CudaNvdecProbe {
 }
 
 impl NvdecProbe for CudaNvdecProbe {
-    fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, String> {
+    fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, ProbeError> {
         let key = (codec, chroma, bit_depth);
         if let Some(answer) = self.answers.lock().ok().and_then(|answers| answers.get(&key).cloned()) {
             return answer;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::error::CudaResultExt;
 use crate::engine::EngineError;
-use crate::host_buffers::{HostBlock, HostMemory};
+use crate::host_buffers::{AllocationError, HostBlock, HostMemory};
 
 /// One page-locked allocation with a stable address.
 pub struct PinnedBlock {
@@ -20,10 +20,12 @@ pub struct PinnedBlock {
     len: usize,
 }
 
-// SAFETY: the block owns its allocation exclusively; shared and mutable access go through
-// `bytes` / `bytes_mut`, so Rust's borrow rules order every CPU access. `PinnedHostSlice`
-// itself is Send + Sync.
+// SAFETY: the block owns its allocation exclusively (the raw address only caches where it
+// is); moving the block to another thread moves that ownership. `PinnedHostSlice` itself is
+// Send.
 unsafe impl Send for PinnedBlock {}
+// SAFETY: shared and mutable access go through `bytes` / `bytes_mut`, so Rust's borrow
+// rules order every CPU access across threads. `PinnedHostSlice` itself is Sync.
 unsafe impl Sync for PinnedBlock {}
 
 impl PinnedBlock {
@@ -70,13 +72,17 @@ impl HostBlock for PinnedBlock {
 /// The frame pool's memory: page-locked blocks in one GPU's context.
 pub struct PinnedMemory {
     pub context: Arc<CudaContext>,
+    /// Names the pipeline in allocation errors.
+    pub pipeline: String,
 }
 
 impl HostMemory for PinnedMemory {
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, String> {
-        PinnedBlock::new(&self.context, len, false, "allocating a pinned frame buffer".into())
+    /// Fails with the [`EngineError`] of the allocation, which keeps the driver's error.
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+        let what = format!("pipeline {:?}: allocating a pinned frame buffer", self.pipeline);
+        PinnedBlock::new(&self.context, len, false, what)
             .map(|block| Box::new(block) as Box<dyn HostBlock>)
-            .map_err(|e| e.to_string())
+            .map_err(AllocationError::new)
     }
     fn page_locked(&self) -> bool {
         true

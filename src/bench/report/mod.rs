@@ -1,0 +1,184 @@
+//! Writes a benchmark report: `results.json` (every figure), `results.md` (tables) and plots
+//! of kernel time against mask size and of frames/s against streams, each as SVG and as PNG
+//! ([`plot`]).
+
+mod plot;
+mod png;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub use plot::write_plots;
+
+use super::{BenchError, BenchReport};
+
+/// Writes every output into `dir` and returns their paths.
+pub fn write_outputs(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
+    let write = |name: &str, text: String| -> Result<PathBuf, BenchError> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| write_error(&path, e))?;
+        Ok(path)
+    };
+    let json = serde_json::to_string_pretty(report).map_err(|e| BenchError::Other(e.to_string()))?;
+    let mut written = vec![write("results.json", json)?, write("results.md", markdown(report))?];
+    written.extend(write_plots(report, dir)?);
+    let trace = dir.join("overlap-trace.json");
+    if trace.exists() {
+        written.push(trace);
+    }
+    Ok(written)
+}
+
+/// Reads a `results.json` that [`write_outputs`] wrote, so that its plots can be drawn again
+/// (with [`write_plots`]) without measuring again.
+pub fn read_report(path: &Path) -> Result<BenchReport, BenchError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BenchError::Other(format!("reading {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| BenchError::Other(format!("{}: not a bench report: {e}", path.display())))
+}
+
+fn write_error(path: &Path, reason: impl ToString) -> BenchError {
+    BenchError::Write {
+        path: path.display().to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn opt(value: Option<f64>, digits: usize) -> String {
+    value.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The report as Markdown tables.
+pub fn markdown(report: &BenchReport) -> String {
+    let r = &report.run;
+    let mut md = String::new();
+    let _ = writeln!(md, "# convstream bench\n");
+    let _ = writeln!(
+        md,
+        "Device: {}; driver: {}; FP32 peak: {} TFLOP/s; commit {}; {}; {} host threads; suites: {}{}.\n",
+        r.device,
+        r.driver.as_deref().unwrap_or("-"),
+        opt(r.fp32_peak_tflops, 1),
+        r.commit,
+        r.date,
+        r.host_threads,
+        r.suites,
+        if r.quick {
+            " (quick: a smoke test, not a speed claim)"
+        } else {
+            ""
+        }
+    );
+    if !r.tuning.is_default() {
+        let _ = writeln!(md, "GPU tuning (bench flags): {}.\n", r.tuning.describe());
+    }
+    if !report.kernel.is_empty() {
+        let _ = writeln!(md, "## Kernel (one 8-bit plane, reflect border; medians)\n");
+        let _ = writeln!(
+            md,
+            "| plane | mask | path | median us | p10-p90 us | Gpixel/s | FP32 peak | vs baseline | checked against |"
+        );
+        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---|");
+        for k in &report.kernel {
+            let _ = writeln!(
+                md,
+                "| {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} |",
+                k.plane,
+                k.size,
+                k.size,
+                k.path,
+                k.median_us,
+                k.p10_us,
+                k.p90_us,
+                k.gpixels_per_s,
+                k.fraction_of_fp32_peak
+                    .map_or("-".into(), |f| format!("{:.0}%", f * 100.0)),
+                k.speedup_vs_baseline.map_or("-".into(), |s| format!("{s:.1}x")),
+                k.checked_against
+            );
+        }
+        md.push('\n');
+    }
+    if !report.transfer.is_empty() {
+        let _ = writeln!(md, "## Transfer (one yuv420p frame; medians)\n");
+        let _ = writeln!(
+            md,
+            "| bytes | host memory | H2D us | D2H us | both at once us | H2D GB/s | D2H GB/s | both GB/s |"
+        );
+        let _ = writeln!(md, "|---:|---|---:|---:|---:|---:|---:|---:|");
+        for t in &report.transfer {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                t.bytes, t.memory, t.h2d_us, t.d2h_us, t.both_us, t.h2d_gb_s, t.d2h_gb_s, t.both_gb_s
+            );
+        }
+        md.push('\n');
+    }
+    if !report.overlap.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Overlap (synthetic frames through the lanes, 13x13 dense on every plane)\n"
+        );
+        let _ = writeln!(md, "| frame | frames in | streams | frames/stream | frames/s | vs 1 stream | copy in us | upload us | kernels us | download us | copy out us | ideal frames/s (1 / busiest stage) | pinned bytes |");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for o in &report.overlap {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:.0} | {:.2}x | {:.0} | {} | {} | {} | {:.0} | {:.0} | {} |",
+                o.frame,
+                o.frames_in,
+                o.streams,
+                o.frames_per_stream,
+                o.fps,
+                o.speedup_vs_one_stream,
+                o.host_copy_in_us,
+                opt(o.upload_us, 0),
+                opt(o.kernels_us, 0),
+                opt(o.download_us, 0),
+                o.host_copy_out_us,
+                o.ideal_fps,
+                o.pinned_bytes
+            );
+        }
+        md.push('\n');
+    }
+    if !report.e2e.is_empty() {
+        let _ = writeln!(
+            md,
+            "## End to end (file -> decode -> filter -> null sink, against decode-only in the same run)\n"
+        );
+        let _ = writeln!(md, "| input | decoder | frames | decode-only frames/s | filtered frames/s | ratio | latency p50 ms | p99 ms | engine |");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+        for e in &report.e2e {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {:.0} | {:.0} | {:.0}% | {} | {} | {} |",
+                e.input,
+                e.decoder,
+                e.frames,
+                e.decode_only_fps,
+                e.filtered_fps,
+                e.ratio * 100.0,
+                opt(e.latency_p50_ms, 2),
+                opt(e.latency_p99_ms, 2),
+                e.engine
+            );
+        }
+        md.push('\n');
+        for e in report.e2e.iter().filter(|e| !e.latency_slowest.is_empty()) {
+            let _ = writeln!(md, "- slowest frames, {} {}:", e.input, e.decoder);
+            for frame in &e.latency_slowest {
+                let _ = writeln!(md, "  - {}", frame.describe());
+            }
+        }
+        md.push('\n');
+    }
+    if !report.skipped.is_empty() {
+        let _ = writeln!(md, "## Not measured\n");
+        for s in &report.skipped {
+            let _ = writeln!(md, "- {s}");
+        }
+    }
+    md
+}

@@ -1,0 +1,171 @@
+//! The e2e suite: decode-only against decode, filter and discard of real clips, with each
+//! decoder, measured in the same run, plus the latency of a run paced at the frame rate.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::E2E_MASK;
+use crate::bench::{BenchError, BenchOptions, E2eRow};
+use crate::config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
+use crate::engine::{DeviceChoice, GpuTuning};
+use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
+use crate::mask::Mask;
+use crate::pipeline::{decode_only, run_pipeline, RunOptions};
+
+/// A generated clip in the output folder (kept between runs): H.264 where the FFmpeg build
+/// has libx264, else MPEG-4 Part 2.
+fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -> Result<PathBuf, BenchError> {
+    let path = out.join(format!("clip-{width}x{height}-{frames}.mp4"));
+    if !path.exists() {
+        tracing::info!("generating {}", path.display());
+        let spec = crate::sample::SampleSpec {
+            width,
+            height,
+            fps: 30,
+            frames,
+            prefer_h264: true,
+        };
+        crate::sample::generate(&path, spec).map_err(BenchError::Other)?;
+    }
+    Ok(path)
+}
+
+pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>) -> Result<Vec<E2eRow>, BenchError> {
+    let inputs: Vec<PathBuf> = match &options.input {
+        Some(path) => vec![path.clone()],
+        None if options.quick => vec![generated_clip(&options.out, 320, 180, 30)?],
+        None => vec![
+            generated_clip(&options.out, 1920, 1080, 600)?,
+            generated_clip(&options.out, 3840, 2160, 240)?,
+        ],
+    };
+    let decoders: &[&str] = if gpu.is_some() {
+        &["software", "nvdec"]
+    } else {
+        &["software"]
+    };
+    let device = gpu.map_or(DeviceChoice::Cpu, DeviceChoice::Cuda);
+    let mask = Mask::from_spec(E2E_MASK).expect("a valid preset");
+    let mut rows = Vec::new();
+    for input in &inputs {
+        for &decoder in decoders {
+            let source = SourceConfig {
+                decoder: decoder.into(),
+                ..SourceConfig::from_url(&input.display().to_string())
+            };
+            // Decode-only first and filtered second would favour the second (warm file cache):
+            // decode once untimed so both timed runs start warm.
+            if let Err(e) = decode_only(&source) {
+                skipped.push(format!("e2e {} with the {decoder} decoder: {e}", input.display()));
+                continue;
+            }
+            let (decoded, decode_seconds) = decode_only(&source)?;
+            let report = filtered_run(&source, &mask, device, options.tuning)?;
+            let decode_only_fps = decoded as f64 / decode_seconds;
+            rows.push(E2eRow {
+                input: input
+                    .file_name()
+                    .map_or_else(|| input.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                decoder: decoder.into(),
+                frames: report.frames_out,
+                decode_only_fps,
+                filtered_fps: report.fps,
+                ratio: report.fps / decode_only_fps,
+                latency_p50_ms: report.latency_p50_ms,
+                latency_p99_ms: report.latency_p99_ms,
+                latency_slowest: report.latency_slowest.clone(),
+                mask: mask.description().to_string(),
+                engine: report.engine,
+            });
+            tracing::info!(
+                "e2e {} {decoder}: decode-only {decode_only_fps:.0} fps, filtered {:.0} fps",
+                input.display(),
+                report.fps
+            );
+        }
+        // The GPU stage's latency when frames arrive at their real rate (30 fps), not as
+        // fast as the decoder can go: the first input, paced.
+        if gpu.is_some() && !options.quick && input == &inputs[0] {
+            let paced = SourceConfig {
+                decoder: "software".into(),
+                realtime: true,
+                ..SourceConfig::from_url(&input.display().to_string())
+            };
+            let report = filtered_run(&paced, &mask, device, options.tuning)?;
+            rows.push(E2eRow {
+                input: input
+                    .file_name()
+                    .map_or_else(|| input.display().to_string(), |n| n.to_string_lossy().into_owned()),
+                decoder: "software, paced at the frame rate".into(),
+                frames: report.frames_out,
+                decode_only_fps: report.fps,
+                filtered_fps: report.fps,
+                ratio: 1.0,
+                latency_p50_ms: report.latency_p50_ms,
+                latency_p99_ms: report.latency_p99_ms,
+                latency_slowest: report.latency_slowest.clone(),
+                mask: mask.description().to_string(),
+                engine: report.engine,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Decode, filter with `mask` on every plane with 4 streams (default frames per stream) and
+/// `tuning`, discard: one pipeline run.
+fn filtered_run(
+    source: &SourceConfig,
+    mask: &Mask,
+    device: DeviceChoice,
+    tuning: GpuTuning,
+) -> Result<crate::stats::PipelineReport, BenchError> {
+    let sink = SinkConfig {
+        url: "null".into(),
+        format: None,
+        codec: None,
+        lossless: false,
+        options: Default::default(),
+        audio: false,
+        overwrite: false,
+    };
+    let filter = FilterConfig {
+        mask: MaskSelection::Named(mask.description().to_string()),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+        streams: 4,
+        gpu: tuning,
+        ..FilterConfig::default()
+    };
+    let settings = PipelineSettings {
+        name: "bench".into(),
+        source: source.clone(),
+        filter: FilterSpec {
+            mask: mask.clone(),
+            border: filter.border,
+            planes: filter.planes,
+        },
+        device,
+        streams: filter.streams,
+        frames_per_stream: filter.frames_per_stream,
+        pinned_frames: filter.pinned_frames,
+        gpu: filter.gpu,
+        sink: sink.clone(),
+        config: PipelineConfig {
+            name: "bench".into(),
+            source: source.clone(),
+            filter,
+            sink,
+        },
+    };
+    let run_options = RunOptions {
+        stop: Arc::new(AtomicBool::new(false)),
+        progress: false,
+        trace: None,
+        stage_times: false,
+        outputs: crate::pipeline::OutputPolicy::Command,
+        io_grace: std::time::Duration::from_secs(5),
+    };
+    Ok(run_pipeline(&settings, &run_options)?)
+}

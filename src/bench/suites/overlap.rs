@@ -1,0 +1,166 @@
+//! The overlap suite: frames/s through the engine against the number of streams and frames
+//! per stream, from pooled (page-locked) and heap frames, with each stage's time per frame.
+
+use std::collections::HashMap;
+
+use super::{drive, plane_sizes, random_frame, E2E_MASK};
+use crate::bench::{BenchError, BenchOptions, OverlapRow};
+use crate::engine::CpuEngine;
+use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
+use crate::frame::{Frame, PixelFormat};
+use crate::mask::Mask;
+
+pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<OverlapRow>, BenchError> {
+    let frames: Vec<(usize, usize)> = if options.quick && gpu.is_none() {
+        vec![(320, 180)]
+    } else {
+        plane_sizes(options.quick)
+    };
+    let filter = FilterSpec {
+        mask: Mask::from_spec(E2E_MASK).expect("a valid preset"),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+    };
+    let mut rows = Vec::new();
+    for (width, height) in frames {
+        let count: u64 = match (options.quick, gpu.is_some(), width > 1920) {
+            (true, _, _) => 30,
+            (false, true, false) => 2000,
+            (false, true, true) => 600,
+            (false, false, _) => 20,
+        };
+        let mut pool: Vec<Frame> = (0..OVERLAP_FRAMES)
+            .map(|i| random_frame(PixelFormat::Yuv420p, width, height, i as u64))
+            .collect();
+        // Frames in the engine's pinned pool (as the source makes them) at every stream
+        // count, with the default frames per stream. Baselines at 1 and 4 streams: one frame
+        // per stream, and ordinary heap frames, which the lanes stage through pinned buffers.
+        let depth = crate::engine::DEFAULT_FRAMES_PER_STREAM;
+        let runs: Vec<(FramesIn, usize, usize)> = match gpu {
+            Some(_) => [1, 2, 3, 4, 8]
+                .map(|streams| (FramesIn::Pool, streams, depth))
+                .into_iter()
+                .chain([(FramesIn::Pool, 1, 1), (FramesIn::Pool, 4, 1)])
+                .chain([(FramesIn::Heap, 1, depth), (FramesIn::Heap, 4, depth)])
+                .collect(),
+            None => vec![(FramesIn::Heap, 1, 1)],
+        };
+        let mut one_stream_fps = HashMap::new();
+        for (frames_in, streams, frames_per_stream) in runs {
+            let row = match gpu {
+                #[cfg(feature = "cuda")]
+                Some(ordinal) => super::gpu::overlap(
+                    options,
+                    ordinal,
+                    &filter,
+                    (frames_in, streams, frames_per_stream),
+                    &mut pool,
+                    count,
+                    (width, height),
+                )?,
+                _ => {
+                    let mut engine = CpuEngine::new(filter.clone());
+                    drive(&mut engine, &mut pool, 2)?;
+                    let seconds = drive(&mut engine, &mut pool, count)?;
+                    let per_frame_us = seconds * 1e6 / count as f64;
+                    OverlapRow {
+                        frame: format!("{width}x{height} yuv420p"),
+                        frames_in: frames_in.name().into(),
+                        streams,
+                        frames_per_stream,
+                        frames: count,
+                        fps: count as f64 / seconds,
+                        speedup_vs_one_stream: 1.0,
+                        host_copy_in_us: per_frame_us,
+                        upload_us: None,
+                        kernels_us: None,
+                        download_us: None,
+                        host_copy_out_us: 0.0,
+                        ideal_fps: 1e6 / per_frame_us,
+                        pinned_bytes: 0,
+                    }
+                }
+            };
+            let base = *one_stream_fps.entry((frames_in, frames_per_stream)).or_insert(row.fps);
+            rows.push(OverlapRow {
+                speedup_vs_one_stream: row.fps / base,
+                ..row
+            });
+            tracing::info!(
+                "overlap {width}x{height} {} frames, streams={streams}x{frames_per_stream}: {:.0} frames/s",
+                frames_in.name(),
+                rows.last().map_or(0.0, |r| r.fps)
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Microseconds per frame during which at least one span of `stage` was under way: the
+/// union of the spans' intervals over `frames`.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU side uses it
+pub(super) fn busy_us_per_frame(spans: &[crate::engine::TraceSpan], stage: &str, frames: u64) -> f64 {
+    let mut intervals: Vec<(f64, f64)> = spans
+        .iter()
+        .filter(|s| s.stage == stage)
+        .map(|s| (s.start_us, s.start_us + s.duration_us))
+        .collect();
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut busy, mut covered_to) = (0.0, f64::NEG_INFINITY);
+    for (start, end) in intervals {
+        busy += (end - start.max(covered_to)).max(0.0);
+        covered_to = covered_to.max(end);
+    }
+    busy / frames.max(1) as f64
+}
+
+/// Synthetic frames the overlap suite cycles through (more than any lane count, so inputs
+/// rotate).
+pub(super) const OVERLAP_FRAMES: usize = 24;
+
+/// Where the overlap suite's frames live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum FramesIn {
+    /// The engine's page-locked frame pool: what the source decodes into.
+    Pool,
+    /// Ordinary memory: the lanes copy through their pinned staging buffers.
+    Heap,
+}
+
+impl FramesIn {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            FramesIn::Pool => "pool",
+            FramesIn::Heap => "heap",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy_us_per_frame;
+    use crate::engine::TraceSpan;
+
+    fn span(stage: &'static str, start_us: f64, duration_us: f64) -> TraceSpan {
+        TraceSpan {
+            stream: 0,
+            frame: 0,
+            stage,
+            start_us,
+            duration_us,
+        }
+    }
+
+    #[test]
+    fn busy_time_counts_overlapping_spans_once() {
+        let spans = [
+            span("upload", 0.0, 60.0),
+            span("upload", 40.0, 60.0),  // overlaps the first: 40 more
+            span("upload", 50.0, 10.0),  // inside both: nothing more
+            span("upload", 200.0, 30.0), // after a gap: 30 more
+            span("kernels", 0.0, 500.0), // another stage: not counted
+        ];
+        assert_eq!(busy_us_per_frame(&spans, "upload", 4), 130.0 / 4.0);
+        assert_eq!(busy_us_per_frame(&spans, "download", 4), 0.0);
+    }
+}

@@ -1,0 +1,197 @@
+//! Compiling kernel variants: NVRTC turns the kernel source, specialised by `-D` defines,
+//! into CUBIN for the device's architecture; CUBINs are kept in memory for the process and
+//! on disk between runs.
+
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use super::variant::Variant;
+use crate::engine::cuda::error::CudaError;
+use crate::engine::EngineError;
+
+const HEADER: &str = include_str!("../../../../kernels/convolve.cuh");
+const KERNELS: &str = include_str!("../../../../kernels/convolve.cu");
+
+/// The program NVRTC compiles: the kernels with the header pasted in place of its include.
+pub fn program_source() -> &'static str {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    SOURCE.get_or_init(|| KERNELS.replace("#include \"convolve.cuh\"", HEADER))
+}
+
+/// An NVRTC call's failure, with what was being done.
+fn nvrtc_error(context: impl Into<String>) -> impl FnOnce(nvrtc_result::NvrtcError) -> EngineError {
+    let context = context.into();
+    move |error| EngineError::Cuda {
+        context,
+        error: CudaError::Nvrtc(error),
+    }
+}
+
+/// NVRTC's version as (major, minor).
+pub fn nvrtc_version() -> Result<(i32, i32), EngineError> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded (callers probe first); the call writes two ints.
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(nvrtc_error("reading the NVRTC version"))?;
+    Ok((major, minor))
+}
+
+/// Where compiled kernels are kept between runs: `$CONVSTREAM_KERNEL_CACHE` (`off` disables),
+/// else `$XDG_CACHE_HOME/convstream/kernels`, else `~/.cache/convstream/kernels`.
+pub fn cache_dir() -> Option<PathBuf> {
+    match std::env::var_os("CONVSTREAM_KERNEL_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|base| base.join("convstream").join("kernels")),
+    }
+}
+
+/// FNV-1a: a stable hash, so cache file names survive rebuilds of the binary.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for part in parts {
+        for byte in part.iter().chain(&[0xff]) {
+            hash ^= *byte as u64;
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// CUBINs compiled in this process, by architecture and cache key.
+type CubinsByArchAndKey = HashMap<(String, u64), Vec<u8>>;
+
+/// CUBIN for `variant` on `arch`, from the disk cache when a previous run compiled it.
+pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
+    let options = variant.options(arch);
+    let (major, minor) = nvrtc_version()?;
+    let version = format!("nvrtc {major}.{minor}");
+    let key = fnv1a(&[
+        program_source().as_bytes(),
+        options.join(" ").as_bytes(),
+        version.as_bytes(),
+    ]);
+    // Compiled once per process even without a disk cache: a filter prepared off the frame
+    // path (a live switch) is then only loaded on it.
+    static COMPILED: OnceLock<Mutex<CubinsByArchAndKey>> = OnceLock::new();
+    let compiled = COMPILED.get_or_init(Default::default);
+    let memory_key = (arch.to_string(), key);
+    if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
+        return Ok(cubin);
+    }
+    let remember = |cubin: &Vec<u8>| {
+        if let Ok(mut map) = compiled.lock() {
+            map.insert(memory_key.clone(), cubin.clone());
+        }
+    };
+    let cached = cache_dir().map(|dir| dir.join(format!("convolve-{arch}-{key:016x}.cubin")));
+    if let Some(path) = &cached {
+        if let Ok(bytes) = std::fs::read(path) {
+            tracing::debug!("kernel {} loaded from {}", variant.describe(), path.display());
+            remember(&bytes);
+            return Ok(bytes);
+        }
+    }
+    let started = std::time::Instant::now();
+    let cubin = compile_cubin(program_source(), &options, variant)?;
+    tracing::debug!(
+        "kernel {} compiled for {arch} in {:.0} ms",
+        variant.describe(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    if let Some(path) = &cached {
+        store_in_cache(path, &cubin);
+    }
+    remember(&cubin);
+    Ok(cubin)
+}
+
+/// Writes a cache entry atomically (temporary file, then rename); failure only costs a recompile.
+fn store_in_cache(path: &std::path::Path, bytes: &[u8]) {
+    let Some(dir) = path.parent() else { return };
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&temporary, bytes))
+        .and_then(|_| std::fs::rename(&temporary, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        static WARNED: OnceLock<()> = OnceLock::new();
+        WARNED.get_or_init(|| {
+            tracing::warn!(
+                "kernel cache {} is not writable ({e}); kernels will be recompiled on every start",
+                dir.display()
+            )
+        });
+    }
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(nvrtc_sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by `compile_cubin` and is destroyed once, here.
+        let _ = unsafe { nvrtc_result::destroy_program(self.0) };
+    }
+}
+
+impl Program {
+    /// The compile log, empty when NVRTC has none to give.
+    fn log(&self) -> String {
+        // SAFETY: a valid program; NVRTC fills a buffer of the log's size.
+        let log = unsafe { nvrtc_result::get_program_log(self.0) };
+        log.map(|v| {
+            // SAFETY: NVRTC's log is NUL-terminated within the buffer it filled.
+            unsafe { CStr::from_ptr(v.as_ptr()) }
+                .to_string_lossy()
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// Compiles `source` to CUBIN with NVRTC. A program that does not compile is a
+/// [`EngineError::Compile`] with NVRTC's log; a failing NVRTC call keeps NVRTC's error.
+fn compile_cubin(source: &str, options: &[String], variant: &Variant) -> Result<Vec<u8>, EngineError> {
+    let what = |action: &str| format!("{action} for {}", variant.describe());
+    // The source is embedded and the options are made from numbers: a NUL byte is a bug.
+    let source = CString::new(source).map_err(|_| EngineError::Internal("kernel source contains a NUL byte".into()))?;
+    if options.iter().any(|o| o.contains('\0')) {
+        return Err(EngineError::Internal("a compile option contains a NUL byte".into()));
+    }
+    let program = nvrtc_result::create_program(&source, Some(c"convolve.cu"))
+        .map_err(nvrtc_error(what("creating the NVRTC program")))?;
+    let program = Program(program);
+    // SAFETY: valid program and options without NUL bytes (checked above).
+    if let Err(e) = unsafe { nvrtc_result::compile_program(program.0, options) } {
+        return Err(EngineError::Compile {
+            variant: variant.describe(),
+            log: format!("{e:?}: {}", program.log()),
+        });
+    }
+    let mut size = 0usize;
+    // SAFETY: valid, compiled program; the call writes the CUBIN's size.
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(program.0, &mut size) }
+        .result()
+        .map_err(nvrtc_error(what("reading the CUBIN size")))?;
+    if size == 0 {
+        return Err(EngineError::Compile {
+            variant: variant.describe(),
+            log: "NVRTC produced no CUBIN (is the architecture a real sm_XY?)".into(),
+        });
+    }
+    let mut cubin = vec![0u8; size];
+    // SAFETY: valid, compiled program; the call writes `size` bytes into `cubin`, which holds that many.
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) }
+        .result()
+        .map_err(nvrtc_error(what("reading the CUBIN")))?;
+    Ok(cubin)
+}

@@ -1,0 +1,256 @@
+//! Kernel variants and the tiling policy: what one compiled module is specialised on (mask
+//! size, channels, border, tiling), the tiling that measured fastest for each case, and the
+//! shared memory each tiled kernel then needs. Pure: no CUDA call, no environment.
+
+use crate::engine::{GpuTuning, KernelPath, TileShape};
+use crate::filter::BorderMode;
+
+/// How threads and outputs are laid out over a tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tiling {
+    pub block_x: u32,
+    pub block_y: u32,
+    /// Outputs per thread across (bytes; a multiple of 4) and down.
+    pub px: u32,
+    pub py: u32,
+    pub unroll_rows: bool,
+}
+
+/// Everything a compiled module is specialised on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Variant {
+    pub mask_width: u32,
+    pub mask_height: u32,
+    pub channels: u32,
+    pub border: BorderMode,
+    pub tiling: Tiling,
+}
+
+/// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
+const MAX_UNROLLED_MASK_HEIGHT: u32 = 15;
+/// Masks from this size up take wide tiles on large planes (dense path).
+const LARGE_MASK: usize = 17;
+/// Planes from this size up (a 2560x1600 plane, say) have tiles enough for wide ones.
+const LARGE_PLANE_PIXELS: usize = 4_000_000;
+
+impl Variant {
+    /// The tiling that measured fastest for `path`, the mask and a plane of `plane_pixels`
+    /// (BENCHMARKS.md, tiling sweep), on a device that allows `max_shared` bytes of shared
+    /// memory per block, with fewer rows per thread if the kernel would not fit otherwise.
+    pub fn new(
+        mask_width: usize,
+        mask_height: usize,
+        channels: usize,
+        border: BorderMode,
+        max_shared: usize,
+        path: KernelPath,
+        plane_pixels: usize,
+    ) -> Variant {
+        let tiling = |block_x, block_y, px, py| Tiling {
+            block_x,
+            block_y,
+            px,
+            py,
+            unroll_rows: mask_height as u32 <= MAX_UNROLLED_MASK_HEIGHT,
+        };
+        let large_mask = mask_width.max(mask_height) >= LARGE_MASK;
+        let tiling = match path {
+            // 512 threads of 4x2 outputs: twice the warps of 32x8x4x4 on the same tile hide
+            // the two barriers' latency; 10-25% faster from 5x5 up, never slower.
+            KernelPath::Separable => tiling(32, 16, 4, 2),
+            // Wide tiles (8 outputs per row per thread) halve the shared loads per tap; they
+            // pay off once taps dominate, on planes with enough tiles to fill the GPU.
+            KernelPath::Dense if large_mask && plane_pixels >= LARGE_PLANE_PIXELS => tiling(32, 8, 8, 4),
+            _ => tiling(32, 8, 4, 4),
+        };
+        Variant {
+            mask_width: mask_width as u32,
+            mask_height: mask_height as u32,
+            channels: channels as u32,
+            border,
+            tiling,
+        }
+        .fitted(path, max_shared)
+    }
+
+    /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
+    /// for tuning with `convstream bench`), fitted to `max_shared` as [`Variant::new`] does.
+    pub fn tuned(self, tuning: &GpuTuning, path: KernelPath, max_shared: usize) -> Variant {
+        let Some(TileShape {
+            block_x,
+            block_y,
+            px,
+            py,
+        }) = tuning.tiling_for(path)
+        else {
+            return self;
+        };
+        Variant {
+            tiling: Tiling {
+                block_x,
+                block_y,
+                px,
+                py,
+                unroll_rows: self.tiling.unroll_rows,
+            },
+            ..self
+        }
+        .fitted(path, max_shared)
+    }
+
+    /// Fewer rows per thread until `path`'s kernel fits in `max_shared` bytes (or one row).
+    fn fitted(mut self, path: KernelPath, max_shared: usize) -> Variant {
+        while self.shared_bytes(path) > max_shared && self.tiling.py > 1 {
+            self.tiling.py /= 2;
+        }
+        self
+    }
+
+    pub fn tile(&self) -> (u32, u32) {
+        (
+            self.tiling.block_x * self.tiling.px,
+            self.tiling.block_y * self.tiling.py,
+        )
+    }
+
+    /// Mirrors SHARED_H and SHARED_PITCH of the kernels.
+    fn shared_rows_and_pitch(&self) -> (usize, usize) {
+        let (tile_w, tile_h) = self.tile();
+        let halo_w = (self.mask_width - 1) * self.channels;
+        // Rows start at the aligned column at or before the left halo (SHIFT in the kernel).
+        let shift = (4 - (self.mask_width / 2 * self.channels) % 4) % 4;
+        let v_vec = (shift + self.tiling.px + halo_w).div_ceil(4);
+        (
+            (tile_h + self.mask_height - 1) as usize,
+            (tile_w - self.tiling.px + 4 * v_vec) as usize,
+        )
+    }
+
+    /// Dynamic shared memory `path`'s kernel needs per block.
+    pub fn shared_bytes(&self, path: KernelPath) -> usize {
+        match path {
+            KernelPath::Dense => self.dense_shared_bytes(),
+            KernelPath::Separable => self.separable_shared_bytes(),
+            KernelPath::Global => 0,
+        }
+    }
+
+    pub fn dense_shared_bytes(&self) -> usize {
+        let (rows, pitch) = self.shared_rows_and_pitch();
+        rows * pitch * 4
+    }
+
+    pub fn separable_shared_bytes(&self) -> usize {
+        let (rows, pitch) = self.shared_rows_and_pitch();
+        (rows * pitch + rows * self.tile().0 as usize) * 4
+    }
+
+    fn border_define(&self) -> &'static str {
+        match self.border {
+            BorderMode::Constant => "BORDER_CONSTANT",
+            BorderMode::Nearest => "BORDER_NEAREST",
+            BorderMode::Reflect => "BORDER_REFLECT",
+            BorderMode::Mirror => "BORDER_MIRROR",
+            BorderMode::Wrap => "BORDER_WRAP",
+        }
+    }
+
+    /// NVRTC options for this variant on `arch` (e.g. `sm_90`).
+    pub fn options(&self, arch: &str) -> Vec<String> {
+        let t = &self.tiling;
+        vec![
+            format!("--gpu-architecture={arch}"),
+            "-std=c++17".into(),
+            format!("-DMASK_W={}", self.mask_width),
+            format!("-DMASK_H={}", self.mask_height),
+            format!("-DCH={}", self.channels),
+            format!("-DBORDER={}", self.border_define()),
+            format!("-DPX={}", t.px),
+            format!("-DPY={}", t.py),
+            format!("-DBLOCK_X={}", t.block_x),
+            format!("-DBLOCK_Y={}", t.block_y),
+            format!("-DUNROLL_ROWS={}", t.unroll_rows as u8),
+        ]
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{}x{} mask, {} channel(s), {} border, {}x{} threads x {}x{} outputs",
+            self.mask_width,
+            self.mask_height,
+            self.channels,
+            self.border,
+            self.tiling.block_x,
+            self.tiling.block_y,
+            self.tiling.px,
+            self.tiling.py
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOPPER_SHARED: usize = 232_448;
+    const UHD: usize = 3840 * 2160;
+    const HD: usize = 1920 * 1080;
+
+    fn tiling(size: usize, path: KernelPath, pixels: usize) -> (u32, u32, u32, u32) {
+        let t = Variant::new(size, size, 1, BorderMode::Reflect, HOPPER_SHARED, path, pixels).tiling;
+        (t.block_x, t.block_y, t.px, t.py)
+    }
+
+    #[test]
+    fn tilings_follow_the_sweep() {
+        assert_eq!(tiling(13, KernelPath::Separable, UHD), (32, 16, 4, 2));
+        assert_eq!(tiling(3, KernelPath::Separable, HD), (32, 16, 4, 2));
+        assert_eq!(tiling(13, KernelPath::Dense, UHD), (32, 8, 4, 4), "13x13 stays narrow");
+        assert_eq!(
+            tiling(31, KernelPath::Dense, UHD),
+            (32, 8, 8, 4),
+            "large mask, large plane"
+        );
+        assert_eq!(
+            tiling(31, KernelPath::Dense, HD),
+            (32, 8, 4, 4),
+            "a 1080p plane has too few wide tiles"
+        );
+    }
+
+    #[test]
+    fn tiles_that_do_not_fit_lose_rows_per_thread() {
+        // 48 KiB without the opt-in: a 63x63 dense tile of 8x4 outputs does not fit.
+        let v = Variant::new(63, 63, 1, BorderMode::Reflect, 48 * 1024, KernelPath::Dense, UHD);
+        assert!(v.dense_shared_bytes() <= 48 * 1024 || v.tiling.py == 1);
+        assert!(v.tiling.py < 4);
+    }
+
+    #[test]
+    fn a_tuned_tiling_replaces_the_policy_for_its_path_only() {
+        let tuning = GpuTuning {
+            dense_tiling: Some("16x16x8x2".parse().unwrap()),
+            ..GpuTuning::default()
+        };
+        let tuned = |size: usize, path| {
+            let t = Variant::new(size, size, 1, BorderMode::Reflect, HOPPER_SHARED, path, HD)
+                .tuned(&tuning, path, HOPPER_SHARED)
+                .tiling;
+            (t.block_x, t.block_y, t.px, t.py, t.unroll_rows)
+        };
+        assert_eq!(tuned(5, KernelPath::Dense), (16, 16, 8, 2, true));
+        assert_eq!(tuned(21, KernelPath::Dense), (16, 16, 8, 2, false), "rows stay rolled");
+        assert_eq!(tuned(5, KernelPath::Separable), (32, 16, 4, 2, true), "the policy's");
+        // A tuned tiling that does not fit loses rows per thread like the policy's.
+        let tall = GpuTuning {
+            dense_tiling: Some("32x8x8x16".parse().unwrap()),
+            ..GpuTuning::default()
+        };
+        let v = Variant::new(63, 63, 1, BorderMode::Reflect, 48 * 1024, KernelPath::Dense, HD).tuned(
+            &tall,
+            KernelPath::Dense,
+            48 * 1024,
+        );
+        assert!(v.tiling.py < 16);
+    }
+}
