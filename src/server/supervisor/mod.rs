@@ -334,7 +334,8 @@ impl Supervisor {
     }
 
     /// Applies a new config file: pipelines it drops are stopped, new ones started, those
-    /// with other source, sink, device, streams, frames per stream or pinned frames restarted, and those with only
+    /// with other source, sink, device, streams, frames per stream, pinned frames or GPU
+    /// tuning restarted, and those with only
     /// another filter switched live. Pipelines started through the API are left alone.
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
@@ -394,6 +395,7 @@ impl Supervisor {
                         || current.streams != next.streams
                         || current.frames_per_stream != next.frames_per_stream
                         || current.pinned_frames != next.pinned_frames
+                        || current.gpu != next.gpu
                         || changed && monitor.state() != PipelineState::Running;
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
