@@ -77,6 +77,21 @@ struct Handle {
     thread: Option<JoinHandle<()>>,
 }
 
+impl Handle {
+    /// A handle to stop this run with, holding its thread; the one left behind shares its
+    /// monitor, so it shows the run stopping and then ended.
+    fn take_for_stop(&mut self) -> Handle {
+        Handle {
+            settings: self.settings.clone(),
+            origin: self.origin,
+            monitor: self.monitor.clone(),
+            stop: self.stop.clone(),
+            switches: self.switches.clone(),
+            thread: self.thread.take(),
+        }
+    }
+}
+
 /// What a reload did, for the log and the API.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct ReloadSummary {
@@ -399,7 +414,10 @@ impl Supervisor {
                         || changed && monitor.state() != PipelineState::Running;
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
-                        if let Some(handle) = self.pipelines().remove(&name) {
+                        // The old run stays listed (as stopping) until the new one takes
+                        // its place, so the pipeline never vanishes from the API meanwhile.
+                        let stopping = self.pipelines().get_mut(&name).map(Handle::take_for_stop);
+                        if let Some(handle) = stopping {
                             stop_and_join(&mut [handle], timeout);
                         }
                         match self.start(next, Origin::ConfigFile) {
@@ -409,7 +427,10 @@ impl Supervisor {
                                 }
                                 summary.restarted.push(name);
                             }
-                            Err(e) => summary.problems.push(e.to_string()),
+                            Err(e) => {
+                                self.pipelines().remove(&name);
+                                summary.problems.push(e.to_string());
+                            }
                         }
                     } else if current.filter != next.filter {
                         match self.switch_to(&next) {
