@@ -5,7 +5,7 @@
 //! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test bad_input -- --test-threads=1` appends
 //! every case's command, exit code and exact stderr to FILE.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! thread count must come back), and panics injected in every pipeline thread. Requests are
 //! written by hand over TCP, so every header is the test's own. CPU engine: no GPU needed.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

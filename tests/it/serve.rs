@@ -4,7 +4,7 @@
 //! reload by file change and by SIGHUP, token auth, bad requests, reconnection and a
 //! graceful stop that leaves playable outputs. CPU engine: no GPU needed.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
