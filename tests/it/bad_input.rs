@@ -1,8 +1,9 @@
 //! Bad input, one test each: the binary exits with the documented code (2 for usage and
 //! configuration errors, 1 for runtime failures, 0 for damaged input that still filters),
-//! says what was wrong and where in one short message, and never panics.
+//! says what was wrong and where in one short message, and never panics. The failures that
+//! differ only in their input are one table of cases ([`Case`]), a test per case.
 //!
-//! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test bad_input -- --test-threads=1` appends
+//! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test it -- bad_input:: --test-threads=1` appends
 //! every case's command, exit code and exact stderr to FILE.
 
 use crate::common;
@@ -107,82 +108,411 @@ fn playable_frames(path: &Path) -> u64 {
         .unwrap_or_else(|_| panic!("ffprobe frame count of {}", path.display()))
 }
 
-// ---- inputs ----
+// ---- failures, one case each ----
 
-#[test]
-fn missing_input_file() {
-    let dir = tempdir();
-    let stderr = expect_failure(
-        "missing input file",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "no-such-clip.mp4", "-o", "out.mp4"],
-        1,
-    );
-    assert_mentions(
-        &stderr,
-        &["cannot open input no-such-clip.mp4", "No such file or directory"],
-    );
-    assert!(!dir.path().join("out.mp4").exists(), "no output is left behind");
+/// Where a case's command runs.
+#[derive(Clone, Copy)]
+enum Folder {
+    /// A new empty folder.
+    Empty,
+    /// A new folder holding `in.y4m`, a small clip (the mask and config cases fail before
+    /// reading it).
+    WithClip,
+    /// The repository (for commands that read no files).
+    Repo,
 }
 
-#[test]
-fn not_a_video() {
-    let dir = tempdir();
-    std::fs::write(
-        dir.path().join("notes.txt"),
-        "these are notes, not a video\n".repeat(20),
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "not a video (a text file)",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "notes.txt", "-o", "out.mp4"],
-        1,
-    );
-    assert_mentions(&stderr, &["cannot open input notes.txt", "text file, not a video"]);
+/// A file a case writes into its folder before the run.
+#[derive(Clone, Copy)]
+enum Content {
+    Text(&'static str),
+    /// A text repeated `n` times.
+    Repeated(&'static str, usize),
+    /// 64 KiB of repeatable binary noise.
+    Noise,
+    /// Half a second of sine tone with no video (made by the `ffmpeg` CLI).
+    Tone,
 }
 
-#[test]
-fn not_a_video_binary_noise() {
-    let dir = tempdir();
-    let noise: Vec<u8> = (0..64 * 1024u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
-    std::fs::write(dir.path().join("noise.bin"), noise).unwrap();
-    let stderr = expect_failure(
-        "not a video (binary noise)",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "noise.bin", "-o", "out.mp4"],
-        1,
-    );
-    assert_mentions(&stderr, &["cannot open input noise.bin"]);
+/// The command line after `convstream`.
+#[derive(Clone, Copy)]
+enum Args {
+    /// Exactly these.
+    Exact(&'static [&'static str]),
+    /// `run --device cpu --no-progress -i in.y4m -o out.y4m` and these.
+    Run(&'static [&'static str]),
 }
 
-#[test]
-fn not_a_video_with_a_video_name() {
-    let dir = tempdir();
-    std::fs::write(dir.path().join("clip.mp4"), "these are notes, not a video\n".repeat(20)).unwrap();
-    let stderr = expect_failure(
-        "not a video (a text file named .mp4)",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "clip.mp4", "-o", "out.mkv"],
-        1,
-    );
-    assert_mentions(&stderr, &["cannot open input clip.mp4", "not a media file"]);
+/// One bad input that must fail: a folder, a command, and what the binary must answer.
+struct Case {
+    /// What the case is, as the log of `CONVSTREAM_BAD_INPUT_LOG` names it.
+    what: &'static str,
+    folder: Folder,
+    /// Files written into the folder first.
+    files: &'static [(&'static str, Content)],
+    args: Args,
+    /// The exit code: 2 for usage and configuration errors, 1 for runtime failures.
+    code: i32,
+    /// Fragments the message must hold.
+    says: &'static [&'static str],
+    /// Fragments the message must hold exactly once (a problem reported once).
+    says_once: &'static [&'static str],
+    /// Files the failed run must not leave behind.
+    leaves_no: &'static [&'static str],
 }
 
-#[test]
-fn audio_only_input() {
-    let dir = tempdir();
-    common::ffmpeg(dir.path(), &["-f", "lavfi", "-i", "sine=duration=0.5", "tone.m4a"]);
-    let stderr = expect_failure(
-        "an input without video",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "tone.m4a", "-o", "out.mp4"],
-        1,
-    );
-    assert_mentions(&stderr, &["tone.m4a has no video stream"]);
+impl Case {
+    const DEFAULT: Case = Case {
+        what: "",
+        folder: Folder::WithClip,
+        files: &[],
+        args: Args::Exact(&[]),
+        code: 2,
+        says: &[],
+        says_once: &[],
+        leaves_no: &[],
+    };
+
+    fn check(&self) {
+        let temporary = match self.folder {
+            Folder::Empty => Some(tempdir()),
+            Folder::WithClip => Some(with_clip()),
+            Folder::Repo => None,
+        };
+        let dir = temporary
+            .as_ref()
+            .map_or(Path::new(env!("CARGO_MANIFEST_DIR")), |t| t.path());
+        for (name, content) in self.files {
+            match *content {
+                Content::Text(text) => std::fs::write(dir.join(name), text).unwrap(),
+                Content::Repeated(text, n) => std::fs::write(dir.join(name), text.repeat(n)).unwrap(),
+                Content::Noise => {
+                    let noise: Vec<u8> = (0..64 * 1024u32)
+                        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                        .collect();
+                    std::fs::write(dir.join(name), noise).unwrap();
+                }
+                Content::Tone => common::ffmpeg(dir, &["-f", "lavfi", "-i", "sine=duration=0.5", name]),
+            }
+        }
+        let args = match self.args {
+            Args::Exact(args) => args.to_vec(),
+            Args::Run(extra) => run_args(extra),
+        };
+        let stderr = expect_failure(self.what, dir, &args, self.code);
+        assert_mentions(&stderr, self.says);
+        for fragment in self.says_once {
+            assert_eq!(
+                stderr.matches(fragment).count(),
+                1,
+                "{}: {fragment:?} reported once:\n{stderr}",
+                self.what
+            );
+        }
+        for file in self.leaves_no {
+            assert!(
+                !dir.join(file).exists(),
+                "{}: no output is left behind ({file})",
+                self.what
+            );
+        }
+    }
 }
+
+/// One test per case, named after it, so a failure names its case.
+macro_rules! failing_cases {
+    ($($name:ident: $case:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            $case.check();
+        }
+    )*};
+}
+
+const NOT_A_VIDEO: &str = "these are notes, not a video\n";
+
+const RAGGED_INLINE_MATRIX: &str = r#"
+[masks.lumpy]
+matrix = [[1, 2, 1], [2, 4, 2, 9], [1, 2, 1]]
+
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "lumpy"
+[pipeline.sink]
+url = "out.y4m"
+"#;
+
+const ZERO_SUM_MATRIX_WITH_NORMALIZE: &str = r#"
+[[pipeline]]
+name = "edges"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter.mask]
+matrix = [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]
+normalize = true
+[pipeline.sink]
+url = "out.y4m"
+"#;
+
+const CONFIG_FIELD_TYPO: &str = r#"
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "box"
+boarder = "wrap"
+[pipeline.sink]
+url = "out.y4m"
+"#;
+
+const MASK_TABLE_FIELD_TYPO: &str = "[masks.soft]\npreset = \"gaussian\"\nsigmaa = 2\n\n[[pipeline]]\nname = \"a\"\n[pipeline.source]\nurl = \"in.y4m\"\n[pipeline.sink]\nurl = \"out.y4m\"\n";
+
+const SEVERAL_PROBLEMS: &str = r#"
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "in.y4m"
+[pipeline.filter]
+mask = "box:size=14"
+device = "tpu"
+streams = 99
+frames_per_stream = 0
+[pipeline.sink]
+url = "out.y4m"
+
+[[pipeline]]
+name = "cam2"
+[pipeline.source]
+url = ""
+[pipeline.filter]
+mask = "sobel"
+[pipeline.sink]
+url = "out2.y4m"
+"#;
+
+failing_cases! {
+    // ---- inputs ----
+    missing_input_file: Case {
+        what: "missing input file",
+        folder: Folder::Empty,
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "no-such-clip.mp4", "-o", "out.mp4"]),
+        code: 1,
+        says: &["cannot open input no-such-clip.mp4", "No such file or directory"],
+        leaves_no: &["out.mp4"],
+        ..Case::DEFAULT
+    };
+    not_a_video: Case {
+        what: "not a video (a text file)",
+        folder: Folder::Empty,
+        files: &[("notes.txt", Content::Repeated(NOT_A_VIDEO, 20))],
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "notes.txt", "-o", "out.mp4"]),
+        code: 1,
+        says: &["cannot open input notes.txt", "text file, not a video"],
+        ..Case::DEFAULT
+    };
+    not_a_video_binary_noise: Case {
+        what: "not a video (binary noise)",
+        folder: Folder::Empty,
+        files: &[("noise.bin", Content::Noise)],
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "noise.bin", "-o", "out.mp4"]),
+        code: 1,
+        says: &["cannot open input noise.bin"],
+        ..Case::DEFAULT
+    };
+    not_a_video_with_a_video_name: Case {
+        what: "not a video (a text file named .mp4)",
+        folder: Folder::Empty,
+        files: &[("clip.mp4", Content::Repeated(NOT_A_VIDEO, 20))],
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "clip.mp4", "-o", "out.mkv"]),
+        code: 1,
+        says: &["cannot open input clip.mp4", "not a media file"],
+        ..Case::DEFAULT
+    };
+    audio_only_input: Case {
+        what: "an input without video",
+        folder: Folder::Empty,
+        files: &[("tone.m4a", Content::Tone)],
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "tone.m4a", "-o", "out.mp4"]),
+        code: 1,
+        says: &["tone.m4a has no video stream"],
+        ..Case::DEFAULT
+    };
+
+    // ---- outputs ----
+    unwritable_output_path: Case {
+        what: "unwritable output path",
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "in.y4m", "-o", "/nonexistent-dir/out.mp4"]),
+        code: 1,
+        says: &["cannot open output /nonexistent-dir/out.mp4", "No such file or directory"],
+        ..Case::DEFAULT
+    };
+    // Caught by validation, before anything is opened (as `check` catches it).
+    unknown_output_container: Case {
+        what: "output name without a known container",
+        args: Args::Exact(&["run", "--device", "cpu", "-i", "in.y4m", "-o", "out.unknown"]),
+        says: &["sink.url `out.unknown`: cannot tell the container from the name", "--format"],
+        leaves_no: &["out.unknown"],
+        ..Case::DEFAULT
+    };
+
+    // ---- masks ----
+    even_mask_size: Case {
+        what: "even mask size",
+        args: Args::Run(&["--mask", "box:size=4"]),
+        says: &["filter.mask: size: 4 is even", "1..=63"],
+        says_once: &["is even"],
+        leaves_no: &["out.y4m"],
+        ..Case::DEFAULT
+    };
+    zero_mask_size: Case {
+        what: "zero mask size",
+        args: Args::Run(&["--mask", "gaussian:size=0"]),
+        says: &["size: 0 is zero", "1..=63"],
+        ..Case::DEFAULT
+    };
+    mask_size_over_63: Case {
+        what: "mask size over 63",
+        args: Args::Run(&["--mask", "box:size=65"]),
+        says: &["size: 65 is too large", "1..=63"],
+        ..Case::DEFAULT
+    };
+    even_custom_matrix: Case {
+        what: "even custom matrix",
+        files: &[("even.txt", Content::Text("1 1\n1 1\n"))],
+        args: Args::Run(&["--mask", "custom:file=even.txt"]),
+        says: &["matrix is 2x2", "even", "1..=63"],
+        ..Case::DEFAULT
+    };
+    nan_in_a_custom_matrix: Case {
+        what: "NaN in a custom matrix",
+        files: &[("nan.txt", Content::Text("# a bad mask\n1 2 1\n2 nan 2\n1 2 1\n"))],
+        args: Args::Run(&["--mask", "custom:file=nan.txt"]),
+        says: &["row 2, column 2 is NaN", "finite"],
+        ..Case::DEFAULT
+    };
+    infinity_in_a_custom_matrix: Case {
+        what: "infinity in a custom matrix",
+        files: &[("inf.txt", Content::Text("1, 2, 1\n2, 4, 2\n1, 2, -inf\n"))],
+        args: Args::Run(&["--mask", "custom:file=inf.txt"]),
+        says: &["row 3, column 3 is -inf", "finite"],
+        ..Case::DEFAULT
+    };
+    ragged_matrix_rows: Case {
+        what: "ragged matrix rows",
+        files: &[("ragged.txt", Content::Text("1 2 1\n2 4\n1 2 1\n"))],
+        args: Args::Run(&["--mask", "custom:file=ragged.txt"]),
+        says: &["row 2 has 2 values but row 1 has 3"],
+        ..Case::DEFAULT
+    };
+    ragged_inline_matrix_in_a_config: Case {
+        what: "ragged rows in an inline matrix",
+        files: &[("ragged.toml", Content::Text(RAGGED_INLINE_MATRIX))],
+        args: Args::Exact(&["check", "--config", "ragged.toml"]),
+        says: &["1 problem", "masks.lumpy: matrix row 2 has 4 values but row 1 has 3"],
+        ..Case::DEFAULT
+    };
+    unknown_preset_suggests_the_nearest: Case {
+        what: "unknown preset",
+        args: Args::Run(&["--mask", "gausian:size=5"]),
+        says: &["unknown mask `gausian`", "did you mean `gaussian`?", "presets are identity"],
+        ..Case::DEFAULT
+    };
+    unknown_key_suggests_the_nearest: Case {
+        what: "unknown mask key",
+        args: Args::Run(&["--mask", "gaussian:sigm=2"]),
+        says: &["unknown key `sigm`", "did you mean `sigma`?", "keys are size"],
+        ..Case::DEFAULT
+    };
+    key_the_preset_does_not_take: Case {
+        what: "a key the preset does not take",
+        args: Args::Run(&["--mask", "box:sigma=2"]),
+        says: &["preset `box` takes no key `sigma`"],
+        ..Case::DEFAULT
+    };
+    zero_sum_mask_with_normalize: Case {
+        what: "zero-sum mask with normalize",
+        args: Args::Run(&["--mask", "laplacian:normalize=true"]),
+        says: &["normalize = true but the coefficients sum to 0", "divisor"],
+        ..Case::DEFAULT
+    };
+    zero_sum_custom_matrix_with_normalize_in_a_config: Case {
+        what: "zero-sum custom matrix with normalize = true in a config",
+        files: &[("zero.toml", Content::Text(ZERO_SUM_MATRIX_WITH_NORMALIZE))],
+        args: Args::Exact(&["run", "--config", "zero.toml"]),
+        says: &["pipeline \"edges\": filter.mask: normalize = true but the coefficients sum to 0"],
+        ..Case::DEFAULT
+    };
+    show_bad_mask: Case {
+        what: "masks show with a bad SPEC",
+        folder: Folder::Repo,
+        args: Args::Exact(&["masks", "show", "sharpen:amout=2"]),
+        says: &["unknown key `amout`", "did you mean `amount`?"],
+        ..Case::DEFAULT
+    };
+
+    // ---- configs ----
+    unknown_config_field: Case {
+        what: "unknown config field (run)",
+        files: &[("typo.toml", Content::Text(CONFIG_FIELD_TYPO))],
+        args: Args::Exact(&["run", "--config", "typo.toml"]),
+        says: &["typo.toml", "unknown field `boarder`", "`border`"],
+        ..Case::DEFAULT
+    };
+    unknown_config_field_in_check: Case {
+        what: "unknown config field (check)",
+        files: &[("typo.toml", Content::Text(CONFIG_FIELD_TYPO))],
+        args: Args::Exact(&["check", "--config", "typo.toml"]),
+        says: &["unknown field `boarder`"],
+        ..Case::DEFAULT
+    };
+    unknown_field_in_a_mask_table: Case {
+        what: "unknown field in a [masks.NAME] table",
+        files: &[("typo.toml", Content::Text(MASK_TABLE_FIELD_TYPO))],
+        args: Args::Exact(&["check", "--config", "typo.toml"]),
+        says: &["unknown field `sigmaa`"],
+        ..Case::DEFAULT
+    };
+    several_config_problems_at_once: Case {
+        what: "several problems in one config",
+        files: &[("bad.toml", Content::Text(SEVERAL_PROBLEMS))],
+        args: Args::Exact(&["check", "--config", "bad.toml"]),
+        says: &[
+            "6 problems in the configuration",
+            "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
+            "pipeline \"cam1\": filter.device: `tpu` is not a device",
+            "pipeline \"cam1\": filter.streams: 99 is out of range",
+            "pipeline \"cam1\": filter.frames_per_stream: 0 is out of range; allowed 1..=4",
+            "pipeline \"cam2\": source.url is empty",
+            "pipeline \"cam2\": filter.mask: unknown mask `sobel`",
+        ],
+        ..Case::DEFAULT
+    };
+    missing_config_file: Case {
+        what: "missing config file",
+        folder: Folder::Empty,
+        args: Args::Exact(&["check", "--config", "nope.toml"]),
+        says: &["cannot read config nope.toml", "No such file or directory"],
+        ..Case::DEFAULT
+    };
+    unknown_pipeline_name: Case {
+        what: "--pipeline names no pipeline",
+        args: Args::Exact(&[
+            "run",
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/examples/custom-matrix.toml"),
+            "--pipeline",
+            "ridge",
+        ]),
+        says: &["--pipeline \"ridge\": no such pipeline; the config has ridges, emboss"],
+        ..Case::DEFAULT
+    };
+}
+
+// ---- damaged input that still filters ----
 
 #[test]
 fn truncated_file_filters_what_decodes_and_reports_the_damage() {
@@ -302,401 +632,7 @@ fn corrupt_packets_in_the_middle_are_skipped() {
     );
 }
 
-// ---- outputs ----
-
-#[test]
-fn unwritable_output_path() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "unwritable output path",
-        dir.path(),
-        &[
-            "run",
-            "--device",
-            "cpu",
-            "-i",
-            "in.y4m",
-            "-o",
-            "/nonexistent-dir/out.mp4",
-        ],
-        1,
-    );
-    assert_mentions(
-        &stderr,
-        &[
-            "cannot open output /nonexistent-dir/out.mp4",
-            "No such file or directory",
-        ],
-    );
-}
-
-#[test]
-fn unknown_output_container() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "output name without a known container",
-        dir.path(),
-        &["run", "--device", "cpu", "-i", "in.y4m", "-o", "out.unknown"],
-        2,
-    );
-    // Caught by validation, before anything is opened (as `check` catches it).
-    assert_mentions(
-        &stderr,
-        &[
-            "sink.url `out.unknown`: cannot tell the container from the name",
-            "--format",
-        ],
-    );
-    assert!(!dir.path().join("out.unknown").exists());
-}
-
-// ---- masks ----
-
-#[test]
-fn even_mask_size() {
-    let dir = with_clip();
-    let stderr = expect_failure("even mask size", dir.path(), &run_args(&["--mask", "box:size=4"]), 2);
-    assert_mentions(&stderr, &["filter.mask: size: 4 is even", "1..=63"]);
-    assert_eq!(stderr.matches("is even").count(), 1, "reported once:\n{stderr}");
-    assert!(!dir.path().join("out.y4m").exists());
-}
-
-#[test]
-fn zero_mask_size() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "zero mask size",
-        dir.path(),
-        &run_args(&["--mask", "gaussian:size=0"]),
-        2,
-    );
-    assert_mentions(&stderr, &["size: 0 is zero", "1..=63"]);
-}
-
-#[test]
-fn mask_size_over_63() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "mask size over 63",
-        dir.path(),
-        &run_args(&["--mask", "box:size=65"]),
-        2,
-    );
-    assert_mentions(&stderr, &["size: 65 is too large", "1..=63"]);
-}
-
-#[test]
-fn even_custom_matrix() {
-    let dir = with_clip();
-    std::fs::write(dir.path().join("even.txt"), "1 1\n1 1\n").unwrap();
-    let stderr = expect_failure(
-        "even custom matrix",
-        dir.path(),
-        &run_args(&["--mask", "custom:file=even.txt"]),
-        2,
-    );
-    assert_mentions(&stderr, &["matrix is 2x2", "even", "1..=63"]);
-}
-
-#[test]
-fn nan_in_a_custom_matrix() {
-    let dir = with_clip();
-    std::fs::write(dir.path().join("nan.txt"), "# a bad mask\n1 2 1\n2 nan 2\n1 2 1\n").unwrap();
-    let stderr = expect_failure(
-        "NaN in a custom matrix",
-        dir.path(),
-        &run_args(&["--mask", "custom:file=nan.txt"]),
-        2,
-    );
-    assert_mentions(&stderr, &["row 2, column 2 is NaN", "finite"]);
-}
-
-#[test]
-fn infinity_in_a_custom_matrix() {
-    let dir = with_clip();
-    std::fs::write(dir.path().join("inf.txt"), "1, 2, 1\n2, 4, 2\n1, 2, -inf\n").unwrap();
-    let stderr = expect_failure(
-        "infinity in a custom matrix",
-        dir.path(),
-        &run_args(&["--mask", "custom:file=inf.txt"]),
-        2,
-    );
-    assert_mentions(&stderr, &["row 3, column 3 is -inf", "finite"]);
-}
-
-#[test]
-fn ragged_matrix_rows() {
-    let dir = with_clip();
-    std::fs::write(dir.path().join("ragged.txt"), "1 2 1\n2 4\n1 2 1\n").unwrap();
-    let stderr = expect_failure(
-        "ragged matrix rows",
-        dir.path(),
-        &run_args(&["--mask", "custom:file=ragged.txt"]),
-        2,
-    );
-    assert_mentions(&stderr, &["row 2 has 2 values but row 1 has 3"]);
-}
-
-#[test]
-fn ragged_inline_matrix_in_a_config() {
-    let dir = with_clip();
-    std::fs::write(
-        dir.path().join("ragged.toml"),
-        r#"
-[masks.lumpy]
-matrix = [[1, 2, 1], [2, 4, 2, 9], [1, 2, 1]]
-
-[[pipeline]]
-name = "cam1"
-[pipeline.source]
-url = "in.y4m"
-[pipeline.filter]
-mask = "lumpy"
-[pipeline.sink]
-url = "out.y4m"
-"#,
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "ragged rows in an inline matrix",
-        dir.path(),
-        &["check", "--config", "ragged.toml"],
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &["1 problem", "masks.lumpy: matrix row 2 has 4 values but row 1 has 3"],
-    );
-}
-
-#[test]
-fn unknown_preset_suggests_the_nearest() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "unknown preset",
-        dir.path(),
-        &run_args(&["--mask", "gausian:size=5"]),
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &[
-            "unknown mask `gausian`",
-            "did you mean `gaussian`?",
-            "presets are identity",
-        ],
-    );
-}
-
-#[test]
-fn unknown_key_suggests_the_nearest() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "unknown mask key",
-        dir.path(),
-        &run_args(&["--mask", "gaussian:sigm=2"]),
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &["unknown key `sigm`", "did you mean `sigma`?", "keys are size"],
-    );
-}
-
-#[test]
-fn key_the_preset_does_not_take() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "a key the preset does not take",
-        dir.path(),
-        &run_args(&["--mask", "box:sigma=2"]),
-        2,
-    );
-    assert_mentions(&stderr, &["preset `box` takes no key `sigma`"]);
-}
-
-#[test]
-fn zero_sum_mask_with_normalize() {
-    let dir = with_clip();
-    let stderr = expect_failure(
-        "zero-sum mask with normalize",
-        dir.path(),
-        &run_args(&["--mask", "laplacian:normalize=true"]),
-        2,
-    );
-    assert_mentions(&stderr, &["normalize = true but the coefficients sum to 0", "divisor"]);
-}
-
-#[test]
-fn zero_sum_custom_matrix_with_normalize_in_a_config() {
-    let dir = with_clip();
-    std::fs::write(
-        dir.path().join("zero.toml"),
-        r#"
-[[pipeline]]
-name = "edges"
-[pipeline.source]
-url = "in.y4m"
-[pipeline.filter.mask]
-matrix = [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]
-normalize = true
-[pipeline.sink]
-url = "out.y4m"
-"#,
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "zero-sum custom matrix with normalize = true in a config",
-        dir.path(),
-        &["run", "--config", "zero.toml"],
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &["pipeline \"edges\": filter.mask: normalize = true but the coefficients sum to 0"],
-    );
-}
-
-#[test]
-fn show_bad_mask() {
-    let stderr = expect_failure(
-        "masks show with a bad SPEC",
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        &["masks", "show", "sharpen:amout=2"],
-        2,
-    );
-    assert_mentions(&stderr, &["unknown key `amout`", "did you mean `amount`?"]);
-}
-
-// ---- configs ----
-
-#[test]
-fn unknown_config_field() {
-    let dir = with_clip();
-    std::fs::write(
-        dir.path().join("typo.toml"),
-        r#"
-[[pipeline]]
-name = "cam1"
-[pipeline.source]
-url = "in.y4m"
-[pipeline.filter]
-mask = "box"
-boarder = "wrap"
-[pipeline.sink]
-url = "out.y4m"
-"#,
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "unknown config field (run)",
-        dir.path(),
-        &["run", "--config", "typo.toml"],
-        2,
-    );
-    assert_mentions(&stderr, &["typo.toml", "unknown field `boarder`", "`border`"]);
-    let stderr = expect_failure(
-        "unknown config field (check)",
-        dir.path(),
-        &["check", "--config", "typo.toml"],
-        2,
-    );
-    assert_mentions(&stderr, &["unknown field `boarder`"]);
-}
-
-#[test]
-fn unknown_field_in_a_mask_table() {
-    let dir = with_clip();
-    std::fs::write(
-        dir.path().join("typo.toml"),
-        "[masks.soft]\npreset = \"gaussian\"\nsigmaa = 2\n\n[[pipeline]]\nname = \"a\"\n[pipeline.source]\nurl = \"in.y4m\"\n[pipeline.sink]\nurl = \"out.y4m\"\n",
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "unknown field in a [masks.NAME] table",
-        dir.path(),
-        &["check", "--config", "typo.toml"],
-        2,
-    );
-    assert_mentions(&stderr, &["unknown field `sigmaa`"]);
-}
-
-#[test]
-fn several_config_problems_at_once() {
-    let dir = with_clip();
-    std::fs::write(
-        dir.path().join("bad.toml"),
-        r#"
-[[pipeline]]
-name = "cam1"
-[pipeline.source]
-url = "in.y4m"
-[pipeline.filter]
-mask = "box:size=14"
-device = "tpu"
-streams = 99
-frames_per_stream = 0
-[pipeline.sink]
-url = "out.y4m"
-
-[[pipeline]]
-name = "cam2"
-[pipeline.source]
-url = ""
-[pipeline.filter]
-mask = "sobel"
-[pipeline.sink]
-url = "out2.y4m"
-"#,
-    )
-    .unwrap();
-    let stderr = expect_failure(
-        "several problems in one config",
-        dir.path(),
-        &["check", "--config", "bad.toml"],
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &[
-            "6 problems in the configuration",
-            "pipeline \"cam1\": filter.mask: size: 14 is even; mask sizes must be odd, 1..=63",
-            "pipeline \"cam1\": filter.device: `tpu` is not a device",
-            "pipeline \"cam1\": filter.streams: 99 is out of range",
-            "pipeline \"cam1\": filter.frames_per_stream: 0 is out of range; allowed 1..=4",
-            "pipeline \"cam2\": source.url is empty",
-            "pipeline \"cam2\": filter.mask: unknown mask `sobel`",
-        ],
-    );
-}
-
-#[test]
-fn missing_config_file() {
-    let dir = tempdir();
-    let stderr = expect_failure(
-        "missing config file",
-        dir.path(),
-        &["check", "--config", "nope.toml"],
-        2,
-    );
-    assert_mentions(&stderr, &["cannot read config nope.toml", "No such file or directory"]);
-}
-
-#[test]
-fn unknown_pipeline_name() {
-    let dir = with_clip();
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples/custom-matrix.toml");
-    let stderr = expect_failure(
-        "--pipeline names no pipeline",
-        dir.path(),
-        &["run", "--config", config.to_str().unwrap(), "--pipeline", "ridge"],
-        2,
-    );
-    assert_mentions(
-        &stderr,
-        &["--pipeline \"ridge\": no such pipeline; the config has ridges, emboss"],
-    );
-}
+// ---- timestamps ----
 
 #[test]
 fn timestamps_that_step_back_mid_stream_do_not_stop_the_output() {
@@ -740,7 +676,7 @@ fn timestamps_that_step_back_mid_stream_do_not_stop_the_output() {
 #[test]
 fn nvdec_that_cannot_be_asked_is_a_usage_error_with_the_reason() {
     if std::env::var_os("CONVSTREAM_TEST_GPU").is_some() {
-        return; // a GPU host answers; tests/gpu.rs and scripts/gpu-check.sh cover it there
+        return; // a GPU host answers; tests/it/gpu.rs and scripts/gpu-check.sh cover it there
     }
     let dir = tempdir();
     make_clip(dir.path(), "in.mp4", Clip::H264Mp4, 64, 48, 3);
