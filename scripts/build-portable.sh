@@ -251,7 +251,8 @@ build_binary() {
     # The JSON messages name each test executable; cargo itself prints only a summary.
     local tests_json test_exes
     tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
-    # Keep the integration tests (tests/*.rs) and the unit-test binaries of gpu*/engine* targets.
+    # Keep the integration tests (one executable, tests/it/main.rs) and the unit-test binaries of
+    # gpu*/engine* targets.
     ensure_packages jq
     mapfile -t test_exes < <(jq -r '
         select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
@@ -266,7 +267,7 @@ build_binary() {
     cp "$target/release/convstream" "$dist/"
     local exe name
     for exe in "${test_exes[@]}"; do
-        # cargo appends a hash to test executables (tests/gpu.rs -> gpu-0123abcd); drop it.
+        # cargo appends a hash to test executables (tests/it/main.rs -> it-0123abcd); drop it.
         name="$(basename "$exe")"
         cp "$exe" "$dist/tests/${name%-*}"
     done

@@ -2,7 +2,7 @@
 //! and audio survive; identity is lossless where the output is; filtered pixels are what
 //! the oracle says; the small commands work.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::path::Path;

@@ -4,15 +4,15 @@
 //! reload by file change and by SIGHUP, token auth, bad requests, reconnection and a
 //! graceful stop that leaves playable outputs. CPU engine: no GPU needed.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
-use std::net::{TcpListener, UdpSocket};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::oracle::oracle;
+use common::server::{free_tcp_port, free_udp_port, Server};
 use common::{convstream, make_clip, plane_of, readable_frames, video_pts, Clip, Y4m};
 use convstream::filter::BorderMode;
 use convstream::mask::Mask;
@@ -22,199 +22,6 @@ const TOKEN: &str = "s3cret-test-token";
 
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary folder")
-}
-
-fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A running `convstream serve`; killed if a test fails before stopping it.
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    log: PathBuf,
-    agent: ureq::Agent,
-    token: Option<String>,
-}
-
-impl Server {
-    /// Starts `serve --config config.toml` in `dir` on a free port. `env` is added to its
-    /// environment.
-    fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
-        let port = free_tcp_port();
-        let log = dir.join("serve.log");
-        let child = convstream()
-            .args([
-                "serve",
-                "--config",
-                "config.toml",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .envs(env.iter().copied())
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("convstream starts");
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(30)))
-            .build()
-            .into();
-        let server = Server {
-            child: Some(child),
-            port,
-            log,
-            agent,
-            token: None,
-        };
-        server.wait_for("the API to answer", Duration::from_secs(20), || {
-            server.request("GET", "/healthz", None).0 == 200
-        });
-        server
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// Sends a request with the server's token (if set); returns status and body.
-    fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-        self.request_with(method, path, body, self.token.as_deref())
-    }
-
-    fn request_with(&self, method: &str, path: &str, body: Option<&str>, token: Option<&str>) -> (u16, String) {
-        let url = self.url(path);
-        let auth = token.map(|t| format!("Bearer {t}"));
-        let result = match (method, body) {
-            ("GET", _) => {
-                let mut request = self.agent.get(&url);
-                if let Some(auth) = &auth {
-                    request = request.header("Authorization", auth);
-                }
-                request.call()
-            }
-            ("DELETE", _) => {
-                let mut request = self.agent.delete(&url);
-                if let Some(auth) = &auth {
-                    request = request.header("Authorization", auth);
-                }
-                request.call()
-            }
-            (method, body) => {
-                let mut request = match method {
-                    "POST" => self.agent.post(&url),
-                    "PUT" => self.agent.put(&url),
-                    other => panic!("method {other} is not used here"),
-                };
-                if let Some(auth) = &auth {
-                    request = request.header("Authorization", auth);
-                }
-                request
-                    .header("Content-Type", "application/json")
-                    .send(body.unwrap_or(""))
-            }
-        };
-        match result {
-            Ok(mut response) => {
-                let status = response.status().as_u16();
-                let text = response.body_mut().read_to_string().unwrap_or_default();
-                (status, text)
-            }
-            Err(_) => (0, String::new()), // not listening (yet, or any more)
-        }
-    }
-
-    fn json(&self, path: &str) -> Value {
-        let (status, body) = self.request("GET", path, None);
-        assert_eq!(status, 200, "GET {path}: {body}");
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path} is not JSON ({e}): {body}"))
-    }
-
-    fn pipeline(&self, name: &str) -> Value {
-        self.json(&format!("/pipelines/{name}"))
-    }
-
-    fn counter(&self, name: &str, counter: &str) -> u64 {
-        self.pipeline(name)["counters"][counter].as_u64().unwrap()
-    }
-
-    /// The value of `metric` for `pipeline` in a fresh scrape of /metrics.
-    fn metric(&self, metric: &str, pipeline: &str) -> Option<f64> {
-        let scrape = self.scrape();
-        scrape
-            .samples
-            .iter()
-            .find(|s| s.metric == metric && s.labels.get("pipeline") == Some(pipeline))
-            .map(|s| match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => f64::NAN,
-            })
-    }
-
-    fn scrape(&self) -> prometheus_parse::Scrape {
-        let (status, body) = self.request("GET", "/metrics", None);
-        assert_eq!(status, 200, "GET /metrics: {body}");
-        let lines = body.lines().map(|l| Ok(l.to_string()));
-        prometheus_parse::Scrape::parse(lines).expect("/metrics is Prometheus text")
-    }
-
-    fn wait_for(&self, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-        let started = Instant::now();
-        while !done() {
-            if started.elapsed() > limit {
-                panic!("timed out waiting for {what}; server log:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("running").id().to_string();
-        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
-        assert!(status.success(), "kill {signal} {pid}");
-    }
-
-    /// Sends SIGTERM and waits for the exit; returns the exit code and the whole log.
-    fn terminate(mut self) -> (Option<i32>, String) {
-        self.signal("-TERM");
-        let mut child = self.child.take().unwrap();
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("serve did not stop within 30 s of SIGTERM:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let log = self.log_text();
-        assert!(!log.contains("panicked"), "serve panicked:\n{log}");
-        (status.code(), log)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 /// Sends `seconds` of a 25 fps test pattern as MPEG-TS over UDP, in real time.
@@ -297,7 +104,7 @@ sink = {{ url = "live.mkv" }}
     server.wait_for("/readyz", Duration::from_secs(20), || {
         server.request("GET", "/readyz", None).0 == 200
     });
-    let list = server.json("/pipelines");
+    let list = server.get("/pipelines");
     let names: Vec<&str> = list["pipelines"]
         .as_array()
         .unwrap()
@@ -468,7 +275,7 @@ fn looping(name: &str) -> String {
 }
 
 fn names(server: &Server) -> Vec<String> {
-    server.json("/pipelines")["pipelines"]
+    server.get("/pipelines")["pipelines"]
         .as_array()
         .unwrap()
         .iter()

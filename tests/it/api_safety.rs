@@ -5,15 +5,14 @@
 //! thread count must come back), and panics injected in every pipeline thread. Requests are
 //! written by hand over TCP, so every header is the test's own. CPU engine: no GPU needed.
 
-mod common;
+use crate::common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{convstream, make_clip, Clip};
+use common::server::{free_tcp_port, Server};
+use common::{make_clip, Clip};
 use serde_json::Value;
 
 const TOKEN: &str = "t0ken-for-tests";
@@ -21,182 +20,13 @@ const TOKEN: &str = "t0ken-for-tests";
 const ENV_SECRET: &str = "env-secret-7f3a9c";
 const FILE_SECRET: &str = "TOPSECRET-LINE";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A running `convstream serve` in `dir` (killed if a test fails before stopping it).
-struct Serve {
-    child: Option<Child>,
-    port: u16,
-    log: PathBuf,
-    token: Option<String>,
-}
-
-impl Serve {
-    fn start(dir: &Path, config: &str, env: &[(&str, &str)]) -> Serve {
-        std::fs::write(dir.join("config.toml"), config).unwrap();
-        let port = free_port();
-        let log = dir.join("serve.log");
-        let child = convstream()
-            .args([
-                "serve",
-                "--config",
-                "config.toml",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .env("CONVSTREAM_TEST_SECRET", ENV_SECRET)
-            .envs(env.iter().copied())
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("convstream starts");
-        let serve = Serve {
-            child: Some(child),
-            port,
-            log,
-            token: None,
-        };
-        serve.wait_for("the API to answer", Duration::from_secs(20), || {
-            serve.send("GET", "/healthz", &[], None).0 == 200
-        });
-        serve
-    }
-
-    fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// One request, written as given: `headers` are sent as they are (a `Host` among them
-    /// replaces the default one); the token, when set, is added unless an Authorization is
-    /// given. Returns the status (0 when nothing answered) and the body.
-    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, String) {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return (0, String::new());
-        };
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-            head.push_str(&format!("Host: {}\r\n", self.host()));
-        }
-        if let (Some(token), false) = (
-            &self.token,
-            headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")),
-        ) {
-            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
-        }
-        for (key, value) in headers {
-            head.push_str(&format!("{key}: {value}\r\n"));
-        }
-        let body = body.unwrap_or("");
-        if !body.is_empty() || matches!(method, "POST" | "PUT") {
-            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
-        head.push_str("\r\n");
-        if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err() {
-            return (0, String::new());
-        }
-        let mut answer = Vec::new();
-        let _ = stream.read_to_end(&mut answer);
-        let answer = String::from_utf8_lossy(&answer).into_owned();
-        let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let body = answer
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (status, body)
-    }
-
-    /// A JSON request, as a well-behaved client sends it.
-    fn json(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        self.send(method, path, &[("Content-Type", "application/json")], Some(body))
-    }
-
-    fn get(&self, path: &str) -> Value {
-        let (status, body) = self.send("GET", path, &[], None);
-        assert_eq!(status, 200, "GET {path}: {body}");
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path} is not JSON ({e}): {body}"))
-    }
-
-    fn pipeline(&self, name: &str) -> Value {
-        self.get(&format!("/pipelines/{name}"))
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.get("/pipelines")["pipelines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["name"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    fn wait_for(&self, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-        let started = Instant::now();
-        while !done() {
-            if started.elapsed() > limit {
-                panic!("timed out waiting for {what}; server log:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// The process's threads, by name (from /proc/PID/task).
-    fn threads(&self) -> Vec<String> {
-        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).expect("the process is alive");
-        tasks
-            .filter_map(|t| t.ok())
-            .map(|t| {
-                std::fs::read_to_string(t.path().join("comm"))
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string()
-            })
-            .collect()
-    }
-
-    /// Sends SIGTERM and waits (at most `limit`); returns the exit code and the log.
-    fn terminate(mut self, limit: Duration) -> (Option<i32>, String) {
-        let mut child = self.child.take().unwrap();
-        let status = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("serve did not stop within {limit:?} of SIGTERM:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        (status.code(), self.log_text())
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// Starts `serve` in `dir` with `config`, its environment holding a secret no answer may
+/// contain (and `env`).
+fn start_serve(dir: &Path, config: &str, env: &[(&str, &str)]) -> Server {
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    let mut env = env.to_vec();
+    env.insert(0, ("CONVSTREAM_TEST_SECRET", ENV_SECRET));
+    Server::start(dir, &env)
 }
 
 const LOOPING: &str = r#"
@@ -235,7 +65,7 @@ fn mask_files_come_only_from_mask_dir_and_answers_never_quote_files() {
     std::fs::write(dir.path().join("masks/edge.txt"), "0 -1 0\n-1 4 -1\n0 -1 0\n").unwrap();
     std::os::unix::fs::symlink("../secret.txt", dir.path().join("masks/escape.txt")).unwrap();
     let config = format!("[server]\nmask_dir = \"masks\"\n{}", looping("one"));
-    let serve = Serve::start(dir.path(), &config, &[]);
+    let serve = start_serve(dir.path(), &config, &[]);
     serve.wait_for("one to run", Duration::from_secs(20), || {
         serve.pipeline("one")["state"] == "running"
     });
@@ -265,12 +95,12 @@ fn mask_files_come_only_from_mask_dir_and_answers_never_quote_files() {
     // A mask file inside the folder is what the folder is for.
     let (status, body) = serve.json("PUT", "/pipelines/one/filter", r#"{"mask": "custom:file=edge.txt"}"#);
     assert_eq!(status, 200, "{body}");
-    let (code, log) = serve.terminate(Duration::from_secs(30));
+    let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
     assert!(!log.contains(FILE_SECRET) && !log.contains(ENV_SECRET), "{log}");
 
     // Without mask_dir, the API takes no mask file at all, and no media file either.
-    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let serve = start_serve(dir.path(), &looping("one"), &[]);
     serve.wait_for("one to run", Duration::from_secs(20), || {
         serve.pipeline("one")["state"] == "running"
     });
@@ -308,7 +138,7 @@ fn api_pipelines_use_files_only_under_allow_paths_and_never_replace_one() {
         "[server]\nallow_paths = [\"media\"]\n{}",
         looping("one").replace("clip.y4m", "media/clip.y4m")
     );
-    let serve = Serve::start(root, &config, &[]);
+    let serve = start_serve(root, &config, &[]);
     let config_before = std::fs::read(root.join("config.toml")).unwrap();
     let post = |source: &str, sink: &str, extra: &str| {
         serve.json(
@@ -389,12 +219,12 @@ fn api_pipelines_use_files_only_under_allow_paths_and_never_replace_one() {
     // Network URLs need no folder.
     let (status, body) = serve.json("DELETE", "/pipelines/api", "");
     assert_eq!(status, 200, "{body}");
-    let udp = format!("udp://127.0.0.1:{}", free_port());
+    let udp = format!("udp://127.0.0.1:{}", free_tcp_port());
     let (status, body) = post(&udp, "null", "");
     assert_eq!(status, 201, "{body}");
     let (status, body) = serve.send("DELETE", "/pipelines/api", &[], None);
     assert_eq!(status, 200, "{body}");
-    let (code, log) = serve.terminate(Duration::from_secs(30));
+    let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
 }
 
@@ -406,7 +236,7 @@ fn requests_a_web_page_could_send_are_refused() {
         "[server]\nallowed_origins = [\"http://localhost:3000\"]\nallowed_hosts = [\"video.internal\"]\n{}",
         looping("one")
     );
-    let serve = Serve::start(dir.path(), &config, &[]);
+    let serve = start_serve(dir.path(), &config, &[]);
     let body = r#"{"name": "web", "source": {"url": "udp://127.0.0.1:9"}, "filter": {"device": "cpu"}, "sink": {"url": "null"}}"#;
 
     // Bodies that are not declared JSON: a form, text/plain (a "simple" cross-site request),
@@ -473,7 +303,7 @@ fn requests_a_web_page_could_send_are_refused() {
         Some(body),
     );
     assert_eq!(status, 201, "{text}");
-    let (code, log) = serve.terminate(Duration::from_secs(30));
+    let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
 }
 
@@ -482,7 +312,7 @@ fn the_bearer_scheme_is_case_insensitive_and_refusals_are_logged_at_a_limited_ra
     let dir = tempfile::tempdir().unwrap();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
     let config = format!("[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\n{}", looping("one"));
-    let serve = Serve::start(dir.path(), &config, &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
+    let serve = start_serve(dir.path(), &config, &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
     for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
         for gap in [" ", "   "] {
             let auth = format!("{scheme}{gap}{TOKEN}");
@@ -545,7 +375,7 @@ fn the_bearer_scheme_is_case_insensitive_and_refusals_are_logged_at_a_limited_ra
 fn names_and_strings_cannot_forge_log_lines_or_outgrow_the_api() {
     let dir = tempfile::tempdir().unwrap();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
-    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let serve = start_serve(dir.path(), &looping("one"), &[]);
     let pipeline = |name: &str, url: &str| {
         format!(
             r#"{{"name": {}, "source": {{"url": {}}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#,
@@ -594,7 +424,7 @@ fn names_and_strings_cannot_forge_log_lines_or_outgrow_the_api() {
     assert_eq!(status, 201, "{body}");
     let (status, body) = serve.send("DELETE", "/pipelines/Cam-2.main_x", &[], None);
     assert_eq!(status, 200, "{body}");
-    let (code, log) = serve.terminate(Duration::from_secs(30));
+    let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
     assert!(
         !log.lines().any(|l| l.trim_start().starts_with("ERROR forged")),
@@ -637,7 +467,7 @@ source = { url = "out/clip.y4m" }
 filter = { mask = "box", device = "cpu" }
 sink = { url = "null" }
 "#;
-    let serve = Serve::start(root, config, &[]);
+    let serve = start_serve(root, config, &[]);
     serve.wait_for("base to finish", Duration::from_secs(20), || {
         serve.pipeline("base")["state"] == "finished"
     });
@@ -697,7 +527,7 @@ sink = { url = "null" }
     assert_eq!(serve.json("POST", "/pipelines", body).0, 201);
     std::thread::sleep(Duration::from_millis(700));
     let started = Instant::now();
-    let (code, log) = serve.terminate(Duration::from_secs(15));
+    let (code, log) = serve.terminate_within(Duration::from_secs(15));
     assert_eq!(code, Some(0), "every pipeline ended:\n{log}");
     assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     drop(readers);
@@ -716,7 +546,7 @@ fn a_panic_in_any_pipeline_thread_fails_that_pipeline_only() {
     }
     plan.push("p-api:pipeline".into());
     let plan = plan.join(",");
-    let serve = Serve::start(dir.path(), &config, &[("CONVSTREAM_INJECT_PANIC", plan.as_str())]);
+    let serve = start_serve(dir.path(), &config, &[("CONVSTREAM_INJECT_PANIC", plan.as_str())]);
     for stage in stages {
         let name = format!("p-{stage}");
         serve.wait_for(&format!("{name} to fail"), Duration::from_secs(20), || {
@@ -756,7 +586,7 @@ fn a_panic_in_any_pipeline_thread_fails_that_pipeline_only() {
     assert_eq!(serve.pipeline("ok")["state"], "running");
     let (status, text) = serve.send("GET", "/readyz", &[], None);
     assert_eq!(status, 200, "{text}");
-    let (code, log) = serve.terminate(Duration::from_secs(30));
+    let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
 }
 
@@ -764,7 +594,7 @@ fn a_panic_in_any_pipeline_thread_fails_that_pipeline_only() {
 fn a_body_of_the_wrong_shape_gets_every_problem_at_once() {
     let dir = tempfile::tempdir().unwrap();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
-    let serve = Serve::start(dir.path(), &looping("one"), &[]);
+    let serve = start_serve(dir.path(), &looping("one"), &[]);
     let body = r#"{"name": "x", "source": {"url": "udp://127.0.0.1:9", "colour": 1, "drop": "newest", "format": null},
                    "filter": {"planes": "y", "border": "reflct"}, "extra": true}"#;
     let (status, text) = serve.json("POST", "/pipelines", body);

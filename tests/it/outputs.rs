@@ -4,7 +4,7 @@
 //! does not end a run; streamable outputs survive SIGKILL up to about a second; a stop
 //! ends a run whose output blocks; colour survives palette input.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Stdio};

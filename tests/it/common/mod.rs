@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test file uses a different part
 
 pub mod oracle;
+pub mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

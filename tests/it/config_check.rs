@@ -2,7 +2,7 @@
 //! range, a mask file that never ends, several type mistakes at once. Each is refused with
 //! exit 2 and every problem named with its place, at once and without a panic.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

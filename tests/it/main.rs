@@ -1,0 +1,20 @@
+//! The integration tests, one binary: every module below links FFmpeg, cudarc and axum once
+//! instead of once per file. Run one part with a module filter, e.g.
+//! `cargo test --release --test it -- serve::` or, on a GPU host, `it gpu:: --test-threads=1`.
+//!
+//! The tests share one process: none may change process-wide state (environment variables,
+//! the current directory, signal handlers, FFmpeg's global log level). They pass what the
+//! binary under test needs to the child process instead (`common::convstream()`).
+
+mod api_safety;
+mod bad_input;
+mod bench;
+mod cli;
+mod common;
+mod config_check;
+mod cpu_oracle;
+mod deploy;
+mod gpu;
+mod outputs;
+mod properties;
+mod serve;
