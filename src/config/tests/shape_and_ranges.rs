@@ -238,7 +238,7 @@ fn server_folders_must_exist() {
 
 #[test]
 fn parser_messages_quoting_a_value_stay_on_one_short_line() {
-    // Found by tests/properties.rs: serde quotes an unknown variant as written.
+    // Found by tests/it/properties.rs: serde quotes an unknown variant as written.
     let text = MINIMAL.replace("url = \"out.mp4\"", "url = \"out.mp4\"\ncodec = 5")
         + "[pipeline.filter]\nplanes = \"\\nERROR forged\"\nborder = \""
         + &"x".repeat(5000)
