@@ -103,5 +103,3 @@ impl ConfigFile {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tuning_tests;

@@ -8,6 +8,7 @@ use crate::mask::Mask;
 
 mod overrides;
 mod shape_and_ranges;
+mod tuning;
 
 const MINIMAL: &str = r#"
 [[pipeline]]
