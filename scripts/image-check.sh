@@ -98,7 +98,7 @@ cleanup() {
         echo "kept: $work and container $container"
         return
     fi
-    podman_ rm -f -t 0 "$container" >/dev/null 2>&1 || true
+    podman_ rm -f -t 0 "$container" "$container-live" >/dev/null 2>&1 || true
     as_root rm -rf "$work"
 }
 trap cleanup EXIT
@@ -206,7 +206,6 @@ run_args=(
     --user 10001:10001 --cap-drop=all --security-opt no-new-privileges
     --ulimit nofile=20000:20000 --ulimit nproc=4096:4096
     -e CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
-    -v "$work/config:/etc/convstream:ro"
     -v "$work/out:/data/out"
     -v "$work/cache:/var/cache/convstream"
 )
@@ -267,11 +266,18 @@ EOF
 if [[ ! -s $work/in/sample.mp4 ]]; then
     cannot "serve: no clip to read (the demo step made none)"
 fi
-if ! podman_ run -d --name "$container" "${run_args[@]}" -v "$work/in:/data/in:ro" \
+if ! podman_ run -d --name "$container" "${run_args[@]}" -v "$work/config:/etc/convstream:ro" -v "$work/in:/data/in:ro" \
     -p "127.0.0.1:$port:8686" --stop-timeout "$stop_grace" "$image" >/dev/null 2>"$work/run.err"; then
     cat "$work/run.err"
     cannot "serve: podman run failed (output above)"
 fi
+
+# The API answers only Host names that carry its listen port (its guard against DNS
+# rebinding), and the host port published here is a free one, not 8686: name the container's
+# port, as a proxy in front of it would.
+api() {
+    curl -sS -H "Host: localhost:8686" "http://127.0.0.1:$port$1" 2>/dev/null || true
+}
 
 healthy=0
 for _ in $(seq 1 60); do
@@ -289,7 +295,7 @@ else
     fail "healthz: no answer from the host on 127.0.0.1:$port"
 fi
 
-readiness=$(curl -sS "http://127.0.0.1:$port/readyz" 2>/dev/null || true)
+readiness=$(api /readyz)
 if [[ $(jq -r '.ready' <<<"$readiness" 2>/dev/null) == true ]]; then
     ok "readyz: $readiness"
 else
@@ -320,12 +326,11 @@ fi
 # Let it write a while, and check that it does.
 written=0
 for _ in $(seq 1 40); do
-    written=$(curl -sS "http://127.0.0.1:$port/pipelines/clip" 2>/dev/null \
-        | jq -r '.counters.frames_written // 0' 2>/dev/null || echo 0)
+    written=$(api /pipelines/clip | jq -r '.counters.frames_written // 0' 2>/dev/null || echo 0)
     ((written >= 50)) && break
     sleep 0.5
 done
-state=$(curl -sS "http://127.0.0.1:$port/pipelines/clip" 2>/dev/null | jq -r '.state // "unknown"' 2>/dev/null || true)
+state=$(api /pipelines/clip | jq -r '.state // "unknown"' 2>/dev/null || true)
 if ((written >= 50)) && [[ $state == running ]]; then
     ok "pipeline: running, $written frames written to /data/out/clip.ts"
 else
@@ -365,6 +370,61 @@ if [[ -s $output ]]; then
     fi
 else
     fail "output: /data/out/clip.ts is missing or empty"
+fi
+
+# ---------------------------------------------------------------------------------------------
+log "the baked config (deploy/config.toml): a live UDP input"
+# The image as shipped: its own config, whose pipeline listens for MPEG-TS on UDP port 5000.
+# Before anything is sent it must be ready (a Kubernetes Service routes senders only to ready
+# pods), then take a stream sent from the host.
+live="$container-live"   # removed by cleanup too
+udp_port=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
+    || echo 15000)
+as_root rm -rf "$work/out"/*
+if podman_ run -d --name "$live" "${run_args[@]}" \
+    -p "127.0.0.1:$port:8686" -p "127.0.0.1:$udp_port:5000/udp" --stop-timeout "$stop_grace" \
+    "$image" >/dev/null 2>"$work/run-live.err"; then
+    for _ in $(seq 1 60); do
+        [[ $(api /readyz | jq -r '.pipelines.cam1 // empty' 2>/dev/null) == starting ]] && break
+        sleep 0.5
+    done
+    readiness=$(api /readyz)
+    if [[ $(jq -r '.ready' <<<"$readiness" 2>/dev/null) == true \
+        && $(jq -r '.pipelines.cam1' <<<"$readiness" 2>/dev/null) == starting ]]; then
+        ok "live readyz: ready before any sender: $readiness"
+    else
+        fail "live readyz: expected ready with cam1 starting, got $readiness"
+    fi
+    # Up to ten seconds of the clip, paced, as a sender would. The clip is MPEG-4 Part 2 from
+    # MP4, whose decoder setup sits in the container's header: dump_extra repeats it in-band,
+    # since an MPEG-TS receiver that joins late has nothing else to size its decoder from.
+    ffmpeg -hide_banner -loglevel error -re -t 10 -i "$work/in/sample.mp4" -c copy -bsf:v dump_extra \
+        -f mpegts "udp://127.0.0.1:$udp_port?pkt_size=1316" &
+    sender=$!
+    received=0
+    live_state=unknown
+    for _ in $(seq 1 20); do
+        sleep 0.5
+        received=$(api /pipelines/cam1 | jq -r '.counters.frames_written // 0' 2>/dev/null || echo 0)
+        live_state=$(api /pipelines/cam1 | jq -r '.state // "unknown"' 2>/dev/null || true)
+        [[ $live_state == running ]] && ((received >= 25)) && break
+    done
+    kill "$sender" 2>/dev/null || true
+    wait "$sender" 2>/dev/null || true
+    podman_ stop -t "$stop_grace" "$live" >/dev/null 2>&1 || true
+    podman_ logs "$live" >"$work/live.log" 2>&1 || true
+    live_frames=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+        -of csv=p=0 "$work/out/cam1.ts" 2>/dev/null | awk 'NF' | head -n 1 || true)
+    if [[ $live_state == running ]] && ((received > 0)) && [[ -n $live_frames ]] && ((live_frames >= received)); then
+        ok "live input: $received frames written while running, /data/out/cam1.ts holds $live_frames after stop"
+    else
+        tail -n 20 "$work/live.log"
+        fail "live input: state $live_state, $received frames written, cam1.ts holds ${live_frames:-no} frames"
+    fi
+    podman_ rm -f -t 0 "$live" >/dev/null 2>&1 || true
+else
+    cat "$work/run-live.err"
+    fail "live: podman run of the image with its baked config failed"
 fi
 
 summary
