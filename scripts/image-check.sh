@@ -106,7 +106,7 @@ trap cleanup EXIT
 # ---------------------------------------------------------------------------------------------
 log "tools"
 missing=()
-for tool in podman runc curl ffprobe jq; do
+for tool in podman runc curl ffmpeg ffprobe jq; do
     command -v "$tool" >/dev/null || missing+=("$tool")
 done
 ((${#missing[@]} == 0)) || cannot "tools: ${missing[*]} not installed (apt-get install podman runc curl ffmpeg jq)"
@@ -137,6 +137,9 @@ if ((use_upstream)); then
     pullable "$upstream_build" || cannot "base: $upstream_build cannot be pulled (CONVSTREAM_IMAGE_BASE=upstream)"
     pullable "$upstream_runtime" || cannot "base: $upstream_runtime cannot be pulled (CONVSTREAM_IMAGE_BASE=upstream)"
     ok "base: upstream $upstream_build and $upstream_runtime"
+    # Fully qualified: Podman resolves the Dockerfile's short names only where registries.conf
+    # names a search registry.
+    build_args+=(--build-arg "BUILD_IMAGE=$upstream_build" --build-arg "RUNTIME_IMAGE=$upstream_runtime")
 else
     tarball="$cache/bookworm-minbase.tar"
     if [[ ! -s $tarball ]]; then
