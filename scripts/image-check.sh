@@ -98,7 +98,8 @@ cleanup() {
         echo "kept: $work and container $container"
         return
     fi
-    podman_ rm -f -t 0 "$container" "$container-live" >/dev/null 2>&1 || true
+    # --ignore: a container that was never made must not keep the other from going.
+    podman_ rm -f --ignore -t 0 "$container" "$container-live" >/dev/null 2>&1 || true
     as_root rm -rf "$work"
 }
 trap cleanup EXIT
