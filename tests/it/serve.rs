@@ -104,6 +104,10 @@ sink = {{ url = "live.mkv" }}
     server.wait_for("/readyz", Duration::from_secs(20), || {
         server.request("GET", "/readyz", None).0 == 200
     });
+    // Ready does not wait for a live input's frames (it can take input before they come).
+    server.wait_for("live to run", Duration::from_secs(20), || {
+        server.pipeline("live")["state"] == "running"
+    });
     let list = server.get("/pipelines");
     let names: Vec<&str> = list["pipelines"]
         .as_array()

@@ -64,10 +64,27 @@ fn runtime_stage() -> Vec<Instruction> {
     dockerfile_stages().pop().expect("the Dockerfile has a stage")
 }
 
-/// The image and the stage name of a FROM instruction.
+/// The defaults of the ARGs declared before the first FROM, which FROM lines may name.
+fn dockerfile_global_args() -> Vec<(String, String)> {
+    dockerfile_instructions()
+        .into_iter()
+        .take_while(|i| i.keyword != "FROM")
+        .filter(|i| i.keyword == "ARG")
+        .filter_map(|i| {
+            let (name, default) = i.args.split_once('=')?;
+            Some((name.to_string(), default.trim_matches('"').to_string()))
+        })
+        .collect()
+}
+
+/// The image (a global ARG's default where it names one, as a plain build uses) and the stage
+/// name of a FROM instruction.
 fn from_image(from: &Instruction) -> (String, Option<String>) {
     let words: Vec<&str> = from.args.split_whitespace().filter(|w| !w.starts_with("--")).collect();
-    let image = words.first().expect("FROM names an image").to_string();
+    let mut image = words.first().expect("FROM names an image").to_string();
+    for (name, default) in dockerfile_global_args() {
+        image = image.replace(&format!("${{{name}}}"), &default);
+    }
     let name = match words.as_slice() {
         [_, as_word, name] if as_word.eq_ignore_ascii_case("as") => Some(name.to_string()),
         _ => None,
@@ -195,9 +212,18 @@ fn dockerfile_has_a_build_stage_and_a_cuda_runtime_stage() {
         "{image}: CUDA 12 or 13 for libnvrtc.so.12/.13"
     );
 
+    // Straight from the build stage, or through a stage that starts from it by default.
+    let build_aliases: Vec<String> = stages
+        .iter()
+        .map(|stage| from_image(&stage[0]))
+        .filter_map(|(image, name)| name.filter(|_| image == build_name))
+        .chain([build_name.clone()])
+        .collect();
     let binary_copied = runtime.iter().any(|i| {
         i.keyword == "COPY"
-            && i.args.contains(&format!("--from={build_name}"))
+            && build_aliases
+                .iter()
+                .any(|alias| i.args.contains(&format!("--from={alias} ")))
             && copy_paths(i).1 == "/usr/local/bin/convstream"
     });
     assert!(
