@@ -14,6 +14,7 @@
 #   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
 #   CONVSTREAM_FFMPEG_WORK    where the FFmpeg source is fetched and built (default ~/.cache/convstream/ffmpeg-build)
 #   JOBS                      parallel make jobs (default: nproc)
+#   CONVSTREAM_PORTABLE_TESTS 0 leaves the test executables out (the image needs only the binary)
 #
 # The resulting binary links FFmpeg statically and needs only glibc (libc/libm/libgcc_s/ld-linux).
 # CUDA (libcuda, libnvrtc) and NVDEC/NVENC (libnvcuvid, libnvidia-encode) are loaded at run time,
@@ -247,18 +248,21 @@ build_binary() {
     cargo build --release --features static-ffmpeg
     cp "$stamp" "$linked"
 
-    log "building the test executables"
-    # The JSON messages name each test executable; cargo itself prints only a summary.
-    local tests_json test_exes
-    tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
-    # Keep the integration tests (one executable, tests/it/main.rs) and the unit-test binaries of
-    # gpu*/engine* targets.
-    ensure_packages jq
-    mapfile -t test_exes < <(jq -r '
-        select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
-        | select((.target.kind | index("test")) or (.target.name | test("^(gpu|engine)")))
-        | .executable' <<<"$tests_json" | sort -u)
-    ((${#test_exes[@]})) || die "cargo named no test executables"
+    local test_exes=()
+    if [[ ${CONVSTREAM_PORTABLE_TESTS:-1} != 0 ]]; then
+        log "building the test executables"
+        # The JSON messages name each test executable; cargo itself prints only a summary.
+        local tests_json
+        tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
+        # Keep the integration tests (one executable, tests/it/main.rs) and the unit-test binaries of
+        # gpu*/engine* targets.
+        ensure_packages jq
+        mapfile -t test_exes < <(jq -r '
+            select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
+            | select((.target.kind | index("test")) or (.target.name | test("^(gpu|engine)")))
+            | .executable' <<<"$tests_json" | sort -u)
+        ((${#test_exes[@]})) || die "cargo named no test executables"
+    fi
 
     local dist="$repo_root/dist/portable"
     log "gathering the binaries in $dist"
@@ -266,7 +270,7 @@ build_binary() {
     mkdir -p "$dist/tests"
     cp "$target/release/convstream" "$dist/"
     local exe name
-    for exe in "${test_exes[@]}"; do
+    for exe in "${test_exes[@]+"${test_exes[@]}"}"; do
         # cargo appends a hash to test executables (tests/it/main.rs -> it-0123abcd); drop it.
         name="$(basename "$exe")"
         cp "$exe" "$dist/tests/${name%-*}"
