@@ -278,6 +278,32 @@ fn build_cuda(
     Err(EngineError::NotCompiledWithCuda)
 }
 
+/// One GPU as NVML sees it: what could be read of its load and memory (None where the
+/// driver would not say).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuUsage {
+    /// NVML's index (PCI order, which `CUDA_DEVICE_ORDER=PCI_BUS_ID` gives CUDA too).
+    pub index: u32,
+    pub uuid: String,
+    /// Percent of the last sample period a kernel ran.
+    pub busy_percent: Option<u32>,
+    /// Percent of the last sample period NVDEC was decoding.
+    pub decoder_busy_percent: Option<u32>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_total_bytes: Option<u64>,
+}
+
+/// Every GPU's load and memory, from NVML; empty without a driver (or without CUDA support).
+#[cfg(feature = "cuda")]
+pub fn gpu_usage() -> Vec<GpuUsage> {
+    cuda::nvml::gpu_usage()
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn gpu_usage() -> Vec<GpuUsage> {
+    Vec::new()
+}
+
 /// What answers "can NVDEC decode this stream?" in this build: the driver when built with
 /// CUDA, else a probe whose every answer says why it cannot be asked.
 #[cfg(feature = "cuda")]

@@ -12,6 +12,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::gpu_metrics::GpuCollector;
 use super::process_metrics::ProcessCollector;
 use super::supervisor::Supervisor;
 use crate::pipeline::{PipelineMonitor, PipelineState};
@@ -50,6 +51,7 @@ pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters) -> Registr
     );
     registry.register_collector(Box::new(PipelineCollector { supervisor }));
     registry.register_collector(Box::new(ProcessCollector));
+    registry.register_collector(Box::new(GpuCollector));
     registry
 }
 

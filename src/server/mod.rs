@@ -5,6 +5,7 @@
 //! counters.
 
 pub mod api;
+mod gpu_metrics;
 pub mod guard;
 pub mod metrics;
 pub mod policy;

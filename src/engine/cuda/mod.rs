@@ -20,6 +20,7 @@ pub mod kernels;
 pub mod lanes;
 pub mod measure;
 pub mod nvdec;
+pub mod nvml;
 pub mod pinned;
 mod plan;
 
