@@ -25,7 +25,7 @@ const FAMILIES: &[Family] = &[
     ),
     (
         "convstream_gpu_memory_used_bytes",
-        "GPU memory in use, by every process (NVML)",
+        "GPU memory in use by every process, with what the driver reserves (NVML; nvidia-smi leaves that reservation out)",
         |gpu| gpu.memory_used_bytes.map(|bytes| bytes as f64),
     ),
     ("convstream_gpu_memory_total_bytes", "GPU memory in all (NVML)", |gpu| {
