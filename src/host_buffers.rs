@@ -1,5 +1,6 @@
-//! Host memory for frame planes: a plane's bytes live either in an ordinary heap `Vec` or
-//! in a block lent by a [`BufferPool`], which takes it back when the plane is dropped.
+//! Host memory for frame planes: a plane's bytes live in an ordinary heap `Vec`, in a block
+//! lent by a [`BufferPool`], which takes it back when the plane is dropped, or in memory
+//! another owner lends read-only (a decoder's picture, see [`PlaneData::lent`]).
 //!
 //! The CUDA engine lends page-locked (pinned) blocks, so a frame the source decodes into
 //! pool memory goes to the GPU and back without a CPU copy: the copy engines read and write
@@ -188,15 +189,54 @@ enum Storage {
         len: usize,
         pool: Arc<BufferPool>,
     },
+    /// Read-only bytes another owner keeps alive through `keeper` (a decoded picture the
+    /// decoder may still read as a reference). A write first copies them to the heap.
+    Lent {
+        bytes: *const u8,
+        len: usize,
+        page_locked: bool,
+        /// Held, never read: keeps `bytes` valid and unchanged until the plane is dropped.
+        _keeper: Box<dyn Send + Sync>,
+    },
 }
 
+// SAFETY: the only field that is not Send + Sync is `Lent::bytes`, a pointer to memory that
+// `PlaneData::lent`'s contract keeps valid and unchanged for the plane's life; it is only
+// ever read through `&self`, so sharing or moving it between threads is as safe as a `&[u8]`.
+unsafe impl Send for Storage {}
+// SAFETY: see the `Send` impl above.
+unsafe impl Sync for Storage {}
+
 impl PlaneData {
+    /// Bytes lent read-only by another owner, which `keeper` keeps alive: `len` bytes at
+    /// `bytes`, page-locked or not. Reading them costs nothing; the first write through
+    /// `DerefMut` copies them into the heap, so the lender's bytes are never changed.
+    ///
+    /// # Safety
+    /// `bytes` must point to `len` readable bytes that stay valid and unchanged until
+    /// `keeper` is dropped, and `page_locked` must be true only for page-locked memory.
+    pub unsafe fn lent(bytes: *const u8, len: usize, page_locked: bool, keeper: Box<dyn Send + Sync>) -> PlaneData {
+        PlaneData(Storage::Lent {
+            bytes,
+            len,
+            page_locked,
+            _keeper: keeper,
+        })
+    }
+
     /// Whether the bytes are page-locked host memory (the GPU may copy them directly).
     pub fn is_page_locked(&self) -> bool {
         match &self.0 {
             Storage::Heap(_) => false,
             Storage::Pooled { pool, .. } => pool.page_locked(),
+            Storage::Lent { page_locked, .. } => *page_locked,
         }
+    }
+
+    /// Whether the bytes are lent read-only (see [`PlaneData::lent`]): writing them would
+    /// copy them first, so an engine writes its results elsewhere.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.0, Storage::Lent { .. })
     }
 }
 
@@ -212,15 +252,23 @@ impl Deref for PlaneData {
         match &self.0 {
             Storage::Heap(bytes) => bytes,
             Storage::Pooled { block, len, .. } => block.as_ref().map_or(&[], |b| &b.bytes()[..*len]),
+            // SAFETY: `PlaneData::lent`'s contract: `len` readable bytes, valid and unchanged
+            // while the keeper (dropped only with `self`) lives.
+            Storage::Lent { bytes, len, .. } => unsafe { std::slice::from_raw_parts(*bytes, *len) },
         }
     }
 }
 
 impl DerefMut for PlaneData {
     fn deref_mut(&mut self) -> &mut [u8] {
+        if self.is_lent() {
+            // Copy on write: the lender may still read its bytes.
+            *self = PlaneData::from(self.to_vec());
+        }
         match &mut self.0 {
             Storage::Heap(bytes) => bytes,
             Storage::Pooled { block, len, .. } => block.as_mut().map_or(&mut [], |b| &mut b.bytes_mut()[..*len]),
+            Storage::Lent { .. } => unreachable!("lent bytes were just copied to the heap"),
         }
     }
 }
@@ -255,6 +303,8 @@ impl fmt::Debug for PlaneData {
             Storage::Heap(_) => "heap",
             Storage::Pooled { .. } if self.is_page_locked() => "pinned",
             Storage::Pooled { .. } => "pooled",
+            Storage::Lent { page_locked: true, .. } => "lent, pinned",
+            Storage::Lent { .. } => "lent",
         };
         write!(f, "PlaneData({} bytes, {kind})", self.len())
     }
@@ -328,6 +378,32 @@ mod tests {
         assert!(!copy.is_page_locked());
         assert_eq!(format!("{copy:?}"), "PlaneData(16 bytes, heap)");
         assert_eq!(format!("{data:?}"), "PlaneData(16 bytes, pooled)");
+    }
+
+    #[test]
+    fn lent_bytes_are_read_in_place_and_copied_before_a_write() {
+        struct Keeper(Arc<AtomicU64>);
+        impl Drop for Keeper {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let owner: Arc<[u8]> = Arc::from(vec![7u8; 32]);
+        let released = Arc::new(AtomicU64::new(0));
+        // SAFETY: `owner` stays alive (and unchanged) for the whole test.
+        let mut data = unsafe { PlaneData::lent(owner.as_ptr(), 32, false, Box::new(Keeper(released.clone()))) };
+        assert!(data.is_lent());
+        assert_eq!(data.as_ptr(), owner.as_ptr(), "read in place");
+        assert_eq!(format!("{data:?}"), "PlaneData(32 bytes, lent)");
+        data[0] = 1;
+        assert!(!data.is_lent(), "the write went to a heap copy");
+        assert_eq!((data[0], data[1]), (1, 7));
+        assert!(owner.iter().all(|&b| b == 7), "the lender's bytes are unchanged");
+        assert_eq!(
+            released.load(Ordering::Relaxed),
+            1,
+            "the keeper went with the lent bytes"
+        );
     }
 
     #[test]

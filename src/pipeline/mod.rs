@@ -31,12 +31,17 @@ const FRAME_QUEUE: usize = 8;
 /// Audio packets run ahead of video by the frames in flight; this holds several seconds.
 const PACKET_QUEUE: usize = 1024;
 
+/// Pictures a decoder holds besides those it has output: its reference pictures (up to 16
+/// in H.264 and HEVC) and one being decoded by each frame thread (up to 16).
+const DECODER_PICTURES: usize = 32;
+
 /// Frames the engine's pinned pool may hold: every frame the pipeline can hold at once (both
-/// queues full, the lanes busy, one being decoded, one being encoded, one held by the filter
-/// stage, one being dropped), or fewer if the config caps it. More would never be used;
-/// fewer stage the rest through the lanes' own buffers.
+/// queues full, the lanes busy, one being encoded, one held by the filter stage, one being
+/// dropped, and the decoder's own pictures, which it decodes into the pool), or fewer if the
+/// config caps it. The pool grows only as far as it is used; past its limit, pictures and
+/// frames go to ordinary memory and are staged through the lanes' own buffers.
 pub fn pooled_frames(settings: &PipelineSettings) -> usize {
-    let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 4;
+    let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 3 + DECODER_PICTURES;
     settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
 }
 

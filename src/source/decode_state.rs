@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::pooled_pictures::PooledPictures;
 use super::{sleep_unless_stopped, SourceError};
 use crate::frame::{Frame, PixelFormat};
 use crate::host_buffers::BufferPool;
@@ -74,6 +75,8 @@ pub(super) struct DecodeState {
     busy_at_last_frame: u64,
     /// See [`Source::with_frame_pool`].
     frame_pool: Option<Arc<BufferPool>>,
+    /// The decoder's allocator in that pool, whose pictures become frames without a copy.
+    pub(super) pictures: Option<Arc<PooledPictures>>,
     /// The pipeline's stop: bounds every wait of the decode path.
     stop: Arc<AtomicBool>,
     /// The decoder's own timestamp of the last frame sent, before any offset: a replay
@@ -111,6 +114,7 @@ impl DecodeState {
             url: info.url.clone(),
             drop_oldest,
             busy_at_last_frame: 0,
+            pictures: frame_pool.clone().map(PooledPictures::new),
             frame_pool,
             stop,
             last_raw_timestamp: None,
@@ -342,6 +346,9 @@ impl DecodeState {
             && decoded.width() as usize == width
             && decoded.height() as usize == height;
         if direct {
+            if let Some(frame) = self.pictures.as_ref().and_then(|p| p.lend(decoded, format)) {
+                return Ok(frame);
+            }
             return Ok(frame_from_ffmpeg(decoded, format, self.frame_pool.as_ref()));
         }
         let key = (decoded.format(), decoded.width(), decoded.height());

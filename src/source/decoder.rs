@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
 use super::{DecodeState, DrainEnd, SourceError};
@@ -32,7 +33,10 @@ const MAX_FRUITLESS_RESTARTS: u32 = 2;
 
 /// An opened FFmpeg video decoder and what is needed to open it again.
 pub(super) struct VideoDecoder {
+    /// Declared first so that it is dropped before `pictures`, which it points to.
     inner: ffmpeg::decoder::Video,
+    /// Where the decoder's pictures are allocated (the engine's frame pool), if anywhere.
+    pictures: Option<Arc<PooledPictures>>,
     codec: ffmpeg::Codec,
     parameters: codec::Parameters,
     time_base: Rational,
@@ -104,7 +108,7 @@ impl VideoDecoder {
             })?;
         }
         crate::ffmpeg_log::clear_last_error();
-        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware).map_err(|e| {
+        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware, None).map_err(|e| {
             decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder: {e}",
                 codec.name()
@@ -112,6 +116,7 @@ impl VideoDecoder {
         })?;
         Ok(VideoDecoder {
             inner,
+            pictures: None,
             codec,
             time_base,
             threads: config.threads,
@@ -127,6 +132,19 @@ impl VideoDecoder {
             nvdec_probe: nvdec_probe.clone(),
             parameters,
         })
+    }
+
+    /// Makes the decoder (and every decoder opened again in its place) allocate its
+    /// pictures in `pictures`. Call before the first packet: pictures decoded earlier stay
+    /// where FFmpeg put them (and are copied).
+    pub(super) fn allocate_in(&mut self, pictures: Option<Arc<PooledPictures>>) {
+        if let Some(pictures) = &pictures {
+            // SAFETY: `inner` owns a valid context used by no other thread now (frame threads
+            // take the callback from it with the next packet); `pictures` is kept in `self`,
+            // and `inner` is dropped first.
+            unsafe { PooledPictures::install(pictures, self.inner.as_mut_ptr()) };
+        }
+        self.pictures = pictures;
     }
 
     pub(super) fn codec(&self) -> ffmpeg::Codec {
@@ -388,14 +406,21 @@ impl VideoDecoder {
             }
         }
         crate::ffmpeg_log::clear_last_error();
-        open_codec(self.codec, &parameters, self.time_base, self.threads, self.hardware).map_err(|e| {
-            SourceError::Decoder {
-                url: state.url.clone(),
-                reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
-                    "cannot open the {} decoder again: {e}",
-                    self.codec.name()
-                )),
-            }
+        let pictures = self.pictures.as_ref();
+        open_codec(
+            self.codec,
+            &parameters,
+            self.time_base,
+            self.threads,
+            self.hardware,
+            pictures,
+        )
+        .map_err(|e| SourceError::Decoder {
+            url: state.url.clone(),
+            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+                "cannot open the {} decoder again: {e}",
+                self.codec.name()
+            )),
         })
     }
 
@@ -435,13 +460,16 @@ enum CatchUp {
     Failed(ffmpeg::Error, usize),
 }
 
-/// Opens `codec` for a stream; software decoders get frame threads.
+/// Opens `codec` for a stream; software decoders get frame threads. With `pictures`, the
+/// decoder allocates its pictures there; the caller keeps `pictures` alive longer than the
+/// decoder.
 fn open_codec(
     codec: ffmpeg::Codec,
     parameters: &codec::Parameters,
     time_base: Rational,
     threads: usize,
     hardware: bool,
+    pictures: Option<&Arc<PooledPictures>>,
 ) -> Result<ffmpeg::decoder::Video, ffmpeg::Error> {
     let mut context = codec::Context::from_parameters(parameters.clone())?;
     if !hardware {
@@ -455,6 +483,9 @@ fn open_codec(
     // reads it; pkt_timebase (a plain field) lets the decoder compute best-effort timestamps.
     unsafe {
         (*context.as_mut_ptr()).pkt_timebase = time_base.into();
+        if let Some(pictures) = pictures {
+            PooledPictures::install(pictures, context.as_mut_ptr());
+        }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())
 }

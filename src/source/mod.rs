@@ -11,6 +11,7 @@
 mod decode_state;
 mod decoder;
 mod open;
+mod pooled_pictures;
 mod read;
 mod replay;
 mod sequence;

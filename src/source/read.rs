@@ -42,6 +42,7 @@ impl Source {
         let first_streams = self.info.stream_signature();
         let source_probe = self.nvdec_probe.clone();
         let mut source = self;
+        source.decoder.allocate_in(state.pictures.clone());
         loop {
             let outcome = source.read_all(&mut state, frames, packets, stop, counters);
             let lost = match outcome {
@@ -59,6 +60,7 @@ impl Source {
                 Err(_) if stop.load(Ordering::Relaxed) => return Ok(()),
                 Err(e) => return Err(e),
             };
+            source.decoder.allocate_in(state.pictures.clone());
             Counters::add(&counters.reconnects, 1);
             tracing::info!(input = %config.url, "reconnected");
             // Copied streams go on only if the new connection has the same ones.

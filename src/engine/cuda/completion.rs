@@ -13,7 +13,7 @@ use super::error::CudaResultExt;
 use super::lanes::{Lane, Layout, PlaneRoutes};
 use super::plan::FilterKernels;
 use crate::engine::{EngineError, StageTimes, TraceSpan};
-use crate::frame::Frame;
+use crate::frame::{Frame, Plane};
 
 /// A lane taken from the free list for one frame, with the frame. GPU work queued on the
 /// lane's stream reads and writes the lane's buffers and the frame's memory, so neither may
@@ -27,14 +27,18 @@ pub struct LaneTicket {
     /// Both `Some` until the ticket is released or dropped.
     lane: Option<Lane>,
     frame: Option<Frame>,
+    /// Planes the frame gave up for fresh ones that take its results (planes lent
+    /// read-only, such as a decoder's pictures) while the lane's upload may still read them.
+    held: Vec<Plane>,
     free_lanes: Sender<Lane>,
 }
 
 impl LaneTicket {
-    /// The lane and the frame, to queue the frame's work or to finish it.
-    pub fn parts(&mut self) -> (&mut Lane, &mut Frame) {
+    /// The lane, the frame and the planes held for the lane's copies, to queue the frame's
+    /// work or to finish it.
+    pub fn parts(&mut self) -> (&mut Lane, &mut Frame, &mut Vec<Plane>) {
         match (self.lane.as_mut(), self.frame.as_mut()) {
-            (Some(lane), Some(frame)) => (lane, frame),
+            (Some(lane), Some(frame)) => (lane, frame, &mut self.held),
             _ => unreachable!("a ticket holds its lane and frame until it is released"),
         }
     }
@@ -53,7 +57,7 @@ impl Drop for LaneTicket {
     fn drop(&mut self) {
         let Some(lane) = self.lane.take() else { return };
         // Part of the frame's work may be queued: let it finish before the lane is reused
-        // and before the frame's memory is released (the frame field drops after this).
+        // and before the frame's memory is released (the frame and held planes drop after this).
         let _ = lane.stream.synchronize();
         // A closed channel means the engine is gone; the lane is dropped with it.
         let _ = self.free_lanes.send(lane);
@@ -132,6 +136,7 @@ impl Completion {
         Ok(LaneTicket {
             lane: Some(lane),
             frame: Some(frame),
+            held: Vec::new(),
             free_lanes: self.return_lane.clone(),
         })
     }
@@ -205,7 +210,7 @@ fn finish_frame(
     origin: Option<Arc<CudaEvent>>,
     spin: Duration,
 ) -> (Result<(), EngineError>, Vec<TraceSpan>) {
-    let (lane, frame) = ticket.parts();
+    let (lane, frame, _) = ticket.parts();
     let index = lane.index;
     let what = || format!("lane {index}, frame {}: waiting for the GPU", frame.index);
     let result = wait_for(&lane.events.done, spin).context(what);

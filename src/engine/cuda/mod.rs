@@ -44,7 +44,7 @@ use super::{
     MAX_STREAMS,
 };
 use crate::filter::FilterSpec;
-use crate::frame::Frame;
+use crate::frame::{Frame, Plane};
 use crate::host_buffers::BufferPool;
 
 /// Byte written into GPU output buffers before each frame when poisoning (tests).
@@ -261,6 +261,29 @@ impl CudaEngine {
         Ok(Some(pool))
     }
 
+    /// Replaces each routed plane that is lent read-only (a decoder's picture, which the
+    /// decoder may still read) by a fresh one from the frame pool, for the results to go
+    /// to. The lent plane is held until the lane is done: its upload may still be queued.
+    fn give_lent_planes_fresh_ones(
+        &self,
+        layout: &Layout,
+        routes: &PlaneRoutes,
+        frame: &mut Frame,
+        held: &mut Vec<Plane>,
+    ) {
+        for (slot, _) in routes.of(layout) {
+            let plane = &mut frame.planes[slot.plane];
+            if !plane.data.is_lent() {
+                continue;
+            }
+            let fresh = match &self.pool {
+                Some(pool) => Plane::pooled(plane.shape(), pool),
+                None => Plane::with_stride(plane.shape(), slot.pitch),
+            };
+            held.push(std::mem::replace(plane, fresh));
+        }
+    }
+
     /// Enqueues upload, kernels and download of `frame` on the lane's stream.
     fn enqueue(
         &self,
@@ -268,6 +291,7 @@ impl CudaEngine {
         layout: &Layout,
         kernels: &FilterKernels,
         frame: &mut Frame,
+        held: &mut Vec<Plane>,
     ) -> Result<PlaneRoutes, EngineError> {
         let context = self.what(lane.index, &format!("frame {}", frame.index));
         let what = |action: &str| format!("{context}: {action}");
@@ -300,6 +324,7 @@ impl CudaEngine {
         if let Some(event) = &lane.events.filtered {
             event.record(&stream).context(|| what("recording the kernel event"))?;
         }
+        self.give_lent_planes_fresh_ones(layout, &routes, frame, held);
         lane.download(layout, frame, &routes)?;
         lane.events
             .done
@@ -362,11 +387,11 @@ impl Engine for CudaEngine {
             return Err(EngineError::Internal("engine used before it was prepared".into()));
         };
         let mut ticket = completion.take_lane(frame)?;
-        let (lane, frame) = ticket.parts();
+        let (lane, frame, held) = ticket.parts();
         let started = Instant::now();
         // On failure the ticket is dropped: it waits for whatever part of the frame's work
         // was queued before the lane is reused and the frame's memory released.
-        let enqueued = self.enqueue(lane, &layout, &kernels, frame);
+        let enqueued = self.enqueue(lane, &layout, &kernels, frame, held);
         let enqueued_at = Instant::now();
         frame.timeline.enqueued = Some(enqueued_at);
         self.copy_times.copy_in += enqueued_at - started;
