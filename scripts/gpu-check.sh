@@ -69,6 +69,15 @@ check "audio packets were copied" python3 -c "import json,sys; p=json.load(open(
 check "the mkv decodes again, all frames" bash -c "$(printf '%q ' "$bin") run -i $media/cuda.mkv -o null --device cpu --no-progress --stats-json $media/reread.json && python3 -c \"import json,sys; sys.exit(0 if json.load(open('$media/reread.json'))['pipelines'][0]['frames_out'] == json.load(open('$out/e2e-stats.json'))['pipelines'][0]['frames_out'] else 1)\""
 check "NVDEC decode (mpeg4_cuvid) through the CUDA engine" run -o "$media/nvdec.y4m" --device cuda --decoder nvdec
 check "NVDEC output has the same size as the software-decoded one" bash -c "[[ \$(stat -c %s $media/nvdec.y4m) == \$(stat -c %s $media/cuda.y4m) ]]"
+# NVDEC pictures stay on the GPU for the CUDA engine (one PCIe crossing per frame); the CPU
+# engine gets the same NVDEC frames in host memory. Both must write the same bytes, with every
+# plane filtered and with chroma passed through (copied from the GPU picture as it is).
+for planes in all luma; do
+    check "NVDEC pictures kept on the GPU, planes=$planes: CUDA output identical to the CPU engine's" \
+        bash -c "for d in cpu cuda; do $(printf '%q ' "$bin") run -i $media/sample.mp4 --decoder nvdec --mask gaussian:size=9,sigma=2 --planes $planes --no-progress --device \$d -o $media/nv-$planes-\$d.y4m || exit 1; done; cmp $media/nv-$planes-cpu.y4m $media/nv-$planes-cuda.y4m"
+done
+check "NVDEC pictures cross PCIe once: nothing to the GPU, one frame back" \
+    bash -c "$(printf '%q ' "$bin") run -i $media/sample.mp4 --decoder nvdec --mask sharpen --no-progress --device cuda -o null 2>&1 | tee /dev/stderr | grep -q 'PCIe per frame: 0 bytes to the GPU'"
 check "--device cuda:7 is a clear error (exit 1, names the device, no panic)" bash -c "out=\$($(printf '%q ' "$bin") run -i $media/sample.mp4 -o null --device cuda:7 2>&1); code=\$?; echo \"\$out\"; [[ \$code == 1 ]] && grep -q 'cuda:7 does not exist' <<<\"\$out\" && ! grep -q panicked <<<\"\$out\""
 
 step "NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh)"

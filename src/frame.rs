@@ -175,7 +175,7 @@ impl Plane {
 
 /// A decoded picture on its way through the pipeline. Two frames are equal when their
 /// pictures, timestamps and positions are: the timeline only says when one passed by.
-#[derive(Debug, Clone, Eq)]
+#[derive(Debug, Clone)]
 pub struct Frame {
     pub format: PixelFormat,
     pub width: usize,
@@ -187,6 +187,47 @@ pub struct Frame {
     pub index: u64,
     /// When it passed the points its filter latency is split at.
     pub timeline: Timeline,
+    /// The decoded picture in GPU memory, when the decoder left it there (NVDEC feeding the
+    /// CUDA engine on the same device). The host planes are then allocated but unwritten
+    /// until the engine has filtered the picture into them; only the CUDA engine takes such
+    /// a frame, and it lets the picture go once done with it.
+    pub device: Option<Arc<DevicePicture>>,
+}
+
+/// A picture in GPU memory: the device it is on and where each plane starts. It holds the
+/// decoder's surface (through `keeper`) until dropped.
+pub struct DevicePicture {
+    pub ordinal: usize,
+    pub planes: Vec<DevicePlane>,
+    /// Held, never read: keeps the surface allocated and unchanged.
+    _keeper: Box<dyn Send + Sync>,
+}
+
+/// One plane of a [`DevicePicture`]: its device address and row pitch in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevicePlane {
+    pub address: u64,
+    pub pitch: usize,
+}
+
+impl DevicePicture {
+    /// A picture whose planes `keeper` keeps allocated and unchanged on device `ordinal`.
+    pub fn new(ordinal: usize, planes: Vec<DevicePlane>, keeper: Box<dyn Send + Sync>) -> DevicePicture {
+        DevicePicture {
+            ordinal,
+            planes,
+            _keeper: keeper,
+        }
+    }
+}
+
+impl fmt::Debug for DevicePicture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DevicePicture")
+            .field("ordinal", &self.ordinal)
+            .field("planes", &self.planes)
+            .finish()
+    }
 }
 
 impl PartialEq for Frame {
@@ -196,6 +237,8 @@ impl PartialEq for Frame {
             && self.planes == other.planes
     }
 }
+
+impl Eq for Frame {}
 
 /// When a frame passed each point its filter latency is split at, on the host's clock;
 /// a point not passed (or not measured) is unset. Latency runs from `decoded` to the
@@ -234,6 +277,7 @@ impl Frame {
             pts: None,
             index: 0,
             timeline: Timeline::default(),
+            device: None,
         }
     }
 
@@ -268,6 +312,7 @@ impl Frame {
             pts: self.pts,
             index: self.index,
             timeline: self.timeline,
+            device: None,
         }
     }
 

@@ -55,6 +55,12 @@ impl Engine for CpuEngine {
         self.done.len()
     }
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+        if frame.device.is_some() {
+            // Only an engine that says so (`device_pictures_on`) is given such frames.
+            return Err(EngineError::Internal(
+                "a picture in GPU memory was given to the CPU engine".into(),
+            ));
+        }
         let started = Instant::now();
         let mut filtered = CpuEngine::filter_frame(&self.filter, &frame);
         // Filtered in place of queueing: enqueued and finished are the same moment.

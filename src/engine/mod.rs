@@ -90,6 +90,11 @@ pub trait Engine: Send {
     fn frame_pool(&self) -> Option<Arc<BufferPool>> {
         None
     }
+    /// The GPU whose decoded pictures `submit` takes where they are, in GPU memory
+    /// ([`crate::frame::DevicePicture`]); `None` when frames must be in host memory.
+    fn device_pictures_on(&self) -> Option<usize> {
+        None
+    }
     /// Something another thread can call to do the slow part of a filter change (compiling
     /// kernels) ahead of time, so that `set_filter` on the frame path stays quick.
     fn preparer(&self) -> FilterPreparer {

@@ -250,7 +250,9 @@ fn run_stages(
         error,
     })?;
     let engine_name = engine.name();
-    let source = source.with_frame_pool(engine.frame_pool());
+    let source = source
+        .with_frame_pool(engine.frame_pool())
+        .with_device_pictures(engine.device_pictures_on());
     monitor.set_engine(
         EngineStatus {
             device: engine.device(),

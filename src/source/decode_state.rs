@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::device_pictures::{CudaDecoding, Picture};
 use super::pooled_pictures::PooledPictures;
 use super::{sleep_unless_stopped, SourceError};
 use crate::frame::{Frame, PixelFormat};
@@ -77,6 +78,8 @@ pub(super) struct DecodeState {
     frame_pool: Option<Arc<BufferPool>>,
     /// The decoder's allocator in that pool, whose pictures become frames without a copy.
     pub(super) pictures: Option<Arc<PooledPictures>>,
+    /// The GPU an NVDEC decoder leaves its pictures on, if any.
+    pub(super) device: Option<Arc<CudaDecoding>>,
     /// The pipeline's stop: bounds every wait of the decode path.
     stop: Arc<AtomicBool>,
     /// The decoder's own timestamp of the last frame sent, before any offset: a replay
@@ -115,6 +118,7 @@ impl DecodeState {
             drop_oldest,
             busy_at_last_frame: 0,
             pictures: frame_pool.clone().map(PooledPictures::new),
+            device: None,
             frame_pool,
             stop,
             last_raw_timestamp: None,
@@ -341,6 +345,24 @@ impl DecodeState {
     /// Copies the decoded picture, converting format or size when it differs from what the
     /// pipeline was set up for (a mid-stream change is scaled to the first geometry).
     fn convert(&mut self, decoded: &ffmpeg::frame::Video) -> Result<Frame, SourceError> {
+        let downloaded;
+        let mut decoded = decoded;
+        if let Some(device) = &self.device {
+            let picture = device
+                .picture(decoded, self.target, self.frame_pool.as_ref())
+                .map_err(|e| SourceError::Decoder {
+                    url: self.url.clone(),
+                    reason: format!("cannot take the decoded picture from the GPU: {e}"),
+                })?;
+            match picture {
+                Picture::OnDevice(frame) => return Ok(frame),
+                Picture::Downloaded(host) => {
+                    downloaded = host;
+                    decoded = &downloaded;
+                }
+                Picture::Host => {}
+            }
+        }
         let (format, width, height) = self.target;
         let direct = engine_format(decoded.format()) == Some(format)
             && decoded.width() as usize == width

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::device_pictures::CudaDecoding;
 use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
@@ -37,6 +38,8 @@ pub(super) struct VideoDecoder {
     inner: ffmpeg::decoder::Video,
     /// Where the decoder's pictures are allocated (the engine's frame pool), if anywhere.
     pictures: Option<Arc<PooledPictures>>,
+    /// The GPU an NVDEC decoder leaves its pictures on, if any (see `device_pictures`).
+    device: Option<Arc<CudaDecoding>>,
     codec: ffmpeg::Codec,
     parameters: codec::Parameters,
     time_base: Rational,
@@ -108,7 +111,7 @@ impl VideoDecoder {
             })?;
         }
         crate::ffmpeg_log::clear_last_error();
-        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware, None).map_err(|e| {
+        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware, None, None).map_err(|e| {
             decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder: {e}",
                 codec.name()
@@ -117,6 +120,7 @@ impl VideoDecoder {
         Ok(VideoDecoder {
             inner,
             pictures: None,
+            device: None,
             codec,
             time_base,
             threads: config.threads,
@@ -145,6 +149,34 @@ impl VideoDecoder {
             unsafe { PooledPictures::install(pictures, self.inner.as_mut_ptr()) };
         }
         self.pictures = pictures;
+    }
+
+    /// Makes an NVDEC decoder leave its pictures on `device`'s GPU from now on: it is
+    /// opened again there (call before the first packet). Other decoders are left as they are.
+    pub(super) fn decode_on(&mut self, device: Option<Arc<CudaDecoding>>, url: &str) -> Result<(), SourceError> {
+        if !self.hardware || device.is_none() {
+            return Ok(());
+        }
+        self.device = device;
+        crate::ffmpeg_log::clear_last_error();
+        let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
+        self.inner = open_codec(
+            self.codec,
+            &self.parameters,
+            self.time_base,
+            self.threads,
+            true,
+            pictures,
+            device,
+        )
+        .map_err(|e| SourceError::Decoder {
+            url: url.to_string(),
+            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+                "cannot open the {} decoder on the GPU: {e}",
+                self.codec.name()
+            )),
+        })?;
+        Ok(())
     }
 
     pub(super) fn codec(&self) -> ffmpeg::Codec {
@@ -406,7 +438,7 @@ impl VideoDecoder {
             }
         }
         crate::ffmpeg_log::clear_last_error();
-        let pictures = self.pictures.as_ref();
+        let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         open_codec(
             self.codec,
             &parameters,
@@ -414,6 +446,7 @@ impl VideoDecoder {
             self.threads,
             self.hardware,
             pictures,
+            device,
         )
         .map_err(|e| SourceError::Decoder {
             url: state.url.clone(),
@@ -462,7 +495,7 @@ enum CatchUp {
 
 /// Opens `codec` for a stream; software decoders get frame threads. With `pictures`, the
 /// decoder allocates its pictures there; the caller keeps `pictures` alive longer than the
-/// decoder.
+/// decoder. With `device`, an NVDEC decoder outputs CUDA frames on that GPU.
 fn open_codec(
     codec: ffmpeg::Codec,
     parameters: &codec::Parameters,
@@ -470,6 +503,7 @@ fn open_codec(
     threads: usize,
     hardware: bool,
     pictures: Option<&Arc<PooledPictures>>,
+    device: Option<&Arc<CudaDecoding>>,
 ) -> Result<ffmpeg::decoder::Video, ffmpeg::Error> {
     let mut context = codec::Context::from_parameters(parameters.clone())?;
     if !hardware {
@@ -485,6 +519,9 @@ fn open_codec(
         (*context.as_mut_ptr()).pkt_timebase = time_base.into();
         if let Some(pictures) = pictures {
             PooledPictures::install(pictures, context.as_mut_ptr());
+        }
+        if let (Some(device), true) = (device, hardware) {
+            device.install(context.as_mut_ptr());
         }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())

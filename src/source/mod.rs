@@ -10,6 +10,9 @@
 
 mod decode_state;
 mod decoder;
+mod device_pictures;
+
+use device_pictures::CudaDecoding;
 mod open;
 mod pooled_pictures;
 mod read;
@@ -86,6 +89,8 @@ pub struct Source {
     frame_pool: Option<Arc<BufferPool>>,
     /// Asked before NVDEC is chosen; kept for reconnections.
     nvdec_probe: Arc<dyn NvdecProbe>,
+    /// The GPU an NVDEC decoder leaves its pictures on (see [`Source::with_device_pictures`]).
+    device: Option<Arc<CudaDecoding>>,
 }
 
 impl Source {
@@ -97,6 +102,23 @@ impl Source {
     /// engine copies nothing on the way to the GPU).
     pub fn with_frame_pool(mut self, pool: Option<Arc<BufferPool>>) -> Source {
         self.frame_pool = pool;
+        self
+    }
+
+    /// With NVDEC, leaves decoded pictures on GPU `ordinal` (the CUDA engine's device),
+    /// so that a frame crosses PCIe once, filtered; `None`, or a software decoder, changes
+    /// nothing. When the GPU cannot be opened for NVDEC, pictures come to host memory as
+    /// before, with a warning.
+    pub fn with_device_pictures(mut self, ordinal: Option<usize>) -> Source {
+        let Some(ordinal) = ordinal.filter(|_| self.decoder.is_hardware()) else {
+            return self;
+        };
+        match CudaDecoding::new(ordinal) {
+            Ok(device) => self.device = Some(device),
+            Err(reason) => {
+                tracing::warn!(input = %self.config.url, "{reason}; decoded pictures go through host memory")
+            }
+        }
         self
     }
 }

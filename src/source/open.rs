@@ -276,6 +276,7 @@ impl Source {
             config: config.clone(),
             frame_pool: None,
             nvdec_probe: nvdec_probe.clone(),
+            device: None,
         })
     }
 

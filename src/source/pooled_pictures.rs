@@ -134,6 +134,7 @@ impl PooledPictures {
             pts: None,
             index: 0,
             timeline: Timeline::default(),
+            device: None,
         })
     }
 

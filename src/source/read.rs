@@ -41,8 +41,11 @@ impl Source {
         );
         let first_streams = self.info.stream_signature();
         let source_probe = self.nvdec_probe.clone();
+        let device = self.device.clone();
         let mut source = self;
         source.decoder.allocate_in(state.pictures.clone());
+        source.decoder.decode_on(device.clone(), &config.url)?;
+        state.device = device;
         loop {
             let outcome = source.read_all(&mut state, frames, packets, stop, counters);
             let lost = match outcome {
@@ -61,6 +64,7 @@ impl Source {
                 Err(e) => return Err(e),
             };
             source.decoder.allocate_in(state.pictures.clone());
+            source.decoder.decode_on(state.device.clone(), &config.url)?;
             Counters::add(&counters.reconnects, 1);
             tracing::info!(input = %config.url, "reconnected");
             // Copied streams go on only if the new connection has the same ones.

@@ -152,14 +152,14 @@ fn pinned_frames_cap_the_frame_pool() {
             .unwrap();
         crate::pipeline::pooled_frames(&settings.pipelines[0])
     };
-    // Two queues of 8, 4 streams x 2 frames, 4 more.
-    assert_eq!(pool_for(""), 28);
-    assert_eq!(pool_for("streams = 2\nframes_per_stream = 1"), 22);
+    // Two queues of 8, 4 streams x 2 frames, 3 more, and the decoder's 32 pictures.
+    assert_eq!(pool_for(""), 59);
+    assert_eq!(pool_for("streams = 2\nframes_per_stream = 1"), 53);
     assert_eq!(pool_for("pinned_frames = 6"), 6);
     assert_eq!(pool_for("pinned_frames = 0"), 0, "no pool: every frame staged");
     assert_eq!(
         pool_for("pinned_frames = 500"),
-        28,
+        59,
         "never more than the pipeline can hold"
     );
 }

@@ -217,6 +217,8 @@ fn finish_frame(
     frame.timeline.finished = Some(Instant::now());
     if result.is_ok() {
         lane.drain_output(layout, frame, routes);
+        // The host planes hold the whole picture now: give the decoder its surface back.
+        frame.device = None;
     }
     let spans = match (&result, origin) {
         (Ok(()), Some(origin)) => lane_spans(lane, &origin, frame.index).unwrap_or_default(),

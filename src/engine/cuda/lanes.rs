@@ -254,8 +254,17 @@ impl Lane {
     /// Enqueues the copy of the frame's selected planes to the GPU on the lane's stream,
     /// staging (a CPU copy) the planes that cannot go directly. The caller holds a free lane
     /// (its done event has completed) and keeps `frame` untouched until the lane is done.
-    pub fn upload(&mut self, layout: &Layout, frame: &Frame) -> Result<PlaneRoutes, EngineError> {
+    pub fn upload(&mut self, layout: &Layout, frame: &mut Frame) -> Result<PlaneRoutes, EngineError> {
         let routes = PlaneRoutes::for_frame(layout, frame);
+        if let Some(picture) = frame.device.clone() {
+            // The picture is on the GPU already: nothing to stage in, but staged outputs
+            // still need the staging buffers.
+            if routes.staged(layout).next().is_some() {
+                self.staging(layout)?;
+            }
+            super::device_input::copy_in(self, layout, frame, &picture)?;
+            return Ok(routes);
+        }
         if routes.staged(layout).next().is_some() {
             let staging = self.staging(layout)?;
             for slot in routes.staged(layout) {

@@ -15,6 +15,7 @@
 
 mod completion;
 pub mod device;
+mod device_input;
 mod error;
 pub mod kernels;
 pub mod lanes;
@@ -63,6 +64,8 @@ pub struct CudaEngine {
     origin: Option<Arc<CudaEvent>>,
     spans: Vec<TraceSpan>,
     copy_times: HostCopyTimes,
+    /// Bytes the engine's copies moved over PCIe, each way.
+    pcie: PcieBytes,
     last_stages: Option<StageTimes>,
     /// Page-locked frame buffers lent to whoever makes frames (the source).
     pool: Option<Arc<BufferPool>>,
@@ -102,6 +105,7 @@ impl CudaEngine {
             origin: None,
             spans: Vec::new(),
             copy_times: HostCopyTimes::default(),
+            pcie: PcieBytes::default(),
             last_stages: None,
             pool: None,
             pool_shape: None,
@@ -132,6 +136,11 @@ impl CudaEngine {
     /// CPU time spent on pinned-memory copies so far.
     pub fn host_copy_times(&self) -> HostCopyTimes {
         self.copy_times
+    }
+
+    /// Bytes moved over PCIe so far, each way, and the frames they were moved for.
+    pub fn pcie_bytes(&self) -> PcieBytes {
+        self.pcie
     }
 
     /// What kernel planning needs of this engine.
@@ -334,8 +343,49 @@ impl CudaEngine {
     }
 }
 
+/// Bytes the engine moved over PCIe: every selected plane goes to the GPU and back, except
+/// that a picture already on the GPU comes only back, with the planes the filter skips.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PcieBytes {
+    pub frames: u64,
+    pub to_gpu: u64,
+    pub from_gpu: u64,
+}
+
+impl PcieBytes {
+    fn count(&mut self, layout: &Layout, frame: &Frame) {
+        let selected: u64 = layout
+            .slots
+            .iter()
+            .map(|slot| (slot.row_bytes() * slot.height) as u64)
+            .sum();
+        self.frames += 1;
+        if frame.device.is_some() {
+            self.from_gpu += frame
+                .planes
+                .iter()
+                .map(|p| (p.row_bytes() * p.height) as u64)
+                .sum::<u64>();
+        } else {
+            self.to_gpu += selected;
+            self.from_gpu += selected;
+        }
+    }
+}
+
 impl Drop for CudaEngine {
     fn drop(&mut self) {
+        let PcieBytes {
+            frames,
+            to_gpu,
+            from_gpu,
+        } = self.pcie;
+        if let (Some(to), Some(from)) = (to_gpu.checked_div(frames), from_gpu.checked_div(frames)) {
+            tracing::info!(
+                pipeline = %self.options.pipeline,
+                "PCIe per frame: {to} bytes to the GPU, {from} back ({frames} frames)",
+            );
+        }
         if let Some(mut completion) = self.completion.take() {
             completion.stop();
         }
@@ -396,6 +446,7 @@ impl Engine for CudaEngine {
         frame.timeline.enqueued = Some(enqueued_at);
         self.copy_times.copy_in += enqueued_at - started;
         let routes = enqueued?;
+        self.pcie.count(&layout, frame);
         completion.send(InFlight {
             ticket,
             routes,
@@ -437,6 +488,10 @@ impl Engine for CudaEngine {
 
     fn frame_pool(&self) -> Option<Arc<BufferPool>> {
         self.pool.clone()
+    }
+
+    fn device_pictures_on(&self) -> Option<usize> {
+        Some(self.device.ordinal)
     }
 
     fn preparer(&self) -> FilterPreparer {

@@ -1,0 +1,177 @@
+//! NVDEC pictures that stay on the GPU. When the engine is CUDA on the device NVDEC decodes
+//! on, the cuvid decoder is given an FFmpeg CUDA device on that device's primary context,
+//! the one the engine uses, so it outputs CUDA frames instead of copying each picture to
+//! host memory. A decoded picture then becomes a frame that carries its device planes
+//! ([`DevicePicture`]) and unwritten host planes: the engine copies the picture into its
+//! lane on the GPU and brings back only the filtered result, so each frame crosses PCIe
+//! once instead of three times (decoder to host, host to engine, engine to host).
+//!
+//! One context per device also means NVDEC pipelines no longer each create a CUDA context
+//! of their own (what cuvid does without a device), which costs GPU memory and start-up time.
+//!
+//! Pictures the engine cannot take as they are (another surface format, a size change the
+//! pipeline scales away) are copied to host memory and converted as before.
+
+use ffmpeg::ffi;
+use ffmpeg::format::Pixel;
+use ffmpeg_next as ffmpeg;
+use std::ffi::CString;
+use std::sync::Arc;
+
+use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, Plane, Timeline};
+use crate::host_buffers::BufferPool;
+
+/// An FFmpeg CUDA device on one GPU's primary context, for cuvid decoders.
+pub struct CudaDecoding {
+    ordinal: usize,
+    device: *mut ffi::AVBufferRef,
+}
+
+// SAFETY: the device reference is only read (to make new references to it, which FFmpeg
+// counts atomically) and unreferenced once, on drop.
+unsafe impl Send for CudaDecoding {}
+// SAFETY: see the `Send` impl.
+unsafe impl Sync for CudaDecoding {}
+
+impl Drop for CudaDecoding {
+    fn drop(&mut self) {
+        // SAFETY: `self.device` is the reference `new` made, owned by this value.
+        unsafe { ffi::av_buffer_unref(&mut self.device) };
+    }
+}
+
+/// A decoded CUDA frame, kept until the picture's last user is done.
+struct FrameRef(*mut ffi::AVFrame);
+
+// SAFETY: the frame is never read or written through this handle; it is freed once, on
+// drop, which FFmpeg allows from any thread (its buffers are counted atomically).
+unsafe impl Send for FrameRef {}
+// SAFETY: see the `Send` impl.
+unsafe impl Sync for FrameRef {}
+
+impl Drop for FrameRef {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` came from av_frame_clone and is owned by this value.
+        unsafe { ffi::av_frame_free(&mut self.0) };
+    }
+}
+
+/// What became of a decoded picture.
+pub(super) enum Picture {
+    /// Not a CUDA frame: the caller converts it as usual.
+    Host,
+    /// A frame whose picture stays on the GPU.
+    OnDevice(Frame),
+    /// Copied to host memory, for the caller to convert.
+    Downloaded(ffmpeg::frame::Video),
+}
+
+impl CudaDecoding {
+    /// A CUDA device for decoders on GPU `ordinal`, on its primary context.
+    pub fn new(ordinal: usize) -> Result<Arc<CudaDecoding>, String> {
+        let name = CString::new(ordinal.to_string()).expect("digits have no NUL");
+        let mut options: *mut ffi::AVDictionary = std::ptr::null_mut();
+        let mut device: *mut ffi::AVBufferRef = std::ptr::null_mut();
+        // SAFETY: plain FFmpeg calls with valid, NUL-terminated strings; the dictionary is
+        // freed after use; `device` is set only on success.
+        let result = unsafe {
+            ffi::av_dict_set(&mut options, c"primary_ctx".as_ptr(), c"1".as_ptr(), 0);
+            let result = ffi::av_hwdevice_ctx_create(
+                &mut device,
+                ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA,
+                name.as_ptr(),
+                options,
+                0,
+            );
+            ffi::av_dict_free(&mut options);
+            result
+        };
+        if result < 0 || device.is_null() {
+            return Err(format!(
+                "cannot open GPU {ordinal} for NVDEC: {}",
+                ffmpeg::Error::from(result)
+            ));
+        }
+        Ok(Arc::new(CudaDecoding { ordinal, device }))
+    }
+
+    /// Makes a decoder context (not open yet) output CUDA frames on this device.
+    ///
+    /// # Safety
+    /// `context` must be a valid, not yet opened AVCodecContext that nothing else uses now.
+    pub(super) unsafe fn install(&self, context: *mut ffi::AVCodecContext) {
+        // SAFETY: the caller's contract; the context owns the new reference.
+        unsafe { (*context).hw_device_ctx = ffi::av_buffer_ref(self.device) };
+    }
+
+    /// The decoded picture as a frame that keeps it on the GPU, when the engine takes it as
+    /// it is (`target`: the pipeline's format and size); else copied to host memory.
+    pub(super) fn picture(
+        &self,
+        decoded: &ffmpeg::frame::Video,
+        target: (PixelFormat, usize, usize),
+        pool: Option<&Arc<BufferPool>>,
+    ) -> Result<Picture, ffmpeg::Error> {
+        if decoded.format() != Pixel::CUDA {
+            return Ok(Picture::Host);
+        }
+        // SAFETY: `decoded` is a valid CUDA frame: its hw_frames_ctx holds an AVHWFramesContext.
+        let (raw, surface) = unsafe {
+            let raw = &*decoded.as_ptr();
+            let frames = (*raw.hw_frames_ctx).data as *const ffi::AVHWFramesContext;
+            (raw, (*frames).sw_format)
+        };
+        let (format, width, height) = target;
+        let fits = surface == ffi::AVPixelFormat::AV_PIX_FMT_NV12
+            && format == PixelFormat::Nv12
+            && decoded.width() as usize == width
+            && decoded.height() as usize == height;
+        if !fits {
+            return self.download(decoded).map(Picture::Downloaded);
+        }
+        let planes = (0..2)
+            .map(|i| DevicePlane {
+                address: raw.data[i] as u64,
+                pitch: raw.linesize[i] as usize,
+            })
+            .collect();
+        // SAFETY: `decoded` is valid; the clone references the same surface.
+        let keeper = FrameRef(unsafe { ffi::av_frame_clone(decoded.as_ptr()) });
+        if keeper.0.is_null() {
+            return Err(ffmpeg::Error::Other {
+                errno: ffmpeg::util::error::ENOMEM,
+            });
+        }
+        let shapes = format.plane_shapes(width, height);
+        let planes_on_host = match pool {
+            Some(pool) => shapes.into_iter().map(|shape| Plane::pooled(shape, pool)).collect(),
+            None => shapes.into_iter().map(Plane::new).collect(),
+        };
+        Ok(Picture::OnDevice(Frame {
+            format,
+            width,
+            height,
+            planes: planes_on_host,
+            pts: None,
+            index: 0,
+            timeline: Timeline::default(),
+            device: Some(Arc::new(DevicePicture::new(self.ordinal, planes, Box::new(keeper)))),
+        }))
+    }
+
+    /// The picture copied into host memory (its surface format, e.g. NV12 or P010).
+    fn download(&self, decoded: &ffmpeg::frame::Video) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+        let mut host = ffmpeg::frame::Video::empty();
+        // SAFETY: both frames are valid; FFmpeg allocates the host frame's buffers.
+        let result = unsafe { ffi::av_hwframe_transfer_data(host.as_mut_ptr(), decoded.as_ptr(), 0) };
+        if result < 0 {
+            return Err(ffmpeg::Error::from(result));
+        }
+        // SAFETY: both frames are valid; copies timestamps and colour properties.
+        let result = unsafe { ffi::av_frame_copy_props(host.as_mut_ptr(), decoded.as_ptr()) };
+        if result < 0 {
+            return Err(ffmpeg::Error::from(result));
+        }
+        Ok(host)
+    }
+}
