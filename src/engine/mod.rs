@@ -58,6 +58,16 @@ impl EngineError {
 /// The contract every engine keeps: `submit` takes a frame while `in_flight() < capacity()`,
 /// `receive` blocks for the oldest frame still in flight and returns it filtered, or `None`
 /// when nothing is in flight. Frames come back in exactly the order they went in.
+/// A CUDA context a decoder can put its pictures in, for the engine to take them there.
+#[derive(Clone)]
+pub struct GpuContext {
+    pub ordinal: usize,
+    /// The driver's `CUcontext` handle.
+    pub handle: usize,
+    /// Keeps the context alive for as long as anything holds this.
+    pub keeper: Arc<dyn std::any::Any + Send + Sync>,
+}
+
 pub trait Engine: Send {
     /// A short name for logs and stats (`cpu`, `cuda:0 (NVIDIA H100)`).
     fn name(&self) -> String;
@@ -90,9 +100,10 @@ pub trait Engine: Send {
     fn frame_pool(&self) -> Option<Arc<BufferPool>> {
         None
     }
-    /// The GPU whose decoded pictures `submit` takes where they are, in GPU memory
-    /// ([`crate::frame::DevicePicture`]); `None` when frames must be in host memory.
-    fn device_pictures_on(&self) -> Option<usize> {
+    /// The GPU (and its CUDA context) whose decoded pictures `submit` takes where they
+    /// are, in GPU memory ([`crate::frame::DevicePicture`]); `None` when frames must be in
+    /// host memory.
+    fn device_pictures_on(&self) -> Option<GpuContext> {
         None
     }
     /// Something another thread can call to do the slow part of a filter change (compiling

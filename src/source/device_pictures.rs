@@ -1,6 +1,5 @@
-//! NVDEC pictures that stay on the GPU. When the engine is CUDA on the device NVDEC decodes
-//! on, the cuvid decoder is given an FFmpeg CUDA device on that device's primary context,
-//! the one the engine uses, so it outputs CUDA frames instead of copying each picture to
+//! NVDEC pictures that stay on the GPU. When the engine is CUDA, the cuvid decoder is given
+//! an FFmpeg CUDA device on the engine's own context, so it outputs CUDA frames instead of copying each picture to
 //! host memory. A decoded picture then becomes a frame that carries its device planes
 //! ([`DevicePicture`]) and unwritten host planes: the engine copies the picture into its
 //! lane on the GPU and brings back only the filtered result, so each frame crosses PCIe
@@ -15,9 +14,10 @@
 use ffmpeg::ffi;
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
-use std::ffi::CString;
+use std::ffi::c_void;
 use std::sync::Arc;
 
+use crate::engine::GpuContext;
 use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, Plane, Timeline};
 use crate::host_buffers::BufferPool;
 
@@ -38,6 +38,25 @@ impl Drop for CudaDecoding {
         // SAFETY: `self.device` is the reference `new` made, owned by this value.
         unsafe { ffi::av_buffer_unref(&mut self.device) };
     }
+}
+
+/// `AVCUDADeviceContext` from FFmpeg 5.1's `hwcontext_cuda.h` (not in the bindings, which
+/// are made without the CUDA headers).
+#[repr(C)]
+struct CudaDeviceContext {
+    cuda_ctx: *mut c_void,
+    stream: *mut c_void,
+    internal: *mut c_void,
+}
+
+/// `AVHWDeviceContext.free`: drops the context keeper `CudaDecoding::new` leaked.
+unsafe extern "C" fn release_context(device: *mut ffi::AVHWDeviceContext) {
+    // SAFETY: `user_opaque` is the boxed keeper `new` leaked; FFmpeg calls this once.
+    unsafe {
+        drop(Box::from_raw(
+            (*device).user_opaque.cast::<Arc<dyn std::any::Any + Send + Sync>>(),
+        ))
+    };
 }
 
 /// A decoded CUDA frame, kept until the picture's last user is done.
@@ -67,32 +86,38 @@ pub(super) enum Picture {
 }
 
 impl CudaDecoding {
-    /// A CUDA device for decoders on GPU `ordinal`, on its primary context.
-    pub fn new(ordinal: usize) -> Result<Arc<CudaDecoding>, String> {
-        let name = CString::new(ordinal.to_string()).expect("digits have no NUL");
-        let mut options: *mut ffi::AVDictionary = std::ptr::null_mut();
-        let mut device: *mut ffi::AVBufferRef = std::ptr::null_mut();
-        // SAFETY: plain FFmpeg calls with valid, NUL-terminated strings; the dictionary is
-        // freed after use; `device` is set only on success.
-        let result = unsafe {
-            ffi::av_dict_set(&mut options, c"primary_ctx".as_ptr(), c"1".as_ptr(), 0);
-            let result = ffi::av_hwdevice_ctx_create(
-                &mut device,
-                ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA,
-                name.as_ptr(),
-                options,
-                0,
-            );
-            ffi::av_dict_free(&mut options);
-            result
+    /// An FFmpeg CUDA device on `context` (the engine's), for decoders.
+    pub fn new(context: GpuContext) -> Result<Arc<CudaDecoding>, String> {
+        let ordinal = context.ordinal;
+        let fail = |what: &str, code: i32| {
+            format!(
+                "cannot share GPU {ordinal}'s context with NVDEC: {what}: {}",
+                ffmpeg::Error::from(code)
+            )
         };
-        if result < 0 || device.is_null() {
-            return Err(format!(
-                "cannot open GPU {ordinal} for NVDEC: {}",
-                ffmpeg::Error::from(result)
-            ));
+        // SAFETY: plain FFmpeg calls. The device's CUDA part is filled in as
+        // hwcontext_cuda.h says (a context of the caller's, the legacy default stream)
+        // before av_hwdevice_ctx_init; FFmpeg then neither creates nor destroys a context.
+        // The keeper, leaked into `user_opaque`, is dropped by `release_context` when FFmpeg
+        // frees the device, after everything made from it: the context outlives them all.
+        unsafe {
+            let mut device = ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA);
+            if device.is_null() {
+                return Err(fail("allocating the device", ffi::AVERROR(libc::ENOMEM)));
+            }
+            let hw = (*device).data as *mut ffi::AVHWDeviceContext;
+            let cuda = (*hw).hwctx as *mut CudaDeviceContext;
+            (*cuda).cuda_ctx = context.handle as *mut c_void;
+            (*cuda).stream = std::ptr::null_mut();
+            (*hw).user_opaque = Box::into_raw(Box::new(context.keeper)).cast();
+            (*hw).free = Some(release_context);
+            let result = ffi::av_hwdevice_ctx_init(device);
+            if result < 0 {
+                ffi::av_buffer_unref(&mut device);
+                return Err(fail("initialising the device", result));
+            }
+            Ok(Arc::new(CudaDecoding { ordinal, device }))
         }
-        Ok(Arc::new(CudaDecoding { ordinal, device }))
     }
 
     /// Makes a decoder context (not open yet) output CUDA frames on this device.

@@ -105,15 +105,15 @@ impl Source {
         self
     }
 
-    /// With NVDEC, leaves decoded pictures on GPU `ordinal` (the CUDA engine's device),
+    /// With NVDEC, leaves decoded pictures on the GPU, in `context` (the CUDA engine's),
     /// so that a frame crosses PCIe once, filtered; `None`, or a software decoder, changes
     /// nothing. When the GPU cannot be opened for NVDEC, pictures come to host memory as
     /// before, with a warning.
-    pub fn with_device_pictures(mut self, ordinal: Option<usize>) -> Source {
-        let Some(ordinal) = ordinal.filter(|_| self.decoder.is_hardware()) else {
+    pub fn with_device_pictures(mut self, context: Option<crate::engine::GpuContext>) -> Source {
+        let Some(context) = context.filter(|_| self.decoder.is_hardware()) else {
             return self;
         };
-        match CudaDecoding::new(ordinal) {
+        match CudaDecoding::new(context) {
             Ok(device) => self.device = Some(device),
             Err(reason) => {
                 tracing::warn!(input = %self.config.url, "{reason}; decoded pictures go through host memory")

@@ -490,8 +490,12 @@ impl Engine for CudaEngine {
         self.pool.clone()
     }
 
-    fn device_pictures_on(&self) -> Option<usize> {
-        Some(self.device.ordinal)
+    fn device_pictures_on(&self) -> Option<crate::engine::GpuContext> {
+        Some(crate::engine::GpuContext {
+            ordinal: self.device.ordinal,
+            handle: self.context.cu_ctx() as usize,
+            keeper: self.context.clone(),
+        })
     }
 
     fn preparer(&self) -> FilterPreparer {
