@@ -96,6 +96,20 @@ struct BenchArgs {
     /// The separable kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (as filter.gpu.separable_tiling).
     #[arg(long)]
     separable_tiling: Option<convstream::engine::TileShape>,
+    /// Scale suite: ramp this decoder only (software or nvdec); default both on a GPU,
+    /// software on the CPU.
+    #[arg(long)]
+    decoder: Option<String>,
+    /// Scale suite: run these pipeline counts (comma-separated) instead of the ramp
+    /// 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, ...
+    #[arg(long, value_delimiter = ',')]
+    pipelines: Option<Vec<usize>>,
+    /// Scale suite: the ramp stops at this many pipelines.
+    #[arg(long, default_value_t = 256)]
+    max_pipelines: usize,
+    /// Scale suite: seconds each step is measured for, after a warm-up (default 10; 2 with --quick).
+    #[arg(long)]
+    scale_seconds: Option<f64>,
 }
 
 fn parse_mask_size(text: &str) -> Result<usize, String> {
@@ -451,6 +465,10 @@ fn bench(args: BenchArgs) -> Result<(), Failure> {
             dense_tiling: args.dense_tiling,
             separable_tiling: args.separable_tiling,
         },
+        decoder: args.decoder,
+        pipelines: args.pipelines,
+        max_pipelines: args.max_pipelines,
+        scale_seconds: args.scale_seconds,
     };
     let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
     let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;

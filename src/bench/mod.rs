@@ -12,6 +12,11 @@ use crate::engine::{DeviceChoice, GpuTuning};
 
 pub use report::{read_report, write_outputs, write_plots};
 
+/// The mask the e2e and scale suites filter with.
+pub fn suites_e2e_mask() -> &'static str {
+    suites::E2E_MASK
+}
+
 /// Which suites to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Suite {
@@ -19,12 +24,14 @@ pub enum Suite {
     Transfer,
     Overlap,
     E2e,
+    /// Live pipelines per host (not part of `all`: it runs for minutes).
+    Scale,
     All,
 }
 
 impl Suite {
     fn includes(self, other: Suite) -> bool {
-        self == Suite::All || self == other
+        (self == Suite::All && other != Suite::Scale) || self == other
     }
 }
 
@@ -43,6 +50,14 @@ pub struct BenchOptions {
     pub planes: Option<Vec<(usize, usize)>>,
     /// Spin-wait and tilings of the CUDA engine (and the kernels the kernel suite times).
     pub tuning: GpuTuning,
+    /// Scale suite: the one decoder to ramp (`software`, `nvdec`); default both on a GPU.
+    pub decoder: Option<String>,
+    /// Scale suite: these pipeline counts instead of the ramp.
+    pub pipelines: Option<Vec<usize>>,
+    /// Scale suite: the ramp stops here.
+    pub max_pipelines: usize,
+    /// Scale suite: seconds each step is measured for, after its warm-up.
+    pub scale_seconds: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +180,38 @@ pub struct E2eRow {
     pub engine: String,
 }
 
+/// One step of the scale suite: `pipelines` paced copies of a clip at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScaleRow {
+    pub decoder: String,
+    pub pipelines: usize,
+    /// The clip's frame rate, which every pipeline is paced at.
+    pub frame_rate: f64,
+    /// Frames/s of the slowest pipeline and of the median one, over the measured window.
+    pub fps_min: f64,
+    pub fps_median: f64,
+    /// Frames dropped in the window, all pipelines together.
+    pub frames_dropped: u64,
+    /// Decoded-to-filtered latency: the worst pipeline's p50 and p99 over its run.
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    /// The process's CPU time over the window, as a share of all the host's cores.
+    pub host_cpu_percent: f64,
+    /// The GPU's kernel-busy share (NVML), averaged over the window.
+    pub gpu_busy_percent: Option<f64>,
+    pub resident_bytes: u64,
+    pub pinned_bytes: u64,
+    /// Why the step failed (the ramp stops there); `None` when it passed.
+    pub failure: Option<String>,
+}
+
+/// The scale suite's steps and, per decoder, the most pipelines that passed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ScaleResults {
+    pub rows: Vec<ScaleRow>,
+    pub max_pipelines: std::collections::BTreeMap<String, usize>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub run: RunInfo,
@@ -172,6 +219,8 @@ pub struct BenchReport {
     pub transfer: Vec<TransferRow>,
     pub overlap: Vec<OverlapRow>,
     pub e2e: Vec<E2eRow>,
+    #[serde(default)]
+    pub scale: ScaleResults,
     /// Suites or cases that could not run here, and why.
     pub skipped: Vec<String>,
 }
@@ -189,6 +238,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
         transfer: Vec::new(),
         overlap: Vec::new(),
         e2e: Vec::new(),
+        scale: ScaleResults::default(),
         skipped: Vec::new(),
     };
     if options.suite.includes(Suite::Kernel) {
@@ -206,6 +256,10 @@ pub fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
     if options.suite.includes(Suite::E2e) {
         tracing::info!("e2e suite");
         report.e2e = suites::e2e(options, gpu, &mut report.skipped)?;
+    }
+    if options.suite.includes(Suite::Scale) {
+        tracing::info!("scale suite");
+        report.scale = suites::scale(options, gpu, &mut report.skipped)?;
     }
     Ok(report)
 }

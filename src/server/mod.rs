@@ -10,6 +10,11 @@ pub mod guard;
 pub mod metrics;
 pub mod policy;
 mod process_metrics;
+
+/// The process's CPU time (seconds) and resident memory (bytes), from `/proc`.
+pub fn process_usage() -> Option<(f64, u64)> {
+    process_metrics::cpu_and_resident()
+}
 pub mod supervisor;
 
 use std::net::SocketAddr;

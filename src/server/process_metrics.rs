@@ -39,6 +39,11 @@ fn boot_time_seconds(proc_stat: &str) -> Option<f64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// CPU seconds and resident bytes of this process.
+pub(super) fn cpu_and_resident() -> Option<(f64, u64)> {
+    read_process_stat().map(|stat| (stat.cpu_seconds, stat.resident_bytes.max(0) as u64))
+}
+
 fn read_process_stat() -> Option<ProcessStat> {
     // SAFETY: sysconf only reads a system constant.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

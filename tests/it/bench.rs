@@ -90,3 +90,56 @@ fn assert_png(path: &Path) {
         bytes.len()
     );
 }
+
+/// `bench --suite scale --quick --device cpu` (what CI runs): paced pipelines in one process,
+/// their rows in results.json with sane figures, the table in results.md and the plot.
+#[test]
+fn quick_cpu_scale_suite_reports_paced_pipelines() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let output = Command::new(env!("CARGO_BIN_EXE_convstream"))
+        .args([
+            "bench",
+            "--suite",
+            "scale",
+            "--quick",
+            "--device",
+            "cpu",
+            "--pipelines",
+            "1,2",
+        ])
+        .args(["--scale-seconds", "1.5", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("convstream runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench failed: {stderr}");
+    let text = std::fs::read_to_string(out.path().join("results.json")).expect("results.json written");
+    let results: serde_json::Value = serde_json::from_str(&text).expect("results.json parses");
+    let rows = results["scale"]["rows"].as_array().expect("scale rows");
+    assert!(!rows.is_empty(), "at least the first step ran: {stderr}");
+    for row in rows {
+        assert_eq!(row["decoder"], "software");
+        let rate = row["frame_rate"].as_f64().expect("the clip's frame rate");
+        assert!((rate - 30.0).abs() < 0.01, "the generated clip is 30 fps: {row}");
+        let (min, median) = (row["fps_min"].as_f64().unwrap(), row["fps_median"].as_f64().unwrap());
+        // Paced: never faster than the clip's rate (a little slack for the window's edges).
+        assert!(min > 0.0 && min <= median && median <= rate * 1.05, "{row}");
+        assert!(row["latency_p99_ms"].as_f64().is_some_and(|p| p > 0.0), "{row}");
+        assert!(row["resident_bytes"].as_u64().is_some_and(|b| b > 0), "{row}");
+        assert!(row["gpu_busy_percent"].is_null(), "no GPU figure on the CPU: {row}");
+    }
+    let max = results["scale"]["max_pipelines"]["software"]
+        .as_u64()
+        .expect("max_pipelines for software");
+    let passed = rows.iter().filter(|r| r["failure"].is_null()).count() as u64;
+    assert!(
+        max <= 2 && (max > 0) == (passed > 0),
+        "max_pipelines {max} agrees with the rows"
+    );
+    let markdown = std::fs::read_to_string(out.path().join("results.md")).expect("results.md written");
+    assert!(markdown.contains("## Streams per host") && markdown.contains("max_pipelines, software decoder"));
+    assert!(std::fs::read_to_string(out.path().join("scale.svg"))
+        .expect("plot written")
+        .starts_with("<svg"));
+    assert_png(&out.path().join("scale.png"));
+}

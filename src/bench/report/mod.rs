@@ -174,6 +174,9 @@ pub fn markdown(report: &BenchReport) -> String {
         }
         md.push('\n');
     }
+    if !report.scale.rows.is_empty() {
+        scale_markdown(&report.scale, &mut md);
+    }
     if !report.skipped.is_empty() {
         let _ = writeln!(md, "## Not measured\n");
         for s in &report.skipped {
@@ -181,4 +184,38 @@ pub fn markdown(report: &BenchReport) -> String {
         }
     }
     md
+}
+
+/// The scale suite's table: one row per step, then the most pipelines each decoder held.
+fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "## Streams per host (paced live pipelines, {} -> null; a step passes at >= 99% of the frame rate, 0 drops, p99 <= 50 ms)\n",
+        crate::bench::suites_e2e_mask()
+    );
+    let _ = writeln!(md, "| decoder | pipelines | fps min | fps median | dropped | p50 ms | p99 ms | host CPU | GPU busy | RSS MB | pinned MB | result |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for r in &scale.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.2} | {:.2} | {} | {:.1} | {:.1} | {:.0}% | {} | {:.0} | {:.0} | {} |",
+            r.decoder,
+            r.pipelines,
+            r.fps_min,
+            r.fps_median,
+            r.frames_dropped,
+            r.latency_p50_ms,
+            r.latency_p99_ms,
+            r.host_cpu_percent,
+            r.gpu_busy_percent.map_or("-".to_string(), |b| format!("{b:.0}%")),
+            r.resident_bytes as f64 / 1048576.0,
+            r.pinned_bytes as f64 / 1048576.0,
+            r.failure.as_deref().unwrap_or("ok"),
+        );
+    }
+    md.push('\n');
+    for (decoder, max) in &scale.max_pipelines {
+        let _ = writeln!(md, "- max_pipelines, {decoder} decoder: **{max}**");
+    }
+    md.push('\n');
 }

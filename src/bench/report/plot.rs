@@ -22,7 +22,7 @@ pub(super) static PLOT_FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaV
 pub fn write_plots(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
     register_plot_font()?;
     let mut written = Vec::new();
-    for plot in [Plot::Kernel, Plot::Overlap] {
+    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale] {
         if !plot.has_figures(report) {
             continue;
         }
@@ -60,6 +60,7 @@ const COLOURS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
 pub(super) enum Plot {
     Kernel,
     Overlap,
+    Scale,
 }
 
 impl Plot {
@@ -67,6 +68,7 @@ impl Plot {
         match self {
             Plot::Kernel => "kernel",
             Plot::Overlap => "overlap",
+            Plot::Scale => "scale",
         }
     }
 
@@ -74,6 +76,7 @@ impl Plot {
         match self {
             Plot::Kernel => !report.kernel.is_empty(),
             Plot::Overlap => !report.overlap.is_empty(),
+            Plot::Scale => !report.scale.rows.is_empty(),
         }
     }
 
@@ -91,6 +94,7 @@ impl Plot {
         match self {
             Plot::Kernel => kernel_plot(report, root, Sizes::new(scale)),
             Plot::Overlap => overlap_plot(report, root, Sizes::new(scale)),
+            Plot::Scale => scale_plot(report, root, Sizes::new(scale)),
         }
     }
 }
@@ -228,6 +232,69 @@ where
     }
     // Frames/s grows with streams: the lower right stays clear.
     legend(&mut chart, sizes, SeriesLabelPosition::LowerRight)
+}
+
+/// The scale suite: the slowest pipeline's frames/s (top) and the worst p99 latency
+/// (bottom) against the number of pipelines, one line per decoder.
+fn scale_plot<DB: DrawingBackend>(
+    report: &BenchReport,
+    root: &DrawingArea<DB, Shift>,
+    sizes: Sizes,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let rows = &report.scale.rows;
+    let max_n = rows.iter().map(|r| r.pipelines).max().unwrap_or(1) as f64;
+    let mut decoders: Vec<&str> = rows.iter().map(|r| r.decoder.as_str()).collect();
+    decoders.dedup();
+    let panels = root.split_evenly((2, 1));
+    type Figure = fn(&crate::bench::ScaleRow) -> f64;
+    let figures: [(&str, &str, Figure); 2] = [
+        ("slowest pipeline's frames/s", "frames/s", |r| r.fps_min),
+        ("worst p99 latency", "ms", |r| r.latency_p99_ms),
+    ];
+    for (panel, (title, unit, figure)) in panels.iter().zip(figures) {
+        let top = rows.iter().map(figure).fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("{title} against pipelines, {}", report.run.device),
+                sizes.font(18),
+            )
+            .margin(sizes.px(12))
+            .x_label_area_size(sizes.px(40))
+            .y_label_area_size(sizes.px(70))
+            .build_cartesian_2d(0f64..max_n * 1.05, 0f64..top * 1.15)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("pipelines")
+            .y_desc(unit)
+            .label_style(sizes.font(13))
+            .axis_desc_style(sizes.font(15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, decoder) in decoders.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let line = colour.stroke_width(sizes.px(2));
+            let (legend_line, dot) = (sizes.legend_line(), sizes.px(3));
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.decoder == *decoder)
+                .map(|r| (r.pipelines as f64, figure(r)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), line))
+                .map_err(|e| e.to_string())?
+                .label(decoder.to_string())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + legend_line, y)], line));
+            chart
+                .draw_series(points.into_iter().map(|p| Circle::new(p, dot, colour.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        legend(&mut chart, sizes, SeriesLabelPosition::LowerLeft)?;
+    }
+    Ok(())
 }
 
 /// The legend box, at `position` inside the plotting area.

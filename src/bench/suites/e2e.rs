@@ -15,7 +15,7 @@ use crate::pipeline::{decode_only, run_pipeline, RunOptions};
 
 /// A generated clip in the output folder (kept between runs): H.264 where the FFmpeg build
 /// has libx264, else MPEG-4 Part 2.
-fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -> Result<PathBuf, BenchError> {
+pub(super) fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -> Result<PathBuf, BenchError> {
     let path = out.join(format!("clip-{width}x{height}-{frames}.mp4"));
     if !path.exists() {
         tracing::info!("generating {}", path.display());
@@ -121,6 +121,26 @@ fn filtered_run(
     device: DeviceChoice,
     tuning: GpuTuning,
 ) -> Result<crate::stats::PipelineReport, BenchError> {
+    let settings = bench_settings(source, mask, device, tuning);
+    let run_options = RunOptions {
+        stop: Arc::new(AtomicBool::new(false)),
+        progress: false,
+        trace: None,
+        stage_times: false,
+        outputs: crate::pipeline::OutputPolicy::Command,
+        io_grace: std::time::Duration::from_secs(5),
+    };
+    Ok(run_pipeline(&settings, &run_options)?)
+}
+
+/// A pipeline named "bench": `source`, `mask` on every plane with 4 streams (default frames
+/// per stream) and `tuning` on `device`, a null sink.
+pub(super) fn bench_settings(
+    source: &SourceConfig,
+    mask: &Mask,
+    device: DeviceChoice,
+    tuning: GpuTuning,
+) -> PipelineSettings {
     let sink = SinkConfig {
         url: "null".into(),
         format: None,
@@ -138,7 +158,7 @@ fn filtered_run(
         gpu: tuning,
         ..FilterConfig::default()
     };
-    let settings = PipelineSettings {
+    PipelineSettings {
         name: "bench".into(),
         source: source.clone(),
         filter: FilterSpec {
@@ -158,14 +178,5 @@ fn filtered_run(
             filter,
             sink,
         },
-    };
-    let run_options = RunOptions {
-        stop: Arc::new(AtomicBool::new(false)),
-        progress: false,
-        trace: None,
-        stage_times: false,
-        outputs: crate::pipeline::OutputPolicy::Command,
-        io_grace: std::time::Duration::from_secs(5),
-    };
-    Ok(run_pipeline(&settings, &run_options)?)
+    }
 }

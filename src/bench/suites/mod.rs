@@ -7,6 +7,7 @@ mod e2e;
 mod gpu;
 mod kernel;
 mod overlap;
+mod scale;
 mod transfer;
 
 use std::time::Instant;
@@ -14,6 +15,7 @@ use std::time::Instant;
 pub use e2e::e2e;
 pub use kernel::kernel;
 pub use overlap::overlap;
+pub use scale::scale;
 pub use transfer::transfer;
 
 use super::{BenchError, BenchOptions, RunInfo};
@@ -22,7 +24,7 @@ use crate::frame::{Frame, PixelFormat};
 use crate::mask::Mask;
 
 /// The dense mask of the overlap and e2e suites: a 13x13 Laplacian of Gaussian (not separable).
-const E2E_MASK: &str = "edge:size=13,sigma=2";
+pub(super) const E2E_MASK: &str = "edge:size=13,sigma=2";
 
 /// The GPU the options ask for, `None` for the CPU.
 pub fn gpu_ordinal(device: DeviceChoice) -> Result<Option<usize>, BenchError> {

@@ -1,0 +1,295 @@
+//! The scale suite: how many live pipelines one host filters. N copies of a clip, each paced
+//! at its frame rate like a camera and looping, run in this process as `serve` runs them
+//! (one pipeline per source, `drop = "oldest"`, the e2e mask on every plane, a null sink).
+//! N grows until a pipeline falls under 99% of the frame rate, drops a frame, sees a p99
+//! latency over 50 ms, or fails to start; the largest N that passed is `max_pipelines`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::e2e::{bench_settings, generated_clip};
+use super::E2E_MASK;
+use crate::bench::{BenchError, BenchOptions, ScaleResults, ScaleRow};
+use crate::config::{DropPolicy, SourceConfig};
+use crate::engine::DeviceChoice;
+use crate::mask::Mask;
+use crate::pipeline::{run_monitored, PipelineMonitor, RunOptions};
+use crate::stats::PipelineReport;
+
+/// A step passes when every pipeline keeps at least this share of the frame rate.
+const MIN_RATE_SHARE: f64 = 0.99;
+/// A step passes when every pipeline's p99 latency is at most this.
+const MAX_P99_MS: f64 = 50.0;
+/// The pipeline counts tried, in order, up to `--max-pipelines`.
+const SCHEDULE: [usize; 16] = [1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256];
+/// Software decoder threads per pipeline: many pipelines share the host's cores.
+const SOFTWARE_THREADS: usize = 2;
+
+/// Runs the ramp for each decoder and reports every step.
+pub fn scale(
+    options: &BenchOptions,
+    gpu: Option<usize>,
+    skipped: &mut Vec<String>,
+) -> Result<ScaleResults, BenchError> {
+    let clip: PathBuf = match &options.input {
+        Some(path) => path.clone(),
+        None if options.quick => generated_clip(&options.out, 320, 240, 60)?,
+        None => generated_clip(&options.out, 1920, 1080, 300)?,
+    };
+    let decoders: Vec<String> = match &options.decoder {
+        Some(decoder) => vec![decoder.clone()],
+        None if gpu.is_some() => vec!["software".into(), "nvdec".into()],
+        None => vec!["software".into()],
+    };
+    let schedule: Vec<usize> = match &options.pipelines {
+        Some(counts) => counts.clone(),
+        None if options.quick => vec![1, 2, 4],
+        None => SCHEDULE.into_iter().filter(|&n| n <= options.max_pipelines).collect(),
+    };
+    let window = Duration::from_secs_f64(options.scale_seconds.unwrap_or(if options.quick { 2.0 } else { 10.0 }));
+    let warm_up = if options.quick {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(3)
+    };
+    let device = gpu.map_or(DeviceChoice::Cpu, DeviceChoice::Cuda);
+    let frame_rate = clip_frame_rate(&clip)?;
+    let mut results = ScaleResults::default();
+    for decoder in &decoders {
+        let mut passed = 0;
+        for &count in &schedule {
+            let step = Step {
+                clip: &clip,
+                decoder,
+                count,
+                device,
+                frame_rate,
+                warm_up,
+                window,
+                options,
+            };
+            let row = match step.run() {
+                Ok(row) => row,
+                Err(e) => {
+                    skipped.push(format!("scale with the {decoder} decoder: {e}"));
+                    break;
+                }
+            };
+            tracing::info!(
+                "scale {decoder} x{count}: fps min {:.1} median {:.1}, dropped {}, p99 {:.1} ms, cpu {:.0}%{}",
+                row.fps_min,
+                row.fps_median,
+                row.frames_dropped,
+                row.latency_p99_ms,
+                row.host_cpu_percent,
+                row.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default()
+            );
+            let ok = row.failure.is_none();
+            results.rows.push(row);
+            if !ok {
+                break;
+            }
+            passed = count;
+        }
+        results.max_pipelines.insert(decoder.clone(), passed);
+    }
+    Ok(results)
+}
+
+/// The clip's frame rate, which each pipeline is paced at: the stream's base rate
+/// (`r_frame_rate`), which timestamps follow, rather than an average from the duration.
+fn clip_frame_rate(clip: &std::path::Path) -> Result<f64, BenchError> {
+    crate::media::init();
+    let input = ffmpeg_next::format::input(&clip).map_err(|e| BenchError::Other(format!("{}: {e}", clip.display())))?;
+    let stream = input
+        .streams()
+        .best(ffmpeg_next::media::Type::Video)
+        .ok_or_else(|| BenchError::Other(format!("{}: no video stream", clip.display())))?;
+    let rate = f64::from(stream.rate());
+    if rate.is_finite() && rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(BenchError::Other(format!("{}: no frame rate", clip.display())))
+    }
+}
+
+/// One step of the ramp: `count` pipelines for a warm-up and a measured window.
+struct Step<'a> {
+    clip: &'a std::path::Path,
+    decoder: &'a str,
+    count: usize,
+    device: DeviceChoice,
+    frame_rate: f64,
+    warm_up: Duration,
+    window: Duration,
+    options: &'a BenchOptions,
+}
+
+type Running = (Arc<PipelineMonitor>, JoinHandle<Result<PipelineReport, String>>);
+
+impl Step<'_> {
+    fn run(&self) -> Result<ScaleRow, BenchError> {
+        let mask = Mask::from_spec(E2E_MASK).expect("a valid preset");
+        let stop = Arc::new(AtomicBool::new(false));
+        let run_options = RunOptions {
+            stop: stop.clone(),
+            progress: false,
+            trace: None,
+            stage_times: false,
+            outputs: crate::pipeline::OutputPolicy::Command,
+            io_grace: Duration::from_secs(5),
+        };
+        let running: Vec<Running> = (0..self.count)
+            .map(|index| {
+                let source = SourceConfig {
+                    decoder: self.decoder.into(),
+                    threads: if self.decoder == "nvdec" { 0 } else { SOFTWARE_THREADS },
+                    looping: true,
+                    realtime: true,
+                    drop: DropPolicy::Oldest,
+                    ..SourceConfig::from_url(&self.clip.display().to_string())
+                };
+                let mut settings = bench_settings(&source, &mask, self.device, self.options.tuning);
+                settings.name = format!("scale-{index}");
+                let monitor = Arc::new(PipelineMonitor::new(&settings.name, &settings.filter));
+                let (_switch, switches) = crossbeam_channel::bounded(1);
+                let (options, watched) = (run_options.clone(), monitor.clone());
+                let handle = std::thread::spawn(move || {
+                    run_monitored(&settings, &options, &watched, switches).map_err(|e| e.to_string())
+                });
+                (monitor, handle)
+            })
+            .collect();
+        std::thread::sleep(self.warm_up);
+        let before = Sample::take(&running);
+        let mut gpu_busy = Vec::new();
+        let window_end = Instant::now() + self.window;
+        while Instant::now() < window_end {
+            std::thread::sleep(Duration::from_millis(500).min(window_end.saturating_duration_since(Instant::now())));
+            if let Some(busy) = gpu_busy_percent(self.device) {
+                gpu_busy.push(busy);
+            }
+        }
+        let after = Sample::take(&running);
+        stop.store(true, Ordering::Relaxed);
+        let reports: Vec<Result<PipelineReport, String>> = running
+            .into_iter()
+            .map(|(_, handle)| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("the pipeline thread panicked".into()))
+            })
+            .collect();
+        Ok(self.row(&before, &after, &reports, gpu_busy))
+    }
+
+    fn row(
+        &self,
+        before: &Sample,
+        after: &Sample,
+        reports: &[Result<PipelineReport, String>],
+        gpu_busy: Vec<f64>,
+    ) -> ScaleRow {
+        let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
+        let mut fps: Vec<f64> = after
+            .frames
+            .iter()
+            .zip(&before.frames)
+            .map(|(a, b)| a.saturating_sub(*b) as f64 / seconds)
+            .collect();
+        fps.sort_by(f64::total_cmp);
+        let dropped: u64 = after
+            .dropped
+            .iter()
+            .zip(&before.dropped)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .sum();
+        let failed: Vec<&String> = reports.iter().filter_map(|r| r.as_ref().err()).collect();
+        let p50 = percentile_of_reports(reports, |r| r.latency_p50_ms);
+        let p99 = percentile_of_reports(reports, |r| r.latency_p99_ms);
+        let fps_min = fps.first().copied().unwrap_or(0.0);
+        let failure = if let Some(error) = failed.first() {
+            Some(format!("{} of {} pipelines failed: {error}", failed.len(), self.count))
+        } else if fps_min < MIN_RATE_SHARE * self.frame_rate {
+            Some(format!(
+                "a pipeline ran at {fps_min:.2} fps, under {:.0}% of {:.2}",
+                MIN_RATE_SHARE * 100.0,
+                self.frame_rate
+            ))
+        } else if dropped > 0 {
+            Some(format!("{dropped} frames dropped"))
+        } else if p99 > MAX_P99_MS {
+            Some(format!("p99 latency {p99:.1} ms over {MAX_P99_MS} ms"))
+        } else {
+            None
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        ScaleRow {
+            decoder: self.decoder.to_string(),
+            pipelines: self.count,
+            frame_rate: self.frame_rate,
+            fps_min,
+            fps_median: fps.get(fps.len() / 2).copied().unwrap_or(0.0),
+            frames_dropped: dropped,
+            latency_p50_ms: p50,
+            latency_p99_ms: p99,
+            host_cpu_percent: 100.0 * (after.cpu_seconds - before.cpu_seconds) / seconds / cores,
+            gpu_busy_percent: (!gpu_busy.is_empty()).then(|| gpu_busy.iter().sum::<f64>() / gpu_busy.len() as f64),
+            resident_bytes: after.resident_bytes,
+            pinned_bytes: after.pinned_bytes,
+            failure,
+        }
+    }
+}
+
+/// The worst (largest) of the pipelines' figures: a step is as good as its worst pipeline.
+fn percentile_of_reports(
+    reports: &[Result<PipelineReport, String>],
+    of: impl Fn(&PipelineReport) -> Option<f64>,
+) -> f64 {
+    reports
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter_map(of)
+        .fold(0.0, f64::max)
+}
+
+/// The pipelines' counters and the process's CPU time and memory at one moment.
+struct Sample {
+    at: Instant,
+    frames: Vec<u64>,
+    dropped: Vec<u64>,
+    pinned_bytes: u64,
+    cpu_seconds: f64,
+    resident_bytes: u64,
+}
+
+impl Sample {
+    fn take(running: &[Running]) -> Sample {
+        let snapshots: Vec<_> = running.iter().map(|(monitor, _)| monitor.counters.snapshot()).collect();
+        let (cpu_seconds, resident_bytes) = crate::server::process_usage().unwrap_or((0.0, 0));
+        Sample {
+            at: Instant::now(),
+            frames: snapshots.iter().map(|s| s.frames_written).collect(),
+            dropped: snapshots.iter().map(|s| s.frames_dropped).collect(),
+            pinned_bytes: snapshots.iter().map(|s| s.pinned_bytes).sum(),
+            cpu_seconds,
+            resident_bytes,
+        }
+    }
+}
+
+/// The GPU's busy share now (NVML), for a CUDA device.
+fn gpu_busy_percent(device: DeviceChoice) -> Option<f64> {
+    let DeviceChoice::Cuda(ordinal) = device else {
+        return None;
+    };
+    crate::engine::gpu_usage()
+        .into_iter()
+        .find(|gpu| gpu.index as usize == ordinal)
+        .and_then(|gpu| gpu.busy_percent)
+        .map(f64::from)
+}
