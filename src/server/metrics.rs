@@ -182,6 +182,30 @@ impl Collector for PipelineCollector {
             }
         }
         {
+            // Pinned memory is a host-wide budget per GPU (and for the pool of CPU pipelines):
+            // the per-pipeline gauge summed by device, so an operator sees it without a query.
+            let mut by_device: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+            for pipeline in &scraped {
+                let device = pipeline
+                    .labels
+                    .iter()
+                    .find(|(key, _)| *key == "device")
+                    .map(|(_, v)| v.clone());
+                *by_device.entry(device.unwrap_or_default()).or_default() += pipeline.counted.pinned_bytes;
+            }
+            let mut family = encoder.encode_descriptor(
+                "convstream_device_pinned_bytes",
+                "Page-locked host memory held by all the pipelines on each device",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (device, bytes) in by_device {
+                family
+                    .encode_family(&vec![("device", device)])?
+                    .encode_gauge(&(bytes as i64))?;
+            }
+        }
+        {
             let mut family = encoder.encode_descriptor(
                 "convstream_frames_per_second",
                 "Frames written per second over the last 5 s",

@@ -151,6 +151,7 @@ sink = {{ url = "live.mkv" }}
         "process_threads",
         "convstream_decoded_queue_frames",
         "convstream_pinned_bytes",
+        "convstream_device_pinned_bytes",
         "convstream_frames_per_second",
         "convstream_stage_seconds_count",
         "convstream_end_to_end_seconds_count",
@@ -160,6 +161,27 @@ sink = {{ url = "live.mkv" }}
             "/metrics has {family}"
         );
     }
+    // Pinned bytes per device are the pipelines' own, summed by their device label.
+    let gauge = |s: &prometheus_parse::Sample| match s.value {
+        prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+        _ => f64::NAN,
+    };
+    let per_pipeline: f64 = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "convstream_pinned_bytes" && s.labels.get("device") == Some("cpu"))
+        .map(gauge)
+        .sum();
+    let per_device = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "convstream_device_pinned_bytes" && s.labels.get("device") == Some("cpu"))
+        .map(gauge);
+    assert_eq!(
+        per_device,
+        Some(per_pipeline),
+        "the cpu device's pinned bytes sum its pipelines'"
+    );
     let stage_count = |stage: &str| {
         scrape
             .samples
