@@ -2,13 +2,16 @@
 # Build a self-contained convstream for hosts that have an NVIDIA driver but no FFmpeg, no Rust
 # toolchain and no network (a bare GPU host).
 #
-# Usage: scripts/build-portable.sh [ffmpeg|binary|all]      (default: all)
+# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli]      (default: all)
 #
 #   ffmpeg  Build a minimal static FFmpeg 5.1 from Debian bookworm's source package into a cached
 #           prefix. Skipped when the prefix already holds a build made with the same configure line.
 #   binary  Build the release binary and the test executables against that prefix, and gather
 #           them in dist/portable/ (git-ignored), ready to copy to the GPU host.
 #   all     Both, in that order.
+#   ffmpeg-cli  Build FFmpeg's own `ffmpeg` program from the same source with the same
+#           configure line (plus avfilter and the filters benchmarks compare with) into
+#           dist/portable/ffmpeg, to measure convstream against FFmpeg side by side on a GPU host.
 #
 # Environment:
 #   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
@@ -24,9 +27,9 @@ set -euo pipefail
 
 step="${1:-all}"
 case "$step" in
-    ffmpeg|binary|all) ;;
+    ffmpeg|binary|all|ffmpeg-cli) ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [ffmpeg|binary|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli]" >&2; exit 2 ;;
 esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -208,6 +211,39 @@ build_ffmpeg() {
     rm -rf "$workdir/src"
 }
 
+# FFmpeg's CLI, for side-by-side measurements: the same source and configure line as the
+# libraries convstream links, with the `ffmpeg` program, libavfilter and the filters compared
+# with (null sinks, format/scale, gblur, convolution) added. Built in its own folder, so the
+# cached library prefix is untouched.
+filters=(null nullsink anull anullsink format aformat scale gblur convolution copy setpts aresample split trim atrim)
+
+build_ffmpeg_cli() {
+    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev
+    ensure_deb_src
+    local dir="$workdir-cli" dist="$repo_root/dist/portable" arg args=()
+    for arg in "${configure_args[@]}"; do
+        case "$arg" in
+            --prefix=*) args+=("--prefix=$dir/prefix") ;;
+            --disable-programs) args+=(--disable-programs --enable-ffmpeg) ;;
+            --disable-avfilter) args+=(--enable-avfilter "--enable-filter=$(IFS=,; echo "${filters[*]}")") ;;
+            *) args+=("$arg") ;;
+        esac
+    done
+    log "fetching Debian's FFmpeg source into $dir"
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    apt-get source --download-only ffmpeg
+    dpkg-source --no-check -x "$(ls ffmpeg_*.dsc | sort -V | tail -n 1)" src >/dev/null
+    cd src
+    local started=$SECONDS
+    ./configure "${args[@]}"
+    make -j"$jobs" ffmpeg
+    mkdir -p "$dist"
+    strip -o "$dist/ffmpeg" ffmpeg
+    log "FFmpeg's CLI built in $((SECONDS - started)) s: $dist/ffmpeg"
+    "$dist/ffmpeg" -hide_banner -version | head -n 1
+    cd / && rm -rf "$dir"
+}
+
 # Libraries a portable binary may need on the target: glibc and the GCC unwinder only.
 allowed_libs='^(linux-vdso\.so|libc\.so|libm\.so|libgcc_s\.so|ld-linux[-a-z0-9_]*\.so|libdl\.so|libpthread\.so|librt\.so)'
 
@@ -306,4 +342,5 @@ case "$step" in
     ffmpeg) build_ffmpeg ;;
     binary) build_binary ;;
     all) build_ffmpeg; build_binary ;;
+    ffmpeg-cli) build_ffmpeg_cli ;;
 esac

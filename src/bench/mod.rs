@@ -192,7 +192,7 @@ pub struct ScaleRow {
     pub fps_median: f64,
     /// Frames dropped in the window, all pipelines together.
     pub frames_dropped: u64,
-    /// Decoded-to-filtered latency: the worst pipeline's p50 and p99 over its run.
+    /// Decoded-to-filtered latency of the frames filtered in the window, all pipelines'.
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
     /// The process's CPU time over the window, as a share of all the host's cores.

@@ -21,7 +21,8 @@ use crate::stats::PipelineReport;
 
 /// A step passes when every pipeline keeps at least this share of the frame rate.
 const MIN_RATE_SHARE: f64 = 0.99;
-/// A step passes when every pipeline's p99 latency is at most this.
+/// A step passes when the p99 latency of the frames filtered in its window (every
+/// pipeline's together) is at most this.
 const MAX_P99_MS: f64 = 50.0;
 /// The pipeline counts tried, in order, up to `--max-pipelines`.
 const SCHEDULE: [usize; 16] = [1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256];
@@ -208,8 +209,19 @@ impl Step<'_> {
             .map(|(a, b)| a.saturating_sub(*b))
             .sum();
         let failed: Vec<&String> = reports.iter().filter_map(|r| r.as_ref().err()).collect();
-        let p50 = percentile_of_reports(reports, |r| r.latency_p50_ms);
-        let p99 = percentile_of_reports(reports, |r| r.latency_p99_ms);
+        // Latency of the frames filtered in the window, every pipeline's together: the
+        // start-up of many pipelines at once (kernels loaded, memory pinned) is left out.
+        let mut window: Vec<u32> = after
+            .latencies
+            .iter()
+            .zip(&before.latencies)
+            .flat_map(|(a, b)| a.get(b.len()..).unwrap_or_default().iter().copied())
+            .collect();
+        window.sort_unstable();
+        let quantile = |q: f64| {
+            (!window.is_empty()).then(|| window[((window.len() - 1) as f64 * q).round() as usize] as f64 / 1e3)
+        };
+        let (p50, p99) = (quantile(0.5).unwrap_or(0.0), quantile(0.99).unwrap_or(0.0));
         let fps_min = fps.first().copied().unwrap_or(0.0);
         let failure = if let Some(error) = failed.first() {
             Some(format!("{} of {} pipelines failed: {error}", failed.len(), self.count))
@@ -245,23 +257,13 @@ impl Step<'_> {
     }
 }
 
-/// The worst (largest) of the pipelines' figures: a step is as good as its worst pipeline.
-fn percentile_of_reports(
-    reports: &[Result<PipelineReport, String>],
-    of: impl Fn(&PipelineReport) -> Option<f64>,
-) -> f64 {
-    reports
-        .iter()
-        .filter_map(|r| r.as_ref().ok())
-        .filter_map(of)
-        .fold(0.0, f64::max)
-}
-
 /// The pipelines' counters and the process's CPU time and memory at one moment.
 struct Sample {
     at: Instant,
     frames: Vec<u64>,
     dropped: Vec<u64>,
+    /// Each pipeline's decoded-to-filtered latencies so far (microseconds, in frame order).
+    latencies: Vec<Vec<u32>>,
     pinned_bytes: u64,
     cpu_seconds: f64,
     resident_bytes: u64,
@@ -275,6 +277,17 @@ impl Sample {
             at: Instant::now(),
             frames: snapshots.iter().map(|s| s.frames_written).collect(),
             dropped: snapshots.iter().map(|s| s.frames_dropped).collect(),
+            latencies: running
+                .iter()
+                .map(|(monitor, _)| {
+                    monitor
+                        .counters
+                        .filter_latency_us
+                        .lock()
+                        .map(|l| l.clone())
+                        .unwrap_or_default()
+                })
+                .collect(),
             pinned_bytes: snapshots.iter().map(|s| s.pinned_bytes).sum(),
             cpu_seconds,
             resident_bytes,
