@@ -201,6 +201,9 @@ pub struct ScaleRow {
     pub gpu_busy_percent: Option<f64>,
     pub resident_bytes: u64,
     pub pinned_bytes: u64,
+    /// Seconds until every pipeline had written two seconds of frames.
+    #[serde(default)]
+    pub start_seconds: f64,
     /// Why the step failed (the ramp stops there); `None` when it passed.
     pub failure: Option<String>,
 }

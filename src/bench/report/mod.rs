@@ -193,12 +193,12 @@ fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
         "## Streams per host (paced live pipelines, {} -> null; a step passes at >= 99% of the frame rate, 0 drops, p99 <= 50 ms)\n",
         crate::bench::suites_e2e_mask()
     );
-    let _ = writeln!(md, "| decoder | pipelines | fps min | fps median | dropped | p50 ms | p99 ms | host CPU | GPU busy | RSS MB | pinned MB | result |");
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(md, "| decoder | pipelines | fps min | fps median | dropped | p50 ms | p99 ms | host CPU | GPU busy | RSS MB | pinned MB | started in s | result |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for r in &scale.rows {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.2} | {:.2} | {} | {:.1} | {:.1} | {:.0}% | {} | {:.0} | {:.0} | {} |",
+            "| {} | {} | {:.2} | {:.2} | {} | {:.1} | {:.1} | {:.0}% | {} | {:.0} | {:.0} | {:.1} | {} |",
             r.decoder,
             r.pipelines,
             r.fps_min,
@@ -210,6 +210,7 @@ fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
             r.gpu_busy_percent.map_or("-".to_string(), |b| format!("{b:.0}%")),
             r.resident_bytes as f64 / 1048576.0,
             r.pinned_bytes as f64 / 1048576.0,
+            r.start_seconds,
             r.failure.as_deref().unwrap_or("ok"),
         );
     }

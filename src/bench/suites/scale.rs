@@ -164,6 +164,23 @@ impl Step<'_> {
                 (monitor, handle)
             })
             .collect();
+        // Many pipelines take a while to start (memory pinned, decoders opened): the window
+        // opens once every pipeline has written two seconds of frames, plus the warm-up.
+        let started = Instant::now();
+        let start_limit = Duration::from_secs(60) + Duration::from_millis(500) * self.count as u32;
+        loop {
+            let slowest = running
+                .iter()
+                .map(|(monitor, _)| monitor.counters.snapshot().frames_written)
+                .min()
+                .unwrap_or(0);
+            let ended = running.iter().any(|(_, handle)| handle.is_finished());
+            if slowest as f64 >= 2.0 * self.frame_rate || ended || started.elapsed() > start_limit {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let start_seconds = started.elapsed().as_secs_f64();
         std::thread::sleep(self.warm_up);
         let before = Sample::take(&running);
         let mut gpu_busy = Vec::new();
@@ -184,7 +201,9 @@ impl Step<'_> {
                     .unwrap_or_else(|_| Err("the pipeline thread panicked".into()))
             })
             .collect();
-        Ok(self.row(&before, &after, &reports, gpu_busy))
+        let mut row = self.row(&before, &after, &reports, gpu_busy);
+        row.start_seconds = start_seconds;
+        Ok(row)
     }
 
     fn row(
@@ -252,6 +271,7 @@ impl Step<'_> {
             gpu_busy_percent: (!gpu_busy.is_empty()).then(|| gpu_busy.iter().sum::<f64>() / gpu_busy.len() as f64),
             resident_bytes: after.resident_bytes,
             pinned_bytes: after.pinned_bytes,
+            start_seconds: 0.0,
             failure,
         }
     }
