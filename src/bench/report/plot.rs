@@ -252,7 +252,7 @@ where
     type Figure = fn(&crate::bench::ScaleRow) -> f64;
     let figures: [(&str, &str, Figure); 2] = [
         ("slowest pipeline's frames/s", "frames/s", |r| r.fps_min),
-        ("worst p99 latency", "ms", |r| r.latency_p99_ms),
+        ("p99 latency, all pipelines", "ms", |r| r.latency_p99_ms),
     ];
     for (panel, (title, unit, figure)) in panels.iter().zip(figures) {
         let top = rows.iter().map(figure).fold(1.0, f64::max);
