@@ -57,8 +57,10 @@ decoders=(
     h264_cuvid hevc_cuvid vp9_cuvid av1_cuvid mpeg4_cuvid
     aac mp3 mp3float mp2 opus vorbis flac ac3 pcm_s16le pcm_s24le pcm_f32le
 )
+# libopenh264: H.264 in every build (Debian's libopenh264-dev, BSD-2-Clause, linked statically
+# with the C++ runtime it needs), so outputs default to H.264 where libx264 is not allowed in.
 encoders=(
-    mpeg4 mpeg2video ffv1 rawvideo wrapped_avframe h264_nvenc hevc_nvenc
+    mpeg4 mpeg2video ffv1 rawvideo wrapped_avframe h264_nvenc hevc_nvenc libopenh264
     aac flac pcm_s16le mjpeg png
 )
 demuxers=(
@@ -88,6 +90,7 @@ configure_args=(
     --enable-ffnvcodec --enable-nvdec --enable-nvenc --enable-cuvid
     --enable-static --disable-shared --enable-pic
     --enable-zlib   # png and other zlib-based codecs; zlib is linked into the binary too
+    --enable-libopenh264 --pkg-config-flags=--static
     --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
     --disable-avdevice --disable-avfilter --disable-postproc
     --enable-network
@@ -165,7 +168,7 @@ build_ffmpeg() {
 
     # nasm: FFmpeg's x86 assembly (without it the software decoders are several times slower).
     # libffmpeg-nvenc-dev: the ffnvcodec headers for cuvid/nvdec/nvenc. dpkg-dev: dpkg-source.
-    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev
+    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
 
     log "fetching Debian's FFmpeg source into $workdir"
@@ -218,7 +221,7 @@ build_ffmpeg() {
 filters=(null nullsink anull anullsink format aformat scale gblur convolution copy setpts aresample split trim atrim)
 
 build_ffmpeg_cli() {
-    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev
+    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
     local dir="$workdir-cli" dist="$repo_root/dist/portable" arg args=()
     for arg in "${configure_args[@]}"; do
@@ -262,8 +265,11 @@ build_binary() {
     # -l:libz.a names the archive itself, so libz.so is never picked. libavutil is named again
     # because libswresample depends on it and GNU ld resolves archives in order.
     # (FFmpeg's .pc files also list -latomic, but no object here needs it on x86-64.)
+    # OpenH264 is C++: its archive and the C++ runtime are linked statically too, so the binary
+    # still needs nothing beyond glibc and libgcc_s.
+    ensure_packages libopenh264-dev
     local link_args=(
-        "-L$prefix/lib" -l:libswresample.a -l:libavutil.a -l:libz.a
+        "-L$prefix/lib" -l:libswresample.a -l:libavutil.a -l:libz.a -l:libopenh264.a -l:libstdc++.a
     )
     [[ $prefix != *[[:space:]]* ]] || die "RUSTFLAGS cannot carry a prefix with spaces: $prefix"
     export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$(printf -- '-C link-arg=%s ' "${link_args[@]}")"

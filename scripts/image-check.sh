@@ -17,7 +17,7 @@
 #        - `podman stop` drains and finalises the output within the stop grace period: the
 #          file plays (ffprobe on the host decodes it) and holds as many frames as serve said
 #          it wrote;
-#        - `convstream demo --device cpu` works in the container;
+#        - `convstream demo --device cpu` works in the container, and its .mp4 is H.264 (OpenH264);
 #        - `convstream doctor` says plainly that there is no GPU.
 #   4. Prints the image's size and one line per check (ok / FAIL), and exits non-zero if any
 #      check failed. A step that cannot run on this machine is a failure that says why, never a
@@ -224,6 +224,15 @@ if podman_ run --rm "${run_args[@]}" -v "$work/in:/data/in" --entrypoint convstr
 else
     cat "$work/demo.log"
     fail "demo: convstream demo --device cpu did not write /data/in/filtered.mp4"
+fi
+
+# The image's FFmpeg has no libx264: its default .mp4 encoder is OpenH264, so users of the image
+# get H.264, not MPEG-4 Part 2.
+codec=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$work/in/filtered.mp4" 2>/dev/null || true)
+if [[ $codec == h264 ]]; then
+    ok "demo: the default .mp4 video is H.264 ($(grep -o 'video encoder: [a-z0-9_]*' "$work/demo.log" | head -n 1))"
+else
+    fail "demo: the default .mp4 video is ${codec:-unreadable}, not H.264"
 fi
 
 log "convstream doctor (in the container)"

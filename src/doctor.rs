@@ -21,6 +21,7 @@ const DECODERS: &[&str] = &[
 ];
 const ENCODERS: &[&str] = &[
     "libx264",
+    "libopenh264",
     "mpeg4",
     "ffv1",
     "wrapped_avframe",
@@ -54,6 +55,18 @@ pub fn report() -> String {
     let _ = writeln!(out, "  decoders: {}", decoders.join(", "));
     let _ = writeln!(out, "  encoders: {}", encoders.join(", "));
     let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
+    let nvenc = match media::encoders::nvenc_usable("h264_nvenc") {
+        Ok(()) => "usable".to_string(),
+        Err(why) => format!("not usable ({why})"),
+    };
+    let _ = writeln!(out, "  NVENC (h264_nvenc): {nvenc}");
+    let (default, _) =
+        media::encoders::first_usable(media::encoders::DEFAULT_ENCODERS, media::encoders::encoder_usable);
+    let _ = writeln!(
+        out,
+        "  default video encoder for .mp4/.mkv/.ts: {}",
+        default.unwrap_or("none: name one with --codec")
+    );
     out.push_str(&cuda_report());
     out
 }

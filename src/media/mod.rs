@@ -2,6 +2,7 @@
 //! mapping between FFmpeg and [`PixelFormat`], and copying planes in and out of
 //! FFmpeg frames. The stream types the source hands the sink are in [`stream`].
 
+pub mod encoders;
 mod stream;
 
 pub use stream::{ColorInfo, PassthroughPacket, PassthroughStream, SourceInfo};

@@ -7,13 +7,11 @@ use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
 use crate::frame::{Frame, PixelFormat};
+use crate::media::encoders::{default_bit_rate, encoder_usable, first_usable, DEFAULT_ENCODERS};
 use crate::media::{
     encoder_named, ffmpeg_format, ffv1_unavailable, frame_into_ffmpeg, is_again, lossless_options,
     lossless_unavailable, muxer_takes, ColorInfo, SourceInfo,
 };
-
-/// Encoders tried in order when the config names none.
-const DEFAULT_CODECS: &[&str] = &["libx264", "mpeg4"];
 
 /// Pixel formats the YUV4MPEG2 muxer writes.
 const Y4M_FORMATS: &[Pixel] = &[Pixel::YUV420P, Pixel::YUV422P, Pixel::YUV444P, Pixel::GRAY8];
@@ -67,16 +65,25 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
         }
         return Ok(codec);
     }
-    DEFAULT_CODECS
-        .iter()
-        .filter_map(|name| by_name(name))
-        .find(|codec| container_accepts(output, codec.id()))
-        .ok_or_else(|| {
-            format!(
-                "no default video encoder ({}) fits the {container} container; set sink.codec",
-                DEFAULT_CODECS.join(", ")
-            )
-        })
+    let (chosen, passed_over) = first_usable(DEFAULT_ENCODERS, |name| {
+        encoder_usable(name)?;
+        match by_name(name) {
+            Some(codec) if container_accepts(output, codec.id()) => Ok(()),
+            _ => Err(format!("the {container} container cannot hold it")),
+        }
+    });
+    let codec = chosen.and_then(by_name).ok_or_else(|| {
+        format!(
+            "no default video encoder ({}) fits the {container} container; set sink.codec",
+            DEFAULT_ENCODERS.join(", ")
+        )
+    })?;
+    if passed_over.is_empty() {
+        tracing::info!(output = %config.url, "video encoder: {} (the default)", codec.name());
+    } else {
+        tracing::info!(output = %config.url, "video encoder: {} (passed over: {})", codec.name(), passed_over.join("; "));
+    }
+    Ok(codec)
 }
 
 /// The pixel format to encode in: the frames' own when the encoder takes it.
@@ -163,6 +170,11 @@ impl VideoEncoder {
                 encoder.set_global_quality(2 * ffmpeg::ffi::FF_QP2LAMBDA);
             }
             "libx264" if !config.options.contains_key("preset") => options.set("preset", "veryfast"),
+            // Rate-controlled encoders whose own default (2 Mb/s) starves large pictures.
+            "libopenh264" | "h264_nvenc" | "hevc_nvenc" if !config.options.contains_key("b") => {
+                let fps = f64::from(source.frame_rate);
+                encoder.set_bit_rate(default_bit_rate(source.width, source.height, fps));
+            }
             _ => {}
         }
         if config.lossless {
