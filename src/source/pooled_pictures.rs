@@ -21,6 +21,9 @@ use crate::media::ffmpeg_format;
 /// FFmpeg reads up to this many bytes past a plane's end in its SIMD code (its own pools
 /// add `16 + STRIDE_ALIGN - 1`; STRIDE_ALIGN is at most 64).
 const OVERREAD_PADDING: usize = 16 + 64;
+/// Planes start on this boundary, as FFmpeg's aligned SIMD loads and stores need (pinned
+/// blocks are page-aligned already; heap blocks, taken past the pool's limit, may not be).
+const PLANE_ALIGN: usize = 64;
 
 /// The pool a decoder's pictures come from, and the buffers it has handed out.
 pub(super) struct PooledPictures {
@@ -226,7 +229,7 @@ unsafe extern "C" fn get_buffer(context: *mut ffi::AVCodecContext, frame: *mut f
             if sizes[i] == 0 {
                 continue;
             }
-            let (buffer, bytes) = this.buffer(sizes[i] + OVERREAD_PADDING);
+            let (buffer, block) = this.buffer(sizes[i] + OVERREAD_PADDING + PLANE_ALIGN);
             if buffer.is_null() {
                 let made = &mut (*frame).buf;
                 for buffer in &mut made[..i] {
@@ -235,7 +238,8 @@ unsafe extern "C" fn get_buffer(context: *mut ffi::AVCodecContext, frame: *mut f
                 return ffi::AVERROR(libc::ENOMEM);
             }
             (*frame).buf[i] = buffer;
-            (*frame).data[i] = bytes;
+            // Inside the block: at most PLANE_ALIGN - 1 bytes in, of the PLANE_ALIGN added.
+            (*frame).data[i] = block.add(block.align_offset(PLANE_ALIGN));
             (*frame).linesize[i] = linesizes[i];
         }
         (*frame).extended_data = (*frame).data.as_mut_ptr();
@@ -317,6 +321,12 @@ mod tests {
             .collect();
         assert_eq!(copied_anyway, Vec::<u64>::new(), "every picture came from the pool");
         assert!(lent.iter().all(|f| f.planes[0].stride % POOLED_ROW_ALIGN == 0));
+        assert!(
+            lent.iter()
+                .flat_map(|f| &f.planes)
+                .all(|p| (p.data.as_ptr() as usize).is_multiple_of(PLANE_ALIGN)),
+            "every plane starts on a {PLANE_ALIGN}-byte boundary, even in heap blocks"
+        );
         assert!(pool.allocated_bytes() > 0);
         drop(lent);
         // Every block went back: a new decode needs no new memory.
