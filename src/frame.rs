@@ -47,6 +47,17 @@ impl PlaneShape {
 }
 
 impl PixelFormat {
+    /// Every layout the engines take.
+    pub const ALL: [PixelFormat; 7] = [
+        PixelFormat::Yuv420p,
+        PixelFormat::Yuv422p,
+        PixelFormat::Yuv444p,
+        PixelFormat::Nv12,
+        PixelFormat::Gray8,
+        PixelFormat::Rgb24,
+        PixelFormat::Bgr24,
+    ];
+
     /// Plane shapes of a `width` x `height` frame (chroma sizes round up, as FFmpeg's do).
     pub fn plane_shapes(self, width: usize, height: usize) -> Vec<PlaneShape> {
         let shape = |width, height, channels| PlaneShape {
@@ -269,6 +280,11 @@ impl Frame {
             Some(pool) => shapes.map(|shape| Plane::pooled(shape, pool)).collect(),
             None => shapes.map(Plane::new).collect(),
         };
+        Frame::of_planes(format, width, height, planes)
+    }
+
+    /// A frame of these planes, with no timestamp yet, at position 0.
+    pub fn of_planes(format: PixelFormat, width: usize, height: usize, planes: Vec<Plane>) -> Frame {
         Frame {
             format,
             width,

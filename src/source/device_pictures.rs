@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::engine::GpuContext;
-use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, Plane, Timeline};
+use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat};
 use crate::host_buffers::BufferPool;
 
 /// An FFmpeg CUDA device on one GPU's primary context, for cuvid decoders.
@@ -167,21 +167,10 @@ impl CudaDecoding {
                 errno: ffmpeg::util::error::ENOMEM,
             });
         }
-        let shapes = format.plane_shapes(width, height);
-        let planes_on_host = match pool {
-            Some(pool) => shapes.into_iter().map(|shape| Plane::pooled(shape, pool)).collect(),
-            None => shapes.into_iter().map(Plane::new).collect(),
-        };
-        Ok(Picture::OnDevice(Frame {
-            format,
-            width,
-            height,
-            planes: planes_on_host,
-            pts: None,
-            index: 0,
-            timeline: Timeline::default(),
-            device: Some(Arc::new(DevicePicture::new(self.ordinal, planes, Box::new(keeper)))),
-        }))
+        // Host planes for the engine to fill: unwritten until then.
+        let mut frame = Frame::new_in(format, width, height, pool);
+        frame.device = Some(Arc::new(DevicePicture::new(self.ordinal, planes, Box::new(keeper))));
+        Ok(Picture::OnDevice(frame))
     }
 
     /// The picture copied into host memory (its surface format, e.g. NV12 or P010).

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
-use crate::frame::{Frame, PixelFormat, Plane, PlaneData, Timeline, POOLED_ROW_ALIGN};
+use crate::frame::{Frame, PixelFormat, Plane, PlaneData, POOLED_ROW_ALIGN};
 use crate::host_buffers::BufferPool;
 use crate::media::ffmpeg_format;
 
@@ -129,16 +129,7 @@ impl PooledPictures {
                 data,
             });
         }
-        Some(Frame {
-            format,
-            width,
-            height,
-            planes,
-            pts: None,
-            index: 0,
-            timeline: Timeline::default(),
-            device: None,
-        })
+        Some(Frame::of_planes(format, width, height, planes))
     }
 
     /// Takes one plane's block and wraps it in an FFmpeg buffer; null when FFmpeg cannot.
@@ -177,18 +168,10 @@ unsafe extern "C" fn release(opaque: *mut c_void, _data: *mut u8) {
 
 /// The engine formats' FFmpeg numbers: the pictures worth putting in the pool.
 fn engine_format_of(format: c_int) -> Option<ffi::AVPixelFormat> {
-    [
-        PixelFormat::Yuv420p,
-        PixelFormat::Yuv422p,
-        PixelFormat::Yuv444p,
-        PixelFormat::Nv12,
-        PixelFormat::Gray8,
-        PixelFormat::Rgb24,
-        PixelFormat::Bgr24,
-    ]
-    .into_iter()
-    .map(|f| ffi::AVPixelFormat::from(ffmpeg_format(f)))
-    .find(|f| *f as c_int == format)
+    PixelFormat::ALL
+        .into_iter()
+        .map(|f| ffi::AVPixelFormat::from(ffmpeg_format(f)))
+        .find(|f| *f as c_int == format)
 }
 
 /// `AVCodecContext.get_buffer2`: the picture's planes from the pool, laid out as FFmpeg's

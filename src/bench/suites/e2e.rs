@@ -122,15 +122,22 @@ fn filtered_run(
     tuning: GpuTuning,
 ) -> Result<crate::stats::PipelineReport, BenchError> {
     let settings = bench_settings(source, mask, device, tuning);
-    let run_options = RunOptions {
-        stop: Arc::new(AtomicBool::new(false)),
+    Ok(run_pipeline(
+        &settings,
+        &bench_run_options(Arc::new(AtomicBool::new(false))),
+    )?)
+}
+
+/// How the bench runs a pipeline: no progress, trace or stage times, stopped by `stop`.
+pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
+    RunOptions {
+        stop,
         progress: false,
         trace: None,
         stage_times: false,
         outputs: crate::pipeline::OutputPolicy::Command,
         io_grace: std::time::Duration::from_secs(5),
-    };
-    Ok(run_pipeline(&settings, &run_options)?)
+    }
 }
 
 /// A pipeline named "bench": `source`, `mask` on every plane with 4 streams (default frames

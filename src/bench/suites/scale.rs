@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::e2e::{bench_settings, generated_clip};
+use super::e2e::{bench_run_options, bench_settings, generated_clip};
 use super::E2E_MASK;
 use crate::bench::{BenchError, BenchOptions, ScaleResults, ScaleRow};
 use crate::config::{DropPolicy, SourceConfig};
 use crate::engine::DeviceChoice;
 use crate::mask::Mask;
-use crate::pipeline::{run_monitored, PipelineMonitor, RunOptions};
+use crate::pipeline::{run_monitored, PipelineMonitor};
 use crate::stats::PipelineReport;
 
 /// A step passes when every pipeline keeps at least this share of the frame rate.
@@ -135,14 +135,7 @@ impl Step<'_> {
     fn run(&self) -> Result<ScaleRow, BenchError> {
         let mask = Mask::from_spec(E2E_MASK).expect("a valid preset");
         let stop = Arc::new(AtomicBool::new(false));
-        let run_options = RunOptions {
-            stop: stop.clone(),
-            progress: false,
-            trace: None,
-            stage_times: false,
-            outputs: crate::pipeline::OutputPolicy::Command,
-            io_grace: Duration::from_secs(5),
-        };
+        let run_options = bench_run_options(stop.clone());
         let running: Vec<Running> = (0..self.count)
             .map(|index| {
                 let source = SourceConfig {
