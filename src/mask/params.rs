@@ -28,8 +28,9 @@ pub struct MaskParams {
     pub bias: Option<f64>,
 }
 
-/// Keys accepted after the colon of a SPEC (everything but `preset` and `matrix`).
+/// Keys accepted after the colon of a SPEC (everything but `preset`).
 pub const SPEC_KEYS: &[&str] = &[
+    "matrix",
     "size",
     "width",
     "height",
@@ -92,7 +93,7 @@ impl MaskParams {
             ..MaskParams::default()
         };
         let mut errors = Vec::new();
-        for pair in rest.into_iter().flat_map(|r| r.split(',')) {
+        for pair in rest.into_iter().flat_map(split_outside_brackets) {
             let pair = pair.trim();
             if pair.is_empty() {
                 continue;
@@ -134,6 +135,7 @@ impl MaskParams {
             "angle" => self.angle = Some(num(key, value, REAL)?),
             "neighbours" | "neighbors" => self.neighbours = Some(num(key, value, UINT)?),
             "file" => self.file = Some(PathBuf::from(value)),
+            "matrix" => self.matrix = Some(parse_inline_matrix(value)?),
             "divisor" => self.divisor = Some(num(key, value, REAL)?),
             "normalize" => self.normalize = Some(num(key, value, "true or false")?),
             "bias" => self.bias = Some(num(key, value, REAL)?),
@@ -147,6 +149,58 @@ impl MaskParams {
         }
         Ok(())
     }
+}
+
+/// Splits `key=value,key=value` at the commas that are not inside brackets, so that
+/// `matrix=[[1,2,1],[2,4,2]],normalize=true` is two pairs.
+fn split_outside_brackets(text: &str) -> Vec<&str> {
+    let mut pairs = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                pairs.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    pairs.push(&text[start..]);
+    pairs
+}
+
+/// `[[1,2,1],[2,4,2],[1,2,1]]`: rows in brackets, numbers split by commas (or spaces).
+fn parse_inline_matrix(value: &str) -> Result<Vec<Vec<f64>>, MaskError> {
+    let bad = || MaskError::BadValue {
+        key: "matrix".to_string(),
+        value: value.chars().take(crate::text::QUOTED_CHARS).collect(),
+        expected: "rows of numbers in brackets, e.g. [[1,2,1],[2,4,2],[1,2,1]]".to_string(),
+    };
+    let inner = value
+        .trim()
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .ok_or_else(bad)?;
+    let mut rows = Vec::new();
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        let row = rest.strip_prefix('[').ok_or_else(bad)?;
+        let end = row.find(']').ok_or_else(bad)?;
+        let numbers = row[..end]
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse::<f64>().map_err(|_| bad()))
+            .collect::<Result<Vec<f64>, MaskError>>()?;
+        rows.push(numbers);
+        rest = row[end + 1..].trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+    }
+    if rows.is_empty() {
+        return Err(bad());
+    }
+    Ok(rows)
 }
 
 /// Writes the SPEC form; `MaskParams::parse_spec` reads it back unchanged

@@ -805,3 +805,61 @@ fn aspect_ratio_and_colour_description_are_carried_over() {
     filter(dir.path(), &["-i", "in.mkv", "-o", "out.y4m"]);
     assert!(Y4m::read(&dir.path().join("out.y4m")).header.contains(" A4:3 "));
 }
+
+/// A custom matrix on the command line: brackets nest, the commas inside them belong to the
+/// matrix, and the result is the oracle's for that matrix (and the same as the mask file).
+#[test]
+fn a_custom_matrix_on_the_command_line_filters_as_the_oracle() {
+    let dir = tempdir();
+    let input = make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 4);
+    let spec = "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],normalize=true";
+    filter(dir.path(), &["-i", "in.y4m", "--mask", spec, "-o", "inline.y4m"]);
+    std::fs::write(dir.path().join("m.txt"), "1 2 1\n2 4 2\n1 2 1\n").unwrap();
+    filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.y4m",
+            "--mask",
+            "custom:file=m.txt,normalize=true",
+            "-o",
+            "file.y4m",
+        ],
+    );
+    let (inline, from_file) = (
+        Y4m::read(&dir.path().join("inline.y4m")),
+        Y4m::read(&dir.path().join("file.y4m")),
+    );
+    assert_eq!(inline.frames, from_file.frames, "the inline matrix is the file's");
+    let mask = Mask::from_spec(spec).expect("the SPEC parses");
+    assert_filtered_as_oracle(
+        &Y4m::read(&input),
+        &inline,
+        &mask,
+        BorderMode::Reflect,
+        &[true, true, true],
+    );
+    // A malformed matrix is a usage error that names the key.
+    let bad = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "-i",
+            "in.y4m",
+            "--mask",
+            "custom:matrix=[[1,2,1]",
+            "-o",
+            "bad.y4m",
+        ],
+    );
+    bad.assert_no_panic();
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("matrix=") && bad.stderr.contains("rows of numbers in brackets"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!dir.path().join("bad.y4m").exists(), "nothing written");
+}

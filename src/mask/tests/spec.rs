@@ -126,6 +126,42 @@ fn spec_values_are_checked() {
 }
 
 #[test]
+fn a_custom_matrix_is_given_in_brackets_and_its_commas_stay_in_it() {
+    let params = MaskParams::parse_spec("custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],normalize=true").unwrap();
+    assert_eq!(
+        params.matrix,
+        Some(vec![vec![1.0, 2.0, 1.0], vec![2.0, 4.0, 2.0], vec![1.0, 2.0, 1.0]])
+    );
+    assert_eq!(params.normalize, Some(true));
+    let m = Mask::build(&params, None).unwrap();
+    assert_eq!(m.coefficients()[4], 0.25, "normalised by the sum, 16");
+    // Spaces inside the brackets, and a bias after them.
+    let spaced = MaskParams::parse_spec("custom:matrix=[[0, -1, 0], [-1, 5, -1], [0, -1, 0]], bias=3").unwrap();
+    assert_eq!(
+        spaced.matrix.as_ref().map(|m| m[1].clone()),
+        Some(vec![-1.0, 5.0, -1.0])
+    );
+    assert_eq!(spaced.bias, Some(3.0));
+    // Bad matrices name the key and the expected form; other keys are still checked.
+    for bad in [
+        "custom:matrix=[[1,2,1]",
+        "custom:matrix=[[1,x,1]]",
+        "custom:matrix=1,2,3",
+        "custom:matrix=[]",
+    ] {
+        let errors = MaskParams::parse_spec(bad).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| matches!(e, MaskError::BadValue { key, .. } if key == "matrix")),
+            "{bad}: {errors:?}"
+        );
+    }
+    let errors = MaskParams::parse_spec("custom:matrix=[[1]],sigmaa=2").unwrap_err();
+    assert!(matches!(&errors[0], MaskError::UnknownKey { .. }), "{errors:?}");
+}
+
+#[test]
 fn description_is_the_spec() {
     assert_eq!(
         mask("gaussian:size=13,sigma=2.5").description(),
