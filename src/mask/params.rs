@@ -28,9 +28,8 @@ pub struct MaskParams {
     pub bias: Option<f64>,
 }
 
-/// Keys accepted after the colon of a SPEC (everything but `preset`).
+/// Keys suggested for an unknown SPEC key (`matrix` is accepted too, in brackets).
 pub const SPEC_KEYS: &[&str] = &[
-    "matrix",
     "size",
     "width",
     "height",
