@@ -427,16 +427,7 @@ fn random_frame(rng: &mut StdRng, format: PixelFormat, width: usize, height: usi
 fn plane_selection_filters_only_the_chosen_planes() {
     with_seeds("plane selection", |rng| {
         let mask = Mask::from_spec("gaussian:size=5").unwrap();
-        let formats = [
-            PixelFormat::Yuv420p,
-            PixelFormat::Yuv422p,
-            PixelFormat::Yuv444p,
-            PixelFormat::Nv12,
-            PixelFormat::Gray8,
-            PixelFormat::Rgb24,
-            PixelFormat::Bgr24,
-        ];
-        for format in formats {
+        for format in PixelFormat::ALL {
             let frame = random_frame(rng, format, 17, 11, 3);
             for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
                 let filter = FilterSpec {
