@@ -159,6 +159,7 @@ fn cuda_report() -> String {
                     info.copy_engines,
                     info.max_shared_per_block / 1024
                 );
+                let _ = writeln!(out, "  {}", nvdec_capacity(&info.name));
                 let variant = kernels::Variant::new(
                     13,
                     13,
@@ -196,6 +197,26 @@ fn cuda_report() -> String {
     );
     out.push_str(&nvdec_report());
     out
+}
+
+/// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
+/// (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on 7 engines; 64 fell
+/// behind). BENCHMARKS.md, "Streams per host".
+#[cfg(feature = "cuda")]
+const PIPELINES_PER_NVDEC_ENGINE: u32 = 8;
+
+/// How many NVDEC engines the GPU has and how many live pipelines that predicts.
+#[cfg(feature = "cuda")]
+fn nvdec_capacity(gpu: &str) -> String {
+    match crate::engine::cuda::nvml::decoder_engines(gpu) {
+        Some(engines) => format!(
+            "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} ({PIPELINES_PER_NVDEC_ENGINE} per engine, as measured on an H100; `convstream bench --suite scale --decoder nvdec` measures this host)",
+            engines.count,
+            engines.from,
+            engines.count * PIPELINES_PER_NVDEC_ENGINE
+        ),
+        None => "NVDEC engines: unknown (NVML has no instance profile for this GPU and it is not in the published table); `convstream bench --suite scale --decoder nvdec` measures how many live pipelines it carries".into(),
+    }
 }
 
 /// What NVDEC on cuda:0 (where FFmpeg's cuvid decoders run) decodes, as the driver says:

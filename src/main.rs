@@ -31,6 +31,7 @@ enum Command {
     Run(Box<RunArgs>),
     /// Run every pipeline of a config as a service, with an HTTP API, metrics and reload.
     Serve {
+        /// The config file: its pipelines, [server] and [masks.*]; reloaded when it changes.
         #[arg(long)]
         config: PathBuf,
         /// Address and port of the HTTP API (overrides server.listen; default 127.0.0.1:8686).
@@ -39,6 +40,7 @@ enum Command {
     },
     /// Validate a config file and print every problem at once.
     Check {
+        /// The config file to check.
         #[arg(long)]
         config: PathBuf,
     },
@@ -112,6 +114,34 @@ struct BenchArgs {
     scale_seconds: Option<f64>,
 }
 
+/// `KEY=VALUE`, for options passed on to FFmpeg.
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+/// A time as FFmpeg writes durations: seconds (`90`, `1.5`) or `[HH:]MM:SS[.frac]`.
+fn parse_time(text: &str) -> Result<f64, String> {
+    let bad = || format!("`{text}` is not a time; use seconds (90, 1.5) or [HH:]MM:SS[.frac] (1:30, 00:01:30.5)");
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+        return Err(bad());
+    }
+    let (last, whole) = parts.split_last().ok_or_else(bad)?;
+    let seconds: f64 = last.parse().map_err(|_| bad())?;
+    let mut total = 0u64;
+    for part in whole {
+        total = total * 60 + part.parse::<u64>().map_err(|_| bad())?;
+    }
+    let value = total as f64 * 60.0 + seconds;
+    if !value.is_finite() || value < 0.0 || (!whole.is_empty() && !(0.0..60.0).contains(&seconds)) {
+        return Err(bad());
+    }
+    Ok(value)
+}
+
 fn parse_mask_size(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(size) if size % 2 == 1 && size <= 63 => Ok(size),
@@ -140,7 +170,10 @@ fn parse_plane_size(text: &str) -> Result<(usize, usize), String> {
 #[derive(Subcommand)]
 enum MasksAction {
     /// Print the matrix (after normalisation) a SPEC such as `gaussian:size=5` applies.
-    Show { spec: String },
+    Show {
+        /// A mask SPEC: `name` or `name:key=value,...` (`convstream masks` lists the names).
+        spec: String,
+    },
 }
 
 #[derive(Args)]
@@ -151,11 +184,14 @@ struct RunArgs {
     /// Output: a path, `-` for stdout (YUV4MPEG2), `null`, or a URL.
     #[arg(long, short)]
     output: Option<String>,
-    /// Mask SPEC (`gaussian:size=13,sigma=2.5`) or the name of a [masks.NAME] table.
-    #[arg(long)]
+    /// Mask SPEC (`gaussian:size=13,sigma=2.5`, `custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]`)
+    /// or the name of a [masks.NAME] table; `convstream masks` lists the presets.
+    #[arg(long, value_name = "SPEC")]
     mask: Option<String>,
+    /// Which planes the mask filters (the others are copied): all, luma (Y) or chroma (U and V).
     #[arg(long, value_enum)]
     planes: Option<PlaneSelection>,
+    /// How pixels beyond the picture's edges are taken (SciPy's modes; default reflect).
     #[arg(long, value_enum)]
     border: Option<BorderMode>,
     /// auto (CUDA if a usable GPU is present, else CPU), cpu, cuda or cuda:N.
@@ -179,9 +215,47 @@ struct RunArgs {
     /// Video encoder (FFmpeg name).
     #[arg(long)]
     codec: Option<String>,
-    /// Encode losslessly (ffv1) where the container allows.
+    /// Encode losslessly: ffv1 by default, or the lossless mode of the --codec named; an
+    /// output that cannot be lossless is an error.
     #[arg(long)]
     lossless: bool,
+    /// Constant rate factor, as `ffmpeg -crf` (lower is better quality; libx264 default 23).
+    #[arg(long, value_name = "N")]
+    crf: Option<String>,
+    /// Target video bitrate, as `ffmpeg -b:v` (e.g. 8M, 2500k).
+    #[arg(long, value_name = "RATE")]
+    bitrate: Option<String>,
+    /// Encoder preset, as `ffmpeg -preset` (e.g. medium, slow; p1..p7 for NVENC).
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    /// An encoder option, as `ffmpeg -KEY VALUE` sets it (repeatable; as sink.options).
+    #[arg(long = "encoder-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    encoder_opts: Vec<(String, String)>,
+    /// Leave audio and other non-video streams out (`-an` works too).
+    #[arg(long)]
+    no_audio: bool,
+    /// Start this far into the input, as `ffmpeg -ss` before `-i`: seconds or [HH:]MM:SS[.frac].
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    ss: Option<f64>,
+    /// Filter this much of the input, as `ffmpeg -t`: seconds or [HH:]MM:SS[.frac].
+    #[arg(long, short = 't', value_name = "TIME", value_parser = parse_time)]
+    duration: Option<f64>,
+    /// Filter at most this many frames, as `ffmpeg -frames:v`.
+    #[arg(long, value_name = "N")]
+    frames: Option<u64>,
+    /// A demuxer or protocol option, as `ffmpeg -KEY VALUE` before `-i` sets it (repeatable;
+    /// as source.options), e.g. rtsp_transport=tcp.
+    #[arg(long = "input-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    input_opts: Vec<(String, String)>,
+    /// Raw input: the picture size, e.g. 1920x1080 (with --input-format rawvideo).
+    #[arg(long, value_name = "WxH")]
+    size: Option<String>,
+    /// Raw input: the pixel format, e.g. yuv420p, nv12, gray, rgb24.
+    #[arg(long, value_name = "FMT")]
+    pix_fmt: Option<String>,
+    /// Raw input: the frame rate, e.g. 25 or 30000/1001.
+    #[arg(long, value_name = "RATE")]
+    framerate: Option<String>,
     /// Replace output files that exist already (without it, an existing output is an error).
     #[arg(long, short = 'y')]
     overwrite: bool,
@@ -194,6 +268,7 @@ struct RunArgs {
     /// Show a progress bar (on a terminal only; default on).
     #[arg(long, overrides_with = "no_progress")]
     progress: bool,
+    /// Show no progress bar.
     #[arg(long)]
     no_progress: bool,
     /// Write the run summary as JSON to this file.
@@ -224,13 +299,22 @@ fn usage(error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(std::env::args_os().map(ffmpeg_spellings));
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
             eprintln!("error: {error:#}");
             ExitCode::from(code)
         }
+    }
+}
+
+/// FFmpeg's single-dash spellings that users type by habit, read as the long flags.
+fn ffmpeg_spellings(arg: std::ffi::OsString) -> std::ffi::OsString {
+    match arg.to_str() {
+        Some("-an") => "--no-audio".into(),
+        Some("-ss") => "--ss".into(),
+        _ => arg,
     }
 }
 
@@ -308,6 +392,12 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         codec: args.codec.clone(),
         lossless: args.lossless,
         overwrite: args.overwrite,
+        encoder_options: encoder_options(args),
+        no_audio: args.no_audio,
+        start: args.ss,
+        duration: args.duration,
+        frames: args.frames,
+        input_options: input_options(args),
     };
     let (file, base_dir) = match &args.config {
         Some(path) => {
@@ -328,6 +418,32 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     // Before anything opens: an existing output is kept unless replacing it was asked for.
     convstream::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
     Ok(settings)
+}
+
+/// The encoder options the flags set, in the order given (later ones win).
+fn encoder_options(args: &RunArgs) -> Vec<(String, String)> {
+    let named = [("crf", &args.crf), ("b", &args.bitrate), ("preset", &args.preset)];
+    let mut options: Vec<(String, String)> = named
+        .into_iter()
+        .filter_map(|(key, value)| value.as_ref().map(|v| (key.to_string(), v.clone())))
+        .collect();
+    options.extend(args.encoder_opts.iter().cloned());
+    options
+}
+
+/// The demuxer options the flags set: raw video's geometry, then `--input-opt`s.
+fn input_options(args: &RunArgs) -> Vec<(String, String)> {
+    let raw = [
+        ("video_size", &args.size),
+        ("pixel_format", &args.pix_fmt),
+        ("framerate", &args.framerate),
+    ];
+    let mut options: Vec<(String, String)> = raw
+        .into_iter()
+        .filter_map(|(key, value)| value.as_ref().map(|v| (key.to_string(), v.clone())))
+        .collect();
+    options.extend(args.input_opts.iter().cloned());
+    options
 }
 
 fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {

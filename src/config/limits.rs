@@ -12,6 +12,8 @@ use crate::config::MaskSelection;
 /// hour (longer is a mistake, and would overflow a clock long before 1e20).
 pub const MIN_SECONDS: f64 = 0.001;
 pub const MAX_SECONDS: f64 = 3600.0;
+/// Positions and lengths within an input (`start`, `duration`): up to a year.
+pub const MAX_MEDIA_SECONDS: f64 = 366.0 * 86400.0;
 /// Decoder threads per pipeline (0: FFmpeg's choice). Each one holds frames of its own.
 pub const MAX_DECODER_THREADS: usize = 64;
 /// The largest `pinned_frames` cap (a pipeline never holds more than a few dozen frames).
@@ -119,6 +121,30 @@ fn source_limits(source: &SourceConfig, problems: &mut Vec<String>) {
         text_problem("source.format", format, problems);
     }
     text_problem("source.decoder", &source.decoder, problems);
+    for (key, value) in &source.options {
+        text_problem("source.options", key, problems);
+        text_problem(&format!("source.options.{}", quoted(key)), value, problems);
+    }
+    if let Some(start) = source.start {
+        if !(start.is_finite() && (0.0..=MAX_MEDIA_SECONDS).contains(&start)) {
+            problems.push(format!(
+                "source.start: {start} is out of range; allowed 0..={MAX_MEDIA_SECONDS} seconds"
+            ));
+        }
+    }
+    if let Some(duration) = source.duration {
+        if !(duration.is_finite() && duration > 0.0 && duration <= MAX_MEDIA_SECONDS) {
+            problems.push(format!(
+                "source.duration: {duration} is out of range; allowed more than 0, up to {MAX_MEDIA_SECONDS} seconds"
+            ));
+        }
+    }
+    if source.frames == Some(0) {
+        problems.push("source.frames: 0 would filter nothing; give 1 or more, or leave it out".to_string());
+    }
+    if source.start.is_some_and(|start| start > 0.0) && source.is_live() {
+        problems.push("source.start: a live input cannot be sought; leave start out, or set live = false for a file served over the network".to_string());
+    }
     if source.threads > MAX_DECODER_THREADS {
         problems.push(format!(
             "source.threads: {} is out of range; allowed 0..={MAX_DECODER_THREADS} (0: FFmpeg's choice)",

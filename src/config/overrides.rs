@@ -21,6 +21,17 @@ pub struct Overrides {
     pub lossless: bool,
     /// Consent to replace existing output files (`-y`); applies to every pipeline that runs.
     pub overwrite: bool,
+    /// Encoder options (`--crf`, `--bitrate`, `--preset`, `--encoder-opt`), laid over sink.options.
+    pub encoder_options: Vec<(String, String)>,
+    /// `-an`: no audio or other copied streams.
+    pub no_audio: bool,
+    /// `--ss`, `-t`, `--frames`: the part of the input filtered.
+    pub start: Option<f64>,
+    pub duration: Option<f64>,
+    pub frames: Option<u64>,
+    /// Demuxer and protocol options (`--input-opt`, raw video's `--size` and friends),
+    /// laid over source.options.
+    pub input_options: Vec<(String, String)>,
 }
 
 impl Overrides {
@@ -38,6 +49,12 @@ impl Overrides {
             || self.decoder.is_some()
             || self.codec.is_some()
             || self.lossless
+            || !self.encoder_options.is_empty()
+            || self.no_audio
+            || self.start.is_some()
+            || self.duration.is_some()
+            || self.frames.is_some()
+            || !self.input_options.is_empty()
     }
 
     /// A config holding one pipeline made from flags alone; `--input` and `--output` are required.
@@ -139,6 +156,14 @@ impl Overrides {
             pipeline.filter.frames_per_stream = frames;
         }
         pipeline.sink.lossless |= self.lossless;
+        pipeline.sink.options.extend(self.encoder_options.iter().cloned());
+        pipeline.source.options.extend(self.input_options.iter().cloned());
+        if self.no_audio {
+            pipeline.sink.audio = false;
+        }
+        pipeline.source.start = self.start.or(pipeline.source.start);
+        pipeline.source.duration = self.duration.or(pipeline.source.duration);
+        pipeline.source.frames = self.frames.or(pipeline.source.frames);
         Ok(())
     }
 }

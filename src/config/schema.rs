@@ -137,6 +137,21 @@ pub struct SourceConfig {
     /// Backoff between reconnection attempts of a live input.
     #[serde(default)]
     pub reconnect: ReconnectConfig,
+    /// Demuxer and protocol options, as `ffmpeg -KEY VALUE` before `-i` sets them:
+    /// `rtsp_transport = "tcp"`, or `video_size`, `pixel_format` and `framerate` for raw video.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+    /// Seconds into the input to start at (`ffmpeg -ss` before `-i`): the input is sought to
+    /// the keyframe before it, and frames earlier than it are decoded and dropped. Output
+    /// timestamps start at 0 there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<f64>,
+    /// Seconds of input to filter from `start` (`ffmpeg -t`); a looped file repeats that part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// The most frames to filter (`ffmpeg -frames:v`), counted over loops too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u64>,
 }
 
 impl SourceConfig {
@@ -153,6 +168,10 @@ impl SourceConfig {
             drop: DropPolicy::default(),
             idle_timeout: default_idle_timeout(),
             reconnect: ReconnectConfig::default(),
+            options: BTreeMap::new(),
+            start: None,
+            duration: None,
+            frames: None,
         }
     }
 
@@ -319,7 +338,8 @@ pub struct SinkConfig {
     /// Prefer a lossless encoder (ffv1) where the container takes it.
     #[serde(default)]
     pub lossless: bool,
-    /// Encoder options, as `ffmpeg -OPTION VALUE` would set them (`b = "8M"`, `qscale = "2"`).
+    /// Encoder options, as `ffmpeg -OPTION VALUE` would set them (`b = "8M"`, `crf = "18"`,
+    /// `preset = "slow"`, `qscale = "2"`); an option the encoder does not take is an error.
     #[serde(default)]
     pub options: BTreeMap<String, String>,
     /// Copy audio and other non-video streams when the container can hold them.

@@ -17,7 +17,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "identity", keys: &["size"], summary: "copies the plane (size: odd, default 1)" },
     Preset { name: "box", keys: &["size", "width", "height"], summary: "mean of a size x size (or width x height) window, default 3; separable" },
     Preset { name: "gaussian", keys: &["size", "sigma"], summary: "Gaussian blur; size default from sigma (2*ceil(3*sigma)+1) or 5; sigma default from size as OpenCV does; separable" },
-    Preset { name: "sharpen", keys: &["amount"], summary: "3x3 sharpen: identity + amount * (4-neighbour Laplacian), amount default 1" },
+    Preset { name: "sharpen", keys: &["amount"], summary: "3x3 sharpen: identity - amount * (4-neighbour Laplacian), amount default 1" },
     Preset { name: "unsharp", keys: &["size", "sigma", "amount"], summary: "unsharp mask: (1+amount)*identity - amount*gaussian(size, sigma); size 5, amount 1 by default" },
     Preset { name: "laplacian", keys: &["neighbours"], summary: "3x3 Laplacian, neighbours 4 (default) or 8" },
     Preset { name: "sobel-x", keys: &[], summary: "3x3 Sobel, horizontal gradient; separable" },

@@ -116,18 +116,50 @@ impl OutputPolicy {
     }
 }
 
-fn progress_bar(enabled: bool, expected: Option<u64>, name: &str) -> ProgressBar {
+/// Frames the run will write, as far as known: the input's, cut by `start`, `duration`
+/// and `frames`.
+fn trimmed_length(expected: Option<u64>, source: &SourceConfig, frame_rate: f64) -> Option<u64> {
+    let at_rate = |seconds: f64| (seconds * frame_rate).round().max(0.0) as u64;
+    let after_start = match (expected, source.start) {
+        (Some(n), Some(start)) => Some(n.saturating_sub(at_rate(start))),
+        (n, _) => n,
+    };
+    let by_duration = source.duration.filter(|_| frame_rate > 0.0).map(at_rate);
+    let lengths = [after_start, by_duration, source.frames];
+    // Looping repeats the input: only `frames` bounds it.
+    if source.looping {
+        return source.frames;
+    }
+    lengths.into_iter().flatten().min()
+}
+
+/// The progress line: frames, frames per second and speed against real time, as
+/// FFmpeg's (`fps=250 speed=10x`).
+fn progress_bar(enabled: bool, expected: Option<u64>, frame_rate: f64, name: &str) -> ProgressBar {
     if !enabled || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
+    let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{:.0} fps", state.per_sec());
+    };
+    let speed = move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        if frame_rate > 0.0 {
+            let _ = write!(w, "{:.2}x", state.per_sec() / frame_rate);
+        }
+    };
     let bar = match expected {
         Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} frames, {per_sec}, ETA {eta}")
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} frames, {rate}, speed {speed}, ETA {eta}")
                 .expect("valid template")
+                .with_key("rate", rate)
+                .with_key("speed", speed)
                 .progress_chars("=> "),
         ),
         None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{prefix} {spinner} {pos} frames, {per_sec}").expect("valid template"),
+            ProgressStyle::with_template("{prefix} {spinner} {pos} frames, {rate}, speed {speed}")
+                .expect("valid template")
+                .with_key("rate", rate)
+                .with_key("speed", speed),
         ),
     };
     bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
@@ -270,6 +302,7 @@ fn run_stages(
         error,
     })?;
     monitor.set_output_path(sink.path());
+    let output_encoder = sink.encoder();
     tracing::info!(
         pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",
@@ -280,7 +313,12 @@ fn run_stages(
     monitor.set_state(PipelineState::Running);
 
     let setup_seconds = started.elapsed().as_secs_f64();
-    let bar = progress_bar(options.progress, info.expected_frames, &name);
+    let bar = progress_bar(
+        options.progress,
+        trimmed_length(info.expected_frames, &settings.source, f64::from(info.frame_rate)),
+        f64::from(info.frame_rate),
+        &name,
+    );
     let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
@@ -393,6 +431,13 @@ fn run_stages(
         output: settings.sink.url.clone(),
         engine: engine_name,
         mask: settings.filter.mask.description().to_string(),
+        output_kbps: output_encoder.as_ref().and_then(|_| {
+            let seconds = written as f64 / f64::from(info.frame_rate);
+            (written > 0 && seconds.is_finite() && seconds > 0.0)
+                .then(|| counted.video_bytes_out as f64 * 8.0 / seconds / 1000.0)
+        }),
+        output_encoder,
+        output_size: format!("{}x{}", info.width, info.height),
         frames_in: counted.frames_decoded,
         frames_out: written,
         frames_dropped: counted.frames_dropped,

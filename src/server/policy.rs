@@ -61,6 +61,29 @@ const API_ENCODER_OPTIONS: &[&str] = &[
     "speed",
 ];
 
+/// Demuxer and protocol options an API pipeline may set: transport, timing and raw-video
+/// geometry. Others (some open files or widen what a playlist may read, such as
+/// `allowed_extensions`, `safe` or `protocol_whitelist`) only from the config file.
+const API_SOURCE_OPTIONS: &[&str] = &[
+    "rtsp_transport",
+    "rtsp_flags",
+    "timeout",
+    "stimeout",
+    "rw_timeout",
+    "buffer_size",
+    "fifo_size",
+    "overrun_nonfatal",
+    "max_delay",
+    "reorder_queue_size",
+    "analyzeduration",
+    "probesize",
+    "fflags",
+    "latency",
+    "video_size",
+    "pixel_format",
+    "framerate",
+];
+
 /// The characters FFmpeg reads as a protocol name before a `:`.
 fn is_scheme_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
@@ -175,6 +198,15 @@ impl ApiPolicy {
         }
         if let Some(format) = &source.format {
             format_problem("source.format", format, &mut problems);
+        }
+        for key in source.options.keys() {
+            if !API_SOURCE_OPTIONS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "source.options: `{}` cannot be set through the API (only in the config file); allowed here: {}",
+                    quoted(key),
+                    API_SOURCE_OPTIONS.join(", ")
+                ));
+            }
         }
         let sink = &mut pipeline.sink;
         match self.media(&sink.url, true, sink.overwrite) {

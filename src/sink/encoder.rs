@@ -23,6 +23,8 @@ struct Converter(ffmpeg::software::scaling::Context);
 unsafe impl Send for Converter {}
 
 pub struct VideoEncoder {
+    /// The encoder, its settings and format, for the summary.
+    description: String,
     encoder: ffmpeg::encoder::Video,
     codec: ffmpeg::Codec,
     format: Pixel,
@@ -160,16 +162,40 @@ impl VideoEncoder {
         }
         let mut options = Dictionary::new();
         for (key, value) in &config.options {
+            if let "q" | "qscale" = key.as_str() {
+                // The CLI's `-q:v` / `-qscale:v`: a fixed quantiser, which FFmpeg's library
+                // takes as a flag and a quality, not as an option.
+                let quality: f64 = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|q: &f64| q.is_finite() && (0.0..=1024.0).contains(q))
+                    .ok_or_else(|| format!("sink.options.{key} = {value:?} is not a quantiser (a number such as 2)"))?;
+                let flags = encoder_flags(&encoder);
+                encoder.set_flags(flags | codec::Flags::QSCALE);
+                encoder.set_global_quality((quality * f64::from(ffmpeg::ffi::FF_QP2LAMBDA)).round() as i32);
+                continue;
+            }
             options.set(key, value);
         }
         match codec.name() {
             // mpeg4's default 200 kb/s ruins filtered detail; a fixed quantiser keeps it.
-            "mpeg4" | "mpeg2video" if config.options.is_empty() => {
+            "mpeg4" | "mpeg2video" if !sets_rate_control(config) => {
                 let flags = encoder_flags(&encoder);
                 encoder.set_flags(flags | codec::Flags::QSCALE);
                 encoder.set_global_quality(2 * ffmpeg::ffi::FF_QP2LAMBDA);
             }
-            "libx264" if !config.options.contains_key("preset") => options.set("preset", "veryfast"),
+            // FFmpeg's own libx264 defaults (preset medium, crf 23) for files. A real-time
+            // input gets what live encoders use: a look-ahead of 40 frames and B-frames would
+            // hold back nearly two seconds of video at 25 fps.
+            "libx264"
+                if source.real_time
+                    && !config.options.contains_key("preset")
+                    && !config.options.contains_key("tune") =>
+            {
+                options.set("preset", "veryfast");
+                options.set("tune", "zerolatency");
+            }
             // Rate-controlled encoders whose own default (2 Mb/s) starves large pictures.
             "libopenh264" | "h264_nvenc" | "hevc_nvenc" if !config.options.contains_key("b") => {
                 let fps = f64::from(source.frame_rate);
@@ -185,7 +211,20 @@ impl VideoEncoder {
                 }
             }
         }
-        let encoder = encoder.open_as_with(codec, options).map_err(|e| {
+        let settings = settings_text(&options);
+        let (encoder, unused) = open_reporting_unused(encoder, codec, options);
+        if !unused.is_empty() {
+            return Err(EncoderSetupError {
+                reason: format!(
+                    "the {} encoder has no option {} (`ffmpeg -h encoder={}` lists what it takes)",
+                    codec.name(),
+                    unused.join(", "),
+                    codec.name()
+                ),
+                unsuitable_input: true,
+            });
+        }
+        let encoder = encoder.map_err(|e| {
             let hint = odd_size_hint(format, source.width, source.height);
             EncoderSetupError {
                 reason: format!(
@@ -198,7 +237,10 @@ impl VideoEncoder {
                 unsuitable_input: hint.is_some(),
             }
         })?;
+        let description = describe_encoder(&encoder, codec, &settings, format);
+        tracing::info!(output = %config.url, "encoding {description}");
         Ok(VideoEncoder {
+            description,
             encoder,
             codec,
             format,
@@ -208,6 +250,12 @@ impl VideoEncoder {
             converter: None,
             color: source.color,
         })
+    }
+
+    /// The encoder, the settings it was given and the pixel format, e.g.
+    /// `libx264 (crf=18, preset=slow), yuv420p`.
+    pub fn description(&self) -> &str {
+        &self.description
     }
 
     pub fn codec(&self) -> ffmpeg::Codec {
@@ -315,6 +363,80 @@ fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Option<String> {
             if descriptor.log2_chroma_h() > 0 { " and height" } else { "" }
         )
     })
+}
+
+/// Whether the sink's options choose a rate control of their own (a bitrate or a quantiser).
+fn sets_rate_control(config: &SinkConfig) -> bool {
+    const RATE_CONTROL: &[&str] = &[
+        "b",
+        "q",
+        "qscale",
+        "global_quality",
+        "maxrate",
+        "minrate",
+        "bufsize",
+        "crf",
+        "qp",
+    ];
+    config.options.keys().any(|key| RATE_CONTROL.contains(&key.as_str()))
+}
+
+/// Opens the encoder with `options`, as `open_as_with` does, and returns the options the
+/// encoder did not take (a misspelt or foreign option would otherwise be ignored).
+fn open_reporting_unused(
+    mut encoder: ffmpeg::encoder::video::Video,
+    codec: ffmpeg::Codec,
+    options: Dictionary,
+) -> (Result<ffmpeg::encoder::Video, ffmpeg::Error>, Vec<String>) {
+    // SAFETY: the dictionary's ownership passes to `raw_options`, which is given back to a
+    // Dictionary (and so freed) below.
+    let mut raw_options = unsafe { options.disown() };
+    // SAFETY: `encoder` owns a valid, unopened AVCodecContext; `codec` is an encoder FFmpeg
+    // returned; avcodec_open2 replaces `raw_options` with the entries it did not use, which
+    // are owned (and freed) by the Dictionary made from them right after.
+    let status = unsafe { ffmpeg::ffi::avcodec_open2(encoder.as_mut_ptr(), codec.as_ptr(), &mut raw_options) };
+    // SAFETY: as above: `raw_options` is a dictionary FFmpeg allocated (or null).
+    let unused = unsafe { Dictionary::own(raw_options) };
+    let unused: Vec<String> = unused
+        .iter()
+        .map(|(key, _)| format!("`{}`", crate::text::quoted(key)))
+        .collect();
+    let opened = match status {
+        0 => Ok(ffmpeg::encoder::video::Encoder(encoder)),
+        e => Err(ffmpeg::Error::from(e)),
+    };
+    (opened, unused)
+}
+
+/// The options given to an encoder, as `key=value, ...`.
+fn settings_text(options: &Dictionary) -> Vec<String> {
+    options.iter().map(|(key, value)| format!("{key}={value}")).collect()
+}
+
+/// `libx264 (crf=18, preset=slow), yuv420p, 4000 kb/s` as far as known.
+fn describe_encoder(
+    encoder: &ffmpeg::encoder::Video,
+    codec: ffmpeg::Codec,
+    settings: &[String],
+    format: Pixel,
+) -> String {
+    let mut settings = settings.to_vec();
+    // SAFETY: reading plain fields of an open codec context.
+    let (bit_rate, global_quality, flags) = unsafe {
+        let raw = &*encoder.as_ptr();
+        (raw.bit_rate, raw.global_quality, raw.flags)
+    };
+    if flags & ffmpeg::ffi::AV_CODEC_FLAG_QSCALE as i32 != 0 {
+        settings.push(format!("q={}", global_quality / ffmpeg::ffi::FF_QP2LAMBDA));
+    } else if bit_rate > 0 && !settings.iter().any(|s| s.starts_with("b=")) {
+        settings.push(format!("b={}k", bit_rate / 1000));
+    }
+    let name = format!("{format:?}").to_lowercase();
+    if settings.is_empty() {
+        format!("{}, {name}", codec.name())
+    } else {
+        format!("{} ({}), {name}", codec.name(), settings.join(", "))
+    }
 }
 
 fn encoder_flags(encoder: &ffmpeg::encoder::video::Video) -> codec::Flags {

@@ -102,6 +102,12 @@ pub trait Sink: Send {
     /// The output as configured, for messages.
     fn url(&self) -> &str;
 
+    /// The video encoder, its settings and the container, e.g.
+    /// `libx264 (crf=18), yuv420p in mp4`; `None` when nothing is encoded.
+    fn encoder(&self) -> Option<String> {
+        None
+    }
+
     /// Writes one filtered frame.
     fn write_frame(&mut self, frame: &Frame, counters: &Counters) -> Result<(), ffmpeg::Error>;
 

@@ -226,6 +226,14 @@ impl Sink for Muxer {
         &self.url
     }
 
+    fn encoder(&self) -> Option<String> {
+        Some(format!(
+            "{} in {}",
+            self.video.description(),
+            self.output.format().name()
+        ))
+    }
+
     fn write_frame(&mut self, frame: &Frame, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.unflushed = true;
         let started = Instant::now();
@@ -313,6 +321,7 @@ impl Muxer {
             packet.set_stream(self.video_index);
             packet.rescale_ts(self.video.time_base(), out_time_base);
             Counters::add(&counters.bytes_out, packet.size() as u64);
+            Counters::add(&counters.video_bytes_out, packet.size() as u64);
             packet.write_interleaved(&mut self.output)?;
         }
         Ok(())

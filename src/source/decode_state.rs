@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::device_pictures::{CudaDecoding, Picture};
 use super::pooled_pictures::PooledPictures;
+use super::trim::Trim;
 use super::{sleep_unless_stopped, SourceError};
 use crate::frame::{Frame, PixelFormat};
 use crate::host_buffers::BufferPool;
@@ -89,6 +90,8 @@ pub(super) struct DecodeState {
     pub(super) replaying: bool,
     /// Frames a replay decoded, sent or not.
     pub(super) replayed_frames: u64,
+    /// The part of the input kept (`start`, `duration`, `frames`).
+    pub(super) trim: Trim,
 }
 
 impl DecodeState {
@@ -124,7 +127,15 @@ impl DecodeState {
             last_raw_timestamp: None,
             replaying: false,
             replayed_frames: 0,
+            trim: Trim::default(),
         }
+    }
+
+    /// Keeps only the part `trim` asks for; output timestamps start where it starts.
+    pub(super) fn trimmed(mut self, trim: Trim) -> DecodeState {
+        self.pts_offset = -trim.timestamp_origin();
+        self.trim = trim;
+        self
     }
 
     pub(super) fn stopped(&self) -> bool {
@@ -138,6 +149,7 @@ impl DecodeState {
         }
         self.first_pts_of_pass = None;
         self.last_raw_timestamp = None;
+        self.trim.start_new_pass();
     }
 
     /// Reconnected: the new input's clock is unrelated to the old one's, so its first frame
@@ -235,6 +247,9 @@ impl DecodeState {
             }
             if self.replaying && !self.is_new(&decoded) {
                 // Sent before the decoder failed: the replay only recovers what it held.
+                continue;
+            }
+            if !self.trim.keeps_frame(Self::raw_timestamp(&decoded), self.next_index) {
                 continue;
             }
             // SAFETY: `decoded` wraps a valid AVFrame the decoder just filled; two integer fields

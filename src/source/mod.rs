@@ -18,6 +18,7 @@ mod pooled_pictures;
 mod read;
 mod replay;
 mod sequence;
+mod trim;
 
 use ffmpeg_next as ffmpeg;
 use std::sync::atomic::{AtomicBool, Ordering};

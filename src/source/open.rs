@@ -126,7 +126,29 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
         };
         watchdog.arm();
         crate::ffmpeg_log::clear_last_error();
-        let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, std::ptr::null_mut());
+        // Options are handed over as FFmpeg's dictionary; what is left in it afterwards is
+        // what neither the demuxer nor the protocol took.
+        let mut options = ffmpeg::Dictionary::new();
+        for (key, value) in &config.options {
+            options.set(key, value);
+        }
+        let mut options = options.disown();
+        let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, &mut options);
+        let unknown: Vec<String> = ffmpeg::Dictionary::own(options)
+            .iter()
+            .map(|(key, _)| format!("`{}`", crate::text::quoted(key)))
+            .collect();
+        if status >= 0 && !unknown.is_empty() {
+            avformat_close_input(&mut context);
+            return Err(SourceError::Unusable {
+                url: url.clone(),
+                reason: format!(
+                    "source.options {}: neither the demuxer nor the protocol takes {}",
+                    unknown.join(", "),
+                    if unknown.len() == 1 { "it" } else { "them" }
+                ),
+            });
+        }
         if status == AVERROR_PROTOCOL_NOT_FOUND {
             // A scheme this FFmpeg build does not have will not appear on a second try.
             let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
@@ -263,6 +285,7 @@ impl Source {
             expected_frames,
             decoder: codec.name().to_string(),
             passthrough,
+            real_time: config.is_live() || config.realtime,
         };
         if info.width == 0 || info.height == 0 {
             return Err(decoder_error("the video stream has no frame size".into()));

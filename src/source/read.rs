@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::trim::Trim;
 use super::{DecodeState, DropOldest, Source, SourceError};
 use crate::frame::Frame;
 use crate::media::{is_again, PassthroughPacket};
@@ -39,16 +40,26 @@ impl Source {
             self.frame_pool.clone(),
             stop.clone(),
         );
-        let first_streams = self.info.stream_signature();
-        let source_probe = self.nvdec_probe.clone();
-        let device = self.device.clone();
+        // SAFETY: `self.input` owns a valid, open AVFormatContext; one plain field is read.
+        let container_start = unsafe { (*self.input.as_ptr()).start_time };
+        let container_start = (container_start != ffmpeg::ffi::AV_NOPTS_VALUE).then_some(container_start);
+        let trim = Trim::new(&config, container_start, self.info.time_base);
         let mut source = self;
+        if let Some(to) = trim.seek_to_us {
+            source.seek_to(to, 0)?;
+        }
+        state = state.trimmed(trim);
+        let first_streams = source.info.stream_signature();
+        let source_probe = source.nvdec_probe.clone();
+        let device = source.device.clone();
         source.decoder.allocate_in(state.pictures.clone());
         source.decoder.decode_on(device.clone(), &config.url)?;
         state.device = device;
         loop {
             let outcome = source.read_all(&mut state, frames, packets, stop, counters);
             let lost = match outcome {
+                // The part asked for was read: the end, live or not.
+                Ok(ReadEnd::Trimmed) => return Ok(()),
                 Ok(ReadEnd::EndOfInput) if config.is_live() => "the input ended".to_string(),
                 Err(e) if config.is_live() && !stop.load(Ordering::Relaxed) => e.to_string(),
                 other => return other.map(|_| ()),
@@ -148,10 +159,21 @@ impl Source {
                 if !self.decoder.decode(&packet, state, frames, counters)? {
                     return Ok(ReadEnd::DownstreamGone);
                 }
+                if state.trim.ended() {
+                    if self.config.looping && !state.trim.frames_exhausted(state.next_index) {
+                        self.restart(state, frames, counters)?;
+                        continue;
+                    }
+                    self.finish_decoding(state, frames, counters)?;
+                    return Ok(ReadEnd::Trimmed);
+                }
             } else if let Some(copied) = self.info.passthrough.iter().find(|s| s.index == packet.stream()) {
                 // After a reconnection, copied packets wait for the first video frame, which
                 // fixes how far the new connection's timestamps move.
                 if !state.copy_streams || state.rebase_pending {
+                    continue;
+                }
+                if !state.trim.keeps_packet(self.packet_start(&packet)) {
                     continue;
                 }
                 let mut outgoing = std::mem::replace(&mut packet, Packet::empty());
@@ -193,6 +215,13 @@ impl Source {
         counters: &Counters,
     ) -> Result<(), SourceError> {
         self.decoder.finish(state, frames, counters).map(|_| ())
+    }
+
+    /// Where a packet starts, in seconds on its stream's clock.
+    fn packet_start(&self, packet: &Packet) -> Option<f64> {
+        let start = packet.pts().or(packet.dts())?;
+        let time_base = self.input.stream(packet.stream())?.time_base();
+        Some(start as f64 * f64::from(time_base))
     }
 
     /// Where a packet ends, in seconds on its stream's clock.
@@ -244,23 +273,44 @@ impl Source {
         counters: &Counters,
     ) -> Result<(), SourceError> {
         self.decoder.finish(state, frames, counters)?;
-        self.input
-            .seek(i64::MIN, ..)
-            .or_else(|_| self.input.seek(0, ..))
-            .map_err(|e| SourceError::Read {
-                url: self.info.url.clone(),
-                frames: state.next_index,
-                reason: format!("cannot seek to the start to loop: {e}"),
-            })?;
+        match state.trim.seek_to_us {
+            Some(to) => self.seek_to(to, state.next_index)?,
+            None => self
+                .input
+                .seek(i64::MIN, ..)
+                .or_else(|_| self.input.seek(0, ..))
+                .map_err(|e| SourceError::Read {
+                    url: self.info.url.clone(),
+                    frames: state.next_index,
+                    reason: format!("cannot seek to the start to loop: {e}"),
+                })?,
+        }
         self.decoder.flush();
         state.start_new_pass();
         Ok(())
     }
 }
 
+impl Source {
+    /// Seeks to the keyframe at or before `to_us` (microseconds on the container's clock),
+    /// for `start`; frames before it are dropped as they are decoded.
+    fn seek_to(&mut self, to_us: i64, frames: u64) -> Result<(), SourceError> {
+        self.input.seek(to_us, ..to_us).map_err(|e| SourceError::Read {
+            url: self.info.url.clone(),
+            frames,
+            reason: format!(
+                "cannot seek to {:.3} s for source.start (--ss): {e}",
+                to_us as f64 / 1e6
+            ),
+        })
+    }
+}
+
 /// How one connection's reading ended.
 enum ReadEnd {
     EndOfInput,
+    /// The part of the input asked for (`duration`, `frames`) was read.
+    Trimmed,
     Stopped,
     /// The frame receiver is gone (the pipeline is stopping after a downstream failure).
     DownstreamGone,

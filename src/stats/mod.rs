@@ -43,6 +43,8 @@ pub struct Counters {
     /// Bytes of input packets read, and of packets the sink wrote.
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
+    /// Of `bytes_out`, the encoded video's.
+    pub video_bytes_out: AtomicU64,
     /// Times a live input was lost and opened again.
     pub reconnects: AtomicU64,
     /// Times an NVDEC decoder failed mid-stream (a stream change, damaged data) and was made anew.
@@ -202,6 +204,7 @@ pub struct CounterSnapshot {
     pub packets_passed_through: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    pub video_bytes_out: u64,
     pub reconnects: u64,
     pub decoded_queue: u64,
     pub filtered_queue: u64,
@@ -231,6 +234,7 @@ impl Counters {
             packets_passed_through: get(&self.packets_passed_through),
             bytes_in: get(&self.bytes_in),
             bytes_out: get(&self.bytes_out),
+            video_bytes_out: get(&self.video_bytes_out),
             reconnects: get(&self.reconnects),
             decoded_queue: get(&self.decoded_queue),
             filtered_queue: get(&self.filtered_queue),

@@ -12,6 +12,12 @@ pub struct PipelineReport {
     pub output: String,
     pub engine: String,
     pub mask: String,
+    /// The video encoder, its settings and the container (`None` for the null sink).
+    pub output_encoder: Option<String>,
+    /// The picture size written, `WIDTHxHEIGHT`.
+    pub output_size: String,
+    /// The encoded video's bitrate over the frames written, at the stream's frame rate.
+    pub output_kbps: Option<f64>,
     pub frames_in: u64,
     pub frames_out: u64,
     pub frames_dropped: u64,
@@ -55,6 +61,12 @@ impl PipelineReport {
             self.filter_seconds,
             self.sink_seconds
         );
+        if let Some(encoder) = &self.output_encoder {
+            text.push_str(&format!("; output: {encoder}, {}", self.output_size));
+            if let Some(kbps) = self.output_kbps {
+                text.push_str(&format!(", {kbps:.0} kb/s"));
+            }
+        }
         let damage = self.damage();
         if !damage.is_empty() {
             text.push_str(&format!("; input damage: {}", damage.join(", ")));

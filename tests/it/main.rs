@@ -14,6 +14,7 @@ mod common;
 mod config_check;
 mod cpu_oracle;
 mod deploy;
+mod flags;
 mod gpu;
 mod outputs;
 mod properties;

@@ -1,6 +1,7 @@
 //! What each GPU is doing, from NVML (`libnvidia-ml.so.1`, part of the driver, loaded at run
 //! time like libcuda): compute and NVDEC utilisation and memory, for the metrics an operator
-//! scales by. NVML numbers GPUs in PCI order; the `uuid` label ties them to `doctor`.
+//! scales by, and how many NVDEC engines a GPU has, for `doctor`. NVML numbers GPUs in PCI
+//! order; the `uuid` label ties them to `doctor`.
 
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 use std::sync::OnceLock;
@@ -24,6 +25,27 @@ struct Memory {
     used: c_ulonglong,
 }
 
+/// NVML's `nvmlGpuInstanceProfileInfo_t` (version 1, the layout every NVML since R450 takes).
+#[repr(C)]
+#[derive(Default)]
+struct InstanceProfile {
+    id: c_uint,
+    is_p2p_supported: c_uint,
+    slice_count: c_uint,
+    instance_count: c_uint,
+    multiprocessor_count: c_uint,
+    copy_engine_count: c_uint,
+    decoder_count: c_uint,
+    encoder_count: c_uint,
+    jpeg_count: c_uint,
+    ofa_count: c_uint,
+    memory_size_mb: c_ulonglong,
+}
+
+/// NVML's `NVML_GPU_INSTANCE_PROFILE_7_SLICE` and `_8_SLICE`: the whole-GPU instance profiles
+/// of MIG-capable GPUs (A100/H100/H200 and B200), whose engine counts are the whole GPU's.
+const WHOLE_GPU_PROFILES: [c_uint; 2] = [0x4, 0x5];
+
 /// NVML's `NVML_SUCCESS`.
 const SUCCESS: c_int = 0;
 
@@ -34,6 +56,8 @@ type UtilizationRates = unsafe extern "C" fn(Device, *mut Utilization) -> c_int;
 type DecoderUtilization = unsafe extern "C" fn(Device, *mut c_uint, *mut c_uint) -> c_int;
 type MemoryInfo = unsafe extern "C" fn(Device, *mut Memory) -> c_int;
 type Uuid = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> c_int;
+type Name = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> c_int;
+type InstanceProfileInfo = unsafe extern "C" fn(Device, c_uint, *mut InstanceProfile) -> c_int;
 
 /// The library and the functions used, loaded and initialised once per process.
 struct Nvml {
@@ -45,6 +69,9 @@ struct Nvml {
     decoder_utilization: DecoderUtilization,
     memory: MemoryInfo,
     uuid: Uuid,
+    name: Name,
+    /// Absent from NVML before MIG (R450).
+    instance_profile: Option<InstanceProfileInfo>,
 }
 
 fn load() -> Option<Nvml> {
@@ -75,6 +102,15 @@ fn load() -> Option<Nvml> {
     let memory = unsafe { *library.get::<MemoryInfo>(b"nvmlDeviceGetMemoryInfo\0").ok()? };
     // SAFETY: as above.
     let uuid = unsafe { *library.get::<Uuid>(b"nvmlDeviceGetUUID\0").ok()? };
+    // SAFETY: as above.
+    let name = unsafe { *library.get::<Name>(b"nvmlDeviceGetName\0").ok()? };
+    // SAFETY: as above.
+    let instance_profile = unsafe {
+        library
+            .get::<InstanceProfileInfo>(b"nvmlDeviceGetGpuInstanceProfileInfo\0")
+            .ok()
+            .map(|f| *f)
+    };
     let nvml = Nvml {
         _library: library,
         device_count,
@@ -83,6 +119,8 @@ fn load() -> Option<Nvml> {
         decoder_utilization,
         memory,
         uuid,
+        name,
+        instance_profile,
     };
     // SAFETY: nvmlInit_v2 takes no arguments; calling it more than once is allowed.
     (unsafe { init() } == SUCCESS).then_some(nvml)
@@ -136,4 +174,101 @@ pub fn gpu_usage() -> Vec<GpuUsage> {
             })
         })
         .collect()
+}
+
+/// How many NVDEC engines a GPU has, and where that figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderEngines {
+    pub count: u32,
+    pub from: &'static str,
+}
+
+/// NVDEC engines of the GPU named `name` (as CUDA names it): from NVML's whole-GPU instance
+/// profile where the GPU has one, else from NVIDIA's published figures for the GPUs this
+/// product is deployed on; `None` for a GPU in neither.
+pub fn decoder_engines(name: &str) -> Option<DecoderEngines> {
+    nvml_decoder_engines(name)
+        .map(|count| DecoderEngines {
+            count,
+            from: "NVML's whole-GPU instance profile",
+        })
+        .or_else(|| {
+            published_decoder_engines(name).map(|count| DecoderEngines {
+                count,
+                from: "NVIDIA's video codec support matrix",
+            })
+        })
+}
+
+fn nvml_decoder_engines(name: &str) -> Option<u32> {
+    let nvml = nvml()?;
+    let profile_info = nvml.instance_profile?;
+    let mut count: c_uint = 0;
+    // SAFETY: NVML is initialised; `count` is a valid place for the answer.
+    if unsafe { (nvml.device_count)(&mut count) } != SUCCESS {
+        return None;
+    }
+    (0..count).find_map(|index| {
+        let mut device: Device = std::ptr::null_mut();
+        // SAFETY: `index` is below the count NVML gave; `device` receives its handle.
+        if unsafe { (nvml.handle_by_index)(index, &mut device) } != SUCCESS {
+            return None;
+        }
+        let mut device_name = [0 as c_char; 96];
+        // SAFETY: a 96-byte buffer, NVML's NVML_DEVICE_NAME_V2_BUFFER_SIZE; NVML
+        // NUL-terminates what it writes.
+        if unsafe { (nvml.name)(device, device_name.as_mut_ptr(), device_name.len() as c_uint) } != SUCCESS {
+            return None;
+        }
+        // SAFETY: NUL-terminated within the buffer on success (see above).
+        if unsafe { CStr::from_ptr(device_name.as_ptr()) }.to_string_lossy() != name {
+            return None;
+        }
+        WHOLE_GPU_PROFILES
+            .iter()
+            .filter_map(|profile| {
+                let mut info = InstanceProfile::default();
+                // SAFETY: a valid handle and a place of the version-1 struct NVML writes.
+                (unsafe { profile_info(device, *profile, &mut info) } == SUCCESS).then_some(info.decoder_count)
+            })
+            .max()
+            .filter(|count| *count > 0)
+    })
+}
+
+/// NVDEC engines per GPU model, from NVIDIA's "Video Encode and Decode GPU Support Matrix",
+/// for GPUs NVML gives no instance profile for. Models match whole words of the name, so
+/// "L40S" is not read as "L4".
+fn published_decoder_engines(name: &str) -> Option<u32> {
+    const ENGINES: &[(&str, u32)] = &[
+        ("H200", 7),
+        ("H100", 7),
+        ("A100", 5),
+        ("A30", 4),
+        ("L40S", 3),
+        ("L40", 3),
+        ("L4", 4),
+        ("A10", 2),
+        ("T4", 2),
+    ];
+    let words: Vec<&str> = name.split([' ', '-']).collect();
+    ENGINES
+        .iter()
+        .find(|(model, _)| words.contains(model))
+        .map(|(_, count)| *count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::published_decoder_engines;
+
+    #[test]
+    fn published_engine_counts_match_whole_model_names_only() {
+        assert_eq!(published_decoder_engines("NVIDIA H100 80GB HBM3"), Some(7));
+        assert_eq!(published_decoder_engines("NVIDIA L40S"), Some(3));
+        assert_eq!(published_decoder_engines("NVIDIA L4"), Some(4));
+        assert_eq!(published_decoder_engines("NVIDIA A100-SXM4-40GB"), Some(5));
+        assert_eq!(published_decoder_engines("NVIDIA A10G"), None, "A10G is not the A10");
+        assert_eq!(published_decoder_engines("NVIDIA GeForce RTX 4090"), None);
+    }
 }

@@ -1,0 +1,153 @@
+//! The part of an input a pipeline filters (`start`, `duration`, `frames`, as FFmpeg's
+//! `-ss`, `-t` and `-frames:v`): where reading starts, which decoded frames and copied
+//! packets are dropped, and when the input counts as ended.
+
+use ffmpeg::Rational;
+use ffmpeg_next as ffmpeg;
+
+use crate::config::SourceConfig;
+
+/// The trimmed part of one input, on its own clock (the video stream's time base).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Trim {
+    /// Where the kept part starts, in microseconds on the container's clock (what a seek
+    /// takes); `None` without `start`.
+    pub(super) seek_to_us: Option<i64>,
+    /// Frames earlier than this are dropped (video time base).
+    first: Option<i64>,
+    /// Frames at or after this end the pass (video time base).
+    end: Option<i64>,
+    /// The same bounds in seconds, for copied packets of other streams.
+    first_seconds: Option<f64>,
+    end_seconds: Option<f64>,
+    /// The most frames sent in all.
+    max_frames: Option<u64>,
+    /// Set once a frame past the end (or past `max_frames`) was decoded.
+    ended: bool,
+}
+
+impl Trim {
+    /// The bounds `config` asks for; `container_start_us` is the container's own start
+    /// time (`-ss` counts from it, as in FFmpeg), `time_base` the video stream's.
+    pub(super) fn new(config: &SourceConfig, container_start_us: Option<i64>, time_base: Rational) -> Trim {
+        let start_us = container_start_us.unwrap_or(0);
+        let offset_us = config.start.map_or(0, |s| (s * 1e6).round() as i64);
+        let first_us = start_us + offset_us;
+        let end_us = config.duration.map(|d| first_us + (d * 1e6).round() as i64);
+        let to_stream = |us: i64| {
+            // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
+            unsafe { ffmpeg::ffi::av_rescale_q(us, ffmpeg::ffi::AV_TIME_BASE_Q, time_base.into()) }
+        };
+        let trims_start = config.start.is_some_and(|s| s > 0.0);
+        Trim {
+            seek_to_us: trims_start.then_some(first_us),
+            first: trims_start.then(|| to_stream(first_us)),
+            end: end_us.map(to_stream),
+            first_seconds: trims_start.then_some(first_us as f64 / 1e6),
+            end_seconds: end_us.map(|us| us as f64 / 1e6),
+            max_frames: config.frames,
+            ended: false,
+        }
+    }
+
+    /// Where output timestamps start: `-ss` moves them so the first kept frame is at 0.
+    pub(super) fn timestamp_origin(&self) -> i64 {
+        self.first.unwrap_or(0)
+    }
+
+    /// Whether a decoded frame with this timestamp (video time base, before any offset)
+    /// and this index among frames sent is kept. A frame past the end ends the pass.
+    pub(super) fn keeps_frame(&mut self, timestamp: Option<i64>, index: u64) -> bool {
+        if self.ended {
+            return false;
+        }
+        if self.max_frames.is_some_and(|max| index >= max) {
+            self.ended = true;
+            return false;
+        }
+        let Some(t) = timestamp else { return true };
+        if self.end.is_some_and(|end| t >= end) {
+            self.ended = true;
+            return false;
+        }
+        self.first.is_none_or(|first| t >= first)
+    }
+
+    /// Whether a copied packet starting at `seconds` (on the container's clock) is kept.
+    pub(super) fn keeps_packet(&self, seconds: Option<f64>) -> bool {
+        let Some(t) = seconds else { return !self.ended };
+        self.first_seconds.is_none_or(|first| t >= first) && self.end_seconds.is_none_or(|end| t < end)
+    }
+
+    /// Whether the pass has reached its end (`duration`) or the run its last frame.
+    pub(super) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Whether every frame the run may send was sent: looping cannot add more.
+    pub(super) fn frames_exhausted(&self, sent: u64) -> bool {
+        self.max_frames.is_some_and(|max| sent >= max)
+    }
+
+    /// A new pass of a looped input starts at `start` again.
+    pub(super) fn start_new_pass(&mut self) {
+        self.ended = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(start: Option<f64>, duration: Option<f64>, frames: Option<u64>) -> SourceConfig {
+        SourceConfig {
+            start,
+            duration,
+            frames,
+            ..SourceConfig::from_url("in.mp4")
+        }
+    }
+
+    #[test]
+    fn start_and_duration_count_from_the_containers_start() {
+        // 90 kHz clock, container starting at 1.4 s (as MPEG-TS files do).
+        let mut trim = Trim::new(
+            &config(Some(2.0), Some(1.0), None),
+            Some(1_400_000),
+            Rational::new(1, 90_000),
+        );
+        assert_eq!(trim.seek_to_us, Some(3_400_000));
+        assert_eq!(trim.timestamp_origin(), 306_000);
+        assert!(!trim.keeps_frame(Some(305_999), 0), "before start");
+        assert!(trim.keeps_frame(Some(306_000), 0));
+        assert!(trim.keeps_frame(Some(395_999), 1));
+        assert!(!trim.ended());
+        assert!(!trim.keeps_frame(Some(396_000), 2), "at the end");
+        assert!(trim.ended());
+        assert!(!trim.keeps_frame(Some(310_000), 2), "nothing after the end");
+        trim.start_new_pass();
+        assert!(trim.keeps_frame(Some(306_000), 2), "a looped pass starts again");
+        assert!(!trim.keeps_packet(Some(3.39)));
+        assert!(trim.keeps_packet(Some(3.4)));
+        assert!(!trim.keeps_packet(Some(4.4)));
+    }
+
+    #[test]
+    fn frames_count_over_every_pass() {
+        let mut trim = Trim::new(&config(None, None, Some(2)), None, Rational::new(1, 25));
+        assert_eq!(trim.seek_to_us, None, "no start, no seek");
+        assert_eq!(trim.timestamp_origin(), 0);
+        assert!(trim.keeps_frame(Some(0), 0));
+        assert!(trim.keeps_frame(None, 1));
+        assert!(!trim.keeps_frame(Some(2), 2));
+        assert!(trim.ended() && trim.frames_exhausted(2));
+    }
+
+    #[test]
+    fn no_trim_keeps_everything() {
+        let mut trim = Trim::new(&config(None, None, None), Some(5_000_000), Rational::new(1, 1000));
+        assert!(trim.keeps_frame(Some(-100), 0) && trim.keeps_frame(Some(i64::MAX), 1_000_000));
+        assert!(trim.keeps_packet(Some(-1.0)) && trim.keeps_packet(None));
+        assert_eq!(trim.timestamp_origin(), 0, "timestamps stay the input's");
+    }
+}
