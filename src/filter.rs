@@ -125,10 +125,269 @@ impl fmt::Display for PlaneSelection {
     }
 }
 
+/// A plane, or a channel of an interleaved plane, that `plane_masks` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlaneName {
+    Y,
+    U,
+    V,
+    R,
+    G,
+    B,
+}
+
+impl PlaneName {
+    /// The keys `plane_masks` takes, and what each stands for (`uv` is both chroma planes).
+    pub const KEYS: [(&'static str, &'static [PlaneName]); 7] = [
+        ("y", &[PlaneName::Y]),
+        ("u", &[PlaneName::U]),
+        ("v", &[PlaneName::V]),
+        ("uv", &[PlaneName::U, PlaneName::V]),
+        ("r", &[PlaneName::R]),
+        ("g", &[PlaneName::G]),
+        ("b", &[PlaneName::B]),
+    ];
+
+    /// The planes a `plane_masks` key names; `None` for an unknown key.
+    pub fn parse_key(key: &str) -> Option<&'static [PlaneName]> {
+        PlaneName::KEYS.iter().find(|(k, _)| *k == key).map(|(_, names)| *names)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PlaneName::Y => "y",
+            PlaneName::U => "u",
+            PlaneName::V => "v",
+            PlaneName::R => "r",
+            PlaneName::G => "g",
+            PlaneName::B => "b",
+        }
+    }
+
+    fn is_chroma(self) -> bool {
+        matches!(self, PlaneName::U | PlaneName::V)
+    }
+}
+
+impl fmt::Display for PlaneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A mask per plane (or channel), over the pipeline's `mask`.
+pub type PlaneMasks = std::collections::BTreeMap<PlaneName, Mask>;
+
 /// Everything an engine needs to know to filter frames.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterSpec {
+    /// The mask of every plane `planes` selects and `plane_masks` does not name.
     pub mask: Mask,
     pub border: BorderMode,
     pub planes: PlaneSelection,
+    /// Planes with a mask of their own; empty when one mask serves.
+    pub plane_masks: PlaneMasks,
+}
+
+impl FilterSpec {
+    /// One mask on the planes `planes` selects.
+    pub fn uniform(mask: Mask, border: BorderMode, planes: PlaneSelection) -> FilterSpec {
+        FilterSpec {
+            mask,
+            border,
+            planes,
+            plane_masks: PlaneMasks::new(),
+        }
+    }
+
+    /// The mask plane `index` of a `format` frame is filtered with, `None` when it is copied:
+    /// its own from `plane_masks`, else `mask` where `planes` selects it. (An interleaved
+    /// plane's channels share one mask; see [`FilterSpec::problems_with`].)
+    pub fn mask_for(&self, format: PixelFormat, index: usize) -> Option<&Mask> {
+        let own = format
+            .channel_names(index)
+            .iter()
+            .find_map(|name| self.plane_masks.get(name));
+        own.or_else(|| self.planes.selects(format, index).then_some(&self.mask))
+    }
+
+    /// Why this filter cannot run on `format` frames: a plane it names that the format lacks
+    /// (chroma names on grey frames are fine: there is nothing to filter), or channels of
+    /// one interleaved plane given different masks.
+    pub fn problems_with(&self, format: PixelFormat) -> Vec<String> {
+        let mut problems = Vec::new();
+        let planes = format.plane_shapes(2, 2).len();
+        let names: Vec<PlaneName> = (0..planes)
+            .flat_map(|i| format.channel_names(i).iter().copied())
+            .collect();
+        let lacking: Vec<&str> = self
+            .plane_masks
+            .keys()
+            .filter(|name| !(names.contains(name) || format == PixelFormat::Gray8 && name.is_chroma()))
+            .map(|name| name.name())
+            .collect();
+        if !lacking.is_empty() {
+            let has: Vec<&str> = names.iter().map(|n| n.name()).collect();
+            problems.push(format!(
+                "plane_masks names {}, which {format} frames do not have (they have {})",
+                lacking.join(", "),
+                has.join(", ")
+            ));
+        }
+        for index in 0..planes {
+            let channels = format.channel_names(index);
+            if channels.len() < 2 {
+                continue;
+            }
+            let masks: Vec<Option<&Mask>> = channels.iter().map(|name| self.plane_masks.get(name)).collect();
+            if masks.iter().any(|m| m.is_some()) && masks.iter().any(|m| *m != masks[0]) {
+                let names: Vec<&str> = channels.iter().map(|n| n.name()).collect();
+                problems.push(format!(
+                    "{format} holds {} interleaved in one plane, so they take one mask: give it to all of them ({})",
+                    names.join(", "),
+                    if names == ["u", "v"] {
+                        "uv = ...".to_string()
+                    } else {
+                        names
+                            .iter()
+                            .map(|n| format!("{n} = ..."))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ));
+            }
+        }
+        problems
+    }
+
+    /// One-line warnings about what this filter does to `format` frames that is likely not
+    /// what was meant: a zero-sum mask without a bias on chroma turns the picture green.
+    pub fn warnings(&self, format: PixelFormat) -> Vec<String> {
+        let planes = format.plane_shapes(2, 2).len();
+        let mut flat: Vec<(&str, &str)> = Vec::new();
+        for index in 0..planes {
+            let chroma: Vec<&str> = format
+                .channel_names(index)
+                .iter()
+                .filter(|n| n.is_chroma())
+                .map(|n| n.name())
+                .collect();
+            if chroma.is_empty() {
+                continue;
+            }
+            if let Some(mask) = self.mask_for(format, index) {
+                if mask.is_zero_sum() && mask.bias() == 0.0 {
+                    flat.extend(chroma.into_iter().map(|c| (c, mask.description())));
+                }
+            }
+        }
+        if flat.is_empty() {
+            return Vec::new();
+        }
+        let planes: Vec<&str> = flat.iter().map(|(plane, _)| *plane).collect();
+        vec![format!(
+            "`{}` sums to 0 and has no bias, so the chroma planes ({}) come out near 0 and the picture turns green; for a grey-scale edge map give chroma the neutral mask (--plane-mask uv=neutral, or plane_masks = {{ uv = \"neutral\" }}), filter luma only (--planes luma), or add bias=128",
+            flat[0].1,
+            planes.join(", ")
+        )]
+    }
+
+    /// The masks in words: `edge` or `y: edge, u: neutral, v: neutral` (planes not named
+    /// follow `mask` and `planes`).
+    pub fn description(&self) -> String {
+        if self.plane_masks.is_empty() {
+            return self.mask.description().to_string();
+        }
+        let mut parts: Vec<String> = self
+            .plane_masks
+            .iter()
+            .map(|(name, mask)| format!("{name}: {}", mask.description()))
+            .collect();
+        parts.push(format!("others: {} on {}", self.mask.description(), self.planes));
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask(spec: &str) -> Mask {
+        Mask::from_spec(spec).expect("a valid SPEC")
+    }
+
+    fn with_planes(base: &str, planes: &[(PlaneName, &str)]) -> FilterSpec {
+        FilterSpec {
+            plane_masks: planes.iter().map(|(name, spec)| (*name, mask(spec))).collect(),
+            ..FilterSpec::uniform(mask(base), BorderMode::Reflect, PlaneSelection::All)
+        }
+    }
+
+    #[test]
+    fn a_plane_named_takes_its_own_mask_and_the_others_follow_mask_and_planes() {
+        let filter = FilterSpec {
+            planes: PlaneSelection::Luma,
+            ..with_planes("box", &[(PlaneName::V, "sharpen")])
+        };
+        let described = |index| {
+            filter
+                .mask_for(PixelFormat::Yuv420p, index)
+                .map(|m| m.description().to_string())
+        };
+        assert_eq!(described(0).as_deref(), Some("box"));
+        assert_eq!(described(1), None, "u: not selected, not named");
+        assert_eq!(described(2).as_deref(), Some("sharpen"));
+        assert_eq!(
+            filter.problems_with(PixelFormat::Nv12).len(),
+            1,
+            "nv12's interleaved uv cannot take v's mask alone"
+        );
+    }
+
+    #[test]
+    fn interleaved_channels_need_one_mask_and_absent_planes_are_named() {
+        let split = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "box")]);
+        assert!(split.problems_with(PixelFormat::Yuv420p).is_empty());
+        let problems = split.problems_with(PixelFormat::Nv12);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("uv = ..."), "{problems:?}");
+        let both = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "edge")]);
+        assert!(both.problems_with(PixelFormat::Nv12).is_empty());
+        assert!(
+            both.problems_with(PixelFormat::Gray8).is_empty(),
+            "grey has no chroma to filter"
+        );
+        let rgb_on_yuv = with_planes("identity", &[(PlaneName::R, "box")]);
+        let problems = rgb_on_yuv.problems_with(PixelFormat::Yuv444p);
+        assert!(
+            problems[0].contains("names r, which yuv444p frames do not have (they have y, u, v)"),
+            "{problems:?}"
+        );
+        let one_channel = with_planes("identity", &[(PlaneName::G, "box")]);
+        assert_eq!(
+            one_channel.problems_with(PixelFormat::Rgb24).len(),
+            1,
+            "g alone on packed rgb"
+        );
+    }
+
+    #[test]
+    fn zero_sum_masks_on_chroma_without_bias_are_warned_about_once() {
+        let edge = FilterSpec::uniform(mask("edge"), BorderMode::Reflect, PlaneSelection::All);
+        let warnings = edge.warnings(PixelFormat::Yuv420p);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("(u, v)") && warnings[0].contains("uv=neutral"),
+            "{warnings:?}"
+        );
+        assert!(edge.warnings(PixelFormat::Gray8).is_empty());
+        assert!(edge.warnings(PixelFormat::Rgb24).is_empty(), "rgb has no chroma");
+        let grey_map = with_planes("edge", &[(PlaneName::U, "neutral"), (PlaneName::V, "neutral")]);
+        assert!(grey_map.warnings(PixelFormat::Yuv420p).is_empty());
+        let biased = FilterSpec::uniform(mask("edge:bias=128"), BorderMode::Reflect, PlaneSelection::All);
+        assert!(biased.warnings(PixelFormat::Nv12).is_empty());
+        let luma = FilterSpec::uniform(mask("laplacian"), BorderMode::Reflect, PlaneSelection::Luma);
+        assert!(luma.warnings(PixelFormat::Yuv420p).is_empty());
+    }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::filter::PlaneName;
 use crate::host_buffers::BufferPool;
 pub use crate::host_buffers::PlaneData;
 
@@ -82,6 +83,19 @@ impl PixelFormat {
             PixelFormat::Gray8 => vec![shape(width, height, 1)],
             PixelFormat::Rgb24 | PixelFormat::Bgr24 => vec![shape(width, height, 3)],
         }
+    }
+
+    /// The planes (or, interleaved, the channels) plane `index` holds, by name.
+    pub fn channel_names(self, index: usize) -> &'static [PlaneName] {
+        use PlaneName::*;
+        let planes: &'static [&'static [PlaneName]] = match self {
+            PixelFormat::Yuv420p | PixelFormat::Yuv422p | PixelFormat::Yuv444p => &[&[Y], &[U], &[V]],
+            PixelFormat::Nv12 => &[&[Y], &[U, V]],
+            PixelFormat::Gray8 => &[&[Y]],
+            PixelFormat::Rgb24 => &[&[R, G, B]],
+            PixelFormat::Bgr24 => &[&[B, G, R]],
+        };
+        planes.get(index).copied().unwrap_or(&[])
     }
 
     /// Whether plane 0 is luma (so `planes = luma|chroma` means something).

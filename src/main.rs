@@ -191,6 +191,10 @@ struct RunArgs {
     /// Which planes the mask filters (the others are copied): all, luma (Y) or chroma (U and V).
     #[arg(long, value_enum)]
     planes: Option<PlaneSelection>,
+    /// A mask for one plane, over --mask: PLANE=SPEC with PLANE y, u, v, uv (both chroma
+    /// planes), r, g or b (repeatable), e.g. --plane-mask y=edge --plane-mask uv=neutral.
+    #[arg(long = "plane-mask", value_name = "PLANE=SPEC", value_parser = parse_key_value)]
+    plane_masks: Vec<(String, String)>,
     /// How pixels beyond the picture's edges are taken (SciPy's modes; default reflect).
     #[arg(long, value_enum)]
     border: Option<BorderMode>,
@@ -384,6 +388,7 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         output_format: args.format.clone(),
         mask: args.mask.clone(),
         planes: args.planes,
+        plane_masks: args.plane_masks.clone(),
         border: args.border,
         device: args.device.clone(),
         streams: args.streams,

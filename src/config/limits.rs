@@ -93,11 +93,19 @@ pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
         }
     }
     text_problem("filter.device", &filter.device, problems);
-    match &filter.mask {
-        MaskSelection::Named(spec) => text_problem("filter.mask", spec, problems),
-        MaskSelection::Inline(params) => {
-            if let Some(file) = &params.file {
-                text_problem("filter.mask.file", &file.to_string_lossy(), problems);
+    let selections = std::iter::once(("filter.mask".to_string(), &filter.mask)).chain(
+        filter
+            .plane_masks
+            .iter()
+            .map(|(key, selection)| (format!("filter.plane_masks.{}", quoted(key)), selection)),
+    );
+    for (place, selection) in selections {
+        match selection {
+            MaskSelection::Named(spec) => text_problem(&place, spec, problems),
+            MaskSelection::Inline(params) => {
+                if let Some(file) = &params.file {
+                    text_problem(&format!("{place}.file"), &file.to_string_lossy(), problems);
+                }
             }
         }
     }

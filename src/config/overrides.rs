@@ -12,6 +12,8 @@ pub struct Overrides {
     pub output_format: Option<String>,
     pub mask: Option<String>,
     pub planes: Option<PlaneSelection>,
+    /// `--plane-mask PLANE=SPEC`, laid over filter.plane_masks.
+    pub plane_masks: Vec<(String, String)>,
     pub border: Option<BorderMode>,
     pub device: Option<String>,
     pub streams: Option<usize>,
@@ -42,6 +44,7 @@ impl Overrides {
             || self.output_format.is_some()
             || self.mask.is_some()
             || self.planes.is_some()
+            || !self.plane_masks.is_empty()
             || self.border.is_some()
             || self.device.is_some()
             || self.streams.is_some()
@@ -145,6 +148,12 @@ impl Overrides {
         }
         if let Some(planes) = self.planes {
             pipeline.filter.planes = planes;
+        }
+        for (plane, spec) in &self.plane_masks {
+            pipeline
+                .filter
+                .plane_masks
+                .insert(plane.clone(), MaskSelection::Named(spec.clone()));
         }
         if let Some(border) = self.border {
             pipeline.filter.border = border;

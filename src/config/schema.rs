@@ -237,6 +237,10 @@ pub struct FilterConfig {
     pub mask: MaskSelection,
     #[serde(default)]
     pub planes: PlaneSelection,
+    /// A mask per plane, over `mask`: `{ y = "edge", uv = "neutral" }`; keys y, u, v, uv
+    /// (both chroma planes), r, g, b; values as `mask` takes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plane_masks: BTreeMap<String, MaskSelection>,
     #[serde(default)]
     pub border: BorderMode,
     /// `auto`, `cpu`, `cuda` or `cuda:N`.
@@ -265,6 +269,7 @@ impl Default for FilterConfig {
         FilterConfig {
             mask: MaskSelection::default(),
             planes: PlaneSelection::default(),
+            plane_masks: BTreeMap::new(),
             border: BorderMode::default(),
             device: default_device(),
             streams: default_streams(),

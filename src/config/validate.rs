@@ -9,7 +9,7 @@ use super::{
     ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
 };
 use crate::engine::{DeviceChoice, GpuTuning};
-use crate::filter::FilterSpec;
+use crate::filter::{FilterSpec, PlaneMasks, PlaneName};
 use crate::mask::{Mask, MaskError, MaskParams, PRESETS};
 
 use crate::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
@@ -158,24 +158,42 @@ fn validate_pipeline(
     if let Some(problem) = filter.gpu.spin_problem() {
         problems.push(format!("filter.gpu.spin_us: {problem}"));
     }
-    let mask = match &filter.mask {
-        MaskSelection::Named(text) => match named.get(text) {
-            Some(mask) => Ok(mask.clone()),
-            // Defined but broken: its problems are listed under `masks.NAME` already.
-            None if defined.contains_key(text) => Err(Vec::new()),
-            None => MaskParams::parse_spec(text)
-                .and_then(|params| Mask::build(&params, base_dir))
-                .map_err(|errors| errors.into_iter().map(|e| with_named_masks(e, defined)).collect()),
-        },
-        MaskSelection::Inline(params) => Mask::build(params, base_dir),
+    let build = |place: &str, selection: &MaskSelection, problems: &mut Vec<String>| {
+        selected_mask(selection, defined, named, base_dir)
+            .map_err(|errors| problems.extend(errors.into_iter().map(|e| format!("{place}: {e}"))))
+            .ok()
     };
-    let mask = match mask {
-        Ok(mask) => Some(mask),
-        Err(errors) => {
-            problems.extend(errors.into_iter().map(|e| format!("filter.mask: {e}")));
-            None
+    let mask = build("filter.mask", &filter.mask, problems);
+    let mut plane_masks = Some(PlaneMasks::new());
+    let mut named_by: BTreeMap<PlaneName, &str> = BTreeMap::new();
+    for key in filter.plane_masks.keys() {
+        for name in PlaneName::parse_key(key).unwrap_or(&[]) {
+            if let Some(first) = named_by.insert(*name, key) {
+                problems.push(format!(
+                    "filter.plane_masks: plane {name} is given twice, by `{first}` and by `{key}`; keep one"
+                ));
+                plane_masks = None;
+            }
         }
-    };
+    }
+    for (key, selection) in &filter.plane_masks {
+        let place = format!("filter.plane_masks.{}", limits::quoted(key));
+        let built = build(&place, selection, problems);
+        match (PlaneName::parse_key(key), built) {
+            (Some(names), Some(mask)) => {
+                if let Some(masks) = plane_masks.as_mut() {
+                    masks.extend(names.iter().map(|name| (*name, mask.clone())));
+                }
+            }
+            (names, _) => {
+                plane_masks = None;
+                if names.is_none() {
+                    let keys: Vec<&str> = PlaneName::KEYS.iter().map(|(k, _)| *k).collect();
+                    problems.push(format!("{place}: not a plane; use {}", keys.join(", ")));
+                }
+            }
+        }
+    }
     Some(PipelineSettings {
         name: pipeline.name.clone(),
         source: pipeline.source.clone(),
@@ -183,6 +201,7 @@ fn validate_pipeline(
             mask: mask?,
             border: filter.border,
             planes: filter.planes,
+            plane_masks: plane_masks?,
         },
         device: device?,
         streams: filter.streams,
@@ -192,6 +211,26 @@ fn validate_pipeline(
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })
+}
+
+/// The mask a `mask` value selects: a named mask of the config, a SPEC or an inline table.
+fn selected_mask(
+    selection: &MaskSelection,
+    defined: &BTreeMap<String, MaskParams>,
+    named: &BTreeMap<String, Mask>,
+    base_dir: Option<&Path>,
+) -> Result<Mask, Vec<MaskError>> {
+    match selection {
+        MaskSelection::Named(text) => match named.get(text) {
+            Some(mask) => Ok(mask.clone()),
+            // Defined but broken: its problems are listed under `masks.NAME` already.
+            None if defined.contains_key(text) => Err(Vec::new()),
+            None => MaskParams::parse_spec(text)
+                .and_then(|params| Mask::build(&params, base_dir))
+                .map_err(|errors| errors.into_iter().map(|e| with_named_masks(e, defined)).collect()),
+        },
+        MaskSelection::Inline(params) => Mask::build(params, base_dir),
+    }
 }
 
 fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
@@ -282,7 +321,7 @@ impl PipelineSettings {
             "{} -> {} [{} {} border={} planes={}] -> {}",
             self.name,
             limits::escape_control(&self.source.url),
-            limits::escape_control(self.filter.mask.description()),
+            limits::escape_control(&self.filter.description()),
             match self.device {
                 DeviceChoice::Auto => "auto".to_string(),
                 DeviceChoice::Cpu => "cpu".to_string(),

@@ -26,18 +26,16 @@ impl CpuEngine {
         }
     }
 
-    /// Filters one frame: selected planes are convolved, the others copied.
+    /// Filters one frame: each plane with its mask (see [`FilterSpec::mask_for`]); planes
+    /// without one are copied.
     pub fn filter_frame(filter: &FilterSpec, frame: &Frame) -> Frame {
         let planes = frame
             .planes
             .iter()
             .enumerate()
-            .map(|(i, plane)| {
-                if filter.planes.selects(frame.format, i) {
-                    convolve_plane(plane, &filter.mask, filter.border)
-                } else {
-                    plane.clone()
-                }
+            .map(|(i, plane)| match filter.mask_for(frame.format, i) {
+                Some(mask) => convolve_plane(plane, mask, filter.border),
+                None => plane.clone(),
             })
             .collect();
         frame.with_planes(planes)

@@ -179,7 +179,7 @@ impl Mask {
             presets::build(preset.name, params, &mut errors)
         };
         let scale = scale_factor(params, raw.as_ref(), &mut errors);
-        let bias = params.bias.unwrap_or(0.0);
+        let bias = params.bias.unwrap_or(presets::default_bias(preset.name));
         if !bias.is_finite() {
             errors.push(MaskError::NotFinite { what: "bias".into() });
         } else if !(bias as f32).is_finite() {
@@ -259,6 +259,14 @@ impl Mask {
     pub fn factors(&self) -> Option<&SeparableFactors> {
         self.factors.as_ref()
     }
+    /// Whether the coefficients sum to 0 (edge detectors, Laplacians, gradients): the
+    /// result of a flat area is the bias alone.
+    pub fn is_zero_sum(&self) -> bool {
+        let sum: f64 = self.coefficients.iter().map(|c| f64::from(*c)).sum();
+        let magnitude: f64 = self.coefficients.iter().map(|c| f64::from(c.abs())).sum();
+        sum.abs() <= 1e-6 * magnitude.max(f64::MIN_POSITIVE)
+    }
+
     pub fn is_separable(&self) -> bool {
         self.factors.is_some()
     }

@@ -27,6 +27,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "emboss", keys: &[], summary: "3x3 emboss (sums to 1, keeps brightness)" },
     Preset { name: "motion-blur", keys: &["size", "angle"], summary: "line of length size (default 9) at angle degrees (default 0, counter-clockwise from horizontal)" },
     Preset { name: "edge", keys: &["size", "sigma"], summary: "Laplacian of Gaussian edge detector, zero-sum, positive lobe sums to 1; size 9, sigma 1.4 by default" },
+    Preset { name: "neutral", keys: &[], summary: "mid-grey: every sample becomes 128 (a 1x1 zero mask, bias 128 unless given); for chroma, a grey-scale picture" },
     Preset { name: "custom", keys: &["matrix", "file"], summary: "your own matrix: inline `matrix = [[..],..]` or a text `file` (rows per line, numbers split by spaces or commas, # comments)" },
 ];
 
@@ -48,6 +49,15 @@ impl RawMask {
             rows,
             factors: Some((col, row)),
         }
+    }
+}
+
+/// The bias a preset adds when the SPEC gives none: mid-grey for `neutral`, else 0.
+pub fn default_bias(name: &str) -> f64 {
+    if name == "neutral" {
+        128.0
+    } else {
+        0.0
     }
 }
 
@@ -145,6 +155,7 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
             let g = gaussian_1d(size, sigma);
             RawMask::separable(g.clone(), g)
         }
+        "neutral" => RawMask::dense(vec![vec![0.0]]),
         "sharpen" => {
             let a = check_finite("amount", p.amount.unwrap_or(1.0), errors);
             RawMask::dense(vec![

@@ -123,7 +123,7 @@ fn apply_switch(
             break;
         }
     }
-    let description = switch.filter.mask.description().to_string();
+    let description = switch.filter.description();
     let result = match engine.set_filter(switch.filter.clone()) {
         Ok(()) => {
             monitor.set_filter(&switch.filter);

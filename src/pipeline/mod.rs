@@ -57,6 +57,9 @@ pub enum PipelineError {
     Engine { pipeline: String, error: EngineError },
     #[error("pipeline {pipeline:?}: {message}")]
     Setup { pipeline: String, message: String },
+    /// The filter asks for what the input's frames cannot give (a plane they lack).
+    #[error("pipeline {pipeline:?}: filter: {message}")]
+    FilterUnsuitable { pipeline: String, message: String },
     #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
     Panicked {
         pipeline: String,
@@ -73,6 +76,7 @@ impl PipelineError {
         match self {
             PipelineError::Source { error, .. } => error.is_usage(),
             PipelineError::Sink { error, .. } => error.is_usage(),
+            PipelineError::FilterUnsuitable { .. } => true,
             _ => false,
         }
     }
@@ -255,15 +259,23 @@ fn run_stages(
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
     let info = source.info().clone();
+    let mut problems = settings.filter.problems_with(info.format);
     if !info.format.has_luma_plane() && settings.filter.planes != crate::filter::PlaneSelection::All {
-        return Err(PipelineError::Setup {
+        problems.push(format!(
+            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
+            settings.filter.planes, info.url, info.format
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(PipelineError::FilterUnsuitable {
             pipeline: name,
-            message: format!(
-                "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
-                settings.filter.planes, info.url, info.format
-            ),
+            message: problems.join("; "),
         });
     }
+    for warning in settings.filter.warnings(info.format) {
+        tracing::warn!(pipeline = %name, "{warning}");
+    }
+    monitor.set_format(info.format);
     let engine_options = EngineOptions {
         shape: Some(FrameShape {
             format: info.format,
@@ -307,7 +319,7 @@ fn run_stages(
         pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",
         info.url, info.width, info.height, info.format, info.decoder,
-        settings.filter.mask.description(), engine_name,
+        settings.filter.description(), engine_name,
         sink.path().map_or(settings.sink.url.clone(), |p| p.display().to_string())
     );
     monitor.set_state(PipelineState::Running);
@@ -430,7 +442,7 @@ fn run_stages(
         input: settings.source.url.clone(),
         output: settings.sink.url.clone(),
         engine: engine_name,
-        mask: settings.filter.mask.description().to_string(),
+        mask: settings.filter.description(),
         output_kbps: output_encoder.as_ref().and_then(|_| {
             let seconds = written as f64 / f64::from(info.frame_rate);
             (written > 0 && seconds.is_finite() && seconds > 0.0)

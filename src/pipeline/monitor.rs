@@ -49,6 +49,8 @@ pub struct PipelineMonitor {
     state: Mutex<PipelineState>,
     engine: Mutex<Option<EngineStatus>>,
     filter: Mutex<String>,
+    /// The layout of the frames the engine is given, once the input is open.
+    format: Mutex<Option<crate::frame::PixelFormat>>,
     preparer: Mutex<Option<FilterPreparer>>,
     last_error: Mutex<Option<String>>,
     /// The file the output went to, once open (a numbered name when the one asked for was kept).
@@ -65,7 +67,8 @@ impl PipelineMonitor {
             started_at: Instant::now(),
             state: Mutex::new(PipelineState::Starting),
             engine: Mutex::new(None),
-            filter: Mutex::new(filter.mask.description().to_string()),
+            filter: Mutex::new(filter.description()),
+            format: Mutex::new(None),
             preparer: Mutex::new(None),
             last_error: Mutex::new(None),
             output_path: Mutex::new(None),
@@ -110,6 +113,17 @@ impl PipelineMonitor {
         }
     }
 
+    /// The layout of the pipeline's frames, once its input is open.
+    pub fn format(&self) -> Option<crate::frame::PixelFormat> {
+        self.format.lock().ok().and_then(|f| *f)
+    }
+
+    pub fn set_format(&self, format: crate::frame::PixelFormat) {
+        if let Ok(mut slot) = self.format.lock() {
+            *slot = Some(format);
+        }
+    }
+
     /// The mask now applied, as its SPEC or name.
     pub fn filter(&self) -> String {
         self.filter.lock().map(|f| f.clone()).unwrap_or_default()
@@ -117,7 +131,7 @@ impl PipelineMonitor {
 
     pub fn set_filter(&self, filter: &FilterSpec) {
         if let Ok(mut slot) = self.filter.lock() {
-            *slot = filter.mask.description().to_string();
+            *slot = filter.description();
         }
     }
 

@@ -293,18 +293,24 @@ async fn switch_filter(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     known_name(&name)?;
-    let mut update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border)")?;
-    if let Some(mask) = &mut update.mask {
+    let mut update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border, plane_masks)")?;
+    let masks = update.mask.iter_mut().map(|mask| ("mask".to_string(), mask));
+    let plane_masks = update
+        .plane_masks
+        .iter_mut()
+        .flatten()
+        .map(|(key, mask)| (format!("plane_masks.{}", crate::text::quoted(key)), mask));
+    for (place, mask) in masks.chain(plane_masks) {
         state.policy.check_mask(mask).map_err(|problem| {
-            let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("mask: {problem}"));
+            let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("{place}: {problem}"));
             error.problems.push(problem);
             error
         })?;
     }
-    if update.mask.is_none() && update.planes.is_none() && update.border.is_none() {
+    if update.mask.is_none() && update.planes.is_none() && update.border.is_none() && update.plane_masks.is_none() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            "nothing to change: give at least one of mask, planes, border",
+            "nothing to change: give at least one of mask, planes, border, plane_masks",
         ));
     }
     let supervisor = state.supervisor.clone();
@@ -316,6 +322,7 @@ async fn switch_filter(
         "applies_from_frame": applies_from,
         "mask": view.mask,
         "planes": view.planes,
+        "plane_masks": view.plane_masks,
         "border": view.border,
     }))
     .into_response())

@@ -229,6 +229,11 @@ impl ApiPolicy {
         if let Err(problem) = self.check_mask(&mut pipeline.filter.mask) {
             problems.push(format!("filter.mask: {problem}"));
         }
+        for (key, mask) in &mut pipeline.filter.plane_masks {
+            if let Err(problem) = self.check_mask(mask) {
+                problems.push(format!("filter.plane_masks.{}: {problem}", quoted(key)));
+            }
+        }
         problems
     }
 

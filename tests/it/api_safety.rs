@@ -85,6 +85,17 @@ fn mask_files_come_only_from_mask_dir_and_answers_never_quote_files() {
     for mask in &hostile {
         let answer = serve.json("PUT", "/pipelines/one/filter", &format!(r#"{{"mask": {mask}}}"#));
         assert_refused(&answer, 400, "mask_dir", &format!("PUT mask {mask}"));
+        let answer = serve.json(
+            "PUT",
+            "/pipelines/one/filter",
+            &format!(r#"{{"plane_masks": {{"y": "box", "uv": {mask}}}}}"#),
+        );
+        assert_refused(&answer, 400, "mask_dir", &format!("PUT plane_masks {mask}"));
+        let body = format!(
+            r#"{{"name": "two", "source": {{"url": "udp://127.0.0.1:9"}}, "filter": {{"plane_masks": {{"y": {mask}}}, "device": "cpu"}}, "sink": {{"url": "null"}}}}"#
+        );
+        let answer = serve.json("POST", "/pipelines", &body);
+        assert_refused(&answer, 400, "mask_dir", &format!("POST plane_masks {mask}"));
         let body = format!(
             r#"{{"name": "two", "source": {{"url": "udp://127.0.0.1:9"}}, "filter": {{"mask": {mask}, "device": "cpu"}}, "sink": {{"url": "null"}}}}"#
         );

@@ -290,7 +290,12 @@ fn packed_rgb_input_is_filtered_per_channel() {
             "run", "--device", "cpu", "-i", "in.nut", "-o", "x.nut", "--planes", "luma",
         ],
     );
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(
+        refused.code,
+        Some(2),
+        "a filter the input cannot take is a usage error: {}",
+        refused.stderr
+    );
     assert!(
         refused.stderr.contains("needs a YUV or gray input"),
         "{}",

@@ -434,6 +434,7 @@ fn plane_selection_filters_only_the_chosen_planes() {
                     mask: mask.clone(),
                     border: BorderMode::Mirror,
                     planes,
+                    plane_masks: Default::default(),
                 };
                 let out = CpuEngine::filter_frame(&filter, &frame);
                 assert_eq!((out.pts, out.index, out.format), (frame.pts, frame.index, frame.format));
@@ -466,6 +467,7 @@ fn engine_returns_frames_in_submission_order() {
         mask: Mask::from_spec("box:size=3").unwrap(),
         border: BorderMode::Reflect,
         planes: PlaneSelection::All,
+        plane_masks: Default::default(),
     };
     let mut engine = CpuEngine::new(filter.clone());
     assert_eq!(engine.name(), "cpu");

@@ -293,3 +293,78 @@ fn default_h264_quality_matches_ffmpegs_own_defaults() {
         "identity through convstream: {ours:.2} dB; plain ffmpeg: {theirs:.2} dB"
     );
 }
+
+#[test]
+fn plane_masks_make_a_grey_scale_edge_map() {
+    use convstream::filter::BorderMode;
+    use convstream::mask::Mask;
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 3);
+    let input = y4m(&dir.path().join("in.y4m"));
+    let run = filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.y4m",
+            "-o",
+            "out.y4m",
+            "--plane-mask",
+            "y=edge:size=5",
+            "--plane-mask",
+            "uv=neutral",
+        ],
+    )
+    .success();
+    assert!(
+        !run.stderr.contains("turns green"),
+        "no warning for a neutral chroma:\n{}",
+        run.stderr
+    );
+    let output = y4m(&dir.path().join("out.y4m"));
+    let edge = Mask::from_spec("edge:size=5").unwrap();
+    for (inp, out) in input.frames.iter().zip(&output.frames) {
+        let luma = common::plane_of(&inp[0], W as usize, H as usize);
+        assert_eq!(
+            out[0],
+            common::oracle::oracle(&luma, &edge, BorderMode::Reflect),
+            "y is the edge map"
+        );
+        assert!(out[1].iter().chain(&out[2]).all(|&s| s == 128), "u and v are mid-grey");
+    }
+    // The one-mask form warns, once, and names the fix.
+    let run = filter(dir.path(), &["-i", "in.y4m", "-o", "green.y4m", "--mask", "edge"]).success();
+    assert_eq!(run.stderr.matches("turns green").count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("--plane-mask uv=neutral"), "{}", run.stderr);
+}
+
+#[test]
+fn plane_mask_mistakes_are_listed_together() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[[pipeline]]\nname = \"p\"\n[pipeline.source]\nurl = \"in.y4m\"\n[pipeline.filter]\nplane_masks = { y = \"edge:size=4\", w = \"box\", u = \"box\", uv = \"neutral\" }\n[pipeline.sink]\nurl = \"null\"\n",
+    )
+    .expect("writes the config");
+    let run = run_in(dir.path(), &["check", "--config", "c.toml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    for problem in [
+        "filter.plane_masks.y: size: 4 is even",
+        "filter.plane_masks.w: not a plane; use y, u, v, uv, r, g, b",
+        "plane u is given twice, by `u` and by `uv`",
+    ] {
+        assert!(run.stderr.contains(problem), "missing {problem:?} in:\n{}", run.stderr);
+    }
+}
+
+#[test]
+fn a_plane_mask_the_input_lacks_is_a_usage_error() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 2);
+    let run = filter(dir.path(), &["-i", "in.y4m", "-o", "out.y4m", "--plane-mask", "r=box"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("names r, which yuv420p frames do not have"),
+        "{}",
+        run.stderr
+    );
+}

@@ -183,6 +183,7 @@ fn gpu_parity_with_cpu_on_random_planes() {
                         mask: mask_for(path),
                         border,
                         planes: PlaneSelection::All,
+                        plane_masks: Default::default(),
                     };
                     for (format, pitch_align) in [
                         (PixelFormat::Gray8, 1),
@@ -231,6 +232,7 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
                 mask: mask.clone(),
                 border: BorderMode::Reflect,
                 planes,
+                plane_masks: Default::default(),
             };
             let engine_options = EngineOptions {
                 frames_per_stream,
@@ -324,6 +326,7 @@ fn large_planes_take_wide_tiles_and_match_the_cpu() {
                 mask: mask.clone(),
                 border,
                 planes: PlaneSelection::All,
+                plane_masks: Default::default(),
             };
             let mut engine =
                 CudaEngine::new(filter.clone(), &options(1, true, 64, Some(KernelPath::Dense)), 0).unwrap();
@@ -358,6 +361,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     mask: mask.clone(),
                     border: BorderMode::Reflect,
                     planes,
+                    plane_masks: Default::default(),
                 };
                 let label = format!("seed {seed}: {width}x{height} planes={planes} streams={streams}");
                 // The pool exists once the engine knows the frame geometry.
@@ -439,6 +443,7 @@ fn a_planes_switch_keeps_the_frame_pool() {
         mask: Mask::from_spec("gaussian:size=5").unwrap(),
         border: BorderMode::Reflect,
         planes,
+        plane_masks: Default::default(),
     };
     let engine_options = EngineOptions {
         pooled_frames: 4,
@@ -540,6 +545,7 @@ fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
         mask: Mask::from_spec("box").unwrap(),
         border: BorderMode::Reflect,
         planes: PlaneSelection::All,
+        plane_masks: Default::default(),
     };
     let error = convstream::engine::build_engine(filter.clone(), &options(4, false, 64, None))
         .err()
@@ -568,6 +574,7 @@ fn gpu_lane_throughput_1080p() {
         mask: dense_13(),
         border: BorderMode::Reflect,
         planes: PlaneSelection::All,
+        plane_masks: Default::default(),
     };
     let count = 600u64;
     let mut results = Vec::new();
@@ -633,3 +640,132 @@ fn gpu_lane_throughput_1080p() {
 fn dense_13() -> Mask {
     Mask::from_spec("gaussian:size=13,sigma=3").unwrap().dense_only()
 }
+
+/// A mask per plane on every layout the engines take: a dense mask on one plane, a
+/// separable one on another, neutral on a third, and planes without a mask copied; outputs
+/// poisoned, so an unwritten sample shows. Then a switch from one mask to per-plane masks
+/// between two frames.
+test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
+    use convstream::filter::PlaneName;
+    let (mut rng, seed) = seeded_rng();
+    let (width, height) = (333, 191);
+    let masks = |pairs: &[(PlaneName, &str)]| -> convstream::filter::PlaneMasks {
+        pairs
+            .iter()
+            .map(|(name, spec)| (*name, Mask::from_spec(spec).unwrap()))
+            .collect()
+    };
+    let cases: Vec<(PixelFormat, convstream::filter::PlaneMasks)> = vec![
+        (
+            PixelFormat::Yuv420p,
+            masks(&[
+                (PlaneName::Y, "edge:size=7"),
+                (PlaneName::U, "neutral"),
+                (PlaneName::V, "gaussian:size=5"),
+            ]),
+        ),
+        (
+            PixelFormat::Yuv444p,
+            masks(&[(PlaneName::U, "sobel-x"), (PlaneName::V, "box:width=3,height=9")]),
+        ),
+        (
+            PixelFormat::Yuv422p,
+            masks(&[(PlaneName::Y, "custom:matrix=[[1,2,1],[0,0,0],[-1,-2,-1]],bias=128")]),
+        ),
+        (
+            PixelFormat::Nv12,
+            masks(&[
+                (PlaneName::Y, "laplacian"),
+                (PlaneName::U, "neutral"),
+                (PlaneName::V, "neutral"),
+            ]),
+        ),
+        (PixelFormat::Gray8, masks(&[(PlaneName::Y, "emboss")])),
+        (
+            PixelFormat::Rgb24,
+            masks(&[
+                (PlaneName::R, "sharpen"),
+                (PlaneName::G, "sharpen"),
+                (PlaneName::B, "sharpen"),
+            ]),
+        ),
+    ];
+    for (format, plane_masks) in cases {
+        let filter = FilterSpec {
+            plane_masks,
+            ..FilterSpec::uniform(
+                Mask::from_spec("box:size=3").unwrap(),
+                BorderMode::Mirror,
+                PlaneSelection::Luma,
+            )
+        };
+        assert!(filter.problems_with(format).is_empty(), "{format}");
+        let shape = FrameShape { format, width, height };
+        let mut engine = make_engine(
+            filter.clone(),
+            EngineOptions {
+                shape: Some(shape),
+                ..options(2, true, 64, None)
+            },
+        );
+        let frames: Vec<Frame> = (0..3)
+            .map(|i| random_frame(&mut rng, format, width, height, 7, i))
+            .collect();
+        for frame in &frames {
+            engine.submit(frame.clone()).unwrap();
+            let output = engine.receive().unwrap().unwrap();
+            let expected = CpuEngine::filter_frame(&filter, frame);
+            assert_eq!(compare(&expected, &output), (0, 0), "{label} {format} seed {seed}");
+        }
+    }
+    // One mask, then per-plane masks from an exact frame on.
+    let uniform = FilterSpec::uniform(
+        Mask::from_spec("gaussian:size=9").unwrap(),
+        BorderMode::Reflect,
+        PlaneSelection::All,
+    );
+    let per_plane = FilterSpec {
+        plane_masks: masks(&[(PlaneName::U, "neutral"), (PlaneName::V, "neutral")]),
+        ..FilterSpec::uniform(
+            Mask::from_spec("edge").unwrap(),
+            BorderMode::Reflect,
+            PlaneSelection::All,
+        )
+    };
+    let shape = FrameShape {
+        format: PixelFormat::Yuv420p,
+        width,
+        height,
+    };
+    let mut engine = make_engine(
+        uniform.clone(),
+        EngineOptions {
+            shape: Some(shape),
+            ..options(3, true, 64, None)
+        },
+    );
+    let frames: Vec<Frame> = (0..6)
+        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 7, i))
+        .collect();
+    let mut outputs = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        if i == 3 {
+            while engine.in_flight() > 0 {
+                outputs.push(engine.receive().unwrap().unwrap());
+            }
+            engine.set_filter(per_plane.clone()).unwrap();
+        }
+        engine.submit(frame.clone()).unwrap();
+    }
+    while engine.in_flight() > 0 {
+        outputs.push(engine.receive().unwrap().unwrap());
+    }
+    for (i, (frame, output)) in frames.iter().zip(&outputs).enumerate() {
+        let filter = if i < 3 { &uniform } else { &per_plane };
+        assert_eq!(
+            compare(&CpuEngine::filter_frame(filter, frame), output),
+            (0, 0),
+            "{label} switch, frame {i}, seed {seed}"
+        );
+    }
+});

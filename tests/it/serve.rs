@@ -288,6 +288,66 @@ sink = { url = "out.y4m" }
     }
 }
 
+#[test]
+fn a_switch_to_plane_masks_applies_from_the_frame_the_api_reports() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100);
+    write_config(
+        dir.path(),
+        r#"
+[[pipeline]]
+name = "cam"
+source = { url = "clip.y4m", realtime = true }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "out.y4m" }
+"#,
+    );
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("frames to flow", Duration::from_secs(20), || {
+        server.counter("cam", "frames_written") >= 25
+    });
+    // A plane the input lacks is refused, and nothing changes.
+    let (status, body) = server.request(
+        "PUT",
+        "/pipelines/cam/filter",
+        Some(r#"{"plane_masks": {"r": "edge"}}"#),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("names r, which yuv420p frames do not have"), "{body}");
+    let (status, body) = server.request(
+        "PUT",
+        "/pipelines/cam/filter",
+        Some(r#"{"mask": "edge", "plane_masks": {"uv": "neutral"}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
+    assert_eq!(answer["plane_masks"]["u"], "neutral", "{answer}");
+    server.wait_for("the end of the input", Duration::from_secs(20), || {
+        server.pipeline("cam")["state"] == "finished"
+    });
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains("turns green"), "neutral chroma needs no warning:\n{log}");
+
+    let input = Y4m::read(&dir.path().join("clip.y4m"));
+    let output = Y4m::read(&dir.path().join("out.y4m"));
+    assert_eq!(output.frames.len(), 100);
+    let (old, edge) = (Mask::from_spec("box").unwrap(), Mask::from_spec("edge").unwrap());
+    let sizes = input.plane_sizes();
+    for (n, (inp, out)) in input.frames.iter().zip(&output.frames).enumerate() {
+        for (p, (a, b)) in inp.iter().zip(out).enumerate() {
+            let (w, h) = sizes[p];
+            let expected = match (n < switch_at, p) {
+                (true, _) => oracle(&plane_of(a, w, h), &old, BorderMode::Reflect),
+                (false, 0) => oracle(&plane_of(a, w, h), &edge, BorderMode::Reflect),
+                (false, _) => vec![128; w * h],
+            };
+            assert!(*b == expected, "frame {n} plane {p} (switch at {switch_at})");
+        }
+    }
+}
+
 const LOOPING_PIPELINE: &str = r#"
 [[pipeline]]
 name = "{name}"

@@ -172,6 +172,7 @@ pub(super) fn bench_settings(
             mask: mask.clone(),
             border: filter.border,
             planes: filter.planes,
+            plane_masks: Default::default(),
         },
         device,
         streams: filter.streams,

@@ -20,6 +20,7 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
         mask: Mask::from_spec(E2E_MASK).expect("a valid preset"),
         border: BorderMode::Reflect,
         planes: PlaneSelection::All,
+        plane_masks: Default::default(),
     };
     let mut rows = Vec::new();
     for (width, height) in frames {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::error::{allocation_error, CudaResultExt};
 use super::pinned::PinnedBlock;
 use crate::engine::{EngineError, FrameShape};
-use crate::filter::PlaneSelection;
+use crate::filter::FilterSpec;
 use crate::frame::{Frame, Plane};
 use crate::host_buffers::HostBlock;
 
@@ -71,7 +71,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(shape: FrameShape, planes: PlaneSelection, pitch_align: usize) -> Layout {
+    /// The planes `filter` filters in `shape`'s frames (see [`FilterSpec::mask_for`]).
+    pub fn new(shape: FrameShape, filter: &FilterSpec, pitch_align: usize) -> Layout {
         let align = pitch_align.max(1);
         let mut offset = 0;
         let mut slots = Vec::new();
@@ -81,7 +82,7 @@ impl Layout {
             .into_iter()
             .enumerate()
         {
-            if !planes.selects(shape.format, index) {
+            if filter.mask_for(shape.format, index).is_none() {
                 continue;
             }
             let pitch = (plane.width * plane.channels).next_multiple_of(align);

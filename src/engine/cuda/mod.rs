@@ -169,7 +169,7 @@ impl CudaEngine {
         if let Some(mut completion) = self.completion.take() {
             completion.stop();
         }
-        let layout = Layout::new(shape, self.filter.planes, self.options.pitch_align);
+        let layout = Layout::new(shape, &self.filter, self.options.pitch_align);
         let streams = (0..self.options.streams)
             .map(|index| {
                 self.context.new_stream().context(|| {
@@ -198,7 +198,7 @@ impl CudaEngine {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let stream = lanes[0].stream.clone();
-        let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), self.filter.clone(), &layout)?;
+        let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), &self.filter, &layout)?;
         self.kernels = Some(Arc::new(kernels));
         if self.options.trace {
             let origin = self
@@ -226,7 +226,7 @@ impl CudaEngine {
             self.options.frames_per_stream,
             self.options.pooled_frames,
             pool_limit,
-            self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path)| *path).collect::<Vec<_>>())
+            self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path, _)| *path).collect::<Vec<_>>())
         );
         self.completion = Some(Completion::start(
             lanes,
@@ -316,13 +316,15 @@ impl CudaEngine {
             poison_buffer(&stream, &mut lane.device_out).context(|| what("poisoning the output buffer"))?;
         }
         for slot in &layout.slots {
-            let (set, path) = &kernels.sets[&slot.channels];
+            let (set, path, bias) = kernels.sets.get(&slot.plane).ok_or_else(|| {
+                EngineError::Internal(format!("{context}: plane {} was laid out without a kernel", slot.plane))
+            })?;
             let geometry = PlaneGeometry {
                 width: slot.width as i32,
                 height: slot.height as i32,
                 src_pitch: slot.pitch as i32,
                 dst_pitch: slot.pitch as i32,
-                bias: kernels.filter.mask.bias(),
+                bias: *bias,
             };
             let range = slot.offset..slot.offset + slot.bytes();
             let src = lane.device_in.slice(range.clone());
@@ -505,16 +507,20 @@ impl Engine for CudaEngine {
         Arc::new(move |filter: &FilterSpec| {
             // Without a frame shape yet, kernels are compiled with the first frame anyway.
             let Some(shape) = shape else { return Ok(()) };
-            let layout = Layout::new(shape, filter.planes, pitch_align);
-            for (_, variant, _) in planner.plan(filter, &layout)? {
-                kernels::compile(&variant, &planner.device.arch())?;
+            let layout = Layout::new(shape, filter, pitch_align);
+            for plan in planner.plan(filter, &layout)? {
+                kernels::compile(&plan.variant, &planner.device.arch())?;
             }
             Ok(())
         })
     }
 
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
-        if filter.planes != self.filter.planes {
+        let relaid = self
+            .layout
+            .as_ref()
+            .is_some_and(|layout| *layout.as_ref() != Layout::new(layout.shape, &filter, self.options.pitch_align));
+        if relaid {
             if self.in_flight > 0 {
                 return Err(EngineError::Unsupported(
                     "the planes to filter can only change with no frame in flight".into(),
@@ -528,7 +534,7 @@ impl Engine for CudaEngine {
         if let Some(layout) = &self.layout {
             let stream = self.context.default_stream();
             // Frames in flight hold the old kernels (see InFlight); new frames use these.
-            let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), filter.clone(), layout)?;
+            let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), &filter, layout)?;
             self.kernels = Some(Arc::new(kernels));
         }
         self.filter = filter;

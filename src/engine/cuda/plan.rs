@@ -1,4 +1,4 @@
-//! Kernel planning: which kernel path and variant each channel count of a frame layout
+//! Kernel planning: which kernel path and variant each filtered plane of a frame layout
 //! takes on a device, and the loaded kernels of one filter.
 
 use cudarc::driver::{CudaContext, CudaStream};
@@ -10,12 +10,13 @@ use super::kernels::{KernelSet, Variant};
 use super::lanes::Layout;
 use crate::engine::{EngineError, GpuTuning, KernelPath};
 use crate::filter::FilterSpec;
+use crate::mask::Mask;
 
-/// The kernels of one filter, one set per channel count the frame's planes have, each with
-/// the kernel path it runs.
+/// The kernels of one filter: for each filtered plane (by index), the loaded set and the
+/// kernel path it runs, and the bias its mask adds. Planes with the same mask and channel
+/// count share one set.
 pub struct FilterKernels {
-    pub filter: FilterSpec,
-    pub sets: BTreeMap<usize, (KernelSet, KernelPath)>,
+    pub sets: BTreeMap<usize, (Arc<KernelSet>, KernelPath, f32)>,
 }
 
 /// What planning needs besides the filter and the layout: the device, a forced kernel path
@@ -27,53 +28,72 @@ pub struct Planner {
     pub tuning: GpuTuning,
 }
 
+/// The kernel one plane runs: its variant, path and mask.
+pub struct PlanePlan {
+    pub plane: usize,
+    pub variant: Variant,
+    pub path: KernelPath,
+    pub mask: Mask,
+}
+
 impl FilterKernels {
     /// Compiles (or loads from the cache) every variant `layout` needs, before any frame.
     pub fn build(
         context: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
         planner: &Planner,
-        filter: FilterSpec,
+        filter: &FilterSpec,
         layout: &Layout,
     ) -> Result<FilterKernels, EngineError> {
         let device = &planner.device;
+        let mut loaded: Vec<(Variant, Mask, Arc<KernelSet>)> = Vec::new();
         let mut sets = BTreeMap::new();
-        for (channels, variant, path) in planner.plan(&filter, layout)? {
-            let set = KernelSet::load(
-                context,
-                stream,
-                variant,
-                &device.arch(),
-                &filter.mask,
-                device.max_shared_per_block,
-            )?;
-            sets.insert(channels, (set, path));
+        for plan in planner.plan(filter, layout)? {
+            let shared = loaded
+                .iter()
+                .find(|(variant, mask, _)| *variant == plan.variant && *mask == plan.mask)
+                .map(|(_, _, set)| set.clone());
+            let set = match shared {
+                Some(set) => set,
+                None => {
+                    let set = Arc::new(KernelSet::load(
+                        context,
+                        stream,
+                        plan.variant,
+                        &device.arch(),
+                        &plan.mask,
+                        device.max_shared_per_block,
+                    )?);
+                    loaded.push((plan.variant, plan.mask.clone(), set.clone()));
+                    set
+                }
+            };
+            sets.insert(plan.plane, (set, plan.path, plan.mask.bias()));
         }
-        Ok(FilterKernels { filter, sets })
+        Ok(FilterKernels { sets })
     }
 }
 
 impl Planner {
-    /// The kernel variant and path for each channel count among `layout`'s planes.
-    pub fn plan(&self, filter: &FilterSpec, layout: &Layout) -> Result<Vec<(usize, Variant, KernelPath)>, EngineError> {
+    /// The kernel variant and path for each plane `layout` filters, with its mask.
+    pub fn plan(&self, filter: &FilterSpec, layout: &Layout) -> Result<Vec<PlanePlan>, EngineError> {
         let (device, force_path) = (&self.device, self.force_path);
-        let mask = &filter.mask;
-        let path = force_path.unwrap_or(if mask.is_separable() {
-            KernelPath::Separable
-        } else {
-            KernelPath::Dense
-        });
-        if path == KernelPath::Separable && !mask.is_separable() {
-            return Err(EngineError::Unsupported(format!(
-                "the separable kernel needs a rank-one mask; {} is not",
-                mask.description()
-            )));
-        }
         let max_shared = device.max_shared_per_block;
-        let mut plan: Vec<(usize, Variant, KernelPath)> = Vec::new();
+        let mut plan = Vec::new();
         for slot in &layout.slots {
-            if plan.iter().any(|(channels, ..)| *channels == slot.channels) {
+            let Some(mask) = filter.mask_for(layout.shape.format, slot.plane) else {
                 continue;
+            };
+            let path = force_path.unwrap_or(if mask.is_separable() {
+                KernelPath::Separable
+            } else {
+                KernelPath::Dense
+            });
+            if path == KernelPath::Separable && !mask.is_separable() {
+                return Err(EngineError::Unsupported(format!(
+                    "the separable kernel needs a rank-one mask; {} is not",
+                    mask.description()
+                )));
             }
             let variant_for = |path| {
                 Variant::new(
@@ -83,7 +103,6 @@ impl Planner {
                     filter.border,
                     max_shared,
                     path,
-                    // The first slot of a channel count is its largest plane (luma before chroma).
                     slot.width * slot.height,
                 )
                 .tuned(&self.tuning, path, max_shared)
@@ -108,7 +127,12 @@ impl Planner {
                     device.name
                 )));
             }
-            plan.push((slot.channels, variant, chosen));
+            plan.push(PlanePlan {
+                plane: slot.plane,
+                variant,
+                path: chosen,
+                mask: mask.clone(),
+            });
         }
         Ok(plan)
     }

@@ -42,6 +42,8 @@ pub struct FilterUpdate {
     pub mask: Option<MaskSelection>,
     pub planes: Option<PlaneSelection>,
     pub border: Option<BorderMode>,
+    /// Replaces the per-plane masks (`{}` clears them).
+    pub plane_masks: Option<std::collections::BTreeMap<String, MaskSelection>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -290,6 +292,9 @@ impl Supervisor {
         if let Some(border) = update.border {
             filter.border = border;
         }
+        if let Some(plane_masks) = update.plane_masks {
+            filter.plane_masks = plane_masks;
+        }
         let settings = self.validate_one(config)?;
         self.switch_to(&settings)
     }
@@ -314,11 +319,23 @@ impl Supervisor {
             name: name.clone(),
             error,
         };
+        if let Some(format) = monitor.format() {
+            let problems = settings.filter.problems_with(format);
+            if !problems.is_empty() {
+                let place = |p: String| format!("pipeline {name:?}: filter: {p}");
+                return Err(SupervisorError::Invalid(ConfigError::Invalid(
+                    problems.into_iter().map(place).collect(),
+                )));
+            }
+            for warning in settings.filter.warnings(format) {
+                tracing::warn!(pipeline = %name, "{warning}");
+            }
+        }
         let started = Instant::now();
         monitor.prepare(&settings.filter).map_err(engine_error)?;
         tracing::debug!(
             "pipeline {name:?}: kernels for {} ready in {:.0} ms",
-            settings.filter.mask.description(),
+            settings.filter.description(),
             started.elapsed().as_secs_f64() * 1e3
         );
         let (reply_tx, reply_rx) = bounded(1);

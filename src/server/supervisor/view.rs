@@ -21,6 +21,8 @@ pub struct PipelineView {
     pub mask: String,
     pub border: BorderMode,
     pub planes: PlaneSelection,
+    /// Planes with a mask of their own, and that mask.
+    pub plane_masks: std::collections::BTreeMap<String, String>,
     /// What the config asks for (`auto`, `cuda:1`, ...).
     pub device_requested: String,
     /// Where it runs (`cpu`, `cuda:0`), once the engine is up.
@@ -56,6 +58,13 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         mask: monitor.filter(),
         border: handle.settings.filter.border,
         planes: handle.settings.filter.planes,
+        plane_masks: handle
+            .settings
+            .filter
+            .plane_masks
+            .iter()
+            .map(|(plane, mask)| (plane.to_string(), mask.description().to_string()))
+            .collect(),
         device_requested: device.clone(),
         device: engine.as_ref().map(|e| e.device.clone()),
         engine: engine.map(|e| e.name),
