@@ -641,10 +641,10 @@ fn dense_13() -> Mask {
     Mask::from_spec("gaussian:size=13,sigma=3").unwrap().dense_only()
 }
 
-/// A mask per plane on every layout the engines take: a dense mask on one plane, a
-/// separable one on another, neutral on a third, and planes without a mask copied; outputs
-/// poisoned, so an unwritten sample shows. Then a switch from one mask to per-plane masks
-/// between two frames.
+// A mask per plane on every layout the engines take: a dense mask on one plane, a
+// separable one on another, neutral on a third, and planes without a mask copied; outputs
+// poisoned, so an unwritten sample shows. Then a switch from one mask to per-plane masks
+// between two frames.
 test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
     use convstream::filter::PlaneName;
     let (mut rng, seed) = seeded_rng();
