@@ -102,6 +102,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
     const int c0 = threadIdx.x * PX;
     float acc[PY][PX];
     zero_accumulators(acc);
+#if MAGNITUDE
+    float second[PY][PX];
+    zero_accumulators(second);
+#endif
 
     UNROLL_MASK_ROWS
     for (int r = 0; r < PY + MASK_H - 1; ++r) {
@@ -110,9 +114,21 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
 #pragma unroll
         for (int py = 0; py < PY; ++py) {
             const int i = r - py;
-            if (i >= 0 && i < MASK_H) accumulate_taps(acc[py], c_taps + i * MASK_W, v);
+            if (i >= 0 && i < MASK_H) {
+                accumulate_taps(acc[py], c_taps + i * MASK_W, v);
+#if MAGNITUDE
+                accumulate_taps(second[py], SECOND_TAPS + i * MASK_W, v);
+#endif
+            }
         }
     }
+#if MAGNITUDE
+#pragma unroll
+    for (int py = 0; py < PY; ++py) {
+#pragma unroll
+        for (int px = 0; px < PX; ++px) acc[py][px] = magnitude(acc[py][px], second[py][px]);
+    }
+#endif
     store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
 }
 
@@ -173,10 +189,20 @@ extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (col >= g.width * CH || row >= g.height) return;
     float acc = 0.0f;
+#if MAGNITUDE
+    float second = 0.0f;
+#endif
     for (int i = 0; i < MASK_H; ++i) {
         for (int j = 0; j < MASK_W; ++j) {
-            acc = fmaf(c_taps[i * MASK_W + j], sample(src, g, row + i - MASK_H / 2, col + (j - MASK_W / 2) * CH), acc);
+            const float s = sample(src, g, row + i - MASK_H / 2, col + (j - MASK_W / 2) * CH);
+            acc = fmaf(c_taps[i * MASK_W + j], s, acc);
+#if MAGNITUDE
+            second = fmaf(SECOND_TAPS[i * MASK_W + j], s, second);
+#endif
         }
     }
+#if MAGNITUDE
+    acc = magnitude(acc, second);
+#endif
     dst[(size_t)row * g.dst_pitch + col] = to_pixel(acc, g.bias);
 }

@@ -9,10 +9,13 @@
 //   PX, PY           outputs per thread in x (bytes) and y (register blocking)
 //   BLOCK_X, BLOCK_Y threads per block
 //   UNROLL_ROWS      1 to unroll the loop over mask rows fully, 0 to keep it rolled
+//   MAGNITUDE        1 for a gradient magnitude: two masks, sqrt(a^2 + b^2) (default 0)
 //
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
-// over its f32 results; then + bias, round half away from zero, clamp to 0..255.
+// over its f32 results; then + bias, round half away from zero, clamp to 0..255. A gradient
+// magnitude sums both masks that way into a and b, then takes __fsqrt_rn(fmaf(a, a, b * b))
+// (each step rounded once, never contracted further) before the bias.
 
 #pragma once
 
@@ -22,10 +25,21 @@
 #define BORDER_MIRROR 3
 #define BORDER_WRAP 4
 
+#ifndef MAGNITUDE
+#define MAGNITUDE 0
+#endif
+
 // Correlation taps (the mask rotated by 180 degrees), row-major, then the separable row
-// taps and column taps (zero for masks that are not separable). One module holds all three
-// kernels of a variant, so the baseline and the tiled kernels read the same taps.
-__constant__ float c_taps[MASK_W * MASK_H + MASK_W + MASK_H];
+// taps and column taps (zero for masks that are not separable), then, for a gradient
+// magnitude, the second mask's correlation taps. One module holds all three kernels of a
+// variant, so the baseline and the tiled kernels read the same taps.
+__constant__ float c_taps[MASK_W * MASK_H * (1 + MAGNITUDE) + MASK_W + MASK_H];
+#define SECOND_TAPS (c_taps + MASK_W * MASK_H + MASK_W + MASK_H)
+
+// The gradient magnitude of the two sums, rounded as the CPU engine rounds it.
+__device__ __forceinline__ float magnitude(float a, float b) {
+    return __fsqrt_rn(__fmaf_rn(a, a, __fmul_rn(b, b)));
+}
 
 struct PlaneGeometry {
     int width;      // pixels

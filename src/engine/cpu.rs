@@ -144,26 +144,44 @@ pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     }
 }
 
+/// Dense masks, and gradient magnitudes (two dense sums `a` and `b` of the same taps' order,
+/// then `sqrt(fma(a, a, b * b))`, each step rounded once as the GPU kernels do).
 fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     let (mw, mh) = (mask.width(), mask.height());
     let taps = mask.correlation_taps();
+    let second_taps = mask.second_correlation_taps();
     let ch = src.channels;
     let row_len = src.row_bytes();
     let xmap = index_map(src.width, mw, border);
     let ymap = index_map(src.height, mh, border);
+    let second_len = if second_taps.is_some() { row_len } else { 0 };
     let mut dst = Plane::new(src.shape());
     dst.data.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
-        || (vec![0f32; (src.width + mw - 1) * ch], vec![0f32; row_len]),
-        |(padded, acc), (y, out)| {
+        || {
+            (
+                vec![0f32; (src.width + mw - 1) * ch],
+                vec![0f32; row_len],
+                vec![0f32; second_len],
+            )
+        },
+        |(padded, acc, second), (y, out)| {
             acc.fill(0.0);
+            second.fill(0.0);
             for i in 0..mh {
                 let Some(sy) = ymap[y + i] else { continue };
                 pad_row(src.row(sy), ch, &xmap, padded);
                 for j in 0..mw {
-                    let t = taps[i * mw + j];
                     let shifted = &padded[j * ch..j * ch + row_len];
-                    fused_axpy(acc, t, shifted);
+                    fused_axpy(acc, taps[i * mw + j], shifted);
+                    if let Some(second_taps) = &second_taps {
+                        fused_axpy(second, second_taps[i * mw + j], shifted);
+                    }
                 }
+            }
+            if second_taps.is_some() {
+                acc.iter_mut()
+                    .zip(second.iter())
+                    .for_each(|(a, b)| *a = magnitude(*a, *b));
             }
             out.iter_mut()
                 .zip(acc.iter())
@@ -171,6 +189,12 @@ fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
         },
     );
     dst
+}
+
+/// The gradient magnitude of two sums, `sqrt(fma(a, a, b * b))`: the kernels' `magnitude`.
+#[inline]
+pub fn magnitude(a: f32, b: f32) -> f32 {
+    a.mul_add(a, b * b).sqrt()
 }
 
 fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {

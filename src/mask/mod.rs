@@ -145,6 +145,9 @@ pub struct Mask {
     coefficients: Vec<f32>,
     bias: f32,
     factors: Option<SeparableFactors>,
+    /// A gradient magnitude's second matrix (row-major, convolution orientation, the same
+    /// size): the result is `sqrt(a^2 + b^2) + bias` of the two sums `a` and `b`.
+    second: Option<Vec<f32>>,
     /// The SPEC it came from, for logs and `masks show`.
     description: String,
 }
@@ -174,7 +177,7 @@ impl Mask {
             }
         }
         let raw = if preset.name == "custom" {
-            custom_matrix(params, base_dir, &mut errors).map(|rows| presets::RawMask { rows, factors: None })
+            custom_matrix(params, base_dir, &mut errors).map(presets::RawMask::dense)
         } else {
             presets::build(preset.name, params, &mut errors)
         };
@@ -201,12 +204,18 @@ impl Mask {
                 what: "every mask coefficient (after sigma, divisor or normalize are applied)".into(),
             }]);
         }
+        let second: Option<Vec<f32>> = raw
+            .second
+            .as_ref()
+            .map(|rows| rows.iter().flatten().map(|v| (v * scale) as f32).collect());
         let factors = match raw.factors {
             // The scale goes on the row factor; presets' factors are exact, so keep them.
             Some((col, row)) => Some(SeparableFactors {
                 column: col.iter().map(|v| *v as f32).collect(),
                 row: row.iter().map(|v| (v * scale) as f32).collect(),
             }),
+            // A gradient magnitude is two convolutions and a square root: never one pass.
+            None if second.is_some() => None,
             None => rank_one_factors(&coefficients, height, width),
         };
         let description = params.to_string();
@@ -216,6 +225,7 @@ impl Mask {
             coefficients,
             bias: bias as f32,
             factors,
+            second,
             description,
         })
     }
@@ -240,6 +250,7 @@ impl Mask {
             coefficients,
             bias,
             factors,
+            second: None,
             description: format!("custom:matrix={height}x{width}"),
         }
     }
@@ -290,6 +301,22 @@ impl Mask {
         }
     }
 
+    /// Whether this is a gradient magnitude: two matrices, `sqrt(a^2 + b^2)`.
+    pub fn is_magnitude(&self) -> bool {
+        self.second.is_some()
+    }
+
+    /// A gradient magnitude's second matrix (convolution orientation).
+    pub fn second_coefficients(&self) -> Option<&[f32]> {
+        self.second.as_deref()
+    }
+
+    /// A gradient magnitude's second matrix as correlation taps (see
+    /// [`Mask::correlation_taps`]).
+    pub fn second_correlation_taps(&self) -> Option<Vec<f32>> {
+        self.second.as_ref().map(|c| c.iter().rev().copied().collect())
+    }
+
     /// Coefficients rotated by 180 degrees: the correlation taps engines slide over the
     /// image, `out[y][x] = sum taps[i][j] * in[y + i - height/2][x + j - width/2]`.
     pub fn correlation_taps(&self) -> Vec<f32> {
@@ -315,9 +342,17 @@ impl fmt::Display for Mask {
             "{} ({}x{}, width x height)",
             self.description, self.width, self.height
         )?;
-        for row in self.coefficients.chunks(self.width) {
-            let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
-            writeln!(f, "  {}", cells.join(" "))?;
+        let matrix = |f: &mut fmt::Formatter<'_>, coefficients: &[f32]| -> fmt::Result {
+            for row in coefficients.chunks(self.width) {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
+                writeln!(f, "  {}", cells.join(" "))?;
+            }
+            Ok(())
+        };
+        matrix(f, &self.coefficients)?;
+        if let Some(second) = &self.second {
+            writeln!(f, "and, for the magnitude sqrt(a^2 + b^2) of the two sums:")?;
+            matrix(f, second)?;
         }
         writeln!(f, "bias: {}", self.bias)?;
         writeln!(f, "sum: {}", self.coefficients.iter().map(|v| *v as f64).sum::<f64>())?;

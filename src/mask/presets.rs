@@ -20,6 +20,8 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "sharpen", keys: &["amount"], summary: "3x3 sharpen: identity - amount * (4-neighbour Laplacian), amount default 1" },
     Preset { name: "unsharp", keys: &["size", "sigma", "amount"], summary: "unsharp mask: (1+amount)*identity - amount*gaussian(size, sigma); size 5, amount 1 by default" },
     Preset { name: "laplacian", keys: &["neighbours"], summary: "3x3 Laplacian, neighbours 4 (default) or 8" },
+    Preset { name: "sobel", keys: &[], summary: "3x3 Sobel gradient magnitude sqrt(gx^2 + gy^2), 0..1443 for 8-bit: divisor scales it (divisor=4 fits 0..255)" },
+    Preset { name: "prewitt", keys: &[], summary: "3x3 Prewitt gradient magnitude sqrt(gx^2 + gy^2), 0..1082 for 8-bit: divisor scales it" },
     Preset { name: "sobel-x", keys: &[], summary: "3x3 Sobel, horizontal gradient; separable" },
     Preset { name: "sobel-y", keys: &[], summary: "3x3 Sobel, vertical gradient; separable" },
     Preset { name: "prewitt-x", keys: &[], summary: "3x3 Prewitt, horizontal gradient; separable" },
@@ -36,11 +38,28 @@ pub struct RawMask {
     pub rows: Vec<Vec<f64>>,
     /// (column factor of length height, row factor of length width): rows[i][j] == col[i] * row[j].
     pub factors: Option<(Vec<f64>, Vec<f64>)>,
+    /// A gradient magnitude's second matrix (the same size): the result is
+    /// sqrt(a^2 + b^2) of the two sums.
+    pub second: Option<Vec<Vec<f64>>>,
 }
 
 impl RawMask {
-    fn dense(rows: Vec<Vec<f64>>) -> Self {
-        RawMask { rows, factors: None }
+    pub fn dense(rows: Vec<Vec<f64>>) -> Self {
+        RawMask {
+            rows,
+            factors: None,
+            second: None,
+        }
+    }
+
+    /// The gradient magnitude of `x` and its transpose (the vertical gradient).
+    fn magnitude(x: Vec<Vec<f64>>) -> Self {
+        let y = (0..x[0].len()).map(|j| x.iter().map(|row| row[j]).collect()).collect();
+        RawMask {
+            rows: x,
+            factors: None,
+            second: Some(y),
+        }
     }
 
     fn separable(col: Vec<f64>, row: Vec<f64>) -> Self {
@@ -48,6 +67,7 @@ impl RawMask {
         RawMask {
             rows,
             factors: Some((col, row)),
+            second: None,
         }
     }
 }
@@ -184,6 +204,8 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
                 return None;
             }
         },
+        "sobel" => RawMask::magnitude(vec![vec![1.0, 0.0, -1.0], vec![2.0, 0.0, -2.0], vec![1.0, 0.0, -1.0]]),
+        "prewitt" => RawMask::magnitude(vec![vec![1.0, 0.0, -1.0]; 3]),
         "sobel-x" => RawMask::separable(vec![1.0, 2.0, 1.0], vec![1.0, 0.0, -1.0]),
         "sobel-y" => RawMask::separable(vec![1.0, 0.0, -1.0], vec![1.0, 2.0, 1.0]),
         "prewitt-x" => RawMask::separable(vec![1.0, 1.0, 1.0], vec![1.0, 0.0, -1.0]),

@@ -603,9 +603,12 @@ fn masks_lists_every_preset() {
         "sobel-y",
         "prewitt-x",
         "prewitt-y",
+        "sobel",
+        "prewitt",
         "emboss",
         "motion-blur",
         "edge",
+        "neutral",
         "custom",
     ] {
         assert!(text.contains(preset), "{preset} missing:\n{text}");

@@ -327,6 +327,10 @@ fn presets_match_the_oracle() {
         "motion-blur:size=9,angle=30",
         "motion-blur:size=7",
         "edge:bias=128",
+        "sobel",
+        "sobel:divisor=4",
+        "prewitt:divisor=3,bias=16",
+        "neutral",
     ];
     with_seeds("presets", |rng| {
         for spec in specs {
@@ -345,6 +349,53 @@ fn presets_match_the_oracle() {
             }
         }
     });
+}
+
+/// The magnitude presets are what their names say: `sqrt(gx^2 + gy^2)` of SciPy-style
+/// convolutions with the textbook Sobel and Prewitt kernels (an f64 computation written
+/// out here, within the f32 rounding), and `masks show` prints both matrices.
+#[test]
+fn sobel_and_prewitt_are_gradient_magnitudes() {
+    let kernels = [
+        ("sobel", [[1.0, 0.0, -1.0], [2.0, 0.0, -2.0], [1.0, 0.0, -1.0]]),
+        ("prewitt", [[1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, -1.0]]),
+    ];
+    with_seeds("magnitude", |rng| {
+        let (w, h) = (23, 17);
+        let plane = random_plane(rng, w, h, 1);
+        let at = |y: i64, x: i64| {
+            let (y, x) = (y.clamp(0, h as i64 - 1) as usize, x.clamp(0, w as i64 - 1) as usize);
+            f64::from(plane.row(y)[x])
+        };
+        for (name, gx) in kernels {
+            for divisor in [1.0, 4.0] {
+                let mask = Mask::from_spec(&format!("{name}:divisor={divisor}")).unwrap();
+                let out = packed_pixels(&convolve_plane(&plane, &mask, BorderMode::Nearest));
+                for y in 0..h as i64 {
+                    for x in 0..w as i64 {
+                        // True convolution: the kernel turned around, centre at (1, 1).
+                        let (mut a, mut b) = (0.0, 0.0);
+                        for (i, j) in (0..3).flat_map(|i| (0..3).map(move |j| (i, j))) {
+                            let v = at(y + 1 - i as i64, x + 1 - j as i64);
+                            a += gx[i][j] * v;
+                            b += gx[j][i] * v;
+                        }
+                        let expected = ((a * a + b * b).sqrt() / divisor).round().clamp(0.0, 255.0);
+                        let got = f64::from(out[y as usize * w + x as usize]);
+                        assert!(
+                            (got - expected).abs() <= 1.0,
+                            "{name}/{divisor} at ({x}, {y}): {got} vs {expected}"
+                        );
+                    }
+                }
+            }
+        }
+    });
+    let shown = crate::common::run(&["masks", "show", "sobel"]).success().stdout_text();
+    assert!(
+        shown.contains("magnitude sqrt(a^2 + b^2)") && shown.contains("separable: no"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -522,6 +522,16 @@ fn kernels_compile_with_nvrtc() {
             UHD,
         ));
     }
+    // Gradient magnitudes (sobel, prewitt) on each border and channel count.
+    variants.extend(
+        BorderMode::ALL.map(|border| {
+            kernels::Variant::new(3, 3, 1, border, max_shared, KernelPath::Dense, HD).with_magnitude(true)
+        }),
+    );
+    variants.extend([2, 3].map(|channels| {
+        kernels::Variant::new(3, 3, channels, BorderMode::Reflect, max_shared, KernelPath::Dense, HD)
+            .with_magnitude(true)
+    }));
     variants.dedup();
     for variant in &variants {
         let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
@@ -769,3 +779,46 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
         );
     }
 });
+
+// Gradient magnitudes (sobel, prewitt, scaled by a divisor, with a bias) on both tiled and
+// baseline kernels, every border, every channel count, odd sizes and pitches: identical to
+// the CPU engine, with outputs poisoned.
+#[test]
+fn gradient_magnitudes_match_the_cpu_engine() {
+    if !gpu_requested() {
+        println!("gradient_magnitudes_match_the_cpu_engine: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let mut cases = 0;
+    for spec in ["sobel", "prewitt", "sobel:divisor=4", "prewitt:divisor=3,bias=16"] {
+        let mask = Mask::from_spec(spec).unwrap();
+        assert!(mask.is_magnitude() && !mask.is_separable(), "{spec}");
+        for border in BorderMode::ALL {
+            for path in [KernelPath::Dense, KernelPath::Global] {
+                let filter = FilterSpec::uniform(mask.clone(), border, PlaneSelection::All);
+                for (format, pitch_align) in [
+                    (PixelFormat::Yuv420p, 64),
+                    (PixelFormat::Nv12, 1),
+                    (PixelFormat::Rgb24, 4),
+                ] {
+                    let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
+                        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                    for (n, &(w, h)) in [(1, 1), (7, 5), (130, 67), (1921, 33)].iter().enumerate() {
+                        let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
+                        let expected = CpuEngine::filter_frame(&filter, &frame);
+                        engine.submit(frame).unwrap();
+                        let actual = engine.receive().unwrap().unwrap();
+                        assert_eq!(
+                            compare(&expected, &actual),
+                            (0, 0),
+                            "seed {seed}: {spec} {border} {path:?} {format} {w}x{h}"
+                        );
+                        cases += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!("gradient magnitudes: {cases} cases identical to the CPU engine");
+}

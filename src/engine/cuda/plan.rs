@@ -106,6 +106,7 @@ impl Planner {
                     slot.width * slot.height,
                 )
                 .tuned(&self.tuning, path, max_shared)
+                .with_magnitude(mask.is_magnitude())
             };
             let mut chosen = path;
             let mut variant = variant_for(chosen);

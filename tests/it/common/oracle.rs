@@ -60,24 +60,42 @@ fn coefficient_rows(mask: &Mask) -> Vec<Vec<f32>> {
 
 /// Direct convolution: the mask turned 180 degrees, slid over the plane, summed in f32 row
 /// by row of the mask, one fused multiply-add per tap. Returns tightly packed rows.
+/// A gradient magnitude sums both of its matrices that way and gives
+/// `sqrt(fma(a, a, b * b))` of the two sums, plus the bias.
 pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
     let k = coefficient_rows(mask);
     let (mh, mw) = (k.len(), k[0].len());
     let (cy, cx) = ((mh / 2) as i64, (mw / 2) as i64);
-    let taps: Vec<Vec<f32>> = (0..mh)
-        .map(|i| (0..mw).map(|j| k[mh - 1 - i][mw - 1 - j]).collect())
-        .collect();
+    let turned = |k: &[Vec<f32>]| -> Vec<Vec<f32>> {
+        (0..mh)
+            .map(|i| (0..mw).map(|j| k[mh - 1 - i][mw - 1 - j]).collect())
+            .collect()
+    };
+    let taps = turned(&k);
+    let second: Option<Vec<Vec<f32>>> = mask
+        .second_coefficients()
+        .map(|c| turned(&c.chunks(mw).map(|r| r.to_vec()).collect::<Vec<_>>()));
     let mut out = Vec::with_capacity(plane.width * plane.height * plane.channels);
     for y in 0..plane.height as i64 {
         for x in 0..plane.width as i64 {
             for c in 0..plane.channels {
-                let mut acc = 0f32;
-                for (i, tap_row) in taps.iter().enumerate() {
-                    for (j, tap) in tap_row.iter().enumerate() {
-                        acc = tap.mul_add(oracle_sample(plane, mode, y + i as i64 - cy, x + j as i64 - cx, c), acc);
+                let sum = |taps: &[Vec<f32>]| {
+                    let mut acc = 0f32;
+                    for (i, tap_row) in taps.iter().enumerate() {
+                        for (j, tap) in tap_row.iter().enumerate() {
+                            acc = tap.mul_add(oracle_sample(plane, mode, y + i as i64 - cy, x + j as i64 - cx, c), acc);
+                        }
                     }
-                }
-                out.push(oracle_pixel(acc, mask.bias()));
+                    acc
+                };
+                let value = match &second {
+                    None => sum(&taps),
+                    Some(second) => {
+                        let (a, b) = (sum(&taps), sum(second));
+                        a.mul_add(a, b * b).sqrt()
+                    }
+                };
+                out.push(oracle_pixel(value, mask.bias()));
             }
         }
     }

@@ -34,7 +34,7 @@ pub struct PlaneGeometry {
 unsafe impl DeviceRepr for PlaneGeometry {}
 
 /// The taps a module's `c_taps` holds: correlation taps, then the separable row and column
-/// taps (zeros when the mask is not separable).
+/// taps (zeros when the mask is not separable), then a gradient magnitude's second taps.
 pub fn constant_taps(mask: &Mask) -> Vec<f32> {
     let mut taps = mask.correlation_taps();
     match mask.correlation_factors() {
@@ -43,6 +43,9 @@ pub fn constant_taps(mask: &Mask) -> Vec<f32> {
             taps.extend_from_slice(&column);
         }
         None => taps.extend(std::iter::repeat_n(0.0, mask.width() + mask.height())),
+    }
+    if let Some(second) = mask.second_correlation_taps() {
+        taps.extend(second);
     }
     taps
 }

@@ -24,6 +24,8 @@ pub struct Variant {
     pub channels: u32,
     pub border: BorderMode,
     pub tiling: Tiling,
+    /// A gradient magnitude (two masks, `sqrt(a^2 + b^2)`) rather than one convolution.
+    pub magnitude: bool,
 }
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
@@ -69,8 +71,15 @@ impl Variant {
             channels: channels as u32,
             border,
             tiling,
+            magnitude: false,
         }
         .fitted(path, max_shared)
+    }
+
+    /// This variant computing a gradient magnitude (or not). The dense kernel then holds a
+    /// second set of accumulators; its shared memory is unchanged.
+    pub fn with_magnitude(self, magnitude: bool) -> Variant {
+        Variant { magnitude, ..self }
     }
 
     /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
@@ -170,14 +179,16 @@ impl Variant {
             format!("-DBLOCK_X={}", t.block_x),
             format!("-DBLOCK_Y={}", t.block_y),
             format!("-DUNROLL_ROWS={}", t.unroll_rows as u8),
+            format!("-DMAGNITUDE={}", self.magnitude as u8),
         ]
     }
 
     pub fn describe(&self) -> String {
         format!(
-            "{}x{} mask, {} channel(s), {} border, {}x{} threads x {}x{} outputs",
+            "{}x{} {}, {} channel(s), {} border, {}x{} threads x {}x{} outputs",
             self.mask_width,
             self.mask_height,
+            if self.magnitude { "gradient magnitude" } else { "mask" },
             self.channels,
             self.border,
             self.tiling.block_x,
