@@ -67,6 +67,7 @@ enum Command {
 
 #[derive(Args)]
 struct BenchArgs {
+    /// Which measurements to run.
     #[arg(long, value_enum, default_value = "all")]
     suite: convstream::bench::Suite,
     /// auto, cpu, cuda or cuda:N.
@@ -85,8 +86,8 @@ struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_mask_size)]
     mask_sizes: Option<Vec<usize>>,
     /// Kernel suite on the GPU: these plane sizes only, e.g. `3840x2160` (comma-separated).
-    #[arg(long, value_delimiter = ',', value_parser = parse_plane_size)]
-    planes: Option<Vec<(usize, usize)>>,
+    #[arg(long, value_name = "WxH,...", value_delimiter = ',', value_parser = parse_plane_size)]
+    plane_sizes: Option<Vec<(usize, usize)>>,
     /// Microseconds the GPU completion thread polls a lane before blocking (0 blocks at
     /// once; as filter.gpu.spin_us in a config).
     #[arg(long, default_value_t = convstream::engine::DEFAULT_SPIN_US, value_parser = parse_spin_us)]
@@ -349,7 +350,11 @@ fn init_logging(log: &LogConfig) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let _ = match log.format {
         LogFormat::Json => builder.json().try_init(),
-        LogFormat::Pretty => builder.compact().without_time().try_init(),
+        // Timestamps to the millisecond, as a log read later (or beside FFmpeg's) needs.
+        LogFormat::Pretty => builder
+            .compact()
+            .with_timer(tracing_subscriber::fmt::time::ChronoUtc::new("%H:%M:%S%.3f".into()))
+            .try_init(),
     };
 }
 
@@ -495,7 +500,7 @@ fn run_settings(
     for result in results {
         match result {
             Ok(report) => {
-                eprintln!("{}", report.summary());
+                print_summary(&report, settings.log.format);
                 reports.push(report);
             }
             Err(e) => {
@@ -513,6 +518,29 @@ fn run_settings(
         0 => Ok(()),
         _ if all_usage => Err(usage(anyhow::anyhow!("{}", failures.join("\n")))),
         _ => Err(anyhow::anyhow!("{}", failures.join("\n")).into()),
+    }
+}
+
+/// The run's summary on stderr: a line of text, or with JSON logs one JSON event like
+/// every other line, the summary's numbers as fields.
+fn print_summary(report: &convstream::stats::PipelineReport, format: LogFormat) {
+    match format {
+        LogFormat::Pretty => eprintln!("{}", report.summary()),
+        LogFormat::Json => tracing::info!(
+            pipeline = %report.pipeline,
+            summary = true,
+            frames_in = report.frames_in,
+            frames_out = report.frames_out,
+            frames_dropped = report.frames_dropped,
+            seconds = report.seconds,
+            fps = report.fps,
+            engine = %report.engine,
+            mask = %report.mask,
+            output_encoder = report.output_encoder.as_deref().unwrap_or(""),
+            output_kbps = report.output_kbps.unwrap_or(0.0),
+            "{}",
+            report.summary()
+        ),
     }
 }
 
@@ -580,7 +608,7 @@ fn bench(args: BenchArgs) -> Result<(), Failure> {
         quick: args.quick,
         out: args.out,
         mask_sizes: args.mask_sizes,
-        planes: args.planes,
+        planes: args.plane_sizes,
         tuning: convstream::engine::GpuTuning {
             spin_us: args.spin_us,
             dense_tiling: args.dense_tiling,

@@ -20,12 +20,17 @@ pub fn suites_e2e_mask() -> &'static str {
 /// Which suites to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Suite {
+    /// Convolution kernels per mask size and plane size, against the baseline kernel.
     Kernel,
+    /// Host-to-GPU and back, pinned against pageable memory.
     Transfer,
+    /// Copies and kernels of frames on several CUDA streams, overlapping.
     Overlap,
+    /// Decode, filter and write a clip end to end, against decoding alone.
     E2e,
     /// Live pipelines per host (not part of `all`: it runs for minutes).
     Scale,
+    /// Every suite but scale.
     All,
 }
 

@@ -61,9 +61,10 @@ impl Engine for CpuEngine {
         }
         let started = Instant::now();
         let mut filtered = CpuEngine::filter_frame(&self.filter, &frame);
-        // Filtered in place of queueing: enqueued and finished are the same moment.
+        // Filtered in place of queueing: the engine's part is the filtering itself, from
+        // `started` (its work begins as soon as it is handed over) to `done`.
         let done = Instant::now();
-        filtered.timeline.enqueued = Some(done);
+        filtered.timeline.enqueued = Some(started);
         filtered.timeline.finished = Some(done);
         self.done.push_back((filtered, done - started));
         Ok(())

@@ -250,7 +250,7 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
         DeviceChoice::Auto => match build_cuda(filter.clone(), options, None) {
             Ok(engine) => Ok(engine),
             Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda)) => {
-                tracing::warn!(pipeline = %options.pipeline, "{e}; using the CPU engine");
+                tracing::warn!("{e}; using the CPU engine");
                 Ok(Box::new(CpuEngine::new(filter)))
             }
             Err(e) => Err(e),
@@ -277,7 +277,6 @@ fn build_cuda(
     };
     let engine = cuda::CudaEngine::new(filter, options, seat.ordinal)?;
     tracing::info!(
-        pipeline = %options.pipeline,
         "placed on cuda:{} (active pipelines per GPU: {:?})",
         seat.ordinal,
         placements.active()

@@ -128,14 +128,13 @@ fn apply_switch(
         Ok(()) => {
             monitor.set_filter(&switch.filter);
             tracing::info!(
-                pipeline = %monitor.name,
                 "filter switched to {description} from frame {next_index} ({:.1} ms)",
                 started.elapsed().as_secs_f64() * 1e3
             );
             Ok(next_index)
         }
         Err(e) => {
-            tracing::warn!(pipeline = %monitor.name, "filter switch to {description} refused: {e}");
+            tracing::warn!("filter switch to {description} refused: {e}");
             Err(e)
         }
     };

@@ -172,6 +172,10 @@ fn progress_bar(enabled: bool, expected: Option<u64>, frame_rate: f64, name: &st
 
 /// Runs one pipeline to the end of its input (or a stop) and reports what happened.
 pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result<PipelineReport, PipelineError> {
+    // Every message of the pipeline, from any of its threads, names it once, through this
+    // span (as `serve` does).
+    let span = tracing::info_span!("pipeline", pipeline = %settings.name);
+    let _entered = span.enter();
     let monitor = Arc::new(PipelineMonitor::new(&settings.name, &settings.filter));
     // Nobody switches filters in a plain run: the sender goes at once.
     let (_, switches) = bounded(1);
@@ -273,7 +277,7 @@ fn run_stages(
         });
     }
     for warning in settings.filter.warnings(info.format) {
-        tracing::warn!(pipeline = %name, "{warning}");
+        tracing::warn!("{warning}");
     }
     monitor.set_format(info.format);
     let engine_options = EngineOptions {
@@ -316,11 +320,16 @@ fn run_stages(
     monitor.set_output_path(sink.path());
     let output_encoder = sink.encoder();
     tracing::info!(
-        pipeline = %name,
         "{} {}x{} {} ({}) -> {} on {} -> {}",
-        info.url, info.width, info.height, info.format, info.decoder,
-        settings.filter.description(), engine_name,
-        sink.path().map_or(settings.sink.url.clone(), |p| p.display().to_string())
+        info.url,
+        info.width,
+        info.height,
+        info.format,
+        info.decoder,
+        settings.filter.description(),
+        engine_name,
+        sink.path()
+            .map_or(settings.sink.url.clone(), |p| p.display().to_string())
     );
     monitor.set_state(PipelineState::Running);
 

@@ -12,24 +12,25 @@ use crate::frame::Timeline;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FrameLatency {
     pub frame: u64,
+    #[serde(serialize_with = "super::rounding::milliseconds")]
     pub ms: f64,
     /// Before the filter stage began handing the frame to the engine: in the decoded queue,
     /// or the filter thread waking up.
-    #[serde(default)]
+    #[serde(default, serialize_with = "super::rounding::optional_milliseconds")]
     pub waited_ms: Option<f64>,
     /// Handing it to the engine (the CUDA engine: queueing its copies and kernels).
-    #[serde(default)]
+    #[serde(default, serialize_with = "super::rounding::optional_milliseconds")]
     pub submit_ms: Option<f64>,
     /// In the engine after that, until its work was seen done.
-    #[serde(default)]
+    #[serde(default, serialize_with = "super::rounding::optional_milliseconds")]
     pub engine_ms: Option<f64>,
     /// Of `engine_ms`, GPU time from the start of its upload to the end of its download
     /// (the CUDA engine with stage timing on).
-    #[serde(default)]
+    #[serde(default, serialize_with = "super::rounding::optional_milliseconds")]
     pub gpu_ms: Option<f64>,
     /// From its work done until the filter stage took it back (for a frame staged
     /// through the CUDA engine's own buffers, copying it out included).
-    #[serde(default)]
+    #[serde(default, serialize_with = "super::rounding::optional_milliseconds")]
     pub handoff_ms: Option<f64>,
 }
 

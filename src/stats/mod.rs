@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 mod latency;
 mod recent_rate;
 mod report;
+mod rounding;
 
 pub use self::latency::FrameLatency;
 pub use self::recent_rate::{RecentRate, RATE_WINDOW};

@@ -17,6 +17,7 @@ pub struct PipelineReport {
     /// The picture size written, `WIDTHxHEIGHT`.
     pub output_size: String,
     /// The encoded video's bitrate over the frames written, at the stream's frame rate.
+    #[serde(serialize_with = "super::rounding::optional_thousandths")]
     pub output_kbps: Option<f64>,
     pub frames_in: u64,
     pub frames_out: u64,
@@ -28,17 +29,25 @@ pub struct PipelineReport {
     pub decoder_restarts: u64,
     pub ended_early: Option<EndedEarly>,
     pub packets_passed_through: u64,
+    #[serde(serialize_with = "super::rounding::seconds")]
     pub seconds: f64,
     /// Of `seconds`, the time spent opening the input and output and preparing the engine
     /// (GPU context, kernels, buffers); `fps` counts the rest.
+    #[serde(serialize_with = "super::rounding::seconds")]
     pub setup_seconds: f64,
+    #[serde(serialize_with = "super::rounding::thousandths")]
     pub fps: f64,
     /// Time each stage spent working (not waiting on its neighbours), in seconds.
+    #[serde(serialize_with = "super::rounding::seconds")]
     pub source_seconds: f64,
+    #[serde(serialize_with = "super::rounding::seconds")]
     pub filter_seconds: f64,
+    #[serde(serialize_with = "super::rounding::seconds")]
     pub sink_seconds: f64,
     /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
+    #[serde(serialize_with = "super::rounding::optional_milliseconds")]
     pub latency_p50_ms: Option<f64>,
+    #[serde(serialize_with = "super::rounding::optional_milliseconds")]
     pub latency_p99_ms: Option<f64>,
     /// The slowest frames, to tell a start-up tail from one spread over the run.
     pub latency_slowest: Vec<FrameLatency>,

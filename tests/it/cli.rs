@@ -871,3 +871,94 @@ fn a_custom_matrix_on_the_command_line_filters_as_the_oracle() {
     );
     assert!(!dir.path().join("bad.y4m").exists(), "nothing written");
 }
+
+/// `--help` of every command describes every flag and argument: none is a bare name.
+#[test]
+fn help_describes_every_flag() {
+    for sub in [
+        &["run"][..],
+        &["serve"],
+        &["check"],
+        &["bench"],
+        &["demo"],
+        &["doctor"],
+        &["masks"],
+        &["masks", "show"],
+    ] {
+        let mut args = sub.to_vec();
+        args.push("--help");
+        let text = run(&args).success().stdout_text();
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let first = trimmed.split_whitespace().next().unwrap_or("");
+            let is_flag = first.starts_with('-')
+                && first.len() > 1
+                && first.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ',');
+            let is_argument = trimmed.starts_with('<') && line.starts_with("  ");
+            if !(is_flag || is_argument) || trimmed.starts_with("- ") {
+                continue;
+            }
+            let indent = line.len() - trimmed.len();
+            let next = lines.get(n + 1).copied().unwrap_or("");
+            let next_indent = next.len() - next.trim_start().len();
+            // Short help puts the description on the flag's line, after two spaces or more;
+            // long help on the lines below, indented deeper.
+            let on_the_line = trimmed
+                .split_once("  ")
+                .is_some_and(|(_, rest)| !rest.trim().is_empty());
+            assert!(
+                on_the_line || (!next.trim().is_empty() && next_indent > indent),
+                "{} --help: `{}` has no description:\n{text}",
+                sub.join(" "),
+                trimmed
+            );
+        }
+    }
+}
+
+/// `[log] format = "json"`: every line `run` writes to stderr is a JSON object, the summary
+/// too (with its numbers as fields); pretty logs carry a time and name the pipeline once.
+#[test]
+fn json_logs_are_json_to_the_last_line_and_pretty_logs_name_the_pipeline_once() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 5);
+    let config = |format: &str| {
+        format!(
+            "[log]\nformat = \"{format}\"\n[[pipeline]]\nname = \"cam\"\n[pipeline.source]\nurl = \"in.y4m\"\n[pipeline.filter]\nmask = \"box\"\ndevice = \"cpu\"\n[pipeline.sink]\nurl = \"out-{format}.mkv\"\n"
+        )
+    };
+    std::fs::write(dir.path().join("json.toml"), config("json")).unwrap();
+    let run = run_in(dir.path(), &["run", "--config", "json.toml", "--no-progress"]).success();
+    let events: Vec<serde_json::Value> = run
+        .stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let summary = events
+        .iter()
+        .find(|e| e["fields"]["summary"] == true)
+        .unwrap_or_else(|| panic!("no summary event:\n{}", run.stderr));
+    assert_eq!(summary["fields"]["frames_out"], 5, "{summary}");
+    assert_eq!(summary["fields"]["pipeline"], "cam");
+    assert!(
+        summary["fields"]["output_encoder"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty()),
+        "{summary}"
+    );
+
+    std::fs::write(dir.path().join("pretty.toml"), config("pretty")).unwrap();
+    let run = run_in(dir.path(), &["run", "--config", "pretty.toml", "--no-progress"]).success();
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("in.y4m") && l.contains("->"))
+        .unwrap_or_else(|| panic!("no start line:\n{}", run.stderr));
+    assert_eq!(line.matches("cam").count(), 1, "the pipeline is named once: {line}");
+    let time = line.split_whitespace().next().unwrap_or("");
+    assert!(
+        time.len() == 12 && time.as_bytes()[2] == b':' && time.as_bytes()[8] == b'.',
+        "a line starts with its time (HH:MM:SS.mmm): {line}"
+    );
+}

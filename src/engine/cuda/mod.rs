@@ -218,7 +218,6 @@ impl CudaEngine {
         }
         let pool_limit = self.pool.as_ref().map_or(0, |pool| pool.limit());
         tracing::info!(
-            pipeline = %self.options.pipeline,
             "cuda:{} {} ready: {} stream(s) x {} frame(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
             self.device.ordinal,
             self.device.name,
@@ -226,7 +225,9 @@ impl CudaEngine {
             self.options.frames_per_stream,
             self.options.pooled_frames,
             pool_limit,
-            self.kernels.as_ref().map(|k| k.sets.values().map(|(_, path, _)| *path).collect::<Vec<_>>())
+            self.kernels
+                .as_ref()
+                .map(|k| k.sets.values().map(|(_, path, _)| *path).collect::<Vec<_>>())
         );
         self.completion = Some(Completion::start(
             lanes,
@@ -383,10 +384,7 @@ impl Drop for CudaEngine {
             from_gpu,
         } = self.pcie;
         if let (Some(to), Some(from)) = (to_gpu.checked_div(frames), from_gpu.checked_div(frames)) {
-            tracing::info!(
-                pipeline = %self.options.pipeline,
-                "PCIe per frame: {to} bytes to the GPU, {from} back ({frames} frames)",
-            );
+            tracing::info!("PCIe per frame: {to} bytes to the GPU, {from} back ({frames} frames)",);
         }
         if let Some(mut completion) = self.completion.take() {
             completion.stop();
