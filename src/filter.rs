@@ -261,6 +261,14 @@ impl FilterSpec {
         problems
     }
 
+    /// A layout to convert `format` frames to so that this filter can run on them: NV12's
+    /// interleaved U and V given different masks become planar yuv420p (NVDEC decodes to
+    /// NV12, so per-plane chroma masks would otherwise be refused there).
+    pub fn planar_format_for(&self, format: PixelFormat) -> Option<PixelFormat> {
+        let (u, v) = (self.plane_masks.get(&PlaneName::U), self.plane_masks.get(&PlaneName::V));
+        (format == PixelFormat::Nv12 && u != v).then_some(PixelFormat::Yuv420p)
+    }
+
     /// One-line warnings about what this filter does to `format` frames that is likely not
     /// what was meant: a zero-sum mask without a bias on chroma turns the picture green.
     pub fn warnings(&self, format: PixelFormat) -> Vec<String> {
@@ -369,6 +377,19 @@ mod tests {
             one_channel.problems_with(PixelFormat::Rgb24).len(),
             1,
             "g alone on packed rgb"
+        );
+    }
+
+    #[test]
+    fn nv12_with_two_chroma_masks_becomes_planar() {
+        let split = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "box")]);
+        assert_eq!(split.planar_format_for(PixelFormat::Nv12), Some(PixelFormat::Yuv420p));
+        assert_eq!(split.planar_format_for(PixelFormat::Yuv420p), None);
+        let both = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "edge")]);
+        assert_eq!(
+            both.planar_format_for(PixelFormat::Nv12),
+            None,
+            "one mask for uv: nv12 as it is"
         );
     }
 

@@ -148,10 +148,22 @@ const MPEGTS_VIDEO: &[ffmpeg::codec::Id] = &[
     ffmpeg::codec::Id::AV1,
 ];
 
+/// Codecs FFmpeg 5.1's MP4 muxer lists but refuses at the header unless told to be
+/// experimental ("flac in MP4 support is experimental"): a copied stream of them is left
+/// out rather than failing the output.
+const MP4_EXPERIMENTAL: &[ffmpeg::codec::Id] = &[
+    ffmpeg::codec::Id::FLAC,
+    ffmpeg::codec::Id::OPUS,
+    ffmpeg::codec::Id::TRUEHD,
+];
+
 /// Whether the muxer can hold `id`. Muxers without a codec list answer "unknown": MPEG-TS
 /// takes the video codecs of [`MPEGTS_VIDEO`]; the others the kind of stream they have a
 /// default codec for.
 pub fn muxer_takes(muxer: &ffmpeg::format::Output, id: ffmpeg::codec::Id) -> bool {
+    if muxer.name() == "mp4" && MP4_EXPERIMENTAL.contains(&id) {
+        return false;
+    }
     // SAFETY: querying a static muxer description with a codec id; reading its fields.
     unsafe {
         let muxer_ptr = muxer.as_ptr();
@@ -217,7 +229,21 @@ pub fn lossless_unavailable(name: &str) -> String {
 
 /// Why `--lossless` without a codec (FFV1) cannot go into `container`.
 pub fn ffv1_unavailable(container: &str) -> String {
+    // The containers of this FFmpeg build that take ffv1 (mov does only as an experiment).
+    let takers: Vec<&str> = [("mkv", "matroska"), ("nut", "nut"), ("avi", "avi"), ("mov", "mov")]
+        .into_iter()
+        .filter(|(_, muxer)| guess_muxer("", Some(muxer)).is_some_and(|m| muxer_takes(&m, ffmpeg::codec::Id::FFV1)))
+        .map(|(extension, _)| extension)
+        .collect();
+    let write = match takers.split_last() {
+        Some((last, [])) => format!("write .{last}"),
+        Some((last, rest)) => format!(
+            "write {} or .{last}",
+            rest.iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(", ")
+        ),
+        None => "no container of this FFmpeg build takes it".to_string(),
+    };
     format!(
-        "lossless output uses ffv1, which the {container} container cannot carry; write .mkv, .nut, .avi or .mov, or name an encoder with a lossless mode that {container} takes (e.g. --codec libx264)"
+        "lossless output uses ffv1, which the {container} container cannot carry; {write}, or name an encoder with a lossless mode that {container} takes (e.g. --codec libx264)"
     )
 }

@@ -262,6 +262,10 @@ fn run_stages(
         error,
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
+    let source = match settings.filter.planar_format_for(source.info().format) {
+        Some(format) => source.with_format(format),
+        None => source,
+    };
     let info = source.info().clone();
     let mut problems = settings.filter.problems_with(info.format);
     if !info.format.has_luma_plane() && settings.filter.planes != crate::filter::PlaneSelection::All {
@@ -300,7 +304,12 @@ fn run_stages(
     let engine_name = engine.name();
     let source = source
         .with_frame_pool(engine.frame_pool())
-        .with_device_pictures(engine.device_pictures_on());
+        // NVDEC's pictures are NV12: kept on the GPU only when the engine takes them so.
+        .with_device_pictures(
+            engine
+                .device_pictures_on()
+                .filter(|_| info.format == crate::frame::PixelFormat::Nv12),
+        );
     monitor.set_engine(
         EngineStatus {
             device: engine.device(),
@@ -454,7 +463,7 @@ fn run_stages(
         mask: settings.filter.description(),
         output_kbps: output_encoder.as_ref().and_then(|_| {
             let seconds = written as f64 / f64::from(info.frame_rate);
-            (written > 0 && seconds.is_finite() && seconds > 0.0)
+            (written > 0 && counted.video_bytes_out > 0 && seconds.is_finite() && seconds > 0.0)
                 .then(|| counted.video_bytes_out as f64 * 8.0 / seconds / 1000.0)
         }),
         output_encoder,

@@ -258,6 +258,12 @@ impl VideoEncoder {
         &self.description
     }
 
+    /// Whether packets are compressed video (not YUV4MPEG2's or rawvideo's frames as they
+    /// are): only then does a bitrate mean anything.
+    pub fn compresses(&self) -> bool {
+        !is_uncompressed(self.codec.name())
+    }
+
     pub fn codec(&self) -> ffmpeg::Codec {
         self.codec
     }
@@ -365,6 +371,11 @@ fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Option<String> {
     })
 }
 
+/// The "encoders" that pass pictures through as they are.
+fn is_uncompressed(name: &str) -> bool {
+    matches!(name, "wrapped_avframe" | "rawvideo")
+}
+
 /// Whether the sink's options choose a rate control of their own (a bitrate or a quantiser).
 fn sets_rate_control(config: &SinkConfig) -> bool {
     const RATE_CONTROL: &[&str] = &[
@@ -420,6 +431,9 @@ fn describe_encoder(
     settings: &[String],
     format: Pixel,
 ) -> String {
+    if is_uncompressed(codec.name()) {
+        return format!("uncompressed {}", format!("{format:?}").to_lowercase());
+    }
     let mut settings = settings.to_vec();
     // SAFETY: reading plain fields of an open codec context.
     let (bit_rate, global_quality, flags) = unsafe {

@@ -321,7 +321,9 @@ impl Muxer {
             packet.set_stream(self.video_index);
             packet.rescale_ts(self.video.time_base(), out_time_base);
             Counters::add(&counters.bytes_out, packet.size() as u64);
-            Counters::add(&counters.video_bytes_out, packet.size() as u64);
+            if self.video.compresses() {
+                Counters::add(&counters.video_bytes_out, packet.size() as u64);
+            }
             packet.write_interleaved(&mut self.output)?;
         }
         Ok(())

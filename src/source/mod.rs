@@ -99,6 +99,21 @@ impl Source {
         &self.info
     }
 
+    /// Delivers frames in `format` instead of the layout the decoder gives (see
+    /// [`crate::filter::FilterSpec::planar_format_for`]); each picture is converted, as a
+    /// size change is, and NVDEC pictures come through host memory.
+    pub fn with_format(mut self, format: crate::frame::PixelFormat) -> Source {
+        if format != self.info.format {
+            tracing::info!(
+                input = %self.config.url,
+                "{} pictures are converted to {format}: the filter gives its planes different masks",
+                self.info.format
+            );
+            self.info.format = format;
+        }
+        self
+    }
+
     /// Makes decoded frames in `pool`'s buffers (the engine's page-locked memory, so the
     /// engine copies nothing on the way to the GPU).
     pub fn with_frame_pool(mut self, pool: Option<Arc<BufferPool>>) -> Source {

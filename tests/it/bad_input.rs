@@ -289,7 +289,7 @@ name = "cam2"
 [pipeline.source]
 url = ""
 [pipeline.filter]
-mask = "sobel"
+mask = "sobell"
 [pipeline.sink]
 url = "out2.y4m"
 "#;
@@ -487,7 +487,7 @@ failing_cases! {
             "pipeline \"cam1\": filter.streams: 99 is out of range",
             "pipeline \"cam1\": filter.frames_per_stream: 0 is out of range; allowed 1..=4",
             "pipeline \"cam2\": source.url is empty",
-            "pipeline \"cam2\": filter.mask: unknown mask `sobel`",
+            "pipeline \"cam2\": filter.mask: unknown mask `sobell` (did you mean `sobel`?)",
         ],
         ..Case::DEFAULT
     };

@@ -108,9 +108,10 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
         let part = |name: &str| frame[name].as_f64().unwrap_or_else(|| panic!("{name} in {frame}"));
         let parts = ["waited_ms", "submit_ms", "engine_ms", "handoff_ms"].map(part);
         assert!(parts.iter().all(|&ms| ms >= 0.0), "{frame}");
-        assert!((parts.iter().sum::<f64>() - part("ms")).abs() < 1e-6, "{frame}");
-        // The CPU engine filters as it takes a frame: nothing left for after.
-        assert_eq!(part("engine_ms"), 0.0, "{frame}");
+        // Each part is rounded to the microsecond on its own.
+        assert!((parts.iter().sum::<f64>() - part("ms")).abs() < 0.003, "{frame}");
+        // The CPU engine filters as it takes a frame: that is its engine part.
+        assert!(part("engine_ms") > 0.0, "{frame}");
         assert!(frame["gpu_ms"].is_null(), "{frame}");
     }
     assert!(

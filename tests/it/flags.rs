@@ -368,3 +368,64 @@ fn a_plane_mask_the_input_lacks_is_a_usage_error() {
         run.stderr
     );
 }
+
+#[test]
+fn nv12_input_with_two_chroma_masks_is_filtered_as_planar_yuv() {
+    use convstream::filter::BorderMode;
+    use convstream::mask::Mask;
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 3);
+    let input = y4m(&dir.path().join("in.y4m"));
+    // The same frames as raw NV12: Y, then U and V interleaved.
+    let mut raw = Vec::new();
+    for frame in &input.frames {
+        raw.extend_from_slice(&frame[0]);
+        for (u, v) in frame[1].iter().zip(&frame[2]) {
+            raw.extend_from_slice(&[*u, *v]);
+        }
+    }
+    std::fs::write(dir.path().join("in.nv12"), &raw).unwrap();
+    let size = format!("{W}x{H}");
+    let run = filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.nv12",
+            "--input-format",
+            "rawvideo",
+            "--size",
+            &size,
+            "--pix-fmt",
+            "nv12",
+            "--framerate",
+            "25",
+            "-o",
+            "out.y4m",
+            "--plane-mask",
+            "u=edge:bias=128",
+            "--plane-mask",
+            "v=box:size=5",
+        ],
+    )
+    .success();
+    assert!(
+        run.stderr.contains("nv12 pictures are converted to yuv420p"),
+        "{}",
+        run.stderr
+    );
+    let output = y4m(&dir.path().join("out.y4m"));
+    assert_eq!(output.frames.len(), 3);
+    let (edge, boxed) = (
+        Mask::from_spec("edge:bias=128").unwrap(),
+        Mask::from_spec("box:size=5").unwrap(),
+    );
+    let (cw, ch) = ((W / 2) as usize, (H / 2) as usize);
+    for (inp, out) in input.frames.iter().zip(&output.frames) {
+        assert_eq!(out[0], inp[0], "y is copied (identity)");
+        let oracle = |plane: &[u8], mask: &Mask| {
+            common::oracle::oracle(&common::plane_of(plane, cw, ch), mask, BorderMode::Reflect)
+        };
+        assert_eq!(out[1], oracle(&inp[1], &edge));
+        assert_eq!(out[2], oracle(&inp[2], &boxed));
+    }
+}

@@ -215,7 +215,7 @@ fn check_catches_containers_and_codecs_that_do_not_fit() {
     refused.assert_no_panic();
     assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     for expected in [
-        "pipeline \"ts\": sink.lossless: lossless output uses ffv1, which the mpegts container cannot carry; write .mkv, .nut, .avi or .mov",
+        "pipeline \"ts\": sink.lossless: lossless output uses ffv1, which the mpegts container cannot carry; write .mkv, .nut or .avi",
         "pipeline \"ext\": sink.url `x.foo`: cannot tell the container from the name",
         "pipeline \"codec\": sink.codec: `nosuchcodec` is not a video encoder",
         "pipeline \"mpeg4\": sink.lossless: the mpeg4 encoder has no lossless mode",
@@ -255,6 +255,50 @@ fn lossless_uses_the_lossless_mode_of_the_encoder_named() {
             common::decode_raw(&dir.path().join(output), "yuv420p") == decoded,
             "{codec} --lossless is bit-exact"
         );
+    }
+}
+
+/// `--lossless` in every container that takes a lossless codec gives back the input's exact
+/// samples through an identity mask (4:2:0, 4:4:4 and grey), and one that takes none is a
+/// usage error that writes nothing.
+#[test]
+fn lossless_is_bit_exact_in_every_container_that_takes_it() {
+    let dir = tempdir();
+    for pix_fmt in ["yuv420p", "yuv444p", "gray"] {
+        let input = common::make_clip_as(dir.path(), "in.mkv", Clip::Ffv1Mkv, 48, 32, 5, pix_fmt);
+        let decoded = common::decode_raw(&input, pix_fmt);
+        let mut outputs = vec![
+            ("out.mkv", None),
+            ("out.nut", None),
+            ("out.avi", None),
+            ("out.y4m", None),
+            ("x264.mp4", Some("libx264")),
+        ];
+        if pix_fmt == "gray" {
+            // YUV4MPEG2 writes grey as mono, libx264 has no grey mode: both change the samples' format.
+            outputs.retain(|(name, _)| !name.ends_with(".y4m") && !name.starts_with("x264"));
+        }
+        for (output, codec) in outputs {
+            let mut args = vec!["-y", "-i", "in.mkv", "-o", output, "--lossless", "--mask", "identity"];
+            if let Some(codec) = codec {
+                args.extend(["--codec", codec]);
+            }
+            run(dir.path(), &args).success();
+            assert!(
+                common::decode_raw(&dir.path().join(output), pix_fmt) == decoded,
+                "{pix_fmt} through --lossless into {output} is bit-exact"
+            );
+        }
+    }
+    for refused_output in ["refused.mp4", "refused.mov"] {
+        let refused = run(dir.path(), &["-i", "in.mkv", "-o", refused_output, "--lossless"]);
+        assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+        assert!(
+            refused.stderr.contains("write .mkv, .nut or .avi"),
+            "{}",
+            refused.stderr
+        );
+        assert!(!dir.path().join(refused_output).exists());
     }
 }
 
