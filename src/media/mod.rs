@@ -101,17 +101,6 @@ fn copy_rows_in(source: &[u8], source_stride: usize, plane: &mut Plane) {
     }
 }
 
-/// Writes engine planes into an allocated FFmpeg frame of the same format and size.
-pub fn frame_into_ffmpeg(frame: &Frame, video: &mut ffmpeg::frame::Video) {
-    for (index, plane) in frame.planes.iter().enumerate() {
-        let stride = video.stride(index);
-        let data = video.data_mut(index);
-        for y in 0..plane.height {
-            data[y * stride..y * stride + plane.row_bytes()].copy_from_slice(plane.row(y));
-        }
-    }
-}
-
 /// Whether an FFmpeg error is "try again".
 pub fn is_again(error: &ffmpeg::Error) -> bool {
     matches!(error, ffmpeg::Error::Other { errno } if *errno == ffmpeg::util::error::EAGAIN)

@@ -4,12 +4,14 @@
 use ffmpeg::format::Pixel;
 use ffmpeg::{codec, Dictionary, Packet, Rational};
 use ffmpeg_next as ffmpeg;
+use std::ffi::c_void;
+use std::sync::Arc;
 
 use crate::config::SinkConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::media::encoders::{default_bit_rate, encoder_usable, first_usable, DEFAULT_ENCODERS};
 use crate::media::{
-    encoder_named, ffmpeg_format, ffv1_unavailable, frame_into_ffmpeg, is_again, lossless_options,
+    encoder_named, ffmpeg_format, ffv1_unavailable, is_again, lossless_options,
     lossless_unavailable, muxer_takes, ColorInfo, SourceInfo,
 };
 
@@ -278,11 +280,11 @@ impl VideoEncoder {
 
     /// Encodes one frame; its timestamp is carried over (made strictly increasing if a
     /// coarser time base merges two).
-    pub fn send(&mut self, frame: &Frame) -> Result<(), ffmpeg::Error> {
-        let mut picture = self.picture_of(frame)?;
+    pub fn send(&mut self, frame: Frame) -> Result<(), ffmpeg::Error> {
         let pts = frame
             .pts
             .map(|p| p.rescale_ts_between(self.in_time_base, self.time_base));
+        let mut picture = self.picture_of(frame)?;
         let pts = match (pts, self.last_pts) {
             (Some(p), Some(last)) if p <= last => last + 1,
             (Some(p), _) => p,
@@ -313,21 +315,23 @@ impl VideoEncoder {
         }
     }
 
-    fn picture_of(&mut self, frame: &Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+    /// The frame as the encoder takes it: its own planes, lent to FFmpeg without a copy
+    /// (see [`lend_to_ffmpeg`]), or converted when the encoder needs another format.
+    fn picture_of(&mut self, frame: Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
         let source_format = ffmpeg_format(frame.format);
-        let mut picture = ffmpeg::frame::Video::new(source_format, frame.width as u32, frame.height as u32);
-        frame_into_ffmpeg(frame, &mut picture);
+        let (width, height) = (frame.width as u32, frame.height as u32);
+        let picture = lend_to_ffmpeg(frame)?;
         if source_format == self.format {
             return Ok(picture);
         }
         if self.converter.is_none() {
             let context = ffmpeg::software::scaling::Context::get(
                 source_format,
-                frame.width as u32,
-                frame.height as u32,
+                width,
+                height,
                 self.format,
-                frame.width as u32,
-                frame.height as u32,
+                width,
+                height,
                 ffmpeg::software::scaling::Flags::BICUBIC,
             )?;
             self.converter = Some(Converter(context));
@@ -338,6 +342,67 @@ impl VideoEncoder {
         }
         Ok(converted)
     }
+}
+
+/// A frame as an FFmpeg picture that points at the frame's own planes: each plane becomes
+/// a read-only reference-counted buffer holding the frame, which is dropped (its pooled
+/// planes going back to their pool) when the encoder lets go of the last one. An encoder
+/// that wants to write to its input copies it first, as FFmpeg's read-only flag tells it.
+fn lend_to_ffmpeg(frame: Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+    use ffmpeg::ffi;
+    let format = ffmpeg_format(frame.format);
+    let (width, height) = (frame.width as i32, frame.height as i32);
+    let planes: Vec<(*const u8, usize, usize)> = frame
+        .planes
+        .iter()
+        .map(|plane| (plane.data.as_ptr(), plane.stride, plane.data.len()))
+        .collect();
+    let owner = Arc::new(LentFrame { _frame: frame });
+    let mut picture = ffmpeg::frame::Video::empty();
+    // SAFETY: `picture` owns a freshly allocated AVFrame that nothing else references. Each
+    // buffer points at a plane of the frame held by `owner`; its free callback drops one
+    // count of that Arc (made by `into_raw` here), so the planes outlive every buffer, and
+    // the buffers are read-only so no encoder writes to them. A buffer that cannot be made
+    // gives its count back at once; the ones already attached are freed with `picture`.
+    unsafe {
+        let raw = picture.as_mut_ptr();
+        (*raw).width = width;
+        (*raw).height = height;
+        (*raw).format = ffi::AVPixelFormat::from(format) as i32;
+        for (index, (bytes, stride, len)) in planes.into_iter().enumerate() {
+            let opaque = Arc::into_raw(owner.clone()) as *mut c_void;
+            let buffer = ffi::av_buffer_create(
+                bytes as *mut u8,
+                len,
+                Some(release_lent_frame),
+                opaque,
+                ffi::AV_BUFFER_FLAG_READONLY,
+            );
+            if buffer.is_null() {
+                drop(Arc::from_raw(opaque as *const LentFrame));
+                return Err(ffmpeg::Error::Other {
+                    errno: ffmpeg::util::error::ENOMEM,
+                });
+            }
+            (*raw).buf[index] = buffer;
+            (*raw).data[index] = bytes as *mut u8;
+            (*raw).linesize[index] = stride as i32;
+        }
+    }
+    Ok(picture)
+}
+
+/// A frame whose planes FFmpeg buffers point at (see [`lend_to_ffmpeg`]).
+struct LentFrame {
+    /// Held, never read: its planes are what the buffers point at.
+    _frame: Frame,
+}
+
+/// FFmpeg's free callback of a lent plane: one count of its frame goes.
+unsafe extern "C" fn release_lent_frame(opaque: *mut c_void, _data: *mut u8) {
+    // SAFETY: `opaque` is a count made by `Arc::into_raw` in `lend_to_ffmpeg`, given back
+    // exactly once, here, when FFmpeg frees the buffer.
+    drop(unsafe { Arc::from_raw(opaque as *const LentFrame) });
 }
 
 /// Why the video encoder could not be set up.

@@ -108,8 +108,9 @@ pub trait Sink: Send {
         None
     }
 
-    /// Writes one filtered frame.
-    fn write_frame(&mut self, frame: &Frame, counters: &Counters) -> Result<(), ffmpeg::Error>;
+    /// Writes one filtered frame; the sink owns it from now on (an encoder keeps its
+    /// planes, without a copy, for as long as it references them).
+    fn write_frame(&mut self, frame: Frame, counters: &Counters) -> Result<(), ffmpeg::Error>;
 
     /// Writes one packet of a copied stream.
     fn write_packet(&mut self, packet: PassthroughPacket, counters: &Counters) -> Result<(), ffmpeg::Error>;
@@ -155,7 +156,7 @@ impl dyn Sink {
             let result = if frames_open && packets_open {
                 select! {
                     recv(frames) -> frame => match frame {
-                        Ok(frame) => self.take_frame(&frame, counters, on_frame),
+                        Ok(frame) => self.take_frame(frame, counters, on_frame),
                         Err(_) => { frames_open = false; Ok(()) }
                     },
                     recv(packets) -> packet => match packet {
@@ -166,7 +167,7 @@ impl dyn Sink {
                 }
             } else if frames_open {
                 match frames.recv_timeout(wait) {
-                    Ok(frame) => self.take_frame(&frame, counters, on_frame),
+                    Ok(frame) => self.take_frame(frame, counters, on_frame),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
                     Err(RecvTimeoutError::Disconnected) => {
                         frames_open = false;
@@ -198,9 +199,10 @@ impl dyn Sink {
     }
 
     /// Writes a frame and counts it as written.
-    fn take_frame(&mut self, frame: &Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
+    fn take_frame(&mut self, frame: Frame, counters: &Counters, on_frame: &dyn Fn()) -> Result<(), ffmpeg::Error> {
+        let decoded = frame.timeline.decoded;
         self.write_frame(frame, counters)?;
-        if let Some(decoded_at) = frame.timeline.decoded {
+        if let Some(decoded_at) = decoded {
             Counters::observe(&counters.stages.end_to_end, decoded_at.elapsed());
         }
         counters.count_written();

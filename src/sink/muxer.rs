@@ -234,7 +234,7 @@ impl Sink for Muxer {
         ))
     }
 
-    fn write_frame(&mut self, frame: &Frame, counters: &Counters) -> Result<(), ffmpeg::Error> {
+    fn write_frame(&mut self, frame: Frame, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.unflushed = true;
         let started = Instant::now();
         self.video.send(frame)?;

@@ -25,7 +25,7 @@ impl Sink for NullSink {
         "null"
     }
 
-    fn write_frame(&mut self, _frame: &Frame, _counters: &Counters) -> Result<(), ffmpeg::Error> {
+    fn write_frame(&mut self, _frame: Frame, _counters: &Counters) -> Result<(), ffmpeg::Error> {
         Ok(())
     }
 
