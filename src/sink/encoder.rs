@@ -11,8 +11,8 @@ use crate::config::SinkConfig;
 use crate::frame::{Frame, PixelFormat};
 use crate::media::encoders::{default_bit_rate, encoder_usable, first_usable, DEFAULT_ENCODERS};
 use crate::media::{
-    encoder_named, ffmpeg_format, ffv1_unavailable, is_again, lossless_options,
-    lossless_unavailable, muxer_takes, ColorInfo, SourceInfo,
+    encoder_named, ffmpeg_format, ffv1_unavailable, is_again, lossless_options, lossless_unavailable, muxer_takes,
+    ColorInfo, SourceInfo,
 };
 
 /// Pixel formats the YUV4MPEG2 muxer writes.
