@@ -433,12 +433,7 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
 /// The encoder options the flags set, in the order given (later ones win).
 fn encoder_options(args: &RunArgs) -> Vec<(String, String)> {
     let named = [("crf", &args.crf), ("b", &args.bitrate), ("preset", &args.preset)];
-    let mut options: Vec<(String, String)> = named
-        .into_iter()
-        .filter_map(|(key, value)| value.as_ref().map(|v| (key.to_string(), v.clone())))
-        .collect();
-    options.extend(args.encoder_opts.iter().cloned());
-    options
+    options_of(named, &args.encoder_opts)
 }
 
 /// The demuxer options the flags set: raw video's geometry, then `--input-opt`s.
@@ -448,12 +443,19 @@ fn input_options(args: &RunArgs) -> Vec<(String, String)> {
         ("pixel_format", &args.pix_fmt),
         ("framerate", &args.framerate),
     ];
-    let mut options: Vec<(String, String)> = raw
+    options_of(raw, &args.input_opts)
+}
+
+/// FFmpeg options from flags of their own (those given) followed by `KEY=VALUE` ones.
+fn options_of<const N: usize>(
+    named: [(&str, &Option<String>); N],
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    named
         .into_iter()
         .filter_map(|(key, value)| value.as_ref().map(|v| (key.to_string(), v.clone())))
-        .collect();
-    options.extend(args.input_opts.iter().cloned());
-    options
+        .chain(extra.iter().cloned())
+        .collect()
 }
 
 fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {

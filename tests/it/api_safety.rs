@@ -216,6 +216,21 @@ fn api_pipelines_use_files_only_under_allow_paths_and_never_replace_one() {
         let answer = post(source, sink, extra);
         assert_refused(&answer, 400, says, &format!("{source} -> {sink} {extra}"));
     }
+    // Input options that widen what an input may read are the config file's alone.
+    for option in [
+        r#""allowed_extensions": "ALL""#,
+        r#""protocol_whitelist": "file,http""#,
+        r#""safe": "0""#,
+    ] {
+        let answer = serve.json(
+            "POST",
+            "/pipelines",
+            &format!(
+                r#"{{"name": "api", "source": {{"url": "media/clip.y4m", "options": {{{option}}}}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "media/opt.y4m"}}}}"#
+            ),
+        );
+        assert_refused(&answer, 400, "source.options", option);
+    }
     assert_eq!(std::fs::read(root.join("media/existing.y4m")).unwrap(), b"precious");
     assert_eq!(std::fs::read(root.join("config.toml")).unwrap(), config_before);
     assert!(!root.join("media/x.y4m").exists() && !root.join("media/new.y4m").exists());

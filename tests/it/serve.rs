@@ -238,8 +238,9 @@ sink = {{ url = "live.mkv" }}
     );
 }
 
-#[test]
-fn a_mask_switch_applies_from_the_frame_the_api_reports() {
+/// `serve` with one pipeline, "cam", filtering a 4 s clip paced at 25 fps with `box` into
+/// out.y4m, once its first second is written: for filter switches mid-stream.
+fn switching_server() -> (tempfile::TempDir, Server) {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100); // 4 s at 25 fps
     write_config(
@@ -256,6 +257,12 @@ sink = { url = "out.y4m" }
     server.wait_for("frames to flow", Duration::from_secs(20), || {
         server.counter("cam", "frames_written") >= 25
     });
+    (dir, server)
+}
+
+#[test]
+fn a_mask_switch_applies_from_the_frame_the_api_reports() {
+    let (dir, server) = switching_server();
     let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(r#"{"mask": "sharpen"}"#));
     assert_eq!(status, 200, "{body}");
     let answer: Value = serde_json::from_str(&body).unwrap();
@@ -290,22 +297,7 @@ sink = { url = "out.y4m" }
 
 #[test]
 fn a_switch_to_plane_masks_applies_from_the_frame_the_api_reports() {
-    let dir = tempdir();
-    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100);
-    write_config(
-        dir.path(),
-        r#"
-[[pipeline]]
-name = "cam"
-source = { url = "clip.y4m", realtime = true }
-filter = { mask = "box", device = "cpu" }
-sink = { url = "out.y4m" }
-"#,
-    );
-    let server = Server::start(dir.path(), &[]);
-    server.wait_for("frames to flow", Duration::from_secs(20), || {
-        server.counter("cam", "frames_written") >= 25
-    });
+    let (dir, server) = switching_server();
     // A plane the input lacks is refused, and nothing changes.
     let (status, body) = server.request(
         "PUT",
