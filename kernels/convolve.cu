@@ -1,20 +1,27 @@
-// 2D convolution of 8-bit planes: a shared-memory tiled kernel for dense masks, a fused
+// 2D convolution of 8- to 16-bit planes: a shared-memory tiled kernel for dense masks, a fused
 // separable kernel for rank-one masks, and the textbook global-memory kernel kept as the
 // baseline the benchmark compares against. See convolve.cuh for the defines and the
 // arithmetic contract.
 
 #include "convolve.cuh"
 
-// One word of the shared tile: source bytes c..c+3 of row `r` (mapped row `y`), converted to
-// floats. `fast`: the row is inside the plane and its words are 4-byte aligned, so a word
-// wholly inside the row is one aligned load; anything else goes sample by sample.
+// One word of the shared tile: source samples c..c+3 of row `r` (mapped row `y`), converted
+// to floats. `fast`: the row is inside the plane and its 4-sample groups are aligned, so a
+// group wholly inside the row is one aligned load (32 bits of 8-bit samples, 64 bits of
+// 16-bit ones); anything else goes sample by sample.
 __device__ __forceinline__ void load_word(float* __restrict__ trow, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, bool fast, int y, int row, int c, int w,
-                                          int row_bytes) {
+                                          int row_samples) {
     float4 f;
-    if (fast && c >= 0 && c + 3 < row_bytes) {
-        const unsigned int v = *reinterpret_cast<const unsigned int*>(src + (size_t)y * g.src_pitch + c);
+    if (fast && c >= 0 && c + 3 < row_samples) {
+#if SAMPLE_BITS > 8
+        const uint2 v = *reinterpret_cast<const uint2*>(sample_row(src, g.src_pitch, y) + c);
+        f = make_float4((float)((v.x & 0xffffu) >> SAMPLE_SHIFT), (float)((v.x >> 16) >> SAMPLE_SHIFT),
+                        (float)((v.y & 0xffffu) >> SAMPLE_SHIFT), (float)((v.y >> 16) >> SAMPLE_SHIFT));
+#else
+        const unsigned int v = *reinterpret_cast<const unsigned int*>(sample_row(src, g.src_pitch, y) + c);
         f = make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu), (float)(v >> 24));
+#endif
     } else {
         f = make_float4(sample(src, g, row, c), sample(src, g, row, c + 1), sample(src, g, row, c + 2),
                         sample(src, g, row, c + 3));
@@ -27,29 +34,36 @@ __device__ __forceinline__ void load_word(float* __restrict__ trow, const unsign
 // tile two words at a time, word w and word w + ROW_HALF of a row, so the row arithmetic is
 // paid once per two words while a warp still reads 128 contiguous bytes and writes 512
 // contiguous bytes of shared memory per access. Words that cross the plane's edge, and
-// planes whose rows are not 4-byte aligned, take the per-sample path.
+// planes whose rows are not aligned to 4 samples, take the per-sample path.
 #define ROW_HALF ((ROW_WORDS + 1) / 2)
 __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, int row0, int col0) {
-    const int row_bytes = g.width * CH;
+    const int row_samples = g.width * CH;
     const int first = col0 - SHIFT;
-    const bool aligned = ((((size_t)src) | (size_t)g.src_pitch) & 3) == 0;
+    const bool aligned = ((((size_t)src) | (size_t)g.src_pitch) & (4 * SAMPLE_BYTES - 1)) == 0;
     for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_HALF; i += BLOCK_X * BLOCK_Y) {
         const int r = i / ROW_HALF;
         const int w = i - r * ROW_HALF;
         const int y = map_index(row0 + r, g.height);
         const bool fast = aligned && y >= 0;
         float* trow = tile + r * SHARED_PITCH;
-        load_word(trow, src, g, fast, y, row0 + r, first + 4 * w, w, row_bytes);
+        load_word(trow, src, g, fast, y, row0 + r, first + 4 * w, w, row_samples);
         if (w + ROW_HALF < ROW_WORDS) {
-            load_word(trow, src, g, fast, y, row0 + r, first + 4 * (w + ROW_HALF), w + ROW_HALF, row_bytes);
+            load_word(trow, src, g, fast, y, row0 + r, first + 4 * (w + ROW_HALF), w + ROW_HALF, row_samples);
         }
     }
 }
 
-// Four results as one word of pixels: each rounded as `to_pixel` does, then packed with
+#if SAMPLE_BITS > 8
+// Four results as two words of 16-bit samples, each made as `to_sample` makes it.
+__device__ __forceinline__ uint2 pack_samples(float s0, float s1, float s2, float s3, float bias) {
+    return make_uint2((unsigned int)to_sample(s0, bias) | ((unsigned int)to_sample(s1, bias) << 16),
+                      (unsigned int)to_sample(s2, bias) | ((unsigned int)to_sample(s3, bias) << 16));
+}
+#else
+// Four results as one word of pixels: each rounded as `to_sample` does, then packed with
 // saturation to 0..255 (two `cvt.pack.sat` instructions instead of a clamp per pixel).
-__device__ __forceinline__ unsigned int pack_pixels(float s0, float s1, float s2, float s3, float bias) {
+__device__ __forceinline__ unsigned int pack_samples(float s0, float s1, float s2, float s3, float bias) {
     const int p0 = __float2int_rz(roundf(s0 + bias));
     const int p1 = __float2int_rz(roundf(s1 + bias));
     const int p2 = __float2int_rz(roundf(s2 + bias));
@@ -60,25 +74,32 @@ __device__ __forceinline__ unsigned int pack_pixels(float s0, float s1, float s2
     asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(p1), "r"(p0), "r"(high));
     return word;
 }
+#endif
+#if SAMPLE_BITS > 8
+typedef uint2 sample_quad;
+#else
+typedef unsigned int sample_quad;
+#endif
 
-// Writes a thread's PY x PX outputs, as 32-bit words where aligned and inside the plane.
+// Writes a thread's PY x PX outputs, four samples at a time where aligned and inside the
+// plane.
 __device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, const PlaneGeometry& g,
                                               const float (&acc)[PY][PX], int row, int col) {
-    const int row_bytes = g.width * CH;
+    const int row_samples = g.width * CH;
 #pragma unroll
     for (int py = 0; py < PY; ++py) {
         if (row + py >= g.height) return;
-        unsigned char* out = dst + (size_t)(row + py) * g.dst_pitch + col;
+        sample_t* out = sample_row(dst, g.dst_pitch, row + py) + col;
 #pragma unroll
         for (int q = 0; q < PX; q += 4) {
-            const bool whole = col + q + 3 < row_bytes && (((size_t)(out + q)) & 3) == 0;
+            const bool whole = col + q + 3 < row_samples && (((size_t)(out + q)) & (4 * SAMPLE_BYTES - 1)) == 0;
             if (whole) {
-                *reinterpret_cast<unsigned int*>(out + q) =
-                    pack_pixels(acc[py][q], acc[py][q + 1], acc[py][q + 2], acc[py][q + 3], g.bias);
+                *reinterpret_cast<sample_quad*>(out + q) =
+                    pack_samples(acc[py][q], acc[py][q + 1], acc[py][q + 2], acc[py][q + 3], g.bias);
             } else {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    if (col + q + e < row_bytes) out[q + e] = to_pixel(acc[py][q + e], g.bias);
+                    if (col + q + e < row_samples) out[q + e] = to_sample(acc[py][q + e], g.bias);
                 }
             }
         }
@@ -204,5 +225,5 @@ extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src
 #if MAGNITUDE
     acc = magnitude(acc, second);
 #endif
-    dst[(size_t)row * g.dst_pitch + col] = to_pixel(acc, g.bias);
+    sample_row(dst, g.dst_pitch, row)[col] = to_sample(acc, g.bias);
 }

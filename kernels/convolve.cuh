@@ -10,10 +10,16 @@
 //   BLOCK_X, BLOCK_Y threads per block
 //   UNROLL_ROWS      1 to unroll the loop over mask rows fully, 0 to keep it rolled
 //   MAGNITUDE        1 for a gradient magnitude: two masks, sqrt(a^2 + b^2) (default 0)
+//   SAMPLE_BITS      significant bits per sample, 8 (one byte) or 9..16 (a little-endian
+//                    16-bit word) (default 8)
+//   SAMPLE_SHIFT     how far those bits sit from the word's low end: 6 for P010 (default 0)
+//
+// Columns are counted in samples (pixel * CH + channel), pitches in bytes.
 //
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
-// over its f32 results; then + bias, round half away from zero, clamp to 0..255. A gradient
+// over its f32 results; then + bias (already scaled to the depth by the host), round half
+// away from zero, clamp to 0..2^SAMPLE_BITS - 1. A gradient
 // magnitude sums both masks that way into a and b, then takes __fsqrt_rn(fmaf(a, a, b * b))
 // (each step rounded once, never contracted further) before the bias.
 
@@ -28,6 +34,28 @@
 #ifndef MAGNITUDE
 #define MAGNITUDE 0
 #endif
+#ifndef SAMPLE_BITS
+#define SAMPLE_BITS 8
+#endif
+#ifndef SAMPLE_SHIFT
+#define SAMPLE_SHIFT 0
+#endif
+
+#if SAMPLE_BITS > 8
+typedef unsigned short sample_t;
+#else
+typedef unsigned char sample_t;
+#endif
+#define SAMPLE_BYTES ((int)sizeof(sample_t))
+#define MAX_SAMPLE ((1 << SAMPLE_BITS) - 1)
+
+// Row `y` of a plane whose rows are `pitch` bytes apart, as samples.
+__device__ __forceinline__ const sample_t* sample_row(const unsigned char* base, int pitch, int y) {
+    return reinterpret_cast<const sample_t*>(base + (size_t)y * pitch);
+}
+__device__ __forceinline__ sample_t* sample_row(unsigned char* base, int pitch, int y) {
+    return reinterpret_cast<sample_t*>(base + (size_t)y * pitch);
+}
 
 // Correlation taps (the mask rotated by 180 degrees), row-major, then the separable row
 // taps and column taps (zero for masks that are not separable), then, for a gradient
@@ -46,7 +74,7 @@ struct PlaneGeometry {
     int height;     // rows
     int src_pitch;  // bytes between source rows
     int dst_pitch;  // bytes between output rows
-    float bias;
+    float bias;     // in sample units (the mask's 8-bit bias times 2^(SAMPLE_BITS - 8))
 };
 
 // Maps an index outside 0..n-1 onto the plane as SciPy does; -1 means "the constant 0".
@@ -75,7 +103,7 @@ __device__ __forceinline__ int map_index(int i, int n) {
 #endif
 }
 
-// Reads byte column `col` (pixel * CH + channel, possibly outside the row) of row `row`
+// Reads sample column `col` (pixel * CH + channel, possibly outside the row) of row `row`
 // (possibly outside the plane), applying the border mode to the pixel index.
 __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, const PlaneGeometry& g, int row,
                                         int col) {
@@ -85,11 +113,13 @@ __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, c
     const int channel = col - pixel * CH;
     const int x = map_index(pixel, g.width);
     if (y < 0 || x < 0) return 0.0f;
-    return (float)src[(size_t)y * g.src_pitch + x * CH + channel];
+    return (float)(sample_row(src, g.src_pitch, y)[x * CH + channel] >> SAMPLE_SHIFT);
 }
 
-__device__ __forceinline__ unsigned char to_pixel(float sum, float bias) {
-    return (unsigned char)fminf(fmaxf(roundf(sum + bias), 0.0f), 255.0f);
+// The final step: + bias, round half away from zero, clamp, shift into place.
+__device__ __forceinline__ sample_t to_sample(float sum, float bias) {
+    const unsigned int v = (unsigned int)fminf(fmaxf(roundf(sum + bias), 0.0f), (float)MAX_SAMPLE);
+    return (sample_t)(v << SAMPLE_SHIFT);
 }
 
 // Tile geometry shared by the tiled kernels and the host (which sizes shared memory).
@@ -100,8 +130,9 @@ __device__ __forceinline__ unsigned char to_pixel(float sum, float bias) {
 #define SHARED_W (TILE_W + HALO_W)
 #define SHARED_H (TILE_H + HALO_H)
 
-// Shared tile rows start at the 4-byte-aligned source column at or before the left halo, so
-// that every row is filled with aligned 32-bit loads and conflict-free float4 stores. Tile
+// Shared tile rows start at the 4-sample-aligned source column at or before the left halo, so
+// that every row is filled with aligned 4-sample loads (32 or 64 bits) and conflict-free
+// float4 stores. Tile
 // columns are multiples of 4, so that column sits SHIFT samples before the halo in every
 // block; readers skip it with compile-time register indices.
 #define HALO_LEFT ((MASK_W / 2) * CH)
@@ -115,7 +146,7 @@ __device__ __forceinline__ unsigned char to_pixel(float sum, float bias) {
 #define ROW_WORDS (SHARED_PITCH / 4)
 
 #if PX % 4 != 0
-#error "PX must be a multiple of 4 (float4 shared loads, 32-bit stores)"
+#error "PX must be a multiple of 4 (float4 shared loads, 4-sample stores)"
 #endif
 
 // Unpacks N float4 loads from `src` into 4N floats, in order.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::frame::PixelFormat;
+use crate::frame::{PixelFormat, PixelLayout};
 use crate::mask::Mask;
 
 /// How samples outside the plane are taken, with SciPy's names and meanings
@@ -224,7 +224,7 @@ impl FilterSpec {
         let lacking: Vec<&str> = self
             .plane_masks
             .keys()
-            .filter(|name| !(names.contains(name) || format == PixelFormat::Gray8 && name.is_chroma()))
+            .filter(|name| !(names.contains(name) || format.layout() == PixelLayout::Gray && name.is_chroma()))
             .map(|name| name.name())
             .collect();
         if !lacking.is_empty() {
@@ -261,12 +261,22 @@ impl FilterSpec {
         problems
     }
 
-    /// A layout to convert `format` frames to so that this filter can run on them: NV12's
-    /// interleaved U and V given different masks become planar yuv420p (NVDEC decodes to
-    /// NV12, so per-plane chroma masks would otherwise be refused there).
+    /// A format to convert `format` frames to so that this filter can run on them, at the
+    /// same depth: NV12's (or P010's) interleaved U and V given different masks become planar
+    /// 4:2:0 (NVDEC decodes to NV12, so per-plane chroma masks would otherwise be refused
+    /// there), and packed RGB whose channels have different masks becomes planar GBR.
     pub fn planar_format_for(&self, format: PixelFormat) -> Option<PixelFormat> {
-        let (u, v) = (self.plane_masks.get(&PlaneName::U), self.plane_masks.get(&PlaneName::V));
-        (format == PixelFormat::Nv12 && u != v).then_some(PixelFormat::Yuv420p)
+        let differ = |a: PlaneName, b: PlaneName| self.plane_masks.get(&a) != self.plane_masks.get(&b);
+        let planar = match format.layout() {
+            PixelLayout::SemiPlanar420 if differ(PlaneName::U, PlaneName::V) => PixelLayout::Yuv420,
+            PixelLayout::Rgb | PixelLayout::Bgr
+                if differ(PlaneName::R, PlaneName::G) || differ(PlaneName::G, PlaneName::B) =>
+            {
+                PixelLayout::Gbr
+            }
+            _ => return None,
+        };
+        PixelFormat::new(planar, format.bits())
     }
 
     /// One-line warnings about what this filter does to `format` frames that is likely not
@@ -340,14 +350,14 @@ mod tests {
         };
         let described = |index| {
             filter
-                .mask_for(PixelFormat::Yuv420p, index)
+                .mask_for(PixelFormat::YUV420P, index)
                 .map(|m| m.description().to_string())
         };
         assert_eq!(described(0).as_deref(), Some("box"));
         assert_eq!(described(1), None, "u: not selected, not named");
         assert_eq!(described(2).as_deref(), Some("sharpen"));
         assert_eq!(
-            filter.problems_with(PixelFormat::Nv12).len(),
+            filter.problems_with(PixelFormat::NV12).len(),
             1,
             "nv12's interleaved uv cannot take v's mask alone"
         );
@@ -356,38 +366,67 @@ mod tests {
     #[test]
     fn interleaved_channels_need_one_mask_and_absent_planes_are_named() {
         let split = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "box")]);
-        assert!(split.problems_with(PixelFormat::Yuv420p).is_empty());
-        let problems = split.problems_with(PixelFormat::Nv12);
+        assert!(split.problems_with(PixelFormat::YUV420P).is_empty());
+        let problems = split.problems_with(PixelFormat::NV12);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("uv = ..."), "{problems:?}");
         let both = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "edge")]);
-        assert!(both.problems_with(PixelFormat::Nv12).is_empty());
+        assert!(both.problems_with(PixelFormat::NV12).is_empty());
         assert!(
-            both.problems_with(PixelFormat::Gray8).is_empty(),
+            both.problems_with(PixelFormat::GRAY8).is_empty(),
             "grey has no chroma to filter"
         );
         let rgb_on_yuv = with_planes("identity", &[(PlaneName::R, "box")]);
-        let problems = rgb_on_yuv.problems_with(PixelFormat::Yuv444p);
+        let problems = rgb_on_yuv.problems_with(PixelFormat::YUV444P);
         assert!(
             problems[0].contains("names r, which yuv444p frames do not have (they have y, u, v)"),
             "{problems:?}"
         );
         let one_channel = with_planes("identity", &[(PlaneName::G, "box")]);
         assert_eq!(
-            one_channel.problems_with(PixelFormat::Rgb24).len(),
+            one_channel.problems_with(PixelFormat::RGB24).len(),
             1,
             "g alone on packed rgb"
         );
     }
 
     #[test]
+    fn packed_rgb_with_different_channel_masks_becomes_planar_gbr() {
+        let one_channel = with_planes("identity", &[(PlaneName::G, "box")]);
+        assert_eq!(
+            one_channel.planar_format_for(PixelFormat::RGB24),
+            Some(PixelFormat::GBRP)
+        );
+        let rgb48 = PixelFormat::new(PixelLayout::Rgb, 16).unwrap();
+        assert_eq!(
+            one_channel.planar_format_for(rgb48),
+            PixelFormat::new(PixelLayout::Gbr, 16)
+        );
+        assert!(one_channel.problems_with(PixelFormat::GBRP).is_empty());
+        let all_three = with_planes(
+            "identity",
+            &[(PlaneName::R, "box"), (PlaneName::G, "box"), (PlaneName::B, "box")],
+        );
+        assert_eq!(
+            all_three.planar_format_for(PixelFormat::BGR24),
+            None,
+            "one mask: packed as it is"
+        );
+    }
+
+    #[test]
     fn nv12_with_two_chroma_masks_becomes_planar() {
         let split = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "box")]);
-        assert_eq!(split.planar_format_for(PixelFormat::Nv12), Some(PixelFormat::Yuv420p));
-        assert_eq!(split.planar_format_for(PixelFormat::Yuv420p), None);
+        assert_eq!(split.planar_format_for(PixelFormat::NV12), Some(PixelFormat::YUV420P));
+        assert_eq!(split.planar_format_for(PixelFormat::YUV420P), None);
+        assert_eq!(
+            split.planar_format_for(PixelFormat::P010),
+            PixelFormat::new(PixelLayout::Yuv420, 10),
+            "p010 keeps its depth"
+        );
         let both = with_planes("identity", &[(PlaneName::U, "edge"), (PlaneName::V, "edge")]);
         assert_eq!(
-            both.planar_format_for(PixelFormat::Nv12),
+            both.planar_format_for(PixelFormat::NV12),
             None,
             "one mask for uv: nv12 as it is"
         );
@@ -396,19 +435,19 @@ mod tests {
     #[test]
     fn zero_sum_masks_on_chroma_without_bias_are_warned_about_once() {
         let edge = FilterSpec::uniform(mask("edge"), BorderMode::Reflect, PlaneSelection::All);
-        let warnings = edge.warnings(PixelFormat::Yuv420p);
+        let warnings = edge.warnings(PixelFormat::YUV420P);
         assert_eq!(warnings.len(), 1);
         assert!(
             warnings[0].contains("(u, v)") && warnings[0].contains("uv=neutral"),
             "{warnings:?}"
         );
-        assert!(edge.warnings(PixelFormat::Gray8).is_empty());
-        assert!(edge.warnings(PixelFormat::Rgb24).is_empty(), "rgb has no chroma");
+        assert!(edge.warnings(PixelFormat::GRAY8).is_empty());
+        assert!(edge.warnings(PixelFormat::RGB24).is_empty(), "rgb has no chroma");
         let grey_map = with_planes("edge", &[(PlaneName::U, "neutral"), (PlaneName::V, "neutral")]);
-        assert!(grey_map.warnings(PixelFormat::Yuv420p).is_empty());
+        assert!(grey_map.warnings(PixelFormat::YUV420P).is_empty());
         let biased = FilterSpec::uniform(mask("edge:bias=128"), BorderMode::Reflect, PlaneSelection::All);
-        assert!(biased.warnings(PixelFormat::Nv12).is_empty());
+        assert!(biased.warnings(PixelFormat::NV12).is_empty());
         let luma = FilterSpec::uniform(mask("laplacian"), BorderMode::Reflect, PlaneSelection::Luma);
-        assert!(luma.warnings(PixelFormat::Yuv420p).is_empty());
+        assert!(luma.warnings(PixelFormat::YUV420P).is_empty());
     }
 }

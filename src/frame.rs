@@ -1,4 +1,4 @@
-//! Decoded frames as the engines see them: 8-bit planes with their geometry, plus the
+//! Decoded frames as the engines see them: planes of 8- to 16-bit samples with their geometry, plus the
 //! presentation timestamp and position in the stream.
 
 use std::fmt;
@@ -13,32 +13,118 @@ pub use crate::host_buffers::PlaneData;
 /// pooled plane is copied to and from the GPU as one block.
 pub const POOLED_ROW_ALIGN: usize = 64;
 
-/// The pixel layouts engines take directly. Anything else is converted by the source.
+/// How the planes of a frame are arranged, whatever the sample depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PixelFormat {
-    Yuv420p,
-    Yuv422p,
-    Yuv444p,
-    /// Y plane plus one interleaved UV plane at half resolution.
-    Nv12,
-    Gray8,
+pub enum PixelLayout {
+    /// Y, U and V planes, chroma halved both ways.
+    Yuv420,
+    /// Y, U and V planes, chroma halved across.
+    Yuv422,
+    Yuv444,
+    /// Y plane plus one interleaved UV plane at half resolution (NV12; P010 and P016 at 10
+    /// and 16 bits, whose samples sit in the high bits of each 16-bit word).
+    SemiPlanar420,
+    Gray,
     /// One packed plane, three interleaved channels; each channel is filtered on its own.
-    Rgb24,
-    Bgr24,
+    Rgb,
+    Bgr,
+    /// G, B and R planes, in FFmpeg's order.
+    Gbr,
 }
 
-/// Shape of one plane: size in pixels and interleaved channels per pixel.
+impl PixelLayout {
+    /// Every layout, in the order [`PixelFormat::all`] lists them.
+    pub const ALL: [PixelLayout; 8] = [
+        PixelLayout::Yuv420,
+        PixelLayout::Yuv422,
+        PixelLayout::Yuv444,
+        PixelLayout::SemiPlanar420,
+        PixelLayout::Gray,
+        PixelLayout::Rgb,
+        PixelLayout::Bgr,
+        PixelLayout::Gbr,
+    ];
+
+    /// The sample depths FFmpeg has this layout at (little-endian words above 8 bits).
+    pub fn depths(self) -> &'static [u8] {
+        match self {
+            PixelLayout::SemiPlanar420 => &[8, 10, 16],
+            PixelLayout::Rgb | PixelLayout::Bgr => &[8, 16],
+            _ => &[8, 9, 10, 12, 14, 16],
+        }
+    }
+}
+
+/// How one plane's samples are stored: `bits` significant bits in a byte (8 bits) or in a
+/// little-endian 16-bit word (9 to 16 bits), shifted left by `shift` within the word (P010
+/// keeps its 10 bits in the high ones). Engines compute on the unshifted value, 0..=max.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SampleDepth {
+    pub bits: u8,
+    pub shift: u8,
+}
+
+impl SampleDepth {
+    pub const EIGHT: SampleDepth = SampleDepth { bits: 8, shift: 0 };
+
+    /// Bytes per sample: 1 or 2.
+    pub fn bytes(self) -> usize {
+        if self.bits > 8 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The largest sample value, 2^bits - 1.
+    pub fn max_value(self) -> u32 {
+        (1u32 << self.bits) - 1
+    }
+
+    /// What a bias given in 8-bit units is multiplied by at this depth: 2^(bits - 8), so one
+    /// config means the same on 8- and 10-bit sources (128 is mid-grey at every depth).
+    pub fn bias_scale(self) -> f32 {
+        (1u32 << self.bits.saturating_sub(8)) as f32
+    }
+}
+
+/// The pixel formats engines take directly: a layout at a sample depth. Anything else is
+/// converted by the source. Made only through [`PixelFormat::new`] and the constants, so
+/// every value names a format FFmpeg has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PixelFormat {
+    layout: PixelLayout,
+    bits: u8,
+}
+
+/// Shape of one plane: size in pixels, interleaved channels per pixel and sample depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlaneShape {
     pub width: usize,
     pub height: usize,
     pub channels: usize,
+    pub depth: SampleDepth,
 }
 
 impl PlaneShape {
+    /// An 8-bit plane's shape.
+    pub fn eight_bit(width: usize, height: usize, channels: usize) -> PlaneShape {
+        PlaneShape {
+            width,
+            height,
+            channels,
+            depth: SampleDepth::EIGHT,
+        }
+    }
+
+    /// Bytes of pixels in one row.
+    pub fn row_bytes(&self) -> usize {
+        self.width * self.channels * self.depth.bytes()
+    }
+
     /// Row stride of the plane when made in a [`BufferPool`].
     pub fn pooled_stride(&self) -> usize {
-        (self.width * self.channels).next_multiple_of(POOLED_ROW_ALIGN)
+        self.row_bytes().next_multiple_of(POOLED_ROW_ALIGN)
     }
 
     /// Bytes of the plane when made in a [`BufferPool`].
@@ -48,88 +134,161 @@ impl PlaneShape {
 }
 
 impl PixelFormat {
-    /// Every layout the engines take.
-    pub const ALL: [PixelFormat; 7] = [
-        PixelFormat::Yuv420p,
-        PixelFormat::Yuv422p,
-        PixelFormat::Yuv444p,
-        PixelFormat::Nv12,
-        PixelFormat::Gray8,
-        PixelFormat::Rgb24,
-        PixelFormat::Bgr24,
-    ];
+    pub const YUV420P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv420);
+    pub const YUV422P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv422);
+    pub const YUV444P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv444);
+    pub const NV12: PixelFormat = PixelFormat::eight_bit(PixelLayout::SemiPlanar420);
+    pub const GRAY8: PixelFormat = PixelFormat::eight_bit(PixelLayout::Gray);
+    pub const RGB24: PixelFormat = PixelFormat::eight_bit(PixelLayout::Rgb);
+    pub const BGR24: PixelFormat = PixelFormat::eight_bit(PixelLayout::Bgr);
+    pub const GBRP: PixelFormat = PixelFormat::eight_bit(PixelLayout::Gbr);
+    pub const P010: PixelFormat = PixelFormat {
+        layout: PixelLayout::SemiPlanar420,
+        bits: 10,
+    };
+
+    const fn eight_bit(layout: PixelLayout) -> PixelFormat {
+        PixelFormat { layout, bits: 8 }
+    }
+
+    /// `layout` at `bits` per sample, if FFmpeg has that format (see [`PixelLayout::depths`]).
+    pub fn new(layout: PixelLayout, bits: u8) -> Option<PixelFormat> {
+        layout.depths().contains(&bits).then_some(PixelFormat { layout, bits })
+    }
+
+    /// Every format the engines take.
+    pub fn all() -> impl Iterator<Item = PixelFormat> {
+        PixelLayout::ALL
+            .into_iter()
+            .flat_map(|layout| layout.depths().iter().map(move |&bits| PixelFormat { layout, bits }))
+    }
+
+    pub fn layout(self) -> PixelLayout {
+        self.layout
+    }
+
+    /// Significant bits per sample.
+    pub fn bits(self) -> u8 {
+        self.bits
+    }
+
+    /// The same layout at the depth FFmpeg has closest to `bits` (rounding up, so nothing
+    /// is lost; 16 at most).
+    pub fn at_depth(self, bits: u8) -> PixelFormat {
+        let depths = self.layout.depths();
+        let bits = depths
+            .iter()
+            .copied()
+            .find(|&d| d >= bits)
+            .unwrap_or(depths[depths.len() - 1]);
+        PixelFormat { bits, ..self }
+    }
+
+    /// How every plane's samples are stored.
+    pub fn sample_depth(self) -> SampleDepth {
+        let shift = match self.layout {
+            PixelLayout::SemiPlanar420 if self.bits > 8 => 16 - self.bits,
+            _ => 0,
+        };
+        SampleDepth { bits: self.bits, shift }
+    }
 
     /// Plane shapes of a `width` x `height` frame (chroma sizes round up, as FFmpeg's do).
     pub fn plane_shapes(self, width: usize, height: usize) -> Vec<PlaneShape> {
+        let depth = self.sample_depth();
         let shape = |width, height, channels| PlaneShape {
             width,
             height,
             channels,
+            depth,
         };
         let (half_w, half_h) = (width.div_ceil(2), height.div_ceil(2));
-        match self {
-            PixelFormat::Yuv420p => vec![
+        match self.layout {
+            PixelLayout::Yuv420 => vec![
                 shape(width, height, 1),
                 shape(half_w, half_h, 1),
                 shape(half_w, half_h, 1),
             ],
-            PixelFormat::Yuv422p => vec![
+            PixelLayout::Yuv422 => vec![
                 shape(width, height, 1),
                 shape(half_w, height, 1),
                 shape(half_w, height, 1),
             ],
-            PixelFormat::Yuv444p => vec![shape(width, height, 1); 3],
-            PixelFormat::Nv12 => vec![shape(width, height, 1), shape(half_w, half_h, 2)],
-            PixelFormat::Gray8 => vec![shape(width, height, 1)],
-            PixelFormat::Rgb24 | PixelFormat::Bgr24 => vec![shape(width, height, 3)],
+            PixelLayout::Yuv444 | PixelLayout::Gbr => vec![shape(width, height, 1); 3],
+            PixelLayout::SemiPlanar420 => vec![shape(width, height, 1), shape(half_w, half_h, 2)],
+            PixelLayout::Gray => vec![shape(width, height, 1)],
+            PixelLayout::Rgb | PixelLayout::Bgr => vec![shape(width, height, 3)],
         }
     }
 
     /// The planes (or, interleaved, the channels) plane `index` holds, by name.
     pub fn channel_names(self, index: usize) -> &'static [PlaneName] {
         use PlaneName::*;
-        let planes: &'static [&'static [PlaneName]] = match self {
-            PixelFormat::Yuv420p | PixelFormat::Yuv422p | PixelFormat::Yuv444p => &[&[Y], &[U], &[V]],
-            PixelFormat::Nv12 => &[&[Y], &[U, V]],
-            PixelFormat::Gray8 => &[&[Y]],
-            PixelFormat::Rgb24 => &[&[R, G, B]],
-            PixelFormat::Bgr24 => &[&[B, G, R]],
+        let planes: &'static [&'static [PlaneName]] = match self.layout {
+            PixelLayout::Yuv420 | PixelLayout::Yuv422 | PixelLayout::Yuv444 => &[&[Y], &[U], &[V]],
+            PixelLayout::SemiPlanar420 => &[&[Y], &[U, V]],
+            PixelLayout::Gray => &[&[Y]],
+            PixelLayout::Rgb => &[&[R, G, B]],
+            PixelLayout::Bgr => &[&[B, G, R]],
+            PixelLayout::Gbr => &[&[G], &[B], &[R]],
         };
         planes.get(index).copied().unwrap_or(&[])
     }
 
     /// Whether plane 0 is luma (so `planes = luma|chroma` means something).
     pub fn has_luma_plane(self) -> bool {
-        !matches!(self, PixelFormat::Rgb24 | PixelFormat::Bgr24)
+        !self.is_rgb()
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            PixelFormat::Yuv420p => "yuv420p",
-            PixelFormat::Yuv422p => "yuv422p",
-            PixelFormat::Yuv444p => "yuv444p",
-            PixelFormat::Nv12 => "nv12",
-            PixelFormat::Gray8 => "gray",
-            PixelFormat::Rgb24 => "rgb24",
-            PixelFormat::Bgr24 => "bgr24",
+    /// Whether the channels are R, G and B (packed or planar).
+    pub fn is_rgb(self) -> bool {
+        matches!(self.layout, PixelLayout::Rgb | PixelLayout::Bgr | PixelLayout::Gbr)
+    }
+
+    /// FFmpeg's name of the format (`yuv420p`, `yuv420p10le`, `p010le`, `gbrp12le`...).
+    pub fn name(self) -> String {
+        let high = self.bits > 8;
+        match self.layout {
+            PixelLayout::Yuv420 | PixelLayout::Yuv422 | PixelLayout::Yuv444 | PixelLayout::Gbr => {
+                let base = match self.layout {
+                    PixelLayout::Yuv420 => "yuv420p",
+                    PixelLayout::Yuv422 => "yuv422p",
+                    PixelLayout::Yuv444 => "yuv444p",
+                    _ => "gbrp",
+                };
+                if high {
+                    format!("{base}{}le", self.bits)
+                } else {
+                    base.to_string()
+                }
+            }
+            PixelLayout::SemiPlanar420 if high => format!("p0{}le", self.bits),
+            PixelLayout::SemiPlanar420 => "nv12".to_string(),
+            PixelLayout::Gray if high => format!("gray{}le", self.bits),
+            PixelLayout::Gray => "gray".to_string(),
+            PixelLayout::Rgb if high => "rgb48le".to_string(),
+            PixelLayout::Rgb => "rgb24".to_string(),
+            PixelLayout::Bgr if high => "bgr48le".to_string(),
+            PixelLayout::Bgr => "bgr24".to_string(),
         }
     }
 }
 
 impl fmt::Display for PixelFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
-/// One 8-bit plane. Rows are `stride` bytes apart; the first `width * channels` bytes of a
-/// row are pixels, the rest is padding that engines never read (and whose content is
-/// unspecified in pooled planes).
+/// One plane. Rows are `stride` bytes apart; the first `width * channels` samples of a row
+/// (one byte each at 8 bits, else a little-endian word) are pixels, the rest is padding that
+/// engines never read (and whose content is unspecified in pooled planes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plane {
     pub width: usize,
     pub height: usize,
     pub channels: usize,
+    pub depth: SampleDepth,
     pub stride: usize,
     pub data: PlaneData,
 }
@@ -137,16 +296,18 @@ pub struct Plane {
 impl Plane {
     /// A zeroed plane with rows packed tightly.
     pub fn new(shape: PlaneShape) -> Plane {
-        Plane::with_stride(shape, shape.width * shape.channels)
+        Plane::with_stride(shape, shape.row_bytes())
     }
 
-    /// A plane filled with `fill` whose rows are `stride` bytes apart (`stride >= width * channels`).
+    /// A plane whose bytes are all `fill` and whose rows are `stride` bytes apart
+    /// (`stride >= shape.row_bytes()`).
     pub fn filled(shape: PlaneShape, stride: usize, fill: u8) -> Plane {
-        assert!(stride >= shape.width * shape.channels, "stride shorter than a row");
+        assert!(stride >= shape.row_bytes(), "stride shorter than a row");
         Plane {
             width: shape.width,
             height: shape.height,
             channels: shape.channels,
+            depth: shape.depth,
             stride,
             data: vec![fill; stride * shape.height].into(),
         }
@@ -159,6 +320,7 @@ impl Plane {
             width: shape.width,
             height: shape.height,
             channels: shape.channels,
+            depth: shape.depth,
             stride: shape.pooled_stride(),
             data: pool.take(shape.pooled_bytes()),
         }
@@ -173,12 +335,13 @@ impl Plane {
             width: self.width,
             height: self.height,
             channels: self.channels,
+            depth: self.depth,
         }
     }
 
     /// Bytes of pixels in one row.
     pub fn row_bytes(&self) -> usize {
-        self.width * self.channels
+        self.shape().row_bytes()
     }
 
     pub fn row(&self, y: usize) -> &[u8] {
@@ -359,7 +522,7 @@ mod tests {
 
     #[test]
     fn frames_are_equal_by_picture_and_position_not_by_timeline() {
-        let frame = Frame::new(PixelFormat::Yuv420p, 8, 6);
+        let frame = Frame::new(PixelFormat::YUV420P, 8, 6);
         let mut marked = frame.clone();
         marked.timeline.enqueued = Some(Instant::now());
         assert_eq!(marked, frame, "when a frame passed by is not what it is");
@@ -373,7 +536,7 @@ mod tests {
 
     #[test]
     fn a_copy_into_a_pool_keeps_pixels_and_timestamps_with_aligned_rows() {
-        let mut frame = Frame::new(PixelFormat::Yuv420p, 33, 17);
+        let mut frame = Frame::new(PixelFormat::YUV420P, 33, 17);
         for (i, plane) in frame.planes.iter_mut().enumerate() {
             for y in 0..plane.height {
                 plane

@@ -1,5 +1,5 @@
 //! The CPU reference engine: a direct convolution, parallel across rows, correct for
-//! every border mode and mask size. GPU results are checked against it.
+//! every border mode, mask size and sample depth (8 to 16 bits). GPU results are checked against it.
 
 use rayon::prelude::*;
 use std::collections::VecDeque;
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Engine, EngineError, StageTimes};
 use crate::filter::{BorderMode, FilterSpec};
-use crate::frame::{Frame, Plane};
+use crate::frame::{Frame, Plane, SampleDepth};
 use crate::mask::Mask;
 
 /// Filters each frame synchronously on `submit`; `receive` hands them back in order.
@@ -87,10 +87,26 @@ impl Engine for CpuEngine {
     }
 }
 
-/// Final step shared by every path: add the bias, round half away from zero, clamp to 0..=255.
+/// Final step shared by every path: add the bias, round half away from zero, clamp to
+/// 0..=`max` (255 at 8 bits, 2^bits - 1 above).
 #[inline]
-pub fn to_pixel(sum: f32, bias: f32) -> u8 {
-    (sum + bias).round().clamp(0.0, 255.0) as u8
+pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
+    (sum + bias).round().clamp(0.0, max) as u16
+}
+
+/// Writes one row of results as samples of `depth` (bytes, or little-endian words shifted
+/// into place), with the bias (given in 8-bit units) scaled to the depth.
+fn write_row(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
+    let (bias, max) = (bias * depth.bias_scale(), depth.max_value() as f32);
+    if depth.bytes() == 1 {
+        out.iter_mut()
+            .zip(acc)
+            .for_each(|(o, a)| *o = to_sample(*a, bias, max) as u8);
+    } else {
+        out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
+            o.copy_from_slice(&(to_sample(*a, bias, max) << depth.shift).to_le_bytes());
+        });
+    }
 }
 
 /// `acc[k] = fma(t, src[k], acc[k])`: one rounding per tap, as the GPU kernels' `fmaf`,
@@ -126,11 +142,20 @@ fn index_map(len: usize, taps: usize, border: BorderMode) -> Vec<Option<usize>> 
         .collect()
 }
 
-/// Copies source row `row` into `padded` (as f32) with `mask_width - 1` border pixels around it.
-fn pad_row(row: &[u8], channels: usize, xmap: &[Option<usize>], padded: &mut [f32]) {
+/// Copies source row `row` into `padded` (as f32 sample values) with `mask_width - 1`
+/// border pixels around it.
+fn pad_row(row: &[u8], channels: usize, depth: SampleDepth, xmap: &[Option<usize>], padded: &mut [f32]) {
+    let wide = depth.bytes() == 2;
+    let read = |i: usize| -> f32 {
+        if wide {
+            (u16::from_le_bytes([row[2 * i], row[2 * i + 1]]) >> depth.shift) as f32
+        } else {
+            row[i] as f32
+        }
+    };
     for (p, source) in xmap.iter().enumerate() {
         for c in 0..channels {
-            padded[p * channels + c] = source.map_or(0.0, |x| row[x * channels + c] as f32);
+            padded[p * channels + c] = source.map_or(0.0, |x| read(x * channels + c));
         }
     }
 }
@@ -151,44 +176,45 @@ fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     let (mw, mh) = (mask.width(), mask.height());
     let taps = mask.correlation_taps();
     let second_taps = mask.second_correlation_taps();
-    let ch = src.channels;
-    let row_len = src.row_bytes();
+    let (ch, depth) = (src.channels, src.depth);
+    let row_len = src.width * ch;
     let xmap = index_map(src.width, mw, border);
     let ymap = index_map(src.height, mh, border);
     let second_len = if second_taps.is_some() { row_len } else { 0 };
     let mut dst = Plane::new(src.shape());
-    dst.data.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
-        || {
-            (
-                vec![0f32; (src.width + mw - 1) * ch],
-                vec![0f32; row_len],
-                vec![0f32; second_len],
-            )
-        },
-        |(padded, acc, second), (y, out)| {
-            acc.fill(0.0);
-            second.fill(0.0);
-            for i in 0..mh {
-                let Some(sy) = ymap[y + i] else { continue };
-                pad_row(src.row(sy), ch, &xmap, padded);
-                for j in 0..mw {
-                    let shifted = &padded[j * ch..j * ch + row_len];
-                    fused_axpy(acc, taps[i * mw + j], shifted);
-                    if let Some(second_taps) = &second_taps {
-                        fused_axpy(second, second_taps[i * mw + j], shifted);
+    dst.data
+        .par_chunks_mut(src.row_bytes().max(1))
+        .enumerate()
+        .for_each_init(
+            || {
+                (
+                    vec![0f32; (src.width + mw - 1) * ch],
+                    vec![0f32; row_len],
+                    vec![0f32; second_len],
+                )
+            },
+            |(padded, acc, second), (y, out)| {
+                acc.fill(0.0);
+                second.fill(0.0);
+                for i in 0..mh {
+                    let Some(sy) = ymap[y + i] else { continue };
+                    pad_row(src.row(sy), ch, depth, &xmap, padded);
+                    for j in 0..mw {
+                        let shifted = &padded[j * ch..j * ch + row_len];
+                        fused_axpy(acc, taps[i * mw + j], shifted);
+                        if let Some(second_taps) = &second_taps {
+                            fused_axpy(second, second_taps[i * mw + j], shifted);
+                        }
                     }
                 }
-            }
-            if second_taps.is_some() {
-                acc.iter_mut()
-                    .zip(second.iter())
-                    .for_each(|(a, b)| *a = magnitude(*a, *b));
-            }
-            out.iter_mut()
-                .zip(acc.iter())
-                .for_each(|(o, a)| *o = to_pixel(*a, mask.bias()));
-        },
-    );
+                if second_taps.is_some() {
+                    acc.iter_mut()
+                        .zip(second.iter())
+                        .for_each(|(a, b)| *a = magnitude(*a, *b));
+                }
+                write_row(out, acc, mask.bias(), depth);
+            },
+        );
     dst
 }
 
@@ -200,8 +226,8 @@ pub fn magnitude(a: f32, b: f32) -> f32 {
 
 fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {
     let (mw, mh) = (row.len(), column.len());
-    let ch = src.channels;
-    let row_len = src.row_bytes();
+    let (ch, depth) = (src.channels, src.depth);
+    let row_len = src.width * ch;
     let xmap = index_map(src.width, mw, border);
     let ymap = index_map(src.height, mh, border);
     // Row pass over every source row, kept in f32.
@@ -209,7 +235,7 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
     horizontal.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
         || vec![0f32; (src.width + mw - 1) * ch],
         |padded, (y, out)| {
-            pad_row(src.row(y), ch, &xmap, padded);
+            pad_row(src.row(y), ch, depth, &xmap, padded);
             out.fill(0.0);
             for (j, t) in row.iter().enumerate() {
                 let shifted = &padded[j * ch..j * ch + row_len];
@@ -219,19 +245,20 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
     );
     // Column pass.
     let mut dst = Plane::new(src.shape());
-    dst.data.par_chunks_mut(row_len.max(1)).enumerate().for_each_init(
-        || vec![0f32; row_len],
-        |acc, (y, out)| {
-            acc.fill(0.0);
-            for (i, t) in column.iter().enumerate() {
-                let Some(sy) = ymap[y + i] else { continue };
-                let source = &horizontal[sy * row_len..(sy + 1) * row_len];
-                fused_axpy(acc, *t, source);
-            }
-            out.iter_mut()
-                .zip(acc.iter())
-                .for_each(|(o, a)| *o = to_pixel(*a, bias));
-        },
-    );
+    dst.data
+        .par_chunks_mut(src.row_bytes().max(1))
+        .enumerate()
+        .for_each_init(
+            || vec![0f32; row_len],
+            |acc, (y, out)| {
+                acc.fill(0.0);
+                for (i, t) in column.iter().enumerate() {
+                    let Some(sy) = ymap[y + i] else { continue };
+                    let source = &horizontal[sy * row_len..(sy + 1) * row_len];
+                    fused_axpy(acc, *t, source);
+                }
+                write_row(out, acc, bias, depth);
+            },
+        );
     dst
 }

@@ -9,7 +9,7 @@ pub use stream::{ColorInfo, PassthroughPacket, PassthroughStream, SourceInfo};
 
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 use crate::frame::{Frame, PixelFormat, Plane};
 use crate::host_buffers::BufferPool;
@@ -25,54 +25,67 @@ pub fn init() {
     });
 }
 
-/// The engine format an FFmpeg pixel format maps to without conversion, if any.
-pub fn engine_format(pixel: Pixel) -> Option<PixelFormat> {
-    Some(match pixel {
-        Pixel::YUV420P | Pixel::YUVJ420P => PixelFormat::Yuv420p,
-        Pixel::YUV422P | Pixel::YUVJ422P => PixelFormat::Yuv422p,
-        Pixel::YUV444P | Pixel::YUVJ444P => PixelFormat::Yuv444p,
-        Pixel::NV12 => PixelFormat::Nv12,
-        Pixel::GRAY8 => PixelFormat::Gray8,
-        Pixel::RGB24 => PixelFormat::Rgb24,
-        Pixel::BGR24 => PixelFormat::Bgr24,
-        _ => return None,
+/// Every engine format with the FFmpeg format of the same name, made once.
+fn format_table() -> &'static [(PixelFormat, Pixel)] {
+    static TABLE: OnceLock<Vec<(PixelFormat, Pixel)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        PixelFormat::all()
+            .map(|format| (format, format.name().parse().unwrap_or(Pixel::None)))
+            .filter(|(_, pixel)| *pixel != Pixel::None)
+            .collect()
     })
 }
 
+/// The engine format an FFmpeg pixel format maps to without conversion, if any.
+pub fn engine_format(pixel: Pixel) -> Option<PixelFormat> {
+    let pixel = match pixel {
+        Pixel::YUVJ420P => Pixel::YUV420P,
+        Pixel::YUVJ422P => Pixel::YUV422P,
+        Pixel::YUVJ444P => Pixel::YUV444P,
+        other => other,
+    };
+    format_table()
+        .iter()
+        .find(|(_, p)| *p == pixel)
+        .map(|(format, _)| *format)
+}
+
+/// The FFmpeg pixel format of an engine format.
 pub fn ffmpeg_format(format: PixelFormat) -> Pixel {
-    match format {
-        PixelFormat::Yuv420p => Pixel::YUV420P,
-        PixelFormat::Yuv422p => Pixel::YUV422P,
-        PixelFormat::Yuv444p => Pixel::YUV444P,
-        PixelFormat::Nv12 => Pixel::NV12,
-        PixelFormat::Gray8 => Pixel::GRAY8,
-        PixelFormat::Rgb24 => Pixel::RGB24,
-        PixelFormat::Bgr24 => Pixel::BGR24,
-    }
+    format_table()
+        .iter()
+        .find(|(f, _)| *f == format)
+        .map_or(Pixel::None, |(_, pixel)| *pixel)
 }
 
 /// The closest engine format for a pixel format the engines do not take: same chroma
-/// subsampling where possible, 8 bits per sample. Colour is kept: a palette (`pal8`, one
-/// component of indices) becomes RGB, not grey; an alpha channel is dropped.
+/// subsampling where possible, at the sample depth FFmpeg has closest to the source's
+/// (rounding up, 16 bits at most). Colour is kept: a palette (`pal8`, one component of
+/// indices) becomes RGB, not grey; high-depth RGB becomes planar GBR at its depth; an alpha
+/// channel is dropped.
 pub fn nearest_engine_format(pixel: Pixel) -> PixelFormat {
     let Some(desc) = pixel.descriptor() else {
-        return PixelFormat::Yuv420p;
+        return PixelFormat::YUV420P;
     };
     // SAFETY: the descriptor pointer comes from av_pix_fmt_desc_get and is static.
-    let flags = unsafe { (*desc.as_ptr()).flags };
+    let (flags, depth) = unsafe { ((*desc.as_ptr()).flags, (*desc.as_ptr()).comp[0].depth) };
     let rgb = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_RGB as u64 != 0;
     let palette = flags & ffmpeg::ffi::AV_PIX_FMT_FLAG_PAL as u64 != 0;
-    if rgb || palette {
-        PixelFormat::Rgb24
+    let bits = if palette { 8 } else { depth.clamp(8, 16) as u8 };
+    let format = if palette || rgb && bits == 8 {
+        PixelFormat::RGB24
+    } else if rgb {
+        PixelFormat::GBRP
     } else if desc.nb_components() <= 2 {
-        PixelFormat::Gray8
+        PixelFormat::GRAY8
     } else {
         match (desc.log2_chroma_w(), desc.log2_chroma_h()) {
-            (0, 0) => PixelFormat::Yuv444p,
-            (1, 0) => PixelFormat::Yuv422p,
-            _ => PixelFormat::Yuv420p,
+            (0, 0) => PixelFormat::YUV444P,
+            (1, 0) => PixelFormat::YUV422P,
+            _ => PixelFormat::YUV420P,
         }
-    }
+    };
+    format.at_depth(bits)
 }
 
 /// Copies an FFmpeg frame whose format maps to `format` into engine planes: in `pool`'s

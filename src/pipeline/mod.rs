@@ -304,11 +304,12 @@ fn run_stages(
     let engine_name = engine.name();
     let source = source
         .with_frame_pool(engine.frame_pool())
-        // NVDEC's pictures are NV12: kept on the GPU only when the engine takes them so.
+        // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
+        // them so.
         .with_device_pictures(
             engine
                 .device_pictures_on()
-                .filter(|_| info.format == crate::frame::PixelFormat::Nv12),
+                .filter(|_| info.format.layout() == crate::frame::PixelLayout::SemiPlanar420),
         );
     monitor.set_engine(
         EngineStatus {

@@ -106,8 +106,8 @@ fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) ->
         return wanted;
     }
     let fallback = match frames {
-        PixelFormat::Rgb24 | PixelFormat::Bgr24 | PixelFormat::Yuv444p => Pixel::YUV444P,
-        PixelFormat::Yuv422p => Pixel::YUV422P,
+        PixelFormat::RGB24 | PixelFormat::BGR24 | PixelFormat::YUV444P => Pixel::YUV444P,
+        PixelFormat::YUV422P => Pixel::YUV422P,
         _ => Pixel::YUV420P,
     };
     [fallback, Pixel::YUV420P]

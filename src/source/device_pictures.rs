@@ -18,8 +18,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::engine::GpuContext;
-use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat};
+use crate::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, PixelLayout};
 use crate::host_buffers::BufferPool;
+use crate::media::ffmpeg_format;
 
 /// An FFmpeg CUDA device on one GPU's primary context, for cuvid decoders.
 pub struct CudaDecoding {
@@ -147,8 +148,8 @@ impl CudaDecoding {
             (raw, (*frames).sw_format)
         };
         let (format, width, height) = target;
-        let fits = surface == ffi::AVPixelFormat::AV_PIX_FMT_NV12
-            && format == PixelFormat::Nv12
+        let fits = surface == ffi::AVPixelFormat::from(ffmpeg_format(format))
+            && format.layout() == PixelLayout::SemiPlanar420
             && decoded.width() as usize == width
             && decoded.height() as usize == height;
         if !fits {

@@ -216,12 +216,14 @@ impl Source {
             url: url.clone(),
             reason,
         };
+        let bit_depth = crate::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
         let decoder = VideoDecoder::open(config, stream.parameters(), time_base, nvdec_probe)?;
         let hardware = decoder.is_hardware();
         let codec = decoder.codec();
         let decoded = decoder.video().format();
         let format = if hardware {
-            PixelFormat::Nv12
+            // NVDEC's surfaces: NV12, P010 for 10-bit streams, P016 above.
+            PixelFormat::NV12.at_depth(bit_depth.clamp(8, 16) as u8)
         } else {
             engine_format(decoded).unwrap_or_else(|| nearest_engine_format(decoded))
         };

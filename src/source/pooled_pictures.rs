@@ -108,7 +108,7 @@ impl PooledPictures {
                 unsafe { (*(opaque as *const LentBlock)).data.is_page_locked() }
             };
             let stride = usize::try_from(raw.linesize[index]).ok()?;
-            if stride < shape.width * shape.channels {
+            if stride < shape.row_bytes() {
                 return None;
             }
             let len = stride * shape.height;
@@ -125,6 +125,7 @@ impl PooledPictures {
                 width: shape.width,
                 height: shape.height,
                 channels: shape.channels,
+                depth: shape.depth,
                 stride,
                 data,
             });
@@ -168,8 +169,7 @@ unsafe extern "C" fn release(opaque: *mut c_void, _data: *mut u8) {
 
 /// The engine formats' FFmpeg numbers: the pictures worth putting in the pool.
 fn engine_format_of(format: c_int) -> Option<ffi::AVPixelFormat> {
-    PixelFormat::ALL
-        .into_iter()
+    PixelFormat::all()
         .map(|f| ffi::AVPixelFormat::from(ffmpeg_format(f)))
         .find(|f| *f as c_int == format)
 }

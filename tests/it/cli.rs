@@ -273,6 +273,7 @@ fn packed_rgb_input_is_filtered_per_channel() {
     let mask = Mask::from_spec("box:size=3").unwrap();
     for n in 0..4 {
         let plane = Plane {
+            depth: convstream::frame::SampleDepth::EIGHT,
             width: 33,
             height: 21,
             channels: 3,

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use convstream::engine::cpu::{convolve_plane, CpuEngine};
 use convstream::engine::Engine;
 use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream::frame::{Frame, PixelFormat, Plane, PlaneShape};
+use convstream::frame::{Frame, PixelFormat, Plane, PlaneShape, SampleDepth};
 use convstream::mask::Mask;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -53,19 +53,26 @@ fn with_seeds(name: &str, body: impl Fn(&mut StdRng) + std::panic::RefUnwindSafe
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// A random plane whose rows carry random padding after the pixels.
+/// A random 8-bit plane whose rows carry random padding after the pixels.
 fn random_plane(rng: &mut StdRng, width: usize, height: usize, channels: usize) -> Plane {
-    let stride = width * channels + rng.gen_range(0..5);
-    let mut plane = Plane::filled(
-        PlaneShape {
-            width,
-            height,
-            channels,
-        },
-        stride,
-        0,
-    );
+    random_plane_of(rng, PlaneShape::eight_bit(width, height, channels))
+}
+
+/// A random plane of `shape` whose rows carry random padding after the pixels: samples of
+/// its depth (0..=2^bits - 1, shifted as the format stores them), random bytes elsewhere.
+fn random_plane_of(rng: &mut StdRng, shape: PlaneShape) -> Plane {
+    let stride = shape.row_bytes() + rng.gen_range(0..5) * shape.depth.bytes();
+    let mut plane = Plane::filled(shape, stride, 0);
     rng.fill(&mut plane.data[..]);
+    if shape.depth.bytes() == 2 {
+        let max = shape.depth.max_value() as u16;
+        for y in 0..plane.height {
+            for word in plane.row_mut(y).chunks_exact_mut(2) {
+                let value = rng.gen_range(0..=max) << shape.depth.shift;
+                word.copy_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
     plane
 }
 
@@ -155,6 +162,114 @@ fn sweep(rng: &mut StdRng, make_mask: fn(&mut StdRng, usize, usize) -> Mask, den
     }
 }
 
+/// The depths of the high-bit-depth formats: LSB-aligned words of 9 to 16 bits, and P010's
+/// 10 bits in the high end of each word.
+const HIGH_DEPTHS: &[SampleDepth] = &[
+    SampleDepth { bits: 9, shift: 0 },
+    SampleDepth { bits: 10, shift: 0 },
+    SampleDepth { bits: 12, shift: 0 },
+    SampleDepth { bits: 16, shift: 0 },
+    SampleDepth { bits: 10, shift: 6 },
+];
+
+#[test]
+fn high_bit_depth_planes_match_the_oracle() {
+    with_seeds("high bit depth", |rng| {
+        for &depth in HIGH_DEPTHS {
+            for &(mw, mh) in &[(1, 1), (3, 3), (5, 3), (13, 13)] {
+                for &(pw, ph) in &[(1, 1), (5, 3), (17, 9), (33, 31)] {
+                    for channels in 1..=3 {
+                        let plane = random_plane_of(
+                            rng,
+                            PlaneShape {
+                                width: pw,
+                                height: ph,
+                                channels,
+                                depth,
+                            },
+                        );
+                        let masks = [random_dense_mask(rng, mw, mh), random_separable_mask(rng, mw, mh)];
+                        for mask in masks {
+                            for mode in BorderMode::ALL {
+                                let what = format!("{depth:?} {mw}x{mh} on {pw}x{ph}x{channels}, {mode}");
+                                assert_engine_matches(&plane, &mask, mode, &what);
+                            }
+                        }
+                    }
+                }
+            }
+            // Presets whose sums leave the sample range (clamped at both ends), gradient
+            // magnitudes and a bias.
+            let plane = random_plane_of(
+                rng,
+                PlaneShape {
+                    width: 19,
+                    height: 11,
+                    channels: 1,
+                    depth,
+                },
+            );
+            for spec in [
+                "sharpen",
+                "edge",
+                "sobel",
+                "prewitt:divisor=2",
+                "emboss",
+                "sobel-x:bias=64",
+                "neutral",
+                "gaussian:size=7",
+            ] {
+                let mask = Mask::from_spec(spec).unwrap();
+                assert_engine_matches(&plane, &mask, BorderMode::Reflect, &format!("{depth:?} {spec}"));
+            }
+        }
+    });
+}
+
+#[test]
+fn the_bias_is_in_eight_bit_units_at_every_depth() {
+    let neutral = Mask::from_spec("neutral").unwrap();
+    for (depth, grey) in [
+        (SampleDepth::EIGHT, 128u32),
+        (SampleDepth { bits: 10, shift: 0 }, 512),
+        (SampleDepth { bits: 12, shift: 0 }, 2048),
+        (SampleDepth { bits: 16, shift: 0 }, 32768),
+        (SampleDepth { bits: 10, shift: 6 }, 512 << 6),
+    ] {
+        let plane = Plane::new(PlaneShape {
+            width: 4,
+            height: 2,
+            channels: 1,
+            depth,
+        });
+        let out = convolve_plane(&plane, &neutral, BorderMode::Reflect);
+        for y in 0..out.height {
+            let samples: Vec<u32> = match depth.bytes() {
+                1 => out.row(y).iter().map(|&v| v as u32).collect(),
+                _ => out
+                    .row(y)
+                    .chunks(2)
+                    .map(|w| u16::from_le_bytes([w[0], w[1]]) as u32)
+                    .collect(),
+            };
+            assert_eq!(samples, vec![grey; 4], "{depth:?}: mid-grey is 2^(bits-1)");
+        }
+    }
+    // Doubling clamps at 2^bits - 1 rather than wrapping: 1023 * 2 stays 1023 at 10 bits,
+    // 256 * 2 is 512.
+    let depth = SampleDepth { bits: 10, shift: 0 };
+    let mut plane = Plane::new(PlaneShape {
+        width: 2,
+        height: 1,
+        channels: 1,
+        depth,
+    });
+    plane.row_mut(0).copy_from_slice(&[0xff, 0x03, 0x00, 0x01]);
+    let brighter = Mask::from_spec("custom:matrix=[[2]]").unwrap();
+    let out = convolve_plane(&plane, &brighter, BorderMode::Reflect);
+    assert_eq!(out.row(0), &[0xff, 0x03, 0x00, 0x02]);
+}
+
 // ---------------------------------------------------------------------------------------
 // The oracle's own border semantics, against sequences written by hand
 // ---------------------------------------------------------------------------------------
@@ -226,6 +341,7 @@ fn engine_reads(mode: BorderMode, values: &[u8], from: i64, to: i64) -> Vec<u8> 
     let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
     let centre = (taps / 2) as i64;
     let plane = Plane {
+        depth: convstream::frame::SampleDepth::EIGHT,
         width: values.len(),
         height: 1,
         channels: 1,
@@ -260,6 +376,7 @@ fn engine_border_reads_match_hand_written_sequences() {
         );
         // Down a column as well as along a row.
         let column = Plane {
+            depth: convstream::frame::SampleDepth::EIGHT,
             width: 1,
             height: values.len(),
             channels: 1,
@@ -420,6 +537,7 @@ fn identity_returns_the_plane_exactly() {
 fn box_blur_by_hand() {
     // 3x3 of 0..9, reflect: the centre is the mean of everything, 4.
     let plane = Plane {
+        depth: convstream::frame::SampleDepth::EIGHT,
         width: 3,
         height: 3,
         channels: 1,
@@ -438,6 +556,7 @@ fn box_blur_by_hand() {
 #[test]
 fn results_are_rounded_half_away_from_zero_and_clamped() {
     let plane = Plane {
+        depth: convstream::frame::SampleDepth::EIGHT,
         width: 1,
         height: 1,
         channels: 1,
@@ -467,7 +586,7 @@ fn results_are_rounded_half_away_from_zero_and_clamped() {
 fn random_frame(rng: &mut StdRng, format: PixelFormat, width: usize, height: usize, index: u64) -> Frame {
     let mut frame = Frame::new(format, width, height);
     for plane in &mut frame.planes {
-        *plane = random_plane(rng, plane.width, plane.height, plane.channels);
+        *plane = random_plane_of(rng, plane.shape());
     }
     frame.index = index;
     frame.pts = Some(1000 + 40 * index as i64);
@@ -478,7 +597,7 @@ fn random_frame(rng: &mut StdRng, format: PixelFormat, width: usize, height: usi
 fn plane_selection_filters_only_the_chosen_planes() {
     with_seeds("plane selection", |rng| {
         let mask = Mask::from_spec("gaussian:size=5").unwrap();
-        for format in PixelFormat::ALL {
+        for format in PixelFormat::all() {
             let frame = random_frame(rng, format, 17, 11, 3);
             for planes in [PlaneSelection::All, PlaneSelection::Luma, PlaneSelection::Chroma] {
                 let filter = FilterSpec {
@@ -524,7 +643,7 @@ fn engine_returns_frames_in_submission_order() {
     assert_eq!(engine.name(), "cpu");
     assert!(engine.receive().unwrap().is_none(), "nothing in flight");
     let frames: Vec<Frame> = (0..6)
-        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 9, 7, i))
+        .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, 9, 7, i))
         .collect();
     let mut received = Vec::new();
     for frame in &frames {

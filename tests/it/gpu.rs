@@ -11,7 +11,7 @@ use std::time::Instant;
 use convstream::engine::cuda::{device, kernels, CudaEngine};
 use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
 use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream::frame::{Frame, PixelFormat, Plane};
+use convstream::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
 use convstream::mask::Mask;
 
 fn gpu_requested() -> bool {
@@ -71,10 +71,20 @@ fn random_frame(
 ) -> Frame {
     let mut frame = Frame::new(format, width, height);
     for plane in &mut frame.planes {
-        let stride = plane.row_bytes() + extra_stride;
+        let depth = plane.depth;
+        let stride = plane.row_bytes() + extra_stride * depth.bytes();
         let mut fresh = Plane::filled(plane.shape(), stride, 0xEE);
         for y in 0..fresh.height {
-            rng.fill(fresh.row_mut(y));
+            let row = fresh.row_mut(y);
+            if depth.bytes() == 1 {
+                rng.fill(row);
+            } else {
+                // Samples of the depth, shifted as the format stores them (P010: high bits).
+                for word in row.chunks_exact_mut(2) {
+                    let value = rng.gen_range(0..=depth.max_value() as u16) << depth.shift;
+                    word.copy_from_slice(&value.to_le_bytes());
+                }
+            }
         }
         *plane = fresh;
     }
@@ -186,14 +196,14 @@ fn gpu_parity_with_cpu_on_random_planes() {
                         plane_masks: Default::default(),
                     };
                     for (format, pitch_align) in [
-                        (PixelFormat::Gray8, 1),
-                        (PixelFormat::Nv12, 64),
-                        (PixelFormat::Rgb24, 4),
+                        (PixelFormat::GRAY8, 1),
+                        (PixelFormat::NV12, 64),
+                        (PixelFormat::RGB24, 4),
                     ] {
                         let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
                             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
                         for (n, &(w, h)) in plane_sizes.iter().enumerate() {
-                            if format == PixelFormat::Rgb24 && w > 200 {
+                            if format == PixelFormat::RGB24 && w > 200 {
                                 continue; // three channels of 63-wide masks on big planes add time, not coverage
                             }
                             let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
@@ -222,6 +232,100 @@ fn gpu_parity_with_cpu_on_random_planes() {
     );
 }
 
+/// The high-bit-depth formats against the CPU engine: 9- to 16-bit planar YUV and grey,
+/// P010 and P016 (samples in the high bits), 16-bit packed RGB and planar GBR, every border,
+/// dense, separable and baseline paths, outputs poisoned so an unwritten sample shows.
+#[test]
+fn gpu_parity_at_high_bit_depths() {
+    if !gpu_requested() {
+        println!("gpu_parity_at_high_bit_depths: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let (mut rng, seed) = seeded_rng();
+    let started = Instant::now();
+    let mut cases = 0;
+    let format = |layout, bits| PixelFormat::new(layout, bits).unwrap();
+    let formats = [
+        (format(PixelLayout::Gray, 10), 1),
+        (format(PixelLayout::Yuv420, 9), 2),
+        (format(PixelLayout::Yuv444, 12), 64),
+        (format(PixelLayout::Yuv422, 16), 8),
+        (format(PixelLayout::SemiPlanar420, 10), 64),
+        (format(PixelLayout::SemiPlanar420, 16), 4),
+        (format(PixelLayout::Rgb, 16), 2),
+        (format(PixelLayout::Gbr, 14), 64),
+    ];
+    for &(mw, mh) in &[(1, 1), (3, 3), (5, 5), (13, 13), (31, 31), (7, 3), (1, 15)] {
+        for border in BorderMode::ALL {
+            for separable in [false, true] {
+                let mask = random_mask(&mut rng, mw, mh, separable);
+                let paths = if separable {
+                    vec![KernelPath::Separable, KernelPath::Dense]
+                } else {
+                    vec![KernelPath::Dense, KernelPath::Global]
+                };
+                for path in paths {
+                    let filter = FilterSpec {
+                        mask: if path == KernelPath::Separable {
+                            mask.clone()
+                        } else {
+                            mask.dense_only()
+                        },
+                        border,
+                        planes: PlaneSelection::All,
+                        plane_masks: Default::default(),
+                    };
+                    for &(format, pitch_align) in &formats {
+                        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
+                            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                        for (n, &(w, h)) in PLANE_SIZES.iter().enumerate() {
+                            let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
+                            let expected = CpuEngine::filter_frame(&filter, &frame);
+                            engine.submit(frame).unwrap();
+                            let actual = engine.receive().unwrap().unwrap();
+                            cases += 1;
+                            assert_eq!(
+                                compare(&expected, &actual),
+                                (0, 0),
+                                "seed {seed}: {mw}x{mh} {border} {path:?} {format} {w}x{h}: samples differing, largest difference"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Presets whose results leave the range at both ends, gradient magnitudes and biases.
+    for spec in [
+        "sharpen:amount=3",
+        "edge",
+        "sobel",
+        "prewitt:divisor=2",
+        "emboss",
+        "neutral",
+    ] {
+        let filter = FilterSpec {
+            mask: Mask::from_spec(spec).unwrap(),
+            border: BorderMode::Reflect,
+            planes: PlaneSelection::All,
+            plane_masks: Default::default(),
+        };
+        for &(format, pitch_align) in &formats {
+            let mut engine = CudaEngine::new(filter.clone(), &options(1, true, pitch_align, None), 0).unwrap();
+            let frame = random_frame(&mut rng, format, 257, 35, 1, 0);
+            let expected = CpuEngine::filter_frame(&filter, &frame);
+            engine.submit(frame).unwrap();
+            let actual = engine.receive().unwrap().unwrap();
+            cases += 1;
+            assert_eq!(compare(&expected, &actual), (0, 0), "seed {seed}: {spec} on {format}");
+        }
+    }
+    println!(
+        "high bit depths: {cases} cases, all identical to the CPU engine, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
 test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
     let (mut rng, _) = seeded_rng();
     let mask = Mask::from_spec("gaussian:size=7").unwrap();
@@ -245,7 +349,7 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
             // Every lane is used three times over.
             let count = 3 * streams * frames_per_stream + 1;
             let frames: Vec<Frame> = (0..count as u64)
-                .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 96, 54, 0, i))
+                .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, 96, 54, 0, i))
                 .collect();
             let mut out = Vec::new();
             for frame in frames.iter().cloned() {
@@ -330,7 +434,7 @@ fn large_planes_take_wide_tiles_and_match_the_cpu() {
             };
             let mut engine =
                 CudaEngine::new(filter.clone(), &options(1, true, 64, Some(KernelPath::Dense)), 0).unwrap();
-            let frame = random_frame(&mut rng, PixelFormat::Gray8, width, height, 0, 0);
+            let frame = random_frame(&mut rng, PixelFormat::GRAY8, width, height, 0, 0);
             let expected = CpuEngine::filter_frame(&filter, &frame);
             engine.submit(frame).unwrap();
             let actual = engine.receive().unwrap().unwrap();
@@ -368,7 +472,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                 let engine_options = EngineOptions {
                     pooled_frames: 8,
                     shape: Some(FrameShape {
-                        format: PixelFormat::Yuv420p,
+                        format: PixelFormat::YUV420P,
                         width,
                         height,
                     }),
@@ -380,7 +484,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     .expect("a CUDA engine with pooled_frames lends a pool");
                 // Every third frame is an ordinary heap frame, staged through the lanes.
                 let inputs: Vec<Frame> = (0..12)
-                    .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 0, i))
+                    .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
                     .collect();
                 let submitted: Vec<Frame> = inputs
                     .iter()
@@ -448,7 +552,7 @@ fn a_planes_switch_keeps_the_frame_pool() {
     let engine_options = EngineOptions {
         pooled_frames: 4,
         shape: Some(FrameShape {
-            format: PixelFormat::Yuv420p,
+            format: PixelFormat::YUV420P,
             width,
             height,
         }),
@@ -457,7 +561,7 @@ fn a_planes_switch_keeps_the_frame_pool() {
     let mut engine = CudaEngine::new(filter(PlaneSelection::All), &engine_options, 0).unwrap();
     let pool = engine.frame_pool().unwrap();
     engine.set_filter(filter(PlaneSelection::Luma)).unwrap();
-    let input = random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 0, 0);
+    let input = random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, 0);
     engine.submit(input.copied_into(&pool)).unwrap();
     let output = engine.receive().unwrap().unwrap();
     let after = engine.frame_pool().unwrap();
@@ -532,6 +636,31 @@ fn kernels_compile_with_nvrtc() {
         kernels::Variant::new(3, 3, channels, BorderMode::Reflect, max_shared, KernelPath::Dense, HD)
             .with_magnitude(true)
     }));
+    // 16-bit words: LSB-aligned depths and P010's high-bit samples, on each channel count,
+    // dense, separable and magnitude.
+    for depth in [
+        SampleDepth { bits: 10, shift: 0 },
+        SampleDepth { bits: 16, shift: 0 },
+        SampleDepth { bits: 10, shift: 6 },
+    ] {
+        for channels in 1..=3 {
+            for (size, path) in [
+                (3, KernelPath::Separable),
+                (13, KernelPath::Dense),
+                (31, KernelPath::Dense),
+            ] {
+                variants.push(
+                    kernels::Variant::new(size, size, channels, BorderMode::Reflect, max_shared, path, UHD)
+                        .with_depth(depth),
+                );
+            }
+            variants.push(
+                kernels::Variant::new(3, 3, channels, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
+                    .with_magnitude(true)
+                    .with_depth(depth),
+            );
+        }
+    }
     variants.dedup();
     for variant in &variants {
         let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
@@ -578,7 +707,7 @@ fn gpu_lane_throughput_1080p() {
     let (mut rng, _) = seeded_rng();
     // More frames than the most in flight (8 streams x the default frames per stream).
     let frames: Vec<Frame> = (0..24)
-        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, 1920, 1080, 0, i))
+        .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, 1920, 1080, 0, i))
         .collect();
     let filter = FilterSpec {
         mask: dense_13(),
@@ -667,7 +796,7 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
     };
     let cases: Vec<(PixelFormat, convstream::filter::PlaneMasks)> = vec![
         (
-            PixelFormat::Yuv420p,
+            PixelFormat::YUV420P,
             masks(&[
                 (PlaneName::Y, "edge:size=7"),
                 (PlaneName::U, "neutral"),
@@ -675,24 +804,24 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
             ]),
         ),
         (
-            PixelFormat::Yuv444p,
+            PixelFormat::YUV444P,
             masks(&[(PlaneName::U, "sobel-x"), (PlaneName::V, "box:width=3,height=9")]),
         ),
         (
-            PixelFormat::Yuv422p,
+            PixelFormat::YUV422P,
             masks(&[(PlaneName::Y, "custom:matrix=[[1,2,1],[0,0,0],[-1,-2,-1]],bias=128")]),
         ),
         (
-            PixelFormat::Nv12,
+            PixelFormat::NV12,
             masks(&[
                 (PlaneName::Y, "laplacian"),
                 (PlaneName::U, "neutral"),
                 (PlaneName::V, "neutral"),
             ]),
         ),
-        (PixelFormat::Gray8, masks(&[(PlaneName::Y, "emboss")])),
+        (PixelFormat::GRAY8, masks(&[(PlaneName::Y, "emboss")])),
         (
-            PixelFormat::Rgb24,
+            PixelFormat::RGB24,
             masks(&[
                 (PlaneName::R, "sharpen"),
                 (PlaneName::G, "sharpen"),
@@ -743,7 +872,7 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
         )
     };
     let shape = FrameShape {
-        format: PixelFormat::Yuv420p,
+        format: PixelFormat::YUV420P,
         width,
         height,
     };
@@ -755,7 +884,7 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
         },
     );
     let frames: Vec<Frame> = (0..6)
-        .map(|i| random_frame(&mut rng, PixelFormat::Yuv420p, width, height, 7, i))
+        .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 7, i))
         .collect();
     let mut outputs = Vec::new();
     for (i, frame) in frames.iter().enumerate() {
@@ -798,9 +927,9 @@ fn gradient_magnitudes_match_the_cpu_engine() {
             for path in [KernelPath::Dense, KernelPath::Global] {
                 let filter = FilterSpec::uniform(mask.clone(), border, PlaneSelection::All);
                 for (format, pitch_align) in [
-                    (PixelFormat::Yuv420p, 64),
-                    (PixelFormat::Nv12, 1),
-                    (PixelFormat::Rgb24, 4),
+                    (PixelFormat::YUV420P, 64),
+                    (PixelFormat::NV12, 1),
+                    (PixelFormat::RGB24, 4),
                 ] {
                     let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
                         .unwrap_or_else(|e| panic!("seed {seed}: {e}"));

@@ -151,7 +151,7 @@ pub fn overlap(
     let engine_options = EngineOptions {
         trace: true,
         shape: Some(crate::engine::FrameShape {
-            format: PixelFormat::Yuv420p,
+            format: PixelFormat::YUV420P,
             width,
             height,
         }),

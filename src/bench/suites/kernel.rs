@@ -35,7 +35,7 @@ pub fn kernel(
 fn kernel_cpu(options: &BenchOptions, sizes: &[usize]) -> Vec<KernelRow> {
     let (width, height) = if options.quick { (320, 180) } else { (1920, 1080) };
     let repetitions = if options.quick { 3 } else { 7 };
-    let plane = random_frame(PixelFormat::Gray8, width, height, 1).planes.remove(0);
+    let plane = random_frame(PixelFormat::GRAY8, width, height, 1).planes.remove(0);
     let mut rows = Vec::new();
     for &size in sizes {
         let mut dense_median = None;

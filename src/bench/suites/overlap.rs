@@ -31,7 +31,7 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
             (false, false, _) => 20,
         };
         let mut pool: Vec<Frame> = (0..OVERLAP_FRAMES)
-            .map(|i| random_frame(PixelFormat::Yuv420p, width, height, i as u64))
+            .map(|i| random_frame(PixelFormat::YUV420P, width, height, i as u64))
             .collect();
         // Frames in the engine's pinned pool (as the source makes them) at every stream
         // count, with the default frames per stream. Baselines at 1 and 4 streams: one frame

@@ -18,7 +18,7 @@ use super::error::{allocation_error, CudaResultExt};
 use super::pinned::PinnedBlock;
 use crate::engine::{EngineError, FrameShape};
 use crate::filter::FilterSpec;
-use crate::frame::{Frame, Plane};
+use crate::frame::{Frame, Plane, SampleDepth};
 use crate::host_buffers::HostBlock;
 
 /// Planes at least this tall are copied to and from pinned memory by several threads.
@@ -45,11 +45,12 @@ pub struct PlaneSlot {
     pub width: usize,
     pub height: usize,
     pub channels: usize,
+    pub depth: SampleDepth,
 }
 
 impl PlaneSlot {
     pub fn row_bytes(&self) -> usize {
-        self.width * self.channels
+        self.width * self.channels * self.depth.bytes()
     }
     pub fn bytes(&self) -> usize {
         self.pitch * self.height
@@ -85,7 +86,7 @@ impl Layout {
             if filter.mask_for(shape.format, index).is_none() {
                 continue;
             }
-            let pitch = (plane.width * plane.channels).next_multiple_of(align);
+            let pitch = plane.row_bytes().next_multiple_of(align);
             slots.push(PlaneSlot {
                 plane: index,
                 offset,
@@ -93,6 +94,7 @@ impl Layout {
                 width: plane.width,
                 height: plane.height,
                 channels: plane.channels,
+                depth: plane.depth,
             });
             // Planes start on 256-byte boundaries, as cudaMalloc'd buffers do.
             offset = (offset + pitch * plane.height).next_multiple_of(256);

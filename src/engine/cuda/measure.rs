@@ -183,6 +183,7 @@ impl Bench {
             width,
             height,
             channels: 1,
+            depth: crate::frame::SampleDepth::EIGHT,
             stride: width,
             data: planes[0].clone().into(),
         };
@@ -327,9 +328,5 @@ pub struct TransferResult {
 
 /// A plane shape for planar 8-bit data.
 pub fn plane_shape(width: usize, height: usize) -> PlaneShape {
-    PlaneShape {
-        width,
-        height,
-        channels: 1,
-    }
+    PlaneShape::eight_bit(width, height, 1)
 }

@@ -13,8 +13,8 @@ use crate::filter::FilterSpec;
 use crate::mask::Mask;
 
 /// The kernels of one filter: for each filtered plane (by index), the loaded set and the
-/// kernel path it runs, and the bias its mask adds. Planes with the same mask and channel
-/// count share one set.
+/// kernel path it runs, and the bias its mask adds (in the plane's sample units). Planes with
+/// the same mask and variant share one set.
 pub struct FilterKernels {
     pub sets: BTreeMap<usize, (Arc<KernelSet>, KernelPath, f32)>,
 }
@@ -68,7 +68,9 @@ impl FilterKernels {
                     set
                 }
             };
-            sets.insert(plan.plane, (set, plan.path, plan.mask.bias()));
+            // The mask's bias is in 8-bit units; the kernel adds it in the plane's.
+            let bias = plan.mask.bias() * plan.variant.depth.bias_scale();
+            sets.insert(plan.plane, (set, plan.path, bias));
         }
         Ok(FilterKernels { sets })
     }
@@ -107,6 +109,7 @@ impl Planner {
                 )
                 .tuned(&self.tuning, path, max_shared)
                 .with_magnitude(mask.is_magnitude())
+                .with_depth(slot.depth)
             };
             let mut chosen = path;
             let mut variant = variant_for(chosen);

@@ -336,6 +336,7 @@ impl Y4m {
 /// A tightly packed one-channel plane holding `data`.
 pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream::frame::Plane {
     convstream::frame::Plane {
+        depth: convstream::frame::SampleDepth::EIGHT,
         width,
         height,
         channels: 1,

@@ -5,7 +5,7 @@
 //! order: the arithmetic the engines promise, so results must match bit for bit.
 
 use convstream::filter::BorderMode;
-use convstream::frame::Plane;
+use convstream::frame::{Plane, SampleDepth};
 use convstream::mask::Mask;
 
 /// SciPy's extension of a line of `len` samples, folding the index back one reflection
@@ -44,13 +44,28 @@ fn oracle_sample(plane: &Plane, mode: BorderMode, y: i64, x: i64, c: usize) -> f
         oracle_index(mode, y, plane.height as i64),
         oracle_index(mode, x, plane.width as i64),
     ) {
-        (Some(y), Some(x)) => plane.data[y * plane.stride + x * plane.channels + c] as f32,
+        (Some(y), Some(x)) => {
+            let index = x * plane.channels + c;
+            let row = &plane.data[y * plane.stride..];
+            match plane.depth.bits {
+                8 => row[index] as f32,
+                _ => (u16::from_le_bytes([row[2 * index], row[2 * index + 1]]) >> plane.depth.shift) as f32,
+            }
+        }
         _ => 0.0,
     }
 }
 
-fn oracle_pixel(sum: f32, bias: f32) -> u8 {
-    (sum + bias).round().clamp(0.0, 255.0) as u8
+/// Appends one output sample as the plane stores it: a byte at 8 bits, else a
+/// little-endian word shifted into place. The bias is in 8-bit units: times 2^(bits - 8).
+fn oracle_pixel(out: &mut Vec<u8>, sum: f32, bias: f32, depth: SampleDepth) {
+    let scale = f32::powi(2.0, depth.bits as i32 - 8);
+    let max = f32::powi(2.0, depth.bits as i32) - 1.0;
+    let value = (sum + bias * scale).round().clamp(0.0, max) as u16;
+    match depth.bits {
+        8 => out.push(value as u8),
+        _ => out.extend_from_slice(&(value << depth.shift).to_le_bytes()),
+    }
 }
 
 /// A mask's coefficients as a matrix, indexed `[row][column]`.
@@ -59,7 +74,8 @@ fn coefficient_rows(mask: &Mask) -> Vec<Vec<f32>> {
 }
 
 /// Direct convolution: the mask turned 180 degrees, slid over the plane, summed in f32 row
-/// by row of the mask, one fused multiply-add per tap. Returns tightly packed rows.
+/// by row of the mask, one fused multiply-add per tap. Returns tightly packed rows (as the
+/// plane stores samples).
 /// A gradient magnitude sums both of its matrices that way and gives
 /// `sqrt(fma(a, a, b * b))` of the two sums, plus the bias.
 pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
@@ -95,7 +111,7 @@ pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
                         a.mul_add(a, b * b).sqrt()
                     }
                 };
-                out.push(oracle_pixel(value, mask.bias()));
+                oracle_pixel(&mut out, value, mask.bias(), plane.depth);
             }
         }
     }
@@ -134,7 +150,7 @@ pub fn oracle_separable(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8>
                         acc = tap.mul_add(horizontal[at(sy, x, c)], acc);
                     }
                 }
-                out.push(oracle_pixel(acc, mask.bias()));
+                oracle_pixel(&mut out, acc, mask.bias(), plane.depth);
             }
         }
     }

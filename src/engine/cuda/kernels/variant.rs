@@ -1,9 +1,10 @@
 //! Kernel variants and the tiling policy: what one compiled module is specialised on (mask
-//! size, channels, border, tiling), the tiling that measured fastest for each case, and the
+//! size, channels, border, sample depth, tiling), the tiling that measured fastest for each case, and the
 //! shared memory each tiled kernel then needs. Pure: no CUDA call, no environment.
 
 use crate::engine::{GpuTuning, KernelPath, TileShape};
 use crate::filter::BorderMode;
+use crate::frame::SampleDepth;
 
 /// How threads and outputs are laid out over a tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,6 +27,8 @@ pub struct Variant {
     pub tiling: Tiling,
     /// A gradient magnitude (two masks, `sqrt(a^2 + b^2)`) rather than one convolution.
     pub magnitude: bool,
+    /// How the plane stores its samples (8 bits in a byte, or 9 to 16 in a word).
+    pub depth: SampleDepth,
 }
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
@@ -72,6 +75,7 @@ impl Variant {
             border,
             tiling,
             magnitude: false,
+            depth: SampleDepth::EIGHT,
         }
         .fitted(path, max_shared)
     }
@@ -80,6 +84,12 @@ impl Variant {
     /// second set of accumulators; its shared memory is unchanged.
     pub fn with_magnitude(self, magnitude: bool) -> Variant {
         Variant { magnitude, ..self }
+    }
+
+    /// This variant for planes of `depth`. Shared memory holds floats whatever the depth, so
+    /// the tiling and its fit are unchanged; only the loads and stores widen.
+    pub fn with_depth(self, depth: SampleDepth) -> Variant {
+        Variant { depth, ..self }
     }
 
     /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
@@ -180,16 +190,19 @@ impl Variant {
             format!("-DBLOCK_Y={}", t.block_y),
             format!("-DUNROLL_ROWS={}", t.unroll_rows as u8),
             format!("-DMAGNITUDE={}", self.magnitude as u8),
+            format!("-DSAMPLE_BITS={}", self.depth.bits),
+            format!("-DSAMPLE_SHIFT={}", self.depth.shift),
         ]
     }
 
     pub fn describe(&self) -> String {
         format!(
-            "{}x{} {}, {} channel(s), {} border, {}x{} threads x {}x{} outputs",
+            "{}x{} {}, {} channel(s) of {} bits, {} border, {}x{} threads x {}x{} outputs",
             self.mask_width,
             self.mask_height,
             if self.magnitude { "gradient magnitude" } else { "mask" },
             self.channels,
+            self.depth.bits,
             self.border,
             self.tiling.block_x,
             self.tiling.block_y,
