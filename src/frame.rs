@@ -184,6 +184,21 @@ impl PixelFormat {
         PixelFormat { bits, ..self }
     }
 
+    /// These pictures at exactly `bits` per sample: the same layout where FFmpeg has it at
+    /// that depth, else its planar form (P010 has no 12-bit sibling, so 12-bit NV12 becomes
+    /// yuv420p12le; packed RGB below 16 bits becomes gbrp). `None` for a depth FFmpeg has
+    /// no planar format at (11 bits, say).
+    pub fn with_depth(self, bits: u8) -> Option<PixelFormat> {
+        PixelFormat::new(self.layout, bits).or_else(|| {
+            let planar = match self.layout {
+                PixelLayout::SemiPlanar420 => PixelLayout::Yuv420,
+                PixelLayout::Rgb | PixelLayout::Bgr => PixelLayout::Gbr,
+                other => other,
+            };
+            PixelFormat::new(planar, bits)
+        })
+    }
+
     /// How every plane's samples are stored.
     pub fn sample_depth(self) -> SampleDepth {
         let shift = match self.layout {

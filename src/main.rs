@@ -248,6 +248,11 @@ struct RunArgs {
     /// Filter at most this many frames, as `ffmpeg -frames:v`.
     #[arg(long, value_name = "N")]
     frames: Option<u64>,
+    /// Bits per sample to filter and write at: 8, 9, 10, 12, 14 or 16 (as source.depth).
+    /// By default the input's depth is kept; an encoder that cannot take it gets a
+    /// converted copy, with a warning.
+    #[arg(long, value_name = "BITS")]
+    depth: Option<u8>,
     /// A demuxer or protocol option, as `ffmpeg -KEY VALUE` before `-i` sets it (repeatable;
     /// as source.options), e.g. rtsp_transport=tcp.
     #[arg(long = "input-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
@@ -407,6 +412,7 @@ fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         start: args.ss,
         duration: args.duration,
         frames: args.frames,
+        depth: args.depth,
         input_options: input_options(args),
     };
     let (file, base_dir) = match &args.config {

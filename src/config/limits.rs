@@ -22,6 +22,9 @@ pub const MAX_PINNED_FRAMES: usize = 1024;
 pub const MAX_NAME_CHARS: usize = 64;
 /// URLs, paths and every other string setting.
 pub const MAX_TEXT_CHARS: usize = 4096;
+/// Bits per sample FFmpeg has planar pictures at (`source.depth`).
+pub const DEPTHS: [u8; 6] = [8, 9, 10, 12, 14, 16];
+
 /// Whether `name` is a valid pipeline name.
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -146,6 +149,11 @@ fn source_limits(source: &SourceConfig, problems: &mut Vec<String>) {
                 "source.duration: {duration} is out of range; allowed more than 0, up to {MAX_MEDIA_SECONDS} seconds"
             ));
         }
+    }
+    if let Some(depth) = source.depth.filter(|d| !DEPTHS.contains(d)) {
+        problems.push(format!(
+            "source.depth: {depth} bits is not a depth FFmpeg has pictures at; allowed 8, 9, 10, 12, 14, 16"
+        ));
     }
     if source.frames == Some(0) {
         problems.push("source.frames: 0 would filter nothing; give 1 or more, or leave it out".to_string());

@@ -31,6 +31,8 @@ pub struct Overrides {
     pub start: Option<f64>,
     pub duration: Option<f64>,
     pub frames: Option<u64>,
+    /// `--depth`: bits per sample to filter and write at.
+    pub depth: Option<u8>,
     /// Demuxer and protocol options (`--input-opt`, raw video's `--size` and friends),
     /// laid over source.options.
     pub input_options: Vec<(String, String)>,
@@ -57,6 +59,7 @@ impl Overrides {
             || self.start.is_some()
             || self.duration.is_some()
             || self.frames.is_some()
+            || self.depth.is_some()
             || !self.input_options.is_empty()
     }
 
@@ -173,6 +176,7 @@ impl Overrides {
         pipeline.source.start = self.start.or(pipeline.source.start);
         pipeline.source.duration = self.duration.or(pipeline.source.duration);
         pipeline.source.frames = self.frames.or(pipeline.source.frames);
+        pipeline.source.depth = self.depth.or(pipeline.source.depth);
         Ok(())
     }
 }

@@ -152,6 +152,10 @@ pub struct SourceConfig {
     /// The most frames to filter (`ffmpeg -frames:v`), counted over loops too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frames: Option<u64>,
+    /// Bits per sample to filter and write at (8, 9, 10, 12, 14 or 16): decoded pictures
+    /// are converted to it. Unset: the input's own depth, kept to the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u8>,
 }
 
 impl SourceConfig {
@@ -172,6 +176,7 @@ impl SourceConfig {
             start: None,
             duration: None,
             frames: None,
+            depth: None,
         }
     }
 

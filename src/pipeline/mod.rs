@@ -262,8 +262,15 @@ fn run_stages(
         error,
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
+    let source = match settings.source.depth {
+        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
+            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
+            None => source,
+        },
+        _ => source,
+    };
     let source = match settings.filter.planar_format_for(source.info().format) {
-        Some(format) => source.with_format(format),
+        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
         None => source,
     };
     let info = source.info().clone();

@@ -8,15 +8,25 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::config::SinkConfig;
-use crate::frame::{Frame, PixelFormat};
+use crate::frame::{Frame, PixelFormat, PixelLayout};
 use crate::media::encoders::{default_bit_rate, encoder_usable, first_usable, DEFAULT_ENCODERS};
 use crate::media::{
     encoder_named, ffmpeg_format, ffv1_unavailable, is_again, lossless_options, lossless_unavailable, muxer_takes,
     ColorInfo, SourceInfo,
 };
 
-/// Pixel formats the YUV4MPEG2 muxer writes.
-const Y4M_FORMATS: &[Pixel] = &[Pixel::YUV420P, Pixel::YUV422P, Pixel::YUV444P, Pixel::GRAY8];
+/// Pixel formats the YUV4MPEG2 muxer writes: planar YUV at 8 to 16 bits (`C420p10` and
+/// the like above 8) and grey at 8, 9, 10, 12 and 16.
+fn y4m_formats() -> Vec<Pixel> {
+    PixelFormat::all()
+        .filter(|f| match f.layout() {
+            PixelLayout::Yuv420 | PixelLayout::Yuv422 | PixelLayout::Yuv444 => true,
+            PixelLayout::Gray => f.bits() != 14,
+            _ => false,
+        })
+        .map(ffmpeg_format)
+        .collect()
+}
 
 /// A swscale context moved to the sink thread.
 struct Converter(ffmpeg::software::scaling::Context);
@@ -90,11 +100,13 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
     Ok(codec)
 }
 
-/// The pixel format to encode in: the frames' own when the encoder takes it.
+/// The pixel format to encode in: the frames' own when the encoder takes it, else the
+/// nearest one it takes: the frames' depth first (then deeper, then shallower), and at each
+/// depth the frames' own kind of layout before 4:2:0.
 fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) -> Pixel {
     let wanted = ffmpeg_format(frames);
     let supported: Vec<Pixel> = if container == "yuv4mpegpipe" {
-        Y4M_FORMATS.to_vec()
+        y4m_formats()
     } else {
         codec
             .video()
@@ -105,15 +117,40 @@ fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) ->
     if supported.is_empty() || supported.contains(&wanted) {
         return wanted;
     }
-    let fallback = match frames {
-        PixelFormat::RGB24 | PixelFormat::BGR24 | PixelFormat::YUV444P => Pixel::YUV444P,
-        PixelFormat::YUV422P => Pixel::YUV422P,
-        _ => Pixel::YUV420P,
+    let layouts: &[PixelLayout] = match frames.layout() {
+        PixelLayout::Rgb | PixelLayout::Bgr | PixelLayout::Gbr => &[
+            PixelLayout::Gbr,
+            PixelLayout::Rgb,
+            PixelLayout::Bgr,
+            PixelLayout::Yuv444,
+        ],
+        PixelLayout::Yuv444 => &[PixelLayout::Yuv444],
+        PixelLayout::Yuv422 => &[PixelLayout::Yuv422],
+        PixelLayout::Gray => &[PixelLayout::Gray],
+        PixelLayout::Yuv420 | PixelLayout::SemiPlanar420 => &[PixelLayout::SemiPlanar420],
     };
-    [fallback, Pixel::YUV420P]
+    let bits = frames.bits();
+    let mut depths: Vec<u8> = (bits..=16).collect();
+    depths.extend((8..bits).rev());
+    depths
         .into_iter()
+        .flat_map(|depth| {
+            layouts
+                .iter()
+                .chain(&[PixelLayout::Yuv420])
+                .filter_map(move |&layout| PixelFormat::new(layout, depth))
+        })
+        .map(ffmpeg_format)
         .find(|p| supported.contains(p))
         .unwrap_or(supported[0])
+}
+
+/// Significant bits per sample of an FFmpeg pixel format (8 if it cannot be told).
+fn bits_of(pixel: Pixel) -> u8 {
+    // SAFETY: a descriptor from av_pix_fmt_desc_get is static; reading its first component.
+    pixel
+        .descriptor()
+        .map_or(8, |desc| unsafe { (*desc.as_ptr()).comp[0].depth } as u8)
 }
 
 impl VideoEncoder {
@@ -125,8 +162,17 @@ impl VideoEncoder {
         let codec = choose_codec(config, output)?;
         let container = output.format().name().to_string();
         let format = choose_format(&codec, &container, source.format);
-        if format != ffmpeg_format(source.format) {
-            tracing::info!(output = %config.url, "frames are converted from {} to {format:?} for the {} encoder", source.format, codec.name());
+        if bits_of(format) < source.format.bits() {
+            tracing::warn!(
+                output = %config.url,
+                "the {} encoder cannot take {}-bit {}: frames are converted to {} (choose an encoder that keeps the depth, such as ffv1 or libx265, or set --depth to filter at the lower depth)",
+                codec.name(),
+                source.format.bits(),
+                source.format,
+                pixel_name(format)
+            );
+        } else if format != ffmpeg_format(source.format) {
+            tracing::info!(output = %config.url, "frames are converted from {} to {} for the {} encoder", source.format, pixel_name(format), codec.name());
         }
         let frame_time_base = source.frame_rate.invert();
         // Keep the input's time base so timestamps survive exactly, except where the codec or
@@ -497,7 +543,7 @@ fn describe_encoder(
     format: Pixel,
 ) -> String {
     if is_uncompressed(codec.name()) {
-        return format!("uncompressed {}", format!("{format:?}").to_lowercase());
+        return format!("uncompressed {}", pixel_name(format));
     }
     let mut settings = settings.to_vec();
     // SAFETY: reading plain fields of an open codec context.
@@ -510,7 +556,7 @@ fn describe_encoder(
     } else if bit_rate > 0 && !settings.iter().any(|s| s.starts_with("b=")) {
         settings.push(format!("b={}k", bit_rate / 1000));
     }
-    let name = format!("{format:?}").to_lowercase();
+    let name = pixel_name(format);
     if settings.is_empty() {
         format!("{}, {name}", codec.name())
     } else {
@@ -533,4 +579,9 @@ impl RescaleBetween for i64 {
         // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
         unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
     }
+}
+
+/// FFmpeg's name of a pixel format (`yuv420p10le`).
+fn pixel_name(pixel: Pixel) -> &'static str {
+    pixel.descriptor().map_or("unknown", |desc| desc.name())
 }

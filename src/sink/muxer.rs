@@ -115,6 +115,14 @@ impl Muxer {
         };
         let mut io =
             OutputIo::attach(&mut output, &url, &target, how.when_exists, how.stop.clone()).map_err(output_error)?;
+        if container == "yuv4mpegpipe" {
+            // FFmpeg 5.1 calls y4m's 9- to 16-bit colour spaces (C420p10 and the like)
+            // unofficial and refuses them unless told; x264, dav1d and FFmpeg itself read them.
+            // SAFETY: a plain field of the output context, read when the header is written.
+            unsafe {
+                (*output.as_mut_ptr()).strict_std_compliance = ffmpeg::ffi::FF_COMPLIANCE_UNOFFICIAL;
+            }
+        }
         let mut header_options = Dictionary::new();
         let fragmented = how.fragment_mp4 && MP4_FAMILY.contains(&container.as_str());
         if fragmented {

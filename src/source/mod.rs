@@ -102,13 +102,9 @@ impl Source {
     /// Delivers frames in `format` instead of the layout the decoder gives (see
     /// [`crate::filter::FilterSpec::planar_format_for`]); each picture is converted, as a
     /// size change is, and NVDEC pictures come through host memory.
-    pub fn with_format(mut self, format: crate::frame::PixelFormat) -> Source {
+    pub fn with_format(mut self, format: crate::frame::PixelFormat, why: &str) -> Source {
         if format != self.info.format {
-            tracing::info!(
-                input = %self.config.url,
-                "{} pictures are converted to {format}: the filter gives its planes different masks",
-                self.info.format
-            );
+            tracing::info!(input = %self.config.url, "{} pictures are converted to {format}: {why}", self.info.format);
             self.info.format = format;
         }
         self

@@ -14,6 +14,7 @@ mod common;
 mod config_check;
 mod cpu_oracle;
 mod deploy;
+mod depth;
 mod flags;
 mod gpu;
 mod outputs;

@@ -255,12 +255,14 @@ pub struct Y4m {
     pub height: usize,
     pub colorspace: String,
     pub header: String,
+    /// 1, or 2 for the 9- to 16-bit colour spaces (`C420p10`, `Cmono12`...: little-endian words).
+    pub sample_bytes: usize,
     /// frames[i][plane] is a tightly packed plane.
     pub frames: Vec<Vec<Vec<u8>>>,
 }
 
 impl Y4m {
-    /// Parses a whole YUV4MPEG2 stream (4:2:0, 4:2:2, 4:4:4 or mono).
+    /// Parses a whole YUV4MPEG2 stream (4:2:0, 4:2:2, 4:4:4 or mono, 8 to 16 bits).
     pub fn parse(bytes: &[u8]) -> Y4m {
         let line_end = |from: usize| {
             bytes[from..]
@@ -290,10 +292,20 @@ impl Y4m {
             c if c.starts_with("mono") => (0, 0),
             other => panic!("y4m colour space {other} is not handled by the test"),
         };
+        // `420p10`, `mono12`: a depth after the subsampling's name (`420paldv` is 8-bit).
+        let depth = colorspace
+            .strip_prefix("mono")
+            .or_else(|| colorspace.get(3..).and_then(|rest| rest.strip_prefix('p')))
+            .and_then(|digits| digits.parse::<u32>().ok());
+        let sample_bytes = if depth.is_some_and(|bits| bits > 8) { 2 } else { 1 };
         let sizes: Vec<usize> = if cw == 0 {
-            vec![width * height]
+            vec![width * height * sample_bytes]
         } else {
-            vec![width * height, cw * ch, cw * ch]
+            vec![
+                width * height * sample_bytes,
+                cw * ch * sample_bytes,
+                cw * ch * sample_bytes,
+            ]
         };
         let mut frames = Vec::new();
         let mut at = end + 1;
@@ -313,6 +325,7 @@ impl Y4m {
             height,
             colorspace,
             header,
+            sample_bytes,
             frames,
         }
     }
