@@ -53,7 +53,7 @@ enum Command {
     Doctor,
     /// Measure kernels, copies, lane overlap and end-to-end speed; writes results.json,
     /// results.md, SVG plots and a Chrome trace.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Generate a sample clip and filter it through the built-in default config.
     Demo {
         /// Folder for the sample and the filtered output.
@@ -85,6 +85,9 @@ struct BenchArgs {
     /// Kernel suite: these mask sizes only (odd, comma-separated), e.g. to profile one case.
     #[arg(long, value_delimiter = ',', value_parser = parse_mask_size)]
     mask_sizes: Option<Vec<usize>>,
+    /// Kernel suite: these bits per sample only (comma-separated; 8 and 16 by default).
+    #[arg(long, value_name = "BITS,...", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(8..=16))]
+    depths: Option<Vec<u8>>,
     /// Kernel suite on the GPU: these plane sizes only, e.g. `3840x2160` (comma-separated).
     #[arg(long, value_name = "WxH,...", value_delimiter = ',', value_parser = parse_plane_size)]
     plane_sizes: Option<Vec<(usize, usize)>>,
@@ -339,7 +342,7 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
         } => show_mask(&spec),
         Command::Demo { dir, device } => demo(&dir, device),
         Command::Doctor => print_out(&convstream::doctor::report()),
-        Command::Bench(args) => bench(args),
+        Command::Bench(args) => bench(*args),
     }
 }
 
@@ -617,6 +620,7 @@ fn bench(args: BenchArgs) -> Result<(), Failure> {
         out: args.out,
         mask_sizes: args.mask_sizes,
         planes: args.plane_sizes,
+        depths: args.depths,
         tuning: convstream::engine::GpuTuning {
             spin_us: args.spin_us,
             dense_tiling: args.dense_tiling,

@@ -53,6 +53,8 @@ pub struct BenchOptions {
     pub mask_sizes: Option<Vec<usize>>,
     /// Plane sizes (width, height) for the GPU kernel suite instead of 1080p and 2160p.
     pub planes: Option<Vec<(usize, usize)>>,
+    /// Kernel suite: bits per sample of the timed planes (8 and 16 by default).
+    pub depths: Option<Vec<u8>>,
     /// Spin-wait and tilings of the CUDA engine (and the kernels the kernel suite times).
     pub tuning: GpuTuning,
     /// Scale suite: the one decoder to ramp (`software`, `nvdec`); default both on a GPU.
@@ -100,6 +102,9 @@ pub struct RunInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelRow {
     pub plane: String,
+    /// Bits per sample of the plane (8: bytes; above: 16-bit words).
+    #[serde(default = "eight_bits")]
+    pub bits: u8,
     pub mask: String,
     pub size: usize,
     pub path: String,
@@ -111,7 +116,31 @@ pub struct KernelRow {
     pub fraction_of_fp32_peak: Option<f64>,
     /// The baseline's time over this one (same plane and size).
     pub speedup_vs_baseline: Option<f64>,
+    /// This time over the same path's on an 8-bit plane of the same size and mask (rows
+    /// above 8 bits, when the 8-bit row was timed in the same run).
+    #[serde(default)]
+    pub time_vs_eight_bit: Option<f64>,
     pub checked_against: String,
+}
+
+fn eight_bits() -> u8 {
+    8
+}
+
+/// Fills each deeper row's [`KernelRow::time_vs_eight_bit`] from the 8-bit row of the same
+/// plane, mask size and path.
+pub fn compare_with_eight_bit(rows: &mut [KernelRow]) {
+    let eight: Vec<(String, usize, String, f64)> = rows
+        .iter()
+        .filter(|r| r.bits == 8)
+        .map(|r| (r.plane.clone(), r.size, r.path.clone(), r.median_us))
+        .collect();
+    for row in rows.iter_mut().filter(|r| r.bits > 8) {
+        row.time_vs_eight_bit = eight
+            .iter()
+            .find(|(plane, size, path, _)| *plane == row.plane && *size == row.size && *path == row.path)
+            .map(|(_, _, _, us)| row.median_us / us);
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

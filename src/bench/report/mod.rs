@@ -73,17 +73,18 @@ pub fn markdown(report: &BenchReport) -> String {
         let _ = writeln!(md, "GPU tuning (bench flags): {}.\n", r.tuning.describe());
     }
     if !report.kernel.is_empty() {
-        let _ = writeln!(md, "## Kernel (one 8-bit plane, reflect border; medians)\n");
+        let _ = writeln!(md, "## Kernel (one plane, reflect border; medians)\n");
         let _ = writeln!(
             md,
-            "| plane | mask | path | median us | p10-p90 us | Gpixel/s | FP32 peak | vs baseline | checked against |"
+            "| plane | bits | mask | path | median us | p10-p90 us | Gpixel/s | FP32 peak | vs baseline | time vs 8-bit | checked against |"
         );
-        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(md, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|");
         for k in &report.kernel {
             let _ = writeln!(
                 md,
-                "| {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} |",
+                "| {} | {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} | {} |",
                 k.plane,
+                k.bits,
                 k.size,
                 k.size,
                 k.path,
@@ -94,6 +95,7 @@ pub fn markdown(report: &BenchReport) -> String {
                 k.fraction_of_fp32_peak
                     .map_or("-".into(), |f| format!("{:.0}%", f * 100.0)),
                 k.speedup_vs_baseline.map_or("-".into(), |s| format!("{s:.1}x")),
+                k.time_vs_eight_bit.map_or("-".into(), |r| format!("{r:.2}x")),
                 k.checked_against
             );
         }

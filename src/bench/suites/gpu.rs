@@ -10,7 +10,7 @@ use crate::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
 use crate::engine::cuda::{device, CudaEngine};
 use crate::engine::{DeviceChoice, Engine, EngineOptions, KernelPath};
 use crate::filter::{BorderMode, FilterSpec};
-use crate::frame::{Frame, PixelFormat};
+use crate::frame::{Frame, PixelFormat, PixelLayout};
 
 pub fn probe() -> Result<(), BenchError> {
     device::probe().map(|_| ()).map_err(BenchError::from)
@@ -31,6 +31,7 @@ pub fn kernel(
     options: &BenchOptions,
     ordinal: usize,
     sizes: &[usize],
+    depths: &[u8],
     skipped: &mut Vec<String>,
 ) -> Result<Vec<KernelRow>, BenchError> {
     let bench = Bench::open(ordinal)?.with_tuning(options.tuning);
@@ -40,73 +41,85 @@ pub fn kernel(
     let mut rows = Vec::new();
     let planes = options.planes.clone().unwrap_or_else(|| plane_sizes(options.quick));
     for (width, height) in planes {
-        // Exact comparison with the CPU, except the tiled dense kernel on planes above 1080p:
-        // it is compared with the baseline kernel (same arithmetic), itself just checked
-        // against the CPU with the same mask.
-        let check_for = |path: KernelPath| {
-            if width * height > 1920 * 1080 && path == KernelPath::Dense {
-                KernelCheck::Baseline
-            } else {
-                KernelCheck::Cpu
-            }
-        };
-        for &size in sizes {
-            let cases = [
-                (KernelPath::Global, dense_mask(size)),
-                (KernelPath::Dense, dense_mask(size)),
-                (KernelPath::Separable, separable_mask(size)),
-            ];
-            let mut baseline_us = None;
-            for (path, mask) in cases {
-                // The global-memory kernel on the largest masks takes long; fewer repetitions.
-                let reps = if path == KernelPath::Global && size >= 31 {
-                    repetitions.min(10)
+        for &bits in depths {
+            let Some(depth) = PixelFormat::new(PixelLayout::Gray, bits).map(|f| f.sample_depth()) else {
+                continue;
+            };
+            // Exact comparison with the CPU, except the tiled dense kernel on planes above 1080p:
+            // it is compared with the baseline kernel (same arithmetic), itself just checked
+            // against the CPU with the same mask.
+            let check_for = |path: KernelPath| {
+                if width * height > 1920 * 1080 && path == KernelPath::Dense {
+                    KernelCheck::Baseline
                 } else {
-                    repetitions
-                };
-                let result = match bench.time_kernel(
-                    &mask,
-                    BorderMode::Reflect,
-                    path,
-                    (width, height),
-                    TimingPlan {
-                        repetitions: reps,
-                        warm_up,
-                    },
-                    check_for(path),
-                ) {
-                    Ok(result) => result,
-                    Err(e) => {
-                        skipped.push(format!("kernel {path:?} {size}x{size} on {width}x{height}: {e}"));
-                        continue;
-                    }
-                };
-                let t = result.timing;
-                if path == KernelPath::Global {
-                    baseline_us = Some(t.median_us);
+                    KernelCheck::Cpu
                 }
-                let pixels = (width * height) as f64;
-                let multiply_adds = if path == KernelPath::Separable {
-                    2 * size
-                } else {
-                    size * size
-                } as f64;
-                rows.push(KernelRow {
-                    plane: format!("{width}x{height}"),
-                    mask: mask.description().to_string(),
-                    size,
-                    path: format!("{path:?}").to_lowercase(),
-                    median_us: t.median_us,
-                    p10_us: t.p10_us,
-                    p90_us: t.p90_us,
-                    gpixels_per_s: pixels / t.median_us / 1e3,
-                    fraction_of_fp32_peak: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / peak),
-                    speedup_vs_baseline: baseline_us
-                        .filter(|_| path != KernelPath::Global)
-                        .map(|b| b / t.median_us),
-                    checked_against: result.checked_against.to_string(),
-                });
-                tracing::info!("kernel {path:?} {size}x{size} {width}x{height}: {:.1} us", t.median_us);
+            };
+            for &size in sizes {
+                let cases = [
+                    (KernelPath::Global, dense_mask(size)),
+                    (KernelPath::Dense, dense_mask(size)),
+                    (KernelPath::Separable, separable_mask(size)),
+                ];
+                let mut baseline_us = None;
+                for (path, mask) in cases {
+                    // The global-memory kernel on the largest masks takes long; fewer repetitions.
+                    let reps = if path == KernelPath::Global && size >= 31 {
+                        repetitions.min(10)
+                    } else {
+                        repetitions
+                    };
+                    let result = match bench.time_kernel(
+                        &mask,
+                        BorderMode::Reflect,
+                        path,
+                        (width, height, depth),
+                        TimingPlan {
+                            repetitions: reps,
+                            warm_up,
+                        },
+                        check_for(path),
+                    ) {
+                        Ok(result) => result,
+                        Err(e) => {
+                            skipped.push(format!(
+                                "kernel {path:?} {size}x{size} on {width}x{height} ({bits}-bit): {e}"
+                            ));
+                            continue;
+                        }
+                    };
+                    let t = result.timing;
+                    if path == KernelPath::Global {
+                        baseline_us = Some(t.median_us);
+                    }
+                    let pixels = (width * height) as f64;
+                    let multiply_adds = if path == KernelPath::Separable {
+                        2 * size
+                    } else {
+                        size * size
+                    } as f64;
+                    rows.push(KernelRow {
+                        plane: format!("{width}x{height}"),
+                        bits,
+                        mask: mask.description().to_string(),
+                        size,
+                        path: format!("{path:?}").to_lowercase(),
+                        median_us: t.median_us,
+                        p10_us: t.p10_us,
+                        p90_us: t.p90_us,
+                        gpixels_per_s: pixels / t.median_us / 1e3,
+                        fraction_of_fp32_peak: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / peak),
+                        speedup_vs_baseline: baseline_us
+                            .filter(|_| path != KernelPath::Global)
+                            .map(|b| b / t.median_us),
+                        time_vs_eight_bit: None,
+                        checked_against: result.checked_against.to_string(),
+                    });
+                    tracing::info!(
+                        "kernel {path:?} {size}x{size} {width}x{height} {bits}-bit: {:.1} us",
+                        t.median_us
+                    );
+                }
             }
         }
     }

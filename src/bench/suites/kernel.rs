@@ -4,13 +4,15 @@
 use std::time::Instant;
 
 use super::{dense_mask, random_frame, separable_mask};
-use crate::bench::{BenchError, BenchOptions, KernelRow};
+use crate::bench::{compare_with_eight_bit, BenchError, BenchOptions, KernelRow};
 use crate::filter::BorderMode;
-use crate::frame::PixelFormat;
+use crate::frame::{PixelFormat, PixelLayout};
 
 /// Mask sides the kernel suite sweeps.
 const KERNEL_SIZES: &[usize] = &[3, 5, 7, 9, 13, 21, 31, 63];
 const QUICK_KERNEL_SIZES: &[usize] = &[3, 13];
+/// Bits per sample the kernel suite times: bytes and 16-bit words.
+const KERNEL_DEPTHS: &[u8] = &[8, 16];
 
 // Without CUDA support only the CPU arm is built, which needs no `skipped`.
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables, clippy::ptr_arg))]
@@ -24,47 +26,57 @@ pub fn kernel(
         (None, true) => QUICK_KERNEL_SIZES,
         (None, false) => KERNEL_SIZES,
     };
-    match gpu {
+    let depths = options.depths.as_deref().unwrap_or(KERNEL_DEPTHS);
+    let mut rows = match gpu {
         #[cfg(feature = "cuda")]
-        Some(ordinal) => super::gpu::kernel(options, ordinal, sizes, skipped),
-        _ => Ok(kernel_cpu(options, sizes)),
-    }
+        Some(ordinal) => super::gpu::kernel(options, ordinal, sizes, depths, skipped)?,
+        _ => kernel_cpu(options, sizes, depths),
+    };
+    compare_with_eight_bit(&mut rows);
+    Ok(rows)
 }
 
-/// The CPU engine: dense and separable paths on one plane (smaller with --quick).
-fn kernel_cpu(options: &BenchOptions, sizes: &[usize]) -> Vec<KernelRow> {
+/// The CPU engine: dense and separable paths on one plane (smaller with --quick) at each depth.
+fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<KernelRow> {
     let (width, height) = if options.quick { (320, 180) } else { (1920, 1080) };
     let repetitions = if options.quick { 3 } else { 7 };
-    let plane = random_frame(PixelFormat::GRAY8, width, height, 1).planes.remove(0);
     let mut rows = Vec::new();
-    for &size in sizes {
-        let mut dense_median = None;
-        for (path, mask) in [("dense", dense_mask(size)), ("separable", separable_mask(size))] {
-            let mut samples: Vec<f64> = (0..repetitions)
-                .map(|_| {
-                    let started = Instant::now();
-                    std::hint::black_box(crate::engine::cpu::convolve_plane(&plane, &mask, BorderMode::Reflect));
-                    started.elapsed().as_secs_f64() * 1e6
-                })
-                .collect();
-            samples.sort_by(f64::total_cmp);
-            let median = samples[samples.len() / 2];
-            if path == "dense" {
-                dense_median = Some(median);
+    for &bits in depths {
+        let Some(format) = PixelFormat::new(PixelLayout::Gray, bits) else {
+            continue;
+        };
+        let plane = random_frame(format, width, height, 1).planes.remove(0);
+        for &size in sizes {
+            let mut dense_median = None;
+            for (path, mask) in [("dense", dense_mask(size)), ("separable", separable_mask(size))] {
+                let mut samples: Vec<f64> = (0..repetitions)
+                    .map(|_| {
+                        let started = Instant::now();
+                        std::hint::black_box(crate::engine::cpu::convolve_plane(&plane, &mask, BorderMode::Reflect));
+                        started.elapsed().as_secs_f64() * 1e6
+                    })
+                    .collect();
+                samples.sort_by(f64::total_cmp);
+                let median = samples[samples.len() / 2];
+                if path == "dense" {
+                    dense_median = Some(median);
+                }
+                rows.push(KernelRow {
+                    plane: format!("{width}x{height}"),
+                    bits,
+                    mask: mask.description().to_string(),
+                    size,
+                    path: format!("cpu {path}"),
+                    median_us: median,
+                    p10_us: samples[0],
+                    p90_us: samples[samples.len() - 1],
+                    gpixels_per_s: (width * height) as f64 / median / 1e3,
+                    fraction_of_fp32_peak: None,
+                    speedup_vs_baseline: dense_median.filter(|_| path == "separable").map(|d| d / median),
+                    time_vs_eight_bit: None,
+                    checked_against: "self (the CPU engine is the reference)".into(),
+                });
             }
-            rows.push(KernelRow {
-                plane: format!("{width}x{height}"),
-                mask: mask.description().to_string(),
-                size,
-                path: format!("cpu {path}"),
-                median_us: median,
-                p10_us: samples[0],
-                p90_us: samples[samples.len() - 1],
-                gpixels_per_s: (width * height) as f64 / median / 1e3,
-                fraction_of_fp32_peak: None,
-                speedup_vs_baseline: dense_median.filter(|_| path == "separable").map(|d| d / median),
-                checked_against: "self (the CPU engine is the reference)".into(),
-            });
         }
     }
     rows

@@ -106,6 +106,14 @@ fn random_frame(format: PixelFormat, width: usize, height: usize, index: u64) ->
     let mut frame = Frame::new(format, width, height);
     for plane in &mut frame.planes {
         rng.fill(&mut plane.data[..]);
+        let depth = plane.depth;
+        if depth.bytes() == 2 {
+            // Samples of the depth, shifted as the format stores them.
+            for word in plane.data.chunks_exact_mut(2) {
+                let value = (u16::from_le_bytes([word[0], word[1]]) & depth.max_value() as u16) << depth.shift;
+                word.copy_from_slice(&value.to_le_bytes());
+            }
+        }
     }
     frame.index = index;
     frame

@@ -13,7 +13,7 @@ use super::kernels::{KernelSet, PlaneGeometry, Variant};
 use crate::engine::cpu::convolve_plane;
 use crate::engine::{EngineError, GpuTuning, KernelPath};
 use crate::filter::BorderMode;
-use crate::frame::{Plane, PlaneShape};
+use crate::frame::{Plane, PlaneShape, SampleDepth};
 use crate::mask::Mask;
 
 /// Distinct input planes a timing loop cycles through, so caches do not flatter.
@@ -121,7 +121,7 @@ impl Bench {
         Ok(Timing::from_samples(samples))
     }
 
-    /// Times one kernel on a `width` x `height` 8-bit plane. The result on the first input is
+    /// Times one kernel on a `width` x `height` plane of `depth`. The result on the first input is
     /// compared with `reference` (computed by the caller, e.g. by the CPU engine) first; a
     /// mismatch is an error, not a timing.
     pub fn time_kernel(
@@ -129,16 +129,14 @@ impl Bench {
         mask: &Mask,
         border: BorderMode,
         path: KernelPath,
-        (width, height): (usize, usize),
+        (width, height, depth): (usize, usize, SampleDepth),
         plan: TimingPlan,
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
         let max_shared = self.info.max_shared_per_block;
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height).tuned(
-            &self.tuning,
-            path,
-            max_shared,
-        );
+        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height)
+            .tuned(&self.tuning, path, max_shared)
+            .with_depth(depth);
         let set = KernelSet::load(
             &self.context,
             &self.stream,
@@ -147,10 +145,17 @@ impl Bench {
             mask,
             max_shared,
         )?;
-        let bytes = width * height;
+        let row_bytes = width * depth.bytes();
+        let bytes = row_bytes * height;
         let mut rng = rand::rngs::StdRng::seed_from_u64(width as u64 * 31 + height as u64);
+        let max = depth.max_value() as u16;
         let planes: Vec<Vec<u8>> = (0..ROTATED_INPUTS)
-            .map(|_| (0..bytes).map(|_| rng.gen()).collect())
+            .map(|_| match depth.bytes() {
+                1 => (0..bytes).map(|_| rng.gen()).collect(),
+                _ => (0..width * height)
+                    .flat_map(|_| (rng.gen_range(0..=max) << depth.shift).to_le_bytes())
+                    .collect(),
+            })
             .collect();
         let mut inputs = Vec::new();
         for plane in &planes {
@@ -164,9 +169,9 @@ impl Bench {
         let geometry = PlaneGeometry {
             width: width as i32,
             height: height as i32,
-            src_pitch: width as i32,
-            dst_pitch: width as i32,
-            bias: mask.bias(),
+            src_pitch: row_bytes as i32,
+            dst_pitch: row_bytes as i32,
+            bias: mask.bias() * depth.bias_scale(),
         };
         let what = || format!("{path:?} kernel, {}", variant.describe());
         let launch = |i: usize, output: &mut CudaSlice<u8>| -> Result<(), EngineError> {
@@ -183,8 +188,8 @@ impl Bench {
             width,
             height,
             channels: 1,
-            depth: crate::frame::SampleDepth::EIGHT,
-            stride: width,
+            depth,
+            stride: row_bytes,
             data: planes[0].clone().into(),
         };
         let (matches, checked_against) = match check {
