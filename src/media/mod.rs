@@ -3,8 +3,10 @@
 //! FFmpeg frames. The stream types the source hands the sink are in [`stream`].
 
 pub mod encoders;
+pub mod hdr;
 mod stream;
 
+pub use hdr::HdrMetadata;
 pub use stream::{ColorInfo, PassthroughPacket, PassthroughStream, SourceInfo};
 
 use ffmpeg::format::Pixel;

@@ -40,6 +40,8 @@ pub struct SourceInfo {
     pub expected_frames: Option<u64>,
     pub decoder: String,
     pub passthrough: Vec<PassthroughStream>,
+    /// Mastering display and content light level, from the stream or its first picture.
+    pub hdr: super::HdrMetadata,
     /// Frames arrive at their own pace (a live input, or `realtime` pacing): encoders are
     /// set up for latency rather than for the last bit of compression.
     pub real_time: bool,

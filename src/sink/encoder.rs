@@ -259,6 +259,23 @@ impl VideoEncoder {
                 }
             }
         }
+        if codec.name() == "libx265" {
+            // HDR metadata into the bitstream too (SEI), where the user's x265-params do not
+            // already set it: what an MPEG-TS output has no other place for.
+            let mut params: Vec<String> = options
+                .get("x265-params")
+                .map(|p| p.split(':').filter(|p| !p.is_empty()).map(String::from).collect())
+                .unwrap_or_default();
+            for param in source.hdr.x265_params() {
+                let key = param.split('=').next().unwrap_or_default();
+                if !params.iter().any(|p| p.split('=').next() == Some(key)) {
+                    params.push(param);
+                }
+            }
+            if !params.is_empty() {
+                options.set("x265-params", &params.join(":"));
+            }
+        }
         let settings = settings_text(&options);
         let (encoder, unused) = open_reporting_unused(encoder, codec, options);
         if !unused.is_empty() {

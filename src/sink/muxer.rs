@@ -98,6 +98,11 @@ impl Muxer {
             .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
         stream.set_parameters(video.parameters());
         stream.set_time_base(video.time_base());
+        // Mastering display and light level: Matroska and MP4 write them in their headers.
+        source
+            .hdr
+            .attach_to(&mut stream)
+            .map_err(|e| open_error(format!("cannot attach the HDR metadata: {e}")))?;
         stream.set_avg_frame_rate(source.frame_rate);
         if source.aspect_ratio.numerator() > 0 {
             // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read

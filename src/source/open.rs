@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::{sleep_unless_stopped, Source, SourceError, VideoDecoder};
 use crate::config::SourceConfig;
 use crate::frame::PixelFormat;
-use crate::media::{engine_format, init, nearest_engine_format, ColorInfo, PassthroughStream, SourceInfo};
+use crate::media::{engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo};
 use crate::nvdec::NvdecProbe;
 use crate::stats::Counters;
 
@@ -270,6 +270,8 @@ impl Source {
             })
             .collect();
         let video = decoder.video();
+        let transfer = video.color_transfer_characteristic();
+        let hdr = hdr_metadata(config, &stream, transfer);
         let info = SourceInfo {
             url: url.clone(),
             width: video.width() as usize,
@@ -282,8 +284,9 @@ impl Source {
                 range: video.color_range(),
                 space: video.color_space(),
                 primaries: video.color_primaries(),
-                transfer: video.color_transfer_characteristic(),
+                transfer,
             },
+            hdr,
             expected_frames,
             decoder: codec.name().to_string(),
             passthrough,
@@ -344,4 +347,22 @@ impl Source {
             }
         }
     }
+}
+
+/// The stream's HDR metadata; for an HDR transfer (PQ, HLG) whose stream lacks it, what the
+/// first picture carries, when the input is a local file that can be opened a second time.
+fn hdr_metadata(
+    config: &SourceConfig,
+    stream: &ffmpeg::format::stream::Stream,
+    transfer: ffmpeg::color::TransferCharacteristic,
+) -> HdrMetadata {
+    use ffmpeg::color::TransferCharacteristic as Transfer;
+    let from_stream = HdrMetadata::of_stream(stream);
+    let hdr_transfer = matches!(transfer, Transfer::SMPTE2084 | Transfer::ARIB_STD_B67);
+    let complete = from_stream.mastering.is_some() && from_stream.light.is_some();
+    let path = std::path::Path::new(&config.url);
+    if !hdr_transfer || complete || config.is_live() || config.format.is_some() || !path.is_file() {
+        return from_stream;
+    }
+    from_stream.or(HdrMetadata::of_first_picture(path, stream.index()))
 }

@@ -289,3 +289,132 @@ fn rgb_channels_take_their_own_masks_at_their_depth() {
         assert!(got == want, "{input}: r blurred, g and b untouched");
     }
 }
+
+/// The mastering display and light level ffprobe reports for `path` (from the stream's side
+/// data, or, with `frames`, from the first frame's), by kind, each value as a number
+/// (containers keep `34000/50000` as `17/25`).
+fn hdr_side_data(path: &Path, frames: bool) -> Vec<(String, Vec<(String, f64)>)> {
+    let entries = if frames { "frame_side_data" } else { "stream_side_data" };
+    let mut args = vec![
+        "-v",
+        "error",
+        "-of",
+        "json",
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        entries,
+    ];
+    if frames {
+        args.extend(["-read_intervals", "%+#1"]);
+    }
+    let output = std::process::Command::new("ffprobe")
+        .args(&args)
+        .arg(path)
+        .output()
+        .expect("ffprobe is installed");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("ffprobe writes JSON");
+    let list = if frames {
+        &json["frames"][0]
+    } else {
+        &json["streams"][0]
+    };
+    list["side_data_list"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| {
+            let kind = s["side_data_type"].as_str().unwrap_or_default().to_string();
+            if kind != "Mastering display metadata" && kind != "Content light level metadata" {
+                return None;
+            }
+            let values = s
+                .as_object()?
+                .iter()
+                .filter(|(key, _)| *key != "side_data_type")
+                .map(|(key, value)| {
+                    let number = match value {
+                        serde_json::Value::String(text) => {
+                            let (num, den) = text.split_once('/').unwrap_or((text, "1"));
+                            num.parse::<f64>().unwrap() / den.parse::<f64>().unwrap()
+                        }
+                        other => other.as_f64().unwrap(),
+                    };
+                    (key.clone(), number)
+                })
+                .collect();
+            Some((kind, values))
+        })
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn hdr10_metadata_reaches_mkv_mp4_and_ts() {
+    let dir = tempdir();
+    // A 10-bit PQ HEVC clip whose metadata is only in its bitstream (SEI), as libx265 makes it.
+    let master = "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)";
+    let params = format!(
+        "log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:master-display={master}:max-cll=1000,400"
+    );
+    ffmpeg(
+        dir.path(),
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=64x48:rate=25",
+            "-frames:v",
+            "5",
+            "-pix_fmt",
+            "yuv420p10le",
+            "-c:v",
+            "libx265",
+            "-preset",
+            "ultrafast",
+            "-x265-params",
+            &params,
+            "-color_primaries",
+            "bt2020",
+            "-color_trc",
+            "smpte2084",
+            "-colorspace",
+            "bt2020nc",
+            "hdr.mkv",
+        ],
+    );
+    let input = hdr_side_data(&dir.path().join("hdr.mkv"), true);
+    assert_eq!(input.len(), 2, "the clip carries both in its first frame: {input:?}");
+    for output in ["out.mkv", "out.mp4", "out.ts"] {
+        filter(
+            dir.path(),
+            &[
+                "-i",
+                "hdr.mkv",
+                "-o",
+                output,
+                "--codec",
+                "libx265",
+                "--mask",
+                "gaussian:size=3",
+            ],
+        )
+        .success();
+        let path = dir.path().join(output);
+        let stream = video_stream(&path);
+        assert_eq!(stream["pix_fmt"], "yuv420p10le", "{output}");
+        assert_eq!(stream["color_transfer"], "smpte2084", "{output}");
+        // In the bitstream of every output (libx265's SEI), and in the header of the
+        // containers that have a place for it.
+        assert_eq!(
+            hdr_side_data(&path, true),
+            input,
+            "{output}: the first frame's side data"
+        );
+        if output != "out.ts" {
+            assert_eq!(hdr_side_data(&path, false), input, "{output}: the stream's side data");
+        }
+    }
+}
