@@ -232,9 +232,11 @@ fn gpu_parity_with_cpu_on_random_planes() {
     );
 }
 
-/// The high-bit-depth formats against the CPU engine: 9- to 16-bit planar YUV and grey,
-/// P010 and P016 (samples in the high bits), 16-bit packed RGB and planar GBR, every border,
-/// dense, separable and baseline paths, outputs poisoned so an unwritten sample shows.
+/// The high-bit-depth formats against the CPU engine: 10- to 16-bit planar YUV and grey,
+/// P010 (samples in the high bits), 16-bit packed RGB and 14-bit planar GBR, on dense,
+/// separable and baseline paths, outputs poisoned so an unwritten sample shows. Each mask
+/// case takes the next border mode in turn (every mode several times over), which keeps the
+/// kernels NVRTC compiles for it to a few minutes.
 #[test]
 fn gpu_parity_at_high_bit_depths() {
     if !gpu_requested() {
@@ -246,12 +248,10 @@ fn gpu_parity_at_high_bit_depths() {
     let mut cases = 0;
     let format = |layout, bits| PixelFormat::new(layout, bits).unwrap();
     let formats = [
-        (format(PixelLayout::Gray, 10), 1),
-        (format(PixelLayout::Yuv420, 9), 2),
+        (format(PixelLayout::Gray, 10), 2),
         (format(PixelLayout::Yuv444, 12), 64),
         (format(PixelLayout::Yuv422, 16), 8),
         (format(PixelLayout::SemiPlanar420, 10), 64),
-        (format(PixelLayout::SemiPlanar420, 16), 4),
         (format(PixelLayout::Rgb, 16), 2),
         (format(PixelLayout::Gbr, 14), 64),
     ];
@@ -263,41 +263,41 @@ fn gpu_parity_at_high_bit_depths() {
         &[(1, 1), (3, 3), (5, 5), (13, 13), (31, 31), (7, 3), (1, 15)]
     };
     let plane_sizes: &[(usize, usize)] = if quick { &[(7, 5), (130, 67)] } else { PLANE_SIZES };
+    let mut borders = BorderMode::ALL.into_iter().cycle();
     for &(mw, mh) in mask_sizes {
-        for border in BorderMode::ALL {
-            for separable in [false, true] {
-                let mask = random_mask(&mut rng, mw, mh, separable);
-                let paths = if separable {
-                    vec![KernelPath::Separable, KernelPath::Dense]
-                } else {
-                    vec![KernelPath::Dense, KernelPath::Global]
+        for separable in [false, true] {
+            let border = borders.next().unwrap_or_default();
+            let mask = random_mask(&mut rng, mw, mh, separable);
+            let paths = if separable {
+                vec![KernelPath::Separable, KernelPath::Dense]
+            } else {
+                vec![KernelPath::Dense, KernelPath::Global]
+            };
+            for path in paths {
+                let filter = FilterSpec {
+                    mask: if path == KernelPath::Separable {
+                        mask.clone()
+                    } else {
+                        mask.dense_only()
+                    },
+                    border,
+                    planes: PlaneSelection::All,
+                    plane_masks: Default::default(),
                 };
-                for path in paths {
-                    let filter = FilterSpec {
-                        mask: if path == KernelPath::Separable {
-                            mask.clone()
-                        } else {
-                            mask.dense_only()
-                        },
-                        border,
-                        planes: PlaneSelection::All,
-                        plane_masks: Default::default(),
-                    };
-                    for &(format, pitch_align) in &formats {
-                        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
-                            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-                        for (n, &(w, h)) in plane_sizes.iter().enumerate() {
-                            let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
-                            let expected = CpuEngine::filter_frame(&filter, &frame);
-                            engine.submit(frame).unwrap();
-                            let actual = engine.receive().unwrap().unwrap();
-                            cases += 1;
-                            assert_eq!(
-                                compare(&expected, &actual),
-                                (0, 0),
-                                "seed {seed}: {mw}x{mh} {border} {path:?} {format} {w}x{h}: samples differing, largest difference"
-                            );
-                        }
+                for &(format, pitch_align) in &formats {
+                    let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
+                        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                    for (n, &(w, h)) in plane_sizes.iter().enumerate() {
+                        let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
+                        let expected = CpuEngine::filter_frame(&filter, &frame);
+                        engine.submit(frame).unwrap();
+                        let actual = engine.receive().unwrap().unwrap();
+                        cases += 1;
+                        assert_eq!(
+                            compare(&expected, &actual),
+                            (0, 0),
+                            "seed {seed}: {mw}x{mh} {border} {path:?} {format} {w}x{h}: samples differing, largest difference"
+                        );
                     }
                 }
             }
