@@ -32,6 +32,9 @@ pub struct SourceInfo {
     pub height: usize,
     /// The format frames leave the source in.
     pub format: PixelFormat,
+    /// Bits per sample of the coded stream (or of `--depth`): what the output is written at
+    /// when the encoder takes it. Frames can be deeper (NVDEC gives 12-bit HEVC as P016).
+    pub stream_bits: u8,
     pub time_base: Rational,
     pub frame_rate: Rational,
     pub aspect_ratio: Rational,

@@ -101,9 +101,9 @@ fn choose_codec(config: &SinkConfig, output: &ffmpeg::format::context::Output) -
 }
 
 /// The pixel format to encode in: the frames' own when the encoder takes it, else the
-/// nearest one it takes: the frames' depth first (then deeper, then shallower), and at each
-/// depth the frames' own kind of layout before 4:2:0.
-fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) -> Pixel {
+/// nearest one it takes: the stream's depth first (`stream_bits`; then deeper, then
+/// shallower), and at each depth the frames' own kind of layout before 4:2:0.
+fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat, stream_bits: u8) -> Pixel {
     let wanted = ffmpeg_format(frames);
     let supported: Vec<Pixel> = if container == "yuv4mpegpipe" {
         y4m_formats()
@@ -129,7 +129,7 @@ fn choose_format(codec: &ffmpeg::Codec, container: &str, frames: PixelFormat) ->
         PixelLayout::Gray => &[PixelLayout::Gray],
         PixelLayout::Yuv420 | PixelLayout::SemiPlanar420 => &[PixelLayout::SemiPlanar420],
     };
-    let bits = frames.bits();
+    let bits = stream_bits.clamp(8, frames.bits());
     let mut depths: Vec<u8> = (bits..=16).collect();
     depths.extend((8..bits).rev());
     depths
@@ -161,13 +161,13 @@ impl VideoEncoder {
     ) -> Result<VideoEncoder, EncoderSetupError> {
         let codec = choose_codec(config, output)?;
         let container = output.format().name().to_string();
-        let format = choose_format(&codec, &container, source.format);
-        if bits_of(format) < source.format.bits() {
+        let format = choose_format(&codec, &container, source.format, source.stream_bits);
+        if bits_of(format) < source.stream_bits {
             tracing::warn!(
                 output = %config.url,
                 "the {} encoder cannot take {}-bit {}: frames are converted to {} (choose an encoder that keeps the depth, such as ffv1 or libx265, or set --depth to filter at the lower depth)",
                 codec.name(),
-                source.format.bits(),
+                source.stream_bits,
                 source.format,
                 pixel_name(format)
             );

@@ -105,6 +105,9 @@ impl Source {
     pub fn with_format(mut self, format: crate::frame::PixelFormat, why: &str) -> Source {
         if format != self.info.format {
             tracing::info!(input = %self.config.url, "{} pictures are converted to {format}: {why}", self.info.format);
+            if format.bits() != self.info.format.bits() {
+                self.info.stream_bits = format.bits();
+            }
             self.info.format = format;
         }
         self

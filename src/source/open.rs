@@ -277,6 +277,11 @@ impl Source {
             width: video.width() as usize,
             height: video.height() as usize,
             format,
+            stream_bits: if hardware {
+                (bit_depth.clamp(8, 16) as u8).min(format.bits())
+            } else {
+                format.bits()
+            },
             time_base,
             frame_rate,
             aspect_ratio,
