@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs the test suite on a fresh machine: installs what is missing, then `cargo test --release`.
+# Runs the test suite on a fresh machine: installs what is missing, then `cargo test --release
+# --workspace` (convstream and its GStreamer element in gst/; the element's gst-launch test runs
+# the convstream binary the same command builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f $HOME/.cargo/env ]] && source "$HOME/.cargo/env"
@@ -8,4 +10,4 @@ if [[ -n $nvrtc ]]; then
     export LD_LIBRARY_PATH="$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export CONVSTREAM_TEST_NVRTC=1 # NVRTC is there: a kernel that does not compile fails the run
 fi
-cargo test --release "$@"
+cargo test --release --workspace "$@"

@@ -1,0 +1,510 @@
+//! The element's implementation: properties, caps, and the buffers in flight in the engine.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::base_transform::GenerateOutputSuccess;
+use gst_base::subclass::prelude::*;
+use gst_video::prelude::*;
+
+use convstream::engine::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream::frame::{Frame, PixelFormat};
+
+use super::settings::{Settings, DEFAULT_MASK};
+use crate::formats;
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "convstreamfilter",
+        gst::DebugColorFlags::empty(),
+        Some("convstream 2D convolution"),
+    )
+});
+
+/// What an input buffer carries besides its pixels, given back to its filtered buffer.
+#[derive(Debug, Clone, Copy)]
+struct BufferTiming {
+    pts: Option<gst::ClockTime>,
+    dts: Option<gst::ClockTime>,
+    duration: Option<gst::ClockTime>,
+    offset: u64,
+    offset_end: u64,
+    flags: gst::BufferFlags,
+}
+
+impl BufferTiming {
+    fn of(buffer: &gst::BufferRef) -> BufferTiming {
+        BufferTiming {
+            pts: buffer.pts(),
+            dts: buffer.dts(),
+            duration: buffer.duration(),
+            offset: buffer.offset(),
+            offset_end: buffer.offset_end(),
+            flags: buffer.flags(),
+        }
+    }
+
+    fn apply(&self, buffer: &mut gst::BufferRef) {
+        buffer.set_pts(self.pts);
+        buffer.set_dts(self.dts);
+        buffer.set_duration(self.duration);
+        buffer.set_offset(self.offset);
+        buffer.set_offset_end(self.offset_end);
+        buffer.set_flags(self.flags);
+    }
+}
+
+/// The negotiated stream and its engine.
+struct State {
+    info: gst_video::VideoInfo,
+    format: PixelFormat,
+    engine: Box<dyn Engine>,
+    /// The timing of each buffer in the engine, oldest first (frames come back in order).
+    pending: VecDeque<BufferTiming>,
+    next_index: u64,
+}
+
+impl State {
+    /// The buffer's pixels as an engine frame (in the engine's pinned pool when it has one,
+    /// so the CUDA engine copies it to the GPU without staging).
+    fn frame_of(&mut self, buffer: &gst::BufferRef) -> Result<Frame, String> {
+        let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &self.info)
+            .map_err(|_| "cannot map the input buffer as the negotiated video".to_string())?;
+        let (width, height) = (self.info.width() as usize, self.info.height() as usize);
+        let pool = self.engine.frame_pool();
+        let mut frame = Frame::new_in(self.format, width, height, pool.as_ref());
+        for (index, plane) in frame.planes.iter_mut().enumerate() {
+            let data = video
+                .plane_data(index as u32)
+                .map_err(|_| format!("the input buffer has no plane {index}"))?;
+            let stride = video.plane_stride()[index] as usize;
+            let row_bytes = plane.row_bytes();
+            for y in 0..plane.height {
+                let row = data
+                    .get(y * stride..y * stride + row_bytes)
+                    .ok_or_else(|| format!("plane {index} of the input buffer is shorter than its caps say"))?;
+                plane.row_mut(y).copy_from_slice(row);
+            }
+        }
+        frame.index = self.next_index;
+        self.next_index += 1;
+        Ok(frame)
+    }
+
+    /// The oldest frame in the engine, as an output buffer with its input's timing.
+    fn next_output(&mut self) -> Result<Option<gst::Buffer>, String> {
+        let Some(frame) = self.engine.receive().map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let timing = self
+            .pending
+            .pop_front()
+            .ok_or("the engine gave back a frame it was not given")?;
+        let mut buffer =
+            gst::Buffer::with_size(self.info.size()).map_err(|_| "cannot allocate an output buffer".to_string())?;
+        {
+            let buffer = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
+            timing.apply(buffer);
+            let mut video = gst_video::VideoFrameRef::from_buffer_ref_writable(buffer, &self.info)
+                .map_err(|_| "cannot map the output buffer".to_string())?;
+            for (index, plane) in frame.planes.iter().enumerate() {
+                let stride = video.plane_stride()[index] as usize;
+                let data = video
+                    .plane_data_mut(index as u32)
+                    .map_err(|_| format!("the output buffer has no plane {index}"))?;
+                let row_bytes = plane.row_bytes();
+                for y in 0..plane.height {
+                    data[y * stride..y * stride + row_bytes].copy_from_slice(plane.row(y));
+                }
+            }
+        }
+        Ok(Some(buffer))
+    }
+
+    /// Every frame still in the engine, as output buffers, oldest first.
+    fn drain(&mut self) -> Result<Vec<gst::Buffer>, String> {
+        let mut buffers = Vec::new();
+        while self.engine.in_flight() > 0 {
+            match self.next_output()? {
+                Some(buffer) => buffers.push(buffer),
+                None => break,
+            }
+        }
+        Ok(buffers)
+    }
+
+    /// Frames the engine holds beyond the one being filtered: what the element adds to
+    /// the pipeline's latency.
+    fn latency(&self) -> gst::ClockTime {
+        let fps = self.info.fps();
+        if fps.numer() <= 0 || fps.denom() <= 0 {
+            return gst::ClockTime::ZERO;
+        }
+        let held = self.engine.capacity().saturating_sub(1) as u64;
+        gst::ClockTime::SECOND
+            .mul_div_floor(held * fps.denom() as u64, fps.numer() as u64)
+            .unwrap_or(gst::ClockTime::ZERO)
+    }
+}
+
+#[derive(Default)]
+pub struct ConvstreamFilter {
+    settings: Mutex<Settings>,
+    /// A filter property changed since the engine took the filter.
+    filter_changed: AtomicBool,
+    state: Mutex<Option<State>>,
+}
+
+impl ConvstreamFilter {
+    fn state(&self) -> MutexGuard<'_, Option<State>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn settings(&self) -> Settings {
+        self.settings.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Gives the engine the filter the properties now say, from the next buffer on; a
+    /// filter that does not resolve is reported and the current one kept.
+    fn apply_filter_changes(&self, state: &mut State) -> Result<(), gst::FlowError> {
+        if !self.filter_changed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let pipeline = match self.settings().resolve() {
+            Ok(pipeline) => pipeline,
+            Err(problem) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ["the filter is unchanged: {problem}"]
+                );
+                return Ok(());
+            }
+        };
+        let problems = pipeline.filter.problems_with(state.format);
+        if !problems.is_empty() {
+            gst::element_imp_warning!(
+                self,
+                gst::LibraryError::Settings,
+                ["the filter is unchanged: {}", problems.join("; ")]
+            );
+            return Ok(());
+        }
+        gst::info!(
+            CAT,
+            imp = self,
+            "filter: {} from frame {}",
+            pipeline.filter.description(),
+            state.next_index
+        );
+        state.engine.set_filter(pipeline.filter).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Failed, ["cannot change the filter: {e}"]);
+            gst::FlowError::Error
+        })
+    }
+
+    /// Pushes the frames still in the engine downstream (before EOS, new caps or a gap).
+    fn drain_downstream(&self) -> Result<(), gst::FlowError> {
+        let buffers = match self.state().as_mut().map(State::drain) {
+            Some(Ok(buffers)) => buffers,
+            Some(Err(e)) => {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+                return Err(gst::FlowError::Error);
+            }
+            None => return Ok(()),
+        };
+        // Pushed without the state lock: downstream may query this element.
+        let src = self.obj().src_pad().clone();
+        for buffer in buffers {
+            src.push(buffer)?;
+        }
+        Ok(())
+    }
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for ConvstreamFilter {
+    const NAME: &'static str = "GstConvstreamFilter";
+    type Type = super::ConvstreamFilter;
+    type ParentType = gst_base::BaseTransform;
+}
+
+impl ObjectImpl for ConvstreamFilter {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let defaults = Settings::default();
+            vec![
+                glib::ParamSpecString::builder("mask")
+                    .nick("Mask")
+                    .blurb("The mask: a preset with keys (gaussian:size=9, sharpen, edge, sobel, emboss, box:size=5, neutral...), custom:matrix=[[...]], or a mask named in `config`. Changes apply from the next buffer, while playing")
+                    .default_value(Some(DEFAULT_MASK))
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecString::builder("plane-masks")
+                    .nick("Plane masks")
+                    .blurb("A mask per plane over `mask`: PLANE=SPEC separated by `;` (or `,`), PLANE one of y, u, v, uv, r, g, b, e.g. \"y=edge;uv=neutral\". Changes apply from the next buffer")
+                    .default_value(Some(""))
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecString::builder("planes")
+                    .nick("Planes")
+                    .blurb("The planes `mask` filters: all, luma or chroma (the others are copied)")
+                    .default_value(Some(defaults.planes.as_str()))
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecString::builder("border")
+                    .nick("Border")
+                    .blurb("How samples outside the picture read: constant (0), nearest, reflect (dcba|abcd), mirror (dcb|abcd) or wrap, as SciPy names them")
+                    .default_value(Some(defaults.border.as_str()))
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecString::builder("device")
+                    .nick("Device")
+                    .blurb("Where to filter: auto (CUDA when a GPU is usable, else the CPU), cpu, cuda or cuda:N")
+                    .default_value(Some(defaults.device.as_str()))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("streams")
+                    .nick("CUDA streams")
+                    .blurb("CUDA streams whose copies and kernels overlap (1-16)")
+                    .minimum(1)
+                    .maximum(convstream::engine::MAX_STREAMS as u32)
+                    .default_value(defaults.streams)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("frames-per-stream")
+                    .nick("Frames per stream")
+                    .blurb("Buffers queued on each CUDA stream (1-4); streams x frames-per-stream buffers are in flight, the latency the element reports")
+                    .minimum(1)
+                    .maximum(convstream::engine::MAX_FRAMES_PER_STREAM as u32)
+                    .default_value(defaults.frames_per_stream)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("config")
+                    .nick("Config file")
+                    .blurb("A convstream TOML file whose [masks.NAME] tables `mask` and `plane-masks` may name")
+                    .mutable_ready()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut settings = self.settings.lock().unwrap_or_else(|e| e.into_inner());
+        let text = || value.get::<Option<String>>().ok().flatten().unwrap_or_default();
+        match pspec.name() {
+            "mask" => settings.mask = text(),
+            "plane-masks" => settings.plane_masks = text(),
+            "planes" => settings.planes = text(),
+            "border" => settings.border = text(),
+            "device" => settings.device = text(),
+            "streams" => settings.streams = value.get().unwrap_or(settings.streams),
+            "frames-per-stream" => settings.frames_per_stream = value.get().unwrap_or(settings.frames_per_stream),
+            "config" => settings.config = value.get::<Option<String>>().ok().flatten().filter(|p| !p.is_empty()),
+            _ => return,
+        }
+        gst::debug!(CAT, imp = self, "{} set", pspec.name());
+        self.filter_changed.store(true, Ordering::Release);
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let settings = self.settings();
+        match pspec.name() {
+            "mask" => settings.mask.to_value(),
+            "plane-masks" => settings.plane_masks.to_value(),
+            "planes" => settings.planes.to_value(),
+            "border" => settings.border.to_value(),
+            "device" => settings.device.to_value(),
+            "streams" => settings.streams.to_value(),
+            "frames-per-stream" => settings.frames_per_stream.to_value(),
+            "config" => settings.config.to_value(),
+            _ => None::<String>.to_value(),
+        }
+    }
+}
+
+impl GstObjectImpl for ConvstreamFilter {}
+
+impl ElementImpl for ConvstreamFilter {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "convstream filter",
+                "Filter/Effect/Video",
+                "2D convolution with a mask chosen by name (presets, custom matrices, a config's masks), per plane, on the CPU or CUDA, identical to convstream run",
+                "convstream",
+            )
+        });
+        Some(&*METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = gst_video::VideoCapsBuilder::new()
+                .format_list(formats::formats())
+                .build();
+            [gst::PadDirection::Src, gst::PadDirection::Sink]
+                .into_iter()
+                .map(|direction| {
+                    let name = if direction == gst::PadDirection::Src {
+                        "src"
+                    } else {
+                        "sink"
+                    };
+                    gst::PadTemplate::new(name, direction, gst::PadPresence::Always, &caps)
+                        .expect("a valid pad template")
+                })
+                .collect()
+        });
+        TEMPLATES.as_ref()
+    }
+}
+
+impl BaseTransformImpl for ConvstreamFilter {
+    const MODE: gst_base::subclass::BaseTransformMode = gst_base::subclass::BaseTransformMode::NeverInPlace;
+    const PASSTHROUGH_ON_SAME_CAPS: bool = false;
+    const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
+
+    fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
+        if incaps != outcaps {
+            return Err(gst::loggable_error!(CAT, "input and output caps must be the same"));
+        }
+        let info = gst_video::VideoInfo::from_caps(incaps)
+            .map_err(|_| gst::loggable_error!(CAT, "cannot read the video caps {incaps}"))?;
+        let format = formats::engine_format(info.format())
+            .ok_or_else(|| gst::loggable_error!(CAT, "{} is not a format convstream filters", info.format()))?;
+        let fail = |message: String| {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["{message}"]);
+            gst::loggable_error!(CAT, "{message}")
+        };
+        let pipeline = self.settings().resolve().map_err(fail)?;
+        let mut problems = pipeline.filter.problems_with(format);
+        if pipeline.filter.planar_format_for(format).is_some() {
+            problems.push(format!(
+                "{format} holds the planes the masks name interleaved; put videoconvert before this element and ask for a planar format (I420, GBR...)"
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(fail(problems.join("; ")));
+        }
+        let capacity = pipeline.streams * pipeline.frames_per_stream;
+        let options = EngineOptions {
+            shape: Some(FrameShape {
+                format,
+                width: info.width() as usize,
+                height: info.height() as usize,
+            }),
+            frames_per_stream: pipeline.frames_per_stream,
+            // The lanes' frames and the one being made: the pool never runs dry.
+            pooled_frames: capacity + 2,
+            tuning: pipeline.gpu,
+            ..EngineOptions::new(pipeline.device, pipeline.streams, "convstreamfilter")
+        };
+        let engine = build_engine(pipeline.filter.clone(), &options).map_err(|e| fail(e.to_string()))?;
+        gst::info!(
+            CAT,
+            imp = self,
+            "{}x{} {format} on {}: {}",
+            info.width(),
+            info.height(),
+            engine.name(),
+            pipeline.filter.description()
+        );
+        self.filter_changed.store(false, Ordering::Release);
+        *self.state() = Some(State {
+            info,
+            format,
+            engine,
+            pending: VecDeque::new(),
+            next_index: 0,
+        });
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        *self.state() = None;
+        Ok(())
+    }
+
+    fn sink_event(&self, event: gst::Event) -> bool {
+        match event.view() {
+            // Every buffer in flight leaves before the stream ends or changes.
+            gst::EventView::Eos(_) | gst::EventView::Caps(_) | gst::EventView::Gap(_)
+                if self.drain_downstream().is_err() =>
+            {
+                gst::warning!(
+                    CAT,
+                    imp = self,
+                    "could not push every buffer in flight before {:?}",
+                    event.type_()
+                );
+            }
+            // A flush throws the buffers in flight away.
+            gst::EventView::FlushStop(_) => {
+                if let Some(state) = self.state().as_mut() {
+                    let dropped = state.drain().map(|b| b.len()).unwrap_or(0);
+                    gst::debug!(CAT, imp = self, "flush: {dropped} buffers in flight dropped");
+                    state.pending.clear();
+                }
+            }
+            _ => {}
+        }
+        self.parent_sink_event(event)
+    }
+
+    fn query(&self, direction: gst::PadDirection, query: &mut gst::QueryRef) -> bool {
+        let answered = BaseTransformImplExt::parent_query(self, direction, query);
+        if let (true, gst::PadDirection::Src, gst::QueryViewMut::Latency(latency)) =
+            (answered, direction, query.view_mut())
+        {
+            let added = self.state().as_ref().map_or(gst::ClockTime::ZERO, State::latency);
+            let (live, min, max) = latency.result();
+            latency.set(live, min + added, max.map(|max| max + added));
+        }
+        answered
+    }
+
+    fn submit_input_buffer(&self, _is_discont: bool, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut guard = self.state();
+        let Some(state) = guard.as_mut() else {
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["a buffer came before the caps"]);
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        self.apply_filter_changes(state)?;
+        let frame = state.frame_of(&inbuf).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ["{e}"]);
+            gst::FlowError::Error
+        })?;
+        state.pending.push_back(BufferTiming::of(&inbuf));
+        state.engine.submit(frame).map_err(|e| {
+            gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+            gst::FlowError::Error
+        })?;
+        Ok(gst::FlowSuccess::Ok)
+    }
+
+    fn generate_output(&self) -> Result<GenerateOutputSuccess, gst::FlowError> {
+        let mut guard = self.state();
+        let Some(state) = guard.as_mut() else {
+            return Ok(GenerateOutputSuccess::NoOutput);
+        };
+        // The lanes stay full: a buffer leaves when the engine holds as many as it can.
+        if state.engine.in_flight() < state.engine.capacity() {
+            return Ok(GenerateOutputSuccess::NoOutput);
+        }
+        match state.next_output() {
+            Ok(Some(buffer)) => Ok(GenerateOutputSuccess::Buffer(buffer)),
+            Ok(None) => Ok(GenerateOutputSuccess::NoOutput),
+            Err(e) => {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+                Err(gst::FlowError::Error)
+            }
+        }
+    }
+}

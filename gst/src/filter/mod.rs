@@ -1,0 +1,26 @@
+//! The `convstreamfilter` element: a `BaseTransform` that hands each buffer to a convstream
+//! engine and pushes the filtered buffers in order. With the CUDA engine several buffers are
+//! in flight in the engine's lanes (copies and kernels of different frames overlap); the
+//! added latency (the lanes' frames) is reported through the LATENCY query, and EOS and
+//! flushes drain them.
+
+mod imp;
+mod settings;
+
+use gst::glib;
+use gst::prelude::*;
+
+glib::wrapper! {
+    pub struct ConvstreamFilter(ObjectSubclass<imp::ConvstreamFilter>)
+        @extends gst_base::BaseTransform, gst::Element, gst::Object;
+}
+
+/// Registers `convstreamfilter` with `plugin`.
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    gst::Element::register(
+        Some(plugin),
+        "convstreamfilter",
+        gst::Rank::NONE,
+        ConvstreamFilter::static_type(),
+    )
+}

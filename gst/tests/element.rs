@@ -1,0 +1,466 @@
+//! The `convstreamfilter` element inside GStreamer.
+//!
+//! - Through `gstreamer-check`'s Harness: the filtered pixels against convstream's CPU engine
+//!   given the same frames, timestamps and flags kept, a mask change mid-stream taking effect
+//!   at the next buffer, and every buffer out after EOS.
+//! - Through real pipelines: a bad mask or format fails negotiation with a message that names
+//!   the problem, and `gst-launch-1.0 ... ! convstreamfilter ! y4menc` writes the same frames
+//!   as `convstream run` on the same input.
+//! - With `CONVSTREAM_TEST_GPU=1` (a GPU host): `device=cuda` gives the buffers `device=cpu`
+//!   gives, in every format and kernel path, with its lanes full.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Once;
+
+use convstream::config::Overrides;
+use convstream::engine::{build_engine, EngineOptions};
+use convstream::filter::FilterSpec;
+use convstream::frame::Frame;
+use gst::prelude::*;
+use gst_check::Harness;
+use gst_video::prelude::*;
+use gst_video::VideoFormat;
+
+fn init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        gst::init().expect("GStreamer initialises");
+        gstconvstream::plugin_register_static().expect("the plugin registers");
+    });
+}
+
+fn gpu_tests_enabled() -> bool {
+    std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1")
+}
+
+/// A small xorshift generator: fresh pixels for every run, reproducible from the seed printed
+/// on failure.
+struct Random(u64);
+
+impl Random {
+    fn seeded() -> Random {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            | 1;
+        println!("seed {seed}");
+        Random(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn video_info(format: VideoFormat, width: u32, height: u32) -> gst_video::VideoInfo {
+    init();
+    gst_video::VideoInfo::builder(format, width, height)
+        .fps(gst::Fraction::new(25, 1))
+        .build()
+        .expect("valid video info")
+}
+
+/// A buffer of random samples in range for the format's depth (10-bit samples of P010 in the
+/// high bits), with a timestamp, duration, offset and flags of its own.
+fn random_buffer(info: &gst_video::VideoInfo, index: u64, random: &mut Random) -> gst::Buffer {
+    let format_info = info.format_info();
+    let depth = format_info.depth()[0];
+    let shift = format_info.shift()[0];
+    let mut buffer = gst::Buffer::with_size(info.size()).unwrap();
+    {
+        let buffer = buffer.get_mut().unwrap();
+        {
+            let mut map = buffer.map_writable().unwrap();
+            if depth > 8 {
+                for sample in map.chunks_exact_mut(2) {
+                    let value = ((random.next() % (1 << depth)) as u16) << shift;
+                    sample.copy_from_slice(&value.to_le_bytes());
+                }
+            } else {
+                map.iter_mut().for_each(|byte| *byte = random.next() as u8);
+            }
+        }
+        buffer.set_pts(gst::ClockTime::from_mseconds(40 * index + 7));
+        buffer.set_dts(gst::ClockTime::from_mseconds(40 * index));
+        buffer.set_duration(gst::ClockTime::from_mseconds(40));
+        buffer.set_offset(index);
+        buffer.set_offset_end(index + 1);
+        if index.is_multiple_of(3) {
+            buffer.set_flags(gst::BufferFlags::DELTA_UNIT);
+        }
+    }
+    buffer
+}
+
+/// The pixels of each plane of `buffer`, rows without their padding.
+fn planes_of(buffer: &gst::BufferRef, info: &gst_video::VideoInfo) -> Vec<Vec<u8>> {
+    let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, info).unwrap();
+    let format_info = info.format_info();
+    (0..info.n_planes())
+        .map(|plane| {
+            let data = video.plane_data(plane).unwrap();
+            let stride = video.plane_stride()[plane as usize] as usize;
+            let component = format_info
+                .plane()
+                .iter()
+                .position(|&p| p == plane)
+                .expect("a component in the plane") as u8;
+            let height = format_info.scale_height(component, info.height()) as usize;
+            let width = format_info.scale_width(component, info.width()) as usize;
+            let row_bytes = width * format_info.pixel_stride()[component as usize] as usize;
+            (0..height)
+                .flat_map(|y| data[y * stride..y * stride + row_bytes].iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// The filter `convstream run --mask MASK [--plane-mask ...]` makes.
+fn cli_filter(mask: &str, plane_masks: &[(&str, &str)]) -> FilterSpec {
+    let overrides = Overrides {
+        input: Some("in.y4m".into()),
+        output: Some("null".into()),
+        mask: Some(mask.into()),
+        plane_masks: plane_masks
+            .iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .collect(),
+        device: Some("cpu".into()),
+        ..Overrides::default()
+    };
+    let settings = overrides.standalone().unwrap().validate(None).unwrap();
+    settings.pipelines[0].filter.clone()
+}
+
+/// What convstream's CPU engine makes of `buffer`.
+fn cpu_reference(filter: &FilterSpec, buffer: &gst::BufferRef, info: &gst_video::VideoInfo) -> Vec<Vec<u8>> {
+    let format = gstconvstream::engine_format(info.format()).expect("a convstream format");
+    let mut frame = Frame::new(format, info.width() as usize, info.height() as usize);
+    for (plane, pixels) in frame.planes.iter_mut().zip(planes_of(buffer, info)) {
+        let row_bytes = plane.row_bytes();
+        for (y, row) in pixels.chunks_exact(row_bytes).enumerate() {
+            plane.row_mut(y).copy_from_slice(row);
+        }
+    }
+    let options = EngineOptions::new(convstream::engine::DeviceChoice::Cpu, 1, "reference");
+    let mut engine = build_engine(filter.clone(), &options).unwrap();
+    engine.submit(frame).unwrap();
+    let filtered = engine.receive().unwrap().expect("a filtered frame");
+    filtered
+        .planes
+        .iter()
+        .map(|plane| (0..plane.height).flat_map(|y| plane.row(y).to_vec()).collect())
+        .collect()
+}
+
+fn element(properties: &[(&str, &str)]) -> gst::Element {
+    init();
+    let mut builder = gst::ElementFactory::make("convstreamfilter");
+    for (name, value) in properties {
+        builder = builder.property_from_str(name, value);
+    }
+    builder.build().expect("convstreamfilter is registered")
+}
+
+fn harness(element: &gst::Element, info: &gst_video::VideoInfo) -> Harness {
+    let mut harness = Harness::with_element(element, Some("sink"), Some("src"));
+    harness.set_src_caps(info.to_caps().unwrap());
+    harness.play();
+    harness
+}
+
+/// Pushes `buffers`, then EOS, and returns every buffer that came out.
+fn filter_all(harness: &mut Harness, buffers: &[gst::Buffer]) -> Vec<gst::Buffer> {
+    for buffer in buffers {
+        harness.push(buffer.clone()).expect("the element takes the buffer");
+    }
+    assert!(harness.push_event(gst::event::Eos::new()));
+    let mut out = Vec::new();
+    while let Some(buffer) = harness.try_pull() {
+        out.push(buffer);
+    }
+    out
+}
+
+fn assert_same_timing(input: &gst::BufferRef, output: &gst::BufferRef) {
+    assert_eq!(output.pts(), input.pts());
+    assert_eq!(output.dts(), input.dts());
+    assert_eq!(output.duration(), input.duration());
+    assert_eq!(output.offset(), input.offset());
+    assert_eq!(output.offset_end(), input.offset_end());
+    assert_eq!(output.flags(), input.flags());
+}
+
+#[test]
+fn filters_as_the_cpu_engine_does_and_keeps_timestamps_and_flags() {
+    let mut random = Random::seeded();
+    // Widths whose chroma rows GStreamer pads to a 4-byte stride.
+    for (format, mask, plane_masks) in [
+        (VideoFormat::I420, "gaussian:size=5", &[][..]),
+        (VideoFormat::Nv12, "sharpen", &[][..]),
+        (VideoFormat::Y444, "edge", &[("uv", "neutral")][..]),
+        (VideoFormat::Gbr, "emboss", &[][..]),
+        (VideoFormat::Gray16Le, "sobel", &[][..]),
+        (
+            VideoFormat::I42010le,
+            "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],normalize=true",
+            &[][..],
+        ),
+    ] {
+        let info = video_info(format, 66, 42);
+        let plane_text: Vec<String> = plane_masks.iter().map(|(p, s)| format!("{p}={s}")).collect();
+        let element = element(&[
+            ("mask", mask),
+            ("plane-masks", &plane_text.join(";")),
+            ("device", "cpu"),
+        ]);
+        let mut harness = harness(&element, &info);
+        let inputs: Vec<gst::Buffer> = (0..4).map(|i| random_buffer(&info, i, &mut random)).collect();
+        let outputs = filter_all(&mut harness, &inputs);
+        assert_eq!(outputs.len(), inputs.len(), "{format:?}: every buffer comes out");
+        let filter = cli_filter(mask, plane_masks);
+        for (index, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
+            assert_same_timing(input, output);
+            assert_eq!(
+                planes_of(output, &info),
+                cpu_reference(&filter, input, &info),
+                "{format:?} {mask}: buffer {index} differs from the CPU engine's frame"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_mask_change_while_playing_applies_from_the_next_buffer() {
+    let mut random = Random::seeded();
+    let info = video_info(VideoFormat::I420, 48, 32);
+    let element = element(&[("mask", "box:size=3"), ("device", "cpu")]);
+    let mut harness = harness(&element, &info);
+    let inputs: Vec<gst::Buffer> = (0..6).map(|i| random_buffer(&info, i, &mut random)).collect();
+    let mut outputs = Vec::new();
+    for (index, input) in inputs.iter().enumerate() {
+        if index == 3 {
+            element.set_property("mask", "edge:size=5");
+        }
+        harness.push(input.clone()).unwrap();
+        while let Some(buffer) = harness.try_pull() {
+            outputs.push(buffer);
+        }
+    }
+    assert!(harness.push_event(gst::event::Eos::new()));
+    while let Some(buffer) = harness.try_pull() {
+        outputs.push(buffer);
+    }
+    assert_eq!(outputs.len(), 6);
+    let (before, after) = (cli_filter("box:size=3", &[]), cli_filter("edge:size=5", &[]));
+    for (index, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
+        let filter = if index < 3 { &before } else { &after };
+        assert_eq!(
+            planes_of(output, &info),
+            cpu_reference(filter, input, &info),
+            "buffer {index} took the wrong mask"
+        );
+    }
+    assert_eq!(element.property::<String>("mask"), "edge:size=5");
+}
+
+/// Runs `description` to its end and returns its first error message (from linking or from
+/// the bus), if any.
+fn run_pipeline(description: &str) -> Option<String> {
+    init();
+    let pipeline = match gst::parse::launch(description) {
+        Ok(pipeline) => pipeline,
+        Err(error) => return Some(error.to_string()),
+    };
+    pipeline.set_state(gst::State::Playing).ok();
+    let bus = pipeline.bus().unwrap();
+    let mut error = None;
+    for message in bus.iter_timed(gst::ClockTime::from_seconds(60)) {
+        match message.view() {
+            gst::MessageView::Eos(_) => break,
+            gst::MessageView::Error(e) => {
+                error = Some(format!("{} ({})", e.error(), e.debug().unwrap_or_default()));
+                break;
+            }
+            _ => {}
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    error
+}
+
+#[test]
+fn a_bad_filter_fails_negotiation_naming_every_problem() {
+    let error = run_pipeline(
+        "videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=64,height=48 ! \
+         convstreamfilter mask=blurry border=fold device=cpu ! fakesink",
+    )
+    .expect("negotiation fails");
+    assert!(error.contains("blurry"), "{error}");
+    assert!(error.contains("border: `fold`"), "{error}");
+
+    // A format the engines do not take is refused by the pad: GStreamer's own error.
+    let error = run_pipeline(
+        "videotestsrc num-buffers=3 ! video/x-raw,format=YUY2,width=64,height=48 ! \
+         convstreamfilter device=cpu ! fakesink",
+    )
+    .expect("linking fails");
+    assert!(error.contains("can't handle caps") && error.contains("YUY2"), "{error}");
+
+    // Per-channel masks on packed RGB need a planar format: the message says which.
+    let error = run_pipeline(
+        "videotestsrc num-buffers=3 ! video/x-raw,format=RGB,width=64,height=48 ! \
+         convstreamfilter plane-masks=\"r=edge\" device=cpu ! fakesink",
+    )
+    .expect("negotiation fails");
+    assert!(error.contains("videoconvert"), "{error}");
+}
+
+#[test]
+fn eos_drains_every_buffer_in_flight() {
+    let mut random = Random::seeded();
+    let info = video_info(VideoFormat::I420, 64, 36);
+    let device = if gpu_tests_enabled() { "cuda" } else { "cpu" };
+    let element = element(&[("mask", "gaussian:size=7"), ("device", device)]);
+    let mut harness = harness(&element, &info);
+    let inputs: Vec<gst::Buffer> = (0..21).map(|i| random_buffer(&info, i, &mut random)).collect();
+    let outputs = filter_all(&mut harness, &inputs);
+    assert_eq!(outputs.len(), 21, "{device}: every buffer leaves after EOS");
+    for (input, output) in inputs.iter().zip(&outputs) {
+        assert_same_timing(input, output);
+    }
+}
+
+/// The directory cargo put this build's artifacts in (`target/release`).
+fn artifacts_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+/// The frames of a YUV4MPEG2 stream, without its header and frame headers.
+fn y4m_frames(path: &Path) -> Vec<Vec<u8>> {
+    let data = std::fs::read(path).unwrap();
+    let header_end = data.iter().position(|&b| b == b'\n').expect("a header line");
+    let header = std::str::from_utf8(&data[..header_end]).unwrap();
+    let dimension = |key: char| -> usize {
+        header
+            .split(' ')
+            .find_map(|field| field.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    let (width, height) = (dimension('W'), dimension('H'));
+    let frame_bytes = width * height + 2 * width.div_ceil(2) * height.div_ceil(2);
+    let mut frames = Vec::new();
+    let mut at = header_end + 1;
+    while at < data.len() {
+        let line_end = at + data[at..].iter().position(|&b| b == b'\n').unwrap();
+        assert!(
+            data[at..].starts_with(b"FRAME"),
+            "{}: a frame header at {at}",
+            path.display()
+        );
+        frames.push(data[line_end + 1..line_end + 1 + frame_bytes].to_vec());
+        at = line_end + 1 + frame_bytes;
+    }
+    frames
+}
+
+#[test]
+fn gst_launch_writes_the_frames_convstream_run_writes() {
+    init();
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = artifacts_dir();
+    let plugin = artifacts.join("libgstconvstream.so");
+    let convstream = artifacts.join("convstream");
+    assert!(
+        plugin.exists() && convstream.exists(),
+        "{} and {} are built by `cargo test --release --workspace` (scripts/test.sh)",
+        plugin.display(),
+        convstream.display()
+    );
+    // A width whose rows GStreamer does not pad: 1.22's y4menc writes the padding too.
+    let source = "videotestsrc num-buffers=12 pattern=zone-plate kx2=20 ky2=20 kt=1 ! \
+                  video/x-raw,format=I420,width=176,height=100,framerate=25/1";
+    let launch = |tail: &str, file: &str| {
+        let status = Command::new("gst-launch-1.0")
+            .arg("-q")
+            .args(
+                format!(
+                    "{source} ! {tail} y4menc ! filesink location={}",
+                    dir.path().join(file).display()
+                )
+                .split(' '),
+            )
+            .env("GST_PLUGIN_PATH", &artifacts)
+            .env("GST_REGISTRY", dir.path().join("registry.bin"))
+            .status()
+            .expect("gst-launch-1.0 runs (gstreamer1.0-tools)");
+        assert!(status.success(), "gst-launch-1.0 failed for {tail}");
+    };
+    let mask = "gaussian:size=7,sigma=1.5";
+    launch("", "in.y4m");
+    launch(&format!("convstreamfilter mask={mask} device=cpu !"), "element.y4m");
+    let output = Command::new(&convstream)
+        .args(["run", "--no-progress", "--device", "cpu", "--mask", mask, "-i"])
+        .arg(dir.path().join("in.y4m"))
+        .arg("-o")
+        .arg(dir.path().join("run.y4m"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (element, run, input) = (
+        y4m_frames(&dir.path().join("element.y4m")),
+        y4m_frames(&dir.path().join("run.y4m")),
+        y4m_frames(&dir.path().join("in.y4m")),
+    );
+    assert_eq!(element.len(), 12);
+    assert_eq!(run.len(), 12);
+    assert_ne!(element, input, "the mask changed the frames");
+    for (index, (a, b)) in element.iter().zip(&run).enumerate() {
+        assert!(a == b, "frame {index}: the element and convstream run differ");
+    }
+}
+
+/// `device=cuda` against `device=cpu` on the same buffers: every format, each kernel path
+/// (separable, dense, gradient magnitude), both borders' extremes, the lanes full.
+#[test]
+fn cuda_gives_the_buffers_the_cpu_gives() {
+    if !gpu_tests_enabled() {
+        println!("cuda_gives_the_buffers_the_cpu_gives: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
+        return;
+    }
+    let mut random = Random::seeded();
+    let mut cases = 0;
+    for format in gstconvstream::formats() {
+        for (mask, border) in [
+            ("gaussian:size=9", "constant"),
+            ("edge:size=13", "wrap"),
+            ("sobel", "reflect"),
+            ("custom:matrix=[[0,-1,0],[-1,5,-1],[0,-1,0]]", "nearest"),
+        ] {
+            let info = video_info(format, 130, 74);
+            let inputs: Vec<gst::Buffer> = (0..19).map(|i| random_buffer(&info, i, &mut random)).collect();
+            let run = |device: &str| {
+                let element = element(&[("mask", mask), ("border", border), ("device", device)]);
+                filter_all(&mut harness(&element, &info), &inputs)
+            };
+            let (cpu, cuda) = (run("cpu"), run("cuda"));
+            assert_eq!(cuda.len(), inputs.len(), "{format:?} {mask}");
+            for (index, (a, b)) in cpu.iter().zip(&cuda).enumerate() {
+                assert_same_timing(&inputs[index], b);
+                assert!(
+                    planes_of(a, &info) == planes_of(b, &info),
+                    "{format:?} {mask} {border}: buffer {index} differs between cpu and cuda"
+                );
+            }
+            cases += 1;
+        }
+    }
+    println!("cuda_gives_the_buffers_the_cpu_gives: {cases} cases, 19 buffers each, identical");
+}
