@@ -2,7 +2,7 @@
 # Build a self-contained convstream for hosts that have an NVIDIA driver but no FFmpeg, no Rust
 # toolchain and no network (a bare GPU host).
 #
-# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli]      (default: all)
+# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli|gst]      (default: all)
 #
 #   ffmpeg  Build a minimal static FFmpeg 5.1 from Debian bookworm's source package into a cached
 #           prefix. Skipped when the prefix already holds a build made with the same configure line.
@@ -12,6 +12,9 @@
 #   ffmpeg-cli  Build FFmpeg's own `ffmpeg` program from the same source with the same
 #           configure line (plus avfilter and the filters benchmarks compare with) into
 #           dist/portable/ffmpeg, to measure convstream against FFmpeg side by side on a GPU host.
+#   gst     Build the GStreamer element and its tests against that prefix into dist/portable/gst/,
+#           with the GStreamer libraries and plugins they need (for GPU hosts without GStreamer;
+#           run after `binary`, whose convstream the element's tests compare with).
 #
 # Environment:
 #   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
@@ -27,9 +30,9 @@ set -euo pipefail
 
 step="${1:-all}"
 case "$step" in
-    ffmpeg|binary|all|ffmpeg-cli) ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli]" >&2; exit 2 ;;
+    ffmpeg|binary|all|ffmpeg-cli|gst) ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|gst]" >&2; exit 2 ;;
 esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -250,7 +253,9 @@ build_ffmpeg_cli() {
 # Libraries a portable binary may need on the target: glibc and the GCC unwinder only.
 allowed_libs='^(linux-vdso\.so|libc\.so|libm\.so|libgcc_s\.so|ld-linux[-a-z0-9_]*\.so|libdl\.so|libpthread\.so|librt\.so)'
 
-build_binary() {
+# Points cargo at the static FFmpeg in $prefix, with the link arguments and the target folder
+# every portable build shares.
+portable_env() {
     [[ -f $prefix/lib/libavcodec.a ]] || die "no static FFmpeg in $prefix: run '$0 ffmpeg' first"
     cd "$repo_root"
 
@@ -280,12 +285,16 @@ build_binary() {
 
     # Cargo does not notice when the libraries in FFMPEG_DIR change, so a rebuilt prefix would
     # not be relinked: remember which build target/ was linked against and start over if needed.
-    local linked="$target/release/.convstream-ffmpeg-stamp"
+    linked="$target/release/.convstream-ffmpeg-stamp"
     if ! cmp -s "$stamp" "$linked"; then
         cargo clean --release -p ffmpeg-sys-next
         mkdir -p "$target/release"
     fi
+}
 
+build_binary() {
+    portable_env
+    local target="$CARGO_TARGET_DIR"
     log "building the release binary"
     cargo build --release --features static-ffmpeg
     cp "$stamp" "$linked"
@@ -344,9 +353,61 @@ build_binary() {
     echo "total: $(du -sh "$dist" | cut -f1) in $dist"
 }
 
+# The GStreamer element for a GPU host without GStreamer: the plugin and its test executable
+# built against the static FFmpeg, with this machine's GStreamer libraries, gst-launch-1.0 and
+# the few plugins the tests and benchmarks use, in dist/portable/gst/ (source its env.sh there).
+build_gst() {
+    portable_env
+    local target="$CARGO_TARGET_DIR" gst="$repo_root/dist/portable/gst"
+    log "building the GStreamer element"
+    ensure_packages jq
+    cargo build --release -p gst-plugin-convstream --features static-ffmpeg
+    local tests_json test_exe
+    tests_json="$(cargo test --release -p gst-plugin-convstream --features static-ffmpeg --no-run --message-format=json)"
+    test_exe="$(jq -r 'select(.reason == "compiler-artifact" and .executable != null and .target.name == "element") | .executable' <<<"$tests_json" | tail -n 1)"
+    [[ -n $test_exe ]] || die "cargo named no element test executable"
+    cp "$stamp" "$linked"
+
+    # The test finds the plugin and convstream one folder above its own (target/release/deps).
+    rm -rf "$gst"
+    mkdir -p "$gst/release/deps" "$gst/lib" "$gst/plugins" "$gst/bin"
+    strip -o "$gst/release/deps/element" "$test_exe"
+    strip -o "$gst/release/libgstconvstream.so" "$target/release/libgstconvstream.so"
+    [[ -f $repo_root/dist/portable/convstream ]] && strip -o "$gst/release/convstream" "$repo_root/dist/portable/convstream"
+    local plugins_dir launch
+    plugins_dir="$(pkg-config --variable=pluginsdir gstreamer-1.0)"
+    launch="$(command -v gst-launch-1.0)" || die "gst-launch-1.0 not found (gstreamer1.0-tools)"
+    cp "$launch" "$gst/bin/"
+    local plugin
+    for plugin in coreelements videotestsrc y4menc videoconvertscale videoconvert imagefreeze rawparse debugutilsbad; do
+        [[ -f $plugins_dir/libgst$plugin.so ]] && cp "$plugins_dir/libgst$plugin.so" "$gst/plugins/"
+    done
+    # Every library these need beyond glibc, from this machine.
+    local file lib
+    for file in "$gst"/release/deps/element "$gst"/release/libgstconvstream.so "$gst"/bin/* "$gst"/plugins/*; do
+        ldd "$file" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+            basename "$lib" | grep -Eq "$allowed_libs" || cp -n "$lib" "$gst/lib/"
+        done
+    done
+    cat >"$gst/env.sh" <<'ENV'
+# Source this on the GPU host: the carried GStreamer, scanned in-process (no plugin scanner).
+# The element itself is not on the plugin path: its tests register it statically (a scanned
+# copy would clash with that), and gst-launch is given GST_PLUGIN_PATH=$gst_root/release.
+gst_root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export LD_LIBRARY_PATH="$gst_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$gst_root/bin:$PATH"
+export GST_PLUGIN_SYSTEM_PATH="$gst_root/plugins"
+export GST_REGISTRY_FORK=no
+export GST_REGISTRY="${TMPDIR:-/tmp}/convstream-gst-registry.bin"
+ENV
+    log "GStreamer element ready"
+    du -sh "$gst"/*
+}
+
 case "$step" in
     ffmpeg) build_ffmpeg ;;
     binary) build_binary ;;
+    gst) build_gst ;;
     all) build_ffmpeg; build_binary ;;
     ffmpeg-cli) build_ffmpeg_cli ;;
 esac

@@ -167,8 +167,26 @@ fn element(properties: &[(&str, &str)]) -> gst::Element {
     builder.build().expect("convstreamfilter is registered")
 }
 
+/// How the harness's sink answers the element's ALLOCATION query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Downstream {
+    /// Reads VideoMeta: the element hands over the engine's own planes.
+    ReadsVideoMeta,
+    /// Wants the default layout: the element copies.
+    DefaultLayout,
+}
+
 fn harness(element: &gst::Element, info: &gst_video::VideoInfo) -> Harness {
+    harness_with(element, info, Downstream::DefaultLayout)
+}
+
+fn harness_with(element: &gst::Element, info: &gst_video::VideoInfo, downstream: Downstream) -> Harness {
+    // A bus, so that the element's errors can be read back.
+    element.set_bus(Some(&gst::Bus::new()));
     let mut harness = Harness::with_element(element, Some("sink"), Some("src"));
+    if downstream == Downstream::ReadsVideoMeta {
+        harness.add_propose_allocation_meta(gst_video::VideoMeta::meta_api(), None);
+    }
     harness.set_src_caps(info.to_caps().unwrap());
     harness.play();
     harness
@@ -177,7 +195,14 @@ fn harness(element: &gst::Element, info: &gst_video::VideoInfo) -> Harness {
 /// Pushes `buffers`, then EOS, and returns every buffer that came out.
 fn filter_all(harness: &mut Harness, buffers: &[gst::Buffer]) -> Vec<gst::Buffer> {
     for buffer in buffers {
-        harness.push(buffer.clone()).expect("the element takes the buffer");
+        if let Err(error) = harness.push(buffer.clone()) {
+            let message = harness
+                .element()
+                .and_then(|e| e.bus())
+                .and_then(|bus| bus.pop_filtered(&[gst::MessageType::Error]))
+                .map(|m| format!("{m:?}"));
+            panic!("the element refused a buffer: {error:?} {message:?}");
+        }
     }
     assert!(harness.push_event(gst::event::Eos::new()));
     let mut out = Vec::new();
@@ -200,37 +225,48 @@ fn assert_same_timing(input: &gst::BufferRef, output: &gst::BufferRef) {
 fn filters_as_the_cpu_engine_does_and_keeps_timestamps_and_flags() {
     let mut random = Random::seeded();
     // Widths whose chroma rows GStreamer pads to a 4-byte stride.
-    for (format, mask, plane_masks) in [
-        (VideoFormat::I420, "gaussian:size=5", &[][..]),
-        (VideoFormat::Nv12, "sharpen", &[][..]),
-        (VideoFormat::Y444, "edge", &[("uv", "neutral")][..]),
-        (VideoFormat::Gbr, "emboss", &[][..]),
-        (VideoFormat::Gray16Le, "sobel", &[][..]),
-        (
-            VideoFormat::I42010le,
-            "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],normalize=true",
-            &[][..],
-        ),
-    ] {
-        let info = video_info(format, 66, 42);
-        let plane_text: Vec<String> = plane_masks.iter().map(|(p, s)| format!("{p}={s}")).collect();
-        let element = element(&[
-            ("mask", mask),
-            ("plane-masks", &plane_text.join(";")),
-            ("device", "cpu"),
-        ]);
-        let mut harness = harness(&element, &info);
-        let inputs: Vec<gst::Buffer> = (0..4).map(|i| random_buffer(&info, i, &mut random)).collect();
-        let outputs = filter_all(&mut harness, &inputs);
-        assert_eq!(outputs.len(), inputs.len(), "{format:?}: every buffer comes out");
-        let filter = cli_filter(mask, plane_masks);
-        for (index, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
-            assert_same_timing(input, output);
-            assert_eq!(
-                planes_of(output, &info),
-                cpu_reference(&filter, input, &info),
-                "{format:?} {mask}: buffer {index} differs from the CPU engine's frame"
-            );
+    for downstream in [Downstream::DefaultLayout, Downstream::ReadsVideoMeta] {
+        for (format, mask, plane_masks) in [
+            (VideoFormat::I420, "gaussian:size=5", &[][..]),
+            (VideoFormat::Nv12, "sharpen", &[][..]),
+            (VideoFormat::Y444, "edge", &[("uv", "neutral")][..]),
+            (VideoFormat::Gbr, "emboss", &[][..]),
+            (VideoFormat::Rgb, "box:size=3", &[][..]),
+            (VideoFormat::Gray16Le, "sobel", &[][..]),
+            (VideoFormat::P01010le, "gaussian:size=9", &[][..]),
+            (
+                VideoFormat::I42010le,
+                "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],normalize=true",
+                &[][..],
+            ),
+        ] {
+            let info = video_info(format, 66, 42);
+            let plane_text: Vec<String> = plane_masks.iter().map(|(p, s)| format!("{p}={s}")).collect();
+            let element = element(&[
+                ("mask", mask),
+                ("plane-masks", &plane_text.join(";")),
+                ("device", "cpu"),
+            ]);
+            let mut harness = harness_with(&element, &info, downstream);
+            let inputs: Vec<gst::Buffer> = (0..4).map(|i| random_buffer(&info, i, &mut random)).collect();
+            let outputs = filter_all(&mut harness, &inputs);
+            assert_eq!(outputs.len(), inputs.len(), "{format:?}: every buffer comes out");
+            let filter = cli_filter(mask, plane_masks);
+            for (index, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
+                assert_same_timing(input, output);
+                // The engine's planes themselves, or one copy in the default layout.
+                let has_meta = output.meta::<gst_video::VideoMeta>().is_some();
+                assert_eq!(
+                    has_meta,
+                    downstream == Downstream::ReadsVideoMeta,
+                    "{format:?} {downstream:?}"
+                );
+                assert_eq!(
+                    planes_of(output, &info),
+                    cpu_reference(&filter, input, &info),
+                    "{format:?} {mask} {downstream:?}: buffer {index} differs from the CPU engine's frame"
+                );
+            }
         }
     }
 }
@@ -446,11 +482,17 @@ fn cuda_gives_the_buffers_the_cpu_gives() {
         ] {
             let info = video_info(format, 130, 74);
             let inputs: Vec<gst::Buffer> = (0..19).map(|i| random_buffer(&info, i, &mut random)).collect();
-            let run = |device: &str| {
+            let run = |device: &str, downstream| {
                 let element = element(&[("mask", mask), ("border", border), ("device", device)]);
-                filter_all(&mut harness(&element, &info), &inputs)
+                filter_all(&mut harness_with(&element, &info, downstream), &inputs)
             };
-            let (cpu, cuda) = (run("cpu"), run("cuda"));
+            // The CUDA engine's pinned planes handed over as they are, and copied.
+            let downstream = if cases % 2 == 0 {
+                Downstream::ReadsVideoMeta
+            } else {
+                Downstream::DefaultLayout
+            };
+            let (cpu, cuda) = (run("cpu", Downstream::DefaultLayout), run("cuda", downstream));
             assert_eq!(cuda.len(), inputs.len(), "{format:?} {mask}");
             for (index, (a, b)) in cpu.iter().zip(&cuda).enumerate() {
                 assert_same_timing(&inputs[index], b);

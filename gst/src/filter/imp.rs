@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
+use gst::glib::translate::IntoGlib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
@@ -13,7 +14,7 @@ use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
 use convstream::engine::{build_engine, Engine, EngineOptions, FrameShape};
-use convstream::frame::{Frame, PixelFormat};
+use convstream::frame::{Frame, PixelFormat, Plane};
 
 use super::settings::{Settings, DEFAULT_MASK};
 use crate::formats;
@@ -25,6 +26,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
         Some("convstream 2D convolution"),
     )
 });
+
+/// Filtered frames downstream may hold in the engine's pinned pool before new frames fall
+/// back to ordinary memory (which the CUDA engine stages through its own buffers).
+const DOWNSTREAM_POOLED_FRAMES: usize = 8;
 
 /// What an input buffer carries besides its pixels, given back to its filtered buffer.
 #[derive(Debug, Clone, Copy)]
@@ -55,8 +60,28 @@ impl BufferTiming {
         buffer.set_duration(self.duration);
         buffer.set_offset(self.offset);
         buffer.set_offset_end(self.offset_end);
+        // The input's flags exactly (set_flags adds to those there: TAG_MEMORY from building
+        // the buffer, say).
+        buffer.unset_flags(buffer.flags() - self.flags);
         buffer.set_flags(self.flags);
     }
+}
+
+/// A filtered plane lent to GStreamer as a buffer's memory, for as long as downstream holds it.
+struct PlaneMemory(Plane);
+
+impl AsRef<[u8]> for PlaneMemory {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.data
+    }
+}
+
+/// How filtered frames leave, as downstream's ALLOCATION answer allows.
+enum OutputTarget {
+    /// Downstream reads VideoMeta: the frame's own planes, each a memory of the buffer.
+    Planes,
+    /// Downstream wants the default layout: a copy, in a buffer of the negotiated pool.
+    Copy(Option<gst::BufferPool>),
 }
 
 /// The negotiated stream and its engine.
@@ -97,7 +122,7 @@ impl State {
     }
 
     /// The oldest frame in the engine, as an output buffer with its input's timing.
-    fn next_output(&mut self) -> Result<Option<gst::Buffer>, String> {
+    fn next_output(&mut self, target: &OutputTarget) -> Result<Option<gst::Buffer>, String> {
         let Some(frame) = self.engine.receive().map_err(|e| e.to_string())? else {
             return Ok(None);
         };
@@ -105,12 +130,69 @@ impl State {
             .pending
             .pop_front()
             .ok_or("the engine gave back a frame it was not given")?;
-        let mut buffer =
-            gst::Buffer::with_size(self.info.size()).map_err(|_| "cannot allocate an output buffer".to_string())?;
+        let mut buffer = match target {
+            OutputTarget::Planes => self.planes_as_buffer(frame)?,
+            OutputTarget::Copy(pool) => self.copy_into_buffer(&frame, pool.as_ref())?,
+        };
+        timing.apply(buffer.get_mut().ok_or("a fresh buffer is not writable")?);
+        Ok(Some(buffer))
+    }
+
+    /// The frame's own planes as the buffer's memories, described by a VideoMeta: no copy.
+    /// Pooled planes go back to the engine's pool when downstream lets the buffer go (while
+    /// downstream holds more than the pool has, new frames use ordinary memory).
+    fn planes_as_buffer(&self, mut frame: Frame) -> Result<gst::Buffer, String> {
+        let mut buffer = gst::Buffer::new();
+        let writable = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
+        let planes = std::mem::take(&mut frame.planes);
+        if planes.len() > gst_video::ffi::GST_VIDEO_MAX_PLANES as usize {
+            return Err(format!("{} planes are more than a VideoMeta describes", planes.len()));
+        }
+        let mut offsets = [0usize; gst_video::ffi::GST_VIDEO_MAX_PLANES as usize];
+        let mut strides = [0i32; gst_video::ffi::GST_VIDEO_MAX_PLANES as usize];
+        let (n_planes, mut offset) = (planes.len() as u32, 0);
+        for (index, plane) in planes.into_iter().enumerate() {
+            offsets[index] = offset;
+            strides[index] = i32::try_from(plane.stride).map_err(|_| "a plane's stride is too large")?;
+            offset += plane.data.len();
+            writable.append_memory(gst::Memory::from_slice(PlaneMemory(plane)));
+        }
+        // Added through the C function: gstreamer-video's safe `VideoMeta::add_full` wants the
+        // buffer as large as the caps' default layout, and the CPU engine's planes are packed
+        // tighter than GStreamer pads rows. Every plane lies inside the buffer at its offset,
+        // which is all a VideoMeta reader (gst_video_frame_map) needs.
+        // SAFETY: `writable` is a valid, writable buffer; `offsets` and `strides` hold
+        // GST_VIDEO_MAX_PLANES entries each, of which `n_planes` are read (and copied).
+        let meta = unsafe {
+            gst_video::ffi::gst_buffer_add_video_meta_full(
+                writable.as_mut_ptr(),
+                gst_video::ffi::GST_VIDEO_FRAME_FLAG_NONE,
+                self.info.format().into_glib(),
+                self.info.width(),
+                self.info.height(),
+                n_planes,
+                &offsets,
+                &strides,
+            )
+        };
+        if meta.is_null() {
+            return Err("cannot describe the filtered planes with a VideoMeta".to_string());
+        }
+        Ok(buffer)
+    }
+
+    /// A copy of the frame in the caps' default layout, in a buffer from `pool` (recycled:
+    /// no fresh pages to fault in per frame) when there is one.
+    fn copy_into_buffer(&self, frame: &Frame, pool: Option<&gst::BufferPool>) -> Result<gst::Buffer, String> {
+        let mut buffer = match pool {
+            Some(pool) => pool
+                .acquire_buffer(None)
+                .map_err(|e| format!("cannot take an output buffer from the pool: {e:?}"))?,
+            None => gst::Buffer::with_size(self.info.size()).map_err(|_| "cannot allocate an output buffer")?,
+        };
         {
-            let buffer = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
-            timing.apply(buffer);
-            let mut video = gst_video::VideoFrameRef::from_buffer_ref_writable(buffer, &self.info)
+            let writable = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
+            let mut video = gst_video::VideoFrameRef::from_buffer_ref_writable(writable, &self.info)
                 .map_err(|_| "cannot map the output buffer".to_string())?;
             for (index, plane) in frame.planes.iter().enumerate() {
                 let stride = video.plane_stride()[index] as usize;
@@ -123,14 +205,14 @@ impl State {
                 }
             }
         }
-        Ok(Some(buffer))
+        Ok(buffer)
     }
 
     /// Every frame still in the engine, as output buffers, oldest first.
-    fn drain(&mut self) -> Result<Vec<gst::Buffer>, String> {
+    fn drain(&mut self, target: &OutputTarget) -> Result<Vec<gst::Buffer>, String> {
         let mut buffers = Vec::new();
         while self.engine.in_flight() > 0 {
-            match self.next_output()? {
+            match self.next_output(target)? {
                 Some(buffer) => buffers.push(buffer),
                 None => break,
             }
@@ -157,12 +239,23 @@ pub struct ConvstreamFilter {
     settings: Mutex<Settings>,
     /// A filter property changed since the engine took the filter.
     filter_changed: AtomicBool,
+    /// Downstream takes buffers described by a VideoMeta (any strides and plane offsets).
+    downstream_video_meta: AtomicBool,
     state: Mutex<Option<State>>,
 }
 
 impl ConvstreamFilter {
     fn state(&self) -> MutexGuard<'_, Option<State>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where filtered frames go: their own planes when downstream reads VideoMeta, else a copy.
+    fn output_target(&self) -> OutputTarget {
+        if self.downstream_video_meta.load(Ordering::Acquire) {
+            OutputTarget::Planes
+        } else {
+            OutputTarget::Copy(self.obj().buffer_pool())
+        }
     }
 
     fn settings(&self) -> Settings {
@@ -210,7 +303,8 @@ impl ConvstreamFilter {
 
     /// Pushes the frames still in the engine downstream (before EOS, new caps or a gap).
     fn drain_downstream(&self) -> Result<(), gst::FlowError> {
-        let buffers = match self.state().as_mut().map(State::drain) {
+        let target = self.output_target();
+        let buffers = match self.state().as_mut().map(|state| state.drain(&target)) {
             Some(Ok(buffers)) => buffers,
             Some(Err(e)) => {
                 gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
@@ -371,6 +465,29 @@ impl BaseTransformImpl for ConvstreamFilter {
     const PASSTHROUGH_ON_SAME_CAPS: bool = false;
     const TRANSFORM_IP_ON_PASSTHROUGH: bool = false;
 
+    /// Upstream may give buffers with any strides: VideoMeta is read on the way in.
+    fn propose_allocation(
+        &self,
+        decide_query: Option<&gst::query::Allocation>,
+        query: &mut gst::query::Allocation,
+    ) -> Result<(), gst::LoggableError> {
+        self.parent_propose_allocation(decide_query, query)?;
+        query.add_allocation_meta::<gst_video::VideoMeta>(None);
+        Ok(())
+    }
+
+    fn decide_allocation(&self, query: &mut gst::query::Allocation) -> Result<(), gst::LoggableError> {
+        let video_meta = query.find_allocation_meta::<gst_video::VideoMeta>().is_some();
+        gst::debug!(
+            CAT,
+            imp = self,
+            "filtered frames leave {}",
+            if video_meta { "in their own planes" } else { "copied" }
+        );
+        self.downstream_video_meta.store(video_meta, Ordering::Release);
+        self.parent_decide_allocation(query)
+    }
+
     fn set_caps(&self, incaps: &gst::Caps, outcaps: &gst::Caps) -> Result<(), gst::LoggableError> {
         if incaps != outcaps {
             return Err(gst::loggable_error!(CAT, "input and output caps must be the same"));
@@ -401,8 +518,9 @@ impl BaseTransformImpl for ConvstreamFilter {
                 height: info.height() as usize,
             }),
             frames_per_stream: pipeline.frames_per_stream,
-            // The lanes' frames and the one being made: the pool never runs dry.
-            pooled_frames: capacity + 2,
+            // The lanes' frames, the one being made, and frames downstream still holds in
+            // their own planes (a queue, an encoder's look-ahead); past that, ordinary memory.
+            pooled_frames: capacity + 2 + DOWNSTREAM_POOLED_FRAMES,
             tuning: pipeline.gpu,
             ..EngineOptions::new(pipeline.device, pipeline.streams, "convstreamfilter")
         };
@@ -447,8 +565,9 @@ impl BaseTransformImpl for ConvstreamFilter {
             }
             // A flush throws the buffers in flight away.
             gst::EventView::FlushStop(_) => {
+                let target = self.output_target();
                 if let Some(state) = self.state().as_mut() {
-                    let dropped = state.drain().map(|b| b.len()).unwrap_or(0);
+                    let dropped = state.drain(&target).map(|b| b.len()).unwrap_or(0);
                     gst::debug!(CAT, imp = self, "flush: {dropped} buffers in flight dropped");
                     state.pending.clear();
                 }
@@ -490,6 +609,7 @@ impl BaseTransformImpl for ConvstreamFilter {
     }
 
     fn generate_output(&self) -> Result<GenerateOutputSuccess, gst::FlowError> {
+        let target = self.output_target();
         let mut guard = self.state();
         let Some(state) = guard.as_mut() else {
             return Ok(GenerateOutputSuccess::NoOutput);
@@ -498,7 +618,7 @@ impl BaseTransformImpl for ConvstreamFilter {
         if state.engine.in_flight() < state.engine.capacity() {
             return Ok(GenerateOutputSuccess::NoOutput);
         }
-        match state.next_output() {
+        match state.next_output(&target) {
             Ok(Some(buffer)) => Ok(GenerateOutputSuccess::Buffer(buffer)),
             Ok(None) => Ok(GenerateOutputSuccess::NoOutput),
             Err(e) => {
