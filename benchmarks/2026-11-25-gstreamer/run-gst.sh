@@ -60,12 +60,12 @@ if runs speed; then
     frozen="gst-launch-1.0 -q videotestsrc num-buffers=1 pattern=smpte ! $caps ! imagefreeze num-buffers=NUM"
     for round in 1 2 3; do
       echo "# $size $gfmt round $round" >> "$out/speed.txt"
-      rate "frozen-source-only" $n1 $n2 "$frozen ! fakesink sync=false"
       rate "frozen-element-copy" $n1 $n2 "$frozen ! convstreamfilter mask=$mask device=cuda ! fakesink sync=false"
       rate "frozen-element-planes" $n1 $n2 "$frozen ! convstreamfilter mask=$mask device=cuda ! fakevideosink sync=false"
       rate "file-source-only" $n1 $n2 "$file ! fakesink sync=false"
       rate "file-element-copy" $n1 $n2 "$file ! convstreamfilter mask=$mask device=cuda ! fakesink sync=false"
       rate "file-element-planes" $n1 $n2 "$file ! convstreamfilter mask=$mask device=cuda ! fakevideosink sync=false"
+      rate "file-queue-element-planes" $n1 $n2 "$file ! queue ! convstreamfilter mask=$mask device=cuda ! fakevideosink sync=false"
       rate "file-element-planes-1x1" $n1 $n2 "$file ! convstreamfilter mask=$mask device=cuda streams=1 frames-per-stream=1 ! fakevideosink sync=false"
       rate "file-run-cuda" $n1 $n2 "$rel/convstream run --no-progress -i /tmp/raw-NUM.yuv --input-format rawvideo --size $size --pix-fmt $ffmt --framerate 25 --mask $mask --device cuda -o null"
     done
