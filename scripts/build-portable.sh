@@ -368,11 +368,14 @@ build_gst() {
     [[ -n $test_exe ]] || die "cargo named no element test executable"
     cp "$stamp" "$linked"
 
-    # The test finds the plugin and convstream one folder above its own (target/release/deps).
+    # The test finds the plugin beside itself (as in target/release/deps) and convstream one
+    # folder up; gst-launch is given the plugin in a folder of its own.
     rm -rf "$gst"
     mkdir -p "$gst/release/deps" "$gst/lib" "$gst/plugins" "$gst/bin"
     strip -o "$gst/release/deps/element" "$test_exe"
-    strip -o "$gst/release/libgstconvstream.so" "$target/release/libgstconvstream.so"
+    strip -o "$gst/release/deps/libgstconvstream.so" "$target/release/libgstconvstream.so"
+    mkdir -p "$gst/plugin"
+    cp "$gst/release/deps/libgstconvstream.so" "$gst/plugin/"
     [[ -f $repo_root/dist/portable/convstream ]] && strip -o "$gst/release/convstream" "$repo_root/dist/portable/convstream"
     local plugins_dir launch
     plugins_dir="$(pkg-config --variable=pluginsdir gstreamer-1.0)"
@@ -392,7 +395,7 @@ build_gst() {
     cat >"$gst/env.sh" <<'ENV'
 # Source this on the GPU host: the carried GStreamer, scanned in-process (no plugin scanner).
 # The element itself is not on the plugin path: its tests register it statically (a scanned
-# copy would clash with that), and gst-launch is given GST_PLUGIN_PATH=$gst_root/release.
+# copy would clash with that), and gst-launch is given GST_PLUGIN_PATH=$gst_root/plugin.
 gst_root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export LD_LIBRARY_PATH="$gst_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$gst_root/bin:$PATH"

@@ -28,14 +28,14 @@ runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 if runs tests; then
   (cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 400 ./element --test-threads=1 --nocapture) > "$out/tests.txt" 2>&1
   echo "rc=$?" >> "$out/tests.txt"
-  GST_PLUGIN_PATH=$rel t 120 compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q videotestsrc num-buffers=12 ! \
+  GST_PLUGIN_PATH=$root/gst/plugin t 120 compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q videotestsrc num-buffers=12 ! \
     video/x-raw,format=P010_10LE,width=640,height=360 ! convstreamfilter mask=edge:size=13 device=cuda ! fakesink \
     > "$out/sanitizer.txt" 2>&1
   echo "rc=$?" >> "$out/sanitizer.txt"
 fi
 
 if runs speed; then
-  export GST_PLUGIN_PATH=$rel
+  export GST_PLUGIN_PATH=$root/gst/plugin
   now() { date +%s.%N; }
   # wall seconds of one run of "$1" (a command line for bash -c)
   wall() { local a b; a=$(now); t 120 bash -c "$1" > /dev/null 2>>"$out/speed-errors.txt"; b=$(now); python3 -c "print($b - $a)"; }

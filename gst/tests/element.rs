@@ -308,14 +308,19 @@ fn a_mask_change_while_playing_applies_from_the_next_buffer() {
 /// Runs `description` to its end and returns its first error message (from linking or from
 /// the bus), if any.
 fn run_pipeline(description: &str) -> Option<String> {
+    run_pipeline_with_warnings(description).0
+}
+
+/// Runs `description` to its end: its first error, if any, and every warning on the bus.
+fn run_pipeline_with_warnings(description: &str) -> (Option<String>, Vec<String>) {
     init();
     let pipeline = match gst::parse::launch(description) {
         Ok(pipeline) => pipeline,
-        Err(error) => return Some(error.to_string()),
+        Err(error) => return (Some(error.to_string()), Vec::new()),
     };
     pipeline.set_state(gst::State::Playing).ok();
     let bus = pipeline.bus().unwrap();
-    let mut error = None;
+    let (mut error, mut warnings) = (None, Vec::new());
     for message in bus.iter_timed(gst::ClockTime::from_seconds(60)) {
         match message.view() {
             gst::MessageView::Eos(_) => break,
@@ -323,11 +328,26 @@ fn run_pipeline(description: &str) -> Option<String> {
                 error = Some(format!("{} ({})", e.error(), e.debug().unwrap_or_default()));
                 break;
             }
+            gst::MessageView::Warning(w) => warnings.push(w.error().to_string()),
             _ => {}
         }
     }
     pipeline.set_state(gst::State::Null).unwrap();
-    error
+    (error, warnings)
+}
+
+#[test]
+fn device_auto_without_a_gpu_says_so_on_the_bus() {
+    let (error, warnings) = run_pipeline_with_warnings(
+        "videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=64,height=48 ! \
+         convstreamfilter device=auto ! fakesink",
+    );
+    assert_eq!(error, None);
+    let fell_back = warnings
+        .iter()
+        .any(|w| w.contains("no usable GPU: filtering on the CPU"));
+    // On a GPU host `auto` takes the GPU and says nothing.
+    assert_eq!(fell_back, !gpu_tests_enabled(), "{warnings:?}");
 }
 
 #[test]
@@ -372,10 +392,10 @@ fn eos_drains_every_buffer_in_flight() {
     }
 }
 
-/// The directory cargo put this build's artifacts in (`target/release`).
-fn artifacts_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+/// The folder of this test executable (`target/release/deps`), where the same cargo
+/// invocation put the plugin it built (`cargo build` copies it one folder up, later).
+fn test_exe_dir() -> PathBuf {
+    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
 }
 
 /// The frames of a YUV4MPEG2 stream, without its header and frame headers.
@@ -411,9 +431,9 @@ fn y4m_frames(path: &Path) -> Vec<Vec<u8>> {
 fn gst_launch_writes_the_frames_convstream_run_writes() {
     init();
     let dir = tempfile::tempdir().unwrap();
-    let artifacts = artifacts_dir();
-    let plugin = artifacts.join("libgstconvstream.so");
-    let convstream = artifacts.join("convstream");
+    let deps = test_exe_dir();
+    let plugin = deps.join("libgstconvstream.so");
+    let convstream = deps.parent().unwrap().join("convstream");
     assert!(
         plugin.exists() && convstream.exists(),
         "{} and {} are built by `cargo test --release --workspace` (scripts/test.sh)",
@@ -421,6 +441,10 @@ fn gst_launch_writes_the_frames_convstream_run_writes() {
         convstream.display()
     );
     // A width whose rows GStreamer does not pad: 1.22's y4menc writes the padding too.
+    // The plugin alone in a folder: GStreamer would try to load every library in deps/.
+    let plugin_dir = dir.path().join("plugin");
+    std::fs::create_dir(&plugin_dir).unwrap();
+    std::fs::copy(&plugin, plugin_dir.join("libgstconvstream.so")).unwrap();
     let source = "videotestsrc num-buffers=12 pattern=zone-plate kx2=20 ky2=20 kt=1 ! \
                   video/x-raw,format=I420,width=176,height=100,framerate=25/1";
     let launch = |tail: &str, file: &str| {
@@ -433,7 +457,7 @@ fn gst_launch_writes_the_frames_convstream_run_writes() {
                 )
                 .split(' '),
             )
-            .env("GST_PLUGIN_PATH", &artifacts)
+            .env("GST_PLUGIN_PATH", &plugin_dir)
             .env("GST_REGISTRY", dir.path().join("registry.bin"))
             .status()
             .expect("gst-launch-1.0 runs (gstreamer1.0-tools)");

@@ -13,7 +13,7 @@ use gst_base::subclass::base_transform::GenerateOutputSuccess;
 use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
-use convstream::engine::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream::engine::{build_engine, DeviceChoice, Engine, EngineOptions, FrameShape};
 use convstream::frame::{Frame, PixelFormat, Plane};
 
 use super::settings::{Settings, DEFAULT_MASK};
@@ -274,7 +274,7 @@ impl ConvstreamFilter {
                 gst::element_imp_warning!(
                     self,
                     gst::LibraryError::Settings,
-                    ["the filter is unchanged: {problem}"]
+                    ("the filter is unchanged: {problem}")
                 );
                 return Ok(());
             }
@@ -284,7 +284,7 @@ impl ConvstreamFilter {
             gst::element_imp_warning!(
                 self,
                 gst::LibraryError::Settings,
-                ["the filter is unchanged: {}", problems.join("; ")]
+                ("the filter is unchanged: {}", problems.join("; "))
             );
             return Ok(());
         }
@@ -296,7 +296,7 @@ impl ConvstreamFilter {
             state.next_index
         );
         state.engine.set_filter(pipeline.filter).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Failed, ["cannot change the filter: {e}"]);
+            gst::element_imp_error!(self, gst::StreamError::Failed, ("cannot change the filter: {e}"));
             gst::FlowError::Error
         })
     }
@@ -307,7 +307,7 @@ impl ConvstreamFilter {
         let buffers = match self.state().as_mut().map(|state| state.drain(&target)) {
             Some(Ok(buffers)) => buffers,
             Some(Err(e)) => {
-                gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
                 return Err(gst::FlowError::Error);
             }
             None => return Ok(()),
@@ -497,7 +497,7 @@ impl BaseTransformImpl for ConvstreamFilter {
         let format = formats::engine_format(info.format())
             .ok_or_else(|| gst::loggable_error!(CAT, "{} is not a format convstream filters", info.format()))?;
         let fail = |message: String| {
-            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["{message}"]);
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("{message}"));
             gst::loggable_error!(CAT, "{message}")
         };
         let pipeline = self.settings().resolve().map_err(fail)?;
@@ -534,6 +534,15 @@ impl BaseTransformImpl for ConvstreamFilter {
             engine.name(),
             pipeline.filter.description()
         );
+        // `auto` without a usable GPU runs on the CPU: said on the bus, where a pipeline's
+        // owner looks, not only in the debug log.
+        if pipeline.device == DeviceChoice::Auto && engine.device() == "cpu" {
+            gst::element_imp_warning!(
+                self,
+                gst::ResourceError::NotFound,
+                ("no usable GPU: filtering on the CPU (device=auto); set device=cuda to fail instead")
+            );
+        }
         self.filter_changed.store(false, Ordering::Release);
         *self.state() = Some(State {
             info,
@@ -592,17 +601,17 @@ impl BaseTransformImpl for ConvstreamFilter {
     fn submit_input_buffer(&self, _is_discont: bool, inbuf: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut guard = self.state();
         let Some(state) = guard.as_mut() else {
-            gst::element_imp_error!(self, gst::CoreError::Negotiation, ["a buffer came before the caps"]);
+            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("a buffer came before the caps"));
             return Err(gst::FlowError::NotNegotiated);
         };
         self.apply_filter_changes(state)?;
         let frame = state.frame_of(&inbuf).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ["{e}"]);
+            gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
             gst::FlowError::Error
         })?;
         state.pending.push_back(BufferTiming::of(&inbuf));
         state.engine.submit(frame).map_err(|e| {
-            gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+            gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
             gst::FlowError::Error
         })?;
         Ok(gst::FlowSuccess::Ok)
@@ -622,7 +631,7 @@ impl BaseTransformImpl for ConvstreamFilter {
             Ok(Some(buffer)) => Ok(GenerateOutputSuccess::Buffer(buffer)),
             Ok(None) => Ok(GenerateOutputSuccess::NoOutput),
             Err(e) => {
-                gst::element_imp_error!(self, gst::StreamError::Failed, ["{e}"]);
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
                 Err(gst::FlowError::Error)
             }
         }
