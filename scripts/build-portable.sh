@@ -387,7 +387,7 @@ build_gst() {
     done
     # Every library these need beyond glibc, from this machine.
     local file lib
-    for file in "$gst"/release/deps/element "$gst"/release/libgstconvstream.so "$gst"/bin/* "$gst"/plugins/*; do
+    for file in "$gst"/release/deps/element "$gst"/plugin/libgstconvstream.so "$gst"/bin/* "$gst"/plugins/*; do
         ldd "$file" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
             basename "$lib" | grep -Eq "$allowed_libs" || cp -n "$lib" "$gst/lib/"
         done
