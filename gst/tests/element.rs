@@ -68,10 +68,14 @@ fn video_info(format: VideoFormat, width: u32, height: u32) -> gst_video::VideoI
 /// A buffer of random samples in range for the format's depth (10-bit samples of P010 in the
 /// high bits), with a timestamp, duration, offset and flags of its own.
 fn random_buffer(info: &gst_video::VideoInfo, index: u64, random: &mut Random) -> gst::Buffer {
+    fill_random(gst::Buffer::with_size(info.size()).unwrap(), info, index, random)
+}
+
+/// `buffer` (any layout) filled as [`random_buffer`] fills a fresh one.
+fn fill_random(mut buffer: gst::Buffer, info: &gst_video::VideoInfo, index: u64, random: &mut Random) -> gst::Buffer {
     let format_info = info.format_info();
     let depth = format_info.depth()[0];
     let shift = format_info.shift()[0];
-    let mut buffer = gst::Buffer::with_size(info.size()).unwrap();
     {
         let buffer = buffer.get_mut().unwrap();
         {
@@ -267,6 +271,63 @@ fn filters_as_the_cpu_engine_does_and_keeps_timestamps_and_flags() {
                     "{format:?} {mask} {downstream:?}: buffer {index} differs from the CPU engine's frame"
                 );
             }
+        }
+    }
+}
+
+/// The pool the element proposes upstream, active, as an upstream element would take it.
+fn proposed_pool(harness: &mut Harness, info: &gst_video::VideoInfo) -> gst::BufferPool {
+    let mut query = gst::query::Allocation::new(Some(&info.to_caps().unwrap()), true);
+    assert!(harness.srcpad().unwrap().peer_query(&mut query), "the element answers");
+    let pool = query
+        .allocation_pools()
+        .into_iter()
+        .find_map(|(pool, _, _, _)| pool)
+        .expect("the element proposes a pool");
+    assert!(query.find_allocation_meta::<gst_video::VideoMeta>().is_some());
+    pool.set_active(true).unwrap();
+    pool
+}
+
+fn stats(element: &gst::Element, field: &str) -> u64 {
+    element.property::<gst::Structure>("stats").get::<u64>(field).unwrap()
+}
+
+#[test]
+fn upstream_writes_into_the_proposed_pool_and_the_engine_reads_it_there() {
+    let mut random = Random::seeded();
+    for (format, mask) in [
+        (VideoFormat::I420, "sharpen"),
+        (VideoFormat::Nv12, "edge:size=5"),
+        (VideoFormat::I42010le, "gaussian:size=5"),
+        (VideoFormat::Gbr, "emboss"),
+    ] {
+        // A width whose rows the pool pads to the GPU's 64-byte pitch.
+        let info = video_info(format, 70, 30);
+        let element = element(&[("mask", mask), ("device", "cpu")]);
+        let mut harness = harness(&element, &info);
+        let pool = proposed_pool(&mut harness, &info);
+        // Five buffers of the pool, then one of another origin, which is copied in.
+        let mut inputs: Vec<gst::Buffer> = (0..5)
+            .map(|i| fill_random(pool.acquire_buffer(None).unwrap(), &info, i, &mut random))
+            .collect();
+        inputs.push(random_buffer(&info, 5, &mut random));
+        let outputs = filter_all(&mut harness, &inputs);
+        assert_eq!(outputs.len(), inputs.len());
+        assert_eq!(
+            stats(&element, "buffers-lent-in"),
+            5,
+            "{format:?}: the pool's buffers were not copied"
+        );
+        assert_eq!(stats(&element, "buffers-copied-in"), 1, "{format:?}");
+        let filter = cli_filter(mask, &[]);
+        for (index, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
+            assert_same_timing(input, output);
+            assert_eq!(
+                planes_of(output, &info),
+                cpu_reference(&filter, input, &info),
+                "{format:?} {mask}: buffer {index}"
+            );
         }
     }
 }

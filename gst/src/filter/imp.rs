@@ -1,8 +1,8 @@
 //! The element's implementation: properties, caps, and the buffers in flight in the engine.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
 use gst::glib::translate::IntoGlib;
@@ -15,7 +15,9 @@ use gst_video::prelude::*;
 
 use convstream::engine::{build_engine, DeviceChoice, Engine, EngineOptions, FrameShape};
 use convstream::frame::{Frame, PixelFormat, Plane};
+use convstream::host_buffers::{BufferPool, HeapMemory, PlaneData};
 
+use super::pool::FramePool;
 use super::settings::{Settings, DEFAULT_MASK};
 use crate::formats;
 
@@ -30,6 +32,10 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 /// Filtered frames downstream may hold in the engine's pinned pool before new frames fall
 /// back to ordinary memory (which the CUDA engine stages through its own buffers).
 const DOWNSTREAM_POOLED_FRAMES: usize = 8;
+
+/// Buffers of the pool proposed upstream beyond those the lanes hold: being filled, and in
+/// queues between upstream and this element.
+const UPSTREAM_POOLED_FRAMES: usize = 4;
 
 /// What an input buffer carries besides its pixels, given back to its filtered buffer.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +73,30 @@ impl BufferTiming {
     }
 }
 
+/// How buffers came in and left, for the `stats` property.
+#[derive(Default)]
+struct Counters {
+    /// Buffers of the pool this element proposed, lent to the engine as they are.
+    lent_in: AtomicU64,
+    /// Buffers copied into the engine's memory.
+    copied_in: AtomicU64,
+    /// Filtered frames that left in their own planes (downstream reads VideoMeta).
+    planes_out: AtomicU64,
+    /// Filtered frames copied into the default layout.
+    copied_out: AtomicU64,
+}
+
+impl Counters {
+    fn structure(&self) -> gst::Structure {
+        gst::Structure::builder("convstreamfilter-stats")
+            .field("buffers-lent-in", self.lent_in.load(Ordering::Relaxed))
+            .field("buffers-copied-in", self.copied_in.load(Ordering::Relaxed))
+            .field("buffers-planes-out", self.planes_out.load(Ordering::Relaxed))
+            .field("buffers-copied-out", self.copied_out.load(Ordering::Relaxed))
+            .build()
+    }
+}
+
 /// A filtered plane lent to GStreamer as a buffer's memory, for as long as downstream holds it.
 struct PlaneMemory(Plane);
 
@@ -89,15 +119,38 @@ struct State {
     info: gst_video::VideoInfo,
     format: PixelFormat,
     engine: Box<dyn Engine>,
+    /// The memory of the pool proposed upstream: the engine's pinned pool, or the heap for
+    /// the CPU engine (which reads the planes where they are).
+    upstream_memory: Arc<BufferPool>,
+    /// The pool proposed upstream last; buffers from it are lent to the engine, not copied.
+    upstream_pool: Option<FramePool>,
     /// The timing of each buffer in the engine, oldest first (frames come back in order).
     pending: VecDeque<BufferTiming>,
     next_index: u64,
 }
 
 impl State {
-    /// The buffer's pixels as an engine frame (in the engine's pinned pool when it has one,
-    /// so the CUDA engine copies it to the GPU without staging).
-    fn frame_of(&mut self, buffer: &gst::BufferRef) -> Result<Frame, String> {
+    /// The buffer's pixels as an engine frame: its own planes when it comes from the pool
+    /// this element proposed, else a copy (in the engine's pinned pool when it has one, so
+    /// the CUDA engine copies it to the GPU without staging).
+    fn frame_of(&mut self, buffer: &gst::Buffer, counters: &Counters) -> Result<Frame, String> {
+        let lent = self.upstream_pool.as_ref().and_then(|pool| pool.block_of(buffer));
+        let mut frame = match lent {
+            Some(page_locked) => {
+                counters.lent_in.fetch_add(1, Ordering::Relaxed);
+                self.lent_frame(buffer, page_locked)?
+            }
+            None => {
+                counters.copied_in.fetch_add(1, Ordering::Relaxed);
+                self.copied_frame(buffer)?
+            }
+        };
+        frame.index = self.next_index;
+        self.next_index += 1;
+        Ok(frame)
+    }
+
+    fn copied_frame(&self, buffer: &gst::BufferRef) -> Result<Frame, String> {
         let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &self.info)
             .map_err(|_| "cannot map the input buffer as the negotiated video".to_string())?;
         let (width, height) = (self.info.width() as usize, self.info.height() as usize);
@@ -116,13 +169,59 @@ impl State {
                 plane.row_mut(y).copy_from_slice(row);
             }
         }
-        frame.index = self.next_index;
-        self.next_index += 1;
         Ok(frame)
     }
 
+    /// A frame whose planes are the buffer's own bytes, read-only, held by a reference to
+    /// the buffer until the engine lets the frame go.
+    fn lent_frame(&self, buffer: &gst::Buffer, page_locked: bool) -> Result<Frame, String> {
+        let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &self.info)
+            .map_err(|_| "cannot map the input buffer as the negotiated video".to_string())?;
+        let (width, height) = (self.info.width() as usize, self.info.height() as usize);
+        let mut planes = Vec::new();
+        for (index, shape) in self.format.plane_shapes(width, height).into_iter().enumerate() {
+            let stride = video.plane_stride()[index] as usize;
+            let data = video
+                .plane_data(index as u32)
+                .map_err(|_| format!("the input buffer has no plane {index}"))?;
+            let len = stride * shape.height;
+            if stride < shape.row_bytes() || data.len() < len {
+                return Err(format!(
+                    "plane {index} of the input buffer is shorter than its caps say"
+                ));
+            }
+            // SAFETY: `len` bytes from `data`'s start lie in the buffer's one memory, a block
+            // of this element's pool. Upstream pushed the buffer, so it writes it no more; the
+            // keeper holds a reference, so the pool cannot take the block back (nor anyone
+            // write it) until the plane is dropped; `page_locked` is what the pool recorded.
+            let bytes = unsafe { PlaneData::lent(data.as_ptr(), len, page_locked, Box::new(buffer.clone())) };
+            planes.push(Plane {
+                width: shape.width,
+                height: shape.height,
+                channels: shape.channels,
+                depth: shape.depth,
+                stride,
+                data: bytes,
+            });
+        }
+        Ok(Frame::of_planes(self.format, width, height, planes))
+    }
+
+    /// A pool of frames for upstream to write into, described for the ALLOCATION query.
+    fn propose_pool(&mut self) -> Result<(FramePool, u32, u32), String> {
+        let (pool, size) = FramePool::new(self.upstream_memory.clone(), &self.info).map_err(|e| e.to_string())?;
+        // The lanes hold that many buffers; upstream fills the next ones meanwhile.
+        let min_buffers = self.engine.capacity() as u32 + 2;
+        let mut config = pool.config();
+        config.set_params(self.info.to_caps().ok().as_ref(), size as u32, min_buffers, 0);
+        config.add_option("GstBufferPoolOptionVideoMeta");
+        pool.set_config(config).map_err(|e| e.to_string())?;
+        self.upstream_pool = Some(pool.clone());
+        Ok((pool, size as u32, min_buffers))
+    }
+
     /// The oldest frame in the engine, as an output buffer with its input's timing.
-    fn next_output(&mut self, target: &OutputTarget) -> Result<Option<gst::Buffer>, String> {
+    fn next_output(&mut self, target: &OutputTarget, counters: &Counters) -> Result<Option<gst::Buffer>, String> {
         let Some(frame) = self.engine.receive().map_err(|e| e.to_string())? else {
             return Ok(None);
         };
@@ -131,8 +230,14 @@ impl State {
             .pop_front()
             .ok_or("the engine gave back a frame it was not given")?;
         let mut buffer = match target {
-            OutputTarget::Planes => self.planes_as_buffer(frame)?,
-            OutputTarget::Copy(pool) => self.copy_into_buffer(&frame, pool.as_ref())?,
+            OutputTarget::Planes => {
+                counters.planes_out.fetch_add(1, Ordering::Relaxed);
+                self.planes_as_buffer(frame)?
+            }
+            OutputTarget::Copy(pool) => {
+                counters.copied_out.fetch_add(1, Ordering::Relaxed);
+                self.copy_into_buffer(&frame, pool.as_ref())?
+            }
         };
         timing.apply(buffer.get_mut().ok_or("a fresh buffer is not writable")?);
         Ok(Some(buffer))
@@ -209,10 +314,10 @@ impl State {
     }
 
     /// Every frame still in the engine, as output buffers, oldest first.
-    fn drain(&mut self, target: &OutputTarget) -> Result<Vec<gst::Buffer>, String> {
+    fn drain(&mut self, target: &OutputTarget, counters: &Counters) -> Result<Vec<gst::Buffer>, String> {
         let mut buffers = Vec::new();
         while self.engine.in_flight() > 0 {
-            match self.next_output(target)? {
+            match self.next_output(target, counters)? {
                 Some(buffer) => buffers.push(buffer),
                 None => break,
             }
@@ -241,6 +346,7 @@ pub struct ConvstreamFilter {
     filter_changed: AtomicBool,
     /// Downstream takes buffers described by a VideoMeta (any strides and plane offsets).
     downstream_video_meta: AtomicBool,
+    counters: Counters,
     state: Mutex<Option<State>>,
 }
 
@@ -304,7 +410,7 @@ impl ConvstreamFilter {
     /// Pushes the frames still in the engine downstream (before EOS, new caps or a gap).
     fn drain_downstream(&self) -> Result<(), gst::FlowError> {
         let target = self.output_target();
-        let buffers = match self.state().as_mut().map(|state| state.drain(&target)) {
+        let buffers = match self.state().as_mut().map(|state| state.drain(&target, &self.counters)) {
             Some(Ok(buffers)) => buffers,
             Some(Err(e)) => {
                 gst::element_imp_error!(self, gst::StreamError::Failed, ("{e}"));
@@ -379,6 +485,11 @@ impl ObjectImpl for ConvstreamFilter {
                     .default_value(defaults.frames_per_stream)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
+                    .nick("Statistics")
+                    .blurb("Buffers so far: buffers-lent-in (from the pool this element proposed, filtered where upstream wrote them), buffers-copied-in, buffers-planes-out (the filtered planes themselves, to a downstream that reads VideoMeta), buffers-copied-out")
+                    .read_only()
+                    .build(),
                 glib::ParamSpecString::builder("config")
                     .nick("Config file")
                     .blurb("A convstream TOML file whose [masks.NAME] tables `mask` and `plane-masks` may name")
@@ -418,6 +529,7 @@ impl ObjectImpl for ConvstreamFilter {
             "streams" => settings.streams.to_value(),
             "frames-per-stream" => settings.frames_per_stream.to_value(),
             "config" => settings.config.to_value(),
+            "stats" => self.counters.structure().to_value(),
             _ => None::<String>.to_value(),
         }
     }
@@ -473,6 +585,13 @@ impl BaseTransformImpl for ConvstreamFilter {
     ) -> Result<(), gst::LoggableError> {
         self.parent_propose_allocation(decide_query, query)?;
         query.add_allocation_meta::<gst_video::VideoMeta>(None);
+        // A pool of the engine's memory, so upstream writes where the engine reads.
+        if let Some(state) = self.state().as_mut() {
+            match state.propose_pool() {
+                Ok((pool, size, min_buffers)) => query.add_allocation_pool(Some(&pool), size, min_buffers, 0),
+                Err(e) => gst::warning!(CAT, imp = self, "no pool proposed upstream: {e}"),
+            }
+        }
         Ok(())
     }
 
@@ -519,8 +638,10 @@ impl BaseTransformImpl for ConvstreamFilter {
             }),
             frames_per_stream: pipeline.frames_per_stream,
             // The lanes' frames, the one being made, and frames downstream still holds in
-            // their own planes (a queue, an encoder's look-ahead); past that, ordinary memory.
-            pooled_frames: capacity + 2 + DOWNSTREAM_POOLED_FRAMES,
+            // their own planes (a queue, an encoder's look-ahead); then the pool proposed
+            // upstream: the lanes' inputs and the buffers being filled. Past that, ordinary
+            // memory.
+            pooled_frames: capacity + 2 + DOWNSTREAM_POOLED_FRAMES + capacity + UPSTREAM_POOLED_FRAMES,
             tuning: pipeline.gpu,
             ..EngineOptions::new(pipeline.device, pipeline.streams, "convstreamfilter")
         };
@@ -544,10 +665,20 @@ impl BaseTransformImpl for ConvstreamFilter {
             );
         }
         self.filter_changed.store(false, Ordering::Release);
+        let upstream_memory = engine.frame_pool().unwrap_or_else(|| {
+            let frame_bytes = format
+                .plane_shapes(info.width() as usize, info.height() as usize)
+                .iter()
+                .map(|shape| shape.pooled_bytes())
+                .sum::<usize>();
+            BufferPool::new(Box::new(HeapMemory), frame_bytes * (capacity + UPSTREAM_POOLED_FRAMES))
+        });
         *self.state() = Some(State {
             info,
             format,
             engine,
+            upstream_memory,
+            upstream_pool: None,
             pending: VecDeque::new(),
             next_index: 0,
         });
@@ -576,7 +707,7 @@ impl BaseTransformImpl for ConvstreamFilter {
             gst::EventView::FlushStop(_) => {
                 let target = self.output_target();
                 if let Some(state) = self.state().as_mut() {
-                    let dropped = state.drain(&target).map(|b| b.len()).unwrap_or(0);
+                    let dropped = state.drain(&target, &self.counters).map(|b| b.len()).unwrap_or(0);
                     gst::debug!(CAT, imp = self, "flush: {dropped} buffers in flight dropped");
                     state.pending.clear();
                 }
@@ -605,7 +736,7 @@ impl BaseTransformImpl for ConvstreamFilter {
             return Err(gst::FlowError::NotNegotiated);
         };
         self.apply_filter_changes(state)?;
-        let frame = state.frame_of(&inbuf).map_err(|e| {
+        let frame = state.frame_of(&inbuf, &self.counters).map_err(|e| {
             gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
             gst::FlowError::Error
         })?;
@@ -627,7 +758,7 @@ impl BaseTransformImpl for ConvstreamFilter {
         if state.engine.in_flight() < state.engine.capacity() {
             return Ok(GenerateOutputSuccess::NoOutput);
         }
-        match state.next_output(&target) {
+        match state.next_output(&target, &self.counters) {
             Ok(Some(buffer)) => Ok(GenerateOutputSuccess::Buffer(buffer)),
             Ok(None) => Ok(GenerateOutputSuccess::NoOutput),
             Err(e) => {

@@ -5,6 +5,7 @@
 //! flushes drain them.
 
 mod imp;
+mod pool;
 mod settings;
 
 use gst::glib;
