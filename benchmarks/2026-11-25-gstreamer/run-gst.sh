@@ -10,8 +10,9 @@
 #      into the default layout) and fakevideosink (it reads VideoMeta: the element hands over
 #      the engine's planes). Three rounds alternating. Each rate is steady-state: (N2 - N1)
 #      frames over the difference of two runs' wall times, so start-up (CUDA context, kernels)
-#      cancels out.
-# Results under $OUT.
+#      cancels out;
+#   4. the pool the element proposes upstream, against copying each buffer in (below).
+# `run-gst.sh tests|speed|pool` runs one part. Results under $OUT.
 set -uo pipefail
 d="$(cd "$(dirname "$0")" && pwd)"
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -71,4 +72,29 @@ if runs speed; then
     done
   done
   rm -f /tmp/raw-*.yuv
+fi
+
+# 4. The pool the element proposes upstream: videotestsrc (solid colour, cheap to paint) writes
+#    into it and the engine reads those planes, against the same pipeline with the ALLOCATION
+#    query stopped by `identity drop-allocation=true` (the element copies each buffer in).
+if runs pool; then
+  export GST_PLUGIN_PATH=$root/gst/plugin
+  now() { date +%s.%N; }
+  wall() { local a b; a=$(now); t 120 bash -c "$1" > /dev/null 2>>"$out/pool-errors.txt"; b=$(now); python3 -c "print($b - $a)"; }
+  rate() {
+    local t1 t2
+    t1=$(wall "${4//NUM/$2}"); t2=$(wall "${4//NUM/$3}")
+    python3 -c "print('$1', round(($3 - $2) / ($t2 - $t1), 1), 'fps; wall', round($t2, 2), 's for $3')" >> "$out/pool.txt"
+  }
+  mask=edge:size=13
+  for config in "1920x1080 200 1000" "3840x2160 50 250"; do
+    read -r size n1 n2 <<<"$config"
+    src="gst-launch-1.0 -q videotestsrc num-buffers=NUM pattern=solid-color ! video/x-raw,format=I420,width=${size%x*},height=${size#*x},framerate=25/1"
+    for round in 1 2 3; do
+      echo "# $size round $round" >> "$out/pool.txt"
+      rate "source-only" $n1 $n2 "$src ! fakevideosink sync=false"
+      rate "element-pool-lent" $n1 $n2 "$src ! convstreamfilter mask=$mask device=cuda ! fakevideosink sync=false"
+      rate "element-copied-in" $n1 $n2 "$src ! identity drop-allocation=true ! convstreamfilter mask=$mask device=cuda ! fakevideosink sync=false"
+    done
+  done
 fi
