@@ -87,7 +87,7 @@ if runs pool; then
     python3 -c "print('$1', round(($3 - $2) / ($t2 - $t1), 1), 'fps; wall', round($t2, 2), 's for $3')" >> "$out/pool.txt"
   }
   mask=edge:size=13
-  for config in "1920x1080 200 1000" "3840x2160 50 250"; do
+  for config in "1920x1080 500 3000" "3840x2160 100 600"; do
     read -r size n1 n2 <<<"$config"
     src="gst-launch-1.0 -q videotestsrc num-buffers=NUM pattern=solid-color ! video/x-raw,format=I420,width=${size%x*},height=${size#*x},framerate=25/1"
     for round in 1 2 3; do
