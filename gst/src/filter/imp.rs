@@ -368,6 +368,20 @@ impl ConvstreamFilter {
         self.settings.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Compiles the kernels of the filter the properties now say on the caller's thread (the
+    /// application's, setting a property), so that the switch on the streaming thread is quick.
+    /// A filter that does not resolve is left for the switch to report.
+    fn prepare_filter(&self) {
+        let Some(preparer) = self.state().as_ref().map(|state| state.engine.preparer()) else {
+            return;
+        };
+        if let Ok(pipeline) = self.settings().resolve() {
+            if let Err(e) = preparer(&pipeline.filter) {
+                gst::debug!(CAT, imp = self, "the new filter could not be prepared: {e}");
+            }
+        }
+    }
+
     /// Gives the engine the filter the properties now say, from the next buffer on; a
     /// filter that does not resolve is reported and the current one kept.
     fn apply_filter_changes(&self, state: &mut State) -> Result<(), gst::FlowError> {
@@ -514,7 +528,11 @@ impl ObjectImpl for ConvstreamFilter {
             "config" => settings.config = value.get::<Option<String>>().ok().flatten().filter(|p| !p.is_empty()),
             _ => return,
         }
+        drop(settings);
         gst::debug!(CAT, imp = self, "{} set", pspec.name());
+        if matches!(pspec.name(), "mask" | "plane-masks" | "planes" | "border") {
+            self.prepare_filter();
+        }
         self.filter_changed.store(true, Ordering::Release);
     }
 
