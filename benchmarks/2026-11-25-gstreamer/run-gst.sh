@@ -24,6 +24,15 @@ export CONVSTREAM_KERNEL_CACHE=/tmp/ck
 { nvidia-smi -L; nproc; gst-launch-1.0 --version | head -2; } > "$out/host.txt" 2>&1
 t() { timeout -k 5 "$@"; }
 part=${1:-all}
+now() { date +%s.%N; }
+# wall seconds of one run of "$1" (a command line for bash -c); its output goes to $log-errors.txt
+wall() { local a b; a=$(now); t 120 bash -c "$1" > /dev/null 2>>"$out/$log-errors.txt"; b=$(now); python3 -c "print($b - $a)"; }
+# name n1 n2 command-with-NUM: steady-state frames/s, into $log.txt
+rate() {
+  local t1 t2
+  t1=$(wall "${4//NUM/$2}"); t2=$(wall "${4//NUM/$3}")
+  python3 -c "print('$1', round(($3 - $2) / ($t2 - $t1), 1), 'fps; wall', round($t2, 2), 's for $3')" >> "$out/$log.txt"
+}
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 
 if runs tests; then
@@ -37,14 +46,7 @@ fi
 
 if runs speed; then
   export GST_PLUGIN_PATH=$root/gst/plugin
-  now() { date +%s.%N; }
-  # wall seconds of one run of "$1" (a command line for bash -c)
-  wall() { local a b; a=$(now); t 120 bash -c "$1" > /dev/null 2>>"$out/speed-errors.txt"; b=$(now); python3 -c "print($b - $a)"; }
-  rate() { # name n1 n2 command-with-NUM
-    local t1 t2
-    t1=$(wall "${4//NUM/$2}"); t2=$(wall "${4//NUM/$3}")
-    python3 -c "print('$1', round(($3 - $2) / ($t2 - $t1), 1), 'fps; wall', round($t2, 2), 's for $3')" >> "$out/speed.txt"
-  }
+  log=speed
   mask=edge:size=13
   # size gst-format ffmpeg-format frame-bytes n1 n2
   for config in "1920x1080 I420 yuv420p 3110400 200 1000" "1920x1080 I420_10LE yuv420p10le 6220800 100 500" \
@@ -79,13 +81,7 @@ fi
 #    query stopped by `identity drop-allocation=true` (the element copies each buffer in).
 if runs pool; then
   export GST_PLUGIN_PATH=$root/gst/plugin
-  now() { date +%s.%N; }
-  wall() { local a b; a=$(now); t 120 bash -c "$1" > /dev/null 2>>"$out/pool-errors.txt"; b=$(now); python3 -c "print($b - $a)"; }
-  rate() {
-    local t1 t2
-    t1=$(wall "${4//NUM/$2}"); t2=$(wall "${4//NUM/$3}")
-    python3 -c "print('$1', round(($3 - $2) / ($t2 - $t1), 1), 'fps; wall', round($t2, 2), 's for $3')" >> "$out/pool.txt"
-  }
+  log=pool
   mask=edge:size=13
   for config in "1920x1080 500 3000" "3840x2160 100 600"; do
     read -r size n1 n2 <<<"$config"
