@@ -369,6 +369,53 @@ fn a_mask_change_while_playing_applies_from_the_next_buffer() {
     assert_eq!(element.property::<String>("mask"), "edge:size=5");
 }
 
+#[test]
+fn mask_names_a_mask_of_the_config_file() {
+    let mut random = Random::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("masks.toml");
+    std::fs::write(
+        &config,
+        "[masks.my_edge]\nmatrix = [[0, -1, 0], [-1, 4, -1], [0, -1, 0]]\nbias = 128\n",
+    )
+    .unwrap();
+    let info = video_info(VideoFormat::I420, 40, 30);
+    let element = element(&[
+        ("config", config.to_str().unwrap()),
+        ("mask", "my_edge"),
+        ("plane-masks", "uv=neutral"),
+        ("device", "cpu"),
+    ]);
+    let inputs: Vec<gst::Buffer> = (0..3).map(|i| random_buffer(&info, i, &mut random)).collect();
+    let outputs = filter_all(&mut harness(&element, &info), &inputs);
+    // The same matrix given inline, as the command line takes it.
+    let filter = cli_filter(
+        "custom:matrix=[[0,-1,0],[-1,4,-1],[0,-1,0]],bias=128",
+        &[("uv", "neutral")],
+    );
+    for (input, output) in inputs.iter().zip(&outputs) {
+        assert_eq!(planes_of(output, &info), cpu_reference(&filter, input, &info));
+    }
+}
+
+#[test]
+fn latency_counts_the_buffers_in_flight() {
+    let mut random = Random::seeded();
+    let info = video_info(VideoFormat::I420, 64, 36);
+    let device = if gpu_tests_enabled() { "cuda" } else { "cpu" };
+    let element = element(&[("device", device), ("streams", "3"), ("frames-per-stream", "2")]);
+    let mut harness = harness(&element, &info);
+    harness.push(random_buffer(&info, 0, &mut random)).unwrap();
+    // Six buffers in flight on three CUDA streams: five frames of 40 ms beyond the one being
+    // filtered. The CPU engine holds none.
+    let added = if device == "cuda" { 200 } else { 0 };
+    assert_eq!(
+        harness.query_latency(),
+        Some(gst::ClockTime::from_mseconds(added)),
+        "{device}"
+    );
+}
+
 /// Runs `description` to its end and returns its first error message (from linking or from
 /// the bus), if any.
 fn run_pipeline(description: &str) -> Option<String> {
