@@ -318,27 +318,26 @@ impl Plane {
     /// (`stride >= shape.row_bytes()`).
     pub fn filled(shape: PlaneShape, stride: usize, fill: u8) -> Plane {
         assert!(stride >= shape.row_bytes(), "stride shorter than a row");
+        Plane::of_data(shape, stride, vec![fill; stride * shape.height].into())
+    }
+
+    /// A plane of `shape` whose rows are `stride` bytes apart in `data` (at least
+    /// `stride * shape.height` bytes: memory a pool or another owner lends, say).
+    pub fn of_data(shape: PlaneShape, stride: usize, data: PlaneData) -> Plane {
         Plane {
             width: shape.width,
             height: shape.height,
             channels: shape.channels,
             depth: shape.depth,
             stride,
-            data: vec![fill; stride * shape.height].into(),
+            data,
         }
     }
 
     /// A plane in memory lent by `pool`, rows aligned to [`POOLED_ROW_ALIGN`]. Its bytes are
     /// whatever the block's last user left: write every row before reading it.
     pub fn pooled(shape: PlaneShape, pool: &Arc<BufferPool>) -> Plane {
-        Plane {
-            width: shape.width,
-            height: shape.height,
-            channels: shape.channels,
-            depth: shape.depth,
-            stride: shape.pooled_stride(),
-            data: pool.take(shape.pooled_bytes()),
-        }
+        Plane::of_data(shape, shape.pooled_stride(), pool.take(shape.pooled_bytes()))
     }
 
     pub fn with_stride(shape: PlaneShape, stride: usize) -> Plane {

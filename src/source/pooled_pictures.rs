@@ -121,14 +121,7 @@ impl PooledPictures {
             // inside the block, which the reference keeps alive; a decoder does not change a
             // picture it has output (it only reads it as a reference later).
             let data = unsafe { PlaneData::lent(raw.data[index], len, page_locked, Box::new(keeper)) };
-            planes.push(Plane {
-                width: shape.width,
-                height: shape.height,
-                channels: shape.channels,
-                depth: shape.depth,
-                stride,
-                data,
-            });
+            planes.push(Plane::of_data(shape, stride, data));
         }
         Some(Frame::of_planes(format, width, height, planes))
     }

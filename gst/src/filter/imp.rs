@@ -195,14 +195,7 @@ impl State {
             // keeper holds a reference, so the pool cannot take the block back (nor anyone
             // write it) until the plane is dropped; `page_locked` is what the pool recorded.
             let bytes = unsafe { PlaneData::lent(data.as_ptr(), len, page_locked, Box::new(buffer.clone())) };
-            planes.push(Plane {
-                width: shape.width,
-                height: shape.height,
-                channels: shape.channels,
-                depth: shape.depth,
-                stride,
-                data: bytes,
-            });
+            planes.push(Plane::of_data(shape, stride, bytes));
         }
         Ok(Frame::of_planes(self.format, width, height, planes))
     }
