@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing convstream needs on Debian 12 / Ubuntu, skipping what is
 # already there: FFmpeg's development libraries and command-line tools (the tests make their own
-# video with them), GStreamer's development libraries and tools for the element in gst/, clang for
+# video with them), GStreamer's development libraries and tools for the element in gst/, with
+# GStreamer's own decoders and encoders (libav, -bad, -ugly) that the element is tested behind and
+# in front of, valgrind for the element's memory check, clang for
 # the FFmpeg bindings, and NVRTC from PyPI so kernels can be
 # compiled without a GPU. Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
 set -euo pipefail
@@ -10,7 +12,8 @@ packages=(pkg-config clang libclang-dev gcc libc6-dev ca-certificates
     libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
     libavfilter-dev libavdevice-dev ffmpeg
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
-    gstreamer1.0-plugins-base gstreamer1.0-plugins-good)
+    gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+    gstreamer1.0-libav gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly x264 valgrind)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -9,9 +9,9 @@
 //! - With `CONVSTREAM_TEST_GPU=1` (a GPU host): `device=cuda` gives the buffers `device=cpu`
 //!   gives, in every format and kernel path, with its lanes full.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
-use std::sync::Once;
 
 use convstream::config::Overrides;
 use convstream::engine::{build_engine, EngineOptions};
@@ -19,16 +19,9 @@ use convstream::filter::FilterSpec;
 use convstream::frame::Frame;
 use gst::prelude::*;
 use gst_check::Harness;
-use gst_video::prelude::*;
 use gst_video::VideoFormat;
 
-fn init() {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| {
-        gst::init().expect("GStreamer initialises");
-        gstconvstream::plugin_register_static().expect("the plugin registers");
-    });
-}
+use common::{convstream_binary, init, planes_of, plugin_folder, stats, y4m_frames};
 
 fn gpu_tests_enabled() -> bool {
     std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1")
@@ -99,29 +92,6 @@ fn fill_random(mut buffer: gst::Buffer, info: &gst_video::VideoInfo, index: u64,
         }
     }
     buffer
-}
-
-/// The pixels of each plane of `buffer`, rows without their padding.
-fn planes_of(buffer: &gst::BufferRef, info: &gst_video::VideoInfo) -> Vec<Vec<u8>> {
-    let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, info).unwrap();
-    let format_info = info.format_info();
-    (0..info.n_planes())
-        .map(|plane| {
-            let data = video.plane_data(plane).unwrap();
-            let stride = video.plane_stride()[plane as usize] as usize;
-            let component = format_info
-                .plane()
-                .iter()
-                .position(|&p| p == plane)
-                .expect("a component in the plane") as u8;
-            let height = format_info.scale_height(component, info.height()) as usize;
-            let width = format_info.scale_width(component, info.width()) as usize;
-            let row_bytes = width * format_info.pixel_stride()[component as usize] as usize;
-            (0..height)
-                .flat_map(|y| data[y * stride..y * stride + row_bytes].iter().copied())
-                .collect()
-        })
-        .collect()
 }
 
 /// The filter `convstream run --mask MASK [--plane-mask ...]` makes.
@@ -287,10 +257,6 @@ fn proposed_pool(harness: &mut Harness, info: &gst_video::VideoInfo) -> gst::Buf
     assert!(query.find_allocation_meta::<gst_video::VideoMeta>().is_some());
     pool.set_active(true).unwrap();
     pool
-}
-
-fn stats(element: &gst::Element, field: &str) -> u64 {
-    element.property::<gst::Structure>("stats").get::<u64>(field).unwrap()
 }
 
 #[test]
@@ -503,59 +469,13 @@ fn eos_drains_every_buffer_in_flight() {
     }
 }
 
-/// The folder of this test executable (`target/release/deps`), where the same cargo
-/// invocation put the plugin it built (`cargo build` copies it one folder up, later).
-fn test_exe_dir() -> PathBuf {
-    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
-}
-
-/// The frames of a YUV4MPEG2 stream, without its header and frame headers.
-fn y4m_frames(path: &Path) -> Vec<Vec<u8>> {
-    let data = std::fs::read(path).unwrap();
-    let header_end = data.iter().position(|&b| b == b'\n').expect("a header line");
-    let header = std::str::from_utf8(&data[..header_end]).unwrap();
-    let dimension = |key: char| -> usize {
-        header
-            .split(' ')
-            .find_map(|field| field.strip_prefix(key))
-            .and_then(|v| v.parse().ok())
-            .unwrap()
-    };
-    let (width, height) = (dimension('W'), dimension('H'));
-    let frame_bytes = width * height + 2 * width.div_ceil(2) * height.div_ceil(2);
-    let mut frames = Vec::new();
-    let mut at = header_end + 1;
-    while at < data.len() {
-        let line_end = at + data[at..].iter().position(|&b| b == b'\n').unwrap();
-        assert!(
-            data[at..].starts_with(b"FRAME"),
-            "{}: a frame header at {at}",
-            path.display()
-        );
-        frames.push(data[line_end + 1..line_end + 1 + frame_bytes].to_vec());
-        at = line_end + 1 + frame_bytes;
-    }
-    frames
-}
-
 #[test]
 fn gst_launch_writes_the_frames_convstream_run_writes() {
     init();
     let dir = tempfile::tempdir().unwrap();
-    let deps = test_exe_dir();
-    let plugin = deps.join("libgstconvstream.so");
-    let convstream = deps.parent().unwrap().join("convstream");
-    assert!(
-        plugin.exists() && convstream.exists(),
-        "{} and {} are built by `cargo test --release --workspace` (scripts/test.sh)",
-        plugin.display(),
-        convstream.display()
-    );
+    let convstream = convstream_binary();
     // A width whose rows GStreamer does not pad: 1.22's y4menc writes the padding too.
-    // The plugin alone in a folder: GStreamer would try to load every library in deps/.
-    let plugin_dir = dir.path().join("plugin");
-    std::fs::create_dir(&plugin_dir).unwrap();
-    std::fs::copy(&plugin, plugin_dir.join("libgstconvstream.so")).unwrap();
+    let plugin_dir = plugin_folder(dir.path());
     let source = "videotestsrc num-buffers=12 pattern=zone-plate kx2=20 ky2=20 kt=1 ! \
                   video/x-raw,format=I420,width=176,height=100,framerate=25/1";
     let launch = |tail: &str, file: &str| {

@@ -21,7 +21,7 @@ use super::pool::FramePool;
 use super::settings::{Settings, DEFAULT_MASK};
 use crate::formats;
 
-static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+pub(super) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
         "convstreamfilter",
         gst::DebugColorFlags::empty(),
