@@ -431,11 +431,18 @@ fn device_auto_without_a_gpu_says_so_on_the_bus() {
 fn a_bad_filter_fails_negotiation_naming_every_problem() {
     let error = run_pipeline(
         "videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=64,height=48 ! \
-         convstreamfilter mask=blurry border=fold device=cpu ! fakesink",
+         convstreamfilter mask=blurry plane-masks=y=box:size=4 device=cuda:x ! fakesink",
     )
     .expect("negotiation fails");
-    assert!(error.contains("blurry"), "{error}");
-    assert!(error.contains("border: `fold`"), "{error}");
+    // Each problem named by its property, every one at once.
+    for problem in [
+        "mask: unknown mask `blurry`",
+        "plane-masks: y: size: 4 is even",
+        "device: `cuda:x` is not a device",
+    ] {
+        assert!(error.contains(problem), "{problem}: {error}");
+    }
+    assert!(!error.contains("pipeline \"main\""), "{error}");
 
     // A format the engines do not take is refused by the pad: GStreamer's own error.
     let error = run_pipeline(
@@ -452,6 +459,47 @@ fn a_bad_filter_fails_negotiation_naming_every_problem() {
     )
     .expect("negotiation fails");
     assert!(error.contains("videoconvert"), "{error}");
+}
+
+/// Choices are enums: a bad value fails when it is set (here, when gst-launch's syntax is
+/// parsed), naming the property; `gst-inspect-1.0` lists the values and the numbers' ranges
+/// (GLib refuses a number out of range when it is set).
+#[test]
+fn choices_are_enums_that_refuse_a_bad_value_when_set() {
+    init();
+    for (property, bad) in [("border", "fold"), ("planes", "some"), ("engine", "gpu")] {
+        let error = gst::parse::launch(&format!("videotestsrc ! convstreamfilter {property}={bad} ! fakesink"))
+            .err()
+            .unwrap_or_else(|| panic!("{property}={bad} was taken"));
+        assert!(
+            error.to_string().contains(property) && error.to_string().contains(bad),
+            "{property}={bad}: {error}"
+        );
+    }
+    let filter = element(&[("border", "mirror"), ("planes", "luma"), ("device", "cuda:1")]);
+    assert_eq!(filter.property_value("border").serialize().unwrap(), "mirror");
+    assert_eq!(filter.property_value("planes").serialize().unwrap(), "luma");
+    assert_eq!(filter.property_value("engine").serialize().unwrap(), "cuda");
+    assert_eq!(filter.property::<i32>("cuda-device-id"), 1);
+    filter.set_property_from_str("engine", "cpu");
+    assert_eq!(filter.property::<String>("device"), "cpu");
+
+    let inspect = Command::new("gst-inspect-1.0")
+        .arg("convstreamfilter")
+        .env("GST_PLUGIN_PATH", plugin_folder(tempfile::tempdir().unwrap().path()))
+        .output()
+        .expect("gst-inspect-1.0 runs (gstreamer1.0-tools)");
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    for listed in [
+        "(0): constant",
+        "(4): wrap",
+        "(1): luma",
+        "(2): cuda",
+        "cuda-device-id",
+        "Range: -1 - 63",
+    ] {
+        assert!(text.contains(listed), "gst-inspect-1.0 does not list {listed}:\n{text}");
+    }
 }
 
 #[test]

@@ -5,18 +5,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
-use gst::glib::translate::IntoGlib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::base_transform::GenerateOutputSuccess;
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 
 use convstream::engine::{build_engine, DeviceChoice, Engine, EngineOptions, FrameShape};
-use convstream::frame::{Frame, PixelFormat, Plane};
-use convstream::host_buffers::{BufferPool, HeapMemory, PlaneData};
+use convstream::frame::{Frame, PixelFormat};
+use convstream::host_buffers::{BufferPool, HeapMemory};
 
+use super::choices::{parse_device, MAX_CUDA_DEVICE_ID};
+use super::frames::{self, BufferTiming};
 use super::pool::FramePool;
 use super::settings::{Settings, DEFAULT_MASK};
 use crate::formats;
@@ -36,42 +36,6 @@ const DOWNSTREAM_POOLED_FRAMES: usize = 8;
 /// Buffers of the pool proposed upstream beyond those the lanes hold: being filled, and in
 /// queues between upstream and this element.
 const UPSTREAM_POOLED_FRAMES: usize = 4;
-
-/// What an input buffer carries besides its pixels, given back to its filtered buffer.
-#[derive(Debug, Clone, Copy)]
-struct BufferTiming {
-    pts: Option<gst::ClockTime>,
-    dts: Option<gst::ClockTime>,
-    duration: Option<gst::ClockTime>,
-    offset: u64,
-    offset_end: u64,
-    flags: gst::BufferFlags,
-}
-
-impl BufferTiming {
-    fn of(buffer: &gst::BufferRef) -> BufferTiming {
-        BufferTiming {
-            pts: buffer.pts(),
-            dts: buffer.dts(),
-            duration: buffer.duration(),
-            offset: buffer.offset(),
-            offset_end: buffer.offset_end(),
-            flags: buffer.flags(),
-        }
-    }
-
-    fn apply(&self, buffer: &mut gst::BufferRef) {
-        buffer.set_pts(self.pts);
-        buffer.set_dts(self.dts);
-        buffer.set_duration(self.duration);
-        buffer.set_offset(self.offset);
-        buffer.set_offset_end(self.offset_end);
-        // The input's flags exactly (set_flags adds to those there: TAG_MEMORY from building
-        // the buffer, say).
-        buffer.unset_flags(buffer.flags() - self.flags);
-        buffer.set_flags(self.flags);
-    }
-}
 
 /// How buffers came in and left, for the `stats` property.
 #[derive(Default)]
@@ -94,15 +58,6 @@ impl Counters {
             .field("buffers-planes-out", self.planes_out.load(Ordering::Relaxed))
             .field("buffers-copied-out", self.copied_out.load(Ordering::Relaxed))
             .build()
-    }
-}
-
-/// A filtered plane lent to GStreamer as a buffer's memory, for as long as downstream holds it.
-struct PlaneMemory(Plane);
-
-impl AsRef<[u8]> for PlaneMemory {
-    fn as_ref(&self) -> &[u8] {
-        &self.0.data
     }
 }
 
@@ -138,66 +93,16 @@ impl State {
         let mut frame = match lent {
             Some(page_locked) => {
                 counters.lent_in.fetch_add(1, Ordering::Relaxed);
-                self.lent_frame(buffer, page_locked)?
+                frames::lent_frame(buffer, &self.info, self.format, page_locked)?
             }
             None => {
                 counters.copied_in.fetch_add(1, Ordering::Relaxed);
-                self.copied_frame(buffer)?
+                frames::copied_frame(buffer, &self.info, self.format, self.engine.frame_pool().as_ref())?
             }
         };
         frame.index = self.next_index;
         self.next_index += 1;
         Ok(frame)
-    }
-
-    fn copied_frame(&self, buffer: &gst::BufferRef) -> Result<Frame, String> {
-        let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &self.info)
-            .map_err(|_| "cannot map the input buffer as the negotiated video".to_string())?;
-        let (width, height) = (self.info.width() as usize, self.info.height() as usize);
-        let pool = self.engine.frame_pool();
-        let mut frame = Frame::new_in(self.format, width, height, pool.as_ref());
-        for (index, plane) in frame.planes.iter_mut().enumerate() {
-            let data = video
-                .plane_data(index as u32)
-                .map_err(|_| format!("the input buffer has no plane {index}"))?;
-            let stride = video.plane_stride()[index] as usize;
-            let row_bytes = plane.row_bytes();
-            for y in 0..plane.height {
-                let row = data
-                    .get(y * stride..y * stride + row_bytes)
-                    .ok_or_else(|| format!("plane {index} of the input buffer is shorter than its caps say"))?;
-                plane.row_mut(y).copy_from_slice(row);
-            }
-        }
-        Ok(frame)
-    }
-
-    /// A frame whose planes are the buffer's own bytes, read-only, held by a reference to
-    /// the buffer until the engine lets the frame go.
-    fn lent_frame(&self, buffer: &gst::Buffer, page_locked: bool) -> Result<Frame, String> {
-        let video = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &self.info)
-            .map_err(|_| "cannot map the input buffer as the negotiated video".to_string())?;
-        let (width, height) = (self.info.width() as usize, self.info.height() as usize);
-        let mut planes = Vec::new();
-        for (index, shape) in self.format.plane_shapes(width, height).into_iter().enumerate() {
-            let stride = video.plane_stride()[index] as usize;
-            let data = video
-                .plane_data(index as u32)
-                .map_err(|_| format!("the input buffer has no plane {index}"))?;
-            let len = stride * shape.height;
-            if stride < shape.row_bytes() || data.len() < len {
-                return Err(format!(
-                    "plane {index} of the input buffer is shorter than its caps say"
-                ));
-            }
-            // SAFETY: `len` bytes from `data`'s start lie in the buffer's one memory, a block
-            // of this element's pool. Upstream pushed the buffer, so it writes it no more; the
-            // keeper holds a reference, so the pool cannot take the block back (nor anyone
-            // write it) until the plane is dropped; `page_locked` is what the pool recorded.
-            let bytes = unsafe { PlaneData::lent(data.as_ptr(), len, page_locked, Box::new(buffer.clone())) };
-            planes.push(Plane::of_data(shape, stride, bytes));
-        }
-        Ok(Frame::of_planes(self.format, width, height, planes))
     }
 
     /// A pool of frames for upstream to write into, described for the ALLOCATION query.
@@ -225,85 +130,15 @@ impl State {
         let mut buffer = match target {
             OutputTarget::Planes => {
                 counters.planes_out.fetch_add(1, Ordering::Relaxed);
-                self.planes_as_buffer(frame)?
+                frames::planes_as_buffer(frame, &self.info)?
             }
             OutputTarget::Copy(pool) => {
                 counters.copied_out.fetch_add(1, Ordering::Relaxed);
-                self.copy_into_buffer(&frame, pool.as_ref())?
+                frames::copy_into_buffer(&frame, &self.info, pool.as_ref())?
             }
         };
         timing.apply(buffer.get_mut().ok_or("a fresh buffer is not writable")?);
         Ok(Some(buffer))
-    }
-
-    /// The frame's own planes as the buffer's memories, described by a VideoMeta: no copy.
-    /// Pooled planes go back to the engine's pool when downstream lets the buffer go (while
-    /// downstream holds more than the pool has, new frames use ordinary memory).
-    fn planes_as_buffer(&self, mut frame: Frame) -> Result<gst::Buffer, String> {
-        let mut buffer = gst::Buffer::new();
-        let writable = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
-        let planes = std::mem::take(&mut frame.planes);
-        if planes.len() > gst_video::ffi::GST_VIDEO_MAX_PLANES as usize {
-            return Err(format!("{} planes are more than a VideoMeta describes", planes.len()));
-        }
-        let mut offsets = [0usize; gst_video::ffi::GST_VIDEO_MAX_PLANES as usize];
-        let mut strides = [0i32; gst_video::ffi::GST_VIDEO_MAX_PLANES as usize];
-        let (n_planes, mut offset) = (planes.len() as u32, 0);
-        for (index, plane) in planes.into_iter().enumerate() {
-            offsets[index] = offset;
-            strides[index] = i32::try_from(plane.stride).map_err(|_| "a plane's stride is too large")?;
-            offset += plane.data.len();
-            writable.append_memory(gst::Memory::from_slice(PlaneMemory(plane)));
-        }
-        // Added through the C function: gstreamer-video's safe `VideoMeta::add_full` wants the
-        // buffer as large as the caps' default layout, and the CPU engine's planes are packed
-        // tighter than GStreamer pads rows. Every plane lies inside the buffer at its offset,
-        // which is all a VideoMeta reader (gst_video_frame_map) needs.
-        // SAFETY: `writable` is a valid, writable buffer; `offsets` and `strides` hold
-        // GST_VIDEO_MAX_PLANES entries each, of which `n_planes` are read (and copied).
-        let meta = unsafe {
-            gst_video::ffi::gst_buffer_add_video_meta_full(
-                writable.as_mut_ptr(),
-                gst_video::ffi::GST_VIDEO_FRAME_FLAG_NONE,
-                self.info.format().into_glib(),
-                self.info.width(),
-                self.info.height(),
-                n_planes,
-                &offsets,
-                &strides,
-            )
-        };
-        if meta.is_null() {
-            return Err("cannot describe the filtered planes with a VideoMeta".to_string());
-        }
-        Ok(buffer)
-    }
-
-    /// A copy of the frame in the caps' default layout, in a buffer from `pool` (recycled:
-    /// no fresh pages to fault in per frame) when there is one.
-    fn copy_into_buffer(&self, frame: &Frame, pool: Option<&gst::BufferPool>) -> Result<gst::Buffer, String> {
-        let mut buffer = match pool {
-            Some(pool) => pool
-                .acquire_buffer(None)
-                .map_err(|e| format!("cannot take an output buffer from the pool: {e:?}"))?,
-            None => gst::Buffer::with_size(self.info.size()).map_err(|_| "cannot allocate an output buffer")?,
-        };
-        {
-            let writable = buffer.get_mut().ok_or("a fresh buffer is not writable")?;
-            let mut video = gst_video::VideoFrameRef::from_buffer_ref_writable(writable, &self.info)
-                .map_err(|_| "cannot map the output buffer".to_string())?;
-            for (index, plane) in frame.planes.iter().enumerate() {
-                let stride = video.plane_stride()[index] as usize;
-                let data = video
-                    .plane_data_mut(index as u32)
-                    .map_err(|_| format!("the output buffer has no plane {index}"))?;
-                let row_bytes = plane.row_bytes();
-                for y in 0..plane.height {
-                    data[y * stride..y * stride + row_bytes].copy_from_slice(plane.row(y));
-                }
-            }
-        }
-        Ok(buffer)
     }
 
     /// Every frame still in the engine, as output buffers, oldest first.
@@ -458,22 +293,33 @@ impl ObjectImpl for ConvstreamFilter {
                     .default_value(Some(""))
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecString::builder("planes")
+                glib::ParamSpecEnum::builder_with_default("planes", defaults.planes)
                     .nick("Planes")
-                    .blurb("The planes `mask` filters: all, luma or chroma (the others are copied)")
-                    .default_value(Some(defaults.planes.as_str()))
+                    .blurb("The planes `mask` filters (the others are copied, unless plane-masks names them)")
                     .mutable_playing()
                     .build(),
-                glib::ParamSpecString::builder("border")
+                glib::ParamSpecEnum::builder_with_default("border", defaults.border)
                     .nick("Border")
-                    .blurb("How samples outside the picture read: constant (0), nearest, reflect (dcba|abcd), mirror (dcb|abcd) or wrap, as SciPy names them")
-                    .default_value(Some(defaults.border.as_str()))
+                    .blurb("How samples outside the picture read, as SciPy's ndimage names the modes")
                     .mutable_playing()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("engine", defaults.engine)
+                    .nick("Engine")
+                    .blurb("Where to filter")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("cuda-device-id")
+                    .nick("CUDA device id")
+                    .blurb("The GPU to filter on, numbered as nvcodec elements number them; -1: the least loaded usable GPU. A GPU named here means CUDA, even with engine=auto")
+                    .minimum(-1)
+                    .maximum(MAX_CUDA_DEVICE_ID)
+                    .default_value(defaults.cuda_device_id)
+                    .mutable_ready()
                     .build(),
                 glib::ParamSpecString::builder("device")
                     .nick("Device")
-                    .blurb("Where to filter: auto (CUDA when a GPU is usable, else the CPU), cpu, cuda or cuda:N")
-                    .default_value(Some(defaults.device.as_str()))
+                    .blurb("engine and cuda-device-id in one, as `convstream run --device` takes them: auto, cpu, cuda or cuda:N")
+                    .default_value(Some(defaults.device().as_str()))
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecUInt::builder("streams")
@@ -513,9 +359,32 @@ impl ObjectImpl for ConvstreamFilter {
         match pspec.name() {
             "mask" => settings.mask = text(),
             "plane-masks" => settings.plane_masks = text(),
-            "planes" => settings.planes = text(),
-            "border" => settings.border = text(),
-            "device" => settings.device = text(),
+            "planes" => settings.planes = value.get().unwrap_or(settings.planes),
+            "border" => settings.border = value.get().unwrap_or(settings.border),
+            "engine" => {
+                settings.engine = value.get().unwrap_or(settings.engine);
+                settings.bad_device = None;
+            }
+            "cuda-device-id" => {
+                settings.cuda_device_id = value.get().unwrap_or(settings.cuda_device_id);
+                settings.bad_device = None;
+            }
+            "device" => match parse_device(&text()) {
+                Some((engine, id)) => {
+                    (settings.engine, settings.cuda_device_id) = (engine, id);
+                    settings.bad_device = None;
+                }
+                None => {
+                    // A property setter cannot fail: GLib's own warning, as for an enum
+                    // value out of range, and negotiation then fails naming it.
+                    glib::g_warning!(
+                        "convstreamfilter",
+                        "device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
+                        text().escape_debug()
+                    );
+                    settings.bad_device = Some(text());
+                }
+            },
             "streams" => settings.streams = value.get().unwrap_or(settings.streams),
             "frames-per-stream" => settings.frames_per_stream = value.get().unwrap_or(settings.frames_per_stream),
             "config" => settings.config = value.get::<Option<String>>().ok().flatten().filter(|p| !p.is_empty()),
@@ -536,7 +405,9 @@ impl ObjectImpl for ConvstreamFilter {
             "plane-masks" => settings.plane_masks.to_value(),
             "planes" => settings.planes.to_value(),
             "border" => settings.border.to_value(),
-            "device" => settings.device.to_value(),
+            "engine" => settings.engine.to_value(),
+            "cuda-device-id" => settings.cuda_device_id.to_value(),
+            "device" => settings.device().to_value(),
             "streams" => settings.streams.to_value(),
             "frames-per-stream" => settings.frames_per_stream.to_value(),
             "config" => settings.config.to_value(),

@@ -4,6 +4,8 @@
 //! added latency (the lanes' frames) is reported through the LATENCY query, and EOS and
 //! flushes drain them.
 
+mod choices;
+mod frames;
 mod imp;
 mod pool;
 mod settings;
@@ -18,6 +20,10 @@ glib::wrapper! {
 
 /// Registers `convstreamfilter` with `plugin`.
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    // The property enums are documented with the element (gst-inspect, the plugin cache).
+    choices::Border::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    choices::Planes::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    choices::EngineKind::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "convstreamfilter",

@@ -1,10 +1,12 @@
 //! The element's properties and the filter they make, resolved exactly as `convstream run`
-//! resolves its flags (presets, custom matrices, named masks of a config file).
+//! resolves its flags (presets, custom matrices, named masks of a config file), with every
+//! problem named by the property that has it.
 
 use std::path::Path;
 
-use convstream::config::{ConfigFile, Overrides, PipelineSettings};
-use convstream::filter::{BorderMode, PlaneSelection};
+use convstream::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
+
+use super::choices::{device_text, Border, EngineKind, Planes};
 
 pub const DEFAULT_MASK: &str = "gaussian:size=5";
 
@@ -14,9 +16,14 @@ pub struct Settings {
     pub mask: String,
     /// `y=edge,uv=neutral`: a mask per plane, separated by `;` or `,` outside brackets.
     pub plane_masks: String,
-    pub planes: String,
-    pub border: String,
-    pub device: String,
+    pub planes: Planes,
+    pub border: Border,
+    pub engine: EngineKind,
+    /// The GPU, as nvcodec elements number them; -1: the least loaded one.
+    pub cuda_device_id: i32,
+    /// A `device` alias that named no device: kept, so that negotiation fails naming it
+    /// rather than filtering where the user did not ask.
+    pub bad_device: Option<String>,
     pub streams: u32,
     pub frames_per_stream: u32,
     /// A TOML file whose `[masks.*]` `mask` may name.
@@ -28,9 +35,11 @@ impl Default for Settings {
         Settings {
             mask: DEFAULT_MASK.to_string(),
             plane_masks: String::new(),
-            planes: "all".to_string(),
-            border: "reflect".to_string(),
-            device: "auto".to_string(),
+            planes: Planes::All,
+            border: Border::Reflect,
+            engine: EngineKind::Auto,
+            cuda_device_id: -1,
+            bad_device: None,
             streams: 4,
             frames_per_stream: 2,
             config: None,
@@ -39,44 +48,41 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The pipeline settings these properties make, or every problem with them.
+    /// What the `device` alias reads: `engine` and `cuda-device-id` as one text.
+    pub fn device(&self) -> String {
+        self.bad_device
+            .clone()
+            .unwrap_or_else(|| device_text(self.engine, self.cuda_device_id))
+    }
+
+    /// The pipeline settings these properties make, or every problem with them, each named
+    /// by its property.
     pub fn resolve(&self) -> Result<PipelineSettings, String> {
         let mut problems = Vec::new();
-        let planes = <PlaneSelection as clap::ValueEnum>::from_str(&self.planes, true)
-            .map_err(|_| problems.push(format!("planes: `{}` is not all, luma or chroma", self.planes)))
-            .ok();
-        let border = <BorderMode as clap::ValueEnum>::from_str(&self.border, true)
-            .map_err(|_| {
-                problems.push(format!(
-                    "border: `{}` is not constant, nearest, reflect, mirror or wrap",
-                    self.border
-                ))
-            })
-            .ok();
-        let plane_masks = split_plane_masks(&self.plane_masks, &mut problems);
-        // The masks are checked even when the names above were not, so every problem shows.
-        let pipeline = self.pipeline(planes, plane_masks, border);
-        match pipeline {
-            Ok(pipeline) if problems.is_empty() => Ok(pipeline),
-            Ok(_) => Err(problems.join("; ")),
-            Err(problem) => {
-                problems.push(problem);
-                Err(problems.join("; "))
-            }
+        if let Some(device) = &self.bad_device {
+            problems.push(format!(
+                "device: `{device}` is not a device; use auto, cpu, cuda or cuda:N (or engine and cuda-device-id)"
+            ));
         }
+        let plane_masks = split_plane_masks(&self.plane_masks, &mut problems);
+        match self.pipeline(plane_masks) {
+            Ok(pipeline) if problems.is_empty() => return Ok(pipeline),
+            Ok(_) => {}
+            Err(ConfigError::Invalid(found)) => problems.extend(found.iter().map(|p| as_property_problem(p))),
+            Err(ConfigError::InvalidFile { problems: found, .. }) => {
+                problems.extend(found.iter().map(|p| as_property_problem(p)))
+            }
+            Err(other) => problems.push(format!("config: {other}")),
+        }
+        Err(problems.join("; "))
     }
 
     /// The pipeline `convstream run` would make of these masks and names, with the config's
     /// masks to name.
-    fn pipeline(
-        &self,
-        planes: Option<PlaneSelection>,
-        plane_masks: Vec<(String, String)>,
-        border: Option<BorderMode>,
-    ) -> Result<PipelineSettings, String> {
+    fn pipeline(&self, plane_masks: Vec<(String, String)>) -> Result<PipelineSettings, ConfigError> {
         let (mut config, base_dir) = match &self.config {
             Some(path) => {
-                let config = ConfigFile::load(Path::new(path)).map_err(|e| e.to_string())?;
+                let config = ConfigFile::load(Path::new(path))?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
             }
             None => (ConfigFile::default(), None),
@@ -85,20 +91,39 @@ impl Settings {
             input: Some("element".to_string()),
             output: Some("null".to_string()),
             mask: Some(self.mask.clone()),
-            planes,
+            planes: Some(self.planes.into()),
             plane_masks,
-            border,
-            device: Some(self.device.clone()),
+            border: Some(self.border.into()),
+            device: Some(device_text(self.engine, self.cuda_device_id)),
             streams: Some(self.streams as usize),
             frames_per_stream: Some(self.frames_per_stream as usize),
             ..Overrides::default()
         };
-        config.pipelines = overrides.standalone().map_err(|e| e.to_string())?.pipelines;
-        let mut settings = config.validate(base_dir.as_deref()).map_err(|e| e.to_string())?;
+        config.pipelines = overrides.standalone()?.pipelines;
+        let mut settings = config.validate(base_dir.as_deref())?;
         settings
             .pipelines
             .pop()
-            .ok_or_else(|| "the properties made no pipeline".to_string())
+            .ok_or_else(|| ConfigError::Invalid(vec!["the properties made no pipeline".to_string()]))
+    }
+}
+
+/// A problem the configuration check found, named by the element's property that has it:
+/// `pipeline "main": filter.plane_masks.y: size: 4 is even` reads
+/// `plane-masks: y: size: 4 is even`.
+fn as_property_problem(problem: &str) -> String {
+    let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
+    match problem.split_once(": ") {
+        // A field path (`filter.mask`), not words.
+        Some((path, rest)) if !path.contains(' ') => {
+            let field = path.strip_prefix("filter.").unwrap_or(path);
+            let property = match field.split_once('.') {
+                Some(("plane_masks", plane)) => format!("plane-masks: {plane}"),
+                _ => field.replace('_', "-"),
+            };
+            format!("{property}: {rest}")
+        }
+        _ => problem.to_string(),
     }
 }
 
@@ -177,7 +202,7 @@ mod tests {
         let settings = Settings {
             mask: "sharpen".into(),
             plane_masks: "uv=neutral".into(),
-            device: "cpu".into(),
+            engine: EngineKind::Cpu,
             ..Settings::default()
         };
         let pipeline = settings.resolve().unwrap();
@@ -185,13 +210,22 @@ mod tests {
         assert_eq!(pipeline.filter.plane_masks.len(), 2, "u and v");
         let bad = Settings {
             mask: "blurry".into(),
-            planes: "some".into(),
-            border: "fold".into(),
+            plane_masks: "y=gaussian:size=4".into(),
+            bad_device: Some("gpu".into()),
             ..Settings::default()
         };
         let error = bad.resolve().unwrap_err();
-        for problem in ["planes: `some`", "border: `fold`", "blurry"] {
+        for problem in [
+            "device: `gpu` is not a device",
+            "mask: unknown mask `blurry`",
+            "plane-masks: y: size: 4 is even",
+        ] {
             assert!(error.contains(problem), "{problem} missing from: {error}");
         }
+        // The element's properties, not the configuration's fields.
+        assert!(
+            !error.contains("pipeline \"main\"") && !error.contains("filter."),
+            "{error}"
+        );
     }
 }
