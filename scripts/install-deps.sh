@@ -3,9 +3,10 @@
 # already there: FFmpeg's development libraries and command-line tools (the tests make their own
 # video with them), GStreamer's development libraries and tools for the element in gst/, with
 # GStreamer's own decoders and encoders (libav, -bad, -ugly) that the element is tested behind and
-# in front of, valgrind for the element's memory check, clang for
-# the FFmpeg bindings, and NVRTC from PyPI so kernels can be
-# compiled without a GPU. Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
+# in front of, what the README's examples use (an X display for autovideosink, gst-rtsp-server's
+# Python bindings for examples/rtsp-serve.py, curl), valgrind for the element's memory check,
+# clang for the FFmpeg bindings, and NVRTC from PyPI so kernels can be compiled without a GPU.
+# Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
 set -euo pipefail
 
 packages=(pkg-config clang libclang-dev gcc libc6-dev ca-certificates
@@ -13,7 +14,8 @@ packages=(pkg-config clang libclang-dev gcc libc6-dev ca-certificates
     libavfilter-dev libavdevice-dev ffmpeg
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
     gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-    gstreamer1.0-libav gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly x264 valgrind)
+    gstreamer1.0-libav gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-x valgrind
+    python3-gi gir1.2-gst-rtsp-server-1.0 xvfb curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

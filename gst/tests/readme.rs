@@ -1,0 +1,640 @@
+//! Every example of README.md, run as it is written, and its stated result checked.
+//!
+//! The shell blocks (```sh) are read example by example (a command with its continuation
+//! lines, the comments just above it, and a `# {...}` line just below it: the answer it
+//! states). Each runs with `bash -c` in a folder with what the examples name (`in.mp4`, a
+//! generated clip with sound), with the plugin installed by the README's own command, under a
+//! virtual display (Xvfb) for `autovideosink`, against local peers where the example reaches
+//! the network: an RTSP camera (`examples/rtsp-serve.py`) and a UDP sender for `serve`'s
+//! pipeline `cam1`, queried by the README's `curl` lines. A kind of command this file does not
+//! know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
+//! config/ must pass `convstream check`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{convstream_binary, ffmpeg, read_y4m};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// One command of a shell block.
+#[derive(Debug)]
+struct Example {
+    /// Where it starts in README.md (1-based), for messages.
+    line: usize,
+    /// The comment lines just above it, without `# `.
+    description: String,
+    /// The command as written, continuation lines included (and any variable set just
+    /// before it in the same paragraph).
+    script: String,
+    /// The answer a `# {...}` line just below it states.
+    stated: Option<String>,
+}
+
+impl Example {
+    fn program(&self) -> &str {
+        self.script
+            .lines()
+            .map(str::trim)
+            .find(|line| !is_assignment(line))
+            .and_then(|line| line.split_whitespace().next())
+            .unwrap_or("")
+    }
+}
+
+/// The fenced blocks of `text` whose info string is `language`, with their first line number.
+fn blocks(text: &str, language: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (index, line) in text.lines().enumerate() {
+        match &mut current {
+            None if line.trim_end() == format!("```{language}") => current = Some((index + 2, String::new())),
+            Some(_) if line.starts_with("```") => found.extend(current.take()),
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    found
+}
+
+/// The examples of the README's shell blocks.
+fn shell_examples(readme: &str) -> Vec<Example> {
+    let mut examples: Vec<Example> = Vec::new();
+    for (first_line, body) in blocks(readme, "sh") {
+        let mut description = Vec::new();
+        let mut assignments = String::new();
+        let mut lines = body.lines().enumerate().peekable();
+        while let Some((offset, line)) = lines.next() {
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                description.clear();
+                assignments.clear();
+            } else if let Some(comment) = trimmed.strip_prefix('#') {
+                let comment = comment.trim();
+                let states_an_answer = comment.starts_with('{') || comment.starts_with('[');
+                match examples.last_mut() {
+                    Some(last) if states_an_answer && last.stated.is_none() && description.is_empty() => {
+                        last.stated = Some(comment.to_string())
+                    }
+                    _ => description.push(comment.to_string()),
+                }
+            } else if is_assignment(trimmed) {
+                assignments.push_str(line);
+                assignments.push('\n');
+            } else {
+                let mut script = assignments.clone();
+                script.push_str(line);
+                let mut continued = line.trim_end().ends_with('\\');
+                while continued {
+                    let Some((_, next)) = lines.next() else { break };
+                    script.push('\n');
+                    script.push_str(next);
+                    continued = next.trim_end().ends_with('\\');
+                }
+                examples.push(Example {
+                    line: first_line + offset,
+                    description: description.join(" "),
+                    script,
+                    stated: None,
+                });
+                description.clear();
+            }
+        }
+    }
+    examples
+}
+
+/// `NAME=value  # comment`: a shell variable the next command uses.
+fn is_assignment(line: &str) -> bool {
+    line.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+    })
+}
+
+/// A child process in a process group of its own, stopped with its children (SIGTERM, then
+/// SIGKILL) when dropped: the servers the examples talk to.
+struct Background(Child);
+
+impl Background {
+    fn spawn(command: &mut Command) -> Background {
+        use std::os::unix::process::CommandExt;
+        Background(command.process_group(0).spawn().unwrap())
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        Command::new("kill").args(["-TERM", "--", &group]).status().ok();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Command::new("kill").args(["-KILL", "--", &group]).status().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// Where the examples run and what they are given.
+struct Stage {
+    dir: tempfile::TempDir,
+    /// `XDG_DATA_HOME` for the plugin the README's install command puts there.
+    data_home: PathBuf,
+    display: String,
+    _xvfb: Background,
+}
+
+impl Stage {
+    fn new() -> Stage {
+        let dir = tempfile::tempdir().unwrap();
+        let data_home = dir.path().join("data-home");
+        // A display for autovideosink: a display number of this process's own.
+        let display = format!(":{}", 100 + std::process::id() % 800);
+        let xvfb = Background::spawn(
+            Command::new("Xvfb")
+                .args([display.as_str(), "-screen", "0", "1280x720x24", "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        std::thread::sleep(Duration::from_millis(700));
+        Stage {
+            dir,
+            data_home,
+            display,
+            _xvfb: xvfb,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `bash -c SCRIPT` in the stage folder with the stage's environment.
+    fn command(&self, script: &str) -> Command {
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(script)
+            .current_dir(self.path())
+            .env("XDG_DATA_HOME", &self.data_home)
+            .env("GST_REGISTRY", self.path().join("registry.bin"))
+            .env("DISPLAY", &self.display)
+            // Debian's Python, where python3-gi is (not a version manager's).
+            .env(
+                "PATH",
+                format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()),
+            )
+            // The binary the same `cargo test` built, as `convstream`.
+            .env("CONVSTREAM", convstream_binary());
+        command
+    }
+
+    /// Runs `example` to its end (within `limit`) and returns its stdout; fails the test if
+    /// it fails.
+    fn run(&self, example: &Example, cwd: &Path, limit: Duration) -> String {
+        let mut child = self
+            .command(&example.script)
+            .current_dir(cwd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let output = child.wait_with_output().unwrap();
+                assert!(
+                    status.success(),
+                    "README.md line {}: `{}` failed ({status}):\n{}\n{}",
+                    example.line,
+                    example.script,
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                return String::from_utf8_lossy(&output.stdout).into_owned();
+            }
+            if Instant::now() > deadline {
+                child.kill().ok();
+                panic!(
+                    "README.md line {}: `{}` ran past {limit:?}",
+                    example.line, example.script
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// `in.mp4`: 2 s of a moving 640x360 picture with a tone, as a user's file would have.
+fn make_input(dir: &Path) {
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=640x360:rate=25",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=48000",
+        "-t",
+        "2",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-c:a",
+        "aac",
+        dir.join("in.mp4").to_str().unwrap(),
+    ]);
+}
+
+/// Video frames of `path`, as FFmpeg counts them.
+fn frame_count(path: &Path) -> usize {
+    let output = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v:0",
+            "-count_frames",
+            "-show_entries",
+            "stream=nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap_or(0)
+}
+
+/// `location=NAME` of a `filesink` in `script`.
+fn filesink_location(script: &str) -> Option<String> {
+    let at = script.find("filesink location=")?;
+    script[at + "filesink location=".len()..]
+        .split_whitespace()
+        .next()
+        .map(str::to_string)
+}
+
+/// Whether `actual` is the answer `stated` shows: the same keys, the same text and flags,
+/// numbers where it shows numbers (a frame number differs from run to run).
+fn same_shape(stated: &serde_json::Value, actual: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (stated, actual) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, value)| b.get(key).is_some_and(|other| same_shape(value, other)))
+        }
+        (Value::Number(_), Value::Number(_)) => true,
+        (a, b) => a == b,
+    }
+}
+
+/// Waits until `url` answers (any HTTP status) or `limit` passes.
+fn wait_for_http(url: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let status = Command::new("curl").args(["-s", "-o", "/dev/null", url]).status();
+        if status.is_ok_and(|s| s.success()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{url} did not answer within {limit:?}");
+}
+
+/// Waits until `pipeline` of the server on 8686 is `running`.
+fn wait_until_running(pipeline: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let output = Command::new("curl")
+            .args(["-s", &format!("localhost:8686/pipelines/{pipeline}")])
+            .output()
+            .unwrap();
+        last = String::from_utf8_lossy(&output.stdout).into_owned();
+        if last.contains("\"state\":\"running\"") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("pipeline {pipeline} is not running after {limit:?}: {last}");
+}
+
+/// The README's shell examples, each run as written.
+#[test]
+fn every_shell_example_of_the_readme_runs_as_written() {
+    common::init();
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let examples = shell_examples(&readme);
+    assert!(examples.len() >= 10, "the README's examples: {examples:#?}");
+    let stage = Stage::new();
+    make_input(stage.path());
+    let mut serve: Option<(Background, Background)> = None;
+    let mut ran = Vec::new();
+    for example in &examples {
+        let program = example.program().to_string();
+        match program.as_str() {
+            // The command that runs this test.
+            "scripts/test.sh" => continue,
+            "scripts/demo.sh" => {
+                let out = stage.run(example, &root, Duration::from_secs(900));
+                let result = root.join("convstream-demo/filtered.mp4");
+                assert!(out.contains("filtered.mp4") && frame_count(&result) > 0, "demo: {out}");
+            }
+            "scripts/install-gst-plugin.sh" => {
+                let out = stage.run(example, &root, Duration::from_secs(900));
+                assert!(out.contains("found"), "install-gst-plugin.sh: {out}");
+                assert!(stage
+                    .data_home
+                    .join("gstreamer-1.0/plugins/libgstconvstream.so")
+                    .exists());
+            }
+            "gst-inspect-1.0" => {
+                let out = stage.run(example, stage.path(), Duration::from_secs(60));
+                assert!(
+                    out.contains("convstreamfilter") && out.contains("cuda-device-id"),
+                    "{out}"
+                );
+            }
+            "gst-launch-1.0" => check_gst_launch(&stage, example),
+            "python3" if example.script.contains("examples/rtsp-serve.py") => check_rtsp_relay(&stage, example, &root),
+            "curl" => {
+                if serve.is_none() {
+                    serve = Some(start_serve(&stage));
+                }
+                check_curl(&stage, example);
+            }
+            other => panic!(
+                "README.md line {}: `{other}` is a kind of example gst/tests/readme.rs does not run yet; teach it",
+                example.line
+            ),
+        }
+        ran.push(format!("line {}: {}", example.line, program));
+    }
+    // The pipeline the POST example made: stopped, and its file (made by this test) removed.
+    if serve.is_some() {
+        Command::new("curl")
+            .args(["-s", "-X", "DELETE", "localhost:8686/pipelines/cam2"])
+            .output()
+            .ok();
+        std::fs::remove_file("/data/out/cam2.ts").ok();
+    }
+    println!("{} README examples ran:\n  {}", ran.len(), ran.join("\n  "));
+}
+
+/// A gst-launch example: it ends well; a file it writes is there, all of it; an example that
+/// says it writes exactly what a `convstream run` writes does.
+fn check_gst_launch(stage: &Stage, example: &Example) {
+    stage.run(example, stage.path(), Duration::from_secs(300));
+    let Some(location) = filesink_location(&example.script) else {
+        return;
+    };
+    let written = stage.path().join(&location);
+    assert!(
+        written.exists(),
+        "README.md line {}: {location} was not written",
+        example.line
+    );
+    if location.ends_with(".mp4") {
+        assert_eq!(
+            frame_count(&written),
+            frame_count(&stage.path().join("in.mp4")),
+            "README.md line {}: every frame of in.mp4 is in {location}",
+            example.line
+        );
+    }
+    // "Exactly what `convstream run FLAGS` writes": the same source into y4menc without the
+    // element, through convstream run with those flags, frame for frame.
+    if let Some(run_flags) = example
+        .description
+        .split_once("Exactly what `convstream run ")
+        .and_then(|(_, rest)| rest.split_once("` writes"))
+        .map(|(flags, _)| flags.to_string())
+    {
+        let element_start = example.script.find("convstreamfilter").unwrap();
+        let element_end = element_start + example.script[element_start..].find("! ").unwrap() + 2;
+        let unfiltered = format!("{}{}", &example.script[..element_start], &example.script[element_end..])
+            .replace(&format!("location={location}"), "location=unfiltered.y4m");
+        let output = stage.command(&unfiltered).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{unfiltered}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let output = stage
+            .command(&format!(
+                "\"$CONVSTREAM\" run --no-progress {run_flags} -i unfiltered.y4m -o run.y4m"
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "convstream run {run_flags}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let (element, run) = (
+            read_y4m(&written).frames,
+            read_y4m(&stage.path().join("run.y4m")).frames,
+        );
+        assert!(!element.is_empty(), "README.md line {}: no frames", example.line);
+        assert!(
+            element == run,
+            "README.md line {}: the element's frames are not those of convstream run {run_flags}",
+            example.line
+        );
+    }
+}
+
+/// The RTSP example: a camera on 127.0.0.1:8555 (the same script serving a live test
+/// picture), the example relaying it sharpened on 8554, and a client that decodes frames of
+/// the relayed stream.
+fn check_rtsp_relay(stage: &Stage, example: &Example, root: &Path) {
+    let camera = Background::spawn(
+        stage
+            .command(
+                "python3 examples/rtsp-serve.py --port 8555 --path /camera \
+                 \"( videotestsrc is-live=true pattern=ball ! video/x-raw,width=320,height=240,framerate=25/1 ! \
+                 x264enc tune=zerolatency speed-preset=ultrafast key-int-max=25 ! rtph264pay name=pay0 pt=96 )\"",
+            )
+            .current_dir(root)
+            .stdout(Stdio::null()),
+    );
+    let relay = Background::spawn(stage.command(&example.script).current_dir(root).stdout(Stdio::null()));
+    std::thread::sleep(Duration::from_secs(2));
+    let client = stage
+        .command(
+            "timeout -k 5 60 gst-launch-1.0 -q rtspsrc location=rtsp://127.0.0.1:8554/sharpened latency=100 ! \
+             rtph264depay ! h264parse ! avdec_h264 ! video/x-raw,width=320,height=240 ! fakesink num-buffers=50",
+        )
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "README.md line {}: no frames from the relayed stream: {}",
+        example.line,
+        String::from_utf8_lossy(&client.stderr)
+    );
+    drop((relay, camera));
+}
+
+/// `serve` as the curl examples assume it: pipeline `cam1` running (fed by a UDP sender) and
+/// `[server] allow_paths = ["/data/out"]`, on localhost:8686.
+fn start_serve(stage: &Stage) -> (Background, Background) {
+    let out = Path::new("/data/out");
+    std::fs::create_dir_all(out).unwrap_or_else(|e| panic!("the curl examples write under /data/out: {e}"));
+    assert!(
+        !out.join("cam2.ts").exists(),
+        "/data/out/cam2.ts exists: the README's POST example would be refused; move it away"
+    );
+    let config = stage.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        r#"[server]
+listen = "127.0.0.1:8686"
+allow_paths = ["/data/out"]
+
+[[pipeline]]
+name = "cam1"
+[pipeline.source]
+url = "udp://127.0.0.1:5001"
+format = "mpegts"
+[pipeline.filter]
+mask = "sharpen"
+device = "cpu"
+[pipeline.sink]
+url = "null"
+"#,
+    )
+    .unwrap();
+    let server = Background::spawn(
+        stage
+            .command("exec \"$CONVSTREAM\" serve --config serve.toml")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let sender = Background::spawn(Command::new("ffmpeg").args([
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-nostdin",
+        "-re",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=320x240:rate=25",
+        "-t",
+        "600",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-f",
+        "mpegts",
+        "udp://127.0.0.1:5001?pkt_size=1316",
+    ]));
+    wait_for_http("http://localhost:8686/healthz", Duration::from_secs(30));
+    wait_until_running("cam1", Duration::from_secs(60));
+    (server, sender)
+}
+
+/// A curl example against `serve`: it succeeds, and its answer is what the README states.
+fn check_curl(stage: &Stage, example: &Example) {
+    let answer = stage.run(example, stage.path(), Duration::from_secs(60));
+    let parsed: serde_json::Value = serde_json::from_str(&answer).unwrap_or_else(|e| {
+        panic!(
+            "README.md line {}: the answer is not JSON ({e}): {answer}",
+            example.line
+        )
+    });
+    assert!(
+        parsed.get("error").is_none(),
+        "README.md line {}: `{}` answered an error: {answer}",
+        example.line,
+        example.script
+    );
+    if let Some(stated) = &example.stated {
+        let stated: serde_json::Value = serde_json::from_str(stated)
+            .unwrap_or_else(|e| panic!("README.md line {}: the stated answer is not JSON ({e})", example.line));
+        assert!(
+            same_shape(&stated, &parsed),
+            "README.md line {}: the README states {stated}, the server answered {parsed}",
+            example.line
+        );
+    }
+}
+
+/// The configuration blocks of the README, and the files in config/, pass `convstream check`.
+#[test]
+fn every_config_example_passes_check() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs: Vec<PathBuf> = Vec::new();
+    for (line, body) in blocks(&readme, "toml") {
+        let path = dir.path().join(format!("readme-line-{line}.toml"));
+        std::fs::write(&path, body).unwrap();
+        configs.push(path);
+    }
+    assert!(!configs.is_empty(), "the README has configuration examples");
+    configs.push(root.join("config/default.toml"));
+    for entry in std::fs::read_dir(root.join("config/examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            configs.push(path);
+        }
+    }
+    for config in &configs {
+        let output = Command::new(convstream_binary())
+            .arg("check")
+            .arg("--config")
+            .arg(config)
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}: {}",
+            config.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    println!("{} configuration examples pass check", configs.len());
+}
+
+#[test]
+fn the_readme_is_read_example_by_example() {
+    let text = "```sh\n# one\nfoo a \\\n  b\n# {\"x\": 1}\n\n# two\nA=1   # the URL\nbar $A\n```\n";
+    let examples = shell_examples(text);
+    assert_eq!(examples.len(), 2, "{examples:#?}");
+    assert_eq!(examples[0].description, "one");
+    assert_eq!(examples[0].script, "foo a \\\n  b");
+    assert_eq!(examples[0].stated.as_deref(), Some("{\"x\": 1}"));
+    assert_eq!(examples[1].script, "A=1   # the URL\nbar $A");
+    assert_eq!(examples[1].program(), "bar");
+    assert!(same_shape(
+        &serde_json::json!({"a": 1, "b": "x"}),
+        &serde_json::json!({"a": 7, "b": "x"})
+    ));
+    assert!(!same_shape(
+        &serde_json::json!({"a": 1, "b": "x"}),
+        &serde_json::json!({"a": 7, "b": "y"})
+    ));
+}
