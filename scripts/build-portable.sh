@@ -2,7 +2,7 @@
 # Build a self-contained convstream for hosts that have an NVIDIA driver but no FFmpeg, no Rust
 # toolchain and no network (a bare GPU host).
 #
-# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli|gst]      (default: all)
+# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst]  (default: all)
 #
 #   ffmpeg  Build a minimal static FFmpeg 5.1 from Debian bookworm's source package into a cached
 #           prefix. Skipped when the prefix already holds a build made with the same configure line.
@@ -12,9 +12,14 @@
 #   ffmpeg-cli  Build FFmpeg's own `ffmpeg` program from the same source with the same
 #           configure line (plus avfilter and the filters benchmarks compare with) into
 #           dist/portable/ffmpeg, to measure convstream against FFmpeg side by side on a GPU host.
+#   ffmpeg-shared  Build the same FFmpeg as shared libraries with Debian's sonames
+#           (libavcodec.so.59...) into dist/portable/ffmpeg-shared: the minimal FFmpeg that
+#           GStreamer's libav plugin (avdec_h264...) loads on a GPU host instead of Debian's,
+#           whose codec libraries would weigh 200 MB.
 #   gst     Build the GStreamer element and its tests against that prefix into dist/portable/gst/,
 #           with the GStreamer libraries and plugins they need (for GPU hosts without GStreamer;
-#           run after `binary`, whose convstream the element's tests compare with).
+#           run after `binary`, whose convstream the element's tests compare with, and after
+#           `ffmpeg-shared` for the libav plugin).
 #
 # Environment:
 #   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
@@ -30,9 +35,9 @@ set -euo pipefail
 
 step="${1:-all}"
 case "$step" in
-    ffmpeg|binary|all|ffmpeg-cli|gst) ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|gst]" >&2; exit 2 ;;
+    ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst) ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst]" >&2; exit 2 ;;
 esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -250,6 +255,42 @@ build_ffmpeg_cli() {
     cd / && rm -rf "$dir"
 }
 
+# The static build's components as shared libraries with Debian's sonames, plus an empty
+# libavfilter (gst-libav links it), for GStreamer's libav plugin on a GPU host.
+build_ffmpeg_shared() {
+    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
+    ensure_deb_src
+    local dir="$workdir-shared" dist="$repo_root/dist/portable/ffmpeg-shared" arg args=()
+    for arg in "${configure_args[@]}"; do
+        case "$arg" in
+            --prefix=*) args+=("--prefix=$dir/prefix") ;;
+            --enable-static) args+=(--disable-static) ;;
+            --disable-shared) args+=(--enable-shared) ;;
+            --disable-avfilter) args+=(--enable-avfilter) ;;
+            --pkg-config-flags=--static) ;;
+            *) args+=("$arg") ;;
+        esac
+    done
+    log "fetching Debian's FFmpeg source into $dir"
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    apt-get source --download-only ffmpeg
+    dpkg-source --no-check -x "$(ls ffmpeg_*.dsc | sort -V | tail -n 1)" src >/dev/null
+    cd src
+    local started=$SECONDS
+    ./configure "${args[@]}"
+    make -j"$jobs"
+    make install >/dev/null
+    rm -rf "$dist" && mkdir -p "$dist"
+    local lib
+    for lib in "$dir"/prefix/lib/lib*.so.*; do
+        [[ -L $lib ]] && [[ $(basename "$lib") =~ \.so\.[0-9]+$ ]] || continue
+        strip -o "$dist/$(basename "$lib")" "$(readlink -f "$lib")"
+    done
+    log "shared FFmpeg built in $((SECONDS - started)) s: $dist"
+    ls -la "$dist"
+    cd / && rm -rf "$dir"
+}
+
 # Libraries a portable binary may need on the target: glibc and the GCC unwinder only.
 allowed_libs='^(linux-vdso\.so|libc\.so|libm\.so|libgcc_s\.so|ld-linux[-a-z0-9_]*\.so|libdl\.so|libpthread\.so|librt\.so)'
 
@@ -366,6 +407,9 @@ build_gst() {
     tests_json="$(cargo test --release -p gst-plugin-convstream --features static-ffmpeg --no-run --message-format=json)"
     test_exe="$(jq -r 'select(.reason == "compiler-artifact" and .executable != null and .target.name == "element") | .executable' <<<"$tests_json" | tail -n 1)"
     [[ -n $test_exe ]] || die "cargo named no element test executable"
+    local decoders_exe
+    decoders_exe="$(jq -r 'select(.reason == "compiler-artifact" and .executable != null and .target.name == "decoders") | .executable' <<<"$tests_json" | tail -n 1)"
+    [[ -n $decoders_exe ]] || die "cargo named no decoders test executable"
     cp "$stamp" "$linked"
 
     # The test finds the plugin beside itself (as in target/release/deps) and convstream one
@@ -373,6 +417,7 @@ build_gst() {
     rm -rf "$gst"
     mkdir -p "$gst/release/deps" "$gst/lib" "$gst/plugins" "$gst/bin"
     strip -o "$gst/release/deps/element" "$test_exe"
+    strip -o "$gst/release/deps/decoders" "$decoders_exe"
     strip -o "$gst/release/deps/libgstconvstream.so" "$target/release/libgstconvstream.so"
     mkdir -p "$gst/plugin"
     cp "$gst/release/deps/libgstconvstream.so" "$gst/plugin/"
@@ -380,15 +425,23 @@ build_gst() {
     local plugins_dir launch
     plugins_dir="$(pkg-config --variable=pluginsdir gstreamer-1.0)"
     launch="$(command -v gst-launch-1.0)" || die "gst-launch-1.0 not found (gstreamer1.0-tools)"
-    cp "$launch" "$gst/bin/"
+    cp "$launch" "$(command -v gst-inspect-1.0)" "$gst/bin/"
     local plugin
-    for plugin in coreelements videotestsrc y4menc videoconvertscale videoconvert imagefreeze rawparse debugutilsbad; do
+    # The element's own tests' elements, and the decoders and demuxers it is tested behind
+    # (decoders.rs): FFmpeg's (libav), NVIDIA's (nvcodec), openh264, libvpx.
+    for plugin in coreelements videotestsrc y4menc videoconvertscale videoconvert imagefreeze rawparse debugutilsbad \
+        app isomp4 videoparsersbad matroska mpegtsdemux libav nvcodec openh264 vpx; do
         [[ -f $plugins_dir/libgst$plugin.so ]] && cp "$plugins_dir/libgst$plugin.so" "$gst/plugins/"
     done
+    # The libav plugin loads the minimal shared FFmpeg (same sonames as Debian's), not
+    # Debian's with its codec libraries.
+    local shared="$repo_root/dist/portable/ffmpeg-shared"
+    [[ -d $shared ]] || die "no $shared: run '$0 ffmpeg-shared' first"
+    cp "$shared"/lib*.so.* "$gst/lib/"
     # Every library these need beyond glibc, from this machine.
     local file lib
-    for file in "$gst"/release/deps/element "$gst"/plugin/libgstconvstream.so "$gst"/bin/* "$gst"/plugins/*; do
-        ldd "$file" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+    for file in "$gst"/release/deps/element "$gst"/release/deps/decoders "$gst"/plugin/libgstconvstream.so "$gst"/bin/* "$gst"/plugins/*; do
+        LD_LIBRARY_PATH="$shared" ldd "$file" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
             basename "$lib" | grep -Eq "$allowed_libs" || cp -n "$lib" "$gst/lib/"
         done
     done
@@ -413,4 +466,5 @@ case "$step" in
     gst) build_gst ;;
     all) build_ffmpeg; build_binary ;;
     ffmpeg-cli) build_ffmpeg_cli ;;
+    ffmpeg-shared) build_ffmpeg_shared ;;
 esac

@@ -7,6 +7,11 @@
 //! padding rows below the picture and keep their pictures as references; every frame that
 //! leaves must be identical to what `convstream run` makes of the same file, at 1080p and at
 //! a size that is no multiple of 16, whichever way downstream answers the ALLOCATION query.
+//!
+//! On a GPU host: `CONVSTREAM_TEST_GPU=1` puts the element on the CUDA engine (its pinned pool
+//! proposed upstream, still compared with `convstream run` on the CPU), the ignored tests add
+//! `nvh264dec`, and `CONVSTREAM_TEST_CLIPS=DIR` takes the clips from DIR (a host without
+//! FFmpeg's CLI; a run with it set and FFmpeg present writes them there).
 
 mod common;
 
@@ -116,7 +121,17 @@ const DECODERS: &[Decoder] = &[
     },
 ];
 
-/// A moving test picture with noise (so that references matter) of `width` x `height`.
+/// Where the element filters: CUDA on a GPU host that asks for it, else the CPU.
+fn device() -> &'static str {
+    if std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1") {
+        "cuda"
+    } else {
+        "cpu"
+    }
+}
+
+/// A moving test picture with a little noise (so that references matter) of `width` x
+/// `height`, from `CONVSTREAM_TEST_CLIPS` when it holds it.
 fn make_clip(
     dir: &Path,
     name: &str,
@@ -126,8 +141,15 @@ fn make_clip(
     encode: &[&str],
     extension: &str,
 ) -> Clip {
-    let path = dir.join(format!("{name}-{width}x{height}.{extension}"));
-    let source = format!("testsrc2=size={width}x{height}:rate=25,noise=alls=12:allf=t");
+    let clips = std::env::var_os("CONVSTREAM_TEST_CLIPS").map(PathBuf::from);
+    let path = clips
+        .as_deref()
+        .unwrap_or(dir)
+        .join(format!("{name}-{width}x{height}.{extension}"));
+    if path.exists() {
+        return Clip { path, frames };
+    }
+    let source = format!("testsrc2=size={width}x{height}:rate=25,noise=alls=4:allf=t");
     let frames_text = frames.to_string();
     let mut args = vec!["-f", "lavfi", "-i", &source, "-frames:v", &frames_text];
     args.extend_from_slice(encode);
@@ -155,8 +177,9 @@ fn run_frames(dir: &Path, clip: &Clip, mask: &str) -> Vec<Vec<u8>> {
 fn filter_through(clip: &Clip, chain: &str, mask: &str, downstream: Downstream) -> (Vec<common::Sample>, u64, u64) {
     init();
     let description = format!(
-        "filesrc location={} ! {chain} ! convstreamfilter name=filter mask={mask} device=cpu ! appsink name=sink sync=false",
-        clip.path.display()
+        "filesrc location={} ! {chain} ! convstreamfilter name=filter mask={mask} device={} ! appsink name=sink sync=false",
+        clip.path.display(),
+        device()
     );
     let pipeline = gst::parse::launch(&description).unwrap_or_else(|e| panic!("{description}: {e}"));
     let sink = by_name(&pipeline, "sink");
@@ -260,8 +283,9 @@ fn tee_videoconvert_leaky_queue_and_x264enc_mp4mux_downstream() {
     let mask = "edge:size=5";
     let run = run_frames(dir.path(), &clip, mask);
     let encoded = dir.path().join("encoded.mp4");
+    let dev = device();
     let description = format!(
-        "filesrc location={} ! {} ! convstreamfilter mask={mask} device=cpu ! tee name=t \
+        "filesrc location={} ! {} ! convstreamfilter mask={mask} device={dev} ! tee name=t \
          t. ! queue ! x264enc pass=quant quantizer=0 speed-preset=ultrafast ! mp4mux ! filesink location={} \
          t. ! queue leaky=downstream max-size-buffers=2 ! fakesink sync=true \
          t. ! queue ! videoconvert ! video/x-raw,format=I420 ! appsink name=sink sync=false",
@@ -309,8 +333,9 @@ fn a_mask_change_while_playing_behind_a_decoder() {
         run_frames(dir.path(), &clip, before),
         run_frames(dir.path(), &clip, after),
     );
+    let dev = device();
     let description = format!(
-        "filesrc location={} ! {} ! convstreamfilter name=filter mask={before} device=cpu ! appsink name=sink sync=false",
+        "filesrc location={} ! {} ! convstreamfilter name=filter mask={before} device={dev} ! appsink name=sink sync=false",
         clip.path.display(),
         decoder.chain
     );
@@ -352,8 +377,9 @@ fn a_flushing_seek_behind_a_decoder() {
     let clip = make_clip(dir.path(), "seek", 480, 270, frames, decoder.encode, decoder.extension);
     let mask = "emboss";
     let run = run_frames(dir.path(), &clip, mask);
+    let dev = device();
     let description = format!(
-        "filesrc location={} ! {} ! convstreamfilter mask={mask} device=cpu ! appsink name=sink sync=false",
+        "filesrc location={} ! {} ! convstreamfilter mask={mask} device={dev} ! appsink name=sink sync=false",
         clip.path.display(),
         decoder.chain
     );
@@ -407,8 +433,9 @@ fn a_resolution_change_behind_a_decoder() {
     let mut bytes = std::fs::read(&first.path).unwrap();
     bytes.extend(std::fs::read(&second.path).unwrap());
     std::fs::write(&joined, bytes).unwrap();
+    let dev = device();
     let description = format!(
-        "filesrc location={} ! tsdemux ! h264parse ! avdec_h264 ! convstreamfilter mask={mask} device=cpu ! appsink name=sink sync=false",
+        "filesrc location={} ! tsdemux ! h264parse ! avdec_h264 ! convstreamfilter mask={mask} device={dev} ! appsink name=sink sync=false",
         joined.display()
     );
     let pipeline = gst::parse::launch(&description).unwrap();
@@ -424,5 +451,47 @@ fn a_resolution_change_behind_a_decoder() {
             sample.bytes() == *frame,
             "frame {index} ({size:?}) differs from convstream run's"
         );
+    }
+}
+
+/// `planes` of an NV12 picture as I420's (the interleaved chroma plane split in two), as a
+/// y4m frame holds them.
+fn nv12_as_i420(planes: &[Vec<u8>]) -> Vec<u8> {
+    let (luma, chroma) = (&planes[0], &planes[1]);
+    let mut bytes = luma.clone();
+    bytes.extend(chroma.iter().step_by(2));
+    bytes.extend(chroma.iter().skip(1).step_by(2));
+    bytes
+}
+
+/// Behind NVIDIA's decoder (`nvh264dec`, NV12 in system memory, which NVDEC decodes exactly as
+/// the standard says): the frames are those of `convstream run` decoding in software.
+#[test]
+#[ignore = "needs a GPU with NVDEC (nvh264dec): run with --ignored on a GPU host"]
+fn behind_nvh264dec_the_frames_are_those_of_convstream_run() {
+    init();
+    assert!(
+        gst::ElementFactory::find("nvh264dec").is_some(),
+        "nvh264dec is not available: no NVDEC here, or gstreamer1.0-plugins-bad's nvcodec is missing"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let decoder = &DECODERS[0];
+    let mask = "gaussian:size=5";
+    for (width, height, frames) in [(1920, 1080, 16), (650, 362, 30)] {
+        let clip = make_clip(dir.path(), "avdec_h264", width, height, frames, decoder.encode, decoder.extension);
+        let run = run_frames(dir.path(), &clip, mask);
+        for downstream in [Downstream::DefaultLayout, Downstream::ReadsVideoMeta] {
+            let what = format!("nvh264dec {width}x{height} {downstream:?} on {}", device());
+            let (samples, lent, _) = filter_through(&clip, "qtdemux ! h264parse ! nvh264dec", mask, downstream);
+            assert_eq!(samples.len(), frames, "{what}");
+            for (index, (sample, frame)) in samples.iter().zip(&run).enumerate() {
+                assert_eq!(sample.info.format(), gst_video::VideoFormat::Nv12, "{what}");
+                assert!(
+                    nv12_as_i420(&sample.planes) == *frame,
+                    "{what}: frame {index} differs from convstream run's"
+                );
+            }
+            println!("{what}: {frames} frames identical, {lent} lent in");
+        }
     }
 }

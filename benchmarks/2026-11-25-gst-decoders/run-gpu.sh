@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# convstreamfilter behind GStreamer's own decoders on a GPU host that has no GStreamer (it is
+# carried: `scripts/build-portable.sh ffmpeg binary ffmpeg-shared gst`, packed as
+# gpu-carry/gst.tar.xz with the clips decoders.rs made, gpu-carry/clips):
+#   1. the element's tests with CONVSTREAM_TEST_GPU=1 (device=cuda against device=cpu, ...);
+#   2. decoders.rs with CONVSTREAM_TEST_GPU=1: the element on the CUDA engine behind avdec_h264
+#      (frame threads, rendering into the pinned pool), openh264dec, avdec_h265 10-bit,
+#      avdec_vp9, vp9dec and, ignored elsewhere, nvh264dec; each frame against convstream run
+#      (software decoding, CPU engine);
+#   3. compute-sanitizer memcheck over avdec_h264 and nvh264dec pipelines into device=cuda.
+# Results under $OUT.
+set -uo pipefail
+d="$(cd "$(dirname "$0")" && pwd)"
+carry="$(cd "$d/../.." && pwd)/gpu-carry"
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+root=/tmp/cs; rm -rf $root; mkdir -p $root
+python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$carry/gst.tar.xz" $root
+source $root/gst/env.sh
+rel=$root/gst/release
+export CONVSTREAM_KERNEL_CACHE=/tmp/ck
+t() { timeout -k 5 "$@"; }
+{ nvidia-smi -L; nproc; gst-launch-1.0 --version | head -2; gst-inspect-1.0 nvh264dec | head -3; } > "$out/host.txt" 2>&1
+
+(cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 300 ./element --test-threads=1 --nocapture) > "$out/element.txt" 2>&1
+echo "rc=$?" >> "$out/element.txt"
+
+(cd $rel/deps && CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_CLIPS="$carry/clips" t 400 ./decoders --include-ignored \
+    --skip tee_videoconvert --test-threads=1 --nocapture) > "$out/decoders.txt" 2>&1
+echo "rc=$?" >> "$out/decoders.txt"
+
+export GST_PLUGIN_PATH=$root/gst/plugin
+for dec in avdec_h264 nvh264dec; do
+  t 200 compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q \
+    filesrc location="$carry/clips/avdec_h264-1920x1080.mp4" ! qtdemux ! h264parse ! $dec ! \
+    convstreamfilter mask=gaussian:size=9 device=cuda name=f ! fakesink > "$out/sanitizer-$dec.txt" 2>&1
+  echo "rc=$?" >> "$out/sanitizer-$dec.txt"
+done
