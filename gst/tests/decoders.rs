@@ -478,7 +478,15 @@ fn behind_nvh264dec_the_frames_are_those_of_convstream_run() {
     let decoder = &DECODERS[0];
     let mask = "gaussian:size=5";
     for (width, height, frames) in [(1920, 1080, 16), (650, 362, 30)] {
-        let clip = make_clip(dir.path(), "avdec_h264", width, height, frames, decoder.encode, decoder.extension);
+        let clip = make_clip(
+            dir.path(),
+            "avdec_h264",
+            width,
+            height,
+            frames,
+            decoder.encode,
+            decoder.extension,
+        );
         let run = run_frames(dir.path(), &clip, mask);
         for downstream in [Downstream::DefaultLayout, Downstream::ReadsVideoMeta] {
             let what = format!("nvh264dec {width}x{height} {downstream:?} on {}", device());
