@@ -1,8 +1,12 @@
-//! The element's implementation: properties, caps, and the buffers in flight in the engine.
+//! The element's implementation: its GObject, Element and BaseTransform methods (properties,
+//! caps, allocation, buffers in and out, events). One job, the element's behaviour; the
+//! property declarations are a third of it. What the methods work on lives beside it: the
+//! negotiated stream in `stream.rs`, buffer and frame conversions in `frames.rs`, the pool
+//! proposed upstream in `pool.rs`, the properties' meaning in `settings.rs` and `choices.rs`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
 use gst::prelude::*;
@@ -11,14 +15,13 @@ use gst_base::prelude::*;
 use gst_base::subclass::base_transform::GenerateOutputSuccess;
 use gst_base::subclass::prelude::*;
 
-use convstream::engine::{build_engine, DeviceChoice, Engine, EngineOptions, FrameShape};
-use convstream::frame::{Frame, PixelFormat};
+use convstream::engine::{build_engine, DeviceChoice, EngineOptions, FrameShape};
 use convstream::host_buffers::{BufferPool, HeapMemory};
 
 use super::choices::{parse_device, MAX_CUDA_DEVICE_ID};
-use super::frames::{self, BufferTiming};
-use super::pool::FramePool;
+use super::frames::BufferTiming;
 use super::settings::{Settings, DEFAULT_MASK};
+use super::stream::{Counters, OutputTarget, State};
 use crate::formats;
 
 pub(super) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -36,136 +39,6 @@ const DOWNSTREAM_POOLED_FRAMES: usize = 8;
 /// Buffers of the pool proposed upstream beyond those the lanes hold: being filled, and in
 /// queues between upstream and this element.
 const UPSTREAM_POOLED_FRAMES: usize = 4;
-
-/// How buffers came in and left, for the `stats` property.
-#[derive(Default)]
-struct Counters {
-    /// Buffers of the pool this element proposed, lent to the engine as they are.
-    lent_in: AtomicU64,
-    /// Buffers copied into the engine's memory.
-    copied_in: AtomicU64,
-    /// Filtered frames that left in their own planes (downstream reads VideoMeta).
-    planes_out: AtomicU64,
-    /// Filtered frames copied into the default layout.
-    copied_out: AtomicU64,
-}
-
-impl Counters {
-    fn structure(&self) -> gst::Structure {
-        gst::Structure::builder("convstreamfilter-stats")
-            .field("buffers-lent-in", self.lent_in.load(Ordering::Relaxed))
-            .field("buffers-copied-in", self.copied_in.load(Ordering::Relaxed))
-            .field("buffers-planes-out", self.planes_out.load(Ordering::Relaxed))
-            .field("buffers-copied-out", self.copied_out.load(Ordering::Relaxed))
-            .build()
-    }
-}
-
-/// How filtered frames leave, as downstream's ALLOCATION answer allows.
-enum OutputTarget {
-    /// Downstream reads VideoMeta: the frame's own planes, each a memory of the buffer.
-    Planes,
-    /// Downstream wants the default layout: a copy, in a buffer of the negotiated pool.
-    Copy(Option<gst::BufferPool>),
-}
-
-/// The negotiated stream and its engine.
-struct State {
-    info: gst_video::VideoInfo,
-    format: PixelFormat,
-    engine: Box<dyn Engine>,
-    /// The memory of the pool proposed upstream: the engine's pinned pool, or the heap for
-    /// the CPU engine (which reads the planes where they are).
-    upstream_memory: Arc<BufferPool>,
-    /// The pool proposed upstream last; buffers from it are lent to the engine, not copied.
-    upstream_pool: Option<FramePool>,
-    /// The timing of each buffer in the engine, oldest first (frames come back in order).
-    pending: VecDeque<BufferTiming>,
-    next_index: u64,
-}
-
-impl State {
-    /// The buffer's pixels as an engine frame: its own planes when it comes from the pool
-    /// this element proposed, else a copy (in the engine's pinned pool when it has one, so
-    /// the CUDA engine copies it to the GPU without staging).
-    fn frame_of(&mut self, buffer: &gst::Buffer, counters: &Counters) -> Result<Frame, String> {
-        let lent = self.upstream_pool.as_ref().and_then(|pool| pool.block_of(buffer));
-        let mut frame = match lent {
-            Some(page_locked) => {
-                counters.lent_in.fetch_add(1, Ordering::Relaxed);
-                frames::lent_frame(buffer, &self.info, self.format, page_locked)?
-            }
-            None => {
-                counters.copied_in.fetch_add(1, Ordering::Relaxed);
-                frames::copied_frame(buffer, &self.info, self.format, self.engine.frame_pool().as_ref())?
-            }
-        };
-        frame.index = self.next_index;
-        self.next_index += 1;
-        Ok(frame)
-    }
-
-    /// A pool of frames for upstream to write into, described for the ALLOCATION query.
-    fn propose_pool(&mut self) -> Result<(FramePool, u32, u32), String> {
-        let (pool, size) = FramePool::new(self.upstream_memory.clone(), &self.info).map_err(|e| e.to_string())?;
-        // The lanes hold that many buffers; upstream fills the next ones meanwhile.
-        let min_buffers = self.engine.capacity() as u32 + 2;
-        let mut config = pool.config();
-        config.set_params(self.info.to_caps().ok().as_ref(), size as u32, min_buffers, 0);
-        config.add_option("GstBufferPoolOptionVideoMeta");
-        pool.set_config(config).map_err(|e| e.to_string())?;
-        self.upstream_pool = Some(pool.clone());
-        Ok((pool, size as u32, min_buffers))
-    }
-
-    /// The oldest frame in the engine, as an output buffer with its input's timing.
-    fn next_output(&mut self, target: &OutputTarget, counters: &Counters) -> Result<Option<gst::Buffer>, String> {
-        let Some(frame) = self.engine.receive().map_err(|e| e.to_string())? else {
-            return Ok(None);
-        };
-        let timing = self
-            .pending
-            .pop_front()
-            .ok_or("the engine gave back a frame it was not given")?;
-        let mut buffer = match target {
-            OutputTarget::Planes => {
-                counters.planes_out.fetch_add(1, Ordering::Relaxed);
-                frames::planes_as_buffer(frame, &self.info)?
-            }
-            OutputTarget::Copy(pool) => {
-                counters.copied_out.fetch_add(1, Ordering::Relaxed);
-                frames::copy_into_buffer(&frame, &self.info, pool.as_ref())?
-            }
-        };
-        timing.apply(buffer.get_mut().ok_or("a fresh buffer is not writable")?);
-        Ok(Some(buffer))
-    }
-
-    /// Every frame still in the engine, as output buffers, oldest first.
-    fn drain(&mut self, target: &OutputTarget, counters: &Counters) -> Result<Vec<gst::Buffer>, String> {
-        let mut buffers = Vec::new();
-        while self.engine.in_flight() > 0 {
-            match self.next_output(target, counters)? {
-                Some(buffer) => buffers.push(buffer),
-                None => break,
-            }
-        }
-        Ok(buffers)
-    }
-
-    /// Frames the engine holds beyond the one being filtered: what the element adds to
-    /// the pipeline's latency.
-    fn latency(&self) -> gst::ClockTime {
-        let fps = self.info.fps();
-        if fps.numer() <= 0 || fps.denom() <= 0 {
-            return gst::ClockTime::ZERO;
-        }
-        let held = self.engine.capacity().saturating_sub(1) as u64;
-        gst::ClockTime::SECOND
-            .mul_div_floor(held * fps.denom() as u64, fps.numer() as u64)
-            .unwrap_or(gst::ClockTime::ZERO)
-    }
-}
 
 #[derive(Default)]
 pub struct ConvstreamFilter {

@@ -9,6 +9,7 @@ mod frames;
 mod imp;
 mod pool;
 mod settings;
+mod stream;
 
 use gst::glib;
 use gst::prelude::*;
