@@ -10,4 +10,7 @@ if [[ -n $nvrtc ]]; then
     export LD_LIBRARY_PATH="$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export CONVSTREAM_TEST_NVRTC=1 # NVRTC is there: a kernel that does not compile fails the run
 fi
+# The binaries and the plugin as `cargo build` makes them (without dev-dependencies' features):
+# the README's examples that the tests run (scripts/install-gst-plugin.sh) find them built.
+cargo build --release --workspace
 cargo test --release --workspace "$@"
