@@ -8,8 +8,10 @@
 #      avdec_vp9, vp9dec and, ignored elsewhere, nvh264dec; each frame against convstream run
 #      (software decoding, CPU engine);
 #   3. compute-sanitizer memcheck over avdec_h264 and nvh264dec pipelines into device=cuda.
-# Results under $OUT.
+# `run-gpu.sh tests|checks` runs parts 1-2 or 3-4 (each fits one call). Results under $OUT.
 set -uo pipefail
+part=${1:-all}
+runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 d="$(cd "$(dirname "$0")" && pwd)"
 carry="$(cd "$d/../.." && pwd)/gpu-carry"
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -21,12 +23,14 @@ export CONVSTREAM_KERNEL_CACHE=/tmp/ck
 t() { timeout -k 5 "$@"; }
 { nvidia-smi -L; nproc; gst-launch-1.0 --version | head -2; gst-inspect-1.0 nvh264dec | head -3; } > "$out/host.txt" 2>&1
 
-(cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 300 ./element --test-threads=1 --nocapture) > "$out/element.txt" 2>&1
-echo "rc=$?" >> "$out/element.txt"
-
-(cd $rel/deps && CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_CLIPS="$carry/clips" t 400 ./decoders --include-ignored \
-    --skip tee_videoconvert --test-threads=1 --nocapture) > "$out/decoders.txt" 2>&1
-echo "rc=$?" >> "$out/decoders.txt"
+if runs tests; then
+  (cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 270 ./element --test-threads=1 --nocapture) > "$out/element.txt" 2>&1
+  echo "rc=$?" >> "$out/element.txt"
+  (cd $rel/deps && CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_CLIPS="$carry/clips" t 270 ./decoders --include-ignored \
+      --skip tee_videoconvert --test-threads=1 --nocapture) > "$out/decoders.txt" 2>&1
+  echo "rc=$?" >> "$out/decoders.txt"
+fi
+runs checks || exit 0
 
 export GST_PLUGIN_PATH=$root/gst/plugin
 for dec in avdec_h264 nvh264dec; do
@@ -34,4 +38,19 @@ for dec in avdec_h264 nvh264dec; do
     filesrc location="$carry/clips/avdec_h264-1920x1080.mp4" ! qtdemux ! h264parse ! $dec ! \
     convstreamfilter mask=gaussian:size=9 device=cuda name=f ! fakesink > "$out/sanitizer-$dec.txt" 2>&1
   echo "rc=$?" >> "$out/sanitizer-$dec.txt"
+done
+
+# 4. Frames/s behind avdec_h264 at 1080p (300 frames, gaussian 13x13 on CUDA), three rounds
+#    alternating: the decoder rendering into the element's pinned pool (lent, no copy), the same
+#    with `identity drop-allocation=true` (the pool refused: each picture copied in), and
+#    convstream run on the same file (software decoding) as the baseline. Wall time of the whole
+#    command, start-up included.
+clip="$carry/bench-1080p.mp4"
+now() { date +%s.%N; }
+fps() { local a b; a=$(now); t 120 bash -c "$2" > /dev/null 2>>"$out/speed-errors.txt" || echo "FAILED $1" >> "$out/speed.txt"; b=$(now); python3 -c "print('$1', round(300 / ($b - $a), 1), 'fps')" >> "$out/speed.txt"; }
+tail="convstreamfilter mask=gaussian:size=13 device=cuda name=f ! fakesink"
+for round in 1 2 3; do
+  fps "element-pool" "gst-launch-1.0 -q filesrc location=$clip ! qtdemux ! h264parse ! avdec_h264 ! queue ! $tail"
+  fps "element-copy" "gst-launch-1.0 -q filesrc location=$clip ! qtdemux ! h264parse ! avdec_h264 ! identity drop-allocation=true ! queue ! $tail"
+  fps "convstream-run" "$rel/convstream run --no-progress --device cuda --decoder software --mask gaussian:size=13 -i $clip -o null"
 done
