@@ -13,7 +13,7 @@
 #           configure line (plus avfilter and the filters benchmarks compare with) into
 #           dist/portable/ffmpeg, to measure convstream against FFmpeg side by side on a GPU host.
 #   ffmpeg-shared  Build the same FFmpeg as shared libraries with Debian's sonames
-#           (libavcodec.so.59...) into dist/portable/ffmpeg-shared: the minimal FFmpeg that
+#           (libavcodec.so.59...) into dist/ffmpeg-shared (which `binary` leaves alone): the minimal FFmpeg that
 #           GStreamer's libav plugin (avdec_h264...) loads on a GPU host instead of Debian's,
 #           whose codec libraries would weigh 200 MB.
 #   gst     Build the GStreamer element and its tests against that prefix into dist/portable/gst/,
@@ -260,7 +260,7 @@ build_ffmpeg_cli() {
 build_ffmpeg_shared() {
     ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
-    local dir="$workdir-shared" dist="$repo_root/dist/portable/ffmpeg-shared" arg args=()
+    local dir="$workdir-shared" dist="$repo_root/dist/ffmpeg-shared" arg args=()
     for arg in "${configure_args[@]}"; do
         case "$arg" in
             --prefix=*) args+=("--prefix=$dir/prefix") ;;
@@ -435,7 +435,7 @@ build_gst() {
     done
     # The libav plugin loads the minimal shared FFmpeg (same sonames as Debian's), not
     # Debian's with its codec libraries.
-    local shared="$repo_root/dist/portable/ffmpeg-shared"
+    local shared="$repo_root/dist/ffmpeg-shared"
     [[ -d $shared ]] || die "no $shared: run '$0 ffmpeg-shared' first"
     cp "$shared"/lib*.so.* "$gst/lib/"
     # Every library these need beyond glibc, from this machine.
