@@ -13,9 +13,9 @@
 #           configure line (plus avfilter and the filters benchmarks compare with) into
 #           dist/portable/ffmpeg, to measure convstream against FFmpeg side by side on a GPU host.
 #   ffmpeg-shared  Build the same FFmpeg as shared libraries with Debian's sonames
-#           (libavcodec.so.59...) into dist/ffmpeg-shared (which `binary` leaves alone): the minimal FFmpeg that
-#           GStreamer's libav plugin (avdec_h264...) loads on a GPU host instead of Debian's,
-#           whose codec libraries would weigh 200 MB.
+#           (libavcodec.so.59...) into dist/ffmpeg-shared (which `binary` leaves alone): the
+#           minimal FFmpeg that GStreamer's libav plugin (avdec_h264...) loads on a GPU host
+#           instead of Debian's, whose codec libraries would weigh 200 MB.
 #   gst     Build the GStreamer element and its tests against that prefix into dist/portable/gst/,
 #           with the GStreamer libraries and plugins they need (for GPU hosts without GStreamer;
 #           run after `binary`, whose convstream the element's tests compare with, and after
