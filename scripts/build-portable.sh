@@ -36,7 +36,7 @@ set -euo pipefail
 step="${1:-all}"
 case "$step" in
     ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst) ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst]" >&2; exit 2 ;;
 esac
 
