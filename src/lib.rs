@@ -3,22 +3,15 @@
 //!
 //! Data flows source (FFmpeg demux + decode) -> engine (convolution) -> sink (FFmpeg
 //! encode + mux), each stage a thread joined by bounded channels; see [`pipeline`].
+//!
+//! This package is the binary's: the service ([`server`]), the benchmarks ([`bench`]) and
+//! `doctor`. The layers below it are crates of their own, re-exported here under the names
+//! the binary and the tests use: `convstream_core` (formats, frames, masks, engines) and
+//! `convstream_media` (FFmpeg source and sink, pipeline, configuration).
 
 pub mod bench;
-pub mod config;
 pub mod doctor;
-pub mod engine;
-pub mod ffmpeg_log;
-pub mod filter;
-pub mod frame;
-pub mod host_buffers;
-pub mod mask;
-pub mod media;
-pub mod nvdec;
-pub mod pipeline;
-pub mod sample;
 pub mod server;
-pub mod sink;
-pub mod source;
-pub mod stats;
-pub mod text;
+
+pub use convstream_core::{engine, filter, frame, host_buffers, mask, text};
+pub use convstream_media::{config, ffmpeg_log, media, nvdec, pipeline, sample, sink, source, stats};

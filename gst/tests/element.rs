@@ -13,10 +13,10 @@ mod common;
 
 use std::process::Command;
 
-use convstream::config::Overrides;
-use convstream::engine::{build_engine, EngineOptions};
-use convstream::filter::FilterSpec;
-use convstream::frame::Frame;
+use convstream_core::engine::{build_engine, EngineOptions};
+use convstream_core::filter::FilterSpec;
+use convstream_core::frame::Frame;
+use convstream_media::config::Overrides;
 use gst::prelude::*;
 use gst_check::Harness;
 use gst_video::VideoFormat;
@@ -121,7 +121,7 @@ fn cpu_reference(filter: &FilterSpec, buffer: &gst::BufferRef, info: &gst_video:
             plane.row_mut(y).copy_from_slice(row);
         }
     }
-    let options = EngineOptions::new(convstream::engine::DeviceChoice::Cpu, 1, "reference");
+    let options = EngineOptions::new(convstream_core::engine::DeviceChoice::Cpu, 1, "reference");
     let mut engine = build_engine(filter.clone(), &options).unwrap();
     engine.submit(frame).unwrap();
     let filtered = engine.receive().unwrap().expect("a filtered frame");

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use convstream::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
+use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
 
 use super::choices::{device_text, Border, EngineKind, Planes};
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use gst::prelude::*;
 
-use convstream::engine::Engine;
-use convstream::frame::{Frame, PixelFormat};
-use convstream::host_buffers::BufferPool;
+use convstream_core::engine::Engine;
+use convstream_core::frame::{Frame, PixelFormat};
+use convstream_core::host_buffers::BufferPool;
 
 use super::frames::{self, BufferTiming};
 use super::pool::FramePool;

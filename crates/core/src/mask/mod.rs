@@ -1,0 +1,508 @@
+//! Convolution masks: presets, custom matrices, normalisation and separability.
+//!
+//! A [`Mask`] is what the engines apply: an odd-sized matrix of f32 coefficients in
+//! convolution orientation plus a bias, and, when the matrix has rank one, its two
+//! 1D factors so that engines can run a row pass and a column pass instead.
+
+mod params;
+mod presets;
+
+pub use params::{MaskParams, SPEC_KEYS};
+pub use presets::{Preset, PRESETS};
+
+use std::fmt;
+use std::path::Path;
+
+/// Largest mask side the engines support.
+pub const MAX_SIDE: usize = 63;
+
+/// The largest mask file read: a 63x63 matrix of long numbers with comments fits many
+/// times over; anything larger is not a mask (and is never read whole).
+pub const MAX_MASK_FILE_BYTES: u64 = 256 * 1024;
+
+/// Universal keys every mask accepts.
+const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias"];
+
+/// Relative tolerance of the numerical rank-one test.
+const SEPARABLE_TOLERANCE: f32 = 1e-6;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MaskError {
+    #[error("empty mask spec {spec:?}; expected `name` or `name:key=value,...`")]
+    EmptySpec { spec: String },
+    #[error("`{pair}` is not key=value")]
+    BadSpecPair { pair: String },
+    #[error("{key}={value:?} is not {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: String,
+    },
+    #[error("unknown key `{key}`{}; keys are {allowed}", did_you_mean(suggestion))]
+    UnknownKey {
+        key: String,
+        suggestion: Option<String>,
+        allowed: String,
+    },
+    #[error("unknown mask `{name}`{}; presets are {allowed}", did_you_mean(suggestion))]
+    UnknownPreset {
+        name: String,
+        suggestion: Option<String>,
+        allowed: String,
+    },
+    #[error("preset `{preset}` takes no key `{key}`; it takes {allowed}")]
+    KeyNotForPreset {
+        preset: String,
+        key: String,
+        allowed: String,
+    },
+    #[error("{key}: {value} is {}; mask sizes must be odd, 1..={MAX_SIDE}", side_problem(*value))]
+    BadSide { key: String, value: u32 },
+    #[error("{key} must be a positive finite number, got {value}")]
+    NotPositive { key: String, value: f64 },
+    #[error("{what} must be a finite number (NaN and infinity are not allowed)")]
+    NotFinite { what: String },
+    #[error("neighbours must be 4 or 8, got {value}")]
+    BadNeighbours { value: u32 },
+    #[error("custom mask needs exactly one of `matrix` or `file`")]
+    CustomSource,
+    #[error("custom mask is empty")]
+    EmptyMatrix,
+    #[error("matrix row {row} has {len} values but row 1 has {expected}; rows must all be the same length")]
+    RaggedRow { row: usize, len: usize, expected: usize },
+    #[error("matrix is {height}x{width} (height x width): {}; each side must be odd, 1..={MAX_SIDE}", shape_problem(*height, *width))]
+    BadMatrixShape { height: usize, width: usize },
+    #[error("matrix value at row {row}, column {col} is {value}; values must be finite")]
+    NonFiniteValue { row: usize, col: usize, value: f64 },
+    #[error("{origin}, line {line}: `{token}` is not a number")]
+    BadMatrixNumber { origin: String, line: usize, token: String },
+    #[error("{origin}: {count} more values are not numbers")]
+    MoreBadNumbers { origin: String, count: usize },
+    #[error("cannot read mask file {path}: {reason}")]
+    File { path: String, reason: String },
+    #[error("normalize = true but the coefficients sum to {sum}; a zero-sum mask (edge, Laplacian) cannot be normalised, use divisor instead or drop normalize")]
+    ZeroSum { sum: f64 },
+    #[error("divisor must be finite and non-zero, got {value}")]
+    BadDivisor { value: f64 },
+    #[error("give either divisor or normalize = true, not both")]
+    DivisorAndNormalize,
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
+fn side_problem(value: u32) -> &'static str {
+    match value {
+        0 => "zero",
+        v if v as usize > MAX_SIDE => "too large",
+        _ => "even",
+    }
+}
+
+fn shape_problem(height: usize, width: usize) -> String {
+    let side = |name: &str, n: usize| match n {
+        0 => Some(format!("the {name} is zero")),
+        n if n > MAX_SIDE => Some(format!("the {name} {n} is too large")),
+        n if n.is_multiple_of(2) => Some(format!("the {name} {n} is even")),
+        _ => None,
+    };
+    let problems: Vec<String> = [side("height", height), side("width", width)]
+        .into_iter()
+        .flatten()
+        .collect();
+    problems.join(" and ")
+}
+
+/// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
+pub fn nearest(word: &str, candidates: &[&str]) -> Option<String> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(word, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c.to_string())
+}
+
+/// The 1D factors of a rank-one mask: `coefficient[i][j] == column[i] * row[j]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeparableFactors {
+    /// Length `height`.
+    pub column: Vec<f32>,
+    /// Length `width`.
+    pub row: Vec<f32>,
+}
+
+/// A validated mask, ready for an engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mask {
+    width: usize,
+    height: usize,
+    /// Row-major, convolution orientation, after divisor/normalisation.
+    coefficients: Vec<f32>,
+    bias: f32,
+    factors: Option<SeparableFactors>,
+    /// A gradient magnitude's second matrix (row-major, convolution orientation, the same
+    /// size): the result is `sqrt(a^2 + b^2) + bias` of the two sums `a` and `b`.
+    second: Option<Vec<f32>>,
+    /// The SPEC it came from, for logs and `masks show`.
+    description: String,
+}
+
+impl Mask {
+    /// Builds a mask from its parameters. `base_dir` resolves a relative `file`.
+    /// Every problem is reported, not just the first.
+    pub fn build(params: &MaskParams, base_dir: Option<&Path>) -> Result<Mask, Vec<MaskError>> {
+        let mut errors = Vec::new();
+        let name = params.preset_name();
+        let Some(preset) = presets::find(name) else {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            return Err(vec![MaskError::UnknownPreset {
+                name: crate::text::quoted(name),
+                suggestion: nearest(name, &names),
+                allowed: names.join(", "),
+            }]);
+        };
+        for key in params.keys_set() {
+            if !preset.keys.contains(&key) && !UNIVERSAL_KEYS.contains(&key) {
+                let allowed: Vec<&str> = preset.keys.iter().chain(UNIVERSAL_KEYS).copied().collect();
+                errors.push(MaskError::KeyNotForPreset {
+                    preset: preset.name.to_string(),
+                    key: key.to_string(),
+                    allowed: allowed.join(", "),
+                });
+            }
+        }
+        let raw = if preset.name == "custom" {
+            custom_matrix(params, base_dir, &mut errors).map(presets::RawMask::dense)
+        } else {
+            presets::build(preset.name, params, &mut errors)
+        };
+        let scale = scale_factor(params, raw.as_ref(), &mut errors);
+        let bias = params.bias.unwrap_or(presets::default_bias(preset.name));
+        if !bias.is_finite() {
+            errors.push(MaskError::NotFinite { what: "bias".into() });
+        } else if !(bias as f32).is_finite() {
+            // Engines add the bias in f32: a larger one would become infinite there.
+            errors.push(MaskError::NotFinite {
+                what: "bias, within the range of a 32-bit float (about ±3.4e38),".into(),
+            });
+        }
+        let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
+            return Err(errors);
+        };
+        let height = raw.rows.len();
+        let width = raw.rows[0].len();
+        let coefficients: Vec<f32> = raw.rows.iter().flatten().map(|v| (v * scale) as f32).collect();
+        // Parameters can be finite yet give taps that are not (a sigma so small that 2*sigma^2
+        // underflows, a divisor so small the taps overflow f32).
+        if coefficients.iter().any(|c| !c.is_finite()) {
+            return Err(vec![MaskError::NotFinite {
+                what: "every mask coefficient (after sigma, divisor or normalize are applied)".into(),
+            }]);
+        }
+        let second: Option<Vec<f32>> = raw
+            .second
+            .as_ref()
+            .map(|rows| rows.iter().flatten().map(|v| (v * scale) as f32).collect());
+        let factors = match raw.factors {
+            // The scale goes on the row factor; presets' factors are exact, so keep them.
+            Some((col, row)) => Some(SeparableFactors {
+                column: col.iter().map(|v| *v as f32).collect(),
+                row: row.iter().map(|v| (v * scale) as f32).collect(),
+            }),
+            // A gradient magnitude is two convolutions and a square root: never one pass.
+            None if second.is_some() => None,
+            None => rank_one_factors(&coefficients, height, width),
+        };
+        let description = params.to_string();
+        Ok(Mask {
+            width,
+            height,
+            coefficients,
+            bias: bias as f32,
+            factors,
+            second,
+            description,
+        })
+    }
+
+    /// Parses a SPEC and builds it (relative files resolve from the working directory).
+    pub fn from_spec(spec: &str) -> Result<Mask, Vec<MaskError>> {
+        Mask::build(&MaskParams::parse_spec(spec)?, None)
+    }
+
+    /// A mask from explicit coefficients (row-major, convolution orientation).
+    /// Panics if the sizes do not match; for tests and internal use.
+    pub fn from_coefficients(width: usize, height: usize, coefficients: Vec<f32>, bias: f32) -> Mask {
+        assert_eq!(
+            width * height,
+            coefficients.len(),
+            "coefficient count must be width*height"
+        );
+        let factors = rank_one_factors(&coefficients, height, width);
+        Mask {
+            width,
+            height,
+            coefficients,
+            bias,
+            factors,
+            second: None,
+            description: format!("custom:matrix={height}x{width}"),
+        }
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    pub fn height(&self) -> usize {
+        self.height
+    }
+    pub fn bias(&self) -> f32 {
+        self.bias
+    }
+    pub fn coefficients(&self) -> &[f32] {
+        &self.coefficients
+    }
+    pub fn factors(&self) -> Option<&SeparableFactors> {
+        self.factors.as_ref()
+    }
+    /// Whether the coefficients sum to 0 (edge detectors, Laplacians, gradients): the
+    /// result of a flat area is the bias alone.
+    pub fn is_zero_sum(&self) -> bool {
+        let sum: f64 = self.coefficients.iter().map(|c| f64::from(*c)).sum();
+        let magnitude: f64 = self.coefficients.iter().map(|c| f64::from(c.abs())).sum();
+        sum.abs() <= 1e-6 * magnitude.max(f64::MIN_POSITIVE)
+    }
+
+    pub fn is_separable(&self) -> bool {
+        self.factors.is_some()
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The same mask described differently (a named mask shows its name in logs).
+    pub fn with_description(self, description: impl Into<String>) -> Mask {
+        Mask {
+            description: description.into(),
+            ..self
+        }
+    }
+
+    /// The same mask without its factors, so that engines take the dense path.
+    pub fn dense_only(&self) -> Mask {
+        Mask {
+            factors: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this is a gradient magnitude: two matrices, `sqrt(a^2 + b^2)`.
+    pub fn is_magnitude(&self) -> bool {
+        self.second.is_some()
+    }
+
+    /// A gradient magnitude's second matrix (convolution orientation).
+    pub fn second_coefficients(&self) -> Option<&[f32]> {
+        self.second.as_deref()
+    }
+
+    /// A gradient magnitude's second matrix as correlation taps (see
+    /// [`Mask::correlation_taps`]).
+    pub fn second_correlation_taps(&self) -> Option<Vec<f32>> {
+        self.second.as_ref().map(|c| c.iter().rev().copied().collect())
+    }
+
+    /// Coefficients rotated by 180 degrees: the correlation taps engines slide over the
+    /// image, `out[y][x] = sum taps[i][j] * in[y + i - height/2][x + j - width/2]`.
+    pub fn correlation_taps(&self) -> Vec<f32> {
+        self.coefficients.iter().rev().copied().collect()
+    }
+
+    /// The factors as correlation taps (each reversed), column first.
+    pub fn correlation_factors(&self) -> Option<(Vec<f32>, Vec<f32>)> {
+        self.factors.as_ref().map(|f| {
+            (
+                f.column.iter().rev().copied().collect(),
+                f.row.iter().rev().copied().collect(),
+            )
+        })
+    }
+}
+
+impl fmt::Display for Mask {
+    /// The matrix as applied, one row per line, then the bias and separability.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} ({}x{}, width x height)",
+            self.description, self.width, self.height
+        )?;
+        let matrix = |f: &mut fmt::Formatter<'_>, coefficients: &[f32]| -> fmt::Result {
+            for row in coefficients.chunks(self.width) {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
+                writeln!(f, "  {}", cells.join(" "))?;
+            }
+            Ok(())
+        };
+        matrix(f, &self.coefficients)?;
+        if let Some(second) = &self.second {
+            writeln!(f, "and, for the magnitude sqrt(a^2 + b^2) of the two sums:")?;
+            matrix(f, second)?;
+        }
+        writeln!(f, "bias: {}", self.bias)?;
+        writeln!(f, "sum: {}", self.coefficients.iter().map(|v| *v as f64).sum::<f64>())?;
+        match &self.factors {
+            Some(fac) => {
+                let fmt_vec = |v: &[f32]| v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" ");
+                writeln!(f, "separable: yes")?;
+                writeln!(f, "  column factor: {}", fmt_vec(&fac.column))?;
+                write!(f, "  row factor:    {}", fmt_vec(&fac.row))
+            }
+            None => write!(f, "separable: no"),
+        }
+    }
+}
+
+fn custom_matrix(params: &MaskParams, base_dir: Option<&Path>, errors: &mut Vec<MaskError>) -> Option<Vec<Vec<f64>>> {
+    let rows = match (&params.matrix, &params.file) {
+        (Some(rows), None) => rows.clone(),
+        (None, Some(file)) => {
+            let path = match base_dir {
+                Some(dir) if file.is_relative() => dir.join(file),
+                _ => file.clone(),
+            };
+            let text = match read_mask_file(&path) {
+                Ok(text) => text,
+                Err(reason) => {
+                    errors.push(MaskError::File {
+                        path: crate::text::quoted(&path.display().to_string()),
+                        reason,
+                    });
+                    return None;
+                }
+            };
+            match presets::parse_matrix_text(&text, &path.display().to_string()) {
+                Ok(rows) => rows,
+                Err(mut e) => {
+                    errors.append(&mut e);
+                    return None;
+                }
+            }
+        }
+        _ => {
+            errors.push(MaskError::CustomSource);
+            return None;
+        }
+    };
+    let before = errors.len();
+    let Some(first) = rows.first() else {
+        errors.push(MaskError::EmptyMatrix);
+        return None;
+    };
+    let width = first.len();
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != width {
+            errors.push(MaskError::RaggedRow {
+                row: i + 1,
+                len: row.len(),
+                expected: width,
+            });
+        }
+        for (j, v) in row.iter().enumerate() {
+            if !v.is_finite() {
+                errors.push(MaskError::NonFiniteValue {
+                    row: i + 1,
+                    col: j + 1,
+                    value: *v,
+                });
+            }
+        }
+    }
+    let height = rows.len();
+    let bad_side = |n: usize| n == 0 || n.is_multiple_of(2) || n > MAX_SIDE;
+    if errors.len() == before && (bad_side(width) || bad_side(height)) {
+        errors.push(MaskError::BadMatrixShape { height, width });
+    }
+    (errors.len() == before).then_some(rows)
+}
+
+/// Reads a mask file: only a regular file (not a device, FIFO or folder, which could block
+/// or never end) of at most [`MAX_MASK_FILE_BYTES`], checked before and while reading.
+fn read_mask_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !metadata.is_file() {
+        return Err("not a regular file; a mask file is a text file of numbers".to_string());
+    }
+    let too_large = || format!("larger than {MAX_MASK_FILE_BYTES} bytes; the largest mask is {MAX_SIDE}x{MAX_SIDE}");
+    if metadata.len() > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // Files such as those in /proc report a size of 0: the limit holds while reading too.
+    let mut bytes = Vec::new();
+    file.take(MAX_MASK_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text; a mask file is a text file of numbers".to_string())
+}
+
+/// The factor coefficients are multiplied by: 1/divisor, 1/sum with normalize, else 1.
+fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec<MaskError>) -> Option<f64> {
+    match (params.divisor, params.normalize.unwrap_or(false)) {
+        (Some(_), true) => {
+            errors.push(MaskError::DivisorAndNormalize);
+            None
+        }
+        (Some(d), false) => {
+            if d.is_finite() && d != 0.0 {
+                Some(1.0 / d)
+            } else {
+                errors.push(MaskError::BadDivisor { value: d });
+                None
+            }
+        }
+        (None, true) => {
+            let sum: f64 = raw?.rows.iter().flatten().sum();
+            let magnitude: f64 = raw?.rows.iter().flatten().map(|v| v.abs()).sum();
+            if sum.abs() <= 1e-9 * magnitude.max(1e-300) {
+                errors.push(MaskError::ZeroSum { sum });
+                None
+            } else {
+                Some(1.0 / sum)
+            }
+        }
+        (None, false) => Some(1.0),
+    }
+}
+
+/// Numerical rank-one test: pivot on the largest coefficient, take its row and column as
+/// factors and accept when the outer product reproduces every coefficient within a
+/// relative tolerance.
+pub fn rank_one_factors(coefficients: &[f32], height: usize, width: usize) -> Option<SeparableFactors> {
+    let (pivot, &peak) = coefficients
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
+    if peak == 0.0 {
+        return None;
+    }
+    let (pi, pj) = (pivot / width, pivot % width);
+    let column: Vec<f32> = (0..height).map(|i| coefficients[i * width + pj]).collect();
+    let row: Vec<f32> = (0..width).map(|j| coefficients[pi * width + j] / peak).collect();
+    let tolerance = SEPARABLE_TOLERANCE * peak.abs();
+    let fits =
+        (0..height).all(|i| (0..width).all(|j| (column[i] * row[j] - coefficients[i * width + j]).abs() <= tolerance));
+    fits.then_some(SeparableFactors { column, row })
+}
+
+#[cfg(test)]
+mod tests;

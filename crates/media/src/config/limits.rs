@@ -1,0 +1,187 @@
+//! The allowed range of every numeric setting, what names and other strings may contain,
+//! and how user strings are shown in messages and logs (control characters escaped, long
+//! values cut), so that no value in a config or an API request can exhaust, hang or
+//! confuse the process or its log.
+
+pub use convstream_core::text::{escape_control, quoted};
+
+use super::{PipelineConfig, ServerConfig, SourceConfig};
+use crate::config::MaskSelection;
+
+/// Timeouts and backoff delays, in seconds: from a millisecond (shorter would spin) to an
+/// hour (longer is a mistake, and would overflow a clock long before 1e20).
+pub const MIN_SECONDS: f64 = 0.001;
+pub const MAX_SECONDS: f64 = 3600.0;
+/// Positions and lengths within an input (`start`, `duration`): up to a year.
+pub const MAX_MEDIA_SECONDS: f64 = 366.0 * 86400.0;
+/// Decoder threads per pipeline (0: FFmpeg's choice). Each one holds frames of its own.
+pub const MAX_DECODER_THREADS: usize = 64;
+/// The largest `pinned_frames` cap (a pipeline never holds more than a few dozen frames).
+pub const MAX_PINNED_FRAMES: usize = 1024;
+/// Pipeline names: letters, digits, `.`, `_`, `-`, at most this many characters.
+pub const MAX_NAME_CHARS: usize = 64;
+/// URLs, paths and every other string setting.
+pub const MAX_TEXT_CHARS: usize = 4096;
+/// Bits per sample FFmpeg has planar pictures at (`source.depth`).
+pub const DEPTHS: [u8; 6] = [8, 9, 10, 12, 14, 16];
+
+/// Whether `name` is a valid pipeline name.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= MAX_NAME_CHARS
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The problem with a pipeline name, if any.
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return Some(format!(
+            "name is empty; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`"
+        ));
+    }
+    (!is_valid_name(name)).then(|| {
+        format!(
+            "name `{}` is not allowed; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`",
+            quoted(name)
+        )
+    })
+}
+
+/// Where a pipeline is, for messages: its name when that is valid, else its position, so
+/// that a hostile name is never repeated in full.
+pub fn pipeline_place(index: usize, name: &str) -> String {
+    if is_valid_name(name) {
+        format!("pipeline {name:?}")
+    } else {
+        format!("pipeline #{}", index + 1)
+    }
+}
+
+/// A string setting that holds control characters or is too long.
+fn text_problem(place: &str, value: &str, problems: &mut Vec<String>) {
+    if value.chars().any(char::is_control) {
+        problems.push(format!(
+            "{place}: `{}` contains control characters, which are not allowed",
+            quoted(value)
+        ));
+    } else if value.chars().count() > MAX_TEXT_CHARS {
+        problems.push(format!(
+            "{place}: `{}` is too long; at most {MAX_TEXT_CHARS} characters",
+            quoted(value)
+        ));
+    }
+}
+
+/// A number of seconds within [`MIN_SECONDS`]..=[`MAX_SECONDS`].
+pub fn seconds_problem(place: &str, value: f64, problems: &mut Vec<String>) {
+    if !(value.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&value)) {
+        problems.push(format!(
+            "{place}: {value} is out of range; allowed {MIN_SECONDS}..={MAX_SECONDS} seconds"
+        ));
+    }
+}
+
+/// The numeric ranges and string limits of one pipeline's settings (streams and
+/// frames_per_stream are checked beside the device).
+pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
+    source_limits(&pipeline.source, problems);
+    let filter = &pipeline.filter;
+    if let Some(cap) = filter.pinned_frames {
+        if cap > MAX_PINNED_FRAMES {
+            problems.push(format!(
+                "filter.pinned_frames: {cap} is out of range; allowed 0..={MAX_PINNED_FRAMES}"
+            ));
+        }
+    }
+    text_problem("filter.device", &filter.device, problems);
+    let selections = std::iter::once(("filter.mask".to_string(), &filter.mask)).chain(
+        filter
+            .plane_masks
+            .iter()
+            .map(|(key, selection)| (format!("filter.plane_masks.{}", quoted(key)), selection)),
+    );
+    for (place, selection) in selections {
+        match selection {
+            MaskSelection::Named(spec) => text_problem(&place, spec, problems),
+            MaskSelection::Inline(params) => {
+                if let Some(file) = &params.file {
+                    text_problem(&format!("{place}.file"), &file.to_string_lossy(), problems);
+                }
+            }
+        }
+    }
+    let sink = &pipeline.sink;
+    text_problem("sink.url", &sink.url, problems);
+    if let Some(format) = &sink.format {
+        text_problem("sink.format", format, problems);
+    }
+    if let Some(codec) = &sink.codec {
+        text_problem("sink.codec", codec, problems);
+    }
+    for (key, value) in &sink.options {
+        text_problem("sink.options", key, problems);
+        text_problem(&format!("sink.options.{}", quoted(key)), value, problems);
+    }
+}
+
+fn source_limits(source: &SourceConfig, problems: &mut Vec<String>) {
+    text_problem("source.url", &source.url, problems);
+    if let Some(format) = &source.format {
+        text_problem("source.format", format, problems);
+    }
+    text_problem("source.decoder", &source.decoder, problems);
+    for (key, value) in &source.options {
+        text_problem("source.options", key, problems);
+        text_problem(&format!("source.options.{}", quoted(key)), value, problems);
+    }
+    if let Some(start) = source.start {
+        if !(start.is_finite() && (0.0..=MAX_MEDIA_SECONDS).contains(&start)) {
+            problems.push(format!(
+                "source.start: {start} is out of range; allowed 0..={MAX_MEDIA_SECONDS} seconds"
+            ));
+        }
+    }
+    if let Some(duration) = source.duration {
+        if !(duration.is_finite() && duration > 0.0 && duration <= MAX_MEDIA_SECONDS) {
+            problems.push(format!(
+                "source.duration: {duration} is out of range; allowed more than 0, up to {MAX_MEDIA_SECONDS} seconds"
+            ));
+        }
+    }
+    if let Some(depth) = source.depth.filter(|d| !DEPTHS.contains(d)) {
+        problems.push(format!(
+            "source.depth: {depth} bits is not a depth FFmpeg has pictures at; allowed 8, 9, 10, 12, 14, 16"
+        ));
+    }
+    if source.frames == Some(0) {
+        problems.push("source.frames: 0 would filter nothing; give 1 or more, or leave it out".to_string());
+    }
+    if source.start.is_some_and(|start| start > 0.0) && source.is_live() {
+        problems.push("source.start: a live input cannot be sought; leave start out, or set live = false for a file served over the network".to_string());
+    }
+    if source.threads > MAX_DECODER_THREADS {
+        problems.push(format!(
+            "source.threads: {} is out of range; allowed 0..={MAX_DECODER_THREADS} (0: FFmpeg's choice)",
+            source.threads
+        ));
+    }
+}
+
+/// The string limits of `[server]` (its timeout is checked beside the listen address).
+pub fn server_limits(server: &ServerConfig, problems: &mut Vec<String>) {
+    text_problem("server.listen", &server.listen, problems);
+    if let Some(dir) = &server.mask_dir {
+        text_problem("server.mask_dir", &dir.to_string_lossy(), problems);
+    }
+    for path in &server.allow_paths {
+        text_problem("server.allow_paths", &path.to_string_lossy(), problems);
+    }
+    for origin in &server.allowed_origins {
+        text_problem("server.allowed_origins", origin, problems);
+    }
+    for host in &server.allowed_hosts {
+        text_problem("server.allowed_hosts", host, problems);
+    }
+}

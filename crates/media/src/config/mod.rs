@@ -1,0 +1,105 @@
+//! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
+//! validation that turns it into runnable pipeline settings, reporting every problem at once.
+
+pub mod limits;
+mod outputs;
+mod overrides;
+mod schema;
+mod structure;
+mod validate;
+
+pub use outputs::{
+    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, FileIdentity, OutputTarget,
+};
+pub use overrides::Overrides;
+pub use schema::{
+    ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
+    ServerConfig, SinkConfig, SourceConfig,
+};
+pub use structure::pipeline_problems;
+pub use validate::{PipelineSettings, Settings};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The configuration compiled into the binary, used by `convstream demo`.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../../config/default.toml");
+
+/// Why a configuration cannot be used. `Invalid` lists every problem found.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {reason}")]
+    Read { path: PathBuf, reason: String },
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{}", ProblemList(.0))]
+    Invalid(Vec<String>),
+    /// A file that is TOML but not of the schema: every problem, found in one pass.
+    #[error("{origin}: {}", ProblemList(.problems))]
+    InvalidFile { origin: String, problems: Vec<String> },
+}
+
+struct ProblemList<'a>(&'a [String]);
+
+impl fmt::Display for ProblemList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = self.0.len();
+        write!(
+            f,
+            "{count} problem{} in the configuration:",
+            if count == 1 { "" } else { "s" }
+        )?;
+        for problem in self.0 {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ConfigFile {
+    /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
+    /// A text that is TOML but not a valid config gets every type-level problem at once,
+    /// with those of validation (relative mask files resolve from the working directory).
+    pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse_in(text, origin, None)
+    }
+
+    fn parse_in(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let error = match toml::from_str(text) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        let parse_error = ConfigError::Parse {
+            origin: origin.to_string(),
+            message: error.to_string().trim_end().to_string(),
+        };
+        // Bad TOML has one error to show (where the text stops making sense).
+        let Ok(table) = toml::from_str::<toml::Table>(text) else {
+            return Err(parse_error);
+        };
+        let problems = structure::problems(&table, base_dir);
+        if problems.is_empty() {
+            Err(parse_error)
+        } else {
+            Err(ConfigError::InvalidFile {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent())
+    }
+
+    pub fn builtin_default() -> ConfigFile {
+        ConfigFile::parse(DEFAULT_CONFIG, "built-in default").expect("the built-in default config parses")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,329 @@
+//! Checks that keep outputs from destroying data, before anything is opened: an output
+//! that is one of the inputs (by any name: `./v.ts`, a symlink, a hard link), two
+//! pipelines writing one file, and (for `run`) an existing file replaced without consent.
+
+use convstream_core::text::quoted;
+use std::path::{Component, Path, PathBuf};
+
+use super::{ConfigError, PipelineConfig, PipelineSettings};
+
+/// Where a sink URL writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    /// `null`: frames are discarded.
+    Discard,
+    /// `-`: standard output.
+    Stdout,
+    /// A local path (also `file:PATH`).
+    File(PathBuf),
+    /// A URL another FFmpeg protocol writes (`udp://`, `pipe:1`, ...).
+    Url,
+}
+
+impl OutputTarget {
+    pub fn of(url: &str) -> OutputTarget {
+        match url {
+            "null" => return OutputTarget::Discard,
+            "-" => return OutputTarget::Stdout,
+            _ => {}
+        }
+        if let Some(path) = url.strip_prefix("file:") {
+            return OutputTarget::File(PathBuf::from(path.strip_prefix("//").unwrap_or(path)));
+        }
+        if has_protocol(url) {
+            OutputTarget::Url
+        } else {
+            OutputTarget::File(PathBuf::from(url))
+        }
+    }
+}
+
+/// Whether FFmpeg reads `url` through a protocol other than a local file: `scheme://...`,
+/// or `name:...` for its few schemes without slashes (`pipe:1`, `tcp:`, ...). A single
+/// letter before the colon is not taken for a scheme.
+fn has_protocol(url: &str) -> bool {
+    match url.split_once(':') {
+        Some((scheme, rest)) => {
+            let scheme_like = scheme.len() > 1
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            scheme_like && (rest.starts_with("//") || matches!(scheme, "pipe" | "fd" | "tcp" | "udp" | "unix"))
+        }
+        None => false,
+    }
+}
+
+/// The same value for every name of one file: its device and inode when it exists, else its
+/// absolute path with `.`, `..` and symlinked folders resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileIdentity {
+    Inode { device: u64, inode: u64 },
+    Path(PathBuf),
+}
+
+impl FileIdentity {
+    pub fn of(path: &Path) -> FileIdentity {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            return FileIdentity::Inode {
+                device: meta.dev(),
+                inode: meta.ino(),
+            };
+        }
+        FileIdentity::Path(resolved_path(path))
+    }
+
+    /// The file standard input or output is redirected to, when it is a regular file.
+    fn of_std_stream(fd: u32) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
+        meta.is_file().then(|| FileIdentity::Inode {
+            device: meta.dev(),
+            inode: meta.ino(),
+        })
+    }
+}
+
+/// The absolute path of `path` with `.`, `..` and symlinked folders resolved (the file
+/// itself need not exist).
+pub fn resolved_path(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let normal = normalise(&absolute);
+    match (normal.parent(), normal.file_name()) {
+        (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)).unwrap_or(normal),
+        _ => normal,
+    }
+}
+
+/// One name for the place a sink URL writes, whatever way the URL spells it.
+pub fn output_key(url: &str) -> String {
+    match OutputTarget::of(url) {
+        OutputTarget::File(path) => resolved_path(&path).display().to_string(),
+        _ => url.to_string(),
+    }
+}
+
+/// `a/./b/../c` as `a/c`, without touching the file system.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The file a source URL reads, if it is a local file (or stdin redirected from one).
+fn input_identity(url: &str) -> Option<FileIdentity> {
+    match url {
+        _ if url.trim().is_empty() => None, // reported as empty elsewhere
+        "-" => FileIdentity::of_std_stream(0),
+        _ => match OutputTarget::of(url) {
+            OutputTarget::File(path) => Some(FileIdentity::of(&path)),
+            _ => None,
+        },
+    }
+}
+
+/// The file a sink URL writes, if it writes one (or stdout redirected to one).
+fn output_identity(url: &str) -> Option<FileIdentity> {
+    if url.trim().is_empty() {
+        return None; // reported as empty elsewhere
+    }
+    match OutputTarget::of(url) {
+        OutputTarget::File(path) => Some(FileIdentity::of(&path)),
+        OutputTarget::Stdout => FileIdentity::of_std_stream(1),
+        _ => None,
+    }
+}
+
+/// Every output that would overwrite an input or another pipeline's output, one problem
+/// each, naming both pipelines.
+pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let inputs: Vec<(&PipelineConfig, Option<FileIdentity>)> =
+        pipelines.iter().map(|p| (p, input_identity(&p.source.url))).collect();
+    let mut outputs: Vec<(&PipelineConfig, FileIdentity)> = Vec::new();
+    let mut stdout_writer: Option<&PipelineConfig> = None;
+    for pipeline in pipelines {
+        let url = &pipeline.sink.url;
+        if url == "-" {
+            if let Some(first) = stdout_writer {
+                problems.push(format!(
+                    "pipeline {:?}: sink.url `-`: pipeline {:?} writes to stdout already; their streams would be mixed into one; give each its own output",
+                    pipeline.name, first.name
+                ));
+            }
+            stdout_writer.get_or_insert(pipeline);
+        }
+        let Some(identity) = output_identity(url) else { continue };
+        for (reader, input) in &inputs {
+            if input.as_ref() == Some(&identity) {
+                let whose = if reader.name == pipeline.name {
+                    "its input".to_string()
+                } else {
+                    format!("the input of pipeline {:?}", reader.name)
+                };
+                problems.push(format!(
+                    "pipeline {:?}: sink.url `{}` is the same file as {whose} (source.url `{}`); writing it would destroy that input; choose another output",
+                    pipeline.name,
+                    quoted(url),
+                    quoted(&reader.source.url)
+                ));
+            }
+        }
+        if let Some((first, _)) = outputs.iter().find(|(_, other)| *other == identity) {
+            problems.push(format!(
+                "pipeline {:?}: sink.url `{}` is the file pipeline {:?} writes (sink.url `{}`); one stream would be lost inside the other; give each its own output",
+                pipeline.name,
+                quoted(url),
+                first.name,
+                quoted(&first.sink.url)
+            ));
+        }
+        outputs.push((pipeline, identity));
+    }
+    problems
+}
+
+/// Why `candidate` cannot start beside `running` (pipelines that are running now): its
+/// output is one of their inputs or outputs, or its input is one of their outputs.
+pub fn conflicts_with_running(candidate: &PipelineConfig, running: &[&PipelineConfig]) -> Option<String> {
+    let mut all: Vec<PipelineConfig> = running.iter().map(|p| (*p).clone()).collect();
+    // Problems among the running pipelines themselves are not the candidate's.
+    let known = check_outputs(&all);
+    all.push(candidate.clone());
+    let new: Vec<String> = check_outputs(&all)
+        .into_iter()
+        .filter(|problem| !known.contains(problem))
+        .collect();
+    (!new.is_empty()).then(|| new.join("; "))
+}
+
+/// Container and codec problems that FFmpeg would report only when the output opens: an
+/// unknown container or encoder, a codec the container cannot carry, `lossless` that the
+/// container or the encoder cannot honour.
+fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
+    use crate::media;
+    let sink = &pipeline.sink;
+    let place = format!("pipeline {:?}", pipeline.name);
+    let target = OutputTarget::of(&sink.url);
+    if target == OutputTarget::Discard || sink.url.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut problems = Vec::new();
+    let format = sink
+        .format
+        .as_deref()
+        .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"));
+    let muxer = media::guess_muxer(&sink.url, format);
+    if muxer.is_none() {
+        problems.push(match format {
+            Some(name) => format!(
+                "{place}: sink.format: `{}` is not an output format this FFmpeg build has (ffmpeg -muxers lists them)",
+                quoted(name)
+            ),
+            None => format!(
+                "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .mov .ts .avi .nut .y4m) or set sink.format (--format)",
+                quoted(&sink.url)
+            ),
+        });
+    }
+    let codec = sink.codec.as_deref().and_then(|name| {
+        let codec = media::video_encoder(name);
+        if codec.is_none() {
+            problems.push(format!(
+                "{place}: sink.codec: `{}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)",
+                quoted(name)
+            ));
+        }
+        codec.map(|codec| (name, codec))
+    });
+    let Some(muxer) = muxer else { return problems };
+    let container = muxer.name().to_string();
+    if matches!(container.as_str(), "yuv4mpegpipe" | "rawvideo") {
+        return problems; // uncompressed: the codec and lossless do not apply
+    }
+    if let Some((name, codec)) = &codec {
+        if !media::muxer_takes(&muxer, codec.id()) {
+            problems.push(format!(
+                "{place}: sink.codec: the {container} container cannot carry {} video; choose another codec or container",
+                quoted(name)
+            ));
+        } else if sink.lossless && media::lossless_options(name).is_none() {
+            problems.push(format!("{place}: sink.lossless: {}", media::lossless_unavailable(name)));
+        }
+    } else if sink.lossless && sink.codec.is_none() {
+        match media::video_encoder("ffv1") {
+            Some(ffv1) if !media::muxer_takes(&muxer, ffv1.id()) => {
+                problems.push(format!("{place}: sink.lossless: {}", media::ffv1_unavailable(&container)));
+            }
+            None => problems.push(format!(
+                "{place}: sink.lossless: lossless output needs the ffv1 encoder, which this FFmpeg build lacks; name another with --codec (libx264)"
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// Every output problem of a config: [`check_outputs`] and each sink's container and codec.
+pub fn check(pipelines: &[PipelineConfig]) -> Vec<String> {
+    let mut problems: Vec<String> = pipelines.iter().flat_map(check_formats).collect();
+    problems.extend(check_outputs(pipelines));
+    problems
+}
+
+/// `run` without `--overwrite`: every sink whose file exists is a problem (nothing is opened).
+pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), ConfigError> {
+    let problems: Vec<String> = pipelines
+        .iter()
+        .filter(|p| !p.sink.overwrite)
+        .filter_map(|p| match OutputTarget::of(&p.sink.url) {
+            OutputTarget::File(path) if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => Some(format!(
+                "pipeline {:?}: sink.url `{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
+                p.name,
+                quoted(&p.sink.url)
+            )),
+            _ => None,
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(problems))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_told_apart() {
+        assert_eq!(OutputTarget::of("null"), OutputTarget::Discard);
+        assert_eq!(OutputTarget::of("-"), OutputTarget::Stdout);
+        assert_eq!(OutputTarget::of("udp://1.2.3.4:5"), OutputTarget::Url);
+        assert_eq!(OutputTarget::of("pipe:1"), OutputTarget::Url);
+        assert_eq!(OutputTarget::of("out.mkv"), OutputTarget::File("out.mkv".into()));
+        assert_eq!(OutputTarget::of("file:a.ts"), OutputTarget::File("a.ts".into()));
+        assert_eq!(OutputTarget::of("a:b.ts"), OutputTarget::File("a:b.ts".into()));
+    }
+
+    #[test]
+    fn names_of_one_missing_file_are_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = FileIdentity::of(&dir.path().join("x.mkv"));
+        let b = FileIdentity::of(&dir.path().join("sub/../x.mkv"));
+        let c = FileIdentity::of(&dir.path().join("./x.mkv"));
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_ne!(a, FileIdentity::of(&dir.path().join("y.mkv")));
+    }
+}

@@ -1,0 +1,182 @@
+//! Command-line flags laid over a config file (or over nothing, when only flags are given).
+
+use super::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use convstream_core::filter::{BorderMode, PlaneSelection};
+
+/// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub input_format: Option<String>,
+    pub output_format: Option<String>,
+    pub mask: Option<String>,
+    pub planes: Option<PlaneSelection>,
+    /// `--plane-mask PLANE=SPEC`, laid over filter.plane_masks.
+    pub plane_masks: Vec<(String, String)>,
+    pub border: Option<BorderMode>,
+    pub device: Option<String>,
+    pub streams: Option<usize>,
+    pub frames_per_stream: Option<usize>,
+    pub decoder: Option<String>,
+    pub codec: Option<String>,
+    pub lossless: bool,
+    /// Consent to replace existing output files (`-y`); applies to every pipeline that runs.
+    pub overwrite: bool,
+    /// Encoder options (`--crf`, `--bitrate`, `--preset`, `--encoder-opt`), laid over sink.options.
+    pub encoder_options: Vec<(String, String)>,
+    /// `-an`: no audio or other copied streams.
+    pub no_audio: bool,
+    /// `--ss`, `-t`, `--frames`: the part of the input filtered.
+    pub start: Option<f64>,
+    pub duration: Option<f64>,
+    pub frames: Option<u64>,
+    /// `--depth`: bits per sample to filter and write at.
+    pub depth: Option<u8>,
+    /// Demuxer and protocol options (`--input-opt`, raw video's `--size` and friends),
+    /// laid over source.options.
+    pub input_options: Vec<(String, String)>,
+}
+
+impl Overrides {
+    fn changes_pipeline(&self) -> bool {
+        self.input.is_some()
+            || self.output.is_some()
+            || self.input_format.is_some()
+            || self.output_format.is_some()
+            || self.mask.is_some()
+            || self.planes.is_some()
+            || !self.plane_masks.is_empty()
+            || self.border.is_some()
+            || self.device.is_some()
+            || self.streams.is_some()
+            || self.frames_per_stream.is_some()
+            || self.decoder.is_some()
+            || self.codec.is_some()
+            || self.lossless
+            || !self.encoder_options.is_empty()
+            || self.no_audio
+            || self.start.is_some()
+            || self.duration.is_some()
+            || self.frames.is_some()
+            || self.depth.is_some()
+            || !self.input_options.is_empty()
+    }
+
+    /// A config holding one pipeline made from flags alone; `--input` and `--output` are required.
+    pub fn standalone(&self) -> Result<ConfigFile, ConfigError> {
+        let mut missing = Vec::new();
+        if self.input.is_none() {
+            missing.push("--input is required without --config".to_string());
+        }
+        if self.output.is_none() {
+            missing.push("--output is required without --config".to_string());
+        }
+        if !missing.is_empty() {
+            return Err(ConfigError::Invalid(missing));
+        }
+        let mut config = ConfigFile {
+            pipelines: vec![PipelineConfig {
+                name: "main".to_string(),
+                source: SourceConfig::from_url(""),
+                filter: FilterConfig::default(),
+                sink: SinkConfig {
+                    url: String::new(),
+                    format: None,
+                    codec: None,
+                    lossless: false,
+                    options: Default::default(),
+                    audio: true,
+                    overwrite: false,
+                },
+            }],
+            ..ConfigFile::default()
+        };
+        self.apply(&mut config, None)?;
+        Ok(config)
+    }
+
+    /// Keeps only the pipeline named `only` (if given) and lays the flags over the pipelines
+    /// left. Flags that change a pipeline need a single pipeline to apply to.
+    pub fn apply(&self, config: &mut ConfigFile, only: Option<&str>) -> Result<(), ConfigError> {
+        if let Some(name) = only {
+            let names: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
+            config.pipelines.retain(|p| p.name == name);
+            if config.pipelines.is_empty() {
+                return Err(ConfigError::Invalid(vec![format!(
+                    "--pipeline {name:?}: no such pipeline; the config has {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )]));
+            }
+        }
+        if self.overwrite {
+            for pipeline in &mut config.pipelines {
+                pipeline.sink.overwrite = true;
+            }
+        }
+        if !self.changes_pipeline() {
+            return Ok(());
+        }
+        if config.pipelines.len() != 1 {
+            return Err(ConfigError::Invalid(vec![format!(
+                "the config has {} pipelines; choose one with --pipeline NAME to apply command-line settings to it",
+                config.pipelines.len()
+            )]));
+        }
+        let pipeline = &mut config.pipelines[0];
+        let set = |target: &mut String, value: &Option<String>| {
+            if let Some(v) = value {
+                target.clone_from(v)
+            }
+        };
+        set(&mut pipeline.source.url, &self.input);
+        set(&mut pipeline.sink.url, &self.output);
+        set(&mut pipeline.source.decoder, &self.decoder);
+        set(&mut pipeline.filter.device, &self.device);
+        if self.input_format.is_some() {
+            pipeline.source.format.clone_from(&self.input_format);
+        }
+        if self.output_format.is_some() {
+            pipeline.sink.format.clone_from(&self.output_format);
+        }
+        if self.codec.is_some() {
+            pipeline.sink.codec.clone_from(&self.codec);
+        }
+        if let Some(mask) = &self.mask {
+            pipeline.filter.mask = MaskSelection::Named(mask.clone());
+        }
+        if let Some(planes) = self.planes {
+            pipeline.filter.planes = planes;
+        }
+        for (plane, spec) in &self.plane_masks {
+            pipeline
+                .filter
+                .plane_masks
+                .insert(plane.clone(), MaskSelection::Named(spec.clone()));
+        }
+        if let Some(border) = self.border {
+            pipeline.filter.border = border;
+        }
+        if let Some(streams) = self.streams {
+            pipeline.filter.streams = streams;
+        }
+        if let Some(frames) = self.frames_per_stream {
+            pipeline.filter.frames_per_stream = frames;
+        }
+        pipeline.sink.lossless |= self.lossless;
+        pipeline.sink.options.extend(self.encoder_options.iter().cloned());
+        pipeline.source.options.extend(self.input_options.iter().cloned());
+        if self.no_audio {
+            pipeline.sink.audio = false;
+        }
+        pipeline.source.start = self.start.or(pipeline.source.start);
+        pipeline.source.duration = self.duration.or(pipeline.source.duration);
+        pipeline.source.frames = self.frames.or(pipeline.source.frames);
+        pipeline.source.depth = self.depth.or(pipeline.source.depth);
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! The shape of the TOML file, field by field, with defaults.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use convstream_core::engine::GpuTuning;
+use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::mask::MaskParams;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub log: LogConfig,
+    /// The HTTP API and process settings of `convstream serve`.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Named masks that pipelines select with `mask = "NAME"`.
+    #[serde(default)]
+    pub masks: BTreeMap<String, MaskParams>,
+    #[serde(default, rename = "pipeline")]
+    pub pipelines: Vec<PipelineConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter such as `info` or `convstream=debug`; `RUST_LOG` overrides it.
+    pub level: Option<String>,
+    #[serde(default)]
+    pub format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Where the HTTP API listens. Loopback by default: binding elsewhere is a choice.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// The name of an environment variable holding a bearer token that every endpoint
+    /// but /healthz then requires.
+    pub token_env: Option<String>,
+    /// Seconds a stop waits for pipelines to drain and finalise their outputs.
+    #[serde(default = "default_shutdown_timeout")]
+    pub shutdown_timeout: f64,
+    /// Reload when the config file changes (SIGHUP always reloads).
+    #[serde(default = "default_true")]
+    pub watch: bool,
+    /// The only folder API requests may take mask files from (links resolved); unset: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_dir: Option<PathBuf>,
+    /// Folders API-created pipelines may read and write files under; empty: API pipelines
+    /// use URLs only. Config-file pipelines are not limited by it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_paths: Vec<PathBuf>,
+    /// `Origin` values (`http://host:port`) whose requests are served; any other Origin,
+    /// that is a request made by a web page elsewhere, is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_origins: Vec<String>,
+    /// `Host` values served besides the listen address and its localhost forms (`name` or
+    /// `name:port`), e.g. the name a proxy forwards; any other Host is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: default_listen(),
+            token_env: None,
+            shutdown_timeout: default_shutdown_timeout(),
+            watch: true,
+            mask_dir: None,
+            allow_paths: Vec::new(),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:8686".to_string()
+}
+
+fn default_shutdown_timeout() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    pub name: String,
+    pub source: SourceConfig,
+    #[serde(default)]
+    pub filter: FilterConfig,
+    pub sink: SinkConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// A path, `-` for stdin, or any URL the FFmpeg build opens.
+    pub url: String,
+    /// Force a demuxer (`-f` in ffmpeg), e.g. `mpegts` for a UDP stream.
+    pub format: Option<String>,
+    /// `auto` (software, frame-threaded), `software`, `nvdec`, or an FFmpeg decoder name.
+    #[serde(default = "default_decoder")]
+    pub decoder: String,
+    /// Decoder threads; 0 lets FFmpeg choose.
+    #[serde(default)]
+    pub threads: usize,
+    /// Start over at the end of the input.
+    #[serde(default, rename = "loop")]
+    pub looping: bool,
+    /// Pace reading at the stream's frame rate (for testing live setups with files).
+    #[serde(default)]
+    pub realtime: bool,
+    /// A live input reconnects after errors and when it ends. By default, URLs with a
+    /// network scheme (`udp://`, `rtsp://`, `srt://`, ...) are live; files and pipes are not.
+    pub live: Option<bool>,
+    /// What to do when the filter or the sink falls behind: `none` blocks reading (the
+    /// input buffers), `oldest` drops the oldest decoded frame waiting (counted).
+    #[serde(default)]
+    pub drop: DropPolicy,
+    /// Seconds without any data after which a live input counts as lost and reconnects.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout: f64,
+    /// Backoff between reconnection attempts of a live input.
+    #[serde(default)]
+    pub reconnect: ReconnectConfig,
+    /// Demuxer and protocol options, as `ffmpeg -KEY VALUE` before `-i` sets them:
+    /// `rtsp_transport = "tcp"`, or `video_size`, `pixel_format` and `framerate` for raw video.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+    /// Seconds into the input to start at (`ffmpeg -ss` before `-i`): the input is sought to
+    /// the keyframe before it, and frames earlier than it are decoded and dropped. Output
+    /// timestamps start at 0 there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<f64>,
+    /// Seconds of input to filter from `start` (`ffmpeg -t`); a looped file repeats that part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// The most frames to filter (`ffmpeg -frames:v`), counted over loops too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u64>,
+    /// Bits per sample to filter and write at (8, 9, 10, 12, 14 or 16): decoded pictures
+    /// are converted to it. Unset: the input's own depth, kept to the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u8>,
+}
+
+impl SourceConfig {
+    /// A source for `url` with every other field at its default.
+    pub fn from_url(url: &str) -> SourceConfig {
+        SourceConfig {
+            url: url.to_string(),
+            format: None,
+            decoder: default_decoder(),
+            threads: 0,
+            looping: false,
+            realtime: false,
+            live: None,
+            drop: DropPolicy::default(),
+            idle_timeout: default_idle_timeout(),
+            reconnect: ReconnectConfig::default(),
+            options: BTreeMap::new(),
+            start: None,
+            duration: None,
+            frames: None,
+            depth: None,
+        }
+    }
+
+    /// Whether the input reconnects: `live` when set, else whether the URL names a network protocol.
+    pub fn is_live(&self) -> bool {
+        self.live.unwrap_or_else(|| match self.url.split_once("://") {
+            Some((scheme, _)) => scheme != "file" && !scheme.is_empty(),
+            None => false,
+        })
+    }
+}
+
+fn default_idle_timeout() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DropPolicy {
+    /// Block the source while the queue is full.
+    #[default]
+    None,
+    /// Drop the oldest decoded frame waiting for the filter.
+    Oldest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconnectConfig {
+    /// Seconds before the first attempt; each failure doubles it.
+    #[serde(default = "default_reconnect_initial")]
+    pub initial: f64,
+    /// The most seconds between attempts.
+    #[serde(default = "default_reconnect_max")]
+    pub max: f64,
+}
+
+impl Default for ReconnectConfig {
+    fn default() -> Self {
+        ReconnectConfig {
+            initial: default_reconnect_initial(),
+            max: default_reconnect_max(),
+        }
+    }
+}
+
+fn default_reconnect_initial() -> f64 {
+    0.5
+}
+
+fn default_reconnect_max() -> f64 {
+    30.0
+}
+
+fn default_decoder() -> String {
+    "auto".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterConfig {
+    #[serde(default)]
+    pub mask: MaskSelection,
+    #[serde(default)]
+    pub planes: PlaneSelection,
+    /// A mask per plane, over `mask`: `{ y = "edge", uv = "neutral" }`; keys y, u, v, uv
+    /// (both chroma planes), r, g, b; values as `mask` takes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plane_masks: BTreeMap<String, MaskSelection>,
+    #[serde(default)]
+    pub border: BorderMode,
+    /// `auto`, `cpu`, `cuda` or `cuda:N`.
+    #[serde(default = "default_device")]
+    pub device: String,
+    /// CUDA streams, 1..=16: frames on different streams overlap their copies and kernels.
+    #[serde(default = "default_streams")]
+    pub streams: usize,
+    /// Frames queued on each stream at once, 1..=4: the next frame's work is already
+    /// queued when one finishes, so the GPU does not wait for the host between frames.
+    #[serde(default = "default_frames_per_stream")]
+    pub frames_per_stream: usize,
+    /// Most frames kept in page-locked memory for the GPU to copy directly (unset: every
+    /// frame the pipeline can hold; 0: none, every frame is staged through the lanes' own
+    /// buffers). Caps the pinned memory of a pipeline on a host short of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_frames: Option<usize>,
+    /// `[pipeline.filter.gpu]`: the CUDA engine's spin-wait and kernel tilings (tuning
+    /// knobs, measured with `convstream bench`; the defaults suit every GPU measured).
+    #[serde(default, skip_serializing_if = "GpuTuning::is_default")]
+    pub gpu: GpuTuning,
+}
+
+impl Default for FilterConfig {
+    fn default() -> Self {
+        FilterConfig {
+            mask: MaskSelection::default(),
+            planes: PlaneSelection::default(),
+            plane_masks: BTreeMap::new(),
+            border: BorderMode::default(),
+            device: default_device(),
+            streams: default_streams(),
+            frames_per_stream: default_frames_per_stream(),
+            pinned_frames: None,
+            gpu: GpuTuning::default(),
+        }
+    }
+}
+
+fn default_device() -> String {
+    "auto".to_string()
+}
+
+fn default_streams() -> usize {
+    4
+}
+
+fn default_frames_per_stream() -> usize {
+    convstream_core::engine::DEFAULT_FRAMES_PER_STREAM
+}
+
+/// `mask = "SPEC or NAME"` or an inline table of mask keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum MaskSelection {
+    Named(String),
+    Inline(MaskParams),
+}
+
+impl Default for MaskSelection {
+    fn default() -> Self {
+        MaskSelection::Named("identity".to_string())
+    }
+}
+
+/// Deserialised by hand so that a bad inline table gets the table's own error
+/// ("unknown field `sigmaa`, expected one of ...") instead of "no variant matched".
+impl<'de> Deserialize<'de> for MaskSelection {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(deserializer)?;
+        match value {
+            toml::Value::String(s) => Ok(MaskSelection::Named(s)),
+            toml::Value::Table(table) => MaskParams::deserialize(table)
+                .map(MaskSelection::Inline)
+                .map_err(|e| serde::de::Error::custom(format!("in the mask table: {}", e.message()))),
+            other => {
+                let kind = other.type_str();
+                let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                Err(serde::de::Error::custom(format!(
+                    "mask must be a string (a preset SPEC or the name of a [masks.NAME] table) or a table of mask keys, not {article} {kind}"
+                )))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkConfig {
+    /// A path, `-` for stdout (YUV4MPEG2), `null` to discard, or a URL.
+    pub url: String,
+    /// Force a muxer (`-f` in ffmpeg): `mpegts`, `yuv4mpegpipe`, `matroska`, ...
+    pub format: Option<String>,
+    /// Video encoder name; by default one suited to the container.
+    pub codec: Option<String>,
+    /// Prefer a lossless encoder (ffv1) where the container takes it.
+    #[serde(default)]
+    pub lossless: bool,
+    /// Encoder options, as `ffmpeg -OPTION VALUE` would set them (`b = "8M"`, `crf = "18"`,
+    /// `preset = "slow"`, `qscale = "2"`); an option the encoder does not take is an error.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// Copy audio and other non-video streams when the container can hold them.
+    #[serde(default = "default_true")]
+    pub audio: bool,
+    /// Consent to replace a file already at `url` (`run -y`). Without it `run` refuses, and
+    /// `serve` keeps the file and writes the next free name beside it.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+fn default_true() -> bool {
+    true
+}

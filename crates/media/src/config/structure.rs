@@ -1,0 +1,240 @@
+//! Checks a config that does not deserialize section by section and field by field, so
+//! that every type-level mistake (a wrong enum value, an unknown key, a missing `url`) is
+//! reported in one pass with its place, as validation reports every range problem; what
+//! is well-formed is then validated too.
+
+use serde::de::DeserializeOwned;
+use std::collections::BTreeSet;
+use std::path::Path;
+use toml::{Table, Value};
+
+use super::limits::pipeline_place;
+use super::validate::NO_PIPELINE;
+use super::{ConfigError, ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
+use convstream_core::mask::MaskParams;
+
+const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];
+const PIPELINE_KEYS: &[&str] = &["name", "source", "filter", "sink"];
+
+/// Every problem in a config whose text is valid TOML but does not match the schema.
+/// Empty when none is found here (the caller then reports the parser's own error).
+pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut repaired = ConfigFile::default();
+    let mut broken_masks = BTreeSet::new();
+    let mut dropped_pipeline = false;
+    // Each repaired pipeline's position in the file, for places given by number.
+    let mut positions = Vec::new();
+    for (key, value) in table {
+        match key.as_str() {
+            "log" => repaired.log = section::<LogConfig>(value, "log", &[], &mut problems).unwrap_or_default(),
+            "server" => {
+                repaired.server = section::<ServerConfig>(value, "server", &[], &mut problems).unwrap_or_default()
+            }
+            "masks" => match value.as_table() {
+                Some(masks) => {
+                    for (name, params) in masks {
+                        match section::<MaskParams>(params, &format!("masks.{name}"), &[], &mut problems) {
+                            Some(params) => {
+                                repaired.masks.insert(name.clone(), params);
+                            }
+                            None => {
+                                broken_masks.insert(name.clone());
+                            }
+                        }
+                    }
+                }
+                None => problems.push(format!(
+                    "masks: must be tables of named masks ([masks.NAME]), not {}",
+                    value.type_str()
+                )),
+            },
+            "pipeline" => match value.as_array() {
+                Some(pipelines) => {
+                    for (index, value) in pipelines.iter().enumerate() {
+                        match pipeline(index, value, &mut problems) {
+                            Some(pipeline) => {
+                                repaired.pipelines.push(pipeline);
+                                positions.push(index);
+                            }
+                            None => dropped_pipeline = true,
+                        }
+                    }
+                }
+                None => problems.push(format!(
+                    "pipeline: must be an array of tables ([[pipeline]]), not {}",
+                    value.type_str()
+                )),
+            },
+            other => problems.push(unknown_key(other, TOP_KEYS, "the top-level keys")),
+        }
+    }
+    if problems.is_empty() {
+        return problems;
+    }
+    // What is well-formed is validated as usual; problems that only follow from a part
+    // already reported (a broken named mask, a pipeline left out) are not repeated.
+    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir) {
+        let renumbered = more.into_iter().map(|problem| renumber(problem, &positions));
+        problems.extend(renumbered.filter(|problem| {
+            let follows_from_broken_mask = broken_masks
+                .iter()
+                .any(|name| problem.contains(&format!("unknown mask `{name}`")));
+            let follows_from_dropped = dropped_pipeline && problem == NO_PIPELINE;
+            !follows_from_broken_mask && !follows_from_dropped
+        }));
+    }
+    problems
+}
+
+/// `pipeline #N: ...` of the repaired config (pipelines left out shift the numbers) as
+/// the file numbers it.
+fn renumber(problem: String, positions: &[usize]) -> String {
+    let Some(rest) = problem.strip_prefix("pipeline #") else {
+        return problem;
+    };
+    let Some((number, tail)) = rest.split_once(':') else {
+        return problem;
+    };
+    match number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| positions.get(n.wrapping_sub(1)))
+    {
+        Some(position) => format!("pipeline #{}:{tail}", position + 1),
+        None => problem,
+    }
+}
+
+/// Every type-level problem of one pipeline given as a value (an API request's body), each
+/// with its place; empty when its shape is right.
+pub fn pipeline_problems(value: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    pipeline(0, value, &mut problems);
+    problems
+}
+
+fn unknown_key(key: &str, allowed: &[&str], what: &str) -> String {
+    let suggestion = convstream_core::mask::nearest(key, allowed)
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown field `{}`{suggestion}; {what} are {}",
+        convstream_core::text::quoted(key),
+        allowed.join(", ")
+    )
+}
+
+/// One `[[pipeline]]`: its problems go to `problems` with its place; returns it when every
+/// required part is there (bad fields are left at their defaults, so the rest is checked).
+fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<PipelineConfig> {
+    let Some(table) = value.as_table() else {
+        problems.push(format!(
+            "pipeline #{}: must be a table, not {}",
+            index + 1,
+            value.type_str()
+        ));
+        return None;
+    };
+    let name = table.get("name").and_then(Value::as_str);
+    let place = match name {
+        Some(name) => pipeline_place(index, name),
+        None => format!("pipeline #{}", index + 1),
+    };
+    let mut local = Vec::new();
+    match table.get("name") {
+        None => local.push("name is missing; every pipeline needs a name".to_string()),
+        Some(value) if !value.is_str() => local.push(format!("name must be a string, not {}", value.type_str())),
+        Some(_) => {}
+    }
+    for key in table.keys().filter(|k| !PIPELINE_KEYS.contains(&k.as_str())) {
+        local.push(unknown_key(key, PIPELINE_KEYS, "a pipeline's keys"));
+    }
+    let url = [("url", Value::String("placeholder".into()))];
+    let source = match table.get("source") {
+        Some(value) => section::<SourceConfig>(value, "source", &url, &mut local),
+        None => {
+            local.push("source is missing; give [pipeline.source] with a url".to_string());
+            None
+        }
+    };
+    let filter = match table.get("filter") {
+        Some(value) => section::<FilterConfig>(value, "filter", &[], &mut local),
+        None => Some(FilterConfig::default()),
+    };
+    let sink = match table.get("sink") {
+        Some(value) => section::<SinkConfig>(value, "sink", &url, &mut local),
+        None => {
+            local.push("sink is missing; give [pipeline.sink] with a url".to_string());
+            None
+        }
+    };
+    problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
+    Some(PipelineConfig {
+        name: name?.to_string(),
+        source: source?,
+        filter: filter?,
+        sink: sink?,
+    })
+}
+
+/// The longest parser message shown: it quotes the user's value (`unknown variant ...`).
+const MESSAGE_CHARS: usize = 300;
+
+/// A parser message on one line (it quotes the value as written, control characters and
+/// all), cut if a long value made it long.
+fn shown(error: &toml::de::Error) -> String {
+    let message = convstream_core::text::escape_control(error.message().trim_end());
+    if message.chars().count() <= MESSAGE_CHARS {
+        return message.into_owned();
+    }
+    let head: String = message.chars().take(MESSAGE_CHARS).collect();
+    format!("{head}...")
+}
+
+/// Deserializes one table. When it fails, each field is tried alone (beside placeholders
+/// for the `required` fields) to find every bad one; those are reported and left out, and
+/// the table is returned with their defaults when the rest holds.
+fn section<T: DeserializeOwned>(
+    value: &Value,
+    place: &str,
+    required: &[(&str, Value)],
+    problems: &mut Vec<String>,
+) -> Option<T> {
+    let Some(table) = value.as_table() else {
+        problems.push(format!("{place}: must be a table, not {}", value.type_str()));
+        return None;
+    };
+    let whole = match value.clone().try_into::<T>() {
+        Ok(parsed) => return Some(parsed),
+        Err(e) => e,
+    };
+    let before = problems.len();
+    let mut good = table.clone();
+    for (key, field) in table {
+        let mut probe: Table = required
+            .iter()
+            .filter(|(name, _)| name != key)
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect();
+        probe.insert(key.clone(), field.clone());
+        if let Err(e) = Value::Table(probe).try_into::<T>() {
+            problems.push(format!("{place}.{}: {}", convstream_core::text::quoted(key), shown(&e)));
+            good.remove(key);
+        }
+    }
+    for (name, _) in required {
+        if !table.contains_key(*name) {
+            problems.push(format!("{place}.{name} is missing"));
+        }
+    }
+    match Value::Table(good).try_into::<T>() {
+        Ok(parsed) if problems.len() > before => Some(parsed),
+        _ => {
+            if problems.len() == before {
+                problems.push(format!("{place}: {}", shown(&whole)));
+            }
+            None
+        }
+    }
+}

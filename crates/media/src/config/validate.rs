@@ -1,0 +1,336 @@
+//! Turns a parsed [`ConfigFile`] into [`Settings`] the pipelines run with, collecting
+//! every problem, each prefixed with where it is (`pipeline "cam1": filter.mask: ...`).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use super::limits;
+use super::{
+    ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
+};
+use convstream_core::engine::{DeviceChoice, GpuTuning};
+use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
+use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
+
+use convstream_core::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
+
+/// The problem of a config without pipelines.
+pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub log: LogConfig,
+    pub server: ServerConfig,
+    pub pipelines: Vec<PipelineSettings>,
+}
+
+/// One pipeline, ready to run.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    pub name: String,
+    pub source: SourceConfig,
+    pub filter: FilterSpec,
+    pub device: DeviceChoice,
+    pub streams: usize,
+    pub frames_per_stream: usize,
+    /// The configured cap on pinned frames, if any (see `pipeline::pooled_frames`).
+    pub pinned_frames: Option<usize>,
+    /// The CUDA engine's spin-wait and tilings.
+    pub gpu: GpuTuning,
+    pub sink: SinkConfig,
+    /// The pipeline as written, for reload comparisons and the API.
+    pub config: PipelineConfig,
+}
+
+impl ConfigFile {
+    /// Checks everything and builds every mask. `base_dir` resolves relative mask files
+    /// (the config file's folder).
+    pub fn validate(&self, base_dir: Option<&Path>) -> Result<Settings, ConfigError> {
+        let mut problems = Vec::new();
+        let named = build_named_masks(&self.masks, base_dir, &mut problems);
+        if let Some(level) = &self.log.level {
+            if tracing_subscriber::EnvFilter::try_new(level).is_err() {
+                problems.push(format!(
+                    "log.level: `{}` is not a log filter (try info, debug, or convstream=debug)",
+                    limits::quoted(level)
+                ));
+            }
+        }
+        validate_server(&self.server, &mut problems);
+        limits::server_limits(&self.server, &mut problems);
+        server_folders(&self.server, base_dir, &mut problems);
+        if self.pipelines.is_empty() {
+            problems.push(NO_PIPELINE.to_string());
+        }
+        let mut seen = HashSet::new();
+        let mut pipelines = Vec::new();
+        for (index, pipeline) in self.pipelines.iter().enumerate() {
+            let place = limits::pipeline_place(index, &pipeline.name);
+            if let Some(problem) = limits::name_problem(&pipeline.name) {
+                problems.push(format!("{place}: {problem}"));
+            } else if !seen.insert(pipeline.name.clone()) {
+                problems.push(format!(
+                    "{place}: the name is used by another pipeline; names must be unique"
+                ));
+            }
+            let mut local = Vec::new();
+            limits::pipeline_limits(pipeline, &mut local);
+            let settings = validate_pipeline(pipeline, &self.masks, &named, base_dir, &mut local);
+            problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
+            pipelines.extend(settings);
+        }
+        problems.extend(super::outputs::check(&self.pipelines));
+        if problems.is_empty() {
+            Ok(Settings {
+                log: self.log.clone(),
+                server: self.server.clone(),
+                pipelines,
+            })
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+}
+
+fn build_named_masks(
+    masks: &BTreeMap<String, MaskParams>,
+    base_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> BTreeMap<String, Mask> {
+    let mut built = BTreeMap::new();
+    for (name, params) in masks {
+        if PRESETS.iter().any(|p| p.name == name) {
+            problems.push(format!(
+                "masks.{name}: the name hides the preset `{name}`; choose another name"
+            ));
+            continue;
+        }
+        match Mask::build(params, base_dir) {
+            Ok(mask) => {
+                let description = format!("{name} ({})", mask.description());
+                built.insert(name.clone(), mask.with_description(description));
+            }
+            Err(errors) => problems.extend(errors.into_iter().map(|e| format!("masks.{name}: {e}"))),
+        }
+    }
+    built
+}
+
+fn validate_pipeline(
+    pipeline: &PipelineConfig,
+    defined: &BTreeMap<String, MaskParams>,
+    named: &BTreeMap<String, Mask>,
+    base_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> Option<PipelineSettings> {
+    if pipeline.source.url.trim().is_empty() {
+        problems.push("source.url is empty; give a path, `-` for stdin, or a URL".to_string());
+    }
+    if pipeline.sink.url.trim().is_empty() {
+        problems.push("sink.url is empty; give a path, `-` for stdout, `null`, or a URL".to_string());
+    }
+    let decoder = pipeline.source.decoder.as_str();
+    if decoder.trim().is_empty() {
+        problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
+    }
+    validate_source_timing(&pipeline.source, problems);
+    let filter = &pipeline.filter;
+    let device = DeviceChoice::parse(&filter.device);
+    if device.is_none() {
+        problems.push(format!(
+            "filter.device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
+            limits::quoted(&filter.device)
+        ));
+    }
+    if !(1..=MAX_STREAMS).contains(&filter.streams) {
+        problems.push(format!(
+            "filter.streams: {} is out of range; allowed 1..={MAX_STREAMS}",
+            filter.streams
+        ));
+    }
+    if !(1..=MAX_FRAMES_PER_STREAM).contains(&filter.frames_per_stream) {
+        problems.push(format!(
+            "filter.frames_per_stream: {} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
+            filter.frames_per_stream
+        ));
+    }
+    if let Some(problem) = filter.gpu.spin_problem() {
+        problems.push(format!("filter.gpu.spin_us: {problem}"));
+    }
+    let build = |place: &str, selection: &MaskSelection, problems: &mut Vec<String>| {
+        selected_mask(selection, defined, named, base_dir)
+            .map_err(|errors| problems.extend(errors.into_iter().map(|e| format!("{place}: {e}"))))
+            .ok()
+    };
+    let mask = build("filter.mask", &filter.mask, problems);
+    let mut plane_masks = Some(PlaneMasks::new());
+    let mut named_by: BTreeMap<PlaneName, &str> = BTreeMap::new();
+    for key in filter.plane_masks.keys() {
+        for name in PlaneName::parse_key(key).unwrap_or(&[]) {
+            if let Some(first) = named_by.insert(*name, key) {
+                problems.push(format!(
+                    "filter.plane_masks: plane {name} is given twice, by `{first}` and by `{key}`; keep one"
+                ));
+                plane_masks = None;
+            }
+        }
+    }
+    for (key, selection) in &filter.plane_masks {
+        let place = format!("filter.plane_masks.{}", limits::quoted(key));
+        let built = build(&place, selection, problems);
+        match (PlaneName::parse_key(key), built) {
+            (Some(names), Some(mask)) => {
+                if let Some(masks) = plane_masks.as_mut() {
+                    masks.extend(names.iter().map(|name| (*name, mask.clone())));
+                }
+            }
+            (names, _) => {
+                plane_masks = None;
+                if names.is_none() {
+                    let keys: Vec<&str> = PlaneName::KEYS.iter().map(|(k, _)| *k).collect();
+                    problems.push(format!("{place}: not a plane; use {}", keys.join(", ")));
+                }
+            }
+        }
+    }
+    Some(PipelineSettings {
+        name: pipeline.name.clone(),
+        source: pipeline.source.clone(),
+        filter: FilterSpec {
+            mask: mask?,
+            border: filter.border,
+            planes: filter.planes,
+            plane_masks: plane_masks?,
+        },
+        device: device?,
+        streams: filter.streams,
+        frames_per_stream: filter.frames_per_stream,
+        pinned_frames: filter.pinned_frames,
+        gpu: filter.gpu,
+        sink: pipeline.sink.clone(),
+        config: pipeline.clone(),
+    })
+}
+
+/// The mask a `mask` value selects: a named mask of the config, a SPEC or an inline table.
+fn selected_mask(
+    selection: &MaskSelection,
+    defined: &BTreeMap<String, MaskParams>,
+    named: &BTreeMap<String, Mask>,
+    base_dir: Option<&Path>,
+) -> Result<Mask, Vec<MaskError>> {
+    match selection {
+        MaskSelection::Named(text) => match named.get(text) {
+            Some(mask) => Ok(mask.clone()),
+            // Defined but broken: its problems are listed under `masks.NAME` already.
+            None if defined.contains_key(text) => Err(Vec::new()),
+            None => MaskParams::parse_spec(text)
+                .and_then(|params| Mask::build(&params, base_dir))
+                .map_err(|errors| errors.into_iter().map(|e| with_named_masks(e, defined)).collect()),
+        },
+        MaskSelection::Inline(params) => Mask::build(params, base_dir),
+    }
+}
+
+fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
+    if server.listen.parse::<std::net::SocketAddr>().is_err() {
+        problems.push(format!(
+            "server.listen: `{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
+            limits::quoted(&server.listen)
+        ));
+    }
+    limits::seconds_problem("server.shutdown_timeout", server.shutdown_timeout, problems);
+    if let Some(name) = &server.token_env {
+        let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
+        if !valid {
+            problems.push(format!(
+                "server.token_env: `{}` is not an environment variable name",
+                limits::quoted(name)
+            ));
+        }
+    }
+}
+
+fn validate_source_timing(source: &SourceConfig, problems: &mut Vec<String>) {
+    limits::seconds_problem("source.idle_timeout", source.idle_timeout, problems);
+    let reconnect = &source.reconnect;
+    let before = problems.len();
+    limits::seconds_problem("source.reconnect.initial", reconnect.initial, problems);
+    limits::seconds_problem("source.reconnect.max", reconnect.max, problems);
+    if problems.len() == before && reconnect.initial > reconnect.max {
+        problems.push(format!(
+            "source.reconnect: initial ({}) is more than max ({})",
+            reconnect.initial, reconnect.max
+        ));
+    }
+}
+
+/// `[server] mask_dir` and `allow_paths` must be folders that exist (relative ones are
+/// resolved from the config file's folder, as mask files are).
+fn server_folders(server: &ServerConfig, base_dir: Option<&Path>, problems: &mut Vec<String>) {
+    let folders = server.mask_dir.iter().map(|dir| ("server.mask_dir", dir));
+    let folders = folders.chain(server.allow_paths.iter().map(|dir| ("server.allow_paths", dir)));
+    for (place, dir) in folders {
+        let resolved = ServerConfig::resolve_folder(dir, base_dir);
+        if !resolved.is_dir() {
+            problems.push(format!(
+                "{place}: `{}` is not a folder that exists",
+                limits::quoted(&resolved.to_string_lossy())
+            ));
+        }
+    }
+}
+
+impl ServerConfig {
+    /// A `[server]` folder setting as a path: relative ones from the config file's folder.
+    pub fn resolve_folder(dir: &Path, base_dir: Option<&Path>) -> std::path::PathBuf {
+        match base_dir {
+            Some(base) if dir.is_relative() => base.join(dir),
+            _ => dir.to_path_buf(),
+        }
+    }
+}
+
+/// An unknown mask name in a config may be a typo of one of its `[masks.NAME]` tables:
+/// suggest those too, and list them.
+fn with_named_masks(error: MaskError, defined: &BTreeMap<String, MaskParams>) -> MaskError {
+    match error {
+        MaskError::UnknownPreset {
+            name,
+            suggestion,
+            allowed,
+        } if !defined.is_empty() => {
+            let tables: Vec<&str> = defined.keys().map(String::as_str).collect();
+            let mut candidates: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            candidates.extend(&tables);
+            MaskError::UnknownPreset {
+                suggestion: convstream_core::mask::nearest(&name, &candidates).or(suggestion),
+                allowed: format!("{allowed}; the config's [masks] tables are {}", tables.join(", ")),
+                name,
+            }
+        }
+        other => other,
+    }
+}
+
+impl PipelineSettings {
+    /// The sink as a short string for logs.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} -> {} [{} {} border={} planes={}] -> {}",
+            self.name,
+            limits::escape_control(&self.source.url),
+            limits::escape_control(&self.filter.description()),
+            match self.device {
+                DeviceChoice::Auto => "auto".to_string(),
+                DeviceChoice::Cpu => "cpu".to_string(),
+                DeviceChoice::AnyCuda => "cuda".to_string(),
+                DeviceChoice::Cuda(n) => format!("cuda:{n}"),
+            },
+            self.filter.border,
+            self.filter.planes,
+            limits::escape_control(&self.sink.url)
+        )
+    }
+}

@@ -1,0 +1,14 @@
+//! convstream's media layer: the FFmpeg source (demux and decode, software or NVDEC) and sink
+//! (encode and mux), the pipeline that runs them around an engine of the core crate, each
+//! stage a thread joined by bounded channels (see [`pipeline`]), and the configuration that
+//! describes pipelines.
+
+pub mod config;
+pub mod ffmpeg_log;
+pub mod media;
+pub mod nvdec;
+pub mod pipeline;
+pub mod sample;
+pub mod sink;
+pub mod source;
+pub mod stats;

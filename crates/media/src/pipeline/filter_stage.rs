@@ -1,0 +1,144 @@
+//! The filter stage: keeps the engine's lanes full, passes frames on in order, and applies
+//! live filter switches between two frames.
+
+use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
+use std::time::Instant;
+
+use super::monitor::{FilterSwitch, PipelineMonitor};
+use crate::stats::{Counters, FrameLatency};
+use convstream_core::engine::{Engine, EngineError, StageTimes, TraceSpan};
+use convstream_core::frame::Frame;
+
+/// Runs until the decoded queue closes (or the sink is gone), then drains the engine.
+pub fn run_engine(
+    mut engine: Box<dyn Engine>,
+    decoded: &Receiver<Frame>,
+    filtered: &Sender<Frame>,
+    monitor: &PipelineMonitor,
+    switches: Receiver<FilterSwitch>,
+) -> Result<Vec<TraceSpan>, EngineError> {
+    let counters = &monitor.counters;
+    let mut switches = switches;
+    // The index the next submitted frame will have at the earliest: where a switch applies.
+    let mut next_index = 0u64;
+    loop {
+        // Switches waiting go first, so one never waits behind a busy input.
+        while let Ok(switch) = switches.try_recv() {
+            apply_switch(&mut engine, switch, next_index, filtered, monitor)?;
+        }
+        let next = match decoded.try_recv() {
+            Ok(frame) => Some(frame),
+            Err(TryRecvError::Disconnected) => break,
+            // Frames in flight and none waiting (a live or paced input): hand on the oldest
+            // instead of holding it until more arrive.
+            Err(TryRecvError::Empty) if engine.in_flight() > 0 => None,
+            Err(TryRecvError::Empty) => select! {
+                recv(decoded) -> frame => match frame {
+                    Ok(frame) => Some(frame),
+                    Err(_) => break,
+                },
+                recv(switches) -> switch => {
+                    match switch {
+                        Ok(switch) => apply_switch(&mut engine, switch, next_index, filtered, monitor)?,
+                        // Nobody can switch any more: stop listening.
+                        Err(_) => switches = never(),
+                    }
+                    continue;
+                },
+            },
+        };
+        match next {
+            Some(mut frame) => {
+                next_index = frame.index + 1;
+                let started = Instant::now();
+                frame.timeline.submitted = Some(started);
+                engine.submit(frame)?;
+                Counters::add_time(&counters.filter_busy_ns, started.elapsed());
+                while engine.in_flight() >= engine.capacity() {
+                    if !forward(&mut engine, filtered, counters)? {
+                        return Ok(engine.take_trace()); // the sink is gone; upstream stops on its own
+                    }
+                }
+            }
+            None => {
+                if !forward(&mut engine, filtered, counters)? {
+                    return Ok(engine.take_trace());
+                }
+            }
+        }
+    }
+    while engine.in_flight() > 0 {
+        if !forward(&mut engine, filtered, counters)? {
+            break;
+        }
+    }
+    Ok(engine.take_trace())
+}
+
+/// Receives the oldest frame in flight and sends it on. False when the sink is gone.
+fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Counters) -> Result<bool, EngineError> {
+    let started = Instant::now();
+    let frame = engine.receive()?;
+    let received_at = Instant::now();
+    Counters::add_time(&counters.filter_busy_ns, received_at - started);
+    let Some(frame) = frame else { return Ok(true) };
+    Counters::add(&counters.frames_filtered, 1);
+    let mut gpu_time = None;
+    match engine.last_stage_times() {
+        Some(StageTimes::Gpu {
+            upload,
+            kernels,
+            download,
+        }) => {
+            Counters::observe(&counters.stages.upload, upload);
+            Counters::observe(&counters.stages.gpu, kernels);
+            Counters::observe(&counters.stages.download, download);
+            gpu_time = Some(upload + kernels + download);
+        }
+        Some(StageTimes::Cpu { filter }) => Counters::observe(&counters.stages.cpu_filter, filter),
+        None => {}
+    }
+    if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
+        counters.record_latency(latency);
+    }
+    Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
+    let sent = filtered.send(frame).is_ok();
+    Counters::set(&counters.filtered_queue, filtered.len() as u64);
+    Ok(sent)
+}
+
+/// Finishes the frames in flight with the old filter, then switches: the new filter
+/// applies from frame `next_index` on, exactly. The kernels were compiled beforehand (off
+/// this thread), so the pause is the in-flight frames plus loading a module.
+fn apply_switch(
+    engine: &mut Box<dyn Engine>,
+    switch: FilterSwitch,
+    next_index: u64,
+    filtered: &Sender<Frame>,
+    monitor: &PipelineMonitor,
+) -> Result<(), EngineError> {
+    let started = Instant::now();
+    while engine.in_flight() > 0 {
+        if !forward(engine, filtered, &monitor.counters)? {
+            break;
+        }
+    }
+    let description = switch.filter.description();
+    let result = match engine.set_filter(switch.filter.clone()) {
+        Ok(()) => {
+            monitor.set_filter(&switch.filter);
+            tracing::info!(
+                "filter switched to {description} from frame {next_index} ({:.1} ms)",
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            Ok(next_index)
+        }
+        Err(e) => {
+            tracing::warn!("filter switch to {description} refused: {e}");
+            Err(e)
+        }
+    };
+    // The requester may have given up waiting; the switch stands either way.
+    let _ = switch.reply.send(result);
+    Ok(())
+}

@@ -1,0 +1,581 @@
+//! Wires source -> engine -> sink as named threads joined by bounded channels. Dropping a
+//! sender is the end-of-stream signal: the engine drains its lanes, the sink flushes the
+//! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
+
+mod filter_stage;
+mod monitor;
+
+pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
+
+use crossbeam_channel::{bounded, Receiver};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
+use crate::media::PassthroughPacket;
+use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
+use crate::source::{DropOldest, Source, SourceError};
+use crate::stats::{Counters, PipelineReport};
+use convstream_core::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
+use convstream_core::frame::Frame;
+use convstream_core::host_buffers::{BufferPool, HeapMemory};
+
+/// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
+/// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
+const FRAME_QUEUE: usize = 8;
+/// Audio packets run ahead of video by the frames in flight; this holds several seconds.
+const PACKET_QUEUE: usize = 1024;
+
+/// Pictures a decoder holds besides those it has output: its reference pictures (up to 16
+/// in H.264 and HEVC) and one being decoded by each frame thread (up to 16).
+const DECODER_PICTURES: usize = 32;
+
+/// Frames the engine's pinned pool may hold: every frame the pipeline can hold at once (both
+/// queues full, the lanes busy, one being encoded, one held by the filter stage, one being
+/// dropped, and the decoder's own pictures, which it decodes into the pool), or fewer if the
+/// config caps it. The pool grows only as far as it is used; past its limit, pictures and
+/// frames go to ordinary memory and are staged through the lanes' own buffers.
+pub fn pooled_frames(settings: &PipelineSettings) -> usize {
+    let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 3 + DECODER_PICTURES;
+    settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    // The cause is part of the message, not a `source()`, so that a chain printed whole
+    // (`{:#}`) names it once.
+    #[error("pipeline {pipeline:?}: {error}")]
+    Source { pipeline: String, error: SourceError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Sink { pipeline: String, error: SinkError },
+    #[error("pipeline {pipeline:?}: {error}")]
+    Engine { pipeline: String, error: EngineError },
+    #[error("pipeline {pipeline:?}: {message}")]
+    Setup { pipeline: String, message: String },
+    /// The filter asks for what the input's frames cannot give (a plane they lack).
+    #[error("pipeline {pipeline:?}: filter: {message}")]
+    FilterUnsuitable { pipeline: String, message: String },
+    #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
+    Panicked {
+        pipeline: String,
+        stage: &'static str,
+        message: String,
+    },
+}
+
+impl PipelineError {
+    /// Whether the pipeline could never have run as configured (an unknown protocol, a
+    /// stream the chosen decoder cannot take, an odd size for a 4:2:0 encoder): a usage
+    /// error, exit code 2 for `run`.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            PipelineError::Source { error, .. } => error.is_usage(),
+            PipelineError::Sink { error, .. } => error.is_usage(),
+            PipelineError::FilterUnsuitable { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// How a pipeline run is watched and stopped.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Set by a signal: stop reading, drain, finalise.
+    pub stop: Arc<AtomicBool>,
+    /// Draw a progress bar (only when stderr is a terminal).
+    pub progress: bool,
+    /// Write a Chrome trace of the GPU stages here (CUDA engine only).
+    pub trace: Option<std::path::PathBuf>,
+    /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
+    pub stage_times: bool,
+    /// How outputs treat a file already at their path.
+    pub outputs: OutputPolicy,
+    /// How long a stop lets output I/O block (a FIFO nobody reads) before it gives up.
+    pub io_grace: Duration,
+}
+
+/// Who runs the pipeline, which decides what happens to a file already at its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputPolicy {
+    /// `run`: refuse an existing file unless the sink has `overwrite` (FFmpeg's -n / -y).
+    Command,
+    /// `serve`: keep an existing file and write the next free name beside it; `overwrite`
+    /// replaces a file from before the service started the pipeline, never what the
+    /// pipeline itself wrote before a restart. MP4 is fragmented so a crash leaves it playable.
+    Service { restarted: bool },
+}
+
+impl OutputPolicy {
+    fn when_exists(self, overwrite: bool) -> WhenExists {
+        match (self, overwrite) {
+            (OutputPolicy::Command, true) | (OutputPolicy::Service { restarted: false }, true) => WhenExists::Replace,
+            (OutputPolicy::Command, false) => WhenExists::Refuse,
+            (OutputPolicy::Service { .. }, _) => WhenExists::NextFreeName,
+        }
+    }
+}
+
+/// Frames the run will write, as far as known: the input's, cut by `start`, `duration`
+/// and `frames`.
+fn trimmed_length(expected: Option<u64>, source: &SourceConfig, frame_rate: f64) -> Option<u64> {
+    let at_rate = |seconds: f64| (seconds * frame_rate).round().max(0.0) as u64;
+    let after_start = match (expected, source.start) {
+        (Some(n), Some(start)) => Some(n.saturating_sub(at_rate(start))),
+        (n, _) => n,
+    };
+    let by_duration = source.duration.filter(|_| frame_rate > 0.0).map(at_rate);
+    let lengths = [after_start, by_duration, source.frames];
+    // Looping repeats the input: only `frames` bounds it.
+    if source.looping {
+        return source.frames;
+    }
+    lengths.into_iter().flatten().min()
+}
+
+/// The progress line: frames, frames per second and speed against real time, as
+/// FFmpeg's (`fps=250 speed=10x`).
+fn progress_bar(enabled: bool, expected: Option<u64>, frame_rate: f64, name: &str) -> ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{:.0} fps", state.per_sec());
+    };
+    let speed = move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        if frame_rate > 0.0 {
+            let _ = write!(w, "{:.2}x", state.per_sec() / frame_rate);
+        }
+    };
+    let bar = match expected {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} frames, {rate}, speed {speed}, ETA {eta}")
+                .expect("valid template")
+                .with_key("rate", rate)
+                .with_key("speed", speed)
+                .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{prefix} {spinner} {pos} frames, {rate}, speed {speed}")
+                .expect("valid template")
+                .with_key("rate", rate)
+                .with_key("speed", speed),
+        ),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    bar.with_prefix(name.to_string())
+}
+
+/// Runs one pipeline to the end of its input (or a stop) and reports what happened.
+pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result<PipelineReport, PipelineError> {
+    // Every message of the pipeline, from any of its threads, names it once, through this
+    // span (as `serve` does).
+    let span = tracing::info_span!("pipeline", pipeline = %settings.name);
+    let _entered = span.enter();
+    let monitor = Arc::new(PipelineMonitor::new(&settings.name, &settings.filter));
+    // Nobody switches filters in a plain run: the sender goes at once.
+    let (_, switches) = bounded(1);
+    run_monitored(settings, options, &monitor, switches)
+}
+
+/// Runs one pipeline, publishing its progress in `monitor` and applying the filter switches
+/// that arrive on `switches`. The monitor's state ends as `Finished` or `Failed`.
+pub fn run_monitored(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &Arc<PipelineMonitor>,
+    switches: Receiver<FilterSwitch>,
+) -> Result<PipelineReport, PipelineError> {
+    // A panic anywhere in the pipeline ends this pipeline only: it is failed, with the
+    // panic's message, and the process and the other pipelines go on.
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        inject_panic(&settings.name, "pipeline");
+        run_stages(settings, options, monitor, switches)
+    }))
+    .unwrap_or_else(|payload| {
+        Err(PipelineError::Panicked {
+            pipeline: settings.name.clone(),
+            stage: "pipeline",
+            message: panic_message(payload.as_ref()),
+        })
+    });
+    match &result {
+        Ok(_) => monitor.set_state(PipelineState::Finished),
+        Err(e) => {
+            monitor.set_error(&e.to_string());
+            monitor.set_state(PipelineState::Failed);
+        }
+    }
+    result
+}
+
+/// The text of a panic's payload (a `&str` or `String` for `panic!` and failed asserts).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    convstream_core::text::quoted(text)
+}
+
+/// Fault injection for the reliability tests: `CONVSTREAM_INJECT_PANIC=NAME:STAGE,...`
+/// makes pipeline NAME panic in STAGE (`pipeline`, `source`, `filter` or `sink`). Read once;
+/// unset (always, in service) it costs one branch per stage start.
+fn inject_panic(pipeline: &str, stage: &str) {
+    static PLAN: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    let plan = PLAN.get_or_init(|| {
+        std::env::var("CONVSTREAM_INJECT_PANIC")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|entry| entry.split_once(':'))
+            .map(|(name, stage)| (name.trim().to_string(), stage.trim().to_string()))
+            .collect()
+    });
+    if plan.iter().any(|(name, at)| name == pipeline && at == stage) {
+        panic!("injected panic in the {stage} stage (CONVSTREAM_INJECT_PANIC)");
+    }
+}
+
+fn run_stages(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &Arc<PipelineMonitor>,
+    switches: Receiver<FilterSwitch>,
+) -> Result<PipelineReport, PipelineError> {
+    let name = settings.name.clone();
+    let started = Instant::now();
+    let counters = monitor.counters.clone();
+    let source = Source::connect(
+        &settings.source,
+        &options.stop,
+        &counters,
+        false,
+        &convstream_core::engine::nvdec_probe(),
+    )
+    .map_err(|error| PipelineError::Source {
+        pipeline: name.clone(),
+        error,
+    })?;
+    counters.reconnecting.store(false, Ordering::Relaxed);
+    let source = match settings.source.depth {
+        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
+            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
+            None => source,
+        },
+        _ => source,
+    };
+    let source = match settings.filter.planar_format_for(source.info().format) {
+        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
+        None => source,
+    };
+    let info = source.info().clone();
+    let mut problems = settings.filter.problems_with(info.format);
+    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
+        problems.push(format!(
+            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
+            settings.filter.planes, info.url, info.format
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(PipelineError::FilterUnsuitable {
+            pipeline: name,
+            message: problems.join("; "),
+        });
+    }
+    for warning in settings.filter.warnings(info.format) {
+        tracing::warn!("{warning}");
+    }
+    monitor.set_format(info.format);
+    let engine_options = EngineOptions {
+        shape: Some(FrameShape {
+            format: info.format,
+            width: info.width,
+            height: info.height,
+        }),
+        trace: options.trace.is_some(),
+        stage_times: options.stage_times,
+        pooled_frames: pooled_frames(settings),
+        frames_per_stream: settings.frames_per_stream,
+        tuning: settings.gpu,
+        ..EngineOptions::new(settings.device, settings.streams, &name)
+    };
+    let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|error| PipelineError::Engine {
+        pipeline: name.clone(),
+        error,
+    })?;
+    let engine_name = engine.name();
+    let source = source
+        .with_frame_pool(engine.frame_pool())
+        // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
+        // them so.
+        .with_device_pictures(
+            engine
+                .device_pictures_on()
+                .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+        );
+    monitor.set_engine(
+        EngineStatus {
+            device: engine.device(),
+            name: engine_name.clone(),
+        },
+        engine.preparer(),
+    );
+    let output_options = OutputOptions {
+        when_exists: options.outputs.when_exists(settings.sink.overwrite),
+        fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
+        stop: StopWatch::new(options.stop.clone(), options.io_grace),
+    };
+    let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
+        pipeline: name.clone(),
+        error,
+    })?;
+    monitor.set_output_path(sink.path());
+    let output_encoder = sink.encoder();
+    tracing::info!(
+        "{} {}x{} {} ({}) -> {} on {} -> {}",
+        info.url,
+        info.width,
+        info.height,
+        info.format,
+        info.decoder,
+        settings.filter.description(),
+        engine_name,
+        sink.path()
+            .map_or(settings.sink.url.clone(), |p| p.display().to_string())
+    );
+    monitor.set_state(PipelineState::Running);
+
+    let setup_seconds = started.elapsed().as_secs_f64();
+    let bar = progress_bar(
+        options.progress,
+        trimmed_length(info.expected_frames, &settings.source, f64::from(info.frame_rate)),
+        f64::from(info.frame_rate),
+        &name,
+    );
+    let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
+    let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
+    let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
+    // A sink that copies no stream must not hold the packet queue open: the source would
+    // block on it once full. A closed queue makes the source skip those packets.
+    let packets_rx = if sink.copies_packets() {
+        packets_rx
+    } else {
+        drop(packets_rx);
+        bounded(0).1
+    };
+
+    let spawn_error = |e: std::io::Error| PipelineError::Setup {
+        pipeline: name.clone(),
+        message: format!("cannot start a thread: {e}"),
+    };
+    // Each stage logs inside the caller's span (serve opens one per pipeline).
+    let span = tracing::Span::current();
+    // Set when the filter stage ends: a source dropping frames looks here (see DropOldest).
+    let filter_ended = Arc::new(AtomicBool::new(false));
+    let source_thread = {
+        let (counters, stop, span) = (counters.clone(), options.stop.clone(), span.clone());
+        let source_name = name.clone();
+        let drop_oldest = (settings.source.drop == DropPolicy::Oldest).then(|| DropOldest {
+            queue: decoded_rx.clone(),
+            consumer_ended: filter_ended.clone(),
+        });
+        thread::Builder::new()
+            .name(format!("{name}-source"))
+            .spawn(move || {
+                let _entered = span.enter();
+                inject_panic(&source_name, "source");
+                source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_oldest)
+            })
+            .map_err(spawn_error)?
+    };
+    let filter_thread = {
+        let (monitor, span) = (monitor.clone(), span.clone());
+        let filter_ended = filter_ended.clone();
+        thread::Builder::new()
+            .name(format!("{name}-filter"))
+            .spawn(move || {
+                let _entered = span.enter();
+                inject_panic(&monitor.name, "filter");
+                let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
+                filter_ended.store(true, Ordering::Relaxed);
+                result
+            })
+            .map_err(spawn_error)?
+    };
+    let sink_thread = {
+        let (counters, bar, sink_name) = (counters.clone(), bar.clone(), name.clone());
+        thread::Builder::new()
+            .name(format!("{name}-sink"))
+            .spawn(move || {
+                let _entered = span.enter();
+                inject_panic(&sink_name, "sink");
+                sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
+            })
+            .map_err(spawn_error)?
+    };
+
+    let panicked = |stage, payload: Box<dyn std::any::Any + Send>| PipelineError::Panicked {
+        pipeline: name.clone(),
+        stage,
+        message: panic_message(payload.as_ref()),
+    };
+    // Join every stage before reporting, so the sink has finished the output whatever failed.
+    let source_joined = source_thread.join();
+    let engine_joined = filter_thread.join();
+    let sink_joined = sink_thread.join();
+    let source_result = source_joined.map_err(|p| panicked("source", p))?;
+    let engine_result = engine_joined.map_err(|p| panicked("filter", p))?;
+    let sink_result = sink_joined.map_err(|p| panicked("sink", p))?;
+    bar.finish_and_clear();
+
+    // An engine failure stops the flow, so it is reported first; a sink failure (a closed
+    // output) makes the source stop, so it comes before the source's result.
+    let spans = engine_result.map_err(|error| PipelineError::Engine {
+        pipeline: name.clone(),
+        error,
+    })?;
+    if let Some(path) = &options.trace {
+        trace::write_chrome_trace(path, &name, &spans).map_err(|e| PipelineError::Setup {
+            pipeline: name.clone(),
+            message: format!("cannot write the trace {}: {e}", path.display()),
+        })?;
+    }
+    let outcome = sink_result.map_err(|error| PipelineError::Sink {
+        pipeline: name.clone(),
+        error,
+    })?;
+    source_result.map_err(|error| PipelineError::Source {
+        pipeline: name.clone(),
+        error,
+    })?;
+
+    let seconds = started.elapsed().as_secs_f64();
+    let counted = counters.snapshot();
+    let written = counted.frames_written;
+    let stopped_early = match outcome {
+        SinkOutcome::OutputClosed => Some("the output was closed by its reader".to_string()),
+        SinkOutcome::Finished if options.stop.load(Ordering::Relaxed) => Some("interrupted by a signal".to_string()),
+        SinkOutcome::Finished => None,
+    };
+    let to_seconds = |ns: u64| ns as f64 / 1e9;
+    Ok(PipelineReport {
+        pipeline: name.clone(),
+        input: settings.source.url.clone(),
+        output: settings.sink.url.clone(),
+        engine: engine_name,
+        mask: settings.filter.description(),
+        output_kbps: output_encoder.as_ref().and_then(|_| {
+            let seconds = written as f64 / f64::from(info.frame_rate);
+            (written > 0 && counted.video_bytes_out > 0 && seconds.is_finite() && seconds > 0.0)
+                .then(|| counted.video_bytes_out as f64 * 8.0 / seconds / 1000.0)
+        }),
+        output_encoder,
+        output_size: format!("{}x{}", info.width, info.height),
+        frames_in: counted.frames_decoded,
+        frames_out: written,
+        frames_dropped: counted.frames_dropped,
+        corrupt_packets: counted.corrupt_packets,
+        read_errors: counted.read_errors,
+        damaged_frames: counted.damaged_frames,
+        decoder_restarts: counted.decoder_restarts,
+        ended_early: counted.ended_early,
+        packets_passed_through: counted.packets_passed_through,
+        seconds,
+        setup_seconds,
+        fps: if seconds > setup_seconds {
+            written as f64 / (seconds - setup_seconds)
+        } else {
+            0.0
+        },
+        source_seconds: to_seconds(counted.source_busy_ns),
+        filter_seconds: to_seconds(counted.filter_busy_ns),
+        sink_seconds: to_seconds(counted.sink_busy_ns),
+        latency_p50_ms: counters.latency_quantile_ms(0.5),
+        latency_p99_ms: counters.latency_quantile_ms(0.99),
+        latency_slowest: counters.slowest_latencies(crate::stats::SLOWEST_FRAMES),
+        stopped_early,
+    })
+}
+
+/// Runs every pipeline at once, each on its own threads, and returns each one's result.
+pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Result<PipelineReport, PipelineError>> {
+    if pipelines.len() == 1 {
+        return vec![run_pipeline(&pipelines[0], options)];
+    }
+    thread::scope(|scope| {
+        let handles: Vec<_> = pipelines
+            .iter()
+            .map(|p| scope.spawn(move || run_pipeline(p, options)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(pipelines)
+            .map(|(h, p)| {
+                h.join().unwrap_or_else(|payload| {
+                    Err(PipelineError::Panicked {
+                        pipeline: p.name.clone(),
+                        stage: "pipeline",
+                        message: panic_message(payload.as_ref()),
+                    })
+                })
+            })
+            .collect()
+    })
+}
+
+/// Decodes `source` to the end and discards the frames: the decoder's own speed, the
+/// baseline filtered runs are compared with. Frames are made in reused heap buffers, as a
+/// filtered run makes them in reused pinned ones, so neither pays for fresh allocations.
+/// Returns the frames and the seconds from the input being open to the last frame.
+pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe()).map_err(|error| {
+        PipelineError::Source {
+            pipeline: "decode-only".into(),
+            error,
+        }
+    })?;
+    let info = opened.info();
+    let shapes = info.format.plane_shapes(info.width, info.height);
+    let frame_bytes: usize = shapes.iter().map(|plane| plane.pooled_bytes()).sum();
+    let pool = BufferPool::new(Box::new(HeapMemory), (FRAME_QUEUE + 4) * frame_bytes);
+    let opened = opened.with_frame_pool(Some(pool));
+    let counters = Counters::default();
+    let (frames_tx, frames_rx) = bounded::<Frame>(FRAME_QUEUE);
+    // No receiver for other streams: the source skips their packets.
+    let (packets_tx, _) = bounded::<PassthroughPacket>(1);
+    let started = Instant::now();
+    let result = thread::scope(|scope| {
+        let counted = scope.spawn(|| frames_rx.iter().count() as u64);
+        let decoded = opened.run(&frames_tx, &packets_tx, &stop, &counters, None);
+        drop(frames_tx);
+        decoded.map(|()| counted.join().unwrap_or(0))
+    });
+    let frames = result.map_err(|error| PipelineError::Source {
+        pipeline: "decode-only".into(),
+        error,
+    })?;
+    Ok((frames, started.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OutputPolicy, WhenExists};
+
+    #[test]
+    fn an_existing_file_is_replaced_only_with_consent_and_never_by_a_restart() {
+        assert_eq!(OutputPolicy::Command.when_exists(false), WhenExists::Refuse);
+        assert_eq!(OutputPolicy::Command.when_exists(true), WhenExists::Replace);
+        let first = OutputPolicy::Service { restarted: false };
+        assert_eq!(first.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(first.when_exists(true), WhenExists::Replace);
+        let again = OutputPolicy::Service { restarted: true };
+        assert_eq!(again.when_exists(false), WhenExists::NextFreeName);
+        assert_eq!(again.when_exists(true), WhenExists::NextFreeName);
+    }
+}

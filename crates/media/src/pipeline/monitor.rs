@@ -1,0 +1,167 @@
+//! What a running pipeline shares with whoever watches and steers it (the server): its
+//! state, counters, engine, current filter, and the channel a live filter switch goes by.
+
+use crossbeam_channel::Sender;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::stats::Counters;
+use convstream_core::engine::{EngineError, FilterPreparer};
+use convstream_core::filter::FilterSpec;
+
+/// Where a pipeline is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PipelineState {
+    /// Opening the input (a live one may wait for its sender), the engine or the output.
+    Starting,
+    Running,
+    /// Stop requested: finishing the frames read, finalising the output.
+    Stopping,
+    /// Ended normally (end of input, or stopped).
+    Finished,
+    Failed,
+}
+
+/// A request to filter with `filter` from the next frame on. The reply is the index of
+/// the first frame the new filter applies to.
+pub struct FilterSwitch {
+    pub filter: FilterSpec,
+    pub reply: Sender<Result<u64, EngineError>>,
+}
+
+/// The engine a pipeline runs on, once built.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineStatus {
+    /// `cpu` or `cuda:N`.
+    pub device: String,
+    /// With the GPU's name.
+    pub name: String,
+}
+
+/// Shared by a pipeline's threads and its watchers. Cheap to read at any time.
+pub struct PipelineMonitor {
+    pub name: String,
+    pub counters: Arc<Counters>,
+    pub started_at: Instant,
+    state: Mutex<PipelineState>,
+    engine: Mutex<Option<EngineStatus>>,
+    filter: Mutex<String>,
+    /// The layout of the frames the engine is given, once the input is open.
+    format: Mutex<Option<convstream_core::frame::PixelFormat>>,
+    preparer: Mutex<Option<FilterPreparer>>,
+    last_error: Mutex<Option<String>>,
+    /// The file the output went to, once open (a numbered name when the one asked for was kept).
+    output_path: Mutex<Option<std::path::PathBuf>>,
+    /// Times the supervisor started this pipeline again (a changed source or sink).
+    pub restarts: AtomicU64,
+}
+
+impl PipelineMonitor {
+    pub fn new(name: &str, filter: &FilterSpec) -> PipelineMonitor {
+        PipelineMonitor {
+            name: name.to_string(),
+            counters: Arc::new(Counters::default()),
+            started_at: Instant::now(),
+            state: Mutex::new(PipelineState::Starting),
+            engine: Mutex::new(None),
+            filter: Mutex::new(filter.description()),
+            format: Mutex::new(None),
+            preparer: Mutex::new(None),
+            last_error: Mutex::new(None),
+            output_path: Mutex::new(None),
+            restarts: AtomicU64::new(0),
+        }
+    }
+
+    /// The file the output is written to, once open.
+    pub fn output_path(&self) -> Option<std::path::PathBuf> {
+        self.output_path.lock().ok().and_then(|p| p.clone())
+    }
+
+    pub fn set_output_path(&self, path: Option<std::path::PathBuf>) {
+        if let Ok(mut slot) = self.output_path.lock() {
+            *slot = path;
+        }
+    }
+
+    pub fn state(&self) -> PipelineState {
+        self.state.lock().map_or(PipelineState::Failed, |s| *s)
+    }
+
+    pub fn set_state(&self, state: PipelineState) {
+        if let Ok(mut slot) = self.state.lock() {
+            // A stop asked for before the pipeline ran stays a stop.
+            if !(*slot == PipelineState::Stopping && state == PipelineState::Running) {
+                *slot = state;
+            }
+        }
+    }
+
+    pub fn engine(&self) -> Option<EngineStatus> {
+        self.engine.lock().ok().and_then(|e| e.clone())
+    }
+
+    pub fn set_engine(&self, status: EngineStatus, preparer: FilterPreparer) {
+        if let Ok(mut slot) = self.engine.lock() {
+            *slot = Some(status);
+        }
+        if let Ok(mut slot) = self.preparer.lock() {
+            *slot = Some(preparer);
+        }
+    }
+
+    /// The layout of the pipeline's frames, once its input is open.
+    pub fn format(&self) -> Option<convstream_core::frame::PixelFormat> {
+        self.format.lock().ok().and_then(|f| *f)
+    }
+
+    pub fn set_format(&self, format: convstream_core::frame::PixelFormat) {
+        if let Ok(mut slot) = self.format.lock() {
+            *slot = Some(format);
+        }
+    }
+
+    /// The mask now applied, as its SPEC or name.
+    pub fn filter(&self) -> String {
+        self.filter.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    pub fn set_filter(&self, filter: &FilterSpec) {
+        if let Ok(mut slot) = self.filter.lock() {
+            *slot = filter.description();
+        }
+    }
+
+    /// Compiles what `filter` needs on the caller's thread (see `Engine::preparer`).
+    /// Before the engine exists there is nothing to prepare.
+    pub fn prepare(&self, filter: &FilterSpec) -> Result<(), EngineError> {
+        let preparer = self.preparer.lock().ok().and_then(|p| p.clone());
+        match preparer {
+            Some(prepare) => prepare(filter),
+            None => Ok(()),
+        }
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|e| e.clone())
+    }
+
+    pub fn set_error(&self, error: &str) {
+        if let Ok(mut slot) = self.last_error.lock() {
+            *slot = Some(error.to_string());
+        }
+    }
+
+    /// Whether the live input is lost and being reconnected.
+    pub fn reconnecting(&self) -> bool {
+        self.counters.reconnecting.load(Ordering::Relaxed)
+    }
+
+    /// Frames per second written over the last few seconds ([`crate::stats::RATE_WINDOW`]).
+    pub fn fps(&self) -> f64 {
+        self.counters.written_rate.per_second(Instant::now())
+    }
+}

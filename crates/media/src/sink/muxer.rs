@@ -1,0 +1,351 @@
+//! The encoded output: an FFmpeg muxer with the video encoder and the copied streams,
+//! writing a file, stdout (YUV4MPEG2 unless a format is set) or a URL, flushed as it goes
+//! where the container allows, so that a crash leaves a readable file.
+
+use ffmpeg::{codec, Dictionary, Rational};
+use ffmpeg_next as ffmpeg;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::encoder::{self, VideoEncoder};
+use super::output_io::OutputIo;
+use super::{OutputOptions, Sink, SinkError};
+use crate::config::{OutputTarget, SinkConfig};
+use crate::media::{PassthroughPacket, SourceInfo};
+use crate::stats::Counters;
+use convstream_core::frame::Frame;
+
+/// Streamable outputs are flushed to the file this often (when something was written), so
+/// a process killed outright loses at most about this much.
+const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Containers whose every flushed byte is readable after a crash: their muxer's buffered
+/// data is pushed out (a Matroska cluster closed, a TS packet completed) at each flush.
+const STREAMABLE: &[&str] = &["matroska", "webm", "mpegts", "nut", "yuv4mpegpipe", "rawvideo"];
+
+/// MP4-family muxers, fragmented in `serve` so that a crash leaves a playable file.
+const MP4_FAMILY: &[&str] = &["mp4", "mov", "ipod", "ismv"];
+
+/// An FFmpeg muxer with the video encoder and the copied streams.
+pub struct Muxer {
+    url: String,
+    /// Declared before `io`: the format context goes first, then the I/O it used.
+    output: ffmpeg::format::context::Output,
+    io: OutputIo,
+    /// Flush the muxer and the file every [`FLUSH_INTERVAL`] (crash durability).
+    flushes: bool,
+    /// Whether the muxer takes `av_write_frame(NULL)` to push out what it buffers.
+    muxer_flushes: bool,
+    last_flush: Instant,
+    unflushed: bool,
+    video: VideoEncoder,
+    video_index: usize,
+    /// Input stream index -> (output stream index, input time base).
+    copied: HashMap<usize, (usize, Rational)>,
+    /// The last decoding time written per copied output stream.
+    last_copied_dts: HashMap<usize, i64>,
+}
+
+/// The FFmpeg name of a sink URL (`-` is stdout).
+fn ffmpeg_url(url: &str) -> &str {
+    if url == "-" {
+        "pipe:1"
+    } else {
+        url
+    }
+}
+
+impl Muxer {
+    /// Opens the output, sets up the encoder for the source's video and the streams to copy,
+    /// and writes the header. Nothing is created or truncated before the encoder and the
+    /// muxer are ready: a local file is written under a temporary name and named (by
+    /// `how.when_exists`) once its header is written.
+    pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Muxer, SinkError> {
+        let target = OutputTarget::of(&config.url);
+        let url = config.url.clone();
+        let open_error = |reason: String| SinkError::Open {
+            url: url.clone(),
+            reason,
+        };
+        let format = config
+            .format
+            .clone()
+            .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()));
+        let mut output = allocate_output(ffmpeg_url(&url), format.as_deref()).map_err(|e| {
+            let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
+                || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
+            match (&format, unknown_container) {
+                (None, true) => open_error(
+                    "cannot tell the container from the name; use a known extension (.mp4 .mkv .mov .ts .avi .nut .y4m) or set the output format (--format / sink.format)".into(),
+                ),
+                (Some(name), true) => open_error(format!("`{name}` is not an output format this FFmpeg build has")),
+                (_, false) => open_error(e.to_string()),
+            }
+        })?;
+        let video = VideoEncoder::new(config, source, &output).map_err(|e| match e.unsuitable_input {
+            true => SinkError::Unsuitable {
+                url: url.clone(),
+                reason: e.reason,
+            },
+            false => SinkError::Encoder {
+                url: url.clone(),
+                reason: e.reason,
+            },
+        })?;
+        let mut stream = output
+            .add_stream(video.codec())
+            .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
+        stream.set_parameters(video.parameters());
+        stream.set_time_base(video.time_base());
+        // Mastering display and light level: Matroska and MP4 write them in their headers.
+        source
+            .hdr
+            .attach_to(&mut stream)
+            .map_err(|e| open_error(format!("cannot attach the HDR metadata: {e}")))?;
+        stream.set_avg_frame_rate(source.frame_rate);
+        if source.aspect_ratio.numerator() > 0 {
+            // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read
+            // the stream's value rather than the codec parameters'.
+            unsafe {
+                (*stream.as_mut_ptr()).sample_aspect_ratio = source.aspect_ratio.into();
+            }
+        }
+        let video_index = stream.index();
+        let copied = add_copied_streams(&mut output, config, source);
+        let container = output.format().name().to_string();
+        let output_error = |error: super::OutputIoError| SinkError::Output {
+            url: url.clone(),
+            error,
+        };
+        let mut io =
+            OutputIo::attach(&mut output, &url, &target, how.when_exists, how.stop.clone()).map_err(output_error)?;
+        if container == "yuv4mpegpipe" {
+            // FFmpeg 5.1 calls y4m's 9- to 16-bit colour spaces (C420p10 and the like)
+            // unofficial and refuses them unless told; x264, dav1d and FFmpeg itself read them.
+            // SAFETY: a plain field of the output context, read when the header is written.
+            unsafe {
+                (*output.as_mut_ptr()).strict_std_compliance = ffmpeg::ffi::FF_COMPLIANCE_UNOFFICIAL;
+            }
+        }
+        let mut header_options = Dictionary::new();
+        let fragmented = how.fragment_mp4 && MP4_FAMILY.contains(&container.as_str());
+        if fragmented {
+            // Each fragment is complete when written: a crash loses at most the last one.
+            header_options.set("movflags", "+frag_keyframe+empty_moov+default_base_moof");
+        }
+        let header = output.write_header_with(header_options).map(|_unused_options| ());
+        if let Err(e) = header {
+            io.detach(&mut output);
+            return Err(open_error(format!("cannot write the header: {e}")));
+        }
+        let path = match io.publish(&mut output) {
+            Ok(path) => path,
+            Err(error) => {
+                io.detach(&mut output);
+                return Err(output_error(error));
+            }
+        };
+        if let Some(path) = path.as_ref().filter(|_| io.renamed) {
+            tracing::warn!(output = %url, "{url} exists and is kept; this run writes {}", path.display());
+        }
+        let flushes = io.is_file_like() || target == OutputTarget::Url;
+        let flushes = flushes && (STREAMABLE.contains(&container.as_str()) || fragmented);
+        // SAFETY: `output` is a valid format context whose muxer was chosen when it was
+        // allocated, so `oformat` points at FFmpeg's static muxer description; only read.
+        let muxer_flags = unsafe { (*(*output.as_ptr()).oformat).flags };
+        let muxer_flushes = muxer_flags & ffmpeg::ffi::AVFMT_ALLOW_FLUSH as std::ffi::c_int != 0;
+        Ok(Muxer {
+            url,
+            output,
+            io,
+            flushes,
+            muxer_flushes,
+            last_flush: Instant::now(),
+            unflushed: false,
+            video,
+            video_index,
+            copied,
+            last_copied_dts: HashMap::new(),
+        })
+    }
+}
+
+/// An output context for `url` with its muxer chosen, and no I/O opened yet.
+fn allocate_output(url: &str, format: Option<&str>) -> Result<ffmpeg::format::context::Output, ffmpeg::Error> {
+    let einval = ffmpeg::Error::Other {
+        errno: ffmpeg::util::error::EINVAL,
+    };
+    let name = std::ffi::CString::new(url).map_err(|_| einval)?;
+    let format = format.map(std::ffi::CString::new).transpose().map_err(|_| einval)?;
+    let mut context = std::ptr::null_mut();
+    // SAFETY: valid C strings; on success the context is ours and wrapped at once.
+    unsafe {
+        let result = ffmpeg::ffi::avformat_alloc_output_context2(
+            &mut context,
+            std::ptr::null_mut(),
+            format.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()),
+            name.as_ptr(),
+        );
+        if result < 0 || context.is_null() {
+            return Err(ffmpeg::Error::from(result.min(-1)));
+        }
+        Ok(ffmpeg::format::context::Output::wrap(context))
+    }
+}
+
+/// Adds a stream for every audio/subtitle input stream the container can hold.
+fn add_copied_streams(
+    output: &mut ffmpeg::format::context::Output,
+    config: &SinkConfig,
+    source: &SourceInfo,
+) -> HashMap<usize, (usize, Rational)> {
+    let mut copied = HashMap::new();
+    if !config.audio {
+        return copied;
+    }
+    let container = output.format();
+    for input in &source.passthrough {
+        let id = input.parameters.id();
+        let supported = encoder::container_accepts(output, id);
+        if !supported {
+            tracing::warn!(output = %config.url, "the {} container cannot hold {:?} stream #{} ({}); it is left out", container.name(), input.medium, input.index, id.name());
+            continue;
+        }
+        let Ok(mut stream) = output.add_stream(ffmpeg::encoder::find(codec::Id::None)) else {
+            continue;
+        };
+        stream.set_parameters(input.parameters.clone());
+        // SAFETY: the stream was just created; a zero tag lets the muxer choose its own.
+        unsafe {
+            (*(*stream.as_mut_ptr()).codecpar).codec_tag = 0;
+        }
+        stream.set_time_base(input.time_base);
+        copied.insert(input.index, (stream.index(), input.time_base));
+    }
+    copied
+}
+
+impl Sink for Muxer {
+    fn path(&self) -> Option<PathBuf> {
+        self.io.path.clone()
+    }
+
+    fn copies_packets(&self) -> bool {
+        !self.copied.is_empty()
+    }
+
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn encoder(&self) -> Option<String> {
+        Some(format!(
+            "{} in {}",
+            self.video.description(),
+            self.output.format().name()
+        ))
+    }
+
+    fn write_frame(&mut self, frame: Frame, counters: &Counters) -> Result<(), ffmpeg::Error> {
+        self.unflushed = true;
+        let started = Instant::now();
+        self.video.send(frame)?;
+        self.write_encoded(counters)?;
+        let spent = started.elapsed();
+        Counters::add_time(&counters.sink_busy_ns, spent);
+        Counters::observe(&counters.stages.encode, spent);
+        Ok(())
+    }
+
+    fn write_packet(&mut self, item: PassthroughPacket, counters: &Counters) -> Result<(), ffmpeg::Error> {
+        self.unflushed = true;
+        let Some(&(index, in_time_base)) = self.copied.get(&item.stream) else {
+            return Ok(());
+        };
+        let out_time_base = self.output.stream(index).map(|s| s.time_base()).unwrap_or(in_time_base);
+        let mut packet = item.packet;
+        packet.set_stream(index);
+        packet.rescale_ts(in_time_base, out_time_base);
+        packet.set_position(-1);
+        if let Some(dts) = packet.dts() {
+            // Muxers refuse a stream going back in time (a live input that lost packets or
+            // restarted): such a packet is skipped rather than ending the output.
+            if self.last_copied_dts.get(&index).is_some_and(|&last| dts <= last) {
+                tracing::debug!(output = %self.url, "copied packet of stream {index} skipped: its time goes back");
+                return Ok(());
+            }
+            self.last_copied_dts.insert(index, dts);
+        }
+        Counters::add(&counters.bytes_out, packet.size() as u64);
+        packet.write_interleaved(&mut self.output)?;
+        Counters::add(&counters.packets_passed_through, 1);
+        Ok(())
+    }
+
+    fn flush_due_in(&self) -> Option<Duration> {
+        (self.flushes && self.unflushed).then(|| FLUSH_INTERVAL.saturating_sub(self.last_flush.elapsed()))
+    }
+
+    /// Pushes what the muxer and the AVIO buffer hold into the file, at most every
+    /// [`FLUSH_INTERVAL`], so that a killed process leaves every frame up to then readable.
+    fn flush_if_due(&mut self) -> Result<(), ffmpeg::Error> {
+        if !(self.flushes && self.unflushed && self.last_flush.elapsed() >= FLUSH_INTERVAL) {
+            return Ok(());
+        }
+        self.last_flush = Instant::now();
+        self.unflushed = false;
+        // SAFETY: a context whose header is written; a NULL packet asks the muxer to flush.
+        unsafe {
+            let context = self.output.as_mut_ptr();
+            if self.muxer_flushes {
+                let result = ffmpeg::ffi::av_write_frame(context, std::ptr::null_mut());
+                if result < 0 {
+                    return Err(ffmpeg::Error::from(result));
+                }
+            }
+            if !(*context).pb.is_null() {
+                ffmpeg::ffi::avio_flush((*context).pb);
+                let error = (*(*context).pb).error;
+                if error < 0 {
+                    return Err(ffmpeg::Error::from(error));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the encoder and writes the trailer so the file plays.
+    fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
+        self.video.send_eof()?;
+        self.write_encoded(counters)?;
+        self.output.write_trailer()
+    }
+}
+
+impl Muxer {
+    fn write_encoded(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
+        let out_time_base = self
+            .output
+            .stream(self.video_index)
+            .map(|s| s.time_base())
+            .unwrap_or(self.video.time_base());
+        while let Some(mut packet) = self.video.receive()? {
+            packet.set_stream(self.video_index);
+            packet.rescale_ts(self.video.time_base(), out_time_base);
+            Counters::add(&counters.bytes_out, packet.size() as u64);
+            if self.video.compresses() {
+                Counters::add(&counters.video_bytes_out, packet.size() as u64);
+            }
+            packet.write_interleaved(&mut self.output)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Muxer {
+    fn drop(&mut self) {
+        // Our AVIO context must leave the format context before FFmpeg would close it as its own.
+        self.io.detach(&mut self.output);
+    }
+}

@@ -1,0 +1,152 @@
+//! FFmpeg input: opens a file, pipe or URL, decodes its best video stream into engine
+//! frames (converting only formats the engines cannot take) and hands the packets of
+//! other streams (audio, subtitles) to the sink untouched.
+//!
+//! - [`open`]: opening under the interrupt watchdog, choosing the decoder, retrying a live input.
+//! - [`read`]: the read loop, looping a file and reconnecting a live input.
+//! - [`decode_state`]: what lasts across loops and reconnections (timestamps, pacing, the
+//!   drop policy, format conversion).
+//! - [`decoder`]: which decoder, and how NVDEC failures are survived.
+
+mod decode_state;
+mod decoder;
+mod device_pictures;
+
+use device_pictures::CudaDecoding;
+mod open;
+mod pooled_pictures;
+mod read;
+mod replay;
+mod sequence;
+mod trim;
+
+use ffmpeg_next as ffmpeg;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::SourceConfig;
+use crate::media::SourceInfo;
+use crate::nvdec::NvdecProbe;
+use convstream_core::host_buffers::BufferPool;
+pub use decode_state::DropOldest;
+use decode_state::{DecodeState, DrainEnd};
+use decoder::VideoDecoder;
+use open::Watchdog;
+
+/// Why an input could not be opened or read. Each message holds its cause once (callers
+/// print messages whole, not as chains), so no variant has a `source`.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot open input {url}: {reason}")]
+    Open { url: String, reason: String },
+    /// An input that can never be read as asked (an unknown protocol, a stream the chosen
+    /// decoder cannot take): not retried, and a usage error for `run`.
+    #[error("cannot use input {url}: {reason}")]
+    Unusable { url: String, reason: String },
+    /// An input that opened but is no video (a text file): not retried either.
+    #[error("cannot open input {url}: {reason}")]
+    NotVideo { url: String, reason: String },
+    #[error("input {url} has no video stream")]
+    NoVideo { url: String },
+    #[error("unknown input format `{format}` for {url}")]
+    UnknownFormat { url: String, format: String },
+    #[error("input {url}: {reason}")]
+    Decoder { url: String, reason: String },
+    #[error("input {url}: read failed after {frames} frames: {reason}")]
+    Read { url: String, frames: u64, reason: String },
+}
+
+impl SourceError {
+    /// Whether opening again could not help: the input is unusable as configured.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            SourceError::Unusable { .. }
+                | SourceError::NotVideo { .. }
+                | SourceError::UnknownFormat { .. }
+                | SourceError::NoVideo { .. }
+        )
+    }
+
+    /// Whether the input could never be used as configured, whatever it holds (an unknown
+    /// protocol, a stream the chosen decoder cannot take): a usage error, exit code 2 for
+    /// `run`. An input whose content is wrong (no video in it) is a runtime failure.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, SourceError::Unusable { .. })
+    }
+}
+
+/// An opened input with its video decoder.
+pub struct Source {
+    decoder: VideoDecoder,
+    input: ffmpeg::format::context::Input,
+    /// What the interrupt callback reads; kept alive as long as `input`.
+    watchdog: Arc<Watchdog>,
+    video_index: usize,
+    info: SourceInfo,
+    config: SourceConfig,
+    /// Where decoded frames are made (the engine's pinned buffers), if anywhere special.
+    frame_pool: Option<Arc<BufferPool>>,
+    /// Asked before NVDEC is chosen; kept for reconnections.
+    nvdec_probe: Arc<dyn NvdecProbe>,
+    /// The GPU an NVDEC decoder leaves its pictures on (see [`Source::with_device_pictures`]).
+    device: Option<Arc<CudaDecoding>>,
+}
+
+impl Source {
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    /// Delivers frames in `format` instead of the layout the decoder gives (see
+    /// [`convstream_core::filter::FilterSpec::planar_format_for`]); each picture is converted, as a
+    /// size change is, and NVDEC pictures come through host memory.
+    pub fn with_format(mut self, format: convstream_core::frame::PixelFormat, why: &str) -> Source {
+        if format != self.info.format {
+            tracing::info!(input = %self.config.url, "{} pictures are converted to {format}: {why}", self.info.format);
+            if format.bits() != self.info.format.bits() {
+                self.info.stream_bits = format.bits();
+            }
+            self.info.format = format;
+        }
+        self
+    }
+
+    /// Makes decoded frames in `pool`'s buffers (the engine's page-locked memory, so the
+    /// engine copies nothing on the way to the GPU).
+    pub fn with_frame_pool(mut self, pool: Option<Arc<BufferPool>>) -> Source {
+        self.frame_pool = pool;
+        self
+    }
+
+    /// With NVDEC, leaves decoded pictures on the GPU, in `context` (the CUDA engine's),
+    /// so that a frame crosses PCIe once, filtered; `None`, or a software decoder, changes
+    /// nothing. When the GPU cannot be opened for NVDEC, pictures come to host memory as
+    /// before, with a warning.
+    pub fn with_device_pictures(mut self, context: Option<convstream_core::engine::GpuContext>) -> Source {
+        let Some(context) = context.filter(|_| self.decoder.is_hardware()) else {
+            return self;
+        };
+        match CudaDecoding::new(context) {
+            Ok(device) => self.device = Some(device),
+            Err(reason) => {
+                tracing::warn!(input = %self.config.url, "{reason}; decoded pictures go through host memory")
+            }
+        }
+        self
+    }
+}
+
+/// Sleeps for `time` unless `stop` is set first; false when stopped.
+fn sleep_unless_stopped(time: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + time;
+    while !stop.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    false
+}
