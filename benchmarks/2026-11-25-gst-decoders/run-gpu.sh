@@ -24,7 +24,7 @@ t() { timeout -k 5 "$@"; }
 { nvidia-smi -L; nproc; gst-launch-1.0 --version | head -2; gst-inspect-1.0 nvh264dec | head -3; } > "$out/host.txt" 2>&1
 
 if runs tests; then
-  (cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 270 ./element --test-threads=1 --nocapture) > "$out/element.txt" 2>&1
+  (cd $rel/deps && CONVSTREAM_TEST_GPU=1 t 270 ./element --include-ignored --test-threads=1 --nocapture) > "$out/element.txt" 2>&1
   echo "rc=$?" >> "$out/element.txt"
   (cd $rel/deps && CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_CLIPS="$carry/clips" t 270 ./decoders --include-ignored \
       --skip tee_videoconvert --test-threads=1 --nocapture) > "$out/decoders.txt" 2>&1

@@ -17,9 +17,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{
-    answer_allocation, by_name, collect, convstream_run, ffmpeg, init, play_to_end, read_y4m, stats, Downstream,
-};
+use common::{answer_allocation, by_name, collect, convstream_run, ffmpeg, init, play_to_end, stats, Downstream};
+use convstream_testkit::y4m::read_y4m;
 use gst::prelude::*;
 
 /// A clip made with FFmpeg's CLI for one decoder.

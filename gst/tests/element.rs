@@ -21,33 +21,13 @@ use gst::prelude::*;
 use gst_check::Harness;
 use gst_video::VideoFormat;
 
-use common::{convstream_binary, init, planes_of, plugin_folder, stats, y4m_frames};
+use convstream_testkit::random::Random;
+
+use common::{convstream_binary, init, planes_of, plugin_folder, stats};
+use convstream_testkit::y4m::y4m_frames;
 
 fn gpu_tests_enabled() -> bool {
-    std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1")
-}
-
-/// A small xorshift generator: fresh pixels for every run, reproducible from the seed printed
-/// on failure.
-struct Random(u64);
-
-impl Random {
-    fn seeded() -> Random {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            | 1;
-        println!("seed {seed}");
-        Random(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
+    convstream_testkit::gpu_requested()
 }
 
 fn video_info(format: VideoFormat, width: u32, height: u32) -> gst_video::VideoInfo {
@@ -71,17 +51,7 @@ fn fill_random(mut buffer: gst::Buffer, info: &gst_video::VideoInfo, index: u64,
     let shift = format_info.shift()[0];
     {
         let buffer = buffer.get_mut().unwrap();
-        {
-            let mut map = buffer.map_writable().unwrap();
-            if depth > 8 {
-                for sample in map.chunks_exact_mut(2) {
-                    let value = ((random.next() % (1 << depth)) as u16) << shift;
-                    sample.copy_from_slice(&value.to_le_bytes());
-                }
-            } else {
-                map.iter_mut().for_each(|byte| *byte = random.next() as u8);
-            }
-        }
+        random.fill_samples(&mut buffer.map_writable().unwrap(), depth, shift);
         buffer.set_pts(gst::ClockTime::from_mseconds(40 * index + 7));
         buffer.set_dts(gst::ClockTime::from_mseconds(40 * index));
         buffer.set_duration(gst::ClockTime::from_mseconds(40));
@@ -569,11 +539,8 @@ fn gst_launch_writes_the_frames_convstream_run_writes() {
 /// `device=cuda` against `device=cpu` on the same buffers: every format, each kernel path
 /// (separable, dense, gradient magnitude), both borders' extremes, the lanes full.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn cuda_gives_the_buffers_the_cpu_gives() {
-    if !gpu_tests_enabled() {
-        println!("cuda_gives_the_buffers_the_cpu_gives: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let mut random = Random::seeded();
     let mut cases = 0;
     for format in gstconvstream::formats() {

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{convstream_binary, ffmpeg, read_y4m};
+use common::{convstream_binary, ffmpeg};
+use convstream_testkit::y4m::read_y4m;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

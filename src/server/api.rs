@@ -52,7 +52,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(healthz))
         .merge(protected)
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), guard::check_request))
+        .layer(middleware::from_fn_with_state(
+            state.guard.clone(),
+            guard::check_request,
+        ))
         .with_state(state)
 }
 

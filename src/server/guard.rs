@@ -11,10 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::api::ApiState;
 use crate::config::ServerConfig;
 use crate::text::quoted;
 
@@ -164,8 +163,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Refuses requests from elsewhere (Host, Origin) and bodies that are not JSON. `/healthz`
 /// answers any Host, for probes that call it by a name the server does not know.
-pub async fn check_request(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let guard = &state.guard;
+pub async fn check_request(State(guard): State<Arc<RequestGuard>>, request: Request, next: Next) -> Response {
+    let guard = &*guard;
     let headers = request.headers();
     let path = request.uri().path().to_string();
     if path != "/healthz" {

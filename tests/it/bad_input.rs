@@ -12,10 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 use common::{make_clip, run_in, stats, Clip, Run};
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
+use convstream_testkit::tempdir;
 
 /// Runs `convstream ARGS` in `dir`, records the case when asked to, and checks the parts
 /// every error shares: the exit code, one `error:` message, no panic or backtrace.

@@ -8,7 +8,6 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::oracle::oracle;
 use common::{
     audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, plane_of, remuxed_video_pts, run, run_in,
     stats, stream_types, video_pts, video_stream, Clip, Y4m,
@@ -16,14 +15,12 @@ use common::{
 use convstream::filter::BorderMode;
 use convstream::frame::Plane;
 use convstream::mask::Mask;
+use convstream_testkit::oracle::oracle;
+use convstream_testkit::tempdir;
 
 const W: u32 = 160;
 const H: u32 = 120;
 const FRAMES: u32 = 12;
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
 
 /// `convstream run --device cpu --no-progress ARGS` in `dir`, which must succeed.
 fn filter(dir: &Path, args: &[&str]) -> common::Run {

@@ -17,8 +17,7 @@ use convstream::mask::Mask;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::common;
-use common::oracle::{oracle, oracle_index};
+use convstream_testkit::oracle::{oracle, oracle_index};
 
 const FIXED_SEED: u64 = 0x00c0_ffee_5eed;
 

@@ -11,15 +11,12 @@ use convstream::frame::{PixelFormat, PixelLayout, Plane};
 use convstream::mask::Mask;
 
 use crate::common::{self, decode_raw, ffmpeg, make_clip_as, run_in, video_stream, Clip, Y4m};
-use common::oracle::oracle;
+use convstream_testkit::oracle::oracle;
+use convstream_testkit::tempdir;
 
 const W: u32 = 48;
 const H: u32 = 30;
 const FRAMES: u32 = 4;
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
 
 fn filter(dir: &Path, args: &[&str]) -> common::Run {
     let mut all = vec!["run", "--device", "cpu", "--no-progress", "--border", "reflect"];

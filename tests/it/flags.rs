@@ -7,13 +7,10 @@ use crate::common;
 use std::path::Path;
 
 use common::{make_clip, run_in, stats, stream_types, video_stream, Clip, Y4m};
+use convstream_testkit::tempdir;
 
 const W: u32 = 96;
 const H: u32 = 64;
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
 
 fn filter(dir: &Path, args: &[&str]) -> common::Run {
     let mut all = vec!["run", "--device", "cpu", "--no-progress"];
@@ -326,7 +323,7 @@ fn plane_masks_make_a_grey_scale_edge_map() {
         let luma = common::plane_of(&inp[0], W as usize, H as usize);
         assert_eq!(
             out[0],
-            common::oracle::oracle(&luma, &edge, BorderMode::Reflect),
+            convstream_testkit::oracle::oracle(&luma, &edge, BorderMode::Reflect),
             "y is the edge map"
         );
         assert!(out[1].iter().chain(&out[2]).all(|&s| s == 128), "u and v are mid-grey");
@@ -423,7 +420,7 @@ fn nv12_input_with_two_chroma_masks_is_filtered_as_planar_yuv() {
     for (inp, out) in input.frames.iter().zip(&output.frames) {
         assert_eq!(out[0], inp[0], "y is copied (identity)");
         let oracle = |plane: &[u8], mask: &Mask| {
-            common::oracle::oracle(&common::plane_of(plane, cw, ch), mask, BorderMode::Reflect)
+            convstream_testkit::oracle::oracle(&common::plane_of(plane, cw, ch), mask, BorderMode::Reflect)
         };
         assert_eq!(out[1], oracle(&inp[1], &edge));
         assert_eq!(out[2], oracle(&inp[2], &boxed));

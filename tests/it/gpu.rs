@@ -1,5 +1,7 @@
-//! GPU engine tests. Parity with the CPU reference runs with `CONVSTREAM_TEST_GPU=1` (and
-//! fails without a usable GPU then); without it the GPU half is skipped with a printed line.
+//! GPU engine tests. The tests that need a GPU are ignored without one (reported as ignored,
+//! never as passed) and run on a GPU host with `--include-ignored`, where they fail without a
+//! usable GPU; tests written once for both engines (`test_device!`) run on the CPU everywhere
+//! and on CUDA as their ignored `cuda` twin.
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 
@@ -14,34 +16,32 @@ use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
 use convstream::mask::Mask;
 
-fn gpu_requested() -> bool {
-    std::env::var("CONVSTREAM_TEST_GPU").is_ok_and(|v| v == "1")
-}
+use convstream_testkit::gpu_requested;
 
-/// Runs `body` with the CPU engine, and with the CUDA engine when GPU tests are on, so one
-/// test body checks both (the CPU result is the reference either way).
+/// One test body for both engines: `NAME::cpu` runs everywhere, `NAME::cuda` (ignored without
+/// a GPU) runs the same body on the CUDA engine; the CPU result is the reference either way.
 macro_rules! test_device {
     ($name:ident, |$engine:ident, $label:ident| $body:block) => {
-        #[test]
-        fn $name() {
-            {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn cpu() {
                 let $label = "cpu";
                 let $engine = |filter: FilterSpec, _options: EngineOptions| -> Box<dyn Engine> {
                     Box::new(CpuEngine::new(filter))
                 };
                 $body
             }
-            if gpu_requested() {
+
+            #[test]
+            #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+            fn cuda() {
                 let $label = "cuda";
                 let $engine = |filter: FilterSpec, options: EngineOptions| -> Box<dyn Engine> {
                     Box::new(CudaEngine::new(filter, &options, 0).unwrap_or_else(|e| panic!("CUDA engine: {e}")))
                 };
                 $body
-            } else {
-                println!(
-                    "{}: GPU half skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)",
-                    stringify!($name)
-                );
             }
         }
     };
@@ -159,11 +159,8 @@ fn options(streams: usize, poison: bool, pitch_align: usize, force_path: Option<
 /// Every GPU path against the CPU engine, on fresh random planes, every border mode, square
 /// and rectangular masks from 1x1 to 63x63, dense and separable, 1/2/3 channels, odd strides.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn gpu_parity_with_cpu_on_random_planes() {
-    if !gpu_requested() {
-        println!("gpu_parity_with_cpu_on_random_planes: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let started = Instant::now();
     let mut cases = 0;
@@ -238,11 +235,8 @@ fn gpu_parity_with_cpu_on_random_planes() {
 /// case takes the next border mode in turn (every mode several times over), which keeps the
 /// kernels NVRTC compiles for it to a few minutes.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn gpu_parity_at_high_bit_depths() {
-    if !gpu_requested() {
-        println!("gpu_parity_at_high_bit_depths: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let started = Instant::now();
     let mut cases = 0;
@@ -411,11 +405,8 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
 /// Large planes with large masks run the wide-tile dense kernel (see `Variant::new`); it
 /// must match the CPU engine too, at every border and at odd sizes.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn large_planes_take_wide_tiles_and_match_the_cpu() {
-    if !gpu_requested() {
-        println!("large_planes_take_wide_tiles_and_match_the_cpu: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let (width, height) = (2701, 1499); // over 4 Mpx, not a multiple of any tile
     for (mw, mh) in [(21, 21), (17, 25)] {
@@ -459,11 +450,8 @@ fn large_planes_take_wide_tiles_and_match_the_cpu() {
 /// Frames made in the engine's pinned pool go to the GPU and come back in their own memory
 /// (no staging copy), match the CPU engine, and mix with heap frames in one run.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn pooled_frames_go_direct_and_match_the_cpu() {
-    if !gpu_requested() {
-        println!("pooled_frames_go_direct_and_match_the_cpu: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let mask = random_mask(&mut rng, 9, 9, false);
     for (width, height) in [(1920, 1080), (130, 67), (7, 5)] {
@@ -544,11 +532,8 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
 /// A filter switch to other planes lays the lanes out again but keeps the frame pool the
 /// source is making frames in, and those frames still go to the GPU directly.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn a_planes_switch_keeps_the_frame_pool() {
-    if !gpu_requested() {
-        println!("a_planes_switch_keeps_the_frame_pool: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let (width, height) = (640, 360);
     let filter = |planes| FilterSpec {
@@ -707,11 +692,8 @@ fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
 /// Overlap shown, not assumed: synthetic 1080p yuv420p frames, 13x13 on every plane, with 1
 /// and 4 lanes; prints frames/s and writes a Chrome trace of the 4-lane run.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn gpu_lane_throughput_1080p() {
-    if !gpu_requested() {
-        println!("gpu_lane_throughput_1080p: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, _) = seeded_rng();
     // More frames than the most in flight (8 streams x the default frames per stream).
     let frames: Vec<Frame> = (0..24)
@@ -921,11 +903,8 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
 // baseline kernels, every border, every channel count, odd sizes and pitches: identical to
 // the CPU engine, with outputs poisoned.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn gradient_magnitudes_match_the_cpu_engine() {
-    if !gpu_requested() {
-        println!("gradient_magnitudes_match_the_cpu_engine: skipped (set CONVSTREAM_TEST_GPU=1 on a GPU host)");
-        return;
-    }
     let (mut rng, seed) = seeded_rng();
     let mut cases = 0;
     for spec in ["sobel", "prewitt", "sobel:divisor=4", "prewitt:divisor=3,bias=16"] {

@@ -11,10 +11,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{convstream, make_clip, readable_frames, run_in, video_pts, Clip};
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
+use convstream_testkit::tempdir;
 
 /// `convstream run --device cpu --no-progress ARGS` in `dir`.
 fn run(dir: &Path, args: &[&str]) -> common::Run {

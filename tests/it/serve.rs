@@ -11,18 +11,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::oracle::oracle;
 use common::server::{free_tcp_port, free_udp_port, Server};
 use common::{convstream, make_clip, plane_of, readable_frames, video_pts, Clip, Y4m};
 use convstream::filter::BorderMode;
 use convstream::mask::Mask;
+use convstream_testkit::oracle::oracle;
+use convstream_testkit::tempdir;
 use serde_json::Value;
 
 const TOKEN: &str = "s3cret-test-token";
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temporary folder")
-}
 
 /// Sends `seconds` of a 25 fps test pattern as MPEG-TS over UDP, in real time.
 fn send_udp(port: u16, seconds: u32) -> Child {

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::frame::{PixelFormat, PixelLayout};
+pub use crate::format::PlaneName;
+use crate::format::{PixelFormat, PixelLayout};
 use crate::mask::Mask;
 
 /// How samples outside the plane are taken, with SciPy's names and meanings
@@ -120,57 +121,6 @@ impl PlaneSelection {
 }
 
 impl fmt::Display for PlaneSelection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A plane, or a channel of an interleaved plane, that `plane_masks` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlaneName {
-    Y,
-    U,
-    V,
-    R,
-    G,
-    B,
-}
-
-impl PlaneName {
-    /// The keys `plane_masks` takes, and what each stands for (`uv` is both chroma planes).
-    pub const KEYS: [(&'static str, &'static [PlaneName]); 7] = [
-        ("y", &[PlaneName::Y]),
-        ("u", &[PlaneName::U]),
-        ("v", &[PlaneName::V]),
-        ("uv", &[PlaneName::U, PlaneName::V]),
-        ("r", &[PlaneName::R]),
-        ("g", &[PlaneName::G]),
-        ("b", &[PlaneName::B]),
-    ];
-
-    /// The planes a `plane_masks` key names; `None` for an unknown key.
-    pub fn parse_key(key: &str) -> Option<&'static [PlaneName]> {
-        PlaneName::KEYS.iter().find(|(k, _)| *k == key).map(|(_, names)| *names)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PlaneName::Y => "y",
-            PlaneName::U => "u",
-            PlaneName::V => "v",
-            PlaneName::R => "r",
-            PlaneName::G => "g",
-            PlaneName::B => "b",
-        }
-    }
-
-    fn is_chroma(self) -> bool {
-        matches!(self, PlaneName::U | PlaneName::V)
-    }
-}
-
-impl fmt::Display for PlaneName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }

@@ -5,6 +5,7 @@
 
 pub mod engine;
 pub mod filter;
+pub mod format;
 pub mod frame;
 pub mod host_buffers;
 pub mod mask;

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)] // each test file uses a different part
 
-pub mod oracle;
 pub mod server;
 
 use std::path::{Path, PathBuf};

@@ -4,9 +4,9 @@
 //! (or one period) at a time. Sums are f32 with one fused multiply-add per tap, in tap
 //! order: the arithmetic the engines promise, so results must match bit for bit.
 
-use convstream::filter::BorderMode;
-use convstream::frame::{Plane, SampleDepth};
-use convstream::mask::Mask;
+use convstream_core::filter::BorderMode;
+use convstream_core::frame::{Plane, SampleDepth};
+use convstream_core::mask::Mask;
 
 /// SciPy's extension of a line of `len` samples, folding the index back one reflection
 /// (or one period) at a time until it lands inside. `None` is the constant 0.
