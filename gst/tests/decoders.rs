@@ -12,6 +12,9 @@
 //! proposed upstream, still compared with `convstream run` on the CPU), the ignored tests add
 //! `nvh264dec`, and `CONVSTREAM_TEST_CLIPS=DIR` takes the clips from DIR (a host without
 //! FFmpeg's CLI; a run with it set and FFmpeg present writes them there).
+//!
+//! One test file at some length (about 500 lines): every decoder case shares the clip,
+//! reference and pipeline helpers above the tests.
 
 mod common;
 

@@ -8,6 +8,9 @@
 //!   as `convstream run` on the same input.
 //! - With `CONVSTREAM_TEST_GPU=1` (a GPU host): `device=cuda` gives the buffers `device=cpu`
 //!   gives, in every format and kernel path, with its lanes full.
+//!
+//! One test file at some length (about 580 lines): the element through the Harness and
+//! through real pipelines share their helpers (buffers, references, pipelines) here.
 
 mod common;
 

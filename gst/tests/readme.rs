@@ -9,6 +9,9 @@
 //! pipeline `cam1`, queried by the README's `curl` lines. A kind of command this file does not
 //! know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
 //! config/ must pass `convstream check`.
+//!
+//! One test file at some length (about 640 lines): reading the README's examples and the
+//! stage they run on (clips, servers, a display) are one harness.
 
 mod common;
 

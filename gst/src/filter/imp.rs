@@ -22,15 +22,8 @@ use super::choices::{parse_device, MAX_CUDA_DEVICE_ID};
 use super::frames::BufferTiming;
 use super::settings::{Settings, DEFAULT_MASK};
 use super::stream::{Counters, OutputTarget, State};
+use super::CAT;
 use crate::formats;
-
-pub(super) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
-    gst::DebugCategory::new(
-        "convstreamfilter",
-        gst::DebugColorFlags::empty(),
-        Some("convstream 2D convolution"),
-    )
-});
 
 /// Filtered frames downstream may hold in the engine's pinned pool before new frames fall
 /// back to ordinary memory (which the CUDA engine stages through its own buffers).

@@ -11,8 +11,19 @@ mod pool;
 mod settings;
 mod stream;
 
+use std::sync::LazyLock;
+
 use gst::glib;
 use gst::prelude::*;
+
+/// The element's debug category (`GST_DEBUG=convstreamfilter:5`).
+pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "convstreamfilter",
+        gst::DebugColorFlags::empty(),
+        Some("convstream 2D convolution"),
+    )
+});
 
 glib::wrapper! {
     pub struct ConvstreamFilter(ObjectSubclass<imp::ConvstreamFilter>)

@@ -51,7 +51,7 @@ impl FramePool {
 
 mod imp {
     use super::*;
-    use crate::filter::imp::CAT;
+    use crate::filter::CAT;
 
     /// What the pool's buffers are made of, as the last configuration set it.
     pub struct Layout {

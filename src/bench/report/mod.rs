@@ -8,9 +8,10 @@ mod png;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub use plot::write_plots;
-
 use super::{BenchError, BenchReport};
+use plot::{register_plot_font, Plot, PLOT_SIZE};
+use plotters::prelude::*;
+use png::render_png;
 
 /// Writes every output into `dir` and returns their paths.
 pub fn write_outputs(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
@@ -221,4 +222,28 @@ fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
         let _ = writeln!(md, "- max_pipelines, {decoder} decoder: **{max}**");
     }
     md.push('\n');
+}
+/// Draws every plot the report has figures for into `dir` as `NAME.svg` and `NAME.png`, and
+/// returns their paths.
+pub fn write_plots(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
+    register_plot_font()?;
+    let mut written = Vec::new();
+    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale] {
+        if !plot.has_figures(report) {
+            continue;
+        }
+        let svg = dir.join(format!("{}.svg", plot.name()));
+        let root = SVGBackend::new(&svg, PLOT_SIZE).into_drawing_area();
+        plot.draw(report, &root, 1)
+            .and_then(|()| root.present().map_err(|e| e.to_string()))
+            .map_err(|reason| write_error(&svg, reason))?;
+        drop(root);
+        written.push(svg);
+
+        let png = dir.join(format!("{}.png", plot.name()));
+        let bytes = render_png(plot, report).map_err(|reason| write_error(&png, reason))?;
+        std::fs::write(&png, bytes).map_err(|e| write_error(&png, e))?;
+        written.push(png);
+    }
+    Ok(written)
 }

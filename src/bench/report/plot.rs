@@ -3,11 +3,9 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+
 use std::sync::OnceLock;
 
-use super::png::render_png;
-use super::write_error;
 use crate::bench::{BenchError, BenchReport, OverlapRow};
 
 /// Pixels, for both formats; the PNG is drawn at this size times [`PNG_SCALE`].
@@ -17,33 +15,8 @@ pub(super) const PNG_SCALE: u32 = 2;
 /// DejaVu Sans 2.37 (license in `assets/fonts/LICENSE-DejaVu.txt`), registered as `sans-serif`.
 pub(super) static PLOT_FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
-/// Draws every plot the report has figures for into `dir` as `NAME.svg` and `NAME.png`, and
-/// returns their paths.
-pub fn write_plots(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
-    register_plot_font()?;
-    let mut written = Vec::new();
-    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale] {
-        if !plot.has_figures(report) {
-            continue;
-        }
-        let svg = dir.join(format!("{}.svg", plot.name()));
-        let root = SVGBackend::new(&svg, PLOT_SIZE).into_drawing_area();
-        plot.draw(report, &root, 1)
-            .and_then(|()| root.present().map_err(|e| e.to_string()))
-            .map_err(|reason| write_error(&svg, reason))?;
-        drop(root);
-        written.push(svg);
-
-        let png = dir.join(format!("{}.png", plot.name()));
-        let bytes = render_png(plot, report).map_err(|reason| write_error(&png, reason))?;
-        std::fs::write(&png, bytes).map_err(|e| write_error(&png, e))?;
-        written.push(png);
-    }
-    Ok(written)
-}
-
 /// Registers the embedded font once per process; plotters looks fonts up by family name.
-fn register_plot_font() -> Result<(), BenchError> {
+pub(super) fn register_plot_font() -> Result<(), BenchError> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let parsed =
         *REGISTERED.get_or_init(|| plotters::style::register_font("sans-serif", FontStyle::Normal, PLOT_FONT).is_ok());
@@ -64,7 +37,7 @@ pub(super) enum Plot {
 }
 
 impl Plot {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Plot::Kernel => "kernel",
             Plot::Overlap => "overlap",
@@ -72,7 +45,7 @@ impl Plot {
         }
     }
 
-    fn has_figures(self, report: &BenchReport) -> bool {
+    pub(super) fn has_figures(self, report: &BenchReport) -> bool {
         match self {
             Plot::Kernel => !report.kernel.is_empty(),
             Plot::Overlap => !report.overlap.is_empty(),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::overlap::{busy_us_per_frame, FramesIn, OVERLAP_FRAMES};
+use super::overlap_runs::{busy_us_per_frame, FramesIn, OVERLAP_FRAMES};
 use super::{dense_mask, drive, plane_sizes, separable_mask};
 use crate::bench::{BenchError, BenchOptions, KernelRow, OverlapRow, TransferRow};
 use crate::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};

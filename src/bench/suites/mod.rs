@@ -7,6 +7,7 @@ mod e2e;
 mod gpu;
 mod kernel;
 mod overlap;
+mod overlap_runs;
 mod scale;
 mod transfer;
 

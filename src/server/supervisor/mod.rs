@@ -2,6 +2,9 @@
 //! own threads; the supervisor only holds their stop flags, switch channels and monitors,
 //! so the control plane never waits on pixels (callers run the blocking parts off the
 //! async runtime).
+//!
+//! One job at some length (about 510 lines): every change to the set of running pipelines
+//! goes through this one type, so that names, stops and reloads cannot race.
 
 use crossbeam_channel::{bounded, Sender};
 use serde::Serialize;

@@ -3,6 +3,9 @@
 //! A [`Mask`] is what the engines apply: an odd-sized matrix of f32 coefficients in
 //! convolution orientation plus a bias, and, when the matrix has rank one, its two
 //! 1D factors so that engines can run a row pass and a column pass instead.
+//!
+//! One job at some length (about 510 lines): the `Mask` type and its constructors; presets,
+//! parameters and tests are modules of their own.
 
 mod params;
 mod presets;

@@ -1,6 +1,9 @@
 //! Wires source -> engine -> sink as named threads joined by bounded channels. Dropping a
 //! sender is the end-of-stream signal: the engine drains its lanes, the sink flushes the
 //! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
+//!
+//! One job at some length (about 580 lines): the threads, channels, errors and report of one
+//! run belong together; the filter stage and the monitor are modules of their own.
 
 mod filter_stage;
 mod monitor;

@@ -1,5 +1,8 @@
 //! The video encoder of a sink: picks a codec and pixel format the container takes,
 //! converts frames when it must, and keeps timestamps.
+//!
+//! One job at some length (about 600 lines): codec choice, pixel-format negotiation, option
+//! checks and frame lending all act on one encoder context while it is opened.
 
 use ffmpeg::format::Pixel;
 use ffmpeg::{codec, Dictionary, Packet, Rational};

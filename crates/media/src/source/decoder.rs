@@ -10,6 +10,9 @@
 //!   to recover the frames the failed one still held, and decoding goes on.
 //! - A decoder that keeps failing, or cannot decode what follows, ends the pipeline with the
 //!   reason; frames already decoded are written.
+//!
+//! One job at some length (about 530 lines): choosing a decoder and keeping NVDEC alive are one
+//! state machine around one `AVCodecContext`; splitting it would pass that context around.
 
 use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;

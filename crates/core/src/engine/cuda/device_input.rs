@@ -19,74 +19,79 @@ enum End {
     Host { address: *mut u8, pitch: usize },
 }
 
-/// Enqueues the copies that bring `picture` into `lane` for `frame` (see the module docs).
-/// The caller keeps `frame` and `picture` alive and untouched until the lane is done.
-pub fn copy_in(
-    lane: &mut Lane,
-    layout: &Layout,
-    frame: &mut Frame,
-    picture: &DevicePicture,
-) -> Result<(), EngineError> {
-    if picture.planes.len() != frame.planes.len() {
-        return Err(EngineError::Internal(format!(
-            "a picture on the GPU with {} planes for a {} frame",
-            picture.planes.len(),
-            frame.format
-        )));
-    }
-    let what = |action: &str| format!("lane {}, frame {}: {action}", lane.index, frame.index);
-    // The decoder copied the picture into its surface on the context's legacy default
-    // stream, which the lane's (non-blocking) stream does not wait for by itself. An event
-    // recorded there now covers every copy queued before the frame was handed over.
-    let context = lane.stream.context().clone();
-    let ready = context
-        .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-        .context(|| what("creating the picture's ready event"))?;
-    ready
-        .record(&context.default_stream())
-        .context(|| what("recording the picture's ready event"))?;
-    lane.stream
-        .wait(&ready)
-        .context(|| what("waiting for the decoder's copy"))?;
-    let stream = lane.stream.cu_stream();
-    let (device_in, _record) = lane.device_in.device_ptr(&lane.stream);
-    for slot in &layout.slots {
-        let plane = picture.planes[slot.plane];
-        let from = End::Device {
-            address: plane.address,
-            pitch: plane.pitch,
-        };
-        let to = End::Device {
-            address: device_in + slot.offset as u64,
-            pitch: slot.pitch,
-        };
-        // SAFETY: the source plane lies in the picture's surface (held by the frame), the
-        // destination inside `device_in` (the layout sized it); both are `slot.height` rows
-        // of at least `slot.row_bytes()` bytes at their pitches.
-        unsafe { copy_2d(from, to, slot.row_bytes(), slot.height, stream) }
-            .context(|| what(&format!("copying plane {} on the GPU", slot.plane)))?;
-    }
-    for (index, plane) in frame.planes.iter_mut().enumerate() {
-        if layout.slots.iter().any(|slot| slot.plane == index) {
-            continue;
+// A method of `Lane` kept with the device-to-device copies it enqueues: `Lane::upload` calls
+// it for frames whose picture is on the GPU.
+impl Lane {
+    /// Enqueues the copies that bring `picture` into this lane for `frame` (see the module
+    /// docs). The caller keeps `frame` and `picture` alive and untouched until the lane is done.
+    pub(super) fn copy_in_from_device(
+        &mut self,
+        layout: &Layout,
+        frame: &mut Frame,
+        picture: &DevicePicture,
+    ) -> Result<(), EngineError> {
+        let lane = self;
+        if picture.planes.len() != frame.planes.len() {
+            return Err(EngineError::Internal(format!(
+                "a picture on the GPU with {} planes for a {} frame",
+                picture.planes.len(),
+                frame.format
+            )));
         }
-        let from = picture.planes[index];
-        let (row_bytes, height, pitch) = (plane.row_bytes(), plane.height, plane.stride);
-        let to = End::Host {
-            address: plane.data.as_mut_ptr(),
-            pitch,
-        };
-        let from = End::Device {
-            address: from.address,
-            pitch: from.pitch,
-        };
-        // SAFETY: the host plane holds `height` rows of `pitch >= row_bytes` bytes and is
-        // not read or freed until the lane is done (the ticket holds the frame); the source
-        // lies in the picture's surface.
-        unsafe { copy_2d(from, to, row_bytes, height, stream) }
-            .context(|| what(&format!("copying plane {index} from the GPU")))?;
+        let what = |action: &str| format!("lane {}, frame {}: {action}", lane.index, frame.index);
+        // The decoder copied the picture into its surface on the context's legacy default
+        // stream, which the lane's (non-blocking) stream does not wait for by itself. An event
+        // recorded there now covers every copy queued before the frame was handed over.
+        let context = lane.stream.context().clone();
+        let ready = context
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .context(|| what("creating the picture's ready event"))?;
+        ready
+            .record(&context.default_stream())
+            .context(|| what("recording the picture's ready event"))?;
+        lane.stream
+            .wait(&ready)
+            .context(|| what("waiting for the decoder's copy"))?;
+        let stream = lane.stream.cu_stream();
+        let (device_in, _record) = lane.device_in.device_ptr(&lane.stream);
+        for slot in &layout.slots {
+            let plane = picture.planes[slot.plane];
+            let from = End::Device {
+                address: plane.address,
+                pitch: plane.pitch,
+            };
+            let to = End::Device {
+                address: device_in + slot.offset as u64,
+                pitch: slot.pitch,
+            };
+            // SAFETY: the source plane lies in the picture's surface (held by the frame), the
+            // destination inside `device_in` (the layout sized it); both are `slot.height` rows
+            // of at least `slot.row_bytes()` bytes at their pitches.
+            unsafe { copy_2d(from, to, slot.row_bytes(), slot.height, stream) }
+                .context(|| what(&format!("copying plane {} on the GPU", slot.plane)))?;
+        }
+        for (index, plane) in frame.planes.iter_mut().enumerate() {
+            if layout.slots.iter().any(|slot| slot.plane == index) {
+                continue;
+            }
+            let from = picture.planes[index];
+            let (row_bytes, height, pitch) = (plane.row_bytes(), plane.height, plane.stride);
+            let to = End::Host {
+                address: plane.data.as_mut_ptr(),
+                pitch,
+            };
+            let from = End::Device {
+                address: from.address,
+                pitch: from.pitch,
+            };
+            // SAFETY: the host plane holds `height` rows of `pitch >= row_bytes` bytes and is
+            // not read or freed until the lane is done (the ticket holds the frame); the source
+            // lies in the picture's surface.
+            unsafe { copy_2d(from, to, row_bytes, height, stream) }
+                .context(|| what(&format!("copying plane {index} from the GPU")))?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Enqueues a 2D copy of `rows` rows of `row_bytes` bytes on `stream`.

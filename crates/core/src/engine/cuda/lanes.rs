@@ -265,7 +265,7 @@ impl Lane {
             if routes.staged(layout).next().is_some() {
                 self.staging(layout)?;
             }
-            super::device_input::copy_in(self, layout, frame, &picture)?;
+            self.copy_in_from_device(layout, frame, &picture)?;
             return Ok(routes);
         }
         if routes.staged(layout).next().is_some() {
