@@ -502,6 +502,7 @@ fn run_settings(
             outputs: OutputPolicy::Command,
             io_grace: std::time::Duration::try_from_secs_f64(settings.server.shutdown_timeout / 2.0)
                 .unwrap_or(std::time::Duration::MAX),
+            protected: Vec::new(),
         },
     );
     let mut reports = Vec::new();

@@ -21,7 +21,7 @@ use crate::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape}
 use crate::frame::Frame;
 use crate::host_buffers::{BufferPool, HeapMemory};
 use crate::media::PassthroughPacket;
-use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
+use crate::sink::{self, FileId, OutputGuard, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{DropOldest, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 
@@ -97,6 +97,8 @@ pub struct RunOptions {
     pub outputs: OutputPolicy,
     /// How long a stop lets output I/O block (a FIFO nobody reads) before it gives up.
     pub io_grace: Duration,
+    /// Files no output may write, under any name (`serve`: its own config file).
+    pub protected: Vec<FileId>,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.
@@ -329,6 +331,10 @@ fn run_stages(
         when_exists: options.outputs.when_exists(settings.sink.overwrite),
         fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
         stop: StopWatch::new(options.stop.clone(), options.io_grace),
+        guard: match options.outputs {
+            OutputPolicy::Command => OutputGuard::command(),
+            OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
+        },
     };
     let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),

@@ -105,7 +105,7 @@ async fn run(
         tracing::warn!("listening on {bound} without a token: anyone who reaches this address controls the pipelines");
     }
     let base_dir = options.config_path.parent().map(Path::to_path_buf);
-    let supervisor = Arc::new(Supervisor::new(config, base_dir));
+    let supervisor = Arc::new(Supervisor::new(config, base_dir).protecting(vec![options.config_path.clone()]));
     supervisor.start_configured()?;
 
     let counters = Arc::new(ServerCounters::default());

@@ -33,6 +33,77 @@ const FORMATS_NAMING_FILES: &[&str] = &[
     "image2",
 ];
 
+/// Demuxers an API pipeline's file may be read with: containers and elementary streams
+/// that never open another file. FFmpeg picks a demuxer by the file's bytes, so without
+/// this list an allowed file holding an HLS playlist, a concat script or an SDP would make
+/// FFmpeg open the files (or hosts) it names; `format_whitelist` refuses them even when
+/// probing picks them. Names as FFmpeg matches them (any one name of a demuxer).
+const API_FILE_DEMUXERS: &[&str] = &[
+    "matroska",
+    "webm",
+    "mov",
+    "mp4",
+    "mpegts",
+    "mpeg",
+    "mpegvideo",
+    "avi",
+    "flv",
+    "nut",
+    "yuv4mpegpipe",
+    "rawvideo",
+    "h264",
+    "hevc",
+    "m4v",
+    "ivf",
+    "obu",
+    "ogg",
+    "mxf",
+    "asf",
+    "dv",
+];
+
+/// Muxers an API pipeline may write with: containers whose bytes no demuxer reads as a
+/// list of other files. Raw output (`rawvideo`, by `.yuv`) would let a request write any
+/// bytes it likes, an HLS playlist or concat script for a later reader among them, and
+/// playlists and segment muxers name files of their own.
+const API_MUXERS: &[&str] = &[
+    "matroska",
+    "webm",
+    "mp4",
+    "mov",
+    "mpegts",
+    "nut",
+    "avi",
+    "flv",
+    "yuv4mpegpipe",
+    "ivf",
+    "ogg",
+    "mxf",
+    "h264",
+    "hevc",
+];
+
+/// The protocols a network source's scheme needs, and nothing else: FFmpeg's nested opens
+/// (a playlist's segments, an RTSP session's RTP streams, a redirect) inherit the list, so
+/// a server's answer cannot make FFmpeg read a local file.
+fn network_protocols_for(scheme: &str) -> &'static str {
+    match scheme {
+        "udp" | "udplite" => "udp,udplite",
+        "rtp" => "rtp,udp",
+        "rtsp" | "rtsps" => "rtsp,rtsps,rtp,udp,tcp,tls",
+        "rtmp" | "rtmps" | "rtmpt" | "rtmpts" | "rtmpe" | "rtmpte" => {
+            "rtmp,rtmps,rtmpt,rtmpts,rtmpe,rtmpte,tcp,tls,http,https"
+        }
+        "srt" => "srt",
+        "tcp" => "tcp",
+        "tls" => "tls,tcp",
+        "mmsh" => "mmsh,http,tcp",
+        "mmst" => "mmst,tcp",
+        // http, https, icecast and anything else this list grows to: web protocols only.
+        _ => "http,https,tcp,tls",
+    }
+}
+
 /// Encoder options an API pipeline may set: rate control and the like. Others (some name
 /// files, such as x264's `stats` or `x264-params`) only from the config file.
 const API_ENCODER_OPTIONS: &[&str] = &[
@@ -208,6 +279,16 @@ impl ApiPolicy {
                 ));
             }
         }
+        // What FFmpeg may open for this source, bound into the open itself (and inherited
+        // by every open it makes on the source's behalf).
+        let (protocols, formats) = match target_of(&source.url, false) {
+            Target::Protocol(scheme) => (network_protocols_for(&scheme).to_string(), None),
+            _ => ("file".to_string(), Some(API_FILE_DEMUXERS.join(","))),
+        };
+        source.options.insert("protocol_whitelist".into(), protocols);
+        if let Some(formats) = formats {
+            source.options.insert("format_whitelist".into(), formats);
+        }
         let sink = &mut pipeline.sink;
         match self.media(&sink.url, true, sink.overwrite) {
             Ok(Some(resolved)) => sink.url = resolved,
@@ -216,6 +297,18 @@ impl ApiPolicy {
         }
         if let Some(format) = &sink.format {
             format_problem("sink.format", format, &mut problems);
+        }
+        if SinkKind::of(&sink.url) != SinkKind::Null {
+            if let Some(muxer) = crate::media::guess_muxer(&sink.url, sink.format.as_deref()) {
+                let name = muxer.name().to_string();
+                if !name.split(',').any(|one| API_MUXERS.contains(&one)) {
+                    problems.push(format!(
+                        "sink: the `{}` muxer writes raw bytes or names other files, so only the config file may use it; API pipelines write {}",
+                        quoted(&name),
+                        API_MUXERS.join(", ")
+                    ));
+                }
+            }
         }
         for key in sink.options.keys() {
             if !API_ENCODER_OPTIONS.contains(&key.as_str()) {
@@ -350,6 +443,11 @@ impl ApiPolicy {
                     );
                 }
             }
+        }
+        if is_sink && std::fs::symlink_metadata(&resolved).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(
+                "is a symbolic link; an API pipeline never writes through a link (give the name of a new file)".into(),
+            );
         }
         Ok(resolved.to_string_lossy().into_owned())
     }

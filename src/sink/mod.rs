@@ -24,7 +24,7 @@ use muxer::Muxer;
 use null::NullSink;
 
 pub use encoder::VideoEncoder;
-pub use output_io::{numbered, OutputIoError, StopWatch, WhenExists};
+pub use output_io::{numbered, FileId, OutputGuard, OutputIoError, StopWatch, WhenExists};
 
 /// How a sink opens its output, beyond its config.
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub struct OutputOptions {
     pub fragment_mp4: bool,
     /// When blocked output I/O gives up after a stop.
     pub stop: StopWatch,
+    /// Whether a link at the output's name is followed, and which files are never written.
+    pub guard: OutputGuard,
 }
 
 /// Why an output could not be opened or written. Each message holds its cause once

@@ -12,6 +12,7 @@ mod bench;
 mod cli;
 mod common;
 mod config_check;
+mod confinement;
 mod cpu_oracle;
 mod deploy;
 mod depth;

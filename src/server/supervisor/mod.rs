@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::config::{ConfigError, ConfigFile, MaskSelection, PipelineConfig, PipelineSettings};
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, PlaneSelection};
+use crate::sink::FileId;
 
 mod stopping;
 mod view;
@@ -118,6 +119,9 @@ pub struct Supervisor {
     written: Mutex<HashSet<String>>,
     /// Half the shutdown timeout: how long a stop lets output I/O block.
     io_grace: Duration,
+    /// Files no pipeline may write (the service's config file): looked up at each start, so
+    /// a config file replaced since (a ConfigMap's swap) is the one protected.
+    protected: Vec<PathBuf>,
 }
 
 impl Supervisor {
@@ -129,6 +133,15 @@ impl Supervisor {
             pipelines: Mutex::new(BTreeMap::new()),
             written: Mutex::new(HashSet::new()),
             io_grace,
+            protected: Vec::new(),
+        }
+    }
+
+    /// The same supervisor, whose pipelines never write `files` under any name or link.
+    pub fn protecting(self, files: Vec<PathBuf>) -> Supervisor {
+        Supervisor {
+            protected: files,
+            ..self
         }
     }
 
@@ -216,6 +229,7 @@ impl Supervisor {
             stage_times: true,
             outputs: OutputPolicy::Service { restarted },
             io_grace: self.io_grace,
+            protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());

@@ -59,6 +59,69 @@ pub enum OutputIoError {
     Name { path: PathBuf, error: std::io::Error },
     #[error("no free name beside {} (tried .1 to .9999)", .0.display())]
     NoFreeName(PathBuf),
+    #[error("{} is the service's own config file; a pipeline never writes it (choose another sink.url)", .0.display())]
+    Protected(PathBuf),
+}
+
+/// A file by its device and inode: the same file under any name or link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub device: u64,
+    pub inode: u64,
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            device: meta.dev(),
+            inode: meta.ino(),
+        }
+    }
+
+    /// The file at `path`, links followed; `None` if there is none.
+    pub fn at(path: &std::path::Path) -> Option<FileId> {
+        std::fs::metadata(path).ok().map(|meta| FileId::of(&meta))
+    }
+}
+
+/// What an output may open. `run` follows a symlink at the output's name to its file;
+/// `serve` follows none (the link is replaced or kept, its target never written) and never
+/// writes its protected files, whatever name or link leads to them.
+#[derive(Debug, Clone)]
+pub struct OutputGuard {
+    pub follow_final_link: bool,
+    pub protected: Vec<FileId>,
+}
+
+impl OutputGuard {
+    /// `run`: links followed, nothing protected (its own checks refuse outputs that are inputs).
+    pub fn command() -> OutputGuard {
+        OutputGuard {
+            follow_final_link: true,
+            protected: Vec::new(),
+        }
+    }
+
+    /// `serve`: no link followed at the output's name, and `protected` never written.
+    pub fn service(protected: Vec<FileId>) -> OutputGuard {
+        OutputGuard {
+            follow_final_link: false,
+            protected,
+        }
+    }
+
+    /// Refuses a FIFO or device that turns out, once opened, to be a protected file.
+    fn check_opened(&self, file: &File, path: &std::path::Path) -> Result<(), OutputIoError> {
+        let meta = file.metadata().map_err(|error| OutputIoError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        if self.protected.contains(&FileId::of(&meta)) {
+            return Err(OutputIoError::Protected(path.to_path_buf()));
+        }
+        Ok(())
+    }
 }
 
 /// How a stop reaches blocked output I/O: once `stop` has been set for `grace`, writes
@@ -124,6 +187,7 @@ impl OutputIo {
         url: &str,
         target: &OutputTarget,
         when_exists: WhenExists,
+        guard: &OutputGuard,
         stop: StopWatch,
     ) -> Result<OutputIo, OutputIoError> {
         let mut io = OutputIo {
@@ -178,7 +242,7 @@ impl OutputIo {
             }
             OutputTarget::File(path) => {
                 // Only a FIFO is streamed here: opened by us, non-blocking.
-                let (file, streamed, staged) = open_local(path, when_exists, &io.stop)?;
+                let (file, streamed, staged) = open_local(path, when_exists, guard, &io.stop)?;
                 if staged.is_none() {
                     io.path = Some(path.clone());
                 }

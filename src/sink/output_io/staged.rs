@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{OutputIoError, StopWatch};
+use super::{FileId, OutputGuard, OutputIoError, StopWatch};
 
 /// What opening does when a regular file is already at the sink's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub(super) struct Staged {
     pub(super) wanted: PathBuf,
     when_exists: WhenExists,
     pub(super) published: bool,
+    /// Files this name may never be taken from (the service's config file).
+    protected: Vec<FileId>,
 }
 
 impl Drop for Staged {
@@ -43,26 +45,45 @@ impl Drop for Staged {
 pub(super) fn open_local(
     path: &Path,
     when_exists: WhenExists,
+    guard: &OutputGuard,
     stop: &StopWatch,
 ) -> Result<(File, bool, Option<Staged>), OutputIoError> {
-    // Writing through a symlink writes its file, as FFmpeg does: follow it to the name to publish.
-    let wanted = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
-        _ => path.to_path_buf(),
+    // `run` writes through a symlink to its file, as FFmpeg does: follow it to the name to
+    // publish. `serve` never does: a link at the name is a name like any other (kept, or
+    // replaced by the new file itself), so no link can lead a pipeline's output to a file
+    // outside the folders it may write, or onto the service's own config file.
+    let link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let wanted = if link && guard.follow_final_link {
+        path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
     };
-    match std::fs::metadata(&wanted) {
+    let existing = if guard.follow_final_link {
+        std::fs::metadata(&wanted)
+    } else {
+        std::fs::symlink_metadata(&wanted)
+    };
+    // Opened as they are: O_NOFOLLOW keeps a link swapped in since the check from being followed.
+    let no_follow = if guard.follow_final_link { 0 } else { libc::O_NOFOLLOW };
+    match existing {
         Ok(meta) if meta.is_dir() => return Err(OutputIoError::Folder(path.to_path_buf())),
-        Ok(meta) if meta.file_type().is_fifo() => return open_fifo(&wanted, stop).map(|f| (f, true, None)),
-        Ok(meta) if !meta.is_file() => {
+        Ok(meta) if meta.file_type().is_fifo() => {
+            let file = open_fifo(&wanted, no_follow, stop)?;
+            guard.check_opened(&file, &wanted)?;
+            return Ok((file, true, None));
+        }
+        Ok(meta) if !meta.is_file() && !meta.file_type().is_symlink() => {
             // A device (/dev/null, a terminal): written as it is, blocking, without seeking;
             // nothing there to keep.
             let file = OpenOptions::new()
                 .write(true)
+                .custom_flags(no_follow)
                 .open(&wanted)
                 .map_err(|error| OutputIoError::Open {
                     path: wanted.clone(),
                     error,
                 })?;
+            guard.check_opened(&file, &wanted)?;
             return Ok((file, false, None));
         }
         Ok(_) if when_exists == WhenExists::Refuse => return Err(OutputIoError::Exists(path.to_path_buf())),
@@ -94,14 +115,19 @@ pub(super) fn open_local(
             wanted,
             when_exists,
             published: false,
+            protected: guard.protected.clone(),
         }),
     ))
 }
 
 /// Opens a FIFO for writing without blocking on a missing reader: waits for one, stoppably.
-fn open_fifo(path: &Path, stop: &StopWatch) -> Result<File, OutputIoError> {
+fn open_fifo(path: &Path, extra_flags: i32, stop: &StopWatch) -> Result<File, OutputIoError> {
     loop {
-        match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | extra_flags)
+            .open(path)
+        {
             Ok(file) => return Ok(file),
             // ENXIO: no reader yet.
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
@@ -139,6 +165,13 @@ pub(super) fn publish(staged: &Staged) -> Result<PathBuf, OutputIoError> {
     let to = &staged.wanted;
     match staged.when_exists {
         WhenExists::Replace => {
+            // A rename replaces the name, never the file behind it; but the name itself may be
+            // the one a protected file (the config file) goes by.
+            if let Ok(existing) = std::fs::symlink_metadata(to) {
+                if staged.protected.contains(&FileId::of(&existing)) {
+                    return Err(OutputIoError::Protected(to.clone()));
+                }
+            }
             std::fs::rename(from, to).map_err(|error| OutputIoError::Name {
                 path: to.clone(),
                 error,
