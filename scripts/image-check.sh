@@ -252,6 +252,7 @@ log "convstream serve, run as deploy/k8s runs it"
 cat >"$work/config/config.toml" <<'EOF'
 [server]
 listen = "0.0.0.0:8686"
+insecure_no_token = true
 shutdown_timeout = 10.0
 watch = true
 

@@ -316,7 +316,8 @@ fn main() -> ExitCode {
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            let message = format!("{error:#}");
+            eprintln!("error: {}", convstream::text::redact_credentials(&message));
             ExitCode::from(code)
         }
     }
@@ -352,7 +353,8 @@ fn init_logging(log: &LogConfig) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // URL credentials (`rtsp://user:pass@...`) never reach a log, whoever quotes the URL.
+        .with_writer(|| convstream::text::RedactingWriter(std::io::stderr()))
         .with_target(false)
         // Colour codes only for a terminal: logs piped to a file or a test stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
@@ -474,7 +476,7 @@ fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
-        ServeError::MissingToken(_) => usage(e),
+        ServeError::MissingToken(_) | ServeError::NoToken(_) => usage(e),
         other => anyhow::Error::new(other).into(),
     })
 }
@@ -537,7 +539,7 @@ fn run_settings(
 /// every other line, the summary's numbers as fields.
 fn print_summary(report: &convstream::stats::PipelineReport, format: LogFormat) {
     match format {
-        LogFormat::Pretty => eprintln!("{}", report.summary()),
+        LogFormat::Pretty => eprintln!("{}", convstream::text::redact_credentials(&report.summary())),
         LogFormat::Json => tracing::info!(
             pipeline = %report.pipeline,
             summary = true,

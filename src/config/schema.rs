@@ -70,6 +70,10 @@ pub struct ServerConfig {
     /// `name:port`), e.g. the name a proxy forwards; any other Host is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
+    /// Serve the API on an address other than loopback without `token_env`: anyone who
+    /// reaches the address then drives the pipelines. Off: such a `serve` refuses to start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_no_token: bool,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +87,7 @@ impl Default for ServerConfig {
             allow_paths: Vec::new(),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            insecure_no_token: false,
         }
     }
 }

@@ -39,6 +39,8 @@ pub enum ServeError {
     Config(#[from] ConfigError),
     #[error("server.token_env names {0}, which is not set or empty; set it or remove token_env")]
     MissingToken(String),
+    #[error("refusing to serve the API on {0} without a token: anyone who reaches that address would control the pipelines; set [server] token_env (a bearer token), listen on loopback (127.0.0.1), or set [server] insecure_no_token = true to accept that")]
+    NoToken(SocketAddr),
     #[error("cannot listen on {address}: {reason}")]
     Bind { address: String, reason: String },
     #[error(transparent)]
@@ -74,6 +76,9 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         },
         None => None,
     };
+    if !address.ip().is_loopback() && token.is_none() && !server.insecure_no_token {
+        return Err(ServeError::NoToken(address));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("control")
@@ -102,7 +107,7 @@ async fn run(
         })?;
     let bound = listener.local_addr().unwrap_or(address);
     if !bound.ip().is_loopback() && token.is_none() {
-        tracing::warn!("listening on {bound} without a token: anyone who reaches this address controls the pipelines");
+        tracing::warn!("listening on {bound} without a token ([server] insecure_no_token = true): anyone who reaches this address controls the pipelines");
     }
     let base_dir = options.config_path.parent().map(Path::to_path_buf);
     let supervisor = Arc::new(Supervisor::new(config, base_dir).protecting(vec![options.config_path.clone()]));

@@ -115,3 +115,108 @@ sink = { url = "config.toml", format = "yuv4mpegpipe", overwrite = true }
     let (code, log) = serve.terminate();
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn url_credentials_are_shown_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = r#"
+[[pipeline]]
+name = "cam"
+source = { url = "rtsp://admin:hunter2-secret@127.0.0.1:9/stream", reconnect = { initial = 0.1, max = 0.2 } }
+filter = { device = "cpu" }
+sink = { url = "null" }
+"#;
+    let serve = start_serve(root, config);
+    let body = r#"{"name": "api", "source": {"url": "rtsp://user:s3cret-pass@127.0.0.1:9/x"}, "filter": {"device": "cpu"}, "sink": {"url": "udp://viewer:out-secret@127.0.0.1:9", "format": "mpegts"}}"#;
+    let (status, answer) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 201, "{answer}");
+    // Long enough for both to fail to connect and log it.
+    serve.wait_for("the failed connections to be logged", Duration::from_secs(20), || {
+        serve.log_text().matches("127.0.0.1:9").count() >= 4
+    });
+    let (_, listed) = serve.request("GET", "/pipelines", None);
+    let (_, one) = serve.request("GET", "/pipelines/cam", None);
+    // A refused request that quotes the URL back.
+    let refused = serve.json(
+        "POST",
+        "/pipelines",
+        r#"{"name": "bad", "source": {"url": "rtsp://x:refused-secret@h/x"}, "sink": {"url": "null"}, "filter": {"mask": "nope"}}"#,
+    );
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    for secret in ["hunter2-secret", "s3cret-pass", "out-secret", "refused-secret"] {
+        for (what, text) in [
+            ("GET /pipelines", &listed),
+            ("GET /pipelines/cam", &one),
+            ("the refusal", &refused.1),
+            ("the log", &log),
+        ] {
+            assert!(!text.contains(secret), "{what} shows {secret:?}:\n{text}");
+        }
+    }
+    assert!(
+        listed.contains("rtsp://***@127.0.0.1:9/stream"),
+        "the URL is shown without its credentials: {listed}"
+    );
+
+    // `run`'s error line and log too (not live, so it ends at the first refusal).
+    std::fs::write(
+        root.join("run.toml"),
+        "[[pipeline]]\nname = \"r\"\nsource = { url = \"rtsp://admin:run-secret@127.0.0.1:9/x\", live = false }\nfilter = { device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    )
+    .unwrap();
+    let run = common::run_in(root, &["run", "--config", "run.toml"]);
+    assert_ne!(run.code, Some(0));
+    run.assert_no_panic();
+    assert!(run.stderr.contains("127.0.0.1:9"), "{}", run.stderr);
+    assert!(!run.stderr.contains("run-secret"), "{}", run.stderr);
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let port = common::server::free_tcp_port();
+    let listen = format!("0.0.0.0:{port}");
+    let pipeline = "[[pipeline]]\nname = \"cam\"\nsource = { url = \"udp://127.0.0.1:9\" }\nfilter = { device = \"cpu\" }\nsink = { url = \"null\" }\n";
+    let serve = |server: &str| {
+        std::fs::write(root.join("config.toml"), format!("{server}{pipeline}")).unwrap();
+        common::convstream()
+            .args(["serve", "--config", "config.toml", "--listen", &listen])
+            .current_dir(root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let output = serve("").wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("without a token") && stderr.contains("insecure_no_token"),
+        "{stderr}"
+    );
+    // Said in the config: it serves, with a warning.
+    let mut child = serve("[server]\ninsecure_no_token = true\n");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let started = std::time::Instant::now();
+    let healthy = loop {
+        let answer = agent.get(&format!("http://127.0.0.1:{port}/healthz")).call();
+        if answer.is_ok_and(|a| a.status() == 200) {
+            break true;
+        }
+        if started.elapsed() > Duration::from_secs(20) || child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    assert!(healthy, "{}", String::from_utf8_lossy(&output.stderr));
+}
