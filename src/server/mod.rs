@@ -145,7 +145,7 @@ async fn run(
         supervisor: supervisor.clone(),
         counters,
         timeout: shutdown_timeout,
-        last_seen: std::fs::read(&options.config_path).ok(),
+        last_seen: crate::config::read_config_bytes(&options.config_path).ok(),
     };
     let mut ticker = tokio::time::interval(WATCH_INTERVAL);
     let signal_name = loop {
@@ -197,16 +197,27 @@ struct Reloader {
 
 impl Reloader {
     async fn reload_if_changed(&mut self) {
-        let Ok(content) = tokio::fs::read(&self.path).await else {
-            return; // Mid-replacement, or removed: the running pipelines stay as they are.
+        // Read as a reload reads it (a regular file, bounded): a config swapped for a FIFO or
+        // a device is reported by the reload, once, instead of blocking or filling memory.
+        let path = self.path.clone();
+        let content = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path)).await;
+        let content = match content {
+            Ok(Ok(content)) => Some(content),
+            // Removed or mid-replacement: the running pipelines stay as they are.
+            Ok(Err(ConfigError::Read { .. })) if !self.path.exists() => return,
+            _ => None,
         };
-        if self.last_seen.as_deref() != Some(content.as_slice()) {
+        if self.last_seen != content {
             self.reload("the config file changed").await;
         }
     }
 
     async fn reload(&mut self, why: &str) {
-        self.last_seen = tokio::fs::read(&self.path).await.ok();
+        let path = self.path.clone();
+        self.last_seen = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path).ok())
+            .await
+            .ok()
+            .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
         let config = match ConfigFile::load(&self.path) {
             Ok(config) => config,

@@ -14,6 +14,7 @@ mod device_pictures;
 
 use device_pictures::CudaDecoding;
 mod open;
+mod pipe_input;
 mod pooled_pictures;
 mod read;
 mod replay;
@@ -81,6 +82,9 @@ impl SourceError {
 pub struct Source {
     decoder: VideoDecoder,
     input: ffmpeg::format::context::Input,
+    /// Our reader of a FIFO input: declared after `input`, so dropped after it.
+    #[allow(dead_code)] // held, never read: FFmpeg reads through it
+    pipe: Option<pipe_input::PipeInput>,
     /// What the interrupt callback reads; kept alive as long as `input`.
     watchdog: Arc<Watchdog>,
     video_index: usize,

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::pipe_input::PipeInput;
 use super::{sleep_unless_stopped, Source, SourceError, VideoDecoder};
 use crate::config::SourceConfig;
 use crate::frame::PixelFormat;
@@ -48,6 +49,11 @@ impl Watchdog {
         self.stop.load(Ordering::Relaxed)
     }
 
+    /// Whether a blocked call must give up now (a stop, or a live input gone quiet).
+    pub(super) fn interrupted(&self) -> bool {
+        self.stopped() || self.expired()
+    }
+
     fn expired(&self) -> bool {
         self.started.elapsed().as_micros() as u64 > self.deadline_us.load(Ordering::Relaxed)
     }
@@ -63,7 +69,7 @@ extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
     // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the
     // input (and so this callback) exists.
     let watchdog = unsafe { &*(opaque as *const Watchdog) };
-    (watchdog.stopped() || watchdog.expired()) as c_int
+    watchdog.interrupted() as c_int
 }
 
 fn ffmpeg_url(url: &str) -> &str {
@@ -75,7 +81,12 @@ fn ffmpeg_url(url: &str) -> &str {
 }
 
 /// Opens the input with an interrupt callback, so that a blocked network read ends on stop.
-fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg::format::context::Input, SourceError> {
+/// A FIFO (or stdin as a pipe) is read through our own [`PipeInput`], returned with the
+/// input: it must outlive it.
+fn open_input(
+    config: &SourceConfig,
+    watchdog: &Arc<Watchdog>,
+) -> Result<(ffmpeg::format::context::Input, Option<PipeInput>), SourceError> {
     let url = &config.url;
     let open_error = |reason: String| SourceError::Open {
         url: url.clone(),
@@ -109,9 +120,15 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
             }
             None => std::ptr::null(),
         };
+        let pipe = PipeInput::open_for(url, watchdog).map_err(|e| open_error(format!("cannot open the pipe: {e}")))?;
         let mut context = avformat_alloc_context();
         if context.is_null() {
             return Err(open_error("out of memory".into()));
+        }
+        if let Some(pipe) = &pipe {
+            // Our reader, not FFmpeg's protocol: it is freed after the context (see PipeInput).
+            (*context).pb = pipe.context;
+            (*context).flags |= AVFMT_FLAG_CUSTOM_IO as c_int;
         }
         (*context).interrupt_callback = AVIOInterruptCB {
             callback: Some(interrupt_requested),
@@ -170,7 +187,7 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
                 interrupted(status)
             )));
         }
-        Ok(ffmpeg::format::context::Input::wrap(context))
+        Ok((ffmpeg::format::context::Input::wrap(context), pipe))
     }
 }
 
@@ -194,7 +211,7 @@ impl Source {
     ) -> Result<Source, SourceError> {
         init();
         let watchdog = Arc::new(Watchdog::new(stop, config));
-        let input = open_input(config, &watchdog)?;
+        let (input, pipe) = open_input(config, &watchdog)?;
         let url = config.url.clone();
         // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
         // "plays" it; for a video filter that is always a mistake, unless asked for by name.
@@ -303,6 +320,7 @@ impl Source {
         Ok(Source {
             decoder,
             input,
+            pipe,
             watchdog,
             video_index,
             info,

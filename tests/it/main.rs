@@ -21,3 +21,4 @@ mod gpu;
 mod outputs;
 mod properties;
 mod serve;
+mod stops;
