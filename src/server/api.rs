@@ -100,6 +100,7 @@ impl From<SupervisorError> for ApiError {
             SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
             SupervisorError::Spawn { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            SupervisorError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         };
         let problems = match &error {
             SupervisorError::Invalid(ConfigError::Invalid(problems)) => problems.clone(),

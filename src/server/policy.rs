@@ -132,6 +132,10 @@ const API_ENCODER_OPTIONS: &[&str] = &[
     "speed",
 ];
 
+/// Encoder and decoder threads an API pipeline may ask for: a request may not make the
+/// service start hundreds of threads (the config file may, up to its own range).
+const API_MAX_THREADS: u64 = 16;
+
 /// Demuxer and protocol options an API pipeline may set: transport, timing and raw-video
 /// geometry. Others (some open files or widen what a playlist may read, such as
 /// `allowed_extensions`, `safe` or `protocol_whitelist`) only from the config file.
@@ -279,6 +283,12 @@ impl ApiPolicy {
                 ));
             }
         }
+        if source.threads as u64 > API_MAX_THREADS {
+            problems.push(format!(
+                "source.threads: {} is more than the API allows; allowed 0..={API_MAX_THREADS} (more only in the config file)",
+                source.threads
+            ));
+        }
         // What FFmpeg may open for this source, bound into the open itself (and inherited
         // by every open it makes on the source's behalf).
         let (protocols, formats) = match target_of(&source.url, false) {
@@ -297,6 +307,18 @@ impl ApiPolicy {
         }
         if let Some(format) = &sink.format {
             format_problem("sink.format", format, &mut problems);
+        }
+        if let Some(threads) = sink.options.get("threads") {
+            if threads
+                .trim()
+                .parse::<u64>()
+                .map_or(threads != "auto", |n| n > API_MAX_THREADS)
+            {
+                problems.push(format!(
+                    "sink.options.threads: `{}` is more than the API allows; allowed 0..={API_MAX_THREADS} or \"auto\" (more only in the config file)",
+                    quoted(threads)
+                ));
+            }
         }
         if SinkKind::of(&sink.url) != SinkKind::Null {
             if let Some(muxer) = crate::media::guess_muxer(&sink.url, sink.format.as_deref()) {

@@ -20,5 +20,6 @@ mod flags;
 mod gpu;
 mod outputs;
 mod properties;
+mod runaways;
 mod serve;
 mod stops;

@@ -197,3 +197,46 @@ sink = { url = "null" }
         started.elapsed()
     );
 }
+
+#[test]
+fn racing_posts_and_deletes_on_one_name_leave_no_pipeline_the_api_does_not_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    make_clip(root, "clip.y4m", Clip::Y4m, 64, 48, 5);
+    std::fs::write(
+        root.join("config.toml"),
+        "[[pipeline]]\nname = \"base\"\nsource = { url = \"clip.y4m\" }\nfilter = { device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    )
+    .unwrap();
+    let serve = Server::start(root, &[]);
+    let port = common::server::free_udp_port();
+    let body = format!(
+        r#"{{"name": "race", "source": {{"url": "udp://127.0.0.1:{port}"}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#
+    );
+    let created = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..10 {
+            scope.spawn(|| {
+                for _ in 0..20 {
+                    if serve.json("POST", "/pipelines", &body).0 == 201 {
+                        created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    let _ = serve.json("DELETE", "/pipelines/race", "");
+                }
+            });
+        }
+    });
+    assert!(created.into_inner() > 0, "some POSTs won");
+    let _ = serve.json("DELETE", "/pipelines/race", "");
+    assert_eq!(serve.names(), ["base"]);
+    // Nothing of "race" runs any more: no thread of it, and its UDP port is free.
+    serve.wait_for(
+        "every thread of the deleted pipelines to end",
+        Duration::from_secs(10),
+        || !serve.threads().iter().any(|t| t.starts_with("race")),
+    );
+    let rebound = std::net::UdpSocket::bind(("127.0.0.1", port));
+    assert!(rebound.is_ok(), "UDP port {port} is still bound: {rebound:?}");
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}
