@@ -138,7 +138,7 @@ fn open_input(
             if status == AVERROR_EXIT && !watchdog.stopped() && watchdog.expired() {
                 watchdog.idle_reason()
             } else {
-                crate::ffmpeg_log::with_ffmpeg_reason(describe(status))
+                crate::ffmpeg_log::ffmpeg_reason_first(describe(status))
             }
         };
         watchdog.arm();
@@ -177,6 +177,21 @@ fn open_input(
         if status < 0 {
             return Err(open_error(interrupted(status)));
         }
+        // Sizes from the header (raw video's video_size, a y4m or container header): an
+        // absurd one is refused before a frame is read or a pool is sized for it.
+        for index in 0..(*context).nb_streams as usize {
+            let parameters = (**(*context).streams.add(index)).codecpar;
+            if parameters.is_null() || (*parameters).codec_type != AVMediaType::AVMEDIA_TYPE_VIDEO {
+                continue;
+            }
+            if let Err(reason) = frame_size_problem((*parameters).width, (*parameters).height) {
+                avformat_close_input(&mut context);
+                return Err(SourceError::Unusable {
+                    url: url.clone(),
+                    reason,
+                });
+            }
+        }
         watchdog.arm();
         crate::ffmpeg_log::clear_last_error();
         let status = avformat_find_stream_info(context, std::ptr::null_mut());
@@ -189,6 +204,26 @@ fn open_input(
         }
         Ok((ffmpeg::format::context::Input::wrap(context), pipe))
     }
+}
+
+/// The largest frame a pipeline filters, in pixels (8192x8192: above 8K UHD). Every frame
+/// in flight, in the pool and in each lane is this big, so a 16000x16000 input would hold
+/// gigabytes before its first frame is filtered.
+pub const MAX_FRAME_PIXELS: u64 = 8192 * 8192;
+/// The longest side a frame may have (FFmpeg's own limit for most codecs).
+pub const MAX_FRAME_SIDE: u64 = 16384;
+
+/// Why a `width` x `height` video cannot be filtered, if it cannot.
+pub(crate) fn frame_size_problem(width: c_int, height: c_int) -> Result<(), String> {
+    let (w, h) = (width.max(0) as u64, height.max(0) as u64);
+    if w > MAX_FRAME_SIDE || h > MAX_FRAME_SIDE || w * h > MAX_FRAME_PIXELS {
+        return Err(format!(
+            "the video is {w}x{h} ({:.1} megapixels); frames of at most {:.1} megapixels (8192x8192) with sides up to {MAX_FRAME_SIDE} are filtered",
+            (w * h) as f64 / 1e6,
+            MAX_FRAME_PIXELS as f64 / 1e6
+        ));
+    }
+    Ok(())
 }
 
 fn describe(status: c_int) -> String {
@@ -317,6 +352,11 @@ impl Source {
         if info.width == 0 || info.height == 0 {
             return Err(decoder_error("the video stream has no frame size".into()));
         }
+        // The decoder's size (a stream whose header did not say it).
+        frame_size_problem(info.width as c_int, info.height as c_int).map_err(|reason| SourceError::Unusable {
+            url: url.clone(),
+            reason,
+        })?;
         Ok(Source {
             decoder,
             input,

@@ -94,3 +94,45 @@ fn encoder_threads_have_a_range_and_a_smaller_one_through_the_api() {
     let (code, log) = serve.terminate_within(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn absurd_frame_sizes_are_refused_before_a_frame_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // Endless raw video of 16000x16000: refused from the header's size, at once.
+    std::fs::write(
+        root.join("raw.toml"),
+        "[[pipeline]]\nname = \"raw\"\nsource = { url = \"/dev/zero\", format = \"rawvideo\", options = { video_size = \"16000x16000\", pixel_format = \"yuv420p\" } }\nfilter = { device = \"cpu\" }\nsink = { url = \"out.mkv\" }\n",
+    )
+    .unwrap();
+    let mut y4m = b"YUV4MPEG2 W16000 H16000 F25:1 Ip A1:1 C420jpeg\nFRAME\n".to_vec();
+    y4m.extend(std::iter::repeat_n(0u8, 1000));
+    std::fs::write(root.join("big.y4m"), y4m).unwrap();
+    for args in [
+        vec!["run", "--config", "raw.toml"],
+        vec!["run", "-i", "big.y4m", "-o", "out.mkv", "--device", "cpu"],
+    ] {
+        let started = std::time::Instant::now();
+        let run = common::run_in(root, &args);
+        run.assert_no_panic();
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("16000x16000 (256.0 megapixels)"), "{}", run.stderr);
+        assert!(run.stderr.contains("8192x8192"), "names the limit: {}", run.stderr);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+        assert!(!root.join("out.mkv").exists());
+    }
+    // A y4m header with a size FFmpeg refuses: FFmpeg's reason first, not an errno's text.
+    std::fs::write(root.join("zero.y4m"), b"YUV4MPEG2 W0 H48 F25:1 C420jpeg\nFRAME\nabc").unwrap();
+    let run = common::run_in(root, &["run", "-i", "zero.y4m", "-o", "out.mkv", "--device", "cpu"]);
+    run.assert_no_panic();
+    assert_ne!(run.code, Some(0));
+    assert!(
+        run.stderr.contains("zero.y4m: Picture size 0x48 is invalid"),
+        "the cause first: {}",
+        run.stderr
+    );
+}
