@@ -483,6 +483,17 @@ fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
 
 fn run(args: RunArgs) -> Result<(), Failure> {
     let settings = load_settings(&args)?;
+    // The side outputs are checked as outputs are, before anything runs.
+    let pipelines: Vec<_> = settings.pipelines.iter().map(|p| p.config.clone()).collect();
+    let side_outputs = [("--stats-json", &args.stats_json), ("--trace", &args.trace)];
+    let problems: Vec<String> = side_outputs
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
+        .flat_map(|(flag, path)| convstream::config::side_output_problems(flag, path, &pipelines, args.overwrite))
+        .collect();
+    if !problems.is_empty() {
+        return Err(config_failure(ConfigError::Invalid(problems)));
+    }
     init_logging(&settings.log);
     run_settings(&settings, !args.no_progress, args.stats_json.as_deref(), args.trace)
 }

@@ -9,7 +9,8 @@ mod structure;
 mod validate;
 
 pub use outputs::{
-    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, FileIdentity, OutputTarget,
+    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, side_output_problems, FileIdentity,
+    OutputTarget,
 };
 pub use overrides::Overrides;
 pub use schema::{

@@ -14,6 +14,7 @@ mod common;
 mod config_check;
 mod confinement;
 mod cpu_oracle;
+mod data_kept;
 mod deploy;
 mod depth;
 mod flags;
