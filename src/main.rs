@@ -312,6 +312,7 @@ fn usage(error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
+    guard_standard_streams();
     let cli = Cli::parse_from(std::env::args_os().map(ffmpeg_spellings));
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -320,6 +321,33 @@ fn main() -> ExitCode {
             eprintln!("error: {}", convstream::text::redact_credentials(&message));
             ExitCode::from(code)
         }
+    }
+}
+
+/// Process-wide settings that keep output failures visible. SIGXFSZ is ignored, so a write
+/// past `ulimit -f` fails with EFBIG and is reported, instead of killing the process without
+/// a word. A closed stdout (`>&-`) is recorded, so `-o -` is refused instead of writing
+/// into the /dev/null the runtime put in its place.
+fn guard_standard_streams() {
+    // SAFETY: setting a signal's disposition to SIG_IGN before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    // Rust's runtime has already put /dev/null, opened read-write, in place of a closed
+    // standard stream; a shell's `>/dev/null` opens it write-only. Read-write /dev/null on
+    // stdout is taken for a closed stdout (a deliberate `1<>/dev/null` reads the same).
+    // SAFETY: fcntl and fstat on descriptor 1 with a zeroed stat to fill.
+    let closed = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        let mode = libc::fcntl(1, libc::F_GETFL);
+        mode == -1
+            || (mode & libc::O_ACCMODE == libc::O_RDWR
+                && libc::fstat(1, &mut stat) == 0
+                && stat.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && stat.st_rdev == libc::makedev(1, 3))
+    };
+    if closed {
+        convstream::sink::mark_stdout_closed();
     }
 }
 

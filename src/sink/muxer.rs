@@ -328,6 +328,13 @@ impl Sink for Muxer {
         self.write_encoded(counters)?;
         self.output.write_trailer()
     }
+
+    fn complete(&mut self) -> Result<(), SinkError> {
+        self.io.complete(&mut self.output).map_err(|error| SinkError::Output {
+            url: self.url.clone(),
+            error,
+        })
+    }
 }
 
 impl Muxer {

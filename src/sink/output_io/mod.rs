@@ -59,6 +59,10 @@ pub enum OutputIoError {
     Name { path: PathBuf, error: std::io::Error },
     #[error("no free name beside {} (tried .1 to .9999)", .0.display())]
     NoFreeName(PathBuf),
+    #[error("the output {} was removed or replaced while it was written (its folder deleted?); what was written is lost", .0.display())]
+    Lost(PathBuf),
+    #[error("cannot finish the output {}: {error}", path.display())]
+    Sync { path: PathBuf, error: std::io::Error },
     #[error("{} is the service's own config file; a pipeline never writes it (choose another sink.url)", .0.display())]
     Protected(PathBuf),
 }
@@ -122,6 +126,14 @@ impl OutputGuard {
         }
         Ok(())
     }
+}
+
+/// Set when the process started with stdout closed (`>&-`): `-o -` then has nowhere to go.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Records that stdout was closed when the process started (see [`STDOUT_CLOSED`]).
+pub fn mark_stdout_closed() {
+    STDOUT_CLOSED.store(true, Ordering::Relaxed);
 }
 
 /// How a stop reaches blocked output I/O: once `stop` has been set for `grace`, writes
@@ -231,6 +243,11 @@ impl OutputIo {
                 return Ok(io);
             }
             OutputTarget::Stdout => {
+                if STDOUT_CLOSED.load(Ordering::Relaxed) {
+                    return Err(OutputIoError::Stdout(std::io::Error::other(
+                        "stdout is closed (`>&-`); redirect it to a file or a pipe, or give the output a file name",
+                    )));
+                }
                 let file = std::io::stdout().lock().as_fd_clone().map_err(OutputIoError::Stdout)?;
                 let regular = file.metadata().is_ok_and(|m| m.is_file());
                 Writer {
@@ -267,28 +284,55 @@ impl OutputIo {
     }
 
     /// Gives a staged file its real name (after the header is written). Returns the path.
+    /// A file that replaces an existing one keeps its temporary name until
+    /// [`OutputIo::complete`]: until then the old file is whole.
     pub fn publish(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<Option<PathBuf>, OutputIoError> {
         let Some(staged) = self.staged.as_mut() else {
             return Ok(self.path.clone());
         };
-        let path = publish(staged)?;
-        staged.published = true;
-        self.renamed = path != staged.wanted;
+        let path = if staged.replaces_existing() {
+            staged.at_end = true;
+            staged.temporary().to_path_buf()
+        } else {
+            let path = publish(staged)?;
+            staged.published = true;
+            self.renamed = path != staged.wanted;
+            path
+        };
         // The muxer reopens its URL at the end for some layouts (MP4 faststart): point it
         // at the name the file has now.
-        if let Ok(name) = CString::new(path.as_os_str().as_encoded_bytes()) {
-            // SAFETY: the context's url is av_malloc'ed by FFmpeg; replaced by another.
-            unsafe {
-                let context = output.as_mut_ptr();
-                let copy = ffmpeg::ffi::av_strdup(name.as_ptr());
-                if !copy.is_null() {
-                    ffmpeg::ffi::av_free((*context).url as *mut c_void);
-                    (*context).url = copy;
-                }
-            }
+        set_url(output, &path);
+        if staged.at_end {
+            self.path = Some(staged.wanted.clone());
+            return Ok(self.path.clone());
         }
         self.path = Some(path.clone());
         Ok(Some(path))
+    }
+
+    /// After the trailer: a file that replaces another takes its name now, complete; a file
+    /// named at the start must still be there under that name. Anything else is an error,
+    /// so a run never reports success for output nobody can read.
+    pub fn complete(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<(), OutputIoError> {
+        let (Some(staged), Some(custom)) = (self.staged.as_mut(), self.custom.as_ref()) else {
+            return Ok(());
+        };
+        // SAFETY: the context's pb is ours (set in `attach`) while `custom` is attached.
+        unsafe {
+            let context = output.as_mut_ptr();
+            if (*context).pb == custom.context {
+                ffmpeg::ffi::avio_flush((*context).pb);
+            }
+        }
+        let written = custom.file().try_clone().map_err(|error| OutputIoError::Sync {
+            path: staged.wanted.clone(),
+            error,
+        })?;
+        let named = self.path.clone().unwrap_or_else(|| staged.wanted.clone());
+        let path = staged.complete(&written, &named)?;
+        set_url(output, &path);
+        self.path = Some(path);
+        Ok(())
     }
 
     /// Whether our own I/O writes this output (so `flush` reaches the file).
@@ -308,6 +352,21 @@ impl OutputIo {
                 }
             }
             drop(custom);
+        }
+    }
+}
+
+/// Points the format context's URL at `path` (the muxer may reopen it at the end).
+fn set_url(output: &mut ffmpeg::format::context::Output, path: &std::path::Path) {
+    if let Ok(name) = CString::new(path.as_os_str().as_encoded_bytes()) {
+        // SAFETY: the context's url is av_malloc'ed by FFmpeg; replaced by another.
+        unsafe {
+            let context = output.as_mut_ptr();
+            let copy = ffmpeg::ffi::av_strdup(name.as_ptr());
+            if !copy.is_null() {
+                ffmpeg::ffi::av_free((*context).url as *mut c_void);
+                (*context).url = copy;
+            }
         }
     }
 }

@@ -30,6 +30,41 @@ pub(super) struct Staged {
     pub(super) published: bool,
     /// Files this name may never be taken from (the service's config file).
     protected: Vec<FileId>,
+    /// The staged file replaces an existing one: it takes the name only once complete (see
+    /// [`Staged::complete`]), so a crash, a kill or a full disk leaves the old file whole.
+    pub(super) at_end: bool,
+}
+
+impl Staged {
+    /// Whether the output must wait for its end to take its name: it replaces a file.
+    pub(super) fn replaces_existing(&self) -> bool {
+        self.when_exists == WhenExists::Replace && std::fs::symlink_metadata(&self.wanted).is_ok()
+    }
+
+    /// The temporary name it is written under until then.
+    pub(super) fn temporary(&self) -> &Path {
+        &self.temporary
+    }
+
+    /// At the end of a complete output: gives a file kept under its temporary name its real
+    /// one (replacing the old file in one step), or checks that the name given at the start
+    /// still is this file (not removed with its folder, nor replaced meanwhile).
+    pub(super) fn complete(&mut self, written: &File, named: &Path) -> Result<PathBuf, OutputIoError> {
+        let ours = written.metadata().map(|meta| FileId::of(&meta)).ok();
+        if self.at_end {
+            // On disk before it takes the name: a power cut cannot leave an empty file there.
+            let _ = written.sync_all();
+            let path = publish(self)?;
+            self.published = true;
+            self.at_end = false;
+            return Ok(path);
+        }
+        let now = std::fs::metadata(named).ok().map(|meta| FileId::of(&meta));
+        if ours.is_some() && now != ours {
+            return Err(OutputIoError::Lost(named.to_path_buf()));
+        }
+        Ok(named.to_path_buf())
+    }
 }
 
 impl Drop for Staged {
@@ -97,16 +132,28 @@ pub(super) fn open_local(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .ok_or_else(|| OutputIoError::NoFileName(path.to_path_buf()))?;
-    let temporary = folder.join(format!(".{name}.{}.partial", std::process::id()));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .open(&temporary)
-        .map_err(|error| OutputIoError::CreateTemporary {
-            folder: folder.clone(),
-            error,
-        })?;
+    // A name of its own: the PID and a number, the next one free. A file left by an earlier
+    // process with this PID (PID 1 in every container) is skipped over, not an error.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let (temporary, file) = loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temporary = folder.join(format!(".{name}.{}.{n}.partial", std::process::id()));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(&temporary)
+        {
+            Ok(file) => break (temporary, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
+            Err(error) => {
+                return Err(OutputIoError::CreateTemporary {
+                    folder: folder.clone(),
+                    error,
+                })
+            }
+        }
+    };
     Ok((
         file,
         false,
@@ -116,6 +163,7 @@ pub(super) fn open_local(
             when_exists,
             published: false,
             protected: guard.protected.clone(),
+            at_end: false,
         }),
     ))
 }
