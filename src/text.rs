@@ -25,9 +25,15 @@ pub fn escape_control(value: &str) -> Cow<'_, str> {
 
 /// `value` escaped and cut to [`QUOTED_CHARS`] characters, for quoting in a message.
 pub fn quoted(value: &str) -> String {
+    quoted_up_to(value, QUOTED_CHARS)
+}
+
+/// `value` escaped and cut to `max` characters: for text that is ours to show whole in
+/// practice (a panic's message), still bounded.
+pub fn quoted_up_to(value: &str, max: usize) -> String {
     let escaped = escape_control(value);
     let mut chars = escaped.chars();
-    let head: String = chars.by_ref().take(QUOTED_CHARS).collect();
+    let head: String = chars.by_ref().take(max).collect();
     if chars.next().is_some() {
         format!("{head}... ({} characters)", value.chars().count())
     } else {

@@ -222,8 +222,13 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)");
-    crate::text::quoted(text)
+    // A panic's message is the program's own, and is what tells the bug: shown whole up to
+    // a bound (a user value it quotes is escaped and cut already), not cut to a value's 48.
+    crate::text::quoted_up_to(text, PANIC_MESSAGE_CHARS)
 }
+
+/// The most characters of a panic's message kept in `last_error` and the logs.
+const PANIC_MESSAGE_CHARS: usize = 2000;
 
 /// Fault injection for the reliability tests: `CONVSTREAM_INJECT_PANIC=NAME:STAGE,...`
 /// makes pipeline NAME panic in STAGE (`pipeline`, `source`, `filter` or `sink`). Read once;
@@ -570,7 +575,19 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{OutputPolicy, WhenExists};
+    use super::{panic_message, OutputPolicy, WhenExists};
+
+    #[test]
+    fn a_panic_message_is_kept_whole_up_to_its_bound() {
+        let message = format!(
+            "index out of bounds: the len is 3 but the index is 7 in {}",
+            "x".repeat(150)
+        );
+        let payload: Box<dyn std::any::Any + Send> = Box::new(message.clone());
+        assert_eq!(panic_message(payload.as_ref()), message);
+        let huge: Box<dyn std::any::Any + Send> = Box::new("y".repeat(100_000));
+        assert!(panic_message(huge.as_ref()).len() < 2100);
+    }
 
     #[test]
     fn an_existing_file_is_replaced_only_with_consent_and_never_by_a_restart() {
