@@ -506,6 +506,55 @@ mod tests {
         assert_eq!(target_of("movie=/etc/passwd", false), Target::File("movie=/etc/passwd"));
     }
 
+    fn pipeline(source: &str) -> PipelineConfig {
+        toml::from_str(&format!(
+            "name = \"p\"\nsource = {{ url = \"{source}\" }}\nsink = {{ url = \"null\" }}\n"
+        ))
+        .expect("a pipeline table")
+    }
+
+    #[test]
+    fn api_sources_are_opened_with_whitelists_that_bind_nested_opens() {
+        let dir = std::env::temp_dir().join(format!("convstream-policy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        std::fs::write(dir.join("clip.ts"), b"x").expect("a file");
+        let server = ServerConfig {
+            allow_paths: vec![dir.clone()],
+            ..ServerConfig::default()
+        };
+        let policy = ApiPolicy::new(&server, Path::new("/nonexistent/config.toml"));
+        for (url, protocols, formats) in [
+            ("udp://127.0.0.1:5000", "udp,udplite", false),
+            ("rtsp://cam/stream", "rtsp,rtsps,rtp,udp,tcp,tls", false),
+            ("https://example.org/live.m3u8", "http,https,tcp,tls", false),
+            ("srt://host:9000", "srt", false),
+        ] {
+            let mut p = pipeline(url);
+            assert_eq!(policy.check_pipeline(&mut p), Vec::<String>::new(), "{url}");
+            assert_eq!(
+                p.source.options.get("protocol_whitelist").map(String::as_str),
+                Some(protocols),
+                "{url}"
+            );
+            assert_eq!(p.source.options.contains_key("format_whitelist"), formats, "{url}");
+        }
+        let mut p = pipeline(&dir.join("clip.ts").display().to_string());
+        assert_eq!(policy.check_pipeline(&mut p), Vec::<String>::new());
+        assert_eq!(
+            p.source.options.get("protocol_whitelist").map(String::as_str),
+            Some("file")
+        );
+        let formats = p.source.options.get("format_whitelist").cloned().unwrap_or_default();
+        assert!(
+            formats.contains("mpegts") && formats.contains("yuv4mpegpipe"),
+            "{formats}"
+        );
+        for opener in ["hls", "concat", "sdp", "image2", "lavfi"] {
+            assert!(!formats.split(',').any(|f| f == opener), "{opener} in {formats}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn paths_are_inside_a_root_only_when_dot_dot_does_not_leave_it() {
         let root = Path::new("/srv/masks");
