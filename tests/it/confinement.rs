@@ -191,7 +191,20 @@ fn serve_refuses_a_non_loopback_address_without_a_token_unless_told() {
             .spawn()
             .unwrap()
     };
-    let output = serve("").wait_with_output().unwrap();
+    let mut refused = serve("");
+    let started = std::time::Instant::now();
+    while refused.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = refused.kill();
+            let output = refused.wait_with_output().unwrap();
+            panic!(
+                "serve listened on {listen} without a token:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = refused.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
