@@ -252,6 +252,7 @@ log "convstream serve, run as deploy/k8s runs it"
 cat >"$work/config/config.toml" <<'EOF'
 [server]
 listen = "0.0.0.0:8686"
+insecure_no_token = true
 shutdown_timeout = 10.0
 watch = true
 
@@ -308,11 +309,22 @@ else
     fail "healthz: no answer from the host on 127.0.0.1:$port"
 fi
 
-readiness=$(api /readyz)
-if [[ $(jq -r '.ready' <<<"$readiness" 2>/dev/null) == true ]]; then
+# Ready once the file pipeline's engine is built: right after /healthz it may still be
+# starting (a fresh machine compiles and probes slower), so poll against a deadline.
+ready=0
+for _ in $(seq 1 120); do
+    readiness=$(api /readyz)
+    if [[ $(jq -r '.ready' <<<"$readiness" 2>/dev/null) == true ]]; then
+        ready=1
+        break
+    fi
+    [[ $(podman_ inspect -f '{{.State.Running}}' "$container" 2>/dev/null) == true ]] || break
+    sleep 0.5
+done
+if ((ready)); then
     ok "readyz: $readiness"
 else
-    fail "readyz: $readiness"
+    fail "readyz: not ready within 60 s: $readiness"
 fi
 
 if podman_ healthcheck run "$container" >"$work/healthcheck.log" 2>&1; then

@@ -315,13 +315,42 @@ fn usage(error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
+    guard_standard_streams();
     let cli = Cli::parse_from(std::env::args_os().map(ffmpeg_spellings));
     match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            let message = format!("{error:#}");
+            eprintln!("error: {}", convstream::text::redact_credentials(&message));
             ExitCode::from(code)
         }
+    }
+}
+
+/// Process-wide settings that keep output failures visible. SIGXFSZ is ignored, so a write
+/// past `ulimit -f` fails with EFBIG and is reported, instead of killing the process without
+/// a word. A closed stdout (`>&-`) is recorded, so `-o -` is refused instead of writing
+/// into the /dev/null the runtime put in its place.
+fn guard_standard_streams() {
+    // SAFETY: setting a signal's disposition to SIG_IGN before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    // Rust's runtime has already put /dev/null, opened read-write, in place of a closed
+    // standard stream; a shell's `>/dev/null` opens it write-only. Read-write /dev/null on
+    // stdout is taken for a closed stdout (a deliberate `1<>/dev/null` reads the same).
+    // SAFETY: fcntl and fstat on descriptor 1 with a zeroed stat to fill.
+    let closed = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        let mode = libc::fcntl(1, libc::F_GETFL);
+        mode == -1
+            || (mode & libc::O_ACCMODE == libc::O_RDWR
+                && libc::fstat(1, &mut stat) == 0
+                && stat.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && stat.st_rdev == libc::makedev(1, 3))
+    };
+    if closed {
+        convstream::sink::mark_stdout_closed();
     }
 }
 
@@ -355,7 +384,8 @@ fn init_logging(log: &LogConfig) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // URL credentials (`rtsp://user:pass@...`) never reach a log, whoever quotes the URL.
+        .with_writer(|| convstream::text::RedactingWriter(std::io::stderr()))
         .with_target(false)
         // Colour codes only for a terminal: logs piped to a file or a test stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
@@ -477,13 +507,24 @@ fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
-        ServeError::MissingToken(_) => usage(e),
+        ServeError::MissingToken(_) | ServeError::NoToken(_) => usage(e),
         other => anyhow::Error::new(other).into(),
     })
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
     let settings = load_settings(&args)?;
+    // The side outputs are checked as outputs are, before anything runs.
+    let pipelines: Vec<_> = settings.pipelines.iter().map(|p| p.config.clone()).collect();
+    let side_outputs = [("--stats-json", &args.stats_json), ("--trace", &args.trace)];
+    let problems: Vec<String> = side_outputs
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
+        .flat_map(|(flag, path)| convstream::config::side_output_problems(flag, path, &pipelines, args.overwrite))
+        .collect();
+    if !problems.is_empty() {
+        return Err(config_failure(ConfigError::Invalid(problems)));
+    }
     init_logging(&settings.log);
     run_settings(&settings, !args.no_progress, args.stats_json.as_deref(), args.trace)
 }
@@ -505,6 +546,7 @@ fn run_settings(
             outputs: OutputPolicy::Command,
             io_grace: std::time::Duration::try_from_secs_f64(settings.server.shutdown_timeout / 2.0)
                 .unwrap_or(std::time::Duration::MAX),
+            protected: Vec::new(),
         },
     );
     let mut reports = Vec::new();
@@ -539,7 +581,7 @@ fn run_settings(
 /// every other line, the summary's numbers as fields.
 fn print_summary(report: &convstream::stats::PipelineReport, format: LogFormat) {
     match format {
-        LogFormat::Pretty => eprintln!("{}", report.summary()),
+        LogFormat::Pretty => eprintln!("{}", convstream::text::redact_credentials(&report.summary())),
         LogFormat::Json => tracing::info!(
             pipeline = %report.pipeline,
             summary = true,

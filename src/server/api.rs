@@ -79,9 +79,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.message });
+        // Credentials of a URL the request or the config holds are never echoed.
+        let redact = |text: &str| crate::text::redact_credentials(text).into_owned();
+        let mut body = json!({ "error": redact(&self.message) });
         if !self.problems.is_empty() {
-            body["problems"] = json!(self.problems);
+            body["problems"] = json!(self.problems.iter().map(|p| redact(p)).collect::<Vec<_>>());
         }
         (self.status, Json(body)).into_response()
     }
@@ -101,6 +103,7 @@ impl From<SupervisorError> for ApiError {
             SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
             SupervisorError::Spawn { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            SupervisorError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         };
         let problems = match &error {
             SupervisorError::Invalid(ConfigError::Invalid(problems)) => problems.clone(),

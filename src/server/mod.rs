@@ -39,6 +39,8 @@ pub enum ServeError {
     Config(#[from] ConfigError),
     #[error("server.token_env names {0}, which is not set or empty; set it or remove token_env")]
     MissingToken(String),
+    #[error("refusing to serve the API on {0} without a token: anyone who reaches that address would control the pipelines; set [server] token_env (a bearer token), listen on loopback (127.0.0.1), or set [server] insecure_no_token = true to accept that")]
+    NoToken(SocketAddr),
     #[error("cannot listen on {address}: {reason}")]
     Bind { address: String, reason: String },
     #[error(transparent)]
@@ -74,6 +76,9 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         },
         None => None,
     };
+    if !address.ip().is_loopback() && token.is_none() && !server.insecure_no_token {
+        return Err(ServeError::NoToken(address));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("control")
@@ -102,10 +107,10 @@ async fn run(
         })?;
     let bound = listener.local_addr().unwrap_or(address);
     if !bound.ip().is_loopback() && token.is_none() {
-        tracing::warn!("listening on {bound} without a token: anyone who reaches this address controls the pipelines");
+        tracing::warn!("listening on {bound} without a token ([server] insecure_no_token = true): anyone who reaches this address controls the pipelines");
     }
     let base_dir = options.config_path.parent().map(Path::to_path_buf);
-    let supervisor = Arc::new(Supervisor::new(config, base_dir));
+    let supervisor = Arc::new(Supervisor::new(config, base_dir).protecting(vec![options.config_path.clone()]));
     supervisor.start_configured()?;
 
     let counters = Arc::new(ServerCounters::default());
@@ -140,7 +145,7 @@ async fn run(
         supervisor: supervisor.clone(),
         counters,
         timeout: shutdown_timeout,
-        last_seen: std::fs::read(&options.config_path).ok(),
+        last_seen: crate::config::read_config_bytes(&options.config_path).ok(),
     };
     let mut ticker = tokio::time::interval(WATCH_INTERVAL);
     let signal_name = loop {
@@ -192,16 +197,27 @@ struct Reloader {
 
 impl Reloader {
     async fn reload_if_changed(&mut self) {
-        let Ok(content) = tokio::fs::read(&self.path).await else {
-            return; // Mid-replacement, or removed: the running pipelines stay as they are.
+        // Read as a reload reads it (a regular file, bounded): a config swapped for a FIFO or
+        // a device is reported by the reload, once, instead of blocking or filling memory.
+        let path = self.path.clone();
+        let content = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path)).await;
+        let content = match content {
+            Ok(Ok(content)) => Some(content),
+            // Removed or mid-replacement: the running pipelines stay as they are.
+            Ok(Err(ConfigError::Read { .. })) if !self.path.exists() => return,
+            _ => None,
         };
-        if self.last_seen.as_deref() != Some(content.as_slice()) {
+        if self.last_seen != content {
             self.reload("the config file changed").await;
         }
     }
 
     async fn reload(&mut self, why: &str) {
-        self.last_seen = tokio::fs::read(&self.path).await.ok();
+        let path = self.path.clone();
+        self.last_seen = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path).ok())
+            .await
+            .ok()
+            .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
         let config = match ConfigFile::load(&self.path) {
             Ok(config) => config,

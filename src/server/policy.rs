@@ -4,6 +4,10 @@
 //! (never the config file, never an existing file), and otherwise it uses network URLs.
 //! Every path is checked after resolving links, and rewritten to the resolved path so that
 //! what is opened is what was checked.
+//!
+//! One job at some length (about 570 lines): every rule an API-made pipeline is held to (files,
+//! protocols, formats, options, hosts, masks) is checked here, in one place a reviewer reads
+//! whole.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -33,6 +37,77 @@ const FORMATS_NAMING_FILES: &[&str] = &[
     "image2",
 ];
 
+/// Demuxers an API pipeline's file may be read with: containers and elementary streams
+/// that never open another file. FFmpeg picks a demuxer by the file's bytes, so without
+/// this list an allowed file holding an HLS playlist, a concat script or an SDP would make
+/// FFmpeg open the files (or hosts) it names; `format_whitelist` refuses them even when
+/// probing picks them. Names as FFmpeg matches them (any one name of a demuxer).
+const API_FILE_DEMUXERS: &[&str] = &[
+    "matroska",
+    "webm",
+    "mov",
+    "mp4",
+    "mpegts",
+    "mpeg",
+    "mpegvideo",
+    "avi",
+    "flv",
+    "nut",
+    "yuv4mpegpipe",
+    "rawvideo",
+    "h264",
+    "hevc",
+    "m4v",
+    "ivf",
+    "obu",
+    "ogg",
+    "mxf",
+    "asf",
+    "dv",
+];
+
+/// Muxers an API pipeline may write with: containers whose bytes no demuxer reads as a
+/// list of other files. Raw output (`rawvideo`, by `.yuv`) would let a request write any
+/// bytes it likes, an HLS playlist or concat script for a later reader among them, and
+/// playlists and segment muxers name files of their own.
+const API_MUXERS: &[&str] = &[
+    "matroska",
+    "webm",
+    "mp4",
+    "mov",
+    "mpegts",
+    "nut",
+    "avi",
+    "flv",
+    "yuv4mpegpipe",
+    "ivf",
+    "ogg",
+    "mxf",
+    "h264",
+    "hevc",
+];
+
+/// The protocols a network source's scheme needs, and nothing else: FFmpeg's nested opens
+/// (a playlist's segments, an RTSP session's RTP streams, a redirect) inherit the list, so
+/// a server's answer cannot make FFmpeg read a local file.
+fn network_protocols_for(scheme: &str) -> &'static str {
+    match scheme {
+        "udp" | "udplite" => "udp,udplite",
+        "rtp" => "rtp,udp",
+        "rtsp" | "rtsps" => "rtsp,rtsps,rtp,udp,tcp,tls",
+        "rtmp" | "rtmps" | "rtmpt" | "rtmpts" | "rtmpe" | "rtmpte" => {
+            "rtmp,rtmps,rtmpt,rtmpts,rtmpe,rtmpte,tcp,tls,http,https"
+        }
+        "srt" => "srt",
+        "tcp" => "tcp",
+        "tls" => "tls,tcp",
+        "mmsh" => "mmsh,http,tcp",
+        "mmst" => "mmst,tcp",
+        // http, https, icecast and anything else this list grows to: web protocols only.
+        _ => "http,https,tcp,tls",
+    }
+}
+
 /// Encoder options an API pipeline may set: rate control and the like. Others (some name
 /// files, such as x264's `stats` or `x264-params`) only from the config file.
 const API_ENCODER_OPTIONS: &[&str] = &[
@@ -60,6 +135,10 @@ const API_ENCODER_OPTIONS: &[&str] = &[
     "deadline",
     "speed",
 ];
+
+/// Encoder and decoder threads an API pipeline may ask for: a request may not make the
+/// service start hundreds of threads (the config file may, up to its own range).
+const API_MAX_THREADS: u64 = 16;
 
 /// Demuxer and protocol options an API pipeline may set: transport, timing and raw-video
 /// geometry. Others (some open files or widen what a playlist may read, such as
@@ -208,6 +287,22 @@ impl ApiPolicy {
                 ));
             }
         }
+        if source.threads as u64 > API_MAX_THREADS {
+            problems.push(format!(
+                "source.threads: {} is more than the API allows; allowed 0..={API_MAX_THREADS} (more only in the config file)",
+                source.threads
+            ));
+        }
+        // What FFmpeg may open for this source, bound into the open itself (and inherited
+        // by every open it makes on the source's behalf).
+        let (protocols, formats) = match target_of(&source.url, false) {
+            Target::Protocol(scheme) => (network_protocols_for(&scheme).to_string(), None),
+            _ => ("file".to_string(), Some(API_FILE_DEMUXERS.join(","))),
+        };
+        source.options.insert("protocol_whitelist".into(), protocols);
+        if let Some(formats) = formats {
+            source.options.insert("format_whitelist".into(), formats);
+        }
         let sink = &mut pipeline.sink;
         match self.media(&sink.url, true, sink.overwrite) {
             Ok(Some(resolved)) => sink.url = resolved,
@@ -216,6 +311,30 @@ impl ApiPolicy {
         }
         if let Some(format) = &sink.format {
             format_problem("sink.format", format, &mut problems);
+        }
+        if let Some(threads) = sink.options.get("threads") {
+            if threads
+                .trim()
+                .parse::<u64>()
+                .map_or(threads != "auto", |n| n > API_MAX_THREADS)
+            {
+                problems.push(format!(
+                    "sink.options.threads: `{}` is more than the API allows; allowed 0..={API_MAX_THREADS} or \"auto\" (more only in the config file)",
+                    quoted(threads)
+                ));
+            }
+        }
+        if SinkKind::of(&sink.url) != SinkKind::Null {
+            if let Some(muxer) = crate::media::guess_muxer(&sink.url, sink.format.as_deref()) {
+                let name = muxer.name().to_string();
+                if !name.split(',').any(|one| API_MUXERS.contains(&one)) {
+                    problems.push(format!(
+                        "sink: the `{}` muxer writes raw bytes or names other files, so only the config file may use it; API pipelines write {}",
+                        quoted(&name),
+                        API_MUXERS.join(", ")
+                    ));
+                }
+            }
         }
         for key in sink.options.keys() {
             if !API_ENCODER_OPTIONS.contains(&key.as_str()) {
@@ -351,6 +470,11 @@ impl ApiPolicy {
                 }
             }
         }
+        if is_sink && std::fs::symlink_metadata(&resolved).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(
+                "is a symbolic link; an API pipeline never writes through a link (give the name of a new file)".into(),
+            );
+        }
         Ok(resolved.to_string_lossy().into_owned())
     }
 }
@@ -384,6 +508,55 @@ mod tests {
             Target::Protocol("subfile".into())
         );
         assert_eq!(target_of("movie=/etc/passwd", false), Target::File("movie=/etc/passwd"));
+    }
+
+    fn pipeline(source: &str) -> PipelineConfig {
+        toml::from_str(&format!(
+            "name = \"p\"\nsource = {{ url = \"{source}\" }}\nsink = {{ url = \"null\" }}\n"
+        ))
+        .expect("a pipeline table")
+    }
+
+    #[test]
+    fn api_sources_are_opened_with_whitelists_that_bind_nested_opens() {
+        let dir = std::env::temp_dir().join(format!("convstream-policy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        std::fs::write(dir.join("clip.ts"), b"x").expect("a file");
+        let server = ServerConfig {
+            allow_paths: vec![dir.clone()],
+            ..ServerConfig::default()
+        };
+        let policy = ApiPolicy::new(&server, Path::new("/nonexistent/config.toml"));
+        for (url, protocols, formats) in [
+            ("udp://127.0.0.1:5000", "udp,udplite", false),
+            ("rtsp://cam/stream", "rtsp,rtsps,rtp,udp,tcp,tls", false),
+            ("https://example.org/live.m3u8", "http,https,tcp,tls", false),
+            ("srt://host:9000", "srt", false),
+        ] {
+            let mut p = pipeline(url);
+            assert_eq!(policy.check_pipeline(&mut p), Vec::<String>::new(), "{url}");
+            assert_eq!(
+                p.source.options.get("protocol_whitelist").map(String::as_str),
+                Some(protocols),
+                "{url}"
+            );
+            assert_eq!(p.source.options.contains_key("format_whitelist"), formats, "{url}");
+        }
+        let mut p = pipeline(&dir.join("clip.ts").display().to_string());
+        assert_eq!(policy.check_pipeline(&mut p), Vec::<String>::new());
+        assert_eq!(
+            p.source.options.get("protocol_whitelist").map(String::as_str),
+            Some("file")
+        );
+        let formats = p.source.options.get("format_whitelist").cloned().unwrap_or_default();
+        assert!(
+            formats.contains("mpegts") && formats.contains("yuv4mpegpipe"),
+            "{formats}"
+        );
+        for opener in ["hls", "concat", "sdp", "image2", "lavfi"] {
+            assert!(!formats.split(',').any(|f| f == opener), "{opener} in {formats}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

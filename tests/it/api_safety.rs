@@ -4,6 +4,9 @@
 //! forge log lines, DELETE and shutdown of pipelines blocked in their sink (the process's
 //! thread count must come back), and panics injected in every pipeline thread. Requests are
 //! written by hand over TCP, so every header is the test's own. CPU engine: no GPU needed.
+//!
+//! One test file at some length (about 650 lines): the API's hostile requests share one server
+//! set-up.
 
 use crate::common;
 

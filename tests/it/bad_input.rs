@@ -5,6 +5,9 @@
 //!
 //! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test it -- bad_input:: --test-threads=1` appends
 //! every case's command, exit code and exact stderr to FILE.
+//!
+//! One test file at some length (about 780 lines): the hostile inputs, one case after another,
+//! with shared expectations.
 
 use crate::common;
 

@@ -1,6 +1,9 @@
 //! The binary end to end on real video made here with the `ffmpeg` CLI: frames, timestamps
 //! and audio survive; identity is lossless where the output is; filtered pixels are what
 //! the oracle says; the small commands work.
+//!
+//! One test file at some length (about 960 lines): the command line's behaviour, one flag after
+//! another, with shared runs and clips.
 
 use crate::common;
 

@@ -3,6 +3,9 @@
 //! an existing file is replaced only with consent; a failed start leaves no trace; SIGHUP
 //! does not end a run; streamable outputs survive SIGKILL up to about a second; a stop
 //! ends a run whose output blocks; colour survives palette input.
+//!
+//! One test file at some length (about 500 lines): what happens to files, one promise after
+//! another, with shared clips.
 
 use crate::common;
 

@@ -3,6 +3,9 @@
 //! API, the metrics (parsed as Prometheus text), live mask switching down to the frame,
 //! reload by file change and by SIGHUP, token auth, bad requests, reconnection and a
 //! graceful stop that leaves playable outputs. CPU engine: no GPU needed.
+//!
+//! One test file at some length (about 910 lines): `serve` as a process, its API, metrics,
+//! reloads and signals share the server helpers.
 
 use crate::common;
 

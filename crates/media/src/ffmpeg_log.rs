@@ -50,6 +50,17 @@ pub fn with_ffmpeg_reason(reason: String) -> String {
     }
 }
 
+/// What FFmpeg logged about a failure on this thread, followed by `code` (the error code's
+/// text), or `code` alone. For failures whose code says little or misleads (a y4m header
+/// with an impossible size fails with EBUSY's "Device or resource busy"), FFmpeg's own line
+/// names the cause, so it comes first.
+pub fn ffmpeg_reason_first(code: String) -> String {
+    match take_last_error() {
+        Some(lines) => format!("{lines} (error code: {code})"),
+        None => code,
+    }
+}
+
 /// `text`, with control characters escaped and cut to [`MAX_LINE`] characters.
 fn clean(text: &str) -> String {
     let mut cleaned: String = text.trim().chars().flat_map(char::escape_default).collect();

@@ -1,8 +1,9 @@
 //! The element's implementation: its GObject, Element and BaseTransform methods (properties,
-//! caps, allocation, buffers in and out, events). One job, the element's behaviour; the
-//! property declarations are a third of it. What the methods work on lives beside it: the
-//! negotiated stream in `stream.rs`, buffer and frame conversions in `frames.rs`, the pool
-//! proposed upstream in `pool.rs`, the properties' meaning in `settings.rs` and `choices.rs`.
+//! caps, allocation, buffers in and out, events). One job at some length (about 520 lines),
+//! the element's behaviour; the property declarations are a third of it. What the methods
+//! work on lives beside it: the negotiated stream in `stream.rs`, buffer and frame
+//! conversions in `frames.rs`, the pool proposed upstream in `pool.rs`, the properties'
+//! meaning in `settings.rs` and `choices.rs`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};

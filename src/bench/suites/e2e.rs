@@ -137,6 +137,7 @@ pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
         stage_times: false,
         outputs: crate::pipeline::OutputPolicy::Command,
         io_grace: std::time::Duration::from_secs(5),
+        protected: Vec::new(),
     }
 }
 

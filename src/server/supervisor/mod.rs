@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use crate::config::{ConfigError, ConfigFile, MaskSelection, PipelineConfig, PipelineSettings};
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, PlaneSelection};
+use crate::sink::FileId;
 
 mod stopping;
 mod view;
@@ -70,6 +71,8 @@ pub enum SupervisorError {
     SwitchTimedOut(String),
     #[error("cannot start a thread for pipeline {name:?}: {reason}")]
     Spawn { name: String, reason: String },
+    #[error("{count} pipelines exist, the most [server] max_pipelines allows ({max}); delete one (finished ones count until deleted) or raise max_pipelines")]
+    TooMany { count: usize, max: usize },
 }
 
 /// One pipeline the supervisor started.
@@ -121,6 +124,9 @@ pub struct Supervisor {
     written: Mutex<HashSet<String>>,
     /// Half the shutdown timeout: how long a stop lets output I/O block.
     io_grace: Duration,
+    /// Files no pipeline may write (the service's config file): looked up at each start, so
+    /// a config file replaced since (a ConfigMap's swap) is the one protected.
+    protected: Vec<PathBuf>,
 }
 
 impl Supervisor {
@@ -132,6 +138,15 @@ impl Supervisor {
             pipelines: Mutex::new(BTreeMap::new()),
             written: Mutex::new(HashSet::new()),
             io_grace,
+            protected: Vec::new(),
+        }
+    }
+
+    /// The same supervisor, whose pipelines never write `files` under any name or link.
+    pub fn protecting(self, files: Vec<PathBuf>) -> Supervisor {
+        Supervisor {
+            protected: files,
+            ..self
         }
     }
 
@@ -157,18 +172,28 @@ impl Supervisor {
     }
 
     /// Validates one pipeline against the current config (its masks, the names in use) and
-    /// starts it.
+    /// starts it. The name, the count and the files in use are checked and the pipeline
+    /// inserted under one hold of the pipelines' lock: two requests racing on one name
+    /// cannot both start (the loser's run would go on, listed nowhere).
     pub fn add(&self, pipeline: PipelineConfig) -> Result<PipelineView, SupervisorError> {
         let settings = self.validate_one(pipeline)?;
+        let max = self.config().server.max_pipelines;
         let name = settings.name.clone();
-        if self.pipelines().contains_key(&name) {
+        let mut pipelines = self.pipelines();
+        if pipelines.contains_key(&name) {
             return Err(SupervisorError::Exists(name));
         }
-        if let Some(conflict) = self.output_conflict(&settings.config, |_| true) {
+        if pipelines.len() >= max {
+            return Err(SupervisorError::TooMany {
+                count: pipelines.len(),
+                max,
+            });
+        }
+        if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
             return Err(SupervisorError::OutputInUse(conflict));
         }
-        self.start(settings, Origin::Api)?;
-        self.view(&name)
+        self.start_in(&mut pipelines, settings, Origin::Api)?;
+        pipelines.get(&name).map(view_of).ok_or(SupervisorError::NotFound(name))
     }
 
     fn validate_one(&self, pipeline: PipelineConfig) -> Result<PipelineSettings, SupervisorError> {
@@ -183,26 +208,20 @@ impl Supervisor {
     /// Why `pipeline` cannot run beside the running pipelines that `among` selects: it
     /// would write a file one of them reads or writes, or read one it writes.
     fn output_conflict(&self, pipeline: &PipelineConfig, among: impl Fn(&Handle) -> bool) -> Option<String> {
-        let pipelines = self.pipelines();
-        let mut running: Vec<PipelineConfig> = Vec::new();
-        for handle in pipelines.values() {
-            let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
-            if handle.settings.name == pipeline.name || !active || !among(handle) {
-                continue;
-            }
-            running.push(handle.settings.config.clone());
-            // Written under a numbered name: that file is in use too.
-            if let Some(path) = handle.monitor.output_path() {
-                let mut actual = handle.settings.config.clone();
-                actual.sink.url = path.display().to_string();
-                running.push(actual);
-            }
-        }
-        let running: Vec<&PipelineConfig> = running.iter().collect();
-        crate::config::conflicts_with_running(pipeline, &running)
+        conflict_among(&self.pipelines(), pipeline, among)
     }
 
     fn start(&self, settings: PipelineSettings, origin: Origin) -> Result<(), SupervisorError> {
+        self.start_in(&mut self.pipelines(), settings, origin)
+    }
+
+    /// Starts a pipeline and lists it in `pipelines` (the map under the caller's lock).
+    fn start_in(
+        &self,
+        pipelines: &mut BTreeMap<String, Handle>,
+        settings: PipelineSettings,
+        origin: Origin,
+    ) -> Result<(), SupervisorError> {
         let name = settings.name.clone();
         let restarted = !self
             .written
@@ -219,6 +238,7 @@ impl Supervisor {
             stage_times: true,
             outputs: OutputPolicy::Service { restarted },
             io_grace: self.io_grace,
+            protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());
@@ -238,7 +258,7 @@ impl Supervisor {
                 })?
         };
         tracing::info!("pipeline {name:?} started: {}", settings.describe());
-        self.pipelines().insert(
+        pipelines.insert(
             name,
             Handle {
                 settings,
@@ -499,6 +519,31 @@ impl Supervisor {
             .values()
             .all(|h| takes_input(h.settings.source.is_live(), h.monitor.state()))
     }
+}
+
+/// Why `pipeline` cannot run beside those of `pipelines` that `among` selects (see
+/// [`Supervisor::output_conflict`]).
+fn conflict_among(
+    pipelines: &BTreeMap<String, Handle>,
+    pipeline: &PipelineConfig,
+    among: impl Fn(&Handle) -> bool,
+) -> Option<String> {
+    let mut running: Vec<PipelineConfig> = Vec::new();
+    for handle in pipelines.values() {
+        let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
+        if handle.settings.name == pipeline.name || !active || !among(handle) {
+            continue;
+        }
+        running.push(handle.settings.config.clone());
+        // Written under a numbered name: that file is in use too.
+        if let Some(path) = handle.monitor.output_path() {
+            let mut actual = handle.settings.config.clone();
+            actual.sink.url = path.display().to_string();
+            running.push(actual);
+        }
+    }
+    let running: Vec<&PipelineConfig> = running.iter().collect();
+    crate::config::conflicts_with_running(pipeline, &running)
 }
 
 /// Whether a pipeline in `state` counts as ready (see [`Supervisor::ready`]).

@@ -53,8 +53,8 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         origin: handle.origin,
         state: monitor.state(),
         reconnecting: monitor.reconnecting(),
-        source: handle.settings.source.url.clone(),
-        sink: handle.settings.sink.url.clone(),
+        source: crate::text::redact_credentials(&handle.settings.source.url).into_owned(),
+        sink: crate::text::redact_credentials(&handle.settings.sink.url).into_owned(),
         mask: monitor.filter(),
         border: handle.settings.filter.border,
         planes: handle.settings.filter.planes,
@@ -74,6 +74,8 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
             counted: counters.snapshot(),
             restarts: monitor.restarts.load(Ordering::Relaxed),
         },
-        last_error: monitor.last_error(),
+        last_error: monitor
+            .last_error()
+            .map(|error| crate::text::redact_credentials(&error).into_owned()),
     }
 }

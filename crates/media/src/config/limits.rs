@@ -16,6 +16,11 @@ pub const MAX_SECONDS: f64 = 3600.0;
 pub const MAX_MEDIA_SECONDS: f64 = 366.0 * 86400.0;
 /// Decoder threads per pipeline (0: FFmpeg's choice). Each one holds frames of its own.
 pub const MAX_DECODER_THREADS: usize = 64;
+/// Encoder threads per pipeline (`sink.options.threads`; 0: FFmpeg's choice): each one
+/// holds frames and a stack of its own.
+pub const MAX_ENCODER_THREADS: u64 = 64;
+/// `[server] max_pipelines`: each pipeline holds threads, frames and an encoder.
+pub const MAX_PIPELINES: usize = 4096;
 /// The largest `pinned_frames` cap (a pipeline never holds more than a few dozen frames).
 pub const MAX_PINNED_FRAMES: usize = 1024;
 /// Pipeline names: letters, digits, `.`, `_`, `-`, at most this many characters.
@@ -87,6 +92,16 @@ pub fn seconds_problem(place: &str, value: f64, problems: &mut Vec<String>) {
 /// frames_per_stream are checked beside the device).
 pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
     source_limits(&pipeline.source, problems);
+    if let Some(threads) = pipeline.sink.options.get("threads") {
+        // FFmpeg takes "auto" too; any number must be in range, whatever the encoder.
+        let in_range = threads == "auto" || threads.trim().parse::<u64>().is_ok_and(|n| n <= MAX_ENCODER_THREADS);
+        if !in_range {
+            problems.push(format!(
+                "sink.options.threads: `{}` is out of range; allowed 0..={MAX_ENCODER_THREADS} or \"auto\" (0: FFmpeg's choice)",
+                quoted(threads)
+            ));
+        }
+    }
     let filter = &pipeline.filter;
     if let Some(cap) = filter.pinned_frames {
         if cap > MAX_PINNED_FRAMES {

@@ -9,7 +9,8 @@ mod structure;
 mod validate;
 
 pub use outputs::{
-    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, FileIdentity, OutputTarget,
+    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, side_output_problems, FileIdentity,
+    OutputTarget,
 };
 pub use overrides::Overrides;
 pub use schema::{
@@ -89,9 +90,13 @@ impl ConfigFile {
     }
 
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        let bytes = read_config_bytes(path)?;
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
             path: path.to_path_buf(),
-            reason: e.to_string(),
+            reason: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         ConfigFile::parse_in(&text, &path.display().to_string(), path.parent())
     }
@@ -99,6 +104,63 @@ impl ConfigFile {
     pub fn builtin_default() -> ConfigFile {
         ConfigFile::parse(DEFAULT_CONFIG, "built-in default").expect("the built-in default config parses")
     }
+}
+
+/// The most bytes a config file may have: far above any real config, far below what would
+/// hurt the process.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file's bytes: a regular file of at most [`MAX_CONFIG_BYTES`]. It is
+/// opened without blocking and checked before any read, so a FIFO (which would wait for a
+/// writer forever) or a device (`/dev/zero`, endless) is refused at once, and a file that
+/// grows while read is cut at the limit and refused.
+pub fn read_config_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |reason: String| ConfigError::Read {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| error(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| error(e.to_string()))?;
+    if !meta.is_file() {
+        let kind = {
+            use std::os::unix::fs::FileTypeExt;
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                "a folder"
+            } else if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_char_device() || kind.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            }
+        };
+        return Err(error(format!("it is {kind}; a config must be a regular TOML file")));
+    }
+    let too_large = || {
+        error(format!(
+            "larger than {} KiB; a config file is at most {} KiB",
+            MAX_CONFIG_BYTES / 1024,
+            MAX_CONFIG_BYTES / 1024
+        ))
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| error(e.to_string()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -119,22 +119,73 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// The file a source URL reads, if it is a local file (or stdin redirected from one).
-fn input_identity(url: &str) -> Option<FileIdentity> {
-    match url {
-        _ if url.trim().is_empty() => None, // reported as empty elsewhere
-        "-" => FileIdentity::of_std_stream(0),
-        _ => match OutputTarget::of(url) {
-            OutputTarget::File(path) => Some(FileIdentity::of(&path)),
-            _ => None,
-        },
+/// The file standard input (0), output (1) or another inherited descriptor is, for FFmpeg's
+/// `pipe:N` and `fd:` (no number: 0 for reading, 1 for writing).
+fn descriptor_identity(rest: &str, default: u32) -> Option<FileIdentity> {
+    let digits = rest.trim_start_matches("//");
+    let fd = if digits.is_empty() {
+        default
+    } else {
+        digits.parse().ok()?
+    };
+    FileIdentity::of_std_stream(fd)
+}
+
+/// Every local file a source URL reads: the file itself (or stdin redirected from one), and
+/// through FFmpeg's wrapping protocols the files they wrap: `concat:a|b`, `subfile,,...,:PATH`,
+/// `cache:URL`, `async:URL`, `crypto:URL`, `pipe:0`/`fd:` (stdin or another descriptor).
+/// Without them `-i concat:v.ts -o v.ts -y` replaced its own input.
+fn input_identities(url: &str) -> Vec<FileIdentity> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Vec::new(); // reported as empty elsewhere
+    }
+    if url == "-" {
+        return FileIdentity::of_std_stream(0).into_iter().collect();
+    }
+    if url.starts_with("subfile,") {
+        // subfile,,start,N,end,M,,:PATH: what follows the first `:` is the wrapped URL.
+        return url
+            .split_once(':')
+            .map(|(_, inner)| input_identities(inner))
+            .unwrap_or_default();
+    }
+    if let Some((scheme, rest)) = url.split_once(':') {
+        match scheme.to_ascii_lowercase().as_str() {
+            "concat" | "concatf" => {
+                let rest = rest.strip_prefix("//").unwrap_or(rest);
+                if scheme.eq_ignore_ascii_case("concatf") {
+                    // A file listing the parts, one a line: the list and every part it names.
+                    let mut found = input_identities(rest);
+                    if let Ok(list) = std::fs::read_to_string(rest) {
+                        found.extend(list.lines().flat_map(input_identities));
+                    }
+                    return found;
+                }
+                return rest.split('|').flat_map(input_identities).collect();
+            }
+            "cache" | "async" | "crypto" | "crypto+file" => {
+                return input_identities(rest.strip_prefix("//").unwrap_or(rest));
+            }
+            "pipe" | "fd" => return descriptor_identity(rest, 0).into_iter().collect(),
+            _ => {}
+        }
+    }
+    match OutputTarget::of(url) {
+        OutputTarget::File(path) => vec![FileIdentity::of(&path)],
+        _ => Vec::new(),
     }
 }
 
-/// The file a sink URL writes, if it writes one (or stdout redirected to one).
+/// The file a sink URL writes, if it writes one (or stdout, `pipe:N` or `fd:` redirected to one).
 fn output_identity(url: &str) -> Option<FileIdentity> {
     if url.trim().is_empty() {
         return None; // reported as empty elsewhere
+    }
+    if let Some((scheme, rest)) = url.split_once(':') {
+        if matches!(scheme.to_ascii_lowercase().as_str(), "pipe" | "fd") {
+            return descriptor_identity(rest, 1);
+        }
     }
     match OutputTarget::of(url) {
         OutputTarget::File(path) => Some(FileIdentity::of(&path)),
@@ -143,12 +194,43 @@ fn output_identity(url: &str) -> Option<FileIdentity> {
     }
 }
 
+/// Why a side output (`--stats-json`, `--trace`) may not be written at `path`: it is an input
+/// or an output of one of `pipelines` (under any name), or it exists and `overwrite` is off.
+/// Side outputs are outputs: they keep the same promises.
+pub fn side_output_problems(flag: &str, path: &Path, pipelines: &[PipelineConfig], overwrite: bool) -> Vec<String> {
+    let identity = FileIdentity::of(path);
+    let shown = quoted(&path.to_string_lossy());
+    let mut problems = Vec::new();
+    for pipeline in pipelines {
+        if input_identities(&pipeline.source.url).contains(&identity) {
+            problems.push(format!(
+                "{flag} `{shown}` is the input of pipeline {:?} (source.url `{}`); writing it would destroy that input; choose another file",
+                pipeline.name,
+                quoted(&pipeline.source.url)
+            ));
+        }
+        if output_identity(&pipeline.sink.url).as_ref() == Some(&identity) {
+            problems.push(format!(
+                "{flag} `{shown}` is the output of pipeline {:?} (sink.url `{}`); choose another file",
+                pipeline.name,
+                quoted(&pipeline.sink.url)
+            ));
+        }
+    }
+    if problems.is_empty() && !overwrite && std::fs::symlink_metadata(path).is_ok() {
+        problems.push(format!(
+            "{flag} `{shown}` exists; it is kept: pass -y / --overwrite to replace it, or choose another file"
+        ));
+    }
+    problems
+}
+
 /// Every output that would overwrite an input or another pipeline's output, one problem
 /// each, naming both pipelines.
 pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
     let mut problems = Vec::new();
-    let inputs: Vec<(&PipelineConfig, Option<FileIdentity>)> =
-        pipelines.iter().map(|p| (p, input_identity(&p.source.url))).collect();
+    let inputs: Vec<(&PipelineConfig, Vec<FileIdentity>)> =
+        pipelines.iter().map(|p| (p, input_identities(&p.source.url))).collect();
     let mut outputs: Vec<(&PipelineConfig, FileIdentity)> = Vec::new();
     let mut stdout_writer: Option<&PipelineConfig> = None;
     for pipeline in pipelines {
@@ -164,7 +246,7 @@ pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
         }
         let Some(identity) = output_identity(url) else { continue };
         for (reader, input) in &inputs {
-            if input.as_ref() == Some(&identity) {
+            if input.contains(&identity) {
                 let whose = if reader.name == pipeline.name {
                     "its input".to_string()
                 } else {

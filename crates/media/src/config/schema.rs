@@ -70,6 +70,14 @@ pub struct ServerConfig {
     /// `name:port`), e.g. the name a proxy forwards; any other Host is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_hosts: Vec<String>,
+    /// Serve the API on an address other than loopback without `token_env`: anyone who
+    /// reaches the address then drives the pipelines. Off: such a `serve` refuses to start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_no_token: bool,
+    /// The most pipelines `serve` holds at once, the config's and the API's together (a
+    /// finished API pipeline counts until it is deleted); a POST beyond it gets 429.
+    #[serde(default = "default_max_pipelines")]
+    pub max_pipelines: usize,
 }
 
 impl Default for ServerConfig {
@@ -83,12 +91,18 @@ impl Default for ServerConfig {
             allow_paths: Vec::new(),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            insecure_no_token: false,
+            max_pipelines: default_max_pipelines(),
         }
     }
 }
 
 fn default_listen() -> String {
     "127.0.0.1:8686".to_string()
+}
+
+fn default_max_pipelines() -> usize {
+    64
 }
 
 fn default_shutdown_timeout() -> f64 {

@@ -63,6 +63,13 @@ impl ConfigFile {
         if self.pipelines.is_empty() {
             problems.push(NO_PIPELINE.to_string());
         }
+        if self.pipelines.len() > self.server.max_pipelines {
+            problems.push(format!(
+                "{} pipelines, more than server.max_pipelines ({}); raise it or remove some",
+                self.pipelines.len(),
+                self.server.max_pipelines
+            ));
+        }
         let mut seen = HashSet::new();
         let mut pipelines = Vec::new();
         for (index, pipeline) in self.pipelines.iter().enumerate() {
@@ -241,6 +248,13 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
         ));
     }
     limits::seconds_problem("server.shutdown_timeout", server.shutdown_timeout, problems);
+    if !(1..=limits::MAX_PIPELINES).contains(&server.max_pipelines) {
+        problems.push(format!(
+            "server.max_pipelines: {} is out of range; allowed 1..={}",
+            server.max_pipelines,
+            limits::MAX_PIPELINES
+        ));
+    }
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::media::PassthroughPacket;
-use crate::sink::{self, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
+use crate::sink::{self, FileId, OutputGuard, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{DropOldest, Source, SourceError};
 use crate::stats::{Counters, PipelineReport};
 use convstream_core::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
@@ -100,6 +100,8 @@ pub struct RunOptions {
     pub outputs: OutputPolicy,
     /// How long a stop lets output I/O block (a FIFO nobody reads) before it gives up.
     pub io_grace: Duration,
+    /// Files no output may write, under any name (`serve`: its own config file).
+    pub protected: Vec<FileId>,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.
@@ -223,8 +225,13 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)");
-    convstream_core::text::quoted(text)
+    // A panic's message is the program's own, and is what tells the bug: shown whole up to
+    // a bound (a user value it quotes is escaped and cut already), not cut to a value's 48.
+    convstream_core::text::quoted_up_to(text, PANIC_MESSAGE_CHARS)
 }
+
+/// The most characters of a panic's message kept in `last_error` and the logs.
+const PANIC_MESSAGE_CHARS: usize = 2000;
 
 /// Fault injection for the reliability tests: `CONVSTREAM_INJECT_PANIC=NAME:STAGE,...`
 /// makes pipeline NAME panic in STAGE (`pipeline`, `source`, `filter` or `sink`). Read once;
@@ -332,6 +339,10 @@ fn run_stages(
         when_exists: options.outputs.when_exists(settings.sink.overwrite),
         fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
         stop: StopWatch::new(options.stop.clone(), options.io_grace),
+        guard: match options.outputs {
+            OutputPolicy::Command => OutputGuard::command(),
+            OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
+        },
     };
     let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
@@ -568,7 +579,19 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{OutputPolicy, WhenExists};
+    use super::{panic_message, OutputPolicy, WhenExists};
+
+    #[test]
+    fn a_panic_message_is_kept_whole_up_to_its_bound() {
+        let message = format!(
+            "index out of bounds: the len is 3 but the index is 7 in {}",
+            "x".repeat(150)
+        );
+        let payload: Box<dyn std::any::Any + Send> = Box::new(message.clone());
+        assert_eq!(panic_message(payload.as_ref()), message);
+        let huge: Box<dyn std::any::Any + Send> = Box::new("y".repeat(100_000));
+        assert!(panic_message(huge.as_ref()).len() < 2100);
+    }
 
     #[test]
     fn an_existing_file_is_replaced_only_with_consent_and_never_by_a_restart() {

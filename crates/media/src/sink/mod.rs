@@ -24,7 +24,7 @@ use muxer::Muxer;
 use null::NullSink;
 
 pub use encoder::VideoEncoder;
-pub use output_io::{numbered, OutputIoError, StopWatch, WhenExists};
+pub use output_io::{mark_stdout_closed, numbered, FileId, OutputGuard, OutputIoError, StopWatch, WhenExists};
 
 /// How a sink opens its output, beyond its config.
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub struct OutputOptions {
     pub fragment_mp4: bool,
     /// When blocked output I/O gives up after a stop.
     pub stop: StopWatch,
+    /// Whether a link at the output's name is followed, and which files are never written.
+    pub guard: OutputGuard,
 }
 
 /// Why an output could not be opened or written. Each message holds its cause once
@@ -127,6 +129,12 @@ pub trait Sink: Send {
 
     /// Writes what is still held (the encoder's last packets, a file's trailer).
     fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error>;
+
+    /// After `finish`: the output takes its name if it replaces a file, and is checked to be
+    /// where it was named (see [`output_io::OutputIo::complete`]).
+    fn complete(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 /// Opens the output `config` asks for (see [`SinkKind::of`]) for the source's video. A
@@ -193,7 +201,7 @@ impl dyn Sink {
         let finished = self.finish(counters);
         Counters::add_time(&counters.sink_busy_ns, started.elapsed());
         match finished {
-            Ok(()) => Ok(SinkOutcome::Finished),
+            Ok(()) => self.complete().map(|()| SinkOutcome::Finished),
             Err(error) => write_error(self.url(), error),
         }
     }

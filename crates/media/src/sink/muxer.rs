@@ -118,8 +118,15 @@ impl Muxer {
             url: url.clone(),
             error,
         };
-        let mut io =
-            OutputIo::attach(&mut output, &url, &target, how.when_exists, how.stop.clone()).map_err(output_error)?;
+        let mut io = OutputIo::attach(
+            &mut output,
+            &url,
+            &target,
+            how.when_exists,
+            &how.guard,
+            how.stop.clone(),
+        )
+        .map_err(output_error)?;
         if container == "yuv4mpegpipe" {
             // FFmpeg 5.1 calls y4m's 9- to 16-bit colour spaces (C420p10 and the like)
             // unofficial and refuses them unless told; x264, dav1d and FFmpeg itself read them.
@@ -320,6 +327,13 @@ impl Sink for Muxer {
         self.video.send_eof()?;
         self.write_encoded(counters)?;
         self.output.write_trailer()
+    }
+
+    fn complete(&mut self) -> Result<(), SinkError> {
+        self.io.complete(&mut self.output).map_err(|error| SinkError::Output {
+            url: self.url.clone(),
+            error,
+        })
     }
 }
 

@@ -14,11 +14,13 @@ mod device_pictures;
 
 use device_pictures::CudaDecoding;
 mod open;
+mod pipe_input;
 mod pooled_pictures;
 mod read;
 mod replay;
 mod sequence;
 mod trim;
+mod watchdog;
 
 use ffmpeg_next as ffmpeg;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +34,7 @@ use convstream_core::host_buffers::BufferPool;
 pub use decode_state::DropOldest;
 use decode_state::{DecodeState, DrainEnd};
 use decoder::VideoDecoder;
-use open::Watchdog;
+use watchdog::Watchdog;
 
 /// Why an input could not be opened or read. Each message holds its cause once (callers
 /// print messages whole, not as chains), so no variant has a `source`.
@@ -81,6 +83,9 @@ impl SourceError {
 pub struct Source {
     decoder: VideoDecoder,
     input: ffmpeg::format::context::Input,
+    /// Our reader of a FIFO input: declared after `input`, so dropped after it.
+    #[allow(dead_code)] // held, never read: FFmpeg reads through it
+    pipe: Option<pipe_input::PipeInput>,
     /// What the interrupt callback reads; kept alive as long as `input`.
     watchdog: Arc<Watchdog>,
     video_index: usize,

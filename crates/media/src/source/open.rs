@@ -5,10 +5,12 @@
 use ffmpeg::{media, Rational};
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::pipe_input::PipeInput;
+use super::watchdog::Watchdog;
 use super::{sleep_unless_stopped, Source, SourceError, VideoDecoder};
 use crate::config::SourceConfig;
 use crate::media::{engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo};
@@ -16,54 +18,11 @@ use crate::nvdec::NvdecProbe;
 use crate::stats::Counters;
 use convstream_core::frame::PixelFormat;
 
-/// Decides when FFmpeg must give up a blocking open or read: on a stop, or (live inputs)
-/// when no data came for `idle_timeout`.
-pub(super) struct Watchdog {
-    stop: Arc<AtomicBool>,
-    started: Instant,
-    /// Microseconds after `started` past which a blocked call is interrupted; `u64::MAX`: never.
-    deadline_us: AtomicU64,
-    pub(super) idle_timeout: Option<Duration>,
-}
-
-impl Watchdog {
-    fn new(stop: Arc<AtomicBool>, config: &SourceConfig) -> Watchdog {
-        Watchdog {
-            stop,
-            started: Instant::now(),
-            deadline_us: AtomicU64::new(u64::MAX),
-            idle_timeout: config.is_live().then(|| Duration::from_secs_f64(config.idle_timeout)),
-        }
-    }
-
-    /// Starts the idle clock for the next blocking call.
-    pub(super) fn arm(&self) {
-        if let Some(timeout) = self.idle_timeout {
-            let deadline = (self.started.elapsed() + timeout).as_micros() as u64;
-            self.deadline_us.store(deadline, Ordering::Relaxed);
-        }
-    }
-
-    pub(super) fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    fn expired(&self) -> bool {
-        self.started.elapsed().as_micros() as u64 > self.deadline_us.load(Ordering::Relaxed)
-    }
-
-    /// Why a call was interrupted when it was not a stop: the input went quiet.
-    pub(super) fn idle_reason(&self) -> String {
-        let seconds = self.idle_timeout.map_or(0.0, |t| t.as_secs_f64());
-        format!("no data for {seconds} s (source.idle_timeout)")
-    }
-}
-
 extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
     // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the
     // input (and so this callback) exists.
     let watchdog = unsafe { &*(opaque as *const Watchdog) };
-    (watchdog.stopped() || watchdog.expired()) as c_int
+    watchdog.interrupted() as c_int
 }
 
 fn ffmpeg_url(url: &str) -> &str {
@@ -75,7 +34,12 @@ fn ffmpeg_url(url: &str) -> &str {
 }
 
 /// Opens the input with an interrupt callback, so that a blocked network read ends on stop.
-fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg::format::context::Input, SourceError> {
+/// A FIFO (or stdin as a pipe) is read through our own [`PipeInput`], returned with the
+/// input: it must outlive it.
+fn open_input(
+    config: &SourceConfig,
+    watchdog: &Arc<Watchdog>,
+) -> Result<(ffmpeg::format::context::Input, Option<PipeInput>), SourceError> {
     let url = &config.url;
     let open_error = |reason: String| SourceError::Open {
         url: url.clone(),
@@ -109,9 +73,15 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
             }
             None => std::ptr::null(),
         };
+        let pipe = PipeInput::open_for(url, watchdog).map_err(|e| open_error(format!("cannot open the pipe: {e}")))?;
         let mut context = avformat_alloc_context();
         if context.is_null() {
             return Err(open_error("out of memory".into()));
+        }
+        if let Some(pipe) = &pipe {
+            // Our reader, not FFmpeg's protocol: it is freed after the context (see PipeInput).
+            (*context).pb = pipe.context;
+            (*context).flags |= AVFMT_FLAG_CUSTOM_IO as c_int;
         }
         (*context).interrupt_callback = AVIOInterruptCB {
             callback: Some(interrupt_requested),
@@ -121,7 +91,7 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
             if status == AVERROR_EXIT && !watchdog.stopped() && watchdog.expired() {
                 watchdog.idle_reason()
             } else {
-                crate::ffmpeg_log::with_ffmpeg_reason(describe(status))
+                crate::ffmpeg_log::ffmpeg_reason_first(describe(status))
             }
         };
         watchdog.arm();
@@ -160,6 +130,21 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
         if status < 0 {
             return Err(open_error(interrupted(status)));
         }
+        // Sizes from the header (raw video's video_size, a y4m or container header): an
+        // absurd one is refused before a frame is read or a pool is sized for it.
+        for index in 0..(*context).nb_streams as usize {
+            let parameters = (**(*context).streams.add(index)).codecpar;
+            if parameters.is_null() || (*parameters).codec_type != AVMediaType::AVMEDIA_TYPE_VIDEO {
+                continue;
+            }
+            if let Err(reason) = frame_size_problem((*parameters).width, (*parameters).height) {
+                avformat_close_input(&mut context);
+                return Err(SourceError::Unusable {
+                    url: url.clone(),
+                    reason,
+                });
+            }
+        }
         watchdog.arm();
         crate::ffmpeg_log::clear_last_error();
         let status = avformat_find_stream_info(context, std::ptr::null_mut());
@@ -170,8 +155,28 @@ fn open_input(config: &SourceConfig, watchdog: &Arc<Watchdog>) -> Result<ffmpeg:
                 interrupted(status)
             )));
         }
-        Ok(ffmpeg::format::context::Input::wrap(context))
+        Ok((ffmpeg::format::context::Input::wrap(context), pipe))
     }
+}
+
+/// The largest frame a pipeline filters, in pixels (8192x8192: above 8K UHD). Every frame
+/// in flight, in the pool and in each lane is this big, so a 16000x16000 input would hold
+/// gigabytes before its first frame is filtered.
+pub const MAX_FRAME_PIXELS: u64 = 8192 * 8192;
+/// The longest side a frame may have (FFmpeg's own limit for most codecs).
+pub const MAX_FRAME_SIDE: u64 = 16384;
+
+/// Why a `width` x `height` video cannot be filtered, if it cannot.
+pub(crate) fn frame_size_problem(width: c_int, height: c_int) -> Result<(), String> {
+    let (w, h) = (width.max(0) as u64, height.max(0) as u64);
+    if w > MAX_FRAME_SIDE || h > MAX_FRAME_SIDE || w * h > MAX_FRAME_PIXELS {
+        return Err(format!(
+            "the video is {w}x{h} ({:.1} megapixels); frames of at most {:.1} megapixels (8192x8192) with sides up to {MAX_FRAME_SIDE} are filtered",
+            (w * h) as f64 / 1e6,
+            MAX_FRAME_PIXELS as f64 / 1e6
+        ));
+    }
+    Ok(())
 }
 
 fn describe(status: c_int) -> String {
@@ -194,7 +199,7 @@ impl Source {
     ) -> Result<Source, SourceError> {
         init();
         let watchdog = Arc::new(Watchdog::new(stop, config));
-        let input = open_input(config, &watchdog)?;
+        let (input, pipe) = open_input(config, &watchdog)?;
         let url = config.url.clone();
         // FFmpeg takes any text file (by its extension: .txt, .nfo, ...) for ANSI art and
         // "plays" it; for a video filter that is always a mistake, unless asked for by name.
@@ -300,9 +305,15 @@ impl Source {
         if info.width == 0 || info.height == 0 {
             return Err(decoder_error("the video stream has no frame size".into()));
         }
+        // The decoder's size (a stream whose header did not say it).
+        frame_size_problem(info.width as c_int, info.height as c_int).map_err(|reason| SourceError::Unusable {
+            url: url.clone(),
+            reason,
+        })?;
         Ok(Source {
             decoder,
             input,
+            pipe,
             watchdog,
             video_index,
             info,

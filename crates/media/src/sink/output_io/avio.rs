@@ -198,6 +198,14 @@ impl CustomIo {
     }
 }
 
+impl CustomIo {
+    /// The file written.
+    pub(super) fn file(&self) -> &File {
+        // SAFETY: the writer is ours and alive until Drop; only read here, on the sink's thread.
+        unsafe { &(*self.writer).file }
+    }
+}
+
 impl Drop for CustomIo {
     fn drop(&mut self) {
         // SAFETY: the context was detached from the format context before this runs

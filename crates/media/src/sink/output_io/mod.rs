@@ -59,6 +59,81 @@ pub enum OutputIoError {
     Name { path: PathBuf, error: std::io::Error },
     #[error("no free name beside {} (tried .1 to .9999)", .0.display())]
     NoFreeName(PathBuf),
+    #[error("the output {} was removed or replaced while it was written (its folder deleted?); what was written is lost", .0.display())]
+    Lost(PathBuf),
+    #[error("cannot finish the output {}: {error}", path.display())]
+    Sync { path: PathBuf, error: std::io::Error },
+    #[error("{} is the service's own config file; a pipeline never writes it (choose another sink.url)", .0.display())]
+    Protected(PathBuf),
+}
+
+/// A file by its device and inode: the same file under any name or link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub device: u64,
+    pub inode: u64,
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            device: meta.dev(),
+            inode: meta.ino(),
+        }
+    }
+
+    /// The file at `path`, links followed; `None` if there is none.
+    pub fn at(path: &std::path::Path) -> Option<FileId> {
+        std::fs::metadata(path).ok().map(|meta| FileId::of(&meta))
+    }
+}
+
+/// What an output may open. `run` follows a symlink at the output's name to its file;
+/// `serve` follows none (the link is replaced or kept, its target never written) and never
+/// writes its protected files, whatever name or link leads to them.
+#[derive(Debug, Clone)]
+pub struct OutputGuard {
+    pub follow_final_link: bool,
+    pub protected: Vec<FileId>,
+}
+
+impl OutputGuard {
+    /// `run`: links followed, nothing protected (its own checks refuse outputs that are inputs).
+    pub fn command() -> OutputGuard {
+        OutputGuard {
+            follow_final_link: true,
+            protected: Vec::new(),
+        }
+    }
+
+    /// `serve`: no link followed at the output's name, and `protected` never written.
+    pub fn service(protected: Vec<FileId>) -> OutputGuard {
+        OutputGuard {
+            follow_final_link: false,
+            protected,
+        }
+    }
+
+    /// Refuses a FIFO or device that turns out, once opened, to be a protected file.
+    fn check_opened(&self, file: &File, path: &std::path::Path) -> Result<(), OutputIoError> {
+        let meta = file.metadata().map_err(|error| OutputIoError::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        if self.protected.contains(&FileId::of(&meta)) {
+            return Err(OutputIoError::Protected(path.to_path_buf()));
+        }
+        Ok(())
+    }
+}
+
+/// Set when the process started with stdout closed (`>&-`): `-o -` then has nowhere to go.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Records that stdout was closed when the process started (see [`STDOUT_CLOSED`]).
+pub fn mark_stdout_closed() {
+    STDOUT_CLOSED.store(true, Ordering::Relaxed);
 }
 
 /// How a stop reaches blocked output I/O: once `stop` has been set for `grace`, writes
@@ -124,6 +199,7 @@ impl OutputIo {
         url: &str,
         target: &OutputTarget,
         when_exists: WhenExists,
+        guard: &OutputGuard,
         stop: StopWatch,
     ) -> Result<OutputIo, OutputIoError> {
         let mut io = OutputIo {
@@ -167,6 +243,11 @@ impl OutputIo {
                 return Ok(io);
             }
             OutputTarget::Stdout => {
+                if STDOUT_CLOSED.load(Ordering::Relaxed) {
+                    return Err(OutputIoError::Stdout(std::io::Error::other(
+                        "stdout is closed (`>&-`); redirect it to a file or a pipe, or give the output a file name",
+                    )));
+                }
                 let file = std::io::stdout().lock().as_fd_clone().map_err(OutputIoError::Stdout)?;
                 let regular = file.metadata().is_ok_and(|m| m.is_file());
                 Writer {
@@ -178,7 +259,7 @@ impl OutputIo {
             }
             OutputTarget::File(path) => {
                 // Only a FIFO is streamed here: opened by us, non-blocking.
-                let (file, streamed, staged) = open_local(path, when_exists, &io.stop)?;
+                let (file, streamed, staged) = open_local(path, when_exists, guard, &io.stop)?;
                 if staged.is_none() {
                     io.path = Some(path.clone());
                 }
@@ -203,28 +284,55 @@ impl OutputIo {
     }
 
     /// Gives a staged file its real name (after the header is written). Returns the path.
+    /// A file that replaces an existing one keeps its temporary name until
+    /// [`OutputIo::complete`]: until then the old file is whole.
     pub fn publish(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<Option<PathBuf>, OutputIoError> {
         let Some(staged) = self.staged.as_mut() else {
             return Ok(self.path.clone());
         };
-        let path = publish(staged)?;
-        staged.published = true;
-        self.renamed = path != staged.wanted;
+        let path = if staged.replaces_existing() {
+            staged.at_end = true;
+            staged.temporary().to_path_buf()
+        } else {
+            let path = publish(staged)?;
+            staged.published = true;
+            self.renamed = path != staged.wanted;
+            path
+        };
         // The muxer reopens its URL at the end for some layouts (MP4 faststart): point it
         // at the name the file has now.
-        if let Ok(name) = CString::new(path.as_os_str().as_encoded_bytes()) {
-            // SAFETY: the context's url is av_malloc'ed by FFmpeg; replaced by another.
-            unsafe {
-                let context = output.as_mut_ptr();
-                let copy = ffmpeg::ffi::av_strdup(name.as_ptr());
-                if !copy.is_null() {
-                    ffmpeg::ffi::av_free((*context).url as *mut c_void);
-                    (*context).url = copy;
-                }
-            }
+        set_url(output, &path);
+        if staged.at_end {
+            self.path = Some(staged.wanted.clone());
+            return Ok(self.path.clone());
         }
         self.path = Some(path.clone());
         Ok(Some(path))
+    }
+
+    /// After the trailer: a file that replaces another takes its name now, complete; a file
+    /// named at the start must still be there under that name. Anything else is an error,
+    /// so a run never reports success for output nobody can read.
+    pub fn complete(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<(), OutputIoError> {
+        let (Some(staged), Some(custom)) = (self.staged.as_mut(), self.custom.as_ref()) else {
+            return Ok(());
+        };
+        // SAFETY: the context's pb is ours (set in `attach`) while `custom` is attached.
+        unsafe {
+            let context = output.as_mut_ptr();
+            if (*context).pb == custom.context {
+                ffmpeg::ffi::avio_flush((*context).pb);
+            }
+        }
+        let written = custom.file().try_clone().map_err(|error| OutputIoError::Sync {
+            path: staged.wanted.clone(),
+            error,
+        })?;
+        let named = self.path.clone().unwrap_or_else(|| staged.wanted.clone());
+        let path = staged.complete(&written, &named)?;
+        set_url(output, &path);
+        self.path = Some(path);
+        Ok(())
     }
 
     /// Whether our own I/O writes this output (so `flush` reaches the file).
@@ -244,6 +352,21 @@ impl OutputIo {
                 }
             }
             drop(custom);
+        }
+    }
+}
+
+/// Points the format context's URL at `path` (the muxer may reopen it at the end).
+fn set_url(output: &mut ffmpeg::format::context::Output, path: &std::path::Path) {
+    if let Ok(name) = CString::new(path.as_os_str().as_encoded_bytes()) {
+        // SAFETY: the context's url is av_malloc'ed by FFmpeg; replaced by another.
+        unsafe {
+            let context = output.as_mut_ptr();
+            let copy = ffmpeg::ffi::av_strdup(name.as_ptr());
+            if !copy.is_null() {
+                ffmpeg::ffi::av_free((*context).url as *mut c_void);
+                (*context).url = copy;
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{OutputIoError, StopWatch};
+use super::{FileId, OutputGuard, OutputIoError, StopWatch};
 
 /// What opening does when a regular file is already at the sink's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,43 @@ pub(super) struct Staged {
     pub(super) wanted: PathBuf,
     when_exists: WhenExists,
     pub(super) published: bool,
+    /// Files this name may never be taken from (the service's config file).
+    protected: Vec<FileId>,
+    /// The staged file replaces an existing one: it takes the name only once complete (see
+    /// [`Staged::complete`]), so a crash, a kill or a full disk leaves the old file whole.
+    pub(super) at_end: bool,
+}
+
+impl Staged {
+    /// Whether the output must wait for its end to take its name: it replaces a file.
+    pub(super) fn replaces_existing(&self) -> bool {
+        self.when_exists == WhenExists::Replace && std::fs::symlink_metadata(&self.wanted).is_ok()
+    }
+
+    /// The temporary name it is written under until then.
+    pub(super) fn temporary(&self) -> &Path {
+        &self.temporary
+    }
+
+    /// At the end of a complete output: gives a file kept under its temporary name its real
+    /// one (replacing the old file in one step), or checks that the name given at the start
+    /// still is this file (not removed with its folder, nor replaced meanwhile).
+    pub(super) fn complete(&mut self, written: &File, named: &Path) -> Result<PathBuf, OutputIoError> {
+        let ours = written.metadata().map(|meta| FileId::of(&meta)).ok();
+        if self.at_end {
+            // On disk before it takes the name: a power cut cannot leave an empty file there.
+            let _ = written.sync_all();
+            let path = publish(self)?;
+            self.published = true;
+            self.at_end = false;
+            return Ok(path);
+        }
+        let now = std::fs::metadata(named).ok().map(|meta| FileId::of(&meta));
+        if ours.is_some() && now != ours {
+            return Err(OutputIoError::Lost(named.to_path_buf()));
+        }
+        Ok(named.to_path_buf())
+    }
 }
 
 impl Drop for Staged {
@@ -43,26 +80,45 @@ impl Drop for Staged {
 pub(super) fn open_local(
     path: &Path,
     when_exists: WhenExists,
+    guard: &OutputGuard,
     stop: &StopWatch,
 ) -> Result<(File, bool, Option<Staged>), OutputIoError> {
-    // Writing through a symlink writes its file, as FFmpeg does: follow it to the name to publish.
-    let wanted = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
-        _ => path.to_path_buf(),
+    // `run` writes through a symlink to its file, as FFmpeg does: follow it to the name to
+    // publish. `serve` never does: a link at the name is a name like any other (kept, or
+    // replaced by the new file itself), so no link can lead a pipeline's output to a file
+    // outside the folders it may write, or onto the service's own config file.
+    let link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let wanted = if link && guard.follow_final_link {
+        path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
     };
-    match std::fs::metadata(&wanted) {
+    let existing = if guard.follow_final_link {
+        std::fs::metadata(&wanted)
+    } else {
+        std::fs::symlink_metadata(&wanted)
+    };
+    // Opened as they are: O_NOFOLLOW keeps a link swapped in since the check from being followed.
+    let no_follow = if guard.follow_final_link { 0 } else { libc::O_NOFOLLOW };
+    match existing {
         Ok(meta) if meta.is_dir() => return Err(OutputIoError::Folder(path.to_path_buf())),
-        Ok(meta) if meta.file_type().is_fifo() => return open_fifo(&wanted, stop).map(|f| (f, true, None)),
-        Ok(meta) if !meta.is_file() => {
+        Ok(meta) if meta.file_type().is_fifo() => {
+            let file = open_fifo(&wanted, no_follow, stop)?;
+            guard.check_opened(&file, &wanted)?;
+            return Ok((file, true, None));
+        }
+        Ok(meta) if !meta.is_file() && !meta.file_type().is_symlink() => {
             // A device (/dev/null, a terminal): written as it is, blocking, without seeking;
             // nothing there to keep.
             let file = OpenOptions::new()
                 .write(true)
+                .custom_flags(no_follow)
                 .open(&wanted)
                 .map_err(|error| OutputIoError::Open {
                     path: wanted.clone(),
                     error,
                 })?;
+            guard.check_opened(&file, &wanted)?;
             return Ok((file, false, None));
         }
         Ok(_) if when_exists == WhenExists::Refuse => return Err(OutputIoError::Exists(path.to_path_buf())),
@@ -76,16 +132,28 @@ pub(super) fn open_local(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .ok_or_else(|| OutputIoError::NoFileName(path.to_path_buf()))?;
-    let temporary = folder.join(format!(".{name}.{}.partial", std::process::id()));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .open(&temporary)
-        .map_err(|error| OutputIoError::CreateTemporary {
-            folder: folder.clone(),
-            error,
-        })?;
+    // A name of its own: the PID and a number, the next one free. A file left by an earlier
+    // process with this PID (PID 1 in every container) is skipped over, not an error.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let (temporary, file) = loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temporary = folder.join(format!(".{name}.{}.{n}.partial", std::process::id()));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(&temporary)
+        {
+            Ok(file) => break (temporary, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => continue,
+            Err(error) => {
+                return Err(OutputIoError::CreateTemporary {
+                    folder: folder.clone(),
+                    error,
+                })
+            }
+        }
+    };
     Ok((
         file,
         false,
@@ -94,14 +162,20 @@ pub(super) fn open_local(
             wanted,
             when_exists,
             published: false,
+            protected: guard.protected.clone(),
+            at_end: false,
         }),
     ))
 }
 
 /// Opens a FIFO for writing without blocking on a missing reader: waits for one, stoppably.
-fn open_fifo(path: &Path, stop: &StopWatch) -> Result<File, OutputIoError> {
+fn open_fifo(path: &Path, extra_flags: i32, stop: &StopWatch) -> Result<File, OutputIoError> {
     loop {
-        match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | extra_flags)
+            .open(path)
+        {
             Ok(file) => return Ok(file),
             // ENXIO: no reader yet.
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
@@ -139,6 +213,13 @@ pub(super) fn publish(staged: &Staged) -> Result<PathBuf, OutputIoError> {
     let to = &staged.wanted;
     match staged.when_exists {
         WhenExists::Replace => {
+            // A rename replaces the name, never the file behind it; but the name itself may be
+            // the one a protected file (the config file) goes by.
+            if let Ok(existing) = std::fs::symlink_metadata(to) {
+                if staged.protected.contains(&FileId::of(&existing)) {
+                    return Err(OutputIoError::Protected(to.clone()));
+                }
+            }
             std::fs::rename(from, to).map_err(|error| OutputIoError::Name {
                 path: to.clone(),
                 error,
