@@ -153,6 +153,36 @@ impl Drop for Background {
     }
 }
 
+/// A virtual display for autovideosink: Xvfb on the first free display number from one of
+/// this process's own, ready once its socket is there (a loaded machine takes seconds).
+fn start_display() -> (String, Background) {
+    let first = 100 + std::process::id() % 800;
+    for number in first..first + 20 {
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
+        if socket.exists() {
+            continue; // another server's
+        }
+        let display = format!(":{number}");
+        let mut xvfb = Background::spawn(
+            Command::new("Xvfb")
+                .args([display.as_str(), "-screen", "0", "1280x720x24", "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if socket.exists() {
+                return (display, xvfb);
+            }
+            if xvfb.0.try_wait().is_ok_and(|status| status.is_some()) {
+                break; // the number was taken after all: the next one
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    panic!("Xvfb did not start (scripts/install-deps.sh installs xvfb)");
+}
+
 /// Where the examples run and what they are given.
 struct Stage {
     dir: tempfile::TempDir,
@@ -166,15 +196,7 @@ impl Stage {
     fn new() -> Stage {
         let dir = tempfile::tempdir().unwrap();
         let data_home = dir.path().join("data-home");
-        // A display for autovideosink: a display number of this process's own.
-        let display = format!(":{}", 100 + std::process::id() % 800);
-        let xvfb = Background::spawn(
-            Command::new("Xvfb")
-                .args([display.as_str(), "-screen", "0", "1280x720x24", "-nolisten", "tcp"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        );
-        std::thread::sleep(Duration::from_millis(700));
+        let (display, xvfb) = start_display();
         Stage {
             dir,
             data_home,
