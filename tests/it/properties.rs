@@ -239,6 +239,17 @@ proptest! {
         std::fs::write(allowed.join("in.y4m"), "x").unwrap();
         std::fs::write(masks.join("m.txt"), "1").unwrap();
         std::fs::write(root.path().join("config.toml"), "").unwrap();
+        std::fs::write(root.path().join("outside.y4m"), "x").unwrap();
+        // Links inside the allowed folder: to a file outside it, to the service's config file,
+        // to a file inside it, and one that dangles (a sink would create its target).
+        for (link, target) in [
+            ("link-out.y4m", root.path().join("outside.y4m")),
+            ("link-config.toml", root.path().join("config.toml")),
+            ("link-in.y4m", allowed.join("in.y4m")),
+            ("link-new.mkv", root.path().join("created-through-a-link.mkv")),
+        ] {
+            std::os::unix::fs::symlink(target, allowed.join(link)).unwrap();
+        }
         let server = toml::from_str(&format!(
             "mask_dir = {:?}\nallow_paths = [{:?}]\n",
             masks.display().to_string(),
@@ -255,6 +266,30 @@ proptest! {
                     let local = !url.contains("://") && url != "null";
                     prop_assert!(!local || Path::new(url).starts_with(&allowed), "{url} escaped: {body}");
                 }
+                // A local source is read as itself, after links (so inside the folder), and
+                // FFmpeg may open nothing else for it: the file protocol only, and demuxers
+                // that open no other file, whatever its bytes say.
+                let options = &pipeline.source.options;
+                let protocols = options.get("protocol_whitelist").map(String::as_str).unwrap_or("");
+                prop_assert!(!protocols.is_empty(), "no protocol whitelist: {body}");
+                let source = &pipeline.source.url;
+                if !source.contains("://") {
+                    let canonical = Path::new(source).canonicalize().unwrap_or_default();
+                    prop_assert!(canonical.starts_with(&allowed), "{source} resolves outside: {body}");
+                    prop_assert_eq!(protocols, "file");
+                    let formats = options.get("format_whitelist").map(String::as_str).unwrap_or("");
+                    for opener in ["hls", "concat", "dash", "image2", "tee", "segment"] {
+                        prop_assert!(!formats.split(',').any(|f| f == opener), "{opener} allowed for {source}");
+                    }
+                } else {
+                    prop_assert!(!protocols.split(',').any(|p| p == "file"), "{protocols} for {source}");
+                }
+                // A sink is never a link, and nothing was written through one.
+                let sink = Path::new(&pipeline.sink.url);
+                prop_assert!(
+                    !std::fs::symlink_metadata(sink).is_ok_and(|m| m.file_type().is_symlink()),
+                    "a sink through a link was taken: {body}"
+                );
                 if let convstream::config::MaskSelection::Inline(params) = &pipeline.filter.mask {
                     if let Some(file) = &params.file {
                         prop_assert!(file.starts_with(masks.canonicalize().unwrap()), "{}", file.display());
@@ -375,6 +410,19 @@ fn api_body() -> impl Strategy<Value = String> {
             "media/sub/../../x",
             "",
             "masks/m.txt",
+            "media/link-out.y4m",
+            "media/link-config.toml",
+            "media/link-in.y4m",
+            "media/link-new.mkv",
+            "media/out.m3u8",
+            "media/out.yuv",
+            "rtsp://user:secret@127.0.0.1:8554/cam",
+            "http://127.0.0.1:9/list.m3u8",
+            "hls+http://127.0.0.1:9/list.m3u8",
+            "crypto:media/in.y4m",
+            "data:video/x-raw;base64,AAAA",
+            "tcp://127.0.0.1:9",
+            "srt://127.0.0.1:9",
         ])
         .prop_map(str::to_string),
         text(30),
@@ -392,7 +440,7 @@ fn api_body() -> impl Strategy<Value = String> {
         .prop_map(|f| format!(r#"{{"file": {}}}"#, json_string(f))),
         Just(r#"{"matrix": [[1, 2, 1]]}"#.to_string()),
     ];
-    (url.clone(), url, mask, proptest::option::of(select(vec!["tee", "mpegts", "lavfi", "Concat"])))
+    (url.clone(), url, mask, proptest::option::of(select(vec!["tee", "mpegts", "lavfi", "Concat", "hls", "rawvideo"])))
         .prop_map(|(source, sink, mask, format)| {
             let format = format.map(|f| format!(r#", "format": {}"#, json_string(f))).unwrap_or_default();
             format!(
