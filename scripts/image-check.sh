@@ -18,12 +18,15 @@
 #          file plays (ffprobe on the host decodes it) and holds as many frames as serve said
 #          it wrote;
 #        - `convstream demo --device cpu` works in the container, and its .mp4 is H.264 (OpenH264);
-#        - `convstream doctor` says plainly that there is no GPU.
+#        - `convstream doctor` says plainly that there is no GPU;
+#        - deploy/k8s played with `podman kube play` (ConfigMap, PersistentVolumeClaim,
+#          Deployment): the pod gets ready, writes what a UDP sender sends, and drains on stop.
 #   4. Prints the image's size and one line per check (ok / FAIL), and exits non-zero if any
 #      check failed. A step that cannot run on this machine is a failure that says why, never a
 #      skip.
 #
-# Needs root (or sudo), podman, runc, debootstrap (for the local base), curl and ffprobe; CI
+# Needs root (or sudo), podman, runc, catatonit (kube play's pause image), debootstrap (for the
+# local base), curl and ffprobe; CI
 # installs them (.ci/run). Containers run with --runtime runc --cgroup-manager=cgroupfs and
 # explicit nofile/nproc limits: crun refuses hosts with hybrid cgroups, and Podman's default
 # limits can exceed a host's hard limits.
@@ -451,6 +454,78 @@ else
     cat "$work/run-live.err"
     fail "live: podman run of the image with its baked config failed"
 fi
+
+# ---------------------------------------------------------------------------------------------
+log "deploy/k8s played with podman kube play: ready, serving, drained"
+# The manifests as kustomization.yaml lists them (its only transformation, the image name, is
+# applied here: the image built above), played as Kubernetes would run them: the ConfigMap
+# mounted at /etc/convstream, the PersistentVolumeClaim at /data/out, the Deployment's security
+# context, ports and grace period. One change for a host without a GPU: the pipeline's
+# device = "cuda" becomes "cpu". Ready (/readyz), serving (frames sent over UDP written), and
+# drained (the pod stopped with the Deployment's grace: exit 0, every written frame readable).
+kube="$work/kube"
+mkdir -p "$kube"
+for resource in $(awk '/^resources:/{f=1; next} f && /^  - /{print $2} f && !/^  - /{f=0}' deploy/k8s/kustomization.yaml); do
+    cat "deploy/k8s/$resource"
+    printf '\n---\n'
+done | sed -e "s|image: convstream:latest|image: $image|" -e 's|device = "cuda"|device = "cpu"|' >"$kube/deploy.yaml"
+# Podman's default limits can exceed the host's hard ones; kube play has no --ulimit.
+printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n' >"$kube/containers.conf"
+kube_() { (cd "$kube" && as_root env CONTAINERS_CONF="$kube/containers.conf" podman --runtime runc --cgroup-manager=cgroupfs kube "$@"); }
+kube_pod=""
+if kube_ play deploy.yaml >"$kube/play.log" 2>&1; then
+    kube_pod=$(podman_ pod ps --format '{{.Name}}' --filter name=convstream | head -n 1 || true)
+    kube_name=$(podman_ ps -a --format '{{.Names}}' --filter pod="$kube_pod" | grep -- '-convstream$' | head -n 1 || true)
+    kube_ip=$(podman_ inspect "$kube_name" --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' 2>/dev/null || true)
+    kube_api() { curl -s -m 5 "http://$kube_ip:8686$1" || true; }
+    ready=""
+    for _ in $(seq 1 120); do
+        ready=$(kube_api /readyz)
+        [[ $(jq -r '.ready' <<<"$ready" 2>/dev/null) == true ]] && break
+        sleep 0.5
+    done
+    if [[ $(jq -r '.ready' <<<"$ready" 2>/dev/null) == true ]]; then
+        ok "kube: pod $kube_pod ready at $kube_ip: $ready"
+    else
+        podman_ logs "$kube_name" 2>&1 | tail -n 20 || true
+        fail "kube: pod ${kube_pod:-none} not ready within 60 s: ${ready:-no answer}"
+    fi
+    ffmpeg -hide_banner -loglevel error -re -t 6 -i "$work/in/sample.mp4" -c copy -bsf:v dump_extra \
+        -f mpegts "udp://$kube_ip:5000?pkt_size=1316" &
+    sender=$!
+    kube_written=0
+    for _ in $(seq 1 24); do
+        sleep 0.5
+        kube_written=$(kube_api /pipelines/cam1 | jq -r '.counters.frames_written // 0' 2>/dev/null || echo 0)
+        ((kube_written >= 25)) && break
+    done
+    kill "$sender" 2>/dev/null || true
+    wait "$sender" 2>/dev/null || true
+    if ((kube_written > 0)); then
+        ok "kube: serving, $kube_written frames written to the claim's volume"
+    else
+        kube_api /pipelines/cam1 | head -c 600
+        fail "kube: no frame written from the UDP sender"
+    fi
+    grace=$(awk '/terminationGracePeriodSeconds:/{print $2; exit}' deploy/k8s/deployment.yaml)
+    podman_ pod stop -t "${grace:-30}" "$kube_pod" >/dev/null 2>&1 || true
+    kube_exit=$(podman_ inspect "$kube_name" --format '{{.State.ExitCode}}' 2>/dev/null || true)
+    podman_ logs "$kube_name" >"$kube/pod.log" 2>&1 || true
+    volume=$(podman_ volume inspect convstream-output --format '{{.Mountpoint}}' 2>/dev/null || true)
+    kube_frames=$(as_root ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+        -of csv=p=0 "$volume/cam1.ts" 2>/dev/null | awk 'NF' | head -n 1 || true)
+    if [[ $kube_exit == 0 ]] && grep -q "outputs finalised" "$kube/pod.log" && [[ -n $kube_frames ]] && ((kube_frames >= kube_written)); then
+        ok "kube: drained on stop (exit 0, outputs finalised), cam1.ts holds $kube_frames frames"
+    else
+        tail -n 10 "$kube/pod.log" || true
+        fail "kube: stop gave exit ${kube_exit:-none}, cam1.ts holds ${kube_frames:-no} frames of $kube_written"
+    fi
+else
+    cat "$kube/play.log"
+    fail "kube: podman kube play of deploy/k8s failed"
+fi
+kube_ down deploy.yaml >/dev/null 2>&1 || true
+podman_ volume rm -f convstream-output >/dev/null 2>&1 || true
 
 summary
 exit $((failed > 0))
