@@ -228,9 +228,19 @@ build_ffmpeg() {
 # cached library prefix is untouched.
 filters=(null nullsink anull anullsink format aformat scale gblur convolution copy setpts aresample split trim atrim)
 
-build_ffmpeg_cli() {
+# Fetches Debian's FFmpeg source (with its patches) into DIR/src, a fresh DIR, and enters it.
+fetch_source_into() {
+    local dir="$1"
     ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
+    log "fetching Debian's FFmpeg source into $dir"
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    apt-get source --download-only ffmpeg
+    dpkg-source --no-check -x "$(ls ffmpeg_*.dsc | sort -V | tail -n 1)" src >/dev/null
+    cd src
+}
+
+build_ffmpeg_cli() {
     local dir="$workdir-cli" dist="$repo_root/dist/portable" arg args=()
     for arg in "${configure_args[@]}"; do
         case "$arg" in
@@ -240,11 +250,7 @@ build_ffmpeg_cli() {
             *) args+=("$arg") ;;
         esac
     done
-    log "fetching Debian's FFmpeg source into $dir"
-    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
-    apt-get source --download-only ffmpeg
-    dpkg-source --no-check -x "$(ls ffmpeg_*.dsc | sort -V | tail -n 1)" src >/dev/null
-    cd src
+    fetch_source_into "$dir"
     local started=$SECONDS
     ./configure "${args[@]}"
     make -j"$jobs" ffmpeg
@@ -258,8 +264,6 @@ build_ffmpeg_cli() {
 # The static build's components as shared libraries with Debian's sonames, plus an empty
 # libavfilter (gst-libav links it), for GStreamer's libav plugin on a GPU host.
 build_ffmpeg_shared() {
-    ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
-    ensure_deb_src
     local dir="$workdir-shared" dist="$repo_root/dist/ffmpeg-shared" arg args=()
     for arg in "${configure_args[@]}"; do
         case "$arg" in
@@ -271,11 +275,7 @@ build_ffmpeg_shared() {
             *) args+=("$arg") ;;
         esac
     done
-    log "fetching Debian's FFmpeg source into $dir"
-    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
-    apt-get source --download-only ffmpeg
-    dpkg-source --no-check -x "$(ls ffmpeg_*.dsc | sort -V | tail -n 1)" src >/dev/null
-    cd src
+    fetch_source_into "$dir"
     local started=$SECONDS
     ./configure "${args[@]}"
     make -j"$jobs"

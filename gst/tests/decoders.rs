@@ -40,6 +40,18 @@ struct Decoder {
     chain: &'static str,
 }
 
+/// One VP9 clip for both VP9 decoders (libvpx's and FFmpeg's).
+const VP9_ENCODE: &[&str] = &[
+    "-c:v",
+    "libvpx-vp9",
+    "-deadline",
+    "realtime",
+    "-cpu-used",
+    "8",
+    "-g",
+    "12",
+];
+
 const DECODERS: &[Decoder] = &[
     Decoder {
         name: "avdec_h264",
@@ -93,31 +105,13 @@ const DECODERS: &[Decoder] = &[
     },
     Decoder {
         name: "avdec_vp9",
-        encode: &[
-            "-c:v",
-            "libvpx-vp9",
-            "-deadline",
-            "realtime",
-            "-cpu-used",
-            "8",
-            "-g",
-            "12",
-        ],
+        encode: VP9_ENCODE,
         extension: "webm",
         chain: "matroskademux ! avdec_vp9",
     },
     Decoder {
         name: "vp9dec",
-        encode: &[
-            "-c:v",
-            "libvpx-vp9",
-            "-deadline",
-            "realtime",
-            "-cpu-used",
-            "8",
-            "-g",
-            "12",
-        ],
+        encode: VP9_ENCODE,
         extension: "webm",
         chain: "matroskademux ! vp9dec",
     },

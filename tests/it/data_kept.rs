@@ -122,14 +122,7 @@ fn realtime_config(sink: &str, overwrite: bool) -> String {
 
 fn spawn_run(root: &std::path::Path, config: &str) -> std::process::Child {
     std::fs::write(root.join("rt.toml"), config).unwrap();
-    convstream()
-        .args(["run", "--config", "rt.toml", "--no-progress"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    common::spawn_in(root, &["run", "--config", "rt.toml", "--no-progress"])
 }
 
 #[test]

@@ -58,14 +58,7 @@ fn terminate_after(mut child: Child, after: Duration, limit: Duration) -> (Durat
 }
 
 fn run_from(dir: &Path, input: &str) -> Child {
-    convstream()
-        .args(["run", "-i", input, "-o", "out.y4m", "--device", "cpu"])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    common::spawn_in(dir, &["run", "-i", input, "-o", "out.y4m", "--device", "cpu"])
 }
 
 #[test]

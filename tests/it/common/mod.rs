@@ -17,6 +17,19 @@ pub fn convstream() -> Command {
     command
 }
 
+/// `convstream ARGS` started in `dir` with no stdin and its stderr piped, for tests that
+/// signal or wait on it while it runs.
+pub fn spawn_in(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    convstream()
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the convstream binary starts")
+}
+
 /// A finished run of the binary, with its output as text.
 pub struct Run {
     pub code: Option<i32>,
