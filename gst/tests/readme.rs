@@ -504,21 +504,43 @@ fn check_rtsp_relay(stage: &Stage, example: &Example, root: &Path) {
             .stdout(Stdio::null()),
     );
     let relay = Background::spawn(stage.command(&example.script).current_dir(root).stdout(Stdio::null()));
-    std::thread::sleep(Duration::from_secs(2));
-    let client = stage
-        .command(
-            "timeout -k 5 60 gst-launch-1.0 -q rtspsrc location=rtsp://127.0.0.1:8554/sharpened latency=100 ! \
-             rtph264depay ! h264parse ! avdec_h264 ! video/x-raw,width=320,height=240 ! fakesink num-buffers=50",
-        )
-        .output()
-        .unwrap();
-    assert!(
-        client.status.success(),
-        "README.md line {}: no frames from the relayed stream: {}",
-        example.line,
-        String::from_utf8_lossy(&client.stderr)
+    // Both servers listening (a first run scans GStreamer's plugins, seconds on a loaded
+    // machine); a relay's media is made when the first client comes, connecting to the
+    // camera then, so a client that comes too early is tried again.
+    wait_for_port(8555, Duration::from_secs(60));
+    wait_for_port(8554, Duration::from_secs(60));
+    let mut errors = String::new();
+    for _attempt in 0..3 {
+        let client = stage
+            .command(
+                "timeout -k 5 60 gst-launch-1.0 -q rtspsrc location=rtsp://127.0.0.1:8554/sharpened latency=100 ! \
+                 rtph264depay ! h264parse ! avdec_h264 ! video/x-raw,width=320,height=240 ! fakesink num-buffers=50",
+            )
+            .output()
+            .unwrap();
+        if client.status.success() {
+            drop((relay, camera));
+            return;
+        }
+        errors.push_str(&String::from_utf8_lossy(&client.stderr));
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    panic!(
+        "README.md line {}: no frames from the relayed stream in 3 tries: {errors}",
+        example.line
     );
-    drop((relay, camera));
+}
+
+/// Waits until something listens on 127.0.0.1:`port`, or panics after `limit`.
+fn wait_for_port(port: u16, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("nothing listens on 127.0.0.1:{port} after {limit:?}");
 }
 
 /// `serve` as the curl examples assume it: pipeline `cam1` running (fed by a UDP sender) and
