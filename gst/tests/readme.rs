@@ -10,7 +10,7 @@
 //! know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
 //! config/ must pass `convstream check`.
 //!
-//! One test file at some length (about 640 lines): reading the README's examples and the
+//! One test file at some length (about 730 lines): reading the README's examples and the
 //! stage they run on (clips, servers, a display) are one harness.
 
 mod common;
@@ -153,34 +153,81 @@ impl Drop for Background {
     }
 }
 
-/// A virtual display for autovideosink: Xvfb on the first free display number from one of
-/// this process's own, ready once its socket is there (a loaded machine takes seconds).
+/// A virtual display for autovideosink: Xvfb on a display number no other server holds (no
+/// socket, no lock file, no abstract socket in this network namespace, which a client tries
+/// first and which may belong to a server this machine's file system does not show), ready
+/// once a real X client has drawn on it (a loaded machine takes seconds).
 fn start_display() -> (String, Background) {
     let first = 100 + std::process::id() % 800;
+    let mut tried = Vec::new();
     for number in first..first + 20 {
-        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
-        if socket.exists() {
-            continue; // another server's
+        if display_taken(number) {
+            continue;
         }
         let display = format!(":{number}");
+        let log = std::env::temp_dir().join(format!("convstream-xvfb-{number}.log"));
         let mut xvfb = Background::spawn(
             Command::new("Xvfb")
                 .args([display.as_str(), "-screen", "0", "1280x720x24", "-nolisten", "tcp"])
                 .stdout(Stdio::null())
-                .stderr(Stdio::null()),
+                .stderr(std::fs::File::create(&log).unwrap()),
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if socket.exists() {
-                return (display, xvfb);
+        match display_ready(&display, &mut xvfb) {
+            Ok(()) => return (display, xvfb),
+            Err(why) => {
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                tried.push(format!("{display}: {why}; Xvfb said: {}", said.trim()));
             }
-            if xvfb.0.try_wait().is_ok_and(|status| status.is_some()) {
-                break; // the number was taken after all: the next one
-            }
-            std::thread::sleep(Duration::from_millis(100));
         }
     }
-    panic!("Xvfb did not start (scripts/install-deps.sh installs xvfb)");
+    panic!(
+        "no virtual display could be started (scripts/install-deps.sh installs xvfb):\n{}",
+        tried.join("\n")
+    );
+}
+
+/// Whether another X server holds display `number`.
+fn display_taken(number: u32) -> bool {
+    let socket = format!("/tmp/.X11-unix/X{number}");
+    let abstract_sockets = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    Path::new(&socket).exists()
+        || Path::new(&format!("/tmp/.X{number}-lock")).exists()
+        || abstract_sockets
+            .lines()
+            .any(|line| line.ends_with(&format!(" @{socket}")))
+}
+
+/// Waits for `xvfb`'s socket, then draws one frame on `display` with `ximagesink` (what
+/// `autovideosink` picks), the way the examples will.
+fn display_ready(display: &str, xvfb: &mut Background) -> Result<(), String> {
+    let number = display.trim_start_matches(':');
+    let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        if xvfb.0.try_wait().is_ok_and(|status| status.is_some()) {
+            return Err("Xvfb exited".into());
+        }
+        if Instant::now() > deadline {
+            return Err("no socket after 20 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _attempt in 0..3 {
+        if xvfb.0.try_wait().is_ok_and(|status| status.is_some()) {
+            return Err("Xvfb exited".into());
+        }
+        let probe = Command::new("timeout")
+            .args(["-k", "5", "20", "gst-launch-1.0", "-q", "videotestsrc", "num-buffers=1"])
+            .args(["!", "ximagesink"])
+            .env("DISPLAY", display)
+            .output()
+            .unwrap();
+        if probe.status.success() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    Err("ximagesink could not draw on it".into())
 }
 
 /// Where the examples run and what they are given.
