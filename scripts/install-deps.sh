@@ -5,7 +5,8 @@
 # GStreamer's own decoders and encoders (libav, -bad, -ugly) that the element is tested behind and
 # in front of, what the README's examples use (an X display for autovideosink, gst-rtsp-server's
 # Python bindings for examples/rtsp-serve.py, curl), valgrind for the element's memory check,
-# clang for the FFmpeg bindings, and NVRTC from PyPI so kernels can be compiled without a GPU.
+# clang for the FFmpeg bindings, NVRTC from PyPI so kernels can be compiled without a GPU, and
+# OpenCV from PyPI (opencv-python-headless), the peer the mask conventions are checked against.
 # Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
 set -euo pipefail
 
@@ -34,5 +35,11 @@ if ! nvrtc_dir >/dev/null; then
     echo "installing nvidia-cuda-nvrtc-cu12 (NVRTC) from PyPI" >&2
     python3 -m pip install -q nvidia-cuda-nvrtc-cu12 >&2 || python3 -m pip install -q --break-system-packages nvidia-cuda-nvrtc-cu12 >&2 \
         || echo "warning: NVRTC could not be installed; kernel compilation tests will be skipped" >&2
+fi
+# OpenCV and NumPy for tests/peers/opencv_filter.py.
+if ! python3 -c 'import cv2, numpy' 2>/dev/null; then
+    echo "installing opencv-python-headless from PyPI" >&2
+    python3 -m pip install -q opencv-python-headless numpy >&2 \
+        || python3 -m pip install -q --break-system-packages opencv-python-headless numpy >&2
 fi
 nvrtc_dir || true

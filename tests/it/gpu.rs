@@ -300,7 +300,9 @@ fn gpu_parity_at_high_bit_depths() {
             }
         }
     }
-    // Presets whose results leave the range at both ends, gradient magnitudes and biases.
+    // Presets whose results leave the range at both ends, gradient magnitudes and biases;
+    // masks as FFmpeg and OpenCV take them (correlation, a divisor, OpenCV's Gaussian taps,
+    // fixed and computed) and motion blur at an angle.
     for spec in [
         "sharpen:amount=3",
         "edge",
@@ -308,6 +310,16 @@ fn gpu_parity_at_high_bit_depths() {
         "prewitt:divisor=2",
         "emboss",
         "neutral",
+        "emboss:mode=correlate",
+        "sobel:mode=correlate",
+        "sobel-x:mode=correlate",
+        "custom:matrix=[[0,0,0],[0,0,1],[0,0,0]],mode=correlate",
+        "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],mode=correlate,divisor=16",
+        "custom:matrix=[[1,2,3,4,5],[0,1,0,1,0],[2,2,2,2,2]],mode=correlate,divisor=7,bias=3",
+        "gaussian:size=9",
+        "gaussian:size=31",
+        "gaussian:size=11,sigma=2.5,mode=correlate",
+        "motion-blur:size=15,angle=30,mode=correlate",
     ] {
         let filter = FilterSpec {
             mask: Mask::from_spec(spec).unwrap(),

@@ -20,6 +20,7 @@ mod depth;
 mod flags;
 mod gpu;
 mod outputs;
+mod peers;
 mod properties;
 mod runaways;
 mod serve;

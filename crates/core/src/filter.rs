@@ -9,20 +9,32 @@ use crate::format::{PixelFormat, PixelLayout};
 use crate::mask::Mask;
 
 /// How samples outside the plane are taken, with SciPy's names and meanings
-/// (`scipy.ndimage.convolve(mode=..., cval=0)`), for a row `a b c d`.
+/// (`scipy.ndimage.convolve(mode=..., cval=0)`), for a row `a b c d`. Other tools' names for
+/// the same meaning are accepted too: OpenCV's `replicate` and `reflect_101`, NumPy's `edge`
+/// and `symmetric`, `clamp`, `zero`, `periodic` (OpenCV's `reflect` is SciPy's, the same here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum BorderMode {
     /// `0 0 0 | a b c d | 0 0 0`
+    #[serde(alias = "zero", alias = "zeros")]
+    #[value(alias = "zero", alias = "zeros")]
     Constant,
     /// `a a a | a b c d | d d d`
+    #[serde(alias = "replicate", alias = "edge", alias = "clamp")]
+    #[value(alias = "replicate", alias = "edge", alias = "clamp")]
     Nearest,
     /// `c b a | a b c d | d c b` (half-sample symmetric)
     #[default]
+    #[serde(alias = "symmetric")]
+    #[value(alias = "symmetric")]
     Reflect,
     /// `d c b | a b c d | c b a` (whole-sample symmetric)
+    #[serde(alias = "reflect_101", alias = "reflect101", alias = "reflect-101")]
+    #[value(alias = "reflect_101", alias = "reflect101", alias = "reflect-101")]
     Mirror,
     /// `b c d | a b c d | a b c`
+    #[serde(alias = "periodic", alias = "circular")]
+    #[value(alias = "periodic", alias = "circular")]
     Wrap,
 }
 
@@ -70,6 +82,18 @@ impl BorderMode {
             BorderMode::Wrap => index.rem_euclid(n),
         };
         Some(mapped as usize)
+    }
+
+    /// The name this mode has in other tools that means the same (`cv2.BORDER_*` first),
+    /// for help texts and the README's table.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            BorderMode::Constant => &["zero", "zeros"],
+            BorderMode::Nearest => &["replicate", "edge", "clamp"],
+            BorderMode::Reflect => &["symmetric"],
+            BorderMode::Mirror => &["reflect_101", "reflect101", "reflect-101"],
+            BorderMode::Wrap => &["periodic", "circular"],
+        }
     }
 
     pub fn name(self) -> &'static str {
@@ -230,8 +254,33 @@ impl FilterSpec {
     }
 
     /// One-line warnings about what this filter does to `format` frames that is likely not
-    /// what was meant: a zero-sum mask without a bias on chroma turns the picture green.
+    /// what was meant: a mask's own (a custom matrix that changes brightness), and a zero-sum
+    /// mask without a bias on chroma, which turns the picture green.
     pub fn warnings(&self, format: PixelFormat) -> Vec<String> {
+        let mut warnings = self.mask_warnings();
+        warnings.extend(self.chroma_warning(format));
+        warnings
+    }
+
+    /// Each mask's own warnings, once per mask, prefixed with where it is used.
+    pub fn mask_warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .mask
+            .warnings()
+            .iter()
+            .map(|w| format!("mask `{}`: {w}", self.mask.description()))
+            .collect();
+        for (plane, mask) in &self.plane_masks {
+            warnings.extend(
+                mask.warnings()
+                    .iter()
+                    .map(|w| format!("plane mask {plane} `{}`: {w}", mask.description())),
+            );
+        }
+        warnings
+    }
+
+    fn chroma_warning(&self, format: PixelFormat) -> Vec<String> {
         let planes = format.plane_shapes(2, 2).len();
         let mut flat: Vec<(&str, &str)> = Vec::new();
         for index in 0..planes {

@@ -10,7 +10,7 @@
 mod params;
 mod presets;
 
-pub use params::{MaskParams, SPEC_KEYS};
+pub use params::{MaskMode, MaskParams, SPEC_KEYS};
 pub use presets::{Preset, PRESETS};
 
 use std::fmt;
@@ -24,7 +24,7 @@ pub const MAX_SIDE: usize = 63;
 pub const MAX_MASK_FILE_BYTES: u64 = 256 * 1024;
 
 /// Universal keys every mask accepts.
-const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias"];
+const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias", "mode"];
 
 /// Relative tolerance of the numerical rank-one test.
 const SEPARABLE_TOLERANCE: f32 = 1e-6;
@@ -153,6 +153,8 @@ pub struct Mask {
     second: Option<Vec<f32>>,
     /// The SPEC it came from, for logs and `masks show`.
     description: String,
+    /// What is legal but probably not meant (a custom matrix that brightens the picture).
+    warnings: Vec<String>,
 }
 
 impl Mask {
@@ -197,6 +199,17 @@ impl Mask {
         let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
             return Err(errors);
         };
+        let warnings = if preset.name == "custom" {
+            custom_sum_warning(params, &raw).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        let raw = match params.mode.unwrap_or_default() {
+            MaskMode::Convolve => raw,
+            // Stored in convolution orientation: a matrix meant as correlation taps is the
+            // same matrix turned half way.
+            MaskMode::Correlate => raw.turned_half_way(),
+        };
         let height = raw.rows.len();
         let width = raw.rows[0].len();
         let coefficients: Vec<f32> = raw.rows.iter().flatten().map(|v| (v * scale) as f32).collect();
@@ -230,6 +243,7 @@ impl Mask {
             factors,
             second,
             description,
+            warnings,
         })
     }
 
@@ -255,6 +269,7 @@ impl Mask {
             factors,
             second: None,
             description: format!("custom:matrix={height}x{width}"),
+            warnings: Vec::new(),
         }
     }
 
@@ -286,6 +301,11 @@ impl Mask {
     }
     pub fn description(&self) -> &str {
         &self.description
+    }
+
+    /// What the mask does that is legal but probably not meant, with the fix.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The same mask described differently (a named mask shows its name in logs).
@@ -456,6 +476,27 @@ fn read_mask_file(path: &Path) -> Result<String, String> {
         return Err(too_large());
     }
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text; a mask file is a text file of numbers".to_string())
+}
+
+/// A custom matrix applied as written (no divisor, no normalize) whose sum is neither 0
+/// (an edge detector) nor 1 (keeps brightness) scales the picture's brightness by its sum:
+/// FFmpeg's `convolution` filter would divide by the sum, so a kernel ported from there
+/// comes out too bright (or dark) without a word.
+fn custom_sum_warning(params: &MaskParams, raw: &presets::RawMask) -> Option<String> {
+    if params.divisor.is_some() || params.normalize.is_some() {
+        return None;
+    }
+    let sum: f64 = raw.rows.iter().flatten().sum();
+    let magnitude: f64 = raw.rows.iter().flatten().map(|v| v.abs()).sum();
+    let near = |target: f64| (sum - target).abs() <= 1e-6 * magnitude.max(1.0);
+    if near(0.0) || near(1.0) {
+        return None;
+    }
+    Some(format!(
+        "the custom matrix sums to {sum}, so it scales brightness by {sum}; \
+         add divisor={sum} (or normalize=true) to keep brightness as FFmpeg's convolution filter does, \
+         or divisor=1 to keep the matrix as it is and silence this warning"
+    ))
 }
 
 /// The factor coefficients are multiplied by: 1/divisor, 1/sum with normalize, else 1.

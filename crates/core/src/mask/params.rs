@@ -26,6 +26,43 @@ pub struct MaskParams {
     pub divisor: Option<f64>,
     pub normalize: Option<bool>,
     pub bias: Option<f64>,
+    /// How the matrix as written is slid over the picture (default `convolve`).
+    pub mode: Option<MaskMode>,
+}
+
+/// How a matrix as written is applied.
+///
+/// `convolve` flips it first (SciPy's `ndimage.convolve`, the textbook convolution);
+/// `correlate` slides it as written, the top-left value weighing the top-left neighbour
+/// (FFmpeg's `convolution` filter, OpenCV's `filter2D`, SciPy's `ndimage.correlate`).
+/// The two differ only for masks that are not symmetric (shifts, gradients, emboss,
+/// motion blur at an angle).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MaskMode {
+    #[default]
+    Convolve,
+    Correlate,
+}
+
+impl MaskMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            MaskMode::Convolve => "convolve",
+            MaskMode::Correlate => "correlate",
+        }
+    }
+}
+
+impl std::str::FromStr for MaskMode {
+    type Err = ();
+    fn from_str(text: &str) -> Result<MaskMode, ()> {
+        match text {
+            "convolve" | "convolution" => Ok(MaskMode::Convolve),
+            "correlate" | "correlation" => Ok(MaskMode::Correlate),
+            _ => Err(()),
+        }
+    }
 }
 
 /// Keys suggested for an unknown SPEC key (`matrix` is accepted too, in brackets).
@@ -41,6 +78,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "divisor",
     "normalize",
     "bias",
+    "mode",
 ];
 
 impl MaskParams {
@@ -72,6 +110,7 @@ impl MaskParams {
         push(self.divisor.is_some(), "divisor");
         push(self.normalize.is_some(), "normalize");
         push(self.bias.is_some(), "bias");
+        push(self.mode.is_some(), "mode");
         keys
     }
 
@@ -138,6 +177,7 @@ impl MaskParams {
             "divisor" => self.divisor = Some(num(key, value, REAL)?),
             "normalize" => self.normalize = Some(num(key, value, "true or false")?),
             "bias" => self.bias = Some(num(key, value, REAL)?),
+            "mode" => self.mode = Some(num(key, value, "convolve or correlate")?),
             _ => {
                 return Err(MaskError::UnknownKey {
                     key: crate::text::quoted(key),
@@ -230,6 +270,7 @@ impl fmt::Display for MaskParams {
         add("divisor", self.divisor.map(|v| v.to_string()));
         add("normalize", self.normalize.map(|v| v.to_string()));
         add("bias", self.bias.map(|v| v.to_string()));
+        add("mode", self.mode.map(|v| v.name().to_string()));
         if !parts.is_empty() {
             write!(f, ":{}", parts.join(","))?;
         }

@@ -16,7 +16,7 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset { name: "identity", keys: &["size"], summary: "copies the plane (size: odd, default 1)" },
     Preset { name: "box", keys: &["size", "width", "height"], summary: "mean of a size x size (or width x height) window, default 3; separable" },
-    Preset { name: "gaussian", keys: &["size", "sigma"], summary: "Gaussian blur; size default from sigma (2*ceil(3*sigma)+1) or 5; sigma default from size as OpenCV does; separable" },
+    Preset { name: "gaussian", keys: &["size", "sigma"], summary: "Gaussian blur, the coefficients of cv2.getGaussianKernel; size default from sigma (2*ceil(3*sigma)+1) or 5; without sigma, OpenCV's fixed taps up to size 7 and its sigma from size beyond; separable" },
     Preset { name: "sharpen", keys: &["amount"], summary: "3x3 sharpen: identity - amount * (4-neighbour Laplacian), amount default 1" },
     Preset { name: "unsharp", keys: &["size", "sigma", "amount"], summary: "unsharp mask: (1+amount)*identity - amount*gaussian(size, sigma); size 5, amount 1 by default" },
     Preset { name: "laplacian", keys: &["neighbours"], summary: "3x3 Laplacian, neighbours 4 (default) or 8" },
@@ -27,7 +27,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "prewitt-x", keys: &[], summary: "3x3 Prewitt, horizontal gradient; separable" },
     Preset { name: "prewitt-y", keys: &[], summary: "3x3 Prewitt, vertical gradient; separable" },
     Preset { name: "emboss", keys: &[], summary: "3x3 emboss (sums to 1, keeps brightness)" },
-    Preset { name: "motion-blur", keys: &["size", "angle"], summary: "line of length size (default 9) at angle degrees (default 0, counter-clockwise from horizontal)" },
+    Preset { name: "motion-blur", keys: &["size", "angle"], summary: "line of size taps (default 9) through the centre at angle degrees (default 0, counter-clockwise from horizontal), each 1/size" },
     Preset { name: "edge", keys: &["size", "sigma"], summary: "Laplacian of Gaussian edge detector, zero-sum, positive lobe sums to 1; size 9, sigma 1.4 by default" },
     Preset { name: "neutral", keys: &[], summary: "mid-grey: every sample becomes 128 (a 1x1 zero mask, bias 128 unless given); for chroma, a grey-scale picture" },
     Preset { name: "custom", keys: &["matrix", "file"], summary: "your own matrix: inline `matrix = [[..],..]` or a text `file` (rows per line, numbers split by spaces or commas, # comments)" },
@@ -59,6 +59,24 @@ impl RawMask {
             rows: x,
             factors: None,
             second: Some(y),
+        }
+    }
+
+    /// The same mask turned by 180 degrees (a convolution's matrix as correlation taps, or
+    /// back): rows and columns both reversed, factors and second matrix alike.
+    pub fn turned_half_way(self) -> Self {
+        let turn = |rows: Vec<Vec<f64>>| -> Vec<Vec<f64>> {
+            rows.into_iter()
+                .rev()
+                .map(|row| row.into_iter().rev().collect())
+                .collect()
+        };
+        RawMask {
+            rows: turn(self.rows),
+            factors: self
+                .factors
+                .map(|(col, row)| (col.into_iter().rev().collect(), row.into_iter().rev().collect())),
+            second: self.second.map(turn),
         }
     }
 
@@ -112,12 +130,36 @@ fn check_finite(key: &str, value: f64, errors: &mut Vec<MaskError>) -> f64 {
     value
 }
 
-/// Normalised 1D Gaussian of `size` taps.
-fn gaussian_1d(size: usize, sigma: f64) -> Vec<f64> {
-    let c = (size / 2) as f64;
-    let taps: Vec<f64> = (0..size)
-        .map(|i| (-((i as f64 - c).powi(2)) / (2.0 * sigma * sigma)).exp())
-        .collect();
+/// OpenCV's fixed Gaussians for 1 to 9 taps, which `cv2.getGaussianKernel` (and so
+/// `cv2.GaussianBlur`) takes when no sigma is given.
+const SMALL_GAUSSIANS: [&[f64]; 5] = [
+    &[1.0],
+    &[0.25, 0.5, 0.25],
+    &[0.0625, 0.25, 0.375, 0.25, 0.0625],
+    &[0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125],
+    &[
+        4.0 / 256.0,
+        13.0 / 256.0,
+        30.0 / 256.0,
+        51.0 / 256.0,
+        60.0 / 256.0,
+        51.0 / 256.0,
+        30.0 / 256.0,
+        13.0 / 256.0,
+        4.0 / 256.0,
+    ],
+];
+
+/// Normalised 1D Gaussian of `size` taps, exactly as `cv2.getGaussianKernel(size, sigma)`:
+/// without a sigma, OpenCV's fixed table up to 9 taps and its default sigma beyond.
+fn gaussian_1d(size: usize, sigma: Option<f64>) -> Vec<f64> {
+    if sigma.is_none() && size % 2 == 1 && size <= 9 {
+        return SMALL_GAUSSIANS[size / 2].to_vec();
+    }
+    let sigma = sigma.unwrap_or_else(|| default_sigma(size));
+    let scale = -0.5 / (sigma * sigma);
+    let centre = (size as f64 - 1.0) * 0.5;
+    let taps: Vec<f64> = (0..size).map(|i| (scale * (i as f64 - centre).powi(2)).exp()).collect();
     let sum: f64 = taps.iter().sum();
     taps.into_iter().map(|t| t / sum).collect()
 }
@@ -127,16 +169,37 @@ fn default_sigma(size: usize) -> f64 {
     0.3 * ((size as f64 - 1.0) * 0.5 - 1.0) + 0.8
 }
 
-/// Size and sigma of a Gaussian-shaped preset, each derived from the other when missing.
-fn gaussian_shape(p: &MaskParams, default_size: u32, errors: &mut Vec<MaskError>) -> (usize, f64) {
+/// Size and sigma of a Gaussian-shaped preset, the size derived from sigma when missing;
+/// a missing sigma stays missing (OpenCV derives it from the size, or takes a fixed table).
+fn gaussian_shape(p: &MaskParams, default_size: u32, errors: &mut Vec<MaskError>) -> (usize, Option<f64>) {
     let sigma = p.sigma.map(|s| check_positive("sigma", s, errors));
     let size = match (p.size, sigma) {
         (Some(size), _) => check_side("size", size, errors),
         (None, Some(s)) if s.is_finite() && s > 0.0 => ((2.0 * (3.0 * s).ceil() + 1.0) as usize).min(MAX_SIDE),
         _ => default_size as usize,
     };
-    let sigma = sigma.unwrap_or_else(|| default_sigma(size.max(1)));
-    (size, sigma)
+    (size.max(1), sigma)
+}
+
+/// The taps of a line of `size` samples through the centre of a `size` x `size` grid at
+/// `angle` degrees (counter-clockwise from horizontal): one cell per step along the line's
+/// longer axis (a digital line, as `cv2.line` draws it), so every angle gets `size` taps.
+fn motion_line(size: usize, angle_degrees: f64) -> Vec<Vec<f64>> {
+    let (sin, cos) = angle_degrees.to_radians().sin_cos();
+    let c = (size / 2) as isize;
+    let mut rows = vec![vec![0.0; size]; size];
+    for step in -c..=c {
+        // (dx, dy) with dy pointing up; the longer axis advances one cell a step.
+        let (dx, dy) = if cos.abs() >= sin.abs() {
+            (step as f64, step as f64 * sin / cos)
+        } else {
+            (step as f64 * cos / sin, step as f64)
+        };
+        let x = (c + dx.round() as isize) as usize;
+        let y = (c - dy.round() as isize) as usize;
+        rows[y][x] = 1.0 / size as f64;
+    }
+    rows
 }
 
 fn delta(height: usize, width: usize) -> Vec<Vec<f64>> {
@@ -213,30 +276,18 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
         "emboss" => RawMask::dense(vec![vec![-2.0, -1.0, 0.0], vec![-1.0, 1.0, 1.0], vec![0.0, 1.0, 2.0]]),
         "motion-blur" => {
             let size = check_side("size", p.size.unwrap_or(9), errors);
-            let angle = check_finite("angle", p.angle.unwrap_or(0.0), errors).to_radians();
-            let (sin, cos) = angle.sin_cos();
-            let c = (size / 2) as f64;
-            let mut rows = vec![vec![0.0; size]; size];
-            for (y, row) in rows.iter_mut().enumerate() {
-                for (x, v) in row.iter_mut().enumerate() {
-                    let (dx, dy) = (x as f64 - c, c - y as f64);
-                    let off_line = (dx * sin - dy * cos).abs();
-                    let along = (dx * cos + dy * sin).abs();
-                    if off_line <= 0.5 && along <= c + 0.5 {
-                        *v = 1.0;
-                    }
-                }
+            let angle = check_finite("angle", p.angle.unwrap_or(0.0), errors);
+            if errors.len() > before {
+                return None;
             }
-            let sum: f64 = rows.iter().flatten().sum();
-            rows.iter_mut().flatten().for_each(|v| *v /= sum.max(1.0));
-            RawMask::dense(rows)
+            RawMask::dense(motion_line(size, angle))
         }
         "edge" => {
             let (size, sigma) = gaussian_shape(p, 9, errors);
-            let sigma = if p.sigma.is_none() && p.size.is_none() {
-                1.4
-            } else {
-                sigma
+            let sigma = match (sigma, p.size) {
+                (Some(sigma), _) => sigma,
+                (None, None) => 1.4,
+                (None, Some(_)) => default_sigma(size),
             };
             let c = (size / 2) as f64;
             let mut rows = vec![vec![0.0; size]; size];
