@@ -25,3 +25,4 @@ mod properties;
 mod runaways;
 mod serve;
 mod stops;
+mod streams;

@@ -118,6 +118,11 @@ pub enum NvdecRefusal {
     #[error("NVDEC on this GPU does not decode {}", .0.describe())]
     NotDecoded(StreamTraits),
     #[error(
+        "{} would lose half its chroma: convstream takes NVDEC's pictures as 4:2:0 (NV12, P010, P016); software decoding keeps {}",
+        .0.describe(), .0.chroma.name()
+    )]
+    ChromaHalved(StreamTraits),
+    #[error(
         "NVDEC on this GPU decodes {} {} from {}x{} up, and this stream is {}x{}",
         .codec.name(), .stream.chroma.name(), .caps.min_width, .caps.min_height, .stream.width, .stream.height
     )]
@@ -157,6 +162,9 @@ pub fn check(traits: &StreamTraits, probe: &dyn NvdecProbe) -> Result<(), NvdecR
         .map_err(|reason| NvdecRefusal::CannotAsk { stream, reason })?;
     if !caps.supported {
         return Err(NvdecRefusal::NotDecoded(stream));
+    }
+    if matches!(traits.chroma, Chroma::Yuv422 | Chroma::Yuv444) {
+        return Err(NvdecRefusal::ChromaHalved(stream));
     }
     let (width, height) = (traits.width, traits.height);
     if width < caps.min_width || height < caps.min_height {
@@ -269,6 +277,19 @@ mod tests {
         let probe = FakeNvdec::h100_like();
         let reason = check(&stream(codec::Id::H264, Chroma::Yuv444, 8, 1921, 1081), &probe).unwrap_err();
         assert_eq!(reason, "NVDEC on this GPU does not decode H.264 4:4:4 8-bit 1921x1081");
+    }
+
+    #[test]
+    fn a_444_stream_nvdec_decodes_is_refused_rather_than_halved() {
+        let mut probe = FakeNvdec::h100_like();
+        probe.0.insert((NvdecCodec::Hevc, Chroma::Yuv444, 8), BIG);
+        let reason = check(&stream(codec::Id::HEVC, Chroma::Yuv444, 8, 1920, 1080), &probe).unwrap_err();
+        assert!(
+            reason.contains("HEVC 4:4:4")
+                && reason.contains("half its chroma")
+                && reason.contains("software decoding keeps 4:4:4"),
+            "{reason}"
+        );
     }
 
     #[test]

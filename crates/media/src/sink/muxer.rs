@@ -93,6 +93,14 @@ impl Muxer {
                 reason: e.reason,
             },
         })?;
+        if output.format().name() == "yuv4mpegpipe" {
+            if let Some(reason) = y4m_unwritable(&video.parameters()) {
+                return Err(SinkError::Unsuitable {
+                    url: url.clone(),
+                    reason,
+                });
+            }
+        }
         let mut stream = output
             .add_stream(video.codec())
             .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
@@ -362,4 +370,29 @@ impl Drop for Muxer {
         // Our AVIO context must leave the format context before FFmpeg would close it as its own.
         self.io.detach(&mut self.output);
     }
+}
+
+/// Why FFmpeg's YUV4MPEG2 muxer cannot write pictures with these parameters correctly, if
+/// it cannot: at 9 to 16 bits with horizontally subsampled chroma (4:2:0, 4:2:2) and an odd
+/// width, it writes each chroma row one byte short (it halves the row's bytes, rounding up,
+/// instead of its samples: 7 bytes for a 4-sample, 8-byte row), and every reader then
+/// reads a corrupt picture. Refused before anything is written.
+fn y4m_unwritable(parameters: &ffmpeg::codec::Parameters) -> Option<String> {
+    // SAFETY: plain fields of valid codec parameters, whose format the encoder set up from
+    // FFmpeg's own list (a valid AVPixelFormat); av_pix_fmt_desc_get answers null for
+    // AV_PIX_FMT_NONE.
+    let (width, descriptor) = unsafe {
+        let raw = *parameters.as_ptr();
+        let format: ffmpeg::ffi::AVPixelFormat = std::mem::transmute(raw.format);
+        (raw.width, ffmpeg::ffi::av_pix_fmt_desc_get(format).as_ref())
+    };
+    let descriptor = descriptor?;
+    let high_depth = descriptor.comp[0].depth > 8;
+    let subsampled = descriptor.log2_chroma_w > 0;
+    (high_depth && subsampled && width % 2 == 1).then(|| {
+        format!(
+            "YUV4MPEG2 cannot hold this {}-bit picture of odd width {width}: FFmpeg's y4m muxer writes its chroma rows one byte short; write .nut or .mkv instead (rawvideo or ffv1 keep every sample), or make the width even",
+            descriptor.comp[0].depth
+        )
+    })
 }

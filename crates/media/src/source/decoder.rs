@@ -77,7 +77,13 @@ impl VideoDecoder {
         };
         let codec_id = parameters.id();
         let (codec, hardware) = match config.decoder.as_str() {
-            "auto" | "software" => (ffmpeg::decoder::find(codec_id), false),
+            "auto" | "software" => (
+                software_decoder(codec_id, decoder_named).map_err(|reason| SourceError::Unusable {
+                    url: url.clone(),
+                    reason,
+                })?,
+                false,
+            ),
             "nvdec" => {
                 let name = format!("{}_cuvid", codec_id.name());
                 let found = decoder_named(&name);
@@ -528,4 +534,56 @@ fn open_codec(
         }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())
+}
+
+/// Software decoders of AV1, best first. FFmpeg's native `av1` decoder is not one: it
+/// decodes only through a hardware accelerator, which a software decode does not give it,
+/// so without these an AV1 stream would decode to nothing, packet after failed packet.
+const SOFTWARE_AV1_DECODERS: [&str; 2] = ["libdav1d", "libaom-av1"];
+
+/// The decoder `decoder = "software"` (or `auto` without NVDEC) uses for `id`, looked up
+/// with `find` by name; an error when the build has none that decodes it in software.
+fn software_decoder(
+    id: codec::Id,
+    find: impl Fn(&str) -> Option<ffmpeg::Codec>,
+) -> Result<Option<ffmpeg::Codec>, String> {
+    if id != codec::Id::AV1 {
+        return Ok(ffmpeg::decoder::find(id));
+    }
+    SOFTWARE_AV1_DECODERS
+        .iter()
+        .find_map(|name| find(name))
+        .map(Some)
+        .ok_or_else(|| {
+            "this FFmpeg build has no software AV1 decoder (libdav1d or libaom): FFmpeg's own av1 decoder \
+             decodes only on hardware; use decoder = \"nvdec\" (--decoder nvdec) on a GPU that decodes AV1, \
+             or a convstream built against an FFmpeg with libdav1d (Debian's, with `cargo build`)"
+                .to_string()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn av1_takes_a_software_decoder_or_is_refused_naming_the_fix() {
+        let none = |_: &str| None;
+        let Err(reason) = software_decoder(codec::Id::AV1, none) else {
+            panic!("AV1 without libdav1d or libaom must be refused");
+        };
+        assert!(
+            reason.contains("no software AV1 decoder") && reason.contains("libdav1d"),
+            "{reason}"
+        );
+        assert!(reason.contains("nvdec"), "{reason}");
+        // With libdav1d in the build (the system FFmpeg the tests link has it), it is chosen.
+        if let Some(dav1d) = decoder_named("libdav1d") {
+            let chosen = software_decoder(codec::Id::AV1, decoder_named).unwrap().unwrap();
+            assert_eq!(chosen.name(), dav1d.name());
+        }
+        // Other codecs keep FFmpeg's choice.
+        let h264 = software_decoder(codec::Id::H264, none).unwrap().unwrap();
+        assert_eq!(h264.name(), "h264");
+    }
 }
