@@ -97,6 +97,10 @@ pub struct RunInfo {
     /// environment variable said otherwise).
     #[serde(default)]
     pub tuning: GpuTuning,
+    /// The host's CPU: model, threads, SIMD width and the FP32 FMA peak they bound (the
+    /// CPU engine's `FP32 peak` column is a fraction of it).
+    #[serde(default)]
+    pub host_cpu: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,7 +116,10 @@ pub struct KernelRow {
     pub p10_us: f64,
     pub p90_us: f64,
     pub gpixels_per_s: f64,
-    /// 2 x multiply-adds per pixel x pixels / time / FP32 peak (GPU only).
+    /// 2 x multiply-adds per pixel x pixels / time, in GFLOP/s.
+    #[serde(default)]
+    pub gflop_per_s: Option<f64>,
+    /// [`KernelRow::gflop_per_s`] over the device's FP32 peak (the CPU's: see `cpu_info`).
     pub fraction_of_fp32_peak: Option<f64>,
     /// The baseline's time over this one (same plane and size).
     pub speedup_vs_baseline: Option<f64>,

@@ -174,6 +174,45 @@ const HIGH_DEPTHS: &[SampleDepth] = &[
     SampleDepth { bits: 10, shift: 6 },
 ];
 
+/// Rows as wide as 4K pictures and around the SIMD block widths (16, 32 and 64 samples),
+/// so that every block width's full blocks and every tail length meet the oracle, at 8 and
+/// high bit depths, with one and two channels, dense, separable and gradient magnitudes,
+/// and the masks that take no pass (identity, neutral).
+#[test]
+fn wide_rows_around_the_simd_blocks_match_the_oracle() {
+    with_seeds("wide rows", |rng| {
+        let depths = [SampleDepth::EIGHT, HIGH_DEPTHS[1], HIGH_DEPTHS[3], HIGH_DEPTHS[4]];
+        for depth in depths {
+            for &width in &[15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 1921, 3841] {
+                for channels in [1, 2] {
+                    let plane = random_plane_of(
+                        rng,
+                        PlaneShape {
+                            width,
+                            height: 3,
+                            channels,
+                            depth,
+                        },
+                    );
+                    let masks = [
+                        random_dense_mask(rng, 5, 3),
+                        random_separable_mask(rng, 7, 7),
+                        Mask::from_spec("sobel").unwrap(),
+                        Mask::from_spec("identity:size=5").unwrap(),
+                        Mask::from_spec("neutral").unwrap(),
+                    ];
+                    for mask in &masks {
+                        for mode in BorderMode::ALL {
+                            let what = format!("{depth:?} {} on {width}x3x{channels}, {mode}", mask.description());
+                            assert_engine_matches(&plane, mask, mode, &what);
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
 #[test]
 fn high_bit_depth_planes_match_the_oracle() {
     with_seeds("high bit depth", |rng| {

@@ -70,6 +70,9 @@ pub fn markdown(report: &BenchReport) -> String {
             ""
         }
     );
+    if let Some(cpu) = &r.host_cpu {
+        let _ = writeln!(md, "Host {cpu}.\n");
+    }
     if !r.tuning.is_default() {
         let _ = writeln!(md, "GPU tuning (bench flags): {}.\n", r.tuning.describe());
     }
@@ -77,13 +80,13 @@ pub fn markdown(report: &BenchReport) -> String {
         let _ = writeln!(md, "## Kernel (one plane, reflect border; medians)\n");
         let _ = writeln!(
             md,
-            "| plane | bits | mask | path | median us | p10-p90 us | Gpixel/s | FP32 peak | vs baseline | time vs 8-bit | checked against |"
+            "| plane | bits | mask | path | median us | p10-p90 us | Gpixel/s | GFLOP/s | FP32 peak | vs baseline | time vs 8-bit | checked against |"
         );
-        let _ = writeln!(md, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(md, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
         for k in &report.kernel {
             let _ = writeln!(
                 md,
-                "| {} | {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} | {} |",
+                "| {} | {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} | {} | {} |",
                 k.plane,
                 k.bits,
                 k.size,
@@ -93,6 +96,7 @@ pub fn markdown(report: &BenchReport) -> String {
                 k.p10_us,
                 k.p90_us,
                 k.gpixels_per_s,
+                k.gflop_per_s.map_or("-".into(), |g| format!("{g:.1}")),
                 k.fraction_of_fp32_peak
                     .map_or("-".into(), |f| format!("{:.0}%", f * 100.0)),
                 k.speedup_vs_baseline.map_or("-".into(), |s| format!("{s:.1}x")),

@@ -108,6 +108,7 @@ pub fn kernel(
                         p10_us: t.p10_us,
                         p90_us: t.p90_us,
                         gpixels_per_s: pixels / t.median_us / 1e3,
+                        gflop_per_s: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / 1e9),
                         fraction_of_fp32_peak: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / peak),
                         speedup_vs_baseline: baseline_us
                             .filter(|_| path != KernelPath::Global)

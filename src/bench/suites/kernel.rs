@@ -40,6 +40,7 @@ pub fn kernel(
 fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<KernelRow> {
     let (width, height) = if options.quick { (320, 180) } else { (1920, 1080) };
     let repetitions = if options.quick { 3 } else { 7 };
+    let (_, peak) = super::cpu_info::describe();
     let mut rows = Vec::new();
     for &bits in depths {
         let Some(format) = PixelFormat::new(PixelLayout::Gray, bits) else {
@@ -61,6 +62,9 @@ fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<Ker
                 if path == "dense" {
                     dense_median = Some(median);
                 }
+                // The taps the engine multiplies and adds: all of them, or a row and a column.
+                let multiply_adds = if path == "dense" { size * size } else { 2 * size } as f64;
+                let flop_per_s = 2.0 * multiply_adds * (width * height) as f64 / (median * 1e-6);
                 rows.push(KernelRow {
                     plane: format!("{width}x{height}"),
                     bits,
@@ -71,7 +75,8 @@ fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<Ker
                     p10_us: samples[0],
                     p90_us: samples[samples.len() - 1],
                     gpixels_per_s: (width * height) as f64 / median / 1e3,
-                    fraction_of_fp32_peak: None,
+                    gflop_per_s: Some(flop_per_s / 1e9),
+                    fraction_of_fp32_peak: peak.map(|peak| flop_per_s / peak),
                     speedup_vs_baseline: dense_median.filter(|_| path == "separable").map(|d| d / median),
                     time_vs_eight_bit: None,
                     checked_against: "self (the CPU engine is the reference)".into(),

@@ -2,6 +2,7 @@
 //! (CUDA events) through [`gpu`], the one module built only with CUDA support; CPU figures
 //! from wall-clock medians. Each suite measures its baseline in the same run.
 
+mod cpu_info;
 mod e2e;
 #[cfg(feature = "cuda")]
 mod gpu;
@@ -69,6 +70,7 @@ pub fn run_info(options: &BenchOptions, gpu: Option<usize>) -> Result<RunInfo, B
         quick: options.quick,
         suites: format!("{:?}", options.suite).to_lowercase(),
         tuning: options.tuning,
+        host_cpu: Some(cpu_info::describe().0),
     })
 }
 
@@ -77,7 +79,7 @@ fn describe_device(gpu: Option<usize>) -> Result<(String, Option<String>, Option
     match gpu {
         #[cfg(feature = "cuda")]
         Some(ordinal) => gpu::describe_device(ordinal),
-        _ => Ok(("cpu".into(), None, None)),
+        _ => Ok(("cpu".into(), None, cpu_info::describe().1)),
     }
 }
 

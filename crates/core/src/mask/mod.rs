@@ -296,6 +296,25 @@ impl Mask {
         sum.abs() <= 1e-6 * magnitude.max(f64::MIN_POSITIVE)
     }
 
+    /// Whether the mask gives every sample back unchanged: a single 1 at the centre, no
+    /// bias. Engines may pass such a plane through without a pass (the sum of every pixel
+    /// is its own value, exactly).
+    pub fn is_identity(&self) -> bool {
+        let centre = (self.height / 2) * self.width + self.width / 2;
+        self.second.is_none()
+            && self.bias == 0.0
+            && self
+                .coefficients
+                .iter()
+                .enumerate()
+                .all(|(i, c)| *c == if i == centre { 1.0 } else { 0.0 })
+    }
+
+    /// Whether every coefficient is 0 (`neutral`): every sample becomes the bias alone.
+    pub fn is_constant(&self) -> bool {
+        self.second.is_none() && self.coefficients.iter().all(|c| *c == 0.0)
+    }
+
     pub fn is_separable(&self) -> bool {
         self.factors.is_some()
     }

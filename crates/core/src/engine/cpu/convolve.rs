@@ -1,0 +1,248 @@
+//! One plane through one mask on the CPU: samples to f32 rows with their borders, the taps
+//! summed by [`accumulate`](super::accumulate) (SIMD across pixels, taps in the CUDA
+//! kernels' order), and the sums rounded back to samples. Rows are shared out over every
+//! core in bands; rank-one masks take a row pass then a column pass over its f32 results,
+//! as on the GPU.
+
+use rayon::prelude::*;
+
+use super::accumulate::{accumulate, TapRow};
+use crate::filter::BorderMode;
+use crate::frame::{Plane, SampleDepth};
+use crate::mask::Mask;
+
+/// Output rows a parallel task takes at least: enough work to pay for the hand-off.
+const MIN_ROWS_PER_TASK: usize = 4;
+
+/// Final step shared by every path: add the bias, round half away from zero, clamp to
+/// 0..=`max` (255 at 8 bits, 2^bits - 1 above).
+#[inline(always)]
+pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
+    (sum + bias).round().clamp(0.0, max) as u16
+}
+
+/// The gradient magnitude of two sums, `sqrt(fma(a, a, b * b))`: the kernels' `magnitude`.
+#[inline]
+pub fn magnitude(a: f32, b: f32) -> f32 {
+    a.mul_add(a, b * b).sqrt()
+}
+
+/// Writes one row of results as samples of `depth` (bytes, or little-endian words shifted
+/// into place), with the bias (given in 8-bit units) scaled to the depth. Compiled for the
+/// CPU's vector extensions where it has them: without SSE4.1, `round` is a call into libm
+/// per sample, slower than the convolution itself for small masks.
+fn write_row(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (and so SSE4.1), the features the function is compiled for.
+        unsafe { write_row_avx2(out, acc, bias, depth) };
+        return;
+    }
+    write_row_portable(out, acc, bias, depth);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,sse4.1")]
+unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
+    write_row_portable(out, acc, bias, depth);
+}
+
+#[inline(always)]
+fn write_row_portable(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
+    let (bias, max) = (bias * depth.bias_scale(), depth.max_value() as f32);
+    if depth.bytes() == 1 {
+        out.iter_mut()
+            .zip(acc)
+            .for_each(|(o, a)| *o = to_sample(*a, bias, max) as u8);
+    } else {
+        out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
+            o.copy_from_slice(&(to_sample(*a, bias, max) << depth.shift).to_le_bytes());
+        });
+    }
+}
+
+/// Source index for each padded position `-(taps/2) .. len + taps/2`; `None` reads as 0.
+fn index_map(len: usize, taps: usize, border: BorderMode) -> Vec<Option<usize>> {
+    let centre = (taps / 2) as isize;
+    (0..len + taps - 1)
+        .map(|p| border.map(p as isize - centre, len))
+        .collect()
+}
+
+/// Copies source row `row` into `padded` (as f32 sample values) with `mask_width - 1`
+/// border samples around it: the picture's own samples in one straight loop, the border
+/// ones through `xmap`.
+fn pad_row(row: &[u8], channels: usize, depth: SampleDepth, xmap: &[Option<usize>], padded: &mut [f32]) {
+    let wide = depth.bytes() == 2;
+    let read = |i: usize| -> f32 {
+        if wide {
+            (u16::from_le_bytes([row[2 * i], row[2 * i + 1]]) >> depth.shift) as f32
+        } else {
+            row[i] as f32
+        }
+    };
+    let width = row.len() / depth.bytes() / channels;
+    let left = (xmap.len() - width) / 2;
+    let inside = &mut padded[left * channels..(left + width) * channels];
+    if wide {
+        for (value, bytes) in inside.iter_mut().zip(row.chunks_exact(2)) {
+            *value = (u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift) as f32;
+        }
+    } else {
+        for (value, byte) in inside.iter_mut().zip(row) {
+            *value = f32::from(*byte);
+        }
+    }
+    let outside = (0..left).chain(left + width..xmap.len());
+    for p in outside {
+        for c in 0..channels {
+            padded[p * channels + c] = xmap[p].map_or(0.0, |x| read(x * channels + c));
+        }
+    }
+}
+
+/// Every row of `src` as f32 with its left and right borders for a mask `mask_width` wide,
+/// one after the other (`padded_len` values each), converted once and shared by every
+/// output row that reads it.
+fn padded_rows(src: &Plane, mask_width: usize, border: BorderMode) -> (Vec<f32>, usize) {
+    let xmap = index_map(src.width, mask_width, border);
+    let padded_len = (src.width + mask_width - 1) * src.channels;
+    let mut rows = vec![0f32; padded_len * src.height];
+    rows.par_chunks_mut(padded_len.max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .enumerate()
+        .for_each(|(y, padded)| pad_row(src.row(y), src.channels, src.depth, &xmap, padded));
+    (rows, padded_len)
+}
+
+/// Convolves every channel of `src`; the result has tightly packed rows. Sums are f32 with
+/// fused multiply-adds in tap order: rank-one masks take a row pass then a column pass
+/// (over the f32 row sums), others add every tap of a pixel, mask row by mask row. A mask
+/// of zeros alone (`neutral`) writes its bias everywhere without a pass: the sum of every
+/// pixel is 0.
+pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
+    if mask.is_constant() {
+        return constant_plane(src, mask.bias());
+    }
+    match mask.correlation_factors() {
+        Some((column, row)) => convolve_separable(src, &column, &row, mask.bias(), border),
+        None => convolve_dense(src, mask, border),
+    }
+}
+
+/// A plane of `src`'s shape whose every sample is what a sum of 0 plus `bias` gives.
+fn constant_plane(src: &Plane, bias: f32) -> Plane {
+    let mut dst = Plane::new(src.shape());
+    let zeros = vec![0f32; src.width * src.channels];
+    dst.data
+        .par_chunks_mut(src.row_bytes().max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .for_each(|out| write_row(out, &zeros, bias, src.depth));
+    dst
+}
+
+/// Dense masks, and gradient magnitudes (two dense sums `a` and `b` of the same taps' order,
+/// then `sqrt(fma(a, a, b * b))`, each step rounded once as the GPU kernels do).
+fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
+    let (mw, mh) = (mask.width(), mask.height());
+    let taps = mask.correlation_taps();
+    let second_taps = mask.second_correlation_taps();
+    let (ch, depth) = (src.channels, src.depth);
+    let row_len = src.width * ch;
+    let ymap = index_map(src.height, mh, border);
+    let (padded, padded_len) = padded_rows(src, mw, border);
+    let second_len = if second_taps.is_some() { row_len } else { 0 };
+    let mut dst = Plane::new(src.shape());
+    dst.data
+        .par_chunks_mut(src.row_bytes().max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .enumerate()
+        .for_each_init(
+            || (vec![0f32; row_len], vec![0f32; second_len]),
+            |(acc, second), (y, out)| {
+                // Mask rows whose source row is outside the plane under `constant` add
+                // nothing and are left out, as the kernels leave them out.
+                let source_rows: Vec<(usize, usize)> = (0..mh).filter_map(|i| ymap[y + i].map(|sy| (i, sy))).collect();
+                let rows_of = |taps| dense_tap_rows(&padded, padded_len, &source_rows, taps, mw);
+                accumulate(&rows_of(&taps), ch, acc);
+                if let Some(second_taps) = &second_taps {
+                    accumulate(&rows_of(second_taps), ch, second);
+                    acc.iter_mut()
+                        .zip(second.iter())
+                        .for_each(|(a, b)| *a = magnitude(*a, *b));
+                }
+                write_row(out, acc, mask.bias(), depth);
+            },
+        );
+    dst
+}
+
+/// The tap rows of one output row of a dense mask: mask row `i` over padded source row
+/// `sy`, for each `(i, sy)` of `source_rows`.
+fn dense_tap_rows<'a>(
+    padded: &'a [f32],
+    padded_len: usize,
+    source_rows: &[(usize, usize)],
+    taps: &'a [f32],
+    mask_width: usize,
+) -> Vec<TapRow<'a>> {
+    source_rows
+        .iter()
+        .map(|&(i, sy)| TapRow {
+            row: &padded[sy * padded_len..(sy + 1) * padded_len],
+            weights: &taps[i * mask_width..(i + 1) * mask_width],
+        })
+        .collect()
+}
+
+fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {
+    let (mw, mh) = (row.len(), column.len());
+    let (ch, depth) = (src.channels, src.depth);
+    let row_len = src.width * ch;
+    let xmap = index_map(src.width, mw, border);
+    let ymap = index_map(src.height, mh, border);
+    // Row pass over every source row, kept in f32.
+    let mut horizontal = vec![0f32; row_len * src.height];
+    horizontal
+        .par_chunks_mut(row_len.max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .enumerate()
+        .for_each_init(
+            || vec![0f32; (src.width + mw - 1) * ch],
+            |padded, (y, out)| {
+                pad_row(src.row(y), ch, depth, &xmap, padded);
+                accumulate(
+                    &[TapRow {
+                        row: padded,
+                        weights: row,
+                    }],
+                    ch,
+                    out,
+                );
+            },
+        );
+    // Column pass: one tap per source row, in the column factor's order.
+    let mut dst = Plane::new(src.shape());
+    dst.data
+        .par_chunks_mut(src.row_bytes().max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .enumerate()
+        .for_each_init(
+            || vec![0f32; row_len],
+            |acc, (y, out)| {
+                let tap_rows: Vec<TapRow> = column
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| {
+                        ymap[y + i].map(|sy| TapRow {
+                            row: &horizontal[sy * row_len..(sy + 1) * row_len],
+                            weights: std::slice::from_ref(t),
+                        })
+                    })
+                    .collect();
+                accumulate(&tap_rows, 1, acc);
+                write_row(out, acc, bias, depth);
+            },
+        );
+    dst
+}
