@@ -559,6 +559,11 @@ fn run_settings(
                 print_summary(&report, settings.log.format);
                 reports.push(report);
             }
+            // Stopped by a signal before its input opened: the user's wish, not a failure.
+            Err(e) if e.is_stop() => match settings.log.format {
+                LogFormat::Pretty => eprintln!("{e}"),
+                LogFormat::Json => tracing::info!("{e}"),
+            },
             Err(e) => {
                 all_usage &= e.is_usage();
                 failures.push(e.to_string());

@@ -276,6 +276,8 @@ impl Supervisor {
                     let _entered = span.enter();
                     match run_monitored(&settings, &options, &monitor, switches_rx) {
                         Ok(report) => tracing::info!("{}", report.summary()),
+                        // The operator stopped it before it opened: said, not alarmed about.
+                        Err(e) if e.is_stop() => tracing::info!("{e}"),
                         Err(e) => tracing::error!("{e}"),
                     }
                 })
@@ -589,7 +591,7 @@ fn conflict_among(
 ) -> Option<String> {
     let mut running: Vec<PipelineConfig> = Vec::new();
     for handle in pipelines.values() {
-        let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
+        let active = !handle.monitor.state().has_ended();
         if handle.settings.name == pipeline.name || !active || !among(handle) {
             continue;
         }
