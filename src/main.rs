@@ -290,7 +290,8 @@ struct RunArgs {
     /// Write the run summary as JSON to this file.
     #[arg(long)]
     stats_json: Option<PathBuf>,
-    /// Write a Chrome trace (Perfetto, chrome://tracing) of the GPU stages of every frame.
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of every frame's engine stages: GPU
+    /// copies and kernels per CUDA stream, or the CPU engine's filtering.
     #[arg(long)]
     trace: Option<PathBuf>,
 }

@@ -102,7 +102,7 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Draw a progress bar (only when stderr is a terminal).
     pub progress: bool,
-    /// Write a Chrome trace of the GPU stages here (CUDA engine only).
+    /// Write a Chrome trace of every frame's engine stages here (either engine).
     pub trace: Option<std::path::PathBuf>,
     /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
     pub stage_times: bool,
