@@ -108,14 +108,8 @@ fn cuda_report() -> String {
         Ok(count) => count,
         Err(e) => {
             let _ = writeln!(out, "CUDA: unavailable: {e}");
-            if device::nvrtc_available() {
-                if let Ok((major, minor)) = kernels::nvrtc_version() {
-                    let _ = writeln!(
-                        out,
-                        "NVRTC {major}.{minor} (kernels can compile, but there is no GPU to run them)"
-                    );
-                }
-            }
+            let version = device::nvrtc_available().then(kernels::nvrtc_version);
+            let _ = writeln!(out, "{}", nvrtc_line(version, false));
             let _ = writeln!(out, "--device auto would use: cpu");
             return out;
         }
@@ -128,18 +122,8 @@ fn cuda_report() -> String {
             let _ = writeln!(out, "CUDA driver: {e}");
         }
     }
-    match kernels::nvrtc_version() {
-        Ok((major, minor)) => {
-            let _ = writeln!(
-                out,
-                "NVRTC: {major}.{minor}; kernel cache: {}",
-                kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(out, "NVRTC: {e}");
-        }
-    }
+    // probe() succeeded, so NVRTC loaded.
+    let _ = writeln!(out, "{}", nvrtc_line(Some(kernels::nvrtc_version()), true));
     let mut usable = None;
     for ordinal in 0..count {
         let info = device::open(ordinal).and_then(|context| device::DeviceInfo::read(&context, ordinal));
@@ -199,6 +183,27 @@ fn cuda_report() -> String {
     out
 }
 
+/// The NVRTC line: its version, or, when it cannot be loaded (`None`), that it is missing,
+/// what needs it and how to get it (which `CUDA: unavailable` alone did not say). `gpu`:
+/// whether a GPU is there to run what it compiles.
+#[cfg(feature = "cuda")]
+fn nvrtc_line(version: Option<Result<(i32, i32), crate::engine::EngineError>>, gpu: bool) -> String {
+    match version {
+        Some(Ok((major, minor))) if gpu => format!(
+            "NVRTC: {major}.{minor}; kernel cache: {}",
+            crate::engine::cuda::kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
+        ),
+        Some(Ok((major, minor))) => {
+            format!("NVRTC: {major}.{minor} (kernels can compile, but there is no GPU to run them)")
+        }
+        Some(Err(e)) => format!("NVRTC: loaded, but does not answer: {e}"),
+        None => NVRTC_MISSING.to_string(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
+
 /// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
 /// (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on 7 engines; 64 fell
 /// behind). BENCHMARKS.md, "Streams per host".
@@ -256,4 +261,27 @@ fn nvdec_report() -> String {
         lines.push(format!("  {}: {taken}\n", codec.name()));
     }
     format!("NVDEC on cuda:0 decodes:\n{}", lines.concat())
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_nvrtc_is_named_with_what_needs_it_and_how_to_get_it() {
+        for gpu in [false, true] {
+            let line = nvrtc_line(None, gpu);
+            for told in [
+                "NVRTC: missing",
+                "compiles its kernels",
+                "--device cuda fails",
+                "pip install nvidia-cuda-nvrtc-cu12",
+                "LD_LIBRARY_PATH",
+            ] {
+                assert!(line.contains(told), "`{told}` in: {line}");
+            }
+        }
+        assert!(nvrtc_line(Some(Ok((12, 9))), false).starts_with("NVRTC: 12.9 (kernels can compile"));
+        assert!(nvrtc_line(Some(Ok((13, 0))), true).starts_with("NVRTC: 13.0; kernel cache: "));
+    }
 }

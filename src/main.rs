@@ -290,7 +290,8 @@ struct RunArgs {
     /// Write the run summary as JSON to this file.
     #[arg(long)]
     stats_json: Option<PathBuf>,
-    /// Write a Chrome trace (Perfetto, chrome://tracing) of the GPU stages of every frame.
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of every frame's engine stages: GPU
+    /// copies and kernels per CUDA stream, or the CPU engine's filtering.
     #[arg(long)]
     trace: Option<PathBuf>,
 }
@@ -559,6 +560,11 @@ fn run_settings(
                 print_summary(&report, settings.log.format);
                 reports.push(report);
             }
+            // Stopped by a signal before its input opened: the user's wish, not a failure.
+            Err(e) if e.is_stop() => match settings.log.format {
+                LogFormat::Pretty => eprintln!("{e}"),
+                LogFormat::Json => tracing::info!("{e}"),
+            },
             Err(e) => {
                 all_usage &= e.is_usage();
                 failures.push(e.to_string());

@@ -299,7 +299,10 @@ async fn switch_filter(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     known_name(&name)?;
-    let mut update: FilterUpdate = parse_body(&body, "filter (fields: mask, planes, border, plane_masks)")?;
+    let mut update: FilterUpdate = parse_body(
+        &body,
+        "filter (fields: mask, planes, border, plane_masks, clear_plane_masks)",
+    )?;
     let masks = update.mask.iter_mut().map(|mask| ("mask".to_string(), mask));
     let plane_masks = update
         .plane_masks
@@ -313,25 +316,32 @@ async fn switch_filter(
             error
         })?;
     }
-    if update.mask.is_none() && update.planes.is_none() && update.border.is_none() && update.plane_masks.is_none() {
+    if update.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            "nothing to change: give at least one of mask, planes, border, plane_masks",
+            "nothing to change: give at least one of mask, planes, border, plane_masks, clear_plane_masks",
         ));
     }
     let supervisor = state.supervisor.clone();
     let target = name.clone();
-    let applies_from = blocking(move || supervisor.switch_filter(&target, update)).await?;
+    let switched = blocking(move || supervisor.switch_filter(&target, update)).await?;
     let view = state.supervisor.view(&name)?;
-    Ok(Json(json!({
+    let changed: Vec<&str> = switched.changed_planes.iter().map(|plane| plane.name()).collect();
+    let mut answer = json!({
         "pipeline": name,
-        "applies_from_frame": applies_from,
+        "applies_from_frame": switched.applies_from,
+        "changed_planes": changed,
         "mask": view.mask,
         "planes": view.planes,
         "plane_masks": view.plane_masks,
         "border": view.border,
-    }))
-    .into_response())
+    });
+    // The switch stands (a later change of plane_masks shows it), but a client that meant
+    // to change the picture learns here that it did not, and why.
+    if let Some(reason) = switched.unchanged_because {
+        answer["warning"] = json!(format!("this switch changes no plane: {reason}"));
+    }
+    Ok(Json(answer).into_response())
 }
 
 async fn not_found() -> ApiError {

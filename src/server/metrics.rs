@@ -225,13 +225,7 @@ impl Collector for PipelineCollector {
             )?;
             for Scraped { labels, monitor, .. } in &scraped {
                 let state = monitor.state();
-                for candidate in [
-                    PipelineState::Starting,
-                    PipelineState::Running,
-                    PipelineState::Stopping,
-                    PipelineState::Finished,
-                    PipelineState::Failed,
-                ] {
+                for candidate in PipelineState::ALL {
                     let mut with_state = labels.clone();
                     with_state.push(("state", format!("{candidate:?}").to_lowercase()));
                     family

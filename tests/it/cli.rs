@@ -655,6 +655,135 @@ fn check_accepts_the_examples_and_the_default() {
     assert!(text.contains("ok, 1 pipeline(s)"), "{text}");
 }
 
+/// `doctor` on a host where NVRTC cannot be loaded says that it is missing, what needs it
+/// and how to get it (it used to say nothing). The tests find NVRTC through LD_LIBRARY_PATH
+/// (scripts/test.sh, CI): without it only a system-wide one loads, and then the line gives
+/// its version instead.
+#[cfg(feature = "cuda")]
+#[test]
+fn doctor_says_when_nvrtc_is_missing_and_how_to_get_it() {
+    let system_wide = std::process::Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libnvrtc.so"));
+    let output = convstream()
+        .arg("doctor")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    let nvrtc = text
+        .lines()
+        .find(|line| line.starts_with("NVRTC"))
+        .unwrap_or_else(|| panic!("doctor says nothing of NVRTC:\n{text}"));
+    if system_wide {
+        assert!(nvrtc.starts_with("NVRTC: 1"), "{nvrtc}");
+        return;
+    }
+    for told in [
+        "NVRTC: missing",
+        "compiles its kernels with NVRTC",
+        "--device auto runs on the CPU",
+        "pip install nvidia-cuda-nvrtc-cu12",
+        "LD_LIBRARY_PATH",
+    ] {
+        assert!(nvrtc.contains(told), "`{told}` in: {nvrtc}");
+    }
+}
+
+/// `scripts/demo.sh` says what each step does before it starts, and lets cargo show the
+/// build's progress (a quiet first build of minutes looks hung). Run against stand-ins for
+/// cargo and the dependency check, which record how they were called.
+#[test]
+fn the_demo_script_announces_each_step_and_builds_visibly() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let root = dir.path();
+    for folder in ["scripts", "bin"] {
+        std::fs::create_dir(root.join(folder)).unwrap();
+    }
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo.sh"),
+        root.join("scripts/demo.sh"),
+    )
+    .unwrap();
+    let stand_ins = [
+        (
+            "scripts/install-deps.sh",
+            "echo 'dependencies checked' >&2\necho /opt/nvrtc/lib\n",
+        ),
+        (
+            "bin/cargo",
+            "echo \"cargo $* (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)\" >&2\n",
+        ),
+    ];
+    for (name, body) in stand_ins {
+        let path = root.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = std::process::Command::new("bash")
+        .arg(root.join("scripts/demo.sh"))
+        .args(["--device", "cpu"])
+        .env("HOME", root) // no ~/.cargo/env to put the real cargo first
+        .env("PATH", path)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let expected = [
+        "demo: checking the build dependencies",
+        "dependencies checked",
+        "demo: building convstream",
+        "cargo build --release --bin convstream (LD_LIBRARY_PATH=/opt/nvrtc/lib)",
+        "demo: running convstream demo",
+        "cargo run --release --quiet --bin convstream -- demo --device cpu (LD_LIBRARY_PATH=/opt/nvrtc/lib)",
+    ];
+    assert_eq!(lines.len(), expected.len(), "{stderr}");
+    for (line, start) in lines.iter().zip(expected) {
+        assert!(
+            line.starts_with(start),
+            "`{line}` should start with `{start}`:\n{stderr}"
+        );
+    }
+}
+
+/// The sharpen example's comment states the matrix its mask makes: the sign of the
+/// Laplacian term and the numbers themselves.
+#[test]
+fn the_sharpen_example_states_the_matrix_it_runs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples/sharpen-y4m-pipe.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let settings = convstream::config::ConfigFile::parse(&text, "sharpen-y4m-pipe.toml")
+        .unwrap()
+        .validate(None)
+        .unwrap();
+    let mask = &settings.pipelines[0].filter.mask;
+    let c = mask.coefficients();
+    assert_eq!((mask.width(), mask.height()), (3, 3));
+    let comment: String = text
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for stated in [
+        "identity - 1.5 x (4-neighbour Laplacian)".to_string(),
+        format!("centre {}", c[4]),
+        format!("neighbours {}", c[1]),
+    ] {
+        assert!(comment.contains(&stated), "{} should say `{stated}`", path.display());
+    }
+    assert_eq!((c[4], c[1], c[0]), (7.0, -1.5, 0.0), "identity - 1.5 x Laplacian");
+}
+
 #[test]
 fn check_reports_every_problem_with_its_place() {
     let dir = tempdir();

@@ -426,3 +426,54 @@ fn nv12_input_with_two_chroma_masks_is_filtered_as_planar_yuv() {
         assert_eq!(out[2], oracle(&inp[2], &boxed));
     }
 }
+
+/// `--trace` on the CPU engine writes each frame's filtering, one box per frame on one row
+/// (it used to write an empty trace without a word).
+#[test]
+fn trace_on_the_cpu_engine_holds_every_frame() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 12);
+    filter(
+        dir.path(),
+        &[
+            "-i",
+            "in.y4m",
+            "-o",
+            "out.y4m",
+            "--mask",
+            "box:size=5",
+            "--trace",
+            "trace.json",
+        ],
+    )
+    .success();
+    let text = std::fs::read_to_string(dir.path().join("trace.json")).expect("the trace is written");
+    let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let boxes: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let frames: Vec<u64> = boxes.iter().map(|e| e["args"]["frame"].as_u64().unwrap()).collect();
+    assert_eq!(
+        frames,
+        (0..12).collect::<Vec<u64>>(),
+        "one box per frame, in order: {text}"
+    );
+    for event in &boxes {
+        assert_eq!(
+            (&event["name"], &event["cat"]),
+            (&"cpu_filter".into(), &"cpu".into()),
+            "{event}"
+        );
+        assert!(event["dur"].as_f64().is_some_and(|d| d > 0.0), "{event}");
+    }
+    let starts: Vec<f64> = boxes.iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+    assert!(
+        starts.windows(2).all(|w| w[0] <= w[1]),
+        "frames filtered one after another: {starts:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "CPU engine"),
+        "{text}"
+    );
+}

@@ -258,6 +258,37 @@ fn lossless_uses_the_lossless_mode_of_the_encoder_named() {
     }
 }
 
+/// The summary of a lossless run says lossless and names no bitrate setting: FFV1 ignores
+/// the 200 kb/s FFmpeg leaves in every encoder context, so `b=200k` there was false. The
+/// bitrate actually written is still reported.
+#[test]
+fn the_summary_of_a_lossless_run_says_lossless_and_no_bitrate_setting() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.y4m", Clip::Y4m, 64, 48, 8);
+    for (args, encoder) in [
+        (
+            &["-o", "ffv1.mkv"][..],
+            "output: ffv1 (lossless), yuv420p in matroska, 64x48, ",
+        ),
+        (
+            &["-o", "x264.mkv", "--codec", "libx264"],
+            "output: libx264 (lossless, qp=0",
+        ),
+    ] {
+        let mut all = vec!["-i", "in.y4m", "--lossless"];
+        all.extend_from_slice(args);
+        let done = run(dir.path(), &all).success();
+        let summary = done
+            .stderr
+            .lines()
+            .find(|line| line.contains(" frames in, "))
+            .unwrap_or_else(|| panic!("no summary in:\n{}", done.stderr));
+        assert!(summary.contains(encoder), "`{encoder}` in: {summary}");
+        assert!(!summary.contains("b="), "no bitrate setting: {summary}");
+        assert!(summary.ends_with(" kb/s"), "the bitrate written: {summary}");
+    }
+}
+
 /// `--lossless` in every container that takes a lossless codec gives back the input's exact
 /// samples through an identity mask (4:2:0, 4:4:4 and grey), and one that takes none is a
 /// usage error that writes nothing.

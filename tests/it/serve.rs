@@ -268,6 +268,8 @@ fn a_mask_switch_applies_from_the_frame_the_api_reports() {
     let answer: Value = serde_json::from_str(&body).unwrap();
     let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
     assert_eq!(answer["mask"], "sharpen");
+    assert_eq!(answer["changed_planes"], serde_json::json!(["y", "u", "v"]), "{answer}");
+    assert!(answer.get("warning").is_none(), "{answer}");
     assert!((25..100).contains(&switch_at), "switched mid-stream: {answer}");
     assert_eq!(server.pipeline("cam")["mask"], "sharpen");
     server.wait_for("the end of the input", Duration::from_secs(20), || {
@@ -336,6 +338,97 @@ fn a_switch_to_plane_masks_applies_from_the_frame_the_api_reports() {
                 (false, _) => vec![128; w * h],
             };
             assert!(*b == expected, "frame {n} plane {p} (switch at {switch_at})");
+        }
+    }
+}
+
+/// Plane masks on every plane, then a new `mask`: the answer says that no plane changes,
+/// and why; with `clear_plane_masks` the mask replaces them. The frames say the same.
+#[test]
+fn a_mask_switch_that_plane_masks_override_changes_no_plane_and_says_so() {
+    let (dir, server) = switching_server();
+    let put = |body: &str| {
+        let (status, text) = server.request("PUT", "/pipelines/cam/filter", Some(body));
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+            text,
+        )
+    };
+    let (status, answer, text) = put(r#"{"plane_masks": {"y": "edge", "uv": "neutral"}}"#);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(answer["changed_planes"], serde_json::json!(["y", "u", "v"]), "{text}");
+    let masked_from = answer["applies_from_frame"].as_u64().unwrap() as usize;
+
+    let (status, answer, text) = put(r#"{"mask": "sharpen"}"#);
+    assert_eq!(
+        status, 200,
+        "the switch stands, for a later change of plane_masks: {text}"
+    );
+    assert_eq!(answer["changed_planes"], serde_json::json!([]), "{text}");
+    let warning = answer["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("changes no plane")
+            && warning.contains("(y, u, v)")
+            && warning.contains("\"clear_plane_masks\": true"),
+        "the warning names the plane masks and the fix: {text}"
+    );
+    assert_eq!(answer["plane_masks"]["y"], "edge", "{text}");
+
+    let (status, _, text) = put(r#"{"mask": "sharpen", "plane_masks": {}, "clear_plane_masks": true}"#);
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains("either plane_masks") && text.contains("not both"),
+        "{text}"
+    );
+    let (status, _, text) = put(r#"{"clear_plane_masks": "yes"}"#);
+    assert_eq!(status, 400, "{text}");
+
+    let (status, answer, text) = put(r#"{"mask": "sharpen", "clear_plane_masks": true}"#);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(answer["changed_planes"], serde_json::json!(["y", "u", "v"]), "{text}");
+    assert_eq!(answer["plane_masks"], serde_json::json!({}), "{text}");
+    assert!(answer.get("warning").is_none(), "{text}");
+    let sharpened_from = answer["applies_from_frame"].as_u64().unwrap() as usize;
+
+    let (status, answer, text) = put(r#"{"border": "reflect"}"#);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(answer["changed_planes"], serde_json::json!([]), "{text}");
+    assert!(
+        answer["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("every plane keeps the mask and border it had")),
+        "{text}"
+    );
+
+    server.wait_for("the end of the input", Duration::from_secs(20), || {
+        server.pipeline("cam")["state"] == "finished"
+    });
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("changes no plane"), "the log warns too:\n{log}");
+    let input = Y4m::read(&dir.path().join("clip.y4m"));
+    let output = Y4m::read(&dir.path().join("out.y4m"));
+    assert_eq!(output.frames.len(), 100);
+    let [boxed, edge, sharpen] = ["box", "edge", "sharpen"].map(|spec| Mask::from_spec(spec).unwrap());
+    let sizes = input.plane_sizes();
+    for (n, (inp, out)) in input.frames.iter().zip(&output.frames).enumerate() {
+        for (p, (a, b)) in inp.iter().zip(out).enumerate() {
+            let (w, h) = sizes[p];
+            let plane = plane_of(a, w, h);
+            let expected = if n < masked_from {
+                oracle(&plane, &boxed, BorderMode::Reflect)
+            } else if n >= sharpened_from {
+                oracle(&plane, &sharpen, BorderMode::Reflect)
+            } else if p == 0 {
+                oracle(&plane, &edge, BorderMode::Reflect)
+            } else {
+                vec![128; w * h]
+            };
+            assert!(
+                *b == expected,
+                "frame {n} plane {p} (plane masks from {masked_from}, sharpen everywhere from {sharpened_from})"
+            );
         }
     }
 }

@@ -66,17 +66,23 @@ fn sigterm_ends_a_run_whose_input_fifo_has_no_writer_or_a_silent_one() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("in.y4m");
     mkfifo(&fifo);
-    // No writer at all: FFmpeg's open() of the FIFO used to block here.
-    let (took, _, stderr) = terminate_after(
+    // No writer at all: FFmpeg's open() of the FIFO used to block here. A stop before the
+    // input opened is the user's, not a failure: exit 0, and it says so.
+    let (took, code, stderr) = terminate_after(
         run_from(dir.path(), "in.y4m"),
         Duration::from_secs(1),
         Duration::from_secs(5),
     );
     assert!(took < Duration::from_secs(3), "ended {took:?} after SIGTERM:\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("stopped while opening its input; nothing was written") && !stderr.contains("error"),
+        "{stderr}"
+    );
     // A writer that never writes: the read used to block.
     let mut writer = silent_writer(&fifo);
-    let (took, _, stderr) = terminate_after(
+    let (took, code, stderr) = terminate_after(
         run_from(dir.path(), "in.y4m"),
         Duration::from_secs(1),
         Duration::from_secs(5),
@@ -85,6 +91,8 @@ fn sigterm_ends_a_run_whose_input_fifo_has_no_writer_or_a_silent_one() {
     let _ = writer.wait();
     assert!(took < Duration::from_secs(3), "ended {took:?} after SIGTERM:\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!dir.path().join("out.y4m").exists(), "nothing was written");
     // A FIFO that does carry a video still works, read through the same reader.
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 10);
     let mut feeder = Command::new("sh")
@@ -232,4 +240,62 @@ fn racing_posts_and_deletes_on_one_name_leave_no_pipeline_the_api_does_not_list(
     assert!(rebound.is_ok(), "UDP port {port} is still bound: {rebound:?}");
     let (code, log) = serve.terminate();
     assert_eq!(code, Some(0), "{log}");
+}
+
+/// A live pipeline still waiting for its first packet, stopped by the operator (`DELETE`,
+/// SIGTERM): `stopped`, with no `last_error`, and no ERROR line in the log; nothing written.
+#[test]
+fn stopping_a_live_pipeline_that_never_received_a_packet_is_a_stop_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (config_port, api_port) = (common::server::free_udp_port(), common::server::free_udp_port());
+    std::fs::write(
+        root.join("config.toml"),
+        format!(
+            r#"
+[log]
+format = "json"
+
+[[pipeline]]
+name = "waiting"
+source = {{ url = "udp://127.0.0.1:{config_port}", format = "mpegts" }}
+filter = {{ device = "cpu" }}
+sink = {{ url = "waiting.ts" }}
+"#
+        ),
+    )
+    .unwrap();
+    let serve = Server::start(root, &[]);
+    let body = format!(
+        r#"{{"name": "api", "source": {{"url": "udp://127.0.0.1:{api_port}", "format": "mpegts"}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#
+    );
+    let (status, answer) = serve.json("POST", "/pipelines", &body);
+    assert_eq!(status, 201, "{answer}");
+    // Both are inside FFmpeg's open, waiting for a sender, when the stops come.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(serve.pipeline("waiting")["state"], "starting");
+
+    let (status, answer) = serve.json("DELETE", "/pipelines/api", "");
+    assert_eq!(status, 200, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["stopped"]["state"], "stopped", "{answer}");
+    assert_eq!(answer["stopped"]["last_error"], serde_json::Value::Null, "{answer}");
+    assert_eq!(answer["threads_ended"], true, "{answer}");
+
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    let lines: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(!lines.is_empty(), "the log is JSON lines:\n{log}");
+    let errors: Vec<&serde_json::Value> = lines.iter().filter(|l| l["level"] == "ERROR").collect();
+    assert!(errors.is_empty(), "a stop logs no error: {errors:?}");
+    for name in ["waiting", "api"] {
+        let said = lines.iter().any(|l| {
+            l["level"] == "INFO"
+                && l["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&format!("pipeline \"{name}\": stopped while opening its input")))
+        });
+        assert!(said, "{name}: the stop is logged as what it is:\n{log}");
+    }
+    assert!(!root.join("waiting.ts").exists(), "nothing was written");
 }

@@ -310,6 +310,48 @@ impl FilterSpec {
         )]
     }
 
+    /// The planes (by the names `plane_masks` takes) whose pixels differ when `next` filters
+    /// `format` frames instead of this filter: another mask, a plane filtered or no longer
+    /// filtered, or another border on a plane still filtered. A mask written another way
+    /// (`box`, `box:size=3`) changes nothing.
+    pub fn changed_planes(&self, next: &FilterSpec, format: PixelFormat) -> Vec<PlaneName> {
+        let planes = format.plane_shapes(2, 2).len();
+        (0..planes)
+            .filter(
+                |&index| match (self.mask_for(format, index), next.mask_for(format, index)) {
+                    (Some(old), Some(new)) => !old.filters_like(new) || self.border != next.border,
+                    (None, None) => false,
+                    _ => true,
+                },
+            )
+            .flat_map(|index| format.channel_names(index).iter().copied())
+            .collect()
+    }
+
+    /// The `plane_masks` that stand where `mask` would apply (planes `planes` selects), in
+    /// plane order: `mask` alone cannot change those planes.
+    pub fn planes_masked_over(&self, format: PixelFormat) -> Vec<PlaneName> {
+        let planes = format.plane_shapes(2, 2).len();
+        (0..planes)
+            .filter(|&index| self.planes.selects(format, index))
+            .flat_map(|index| format.channel_names(index).iter().copied())
+            .filter(|name| self.plane_masks.contains_key(name))
+            .collect()
+    }
+
+    /// Whether `mask` filters no plane of `format` frames: every plane it would take has a
+    /// plane mask of its own (or `planes` selects none).
+    pub fn mask_unused(&self, format: PixelFormat) -> bool {
+        let planes = format.plane_shapes(2, 2).len();
+        (0..planes).all(|index| {
+            !self.planes.selects(format, index)
+                || format
+                    .channel_names(index)
+                    .iter()
+                    .any(|name| self.plane_masks.contains_key(name))
+        })
+    }
+
     /// The masks in words: `edge` or `y: edge, u: neutral, v: neutral` (planes not named
     /// follow `mask` and `planes`).
     pub fn description(&self) -> String {
@@ -429,6 +471,52 @@ mod tests {
             None,
             "one mask for uv: nv12 as it is"
         );
+    }
+
+    #[test]
+    fn a_switch_names_the_planes_whose_pixels_it_changes() {
+        let names = |planes: Vec<PlaneName>| planes.iter().map(|p| p.name()).collect::<Vec<_>>().join(",");
+        let yuv = PixelFormat::YUV420P;
+        let boxed = FilterSpec::uniform(mask("box"), BorderMode::Reflect, PlaneSelection::All);
+        let sharpen = FilterSpec::uniform(mask("sharpen"), BorderMode::Reflect, PlaneSelection::All);
+        assert_eq!(names(boxed.changed_planes(&sharpen, yuv)), "y,u,v");
+        let same_numbers = FilterSpec::uniform(mask("box:size=3"), BorderMode::Reflect, PlaneSelection::All);
+        assert_eq!(names(boxed.changed_planes(&same_numbers, yuv)), "", "box is box:size=3");
+        let luma = FilterSpec {
+            planes: PlaneSelection::Luma,
+            ..boxed.clone()
+        };
+        assert_eq!(names(boxed.changed_planes(&luma, yuv)), "u,v", "chroma is copied now");
+        let wrapped = FilterSpec {
+            border: BorderMode::Wrap,
+            ..luma.clone()
+        };
+        assert_eq!(
+            names(luma.changed_planes(&wrapped, yuv)),
+            "y",
+            "copied planes have no border"
+        );
+        // Every plane has a mask of its own: a new `mask` reaches none of them.
+        let per_plane = with_planes(
+            "box",
+            &[
+                (PlaneName::Y, "edge"),
+                (PlaneName::U, "neutral"),
+                (PlaneName::V, "neutral"),
+            ],
+        );
+        let new_mask = FilterSpec {
+            mask: mask("sharpen"),
+            ..per_plane.clone()
+        };
+        assert_eq!(names(per_plane.changed_planes(&new_mask, yuv)), "");
+        assert!(per_plane.mask_unused(yuv));
+        assert_eq!(names(per_plane.planes_masked_over(yuv)), "y,u,v");
+        // NV12's interleaved plane is both u and v.
+        assert_eq!(names(boxed.changed_planes(&luma, PixelFormat::NV12)), "u,v");
+        let chroma_only = with_planes("box", &[(PlaneName::U, "edge"), (PlaneName::V, "edge")]);
+        assert!(!chroma_only.mask_unused(yuv), "mask still filters y");
+        assert_eq!(names(chroma_only.planes_masked_over(yuv)), "u,v");
     }
 
     #[test]

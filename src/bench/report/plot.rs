@@ -93,7 +93,67 @@ impl Sizes {
     }
 }
 
-/// Median kernel time against mask size, one line per (plane, path), log-scaled time.
+/// The kernel plot's lines: one per plane size, sample depth (named when the report has
+/// more than one) and path, each point a mask side and its median time, in side order. A
+/// line that mixed depths would zig-zag between them at every side.
+pub(super) fn kernel_series(report: &BenchReport) -> Vec<(String, Vec<(f64, f64)>)> {
+    let depths = report
+        .kernel
+        .iter()
+        .map(|k| k.bits)
+        .collect::<std::collections::BTreeSet<_>>();
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for k in &report.kernel {
+        let name = if depths.len() > 1 {
+            format!("{} {}-bit {}", k.plane, k.bits, k.path)
+        } else {
+            format!("{} {}", k.plane, k.path)
+        };
+        let point = (k.size as f64, k.median_us);
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push(point),
+            None => series.push((name, vec![point])),
+        }
+    }
+    for (_, points) in &mut series {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    series
+}
+
+/// Labels for a logarithmic time axis from `low` to `high`: 1, 2 and 5 times each power of
+/// ten in between, or every multiple when that gives fewer than three. Plotters' own
+/// labels start at the first power of ten, so a range of 150 to 900 us had none.
+pub(super) fn time_ticks(low: f64, high: f64) -> Vec<f64> {
+    if !(low > 0.0 && high > low && high.is_finite()) {
+        return Vec::new();
+    }
+    let decades = low.log10().floor() as i32..=high.log10().ceil() as i32;
+    let within = |steps: &[f64]| -> Vec<f64> {
+        decades
+            .clone()
+            .flat_map(|exponent| steps.iter().map(move |step| step * 10f64.powi(exponent)))
+            .filter(|tick| (low..=high).contains(tick))
+            .collect()
+    };
+    let ticks = within(&[1.0, 2.0, 5.0]);
+    if ticks.len() >= 3 {
+        ticks
+    } else {
+        within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    }
+}
+
+/// A time axis label: whole microseconds, or as many digits as a tick under one has.
+fn time_label(us: &f64) -> String {
+    if *us >= 1.0 {
+        format!("{us:.0}")
+    } else {
+        format!("{us}")
+    }
+}
+
+/// Median kernel time against mask size, one line per (plane, depth, path), log-scaled time.
 fn kernel_plot<DB: DrawingBackend>(
     report: &BenchReport,
     root: &DrawingArea<DB, Shift>,
@@ -102,14 +162,7 @@ fn kernel_plot<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for k in &report.kernel {
-        let name = format!("{} {}", k.plane, k.path);
-        match series.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, points)) => points.push((k.size as f64, k.median_us)),
-            None => series.push((name, vec![(k.size as f64, k.median_us)])),
-        }
-    }
+    let series = kernel_series(report);
     let max_size = report.kernel.iter().map(|k| k.size).max().unwrap_or(3) as f64;
     let (min_t, max_t) = report.kernel.iter().fold((f64::MAX, 0f64), |(lo, hi), k| {
         (lo.min(k.median_us), hi.max(k.median_us))
@@ -119,12 +172,18 @@ where
         .margin(sizes.px(15))
         .x_label_area_size(sizes.px(50))
         .y_label_area_size(sizes.px(80))
-        .build_cartesian_2d(0f64..max_size + 2.0, (min_t * 0.8..max_t * 1.25).log_scale())
+        .build_cartesian_2d(
+            0f64..max_size + 2.0,
+            (min_t * 0.8..max_t * 1.25)
+                .log_scale()
+                .with_key_points(time_ticks(min_t * 0.8, max_t * 1.25)),
+        )
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc("mask side")
         .y_desc("median microseconds")
+        .y_label_formatter(&time_label)
         .label_style(sizes.font(14))
         .axis_desc_style(sizes.font(16))
         .draw()
@@ -289,4 +348,77 @@ where
         .border_style(BLACK.stroke_width(sizes.px(1)))
         .draw()
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kernel rows of the published high-bit-depth run: 8- and 16-bit planes of two sizes.
+    fn two_depths() -> BenchReport {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benchmarks/2026-11-24-high-bit-depth/kernel-results.json");
+        crate::bench::read_report(&path).expect("the published report reads")
+    }
+
+    #[test]
+    fn each_depth_is_a_line_of_its_own_in_mask_side_order() {
+        let report = two_depths();
+        let series = kernel_series(&report);
+        let names: Vec<&str> = series.iter().map(|(name, _)| name.as_str()).collect();
+        assert!(
+            names.contains(&"1920x1080 8-bit dense") && names.contains(&"1920x1080 16-bit dense"),
+            "{names:?}"
+        );
+        assert_eq!(series.len(), 2 * 2 * 3, "plane sizes x depths x paths: {names:?}");
+        for (name, points) in &series {
+            assert!(
+                points.windows(2).all(|w| w[0].0 < w[1].0),
+                "{name} goes back and forth: {points:?}"
+            );
+        }
+        let rows = report.kernel.len();
+        assert_eq!(
+            series.iter().map(|(_, p)| p.len()).sum::<usize>(),
+            rows,
+            "every row drawn once"
+        );
+        // One depth: the names stay as they were.
+        let mut eight = report.clone();
+        eight.kernel.retain(|k| k.bits == 8);
+        assert!(kernel_series(&eight).iter().any(|(name, _)| name == "1920x1080 dense"));
+    }
+
+    #[test]
+    fn the_time_axis_is_labelled_below_the_first_power_of_ten() {
+        // 200 and 500 alone are too few: every hundred.
+        assert_eq!(
+            time_ticks(150.0, 900.0),
+            [200.0, 300.0, 400.0, 500.0, 600.0, 700.0, 800.0, 900.0]
+        );
+        assert_eq!(
+            time_ticks(7.0, 11_000.0),
+            [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0]
+        );
+        assert!(time_ticks(0.0, 10.0).is_empty() && time_ticks(5.0, 5.0).is_empty());
+
+        // Drawn: a report whose times lie between 150 and 9000 us labels 200 and 500.
+        register_plot_font().unwrap();
+        let mut report = two_depths();
+        report.kernel.retain(|k| (150.0..9000.0).contains(&k.median_us));
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
+            Plot::Kernel.draw(&report, &root, 1).unwrap();
+            root.present().unwrap();
+        }
+        let labels: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|chunk| chunk.rsplit('>').next())
+            .map(str::trim)
+            .collect();
+        for label in ["200", "500", "1000", "5000"] {
+            assert!(labels.contains(&label), "no `{label}` on the time axis: {labels:?}");
+        }
+    }
 }

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use crate::config::{ConfigError, ConfigFile, MaskSelection, PipelineConfig, PipelineSettings};
 use crate::engine::EngineError;
-use crate::filter::{BorderMode, PlaneSelection};
+use crate::filter::{BorderMode, FilterSpec, PlaneName, PlaneSelection};
+use crate::frame::PixelFormat;
 use crate::sink::FileId;
 
 mod stopping;
@@ -48,6 +49,32 @@ pub struct FilterUpdate {
     pub border: Option<BorderMode>,
     /// Replaces the per-plane masks (`{}` clears them).
     pub plane_masks: Option<std::collections::BTreeMap<String, MaskSelection>>,
+    /// Clears the per-plane masks, so that `mask` reaches every plane `planes` selects:
+    /// a new `mask` alone leaves a plane that has a mask of its own as it was.
+    #[serde(default)]
+    pub clear_plane_masks: bool,
+}
+
+impl FilterUpdate {
+    /// Whether the request asks for any change at all.
+    pub fn is_empty(&self) -> bool {
+        self.mask.is_none()
+            && self.planes.is_none()
+            && self.border.is_none()
+            && self.plane_masks.is_none()
+            && !self.clear_plane_masks
+    }
+}
+
+/// What a live filter switch did.
+#[derive(Debug, Clone)]
+pub struct Switched {
+    /// The index of the first frame filtered with the new filter.
+    pub applies_from: u64,
+    /// The planes whose pixels change from that frame on (the names `plane_masks` takes).
+    pub changed_planes: Vec<PlaneName>,
+    /// Why the switch changes no plane, when it changes none.
+    pub unchanged_because: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +276,8 @@ impl Supervisor {
                     let _entered = span.enter();
                     match run_monitored(&settings, &options, &monitor, switches_rx) {
                         Ok(report) => tracing::info!("{}", report.summary()),
+                        // The operator stopped it before it opened: said, not alarmed about.
+                        Err(e) if e.is_stop() => tracing::info!("{e}"),
                         Err(e) => tracing::error!("{e}"),
                     }
                 })
@@ -300,9 +329,14 @@ impl Supervisor {
     }
 
     /// Switches a running pipeline's filter. The kernels are compiled here first, on the
-    /// caller's thread; the pipeline then swaps between two frames. Returns the index of
-    /// the first frame filtered with the new filter.
-    pub fn switch_filter(&self, name: &str, update: FilterUpdate) -> Result<u64, SupervisorError> {
+    /// caller's thread; the pipeline then swaps between two frames. Returns the first frame
+    /// filtered with the new filter and the planes the switch changes.
+    pub fn switch_filter(&self, name: &str, update: FilterUpdate) -> Result<Switched, SupervisorError> {
+        if update.clear_plane_masks && update.plane_masks.is_some() {
+            return Err(SupervisorError::Invalid(ConfigError::Invalid(vec![format!(
+                "pipeline {name:?}: give either plane_masks (which replaces every plane mask; {{}} clears them) or clear_plane_masks, not both"
+            )])));
+        }
         let current = self.settings(name)?;
         let mut config = current.config.clone();
         let filter = &mut config.filter;
@@ -318,18 +352,30 @@ impl Supervisor {
         if let Some(plane_masks) = update.plane_masks {
             filter.plane_masks = plane_masks;
         }
+        if update.clear_plane_masks {
+            filter.plane_masks.clear();
+        }
         let settings = self.validate_one(config)?;
-        self.switch_to(&settings)
+        self.switch_to(
+            &settings,
+            "send the mask with \"clear_plane_masks\": true (or \"plane_masks\": {}) to apply it to every plane",
+        )
     }
 
-    fn switch_to(&self, settings: &PipelineSettings) -> Result<u64, SupervisorError> {
+    /// Switches to `settings`' filter; `clear_hint` says how the caller removes plane masks
+    /// that keep a new mask from any plane (the API and the config file differ).
+    fn switch_to(&self, settings: &PipelineSettings, clear_hint: &str) -> Result<Switched, SupervisorError> {
         let name = &settings.name;
-        let (monitor, switches) = {
+        let (monitor, switches, before) = {
             let pipelines = self.pipelines();
             let handle = pipelines
                 .get(name)
                 .ok_or_else(|| SupervisorError::NotFound(name.clone()))?;
-            (handle.monitor.clone(), handle.switches.clone())
+            (
+                handle.monitor.clone(),
+                handle.switches.clone(),
+                handle.settings.filter.clone(),
+            )
         };
         let state = monitor.state();
         if state != PipelineState::Running {
@@ -378,7 +424,20 @@ impl Supervisor {
         if let Some(handle) = self.pipelines().get_mut(name) {
             handle.settings = settings.clone();
         }
-        Ok(applies_from)
+        // A running pipeline knows its frames' format; the planes follow from it.
+        let format = monitor.format();
+        let changed_planes = format.map_or_else(Vec::new, |format| before.changed_planes(&settings.filter, format));
+        let unchanged_because = format
+            .filter(|_| changed_planes.is_empty())
+            .map(|format| why_unchanged(&before, &settings.filter, format, clear_hint));
+        if let Some(reason) = &unchanged_because {
+            tracing::warn!(pipeline = %name, "the filter switch from frame {applies_from} changes no plane: {reason}");
+        }
+        Ok(Switched {
+            applies_from,
+            changed_planes,
+            unchanged_because,
+        })
     }
 
     fn settings(&self, name: &str) -> Result<PipelineSettings, SupervisorError> {
@@ -473,8 +532,10 @@ impl Supervisor {
                             }
                         }
                     } else if current.filter != next.filter {
-                        match self.switch_to(&next) {
-                            Ok(frame) => summary.switched.push(format!("{name} (from frame {frame})")),
+                        match self.switch_to(&next, "remove plane_masks from the file to apply it to every plane") {
+                            Ok(Switched { applies_from, .. }) => {
+                                summary.switched.push(format!("{name} (from frame {applies_from})"))
+                            }
                             Err(e) => summary.problems.push(e.to_string()),
                         }
                     } else {
@@ -530,7 +591,7 @@ fn conflict_among(
 ) -> Option<String> {
     let mut running: Vec<PipelineConfig> = Vec::new();
     for handle in pipelines.values() {
-        let active = !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed);
+        let active = !handle.monitor.state().has_ended();
         if handle.settings.name == pipeline.name || !active || !among(handle) {
             continue;
         }
@@ -544,6 +605,28 @@ fn conflict_among(
     }
     let running: Vec<&PipelineConfig> = running.iter().collect();
     crate::config::conflicts_with_running(pipeline, &running)
+}
+
+/// Why switching from `before` to `after` leaves every plane of `format` frames as it was.
+fn why_unchanged(before: &FilterSpec, after: &FilterSpec, format: PixelFormat, clear_hint: &str) -> String {
+    let names = |planes: Vec<PlaneName>| planes.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
+    if !before.mask.filters_like(&after.mask) && after.mask_unused(format) {
+        let masked_over = after.planes_masked_over(format);
+        if masked_over.is_empty() {
+            return format!(
+                "mask `{}` applies to the planes `planes` selects, and planes = {} selects none of {format}'s",
+                after.mask.description(),
+                after.planes
+            );
+        }
+        return format!(
+            "mask `{}` applies only to planes without a mask of their own, and plane_masks gives one to every plane planes = {} selects ({}); {clear_hint}",
+            after.mask.description(),
+            after.planes,
+            names(masked_over)
+        );
+    }
+    "every plane keeps the mask and border it had".to_string()
 }
 
 /// Whether a pipeline in `state` counts as ready (see [`Supervisor::ready`]).

@@ -18,7 +18,7 @@ const UNBLOCK_GRACE: Duration = Duration::from_secs(5);
 /// Returns the names still running after that.
 pub(super) fn stop_and_join(handles: &mut [Handle], timeout: Duration) -> Vec<String> {
     for handle in handles.iter() {
-        if !matches!(handle.monitor.state(), PipelineState::Finished | PipelineState::Failed) {
+        if !handle.monitor.state().has_ended() {
             handle.monitor.set_state(PipelineState::Stopping);
         }
         handle.stop.store(true, Ordering::Relaxed);

@@ -198,7 +198,8 @@ pub struct EngineOptions {
     pub pipeline: String,
     /// Frame geometry, so buffers are sized and kernels compiled before the first frame.
     pub shape: Option<FrameShape>,
-    /// Record per-stage GPU timestamps for a Chrome trace.
+    /// Record each frame's stages for a Chrome trace (GPU copies and kernels per CUDA
+    /// stream; the CPU engine's filtering).
     pub trace: bool,
     /// Time each frame's stages (CUDA events), for [`Engine::last_stage_times`].
     pub stage_times: bool,
@@ -242,7 +243,7 @@ impl EngineOptions {
 /// says so once.
 pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
     match options.device {
-        DeviceChoice::Cpu => Ok(Box::new(CpuEngine::new(filter))),
+        DeviceChoice::Cpu => Ok(Box::new(cpu_engine(filter, options))),
         DeviceChoice::Cuda(ordinal) => build_cuda(filter, options, Some(ordinal)),
         DeviceChoice::AnyCuda => build_cuda(filter, options, None),
         // Only a missing GPU falls back to the CPU: any other failure on a GPU host (a
@@ -251,10 +252,21 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
             Ok(engine) => Ok(engine),
             Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda)) => {
                 tracing::warn!("{e}; using the CPU engine");
-                Ok(Box::new(CpuEngine::new(filter)))
+                Ok(Box::new(cpu_engine(filter, options)))
             }
             Err(e) => Err(e),
         },
+    }
+}
+
+/// The CPU engine, traced when the options ask for a trace (which `--trace` writes
+/// whichever engine runs).
+fn cpu_engine(filter: FilterSpec, options: &EngineOptions) -> CpuEngine {
+    let engine = CpuEngine::new(filter);
+    if options.trace {
+        engine.traced()
+    } else {
+        engine
     }
 }
 

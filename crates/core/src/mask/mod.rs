@@ -327,6 +327,15 @@ impl Mask {
         &self.warnings
     }
 
+    /// Whether `other` gives the same pixels: the same numbers, however each was written
+    /// (`box` and `box:size=3` are one mask).
+    pub fn filters_like(&self, other: &Mask) -> bool {
+        (self.width, self.height, self.bias) == (other.width, other.height, other.bias)
+            && self.coefficients == other.coefficients
+            && self.factors == other.factors
+            && self.second == other.second
+    }
+
     /// The same mask described differently (a named mask shows its name in logs).
     pub fn with_description(self, description: impl Into<String>) -> Mask {
         Mask {

@@ -69,6 +69,11 @@ pub enum PipelineError {
         stage: &'static str,
         message: String,
     },
+    /// A stop came while the input was still opening (a live input that has not sent, a
+    /// FIFO with no writer): nothing went wrong, and nothing was written. An error only in
+    /// that there is no report to give.
+    #[error("pipeline {pipeline:?}: stopped while opening its input; nothing was written")]
+    StoppedBeforeInput { pipeline: String },
 }
 
 impl PipelineError {
@@ -83,6 +88,11 @@ impl PipelineError {
             _ => false,
         }
     }
+
+    /// Whether the run ended because it was asked to stop, not because anything failed.
+    pub fn is_stop(&self) -> bool {
+        matches!(self, PipelineError::StoppedBeforeInput { .. })
+    }
 }
 
 /// How a pipeline run is watched and stopped.
@@ -92,7 +102,7 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Draw a progress bar (only when stderr is a terminal).
     pub progress: bool,
-    /// Write a Chrome trace of the GPU stages here (CUDA engine only).
+    /// Write a Chrome trace of every frame's engine stages here (either engine).
     pub trace: Option<std::path::PathBuf>,
     /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.
     pub stage_times: bool,
@@ -188,7 +198,8 @@ pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result
 }
 
 /// Runs one pipeline, publishing its progress in `monitor` and applying the filter switches
-/// that arrive on `switches`. The monitor's state ends as `Finished` or `Failed`.
+/// that arrive on `switches`. The monitor's state ends as `Finished` (the input ended),
+/// `Stopped` (the stop flag was set) or `Failed`.
 pub fn run_monitored(
     settings: &PipelineSettings,
     options: &RunOptions,
@@ -209,6 +220,9 @@ pub fn run_monitored(
         })
     });
     match &result {
+        // An operator's stop is no failure: `last_error` stays empty.
+        Err(e) if e.is_stop() => monitor.set_state(PipelineState::Stopped),
+        Ok(_) if options.stop.load(Ordering::Relaxed) => monitor.set_state(PipelineState::Stopped),
         Ok(_) => monitor.set_state(PipelineState::Finished),
         Err(e) => {
             monitor.set_error(&e.to_string());
@@ -260,6 +274,8 @@ fn run_stages(
     let name = settings.name.clone();
     let started = Instant::now();
     let counters = monitor.counters.clone();
+    // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
+    // wait for a live sender cut short) is the stop, not a fault of the input.
     let source = Source::connect(
         &settings.source,
         &options.stop,
@@ -267,9 +283,15 @@ fn run_stages(
         false,
         &convstream_core::engine::nvdec_probe(),
     )
-    .map_err(|error| PipelineError::Source {
-        pipeline: name.clone(),
-        error,
+    .map_err(|error| {
+        if options.stop.load(Ordering::Relaxed) {
+            PipelineError::StoppedBeforeInput { pipeline: name.clone() }
+        } else {
+            PipelineError::Source {
+                pipeline: name.clone(),
+                error,
+            }
+        }
     })?;
     counters.reconnecting.store(false, Ordering::Relaxed);
     let source = match settings.source.depth {
@@ -344,6 +366,8 @@ fn run_stages(
             OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
         },
     };
+    // An output that nobody came to read before the stop stays an error (its message says
+    // so): unlike a live input that has not sent yet, a consumer was expected to be there.
     let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
         error,

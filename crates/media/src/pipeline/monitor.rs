@@ -20,9 +20,32 @@ pub enum PipelineState {
     Running,
     /// Stop requested: finishing the frames read, finalising the output.
     Stopping,
-    /// Ended normally (end of input, or stopped).
+    /// Ended at the end of its input (or its output's reader closing it).
     Finished,
+    /// Ended by a stop (a signal, a delete, a reload, a shutdown): what was read is written
+    /// and finalised, and a stop before the input opened wrote nothing. Not a failure.
+    Stopped,
     Failed,
+}
+
+impl PipelineState {
+    /// Every state, in the order of a pipeline's life.
+    pub const ALL: [PipelineState; 6] = [
+        PipelineState::Starting,
+        PipelineState::Running,
+        PipelineState::Stopping,
+        PipelineState::Finished,
+        PipelineState::Stopped,
+        PipelineState::Failed,
+    ];
+
+    /// Whether the run is over (its threads have returned).
+    pub fn has_ended(self) -> bool {
+        matches!(
+            self,
+            PipelineState::Finished | PipelineState::Stopped | PipelineState::Failed
+        )
+    }
 }
 
 /// A request to filter with `filter` from the next frame on. The reply is the index of

@@ -305,7 +305,9 @@ impl VideoEncoder {
                 unsuitable_input: hint.is_some(),
             }
         })?;
-        let description = describe_encoder(&encoder, codec, &settings, format);
+        // FFV1 and its kind are lossless whatever they are given; others when asked to be.
+        let always_lossless = lossless_options(codec.name()).is_some_and(|options| options.is_empty());
+        let description = describe_encoder(&encoder, codec, &settings, format, config.lossless || always_lossless);
         tracing::info!(output = %config.url, "encoding {description}");
         Ok(VideoEncoder {
             description,
@@ -555,15 +557,24 @@ fn settings_text(options: &Dictionary) -> Vec<String> {
     options.iter().map(|(key, value)| format!("{key}={value}")).collect()
 }
 
-/// `libx264 (crf=18, preset=slow), yuv420p, 4000 kb/s` as far as known.
+/// `libx264 (crf=18, preset=slow), yuv420p` or `ffv1 (lossless), yuv420p`, as far as known.
 fn describe_encoder(
     encoder: &ffmpeg::encoder::Video,
     codec: ffmpeg::Codec,
     settings: &[String],
     format: Pixel,
+    lossless: bool,
 ) -> String {
     if is_uncompressed(codec.name()) {
         return format!("uncompressed {}", pixel_name(format));
+    }
+    if lossless {
+        // A lossless encoder has no rate to report: the context's bit_rate is FFmpeg's
+        // default (200 kb/s), which FFV1 never reads.
+        let settings: Vec<String> = std::iter::once("lossless".to_string())
+            .chain(settings.iter().cloned())
+            .collect();
+        return format!("{} ({}), {}", codec.name(), settings.join(", "), pixel_name(format));
     }
     let mut settings = settings.to_vec();
     // SAFETY: reading plain fields of an open codec context.

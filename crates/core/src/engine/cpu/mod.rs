@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 pub use convolve::{convolve_plane, magnitude, to_sample};
 
-use super::{Engine, EngineError, StageTimes};
+use super::trace::CPU_STAGE;
+use super::{Engine, EngineError, StageTimes, TraceSpan};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 
@@ -21,6 +22,8 @@ pub struct CpuEngine {
     filter: FilterSpec,
     done: VecDeque<(Frame, Duration)>,
     last_time: Option<Duration>,
+    /// When tracing: the engine's start, which span times count from, and the spans.
+    trace: Option<(Instant, Vec<TraceSpan>)>,
 }
 
 impl CpuEngine {
@@ -29,6 +32,16 @@ impl CpuEngine {
             filter,
             done: VecDeque::new(),
             last_time: None,
+            trace: None,
+        }
+    }
+
+    /// The same engine, recording each frame's filtering for a Chrome trace
+    /// ([`Engine::take_trace`]), as the CUDA engine records its stages.
+    pub fn traced(self) -> CpuEngine {
+        CpuEngine {
+            trace: Some((Instant::now(), Vec::new())),
+            ..self
         }
     }
 
@@ -83,6 +96,15 @@ impl Engine for CpuEngine {
         // Filtered in place of queueing: the engine's part is the filtering itself, from
         // `started` (its work begins as soon as it is handed over) to `done`.
         let done = Instant::now();
+        if let Some((origin, spans)) = &mut self.trace {
+            spans.push(TraceSpan {
+                stream: 0,
+                frame: filtered.index,
+                stage: CPU_STAGE,
+                start_us: started.saturating_duration_since(*origin).as_secs_f64() * 1e6,
+                duration_us: (done - started).as_secs_f64() * 1e6,
+            });
+        }
         filtered.timeline.enqueued = Some(started);
         filtered.timeline.finished = Some(done);
         self.done.push_back((filtered, done - started));
@@ -103,5 +125,11 @@ impl Engine for CpuEngine {
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
         self.filter = filter;
         Ok(())
+    }
+    fn take_trace(&mut self) -> Vec<TraceSpan> {
+        self.trace
+            .as_mut()
+            .map(|(_, spans)| std::mem::take(spans))
+            .unwrap_or_default()
     }
 }
