@@ -60,8 +60,10 @@ as_root() {
 # cuvid decoders and nvenc encoders only need the ffnvcodec headers to build; the driver
 # libraries they call are loaded at run time and may be absent (H100/H200 have no NVENC).
 # ---------------------------------------------------------------------------------------------
+# libdav1d: AV1 in software (FFmpeg's own av1 decoder decodes only on hardware); dav1d is
+# BSD-2-Clause, built from Debian's source into the same prefix and linked statically.
 decoders=(
-    h264 hevc mpeg4 mpeg2video mpeg1video ffv1 rawvideo wrapped_avframe vp8 vp9 av1 mjpeg png
+    h264 hevc mpeg4 mpeg2video mpeg1video ffv1 rawvideo wrapped_avframe vp8 vp9 av1 libdav1d mjpeg png
     h264_cuvid hevc_cuvid vp9_cuvid av1_cuvid mpeg4_cuvid
     aac mp3 mp3float mp2 opus vorbis flac ac3 pcm_s16le pcm_s24le pcm_f32le
 )
@@ -98,7 +100,7 @@ configure_args=(
     --enable-ffnvcodec --enable-nvdec --enable-nvenc --enable-cuvid
     --enable-static --disable-shared --enable-pic
     --enable-zlib   # png and other zlib-based codecs; zlib is linked into the binary too
-    --enable-libopenh264 --pkg-config-flags=--static
+    --enable-libopenh264 --enable-libdav1d --pkg-config-flags=--static
     --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
     --disable-avdevice --disable-avfilter --disable-postproc
     --enable-network
@@ -167,12 +169,36 @@ check_component_names() {
     ((${#unknown[@]} == 0)) || die "this FFmpeg does not know: ${unknown[*]}"
 }
 
+# dav1d from Debian's source package (1.0 on bookworm), as a static library in the FFmpeg
+# prefix, where FFmpeg's configure finds it through pkg-config.
+build_dav1d() {
+    if [[ -f $prefix/lib/libdav1d.a && -f $prefix/lib/pkgconfig/dav1d.pc ]]; then
+        log "static dav1d already built in $prefix, skipping"
+        return
+    fi
+    ensure_packages build-essential dpkg-dev nasm meson ninja-build
+    ensure_deb_src
+    local dir="$workdir-dav1d" started=$SECONDS
+    log "fetching Debian's dav1d source into $dir"
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    apt-get source --download-only dav1d
+    dpkg-source --no-check -x "$(ls dav1d_*.dsc | sort -V | tail -n 1)" src >/dev/null
+    cd src
+    meson setup build --prefix="$prefix" --libdir=lib --buildtype=release --default-library=static \
+        -Denable_tools=false -Denable_tests=false -Denable_examples=false
+    ninja -C build -j"$jobs" install
+    log "dav1d built in $((SECONDS - started)) s, installed in $prefix"
+    cd / && rm -rf "$dir"
+}
+
 build_ffmpeg() {
     local wanted="${configure_args[*]}"
     if [[ -f $prefix/lib/libavcodec.a && -f $stamp && "$(cat "$stamp")" == "$wanted" ]]; then
         log "static FFmpeg already built in $prefix (same configure line), skipping"
         return
     fi
+    build_dav1d
+    export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
     # nasm: FFmpeg's x86 assembly (without it the software decoders are several times slower).
     # libffmpeg-nvenc-dev: the ffnvcodec headers for cuvid/nvdec/nvenc. dpkg-dev: dpkg-source.
@@ -231,6 +257,8 @@ filters=(null nullsink anull anullsink format aformat scale gblur convolution co
 # Fetches Debian's FFmpeg source (with its patches) into DIR/src, a fresh DIR, and enters it.
 fetch_source_into() {
     local dir="$1"
+    build_dav1d
+    export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
     log "fetching Debian's FFmpeg source into $dir"
@@ -271,6 +299,8 @@ build_ffmpeg_shared() {
             --enable-static) args+=(--disable-static) ;;
             --disable-shared) args+=(--enable-shared) ;;
             --disable-avfilter) args+=(--enable-avfilter) ;;
+            # GStreamer's libav plugin has its own AV1 decoders to choose from (av1dec, dav1ddec).
+            --enable-libdav1d) ;;
             --pkg-config-flags=--static) ;;
             *) args+=("$arg") ;;
         esac
@@ -312,10 +342,11 @@ portable_env() {
     # because libswresample depends on it and GNU ld resolves archives in order.
     # (FFmpeg's .pc files also list -latomic, but no object here needs it on x86-64.)
     # OpenH264 is C++: its archive and the C++ runtime are linked statically too, so the binary
-    # still needs nothing beyond glibc and libgcc_s.
+    # still needs nothing beyond glibc and libgcc_s. dav1d's archive is in the prefix itself.
     ensure_packages libopenh264-dev
     local link_args=(
         "-L$prefix/lib" -l:libswresample.a -l:libavutil.a -l:libz.a -l:libopenh264.a -l:libstdc++.a
+        -l:libdav1d.a
     )
     [[ $prefix != *[[:space:]]* ]] || die "RUSTFLAGS cannot carry a prefix with spaces: $prefix"
     export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$(printf -- '-C link-arg=%s ' "${link_args[@]}")"

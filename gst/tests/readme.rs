@@ -168,7 +168,16 @@ fn start_display() -> (String, Background) {
         let log = std::env::temp_dir().join(format!("convstream-xvfb-{number}.log"));
         let mut xvfb = Background::spawn(
             Command::new("Xvfb")
-                .args([display.as_str(), "-screen", "0", "1280x720x24", "-nolisten", "tcp"])
+                // -noreset: no server reset each time the last client leaves.
+                .args([
+                    display.as_str(),
+                    "-screen",
+                    "0",
+                    "1280x720x24",
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                ])
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(&log).unwrap()),
         );
@@ -235,21 +244,41 @@ struct Stage {
     dir: tempfile::TempDir,
     /// `XDG_DATA_HOME` for the plugin the README's install command puts there.
     data_home: PathBuf,
-    display: String,
-    _xvfb: Background,
+    /// The virtual display (its name and its Xvfb), made again if it stops answering.
+    display: std::sync::Mutex<(String, Background)>,
+    /// What happened to displays that stopped answering, for a failure's message.
+    display_history: std::sync::Mutex<Vec<String>>,
 }
 
 impl Stage {
     fn new() -> Stage {
         let dir = tempfile::tempdir().unwrap();
         let data_home = dir.path().join("data-home");
-        let (display, xvfb) = start_display();
         Stage {
             dir,
             data_home,
-            display,
-            _xvfb: xvfb,
+            display: std::sync::Mutex::new(start_display()),
+            display_history: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The display's name, once it has drawn a frame: a display that stopped answering
+    /// (its Xvfb gone, or its socket) is replaced, and what became of it is kept for the
+    /// message of any example that fails afterwards.
+    fn display(&self) -> String {
+        let mut display = self.display.lock().unwrap();
+        let (name, xvfb) = &mut *display;
+        if let Err(why) = display_ready(name, xvfb) {
+            let number = name.trim_start_matches(':');
+            let log = std::env::temp_dir().join(format!("convstream-xvfb-{number}.log"));
+            let said = std::fs::read_to_string(log).unwrap_or_default();
+            self.display_history.lock().unwrap().push(format!(
+                "display {name} stopped answering ({why}); Xvfb said: {}",
+                said.trim()
+            ));
+            *display = start_display();
+        }
+        display.0.clone()
     }
 
     fn path(&self) -> &Path {
@@ -265,7 +294,14 @@ impl Stage {
             .current_dir(self.path())
             .env("XDG_DATA_HOME", &self.data_home)
             .env("GST_REGISTRY", self.path().join("registry.bin"))
-            .env("DISPLAY", &self.display)
+            .env(
+                "DISPLAY",
+                if script.contains("videosink") {
+                    self.display()
+                } else {
+                    String::new()
+                },
+            )
             // Debian's Python, where python3-gi is (not a version manager's).
             .env(
                 "PATH",
@@ -292,11 +328,12 @@ impl Stage {
                 let output = child.wait_with_output().unwrap();
                 assert!(
                     status.success(),
-                    "README.md line {}: `{}` failed ({status}):\n{}\n{}",
+                    "README.md line {}: `{}` failed ({status}):\n{}\n{}\n{}",
                     example.line,
                     example.script,
                     String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
+                    String::from_utf8_lossy(&output.stderr),
+                    self.display_history.lock().unwrap().join("\n")
                 );
                 return String::from_utf8_lossy(&output.stdout).into_owned();
             }
