@@ -12,15 +12,58 @@ use cli::{commands, run, Failure};
 
 fn main() -> ExitCode {
     guard_standard_streams();
-    let cli = Cli::parse_from(std::env::args_os().map(cli::spellings::ffmpeg_spellings));
-    match try_main(cli) {
+    let cli = match parse_command_line() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let code = match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
-            let message = format!("{error:#}");
-            eprintln!("error: {}", convstream::text::redact_credentials(&message));
+            let message = convstream::text::redact_credentials(&format!("{error:#}")).into_owned();
+            // A run stopped by a signal ended as asked: its line is news, not an error.
+            match code {
+                128.. => eprintln!("{message}"),
+                _ => eprintln!("error: {message}"),
+            }
             ExitCode::from(code)
         }
-    }
+    };
+    // Last: with JSON logs, the line above is logged as JSON too before stderr is restored.
+    cli::logging::finish_logging();
+    code
+}
+
+/// The command line, FFmpeg's spellings read as convstream's flags; on an error (or
+/// `--help`), what clap prints, naming each flag as it was typed, and the exit code.
+fn parse_command_line() -> Result<Cli, ExitCode> {
+    use clap::CommandFactory;
+    let value_flags: Vec<String> = Cli::command()
+        .find_subcommand("run")
+        .map(|run| {
+            run.get_arguments()
+                .filter(|arg| arg.get_action().takes_values())
+                .flat_map(|arg| {
+                    let long = arg.get_long().map(|long| format!("--{long}"));
+                    let short = arg.get_short().map(|short| format!("-{short}"));
+                    long.into_iter().chain(short)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rewritten = cli::spellings::rewrite(std::env::args_os().collect(), &value_flags).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    Cli::try_parse_from(&rewritten.args).map_err(|error| {
+        if !error.use_stderr() {
+            // --help and --version: printed as they are, exit 0.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        let text = cli::spellings::as_typed(&error.render().to_string(), &rewritten.typed);
+        eprint!("{text}");
+        ExitCode::from(2)
+    })
 }
 
 /// Process-wide settings that keep output failures visible. SIGXFSZ is ignored, so a write

@@ -4,7 +4,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-use super::values::{parse_key_value, parse_mask_size, parse_plane_size, parse_spin_us, parse_time};
+use super::values::{parse_key_value, parse_log_format, parse_mask_size, parse_plane_size, parse_spin_us, parse_time};
+use convstream::config::LogFormat;
 use convstream::filter::{BorderMode, PlaneSelection};
 
 #[derive(Parser)]
@@ -128,6 +129,9 @@ pub(crate) struct RunArgs {
     /// Output: a path, `-` for stdout (YUV4MPEG2), `null`, or a URL.
     #[arg(long, short)]
     pub(crate) output: Option<String>,
+    /// The output, written last as in FFmpeg (`run -i in.mp4 out.mkv`), instead of --output.
+    #[arg(value_name = "OUTPUT", conflicts_with = "output")]
+    pub(crate) output_file: Option<String>,
     /// Mask SPEC (`gaussian:size=13,sigma=2.5`, `custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]`)
     /// or the name of a [masks.NAME] table; `convstream masks` lists the presets.
     #[arg(long, value_name = "SPEC")]
@@ -182,11 +186,12 @@ pub(crate) struct RunArgs {
     /// Leave audio and other non-video streams out (`-an` works too).
     #[arg(long)]
     pub(crate) no_audio: bool,
-    /// Start this far into the input, as `ffmpeg -ss` before `-i`: seconds or [HH:]MM:SS[.frac].
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    /// Start this far into the input, as `ffmpeg -ss` before `-i`: FFmpeg's time syntax,
+    /// seconds (90, 1.5, 1s, 500ms) or [HH:]MM:SS[.frac].
+    #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
     pub(crate) ss: Option<f64>,
-    /// Filter this much of the input, as `ffmpeg -t`: seconds or [HH:]MM:SS[.frac].
-    #[arg(long, short = 't', value_name = "TIME", value_parser = parse_time)]
+    /// Filter this much of the input, as `ffmpeg -t`: seconds (1.5, 1s, 500ms) or [HH:]MM:SS[.frac].
+    #[arg(long, short = 't', value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]
     pub(crate) duration: Option<f64>,
     /// Filter at most this many frames, as `ffmpeg -frames:v`.
     #[arg(long, value_name = "N")]
@@ -209,6 +214,26 @@ pub(crate) struct RunArgs {
     /// Raw input: the frame rate, e.g. 25 or 30000/1001.
     #[arg(long, value_name = "RATE")]
     pub(crate) framerate: Option<String>,
+    /// A muxer option, as `ffmpeg -KEY VALUE` before the output sets it (repeatable; as
+    /// sink.muxer_options), e.g. movflags=+faststart (`-movflags +faststart` works too). An
+    /// MP4 to a pipe or a URL is fragmented (frag_keyframe+empty_moov) without asking.
+    #[arg(long = "muxer-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub(crate) muxer_opts: Vec<(String, String)>,
+    /// Read a file at its frame rate, as a live source would send it (`-re`; source.realtime).
+    #[arg(long)]
+    pub(crate) realtime: bool,
+    /// Start over at the end of the input, for ever (`-stream_loop -1`; source.loop); bound
+    /// it with -t or --frames.
+    #[arg(long = "loop")]
+    pub(crate) looping: bool,
+    /// Keep the input's timestamps (`-copyts`; source.copyts). Without it the output starts
+    /// at 0, as FFmpeg's does.
+    #[arg(long)]
+    pub(crate) copyts: bool,
+    /// A run that writes no frame is a success (by default it is an error, exit 1, as when
+    /// --ss is past the input's end).
+    #[arg(long)]
+    pub(crate) allow_empty: bool,
     /// Replace output files that exist already (without it, an existing output is an error).
     #[arg(long, short = 'y')]
     pub(crate) overwrite: bool,
@@ -218,6 +243,10 @@ pub(crate) struct RunArgs {
     /// Run only this pipeline of the config.
     #[arg(long)]
     pub(crate) pipeline: Option<String>,
+    /// Log lines as text (pretty) or as JSON objects, one a line (as log.format); with json,
+    /// what encoder libraries print themselves is logged as JSON too.
+    #[arg(long, value_name = "pretty|json", value_parser = parse_log_format)]
+    pub(crate) log_format: Option<LogFormat>,
     /// Show a progress bar (on a terminal only; default on).
     #[arg(long, overrides_with = "no_progress")]
     pub(crate) progress: bool,

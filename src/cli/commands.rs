@@ -34,6 +34,14 @@ pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
 }
 
 pub(crate) fn check(path: &Path) -> Result<(), Failure> {
+    // Inputs that are not there are warned of whatever else is wrong, in the same pass.
+    let table = convstream::config::read_config_bytes(path)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
+    for warning in table.iter().flat_map(convstream::config::missing_inputs) {
+        eprintln!("warning: {}", convstream::text::redact_credentials(&warning));
+    }
     let file = ConfigFile::load(path).map_err(config_failure)?;
     let settings = file.validate(path.parent()).map_err(config_failure)?;
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
@@ -128,6 +136,6 @@ pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         tracing::info!("generating the sample clip {}", sample.display());
         convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
     }
-    run_settings(&settings, true, None, None)?;
+    run_settings(&settings, true, None, None, Default::default())?;
     print_out(&format!("filtered video written to {}\n", output.display()))
 }

@@ -3,23 +3,46 @@
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::args::RunArgs;
 use super::logging::init_logging;
-use super::{config_failure, usage, Failure};
+use super::{config_failure, names, usage, Failure};
 use convstream::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
 use convstream::pipeline::{run_all, OutputPolicy, RunOptions};
+
+/// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
+/// that set it (0 while none came), for the exit code.
+pub(crate) struct Stopping {
+    pub(crate) stop: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+}
+
+impl Stopping {
+    /// The exit code of a run stopped by a signal, as shells report one (128 + its number:
+    /// 130 for SIGINT, 143 for SIGTERM), and its name.
+    fn exit_code(&self) -> Option<(u8, &'static str)> {
+        match self.signal.load(Ordering::SeqCst) as i32 {
+            0 => None,
+            libc::SIGINT => Some((130, "SIGINT")),
+            libc::SIGTERM => Some((143, "SIGTERM")),
+            other => Some(((128 + other).clamp(129, 255) as u8, "a signal")),
+        }
+    }
+}
 
 /// SIGINT/SIGTERM set the stop flag (drain and finalise); a second one exits at once.
 /// SIGHUP (a closed terminal, or a habit from `serve`) is logged and ignored: its default
 /// action would kill the run and lose the output.
-pub(crate) fn install_signal_handlers() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn install_signal_handlers() -> anyhow::Result<Stopping> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
+    let signal_seen = Arc::new(AtomicUsize::new(0));
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+        signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, stop.clone())
+            .context("installing signal handlers")?;
+        signal_hook::flag::register_usize(signal, signal_seen.clone(), signal as usize)
             .context("installing signal handlers")?;
         signal_hook::flag::register(signal, stop.clone()).context("installing signal handlers")?;
     }
@@ -32,13 +55,16 @@ pub(crate) fn install_signal_handlers() -> anyhow::Result<Arc<AtomicBool>> {
             }
         })
         .context("installing signal handlers")?;
-    Ok(stop)
+    Ok(Stopping {
+        stop,
+        signal: signal_seen,
+    })
 }
 
 pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     let overrides = Overrides {
         input: args.input.clone(),
-        output: args.output.clone(),
+        output: args.output.clone().or_else(|| args.output_file.clone()),
         input_format: args.input_format.clone(),
         output_format: args.format.clone(),
         mask: args.mask.clone(),
@@ -59,6 +85,10 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         frames: args.frames,
         depth: args.depth,
         input_options: input_options(args),
+        muxer_options: args.muxer_opts.clone(),
+        realtime: args.realtime,
+        looping: args.looping,
+        copyts: args.copyts,
     };
     let (file, base_dir) = match &args.config {
         Some(path) => {
@@ -72,10 +102,16 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
             if args.pipeline.is_some() {
                 return Err(usage(anyhow::anyhow!("--pipeline needs --config")));
             }
-            (overrides.standalone().map_err(config_failure)?, None)
+            let file = overrides.standalone().map_err(|e| config_failure(names::as_flags(e)))?;
+            (file, None)
         }
     };
-    let settings = file.validate(base_dir.as_deref()).map_err(config_failure)?;
+    // A run made of flags alone hears about the flags, not the config's places.
+    let speak_flags = |error| match args.config {
+        Some(_) => config_failure(error),
+        None => config_failure(names::as_flags(error)),
+    };
+    let settings = file.validate(base_dir.as_deref()).map_err(speak_flags)?;
     // Before anything opens: an existing output is kept unless replacing it was asked for.
     convstream::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
     Ok(settings)
@@ -110,7 +146,10 @@ fn options_of<const N: usize>(
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
-    let settings = load_settings(&args)?;
+    let mut settings = load_settings(&args)?;
+    if let Some(format) = args.log_format {
+        settings.log.format = format;
+    }
     // The side outputs are checked as outputs are, before anything runs.
     let pipelines: Vec<_> = settings.pipelines.iter().map(|p| p.config.clone()).collect();
     let side_outputs = [("--stats-json", &args.stats_json), ("--trace", &args.trace)];
@@ -123,7 +162,23 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(config_failure(ConfigError::Invalid(problems)));
     }
     init_logging(&settings.log);
-    run_settings(&settings, !args.no_progress, args.stats_json.as_deref(), args.trace)
+    let ending = RunEnding {
+        allow_empty: args.allow_empty,
+    };
+    run_settings(
+        &settings,
+        !args.no_progress,
+        args.stats_json.as_deref(),
+        args.trace,
+        ending,
+    )
+}
+
+/// How a finished run counts beyond its failures.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RunEnding {
+    /// A pipeline that wrote no frame is a success too (`--allow-empty`).
+    pub(crate) allow_empty: bool,
 }
 
 pub(crate) fn run_settings(
@@ -131,12 +186,13 @@ pub(crate) fn run_settings(
     progress: bool,
     stats_json: Option<&Path>,
     trace: Option<PathBuf>,
+    ending: RunEnding,
 ) -> Result<(), Failure> {
-    let stop = install_signal_handlers()?;
+    let stopping = install_signal_handlers()?;
     let results = run_all(
         &settings.pipelines,
         &RunOptions {
-            stop,
+            stop: stopping.stop.clone(),
             progress,
             trace,
             stage_times: false,
@@ -167,11 +223,35 @@ pub(crate) fn run_settings(
         let text = serde_json::to_string_pretty(&json).context("encoding the stats")?;
         std::fs::write(path, text).with_context(|| format!("writing stats to {}", path.display()))?;
     }
-    match failures.len() {
-        0 => Ok(()),
-        _ if all_usage => Err(usage(anyhow::anyhow!("{}", failures.join("\n")))),
-        _ => Err(anyhow::anyhow!("{}", failures.join("\n")).into()),
+    if !failures.is_empty() {
+        return match all_usage {
+            true => Err(usage(anyhow::anyhow!("{}", failures.join("\n")))),
+            false => Err(anyhow::anyhow!("{}", failures.join("\n")).into()),
+        };
     }
+    // Stopped by a signal: the outputs are finalised, and the exit code says how it ended,
+    // as a shell expects of a program it interrupted.
+    if let Some((code, name)) = stopping.exit_code() {
+        return Err(Failure {
+            code,
+            error: anyhow::anyhow!("stopped by {name}; the output was finalised"),
+        });
+    }
+    let empty: Vec<String> = reports
+        .iter()
+        .filter(|report| report.frames_out == 0 && !ending.allow_empty)
+        .map(|report| {
+            format!(
+                "pipeline {:?}: no frame was written to {} (the input had none in the part asked for: is --ss past its end?); pass --allow-empty to accept an empty output",
+                report.pipeline,
+                convstream::text::redact_credentials(&report.output)
+            )
+        })
+        .collect();
+    if !empty.is_empty() {
+        return Err(anyhow::anyhow!("{}", empty.join("\n")).into());
+    }
+    Ok(())
 }
 
 /// The run's summary on stderr: a line of text, or with JSON logs one JSON event like

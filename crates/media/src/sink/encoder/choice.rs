@@ -6,7 +6,7 @@ use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::media::encoders::{encoder_usable, first_usable, DEFAULT_ENCODERS};
+use crate::media::encoders::{default_encoders, encoder_usable, first_usable};
 use crate::media::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
@@ -60,7 +60,8 @@ pub(super) fn choose_codec(
         }
         return Ok(codec);
     }
-    let (chosen, passed_over) = first_usable(DEFAULT_ENCODERS, |name| {
+    let candidates = default_encoders(&container);
+    let (chosen, passed_over) = first_usable(candidates, |name| {
         encoder_usable(name)?;
         match by_name(name) {
             Some(codec) if container_accepts(output, codec.id()) => Ok(()),
@@ -69,8 +70,13 @@ pub(super) fn choose_codec(
     });
     let codec = chosen.and_then(by_name).ok_or_else(|| {
         format!(
-            "no default video encoder ({}) fits the {container} container; set sink.codec",
-            DEFAULT_ENCODERS.join(", ")
+            "no default video encoder ({}) fits the {container} container here ({}); name one this FFmpeg build has with --codec (sink.codec in a config){}",
+            candidates.join(", "),
+            passed_over.join("; "),
+            match container.as_str() {
+                "webm" => ", e.g. libvpx (VP8) or libaom-av1 (WebM holds VP8, VP9 and AV1)",
+                _ => "",
+            }
         )
     })?;
     if passed_over.is_empty() {

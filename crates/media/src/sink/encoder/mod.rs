@@ -17,8 +17,8 @@ use choice::{bits_of, choose_codec, choose_format};
 use convstream_core::frame::Frame;
 use lending::lend_to_ffmpeg;
 use opening::{
-    describe_encoder, encoder_flags, is_uncompressed, odd_size_hint, open_reporting_unused, sets_rate_control,
-    settings_text,
+    crf_problem, describe_encoder, encoder_flags, is_uncompressed, odd_size_hint, open_reporting_unused,
+    opens_without_options, sets_rate_control, settings_text,
 };
 
 pub(crate) use choice::container_accepts;
@@ -98,6 +98,12 @@ impl VideoEncoder {
         if output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER) {
             encoder.set_flags(codec::Flags::GLOBAL_HEADER);
         }
+        if let Some(problem) = config.options.get("crf").and_then(|crf| crf_problem(codec.name(), crf)) {
+            return Err(EncoderSetupError {
+                reason: problem,
+                unsuitable_input: true,
+            });
+        }
         let mut options = Dictionary::new();
         for (key, value) in &config.options {
             if let "q" | "qscale" = key.as_str() {
@@ -108,7 +114,11 @@ impl VideoEncoder {
                     .parse()
                     .ok()
                     .filter(|q: &f64| q.is_finite() && (0.0..=1024.0).contains(q))
-                    .ok_or_else(|| format!("sink.options.{key} = {value:?} is not a quantiser (a number such as 2)"))?;
+                    .ok_or_else(|| {
+                        format!(
+                            "--encoder-opt {key}={value} (sink.options.{key}) is not a quantiser (a number such as 2)"
+                        )
+                    })?;
                 let flags = encoder_flags(&encoder);
                 encoder.set_flags(flags | codec::Flags::QSCALE);
                 encoder.set_global_quality((quality * f64::from(ffmpeg::ffi::FF_QP2LAMBDA)).round() as i32);
@@ -133,6 +143,21 @@ impl VideoEncoder {
             {
                 options.set("preset", "veryfast");
                 options.set("tune", "zerolatency");
+            }
+            // libvpx's own default speed (cpu-used 1) encodes a 1080p picture in about a second;
+            // 4 (row-threaded) is several times faster at a small cost, and a live input gets
+            // its real-time mode.
+            "libvpx-vp9" if !config.options.contains_key("deadline") && !config.options.contains_key("cpu-used") => {
+                let (deadline, speed) = if source.real_time {
+                    ("realtime", "8")
+                } else {
+                    ("good", "4")
+                };
+                options.set("deadline", deadline);
+                options.set("cpu-used", speed);
+                if !config.options.contains_key("row-mt") {
+                    options.set("row-mt", "1");
+                }
             }
             // Rate-controlled encoders whose own default (2 Mb/s) starves large pictures.
             "libopenh264" | "h264_nvenc" | "hevc_nvenc" if !config.options.contains_key("b") => {
@@ -181,6 +206,23 @@ impl VideoEncoder {
         }
         let encoder = encoder.map_err(|e| {
             let hint = odd_size_hint(format, source.width, source.height);
+            let user_options: Vec<String> = config.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            // Options of the right name with a value the encoder refuses (`preset=turbo`) fail
+            // the opening itself: the user's to change when the encoder opens without them.
+            if hint.is_none()
+                && !user_options.is_empty()
+                && opens_without_options(codec, source.width, source.height, format, time_base)
+            {
+                return EncoderSetupError {
+                    reason: format!(
+                        "the {} encoder refused its options ({}): {e}; FFmpeg's line above says which (`ffmpeg -h encoder={}` lists the values it takes)",
+                        codec.name(),
+                        user_options.join(", "),
+                        codec.name()
+                    ),
+                    unsuitable_input: true,
+                };
+            }
             EncoderSetupError {
                 reason: format!(
                     "cannot open the {} encoder for {}x{} {format:?}: {e}{}",

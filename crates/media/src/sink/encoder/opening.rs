@@ -39,6 +39,52 @@ pub(super) fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Optio
     })
 }
 
+/// The constant rate factors an encoder takes. FFmpeg's own option ranges are wider than the
+/// encoders' (libx264's `crf` takes any float and x264 then clamps it to 51 without a word).
+fn crf_range(codec: &str) -> Option<(f64, f64)> {
+    match codec {
+        "libx264" | "libx264rgb" | "libx265" => Some((0.0, 51.0)),
+        "libvpx" | "libvpx-vp9" | "libaom-av1" | "libsvtav1" => Some((0.0, 63.0)),
+        _ => None,
+    }
+}
+
+/// Why `crf` is not a constant rate factor this encoder takes, if it is not. Encoders not
+/// known here are left to FFmpeg (one without the option is reported as such).
+pub(super) fn crf_problem(codec: &str, value: &str) -> Option<String> {
+    let (min, max) = crf_range(codec)?;
+    let parsed = value.trim().parse::<f64>().ok().filter(|crf| crf.is_finite());
+    match parsed {
+        Some(crf) if (min..=max).contains(&crf) => None,
+        Some(_) => Some(format!(
+            "--crf {value} (sink.options.crf) is out of range for {codec}; allowed {min}..={max} (lower is better quality)"
+        )),
+        None => Some(format!(
+            "--crf `{}` (sink.options.crf) is not a number; {codec} takes {min}..={max}",
+            convstream_core::text::quoted(value)
+        )),
+    }
+}
+
+/// Whether `codec` opens at this size, format and time base without any options: when it
+/// does, a failure to open with the user's options is the options' fault.
+pub(super) fn opens_without_options(
+    codec: ffmpeg::Codec,
+    width: usize,
+    height: usize,
+    format: Pixel,
+    time_base: ffmpeg::Rational,
+) -> bool {
+    let Ok(mut encoder) = codec::Context::new_with_codec(codec).encoder().video() else {
+        return false;
+    };
+    encoder.set_width(width as u32);
+    encoder.set_height(height as u32);
+    encoder.set_format(format);
+    encoder.set_time_base(time_base);
+    encoder.open_as_with(codec, Dictionary::new()).is_ok()
+}
+
 /// The "encoders" that pass pictures through as they are.
 pub(super) fn is_uncompressed(name: &str) -> bool {
     matches!(name, "wrapped_avframe" | "rawvideo")
@@ -124,4 +170,23 @@ pub(super) fn describe_encoder(
 pub(super) fn encoder_flags(encoder: &ffmpeg::encoder::video::Video) -> codec::Flags {
     // SAFETY: reading a plain field of a valid codec context.
     codec::Flags::from_bits_truncate(unsafe { (*encoder.as_ptr()).flags } as _)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crf_problem;
+
+    #[test]
+    fn crf_is_checked_against_the_encoders_range() {
+        assert_eq!(crf_problem("libx264", "23"), None);
+        assert_eq!(crf_problem("libx264", "0"), None);
+        let out = crf_problem("libx264", "70").expect("out of range");
+        assert!(out.contains("--crf 70") && out.contains("0..=51"), "{out}");
+        assert_eq!(crf_problem("libvpx-vp9", "60"), None, "VP9 goes to 63");
+        assert!(crf_problem("libaom-av1", "64").is_some());
+        assert!(crf_problem("libx265", "high")
+            .expect("not a number")
+            .contains("not a number"));
+        assert_eq!(crf_problem("some_other_encoder", "99"), None, "left to FFmpeg");
+    }
 }
