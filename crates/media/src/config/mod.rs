@@ -11,8 +11,8 @@ mod validate;
 
 pub use inputs::missing_inputs;
 pub use outputs::{
-    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, side_output_problems, FileIdentity,
-    OutputTarget,
+    check_outputs, conflicts_with_running, container_of_scheme, output_key, refuse_existing_outputs,
+    side_output_problems, FileIdentity, OutputTarget,
 };
 pub use overrides::Overrides;
 pub use schema::{

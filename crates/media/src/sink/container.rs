@@ -1,6 +1,5 @@
-//! Which container an output is written in when nothing names it (`-` and network URLs, whose
-//! scheme tells it), and the options its header is written with: the user's muxer options,
-//! and fragmented MP4 where the output cannot seek back to write an index.
+//! The options an output's header is written with: the user's muxer options, and fragmented
+//! MP4 where the output cannot seek back to write an index (or is to survive a crash).
 
 use ffmpeg::Dictionary;
 use ffmpeg_next as ffmpeg;
@@ -13,19 +12,6 @@ const FRAGMENTED: &str = "+frag_keyframe+empty_moov+default_base_moof";
 
 /// `movflags` values that fragment the file (or need no index at the end) already.
 const FRAGMENTING_FLAGS: &[&str] = &["frag_keyframe", "frag_every_frame", "frag_custom", "empty_moov"];
-
-/// The muxer a URL's scheme implies, as FFmpeg's own tools use for it: `rtsp://` the RTSP
-/// muxer, `rtmp://` FLV, `udp://`, `srt://`, `tcp://` and `rist://` MPEG-TS. `None` for
-/// anything else (a file name's extension tells FFmpeg then).
-pub fn container_of_scheme(url: &str) -> Option<&'static str> {
-    let (scheme, _) = url.split_once("://")?;
-    match scheme.to_ascii_lowercase().as_str() {
-        "rtsp" | "rtsps" => Some("rtsp"),
-        "rtmp" | "rtmps" | "rtmpt" | "rtmpe" | "rtmpts" | "rtmpte" => Some("flv"),
-        "udp" | "srt" | "tcp" | "rist" => Some("mpegts"),
-        _ => None,
-    }
-}
 
 /// Why a header's options cannot be used.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]

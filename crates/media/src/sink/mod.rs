@@ -3,7 +3,7 @@
 //! is a [`Sink`], chosen by [`SinkKind::of`]; the sink thread drives it with [`run`](Sink::run).
 //!
 //! - [`muxer`]: the encoded output (a file, `-` as YUV4MPEG2, a URL), with [`encoder`] and
-//!   the container and header options of [`container`].
+//!   the header options of [`container`].
 //! - [`null`]: frames counted and dropped.
 //! - [`output_io`]: where a muxer's bytes go, and when a local file appears.
 
@@ -25,7 +25,7 @@ use convstream_core::frame::Frame;
 use muxer::Muxer;
 use null::NullSink;
 
-pub use container::{container_of_scheme, HeaderOptionsError};
+pub use container::HeaderOptionsError;
 pub use encoder::VideoEncoder;
 pub use output_io::{mark_stdout_closed, numbered, FileId, OutputGuard, OutputIoError, StopWatch, WhenExists};
 

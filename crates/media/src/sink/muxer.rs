@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::container::{container_of_scheme, header_options};
+use super::container::header_options;
 use super::encoder::{self, VideoEncoder};
 use super::output_io::OutputIo;
 use super::{OutputOptions, Sink, SinkError};
-use crate::config::{OutputTarget, SinkConfig};
+use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
 use crate::media::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
