@@ -56,19 +56,6 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    #[test]
-    fn schemes_name_their_containers() {
-        assert_eq!(container_of_scheme("rtsp://host:8554/cam"), Some("rtsp"));
-        assert_eq!(container_of_scheme("RTMP://host/live/key"), Some("flv"));
-        assert_eq!(
-            container_of_scheme("udp://239.0.0.1:1234?pkt_size=1316"),
-            Some("mpegts")
-        );
-        assert_eq!(container_of_scheme("srt://host:9000"), Some("mpegts"));
-        assert_eq!(container_of_scheme("out.mp4"), None);
-        assert_eq!(container_of_scheme("http://host/out.mkv"), None, "the name tells");
-    }
-
     fn movflags(options: &Dictionary) -> Option<String> {
         options.get("movflags").map(str::to_string)
     }
