@@ -239,7 +239,8 @@ pub(crate) fn run_settings(
     }
     let empty: Vec<String> = reports
         .iter()
-        .filter(|report| report.frames_out == 0 && !ending.allow_empty)
+        // An output closed by its reader ended as its reader chose: not an empty run.
+        .filter(|report| report.frames_out == 0 && report.stopped_early.is_none() && !ending.allow_empty)
         .map(|report| {
             format!(
                 "pipeline {:?}: no frame was written to {} (the input had none in the part asked for: is --ss past its end?); pass --allow-empty to accept an empty output",
