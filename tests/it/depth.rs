@@ -161,7 +161,7 @@ fn depth_converts_on_purpose_and_refuses_depths_that_do_not_exist() {
 
     let run = filter(dir.path(), &["-i", "in.mkv", "-o", "odd.y4m", "--depth", "11"]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
-    assert!(run.stderr.contains("source.depth: 11 bits"), "{}", run.stderr);
+    assert!(run.stderr.contains("--depth: 11 bits"), "{}", run.stderr);
     assert!(!dir.path().join("odd.y4m").exists(), "nothing written");
 }
 

@@ -17,6 +17,7 @@ mod cpu_oracle;
 mod data_kept;
 mod deploy;
 mod depth;
+mod ffmpeg_language;
 mod flags;
 mod gpu;
 mod outputs;

@@ -155,6 +155,7 @@ pub(super) fn bench_settings(
         codec: None,
         lossless: false,
         options: Default::default(),
+        muxer_options: Default::default(),
         audio: false,
         overwrite: false,
     };

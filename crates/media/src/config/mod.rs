@@ -1,6 +1,7 @@
 //! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
 //! validation that turns it into runnable pipeline settings, reporting every problem at once.
 
+mod inputs;
 pub mod limits;
 mod outputs;
 mod overrides;
@@ -8,9 +9,10 @@ mod schema;
 mod structure;
 mod validate;
 
+pub use inputs::missing_inputs;
 pub use outputs::{
-    check_outputs, conflicts_with_running, output_key, refuse_existing_outputs, side_output_problems, FileIdentity,
-    OutputTarget,
+    check_outputs, conflicts_with_running, container_of_scheme, output_key, refuse_existing_outputs,
+    side_output_problems, FileIdentity, OutputTarget,
 };
 pub use overrides::Overrides;
 pub use schema::{

@@ -38,6 +38,19 @@ impl OutputTarget {
     }
 }
 
+/// The muxer a URL's scheme implies, as FFmpeg's own tools use for it: `rtsp://` the RTSP
+/// muxer, `rtmp://` FLV, `udp://`, `srt://`, `tcp://` and `rist://` MPEG-TS. `None` for
+/// anything else (a file name's extension tells FFmpeg then).
+pub fn container_of_scheme(url: &str) -> Option<&'static str> {
+    let (scheme, _) = url.split_once("://")?;
+    match scheme.to_ascii_lowercase().as_str() {
+        "rtsp" | "rtsps" => Some("rtsp"),
+        "rtmp" | "rtmps" | "rtmpt" | "rtmpe" | "rtmpts" | "rtmpte" => Some("flv"),
+        "udp" | "srt" | "tcp" | "rist" => Some("mpegts"),
+        _ => None,
+    }
+}
+
 /// Whether FFmpeg reads `url` through a protocol other than a local file: `scheme://...`,
 /// or `name:...` for its few schemes without slashes (`pipe:1`, `tcp:`, ...). A single
 /// letter before the colon is not taken for a scheme.
@@ -303,7 +316,8 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
     let format = sink
         .format
         .as_deref()
-        .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"));
+        .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"))
+        .or(container_of_scheme(&sink.url));
     let muxer = media::guess_muxer(&sink.url, format);
     if muxer.is_none() {
         problems.push(match format {
@@ -312,7 +326,7 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
                 quoted(name)
             ),
             None => format!(
-                "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .mov .ts .avi .nut .y4m) or set sink.format (--format)",
+                "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .webm .mov .ts .avi .nut .y4m) or set the format with --format (sink.format in a config)",
                 quoted(&sink.url)
             ),
         });
@@ -389,6 +403,15 @@ mod tests {
 
     #[test]
     fn targets_are_told_apart() {
+        assert_eq!(container_of_scheme("rtsp://host:8554/cam"), Some("rtsp"));
+        assert_eq!(container_of_scheme("RTMP://host/live/key"), Some("flv"));
+        assert_eq!(
+            container_of_scheme("udp://239.0.0.1:1234?pkt_size=1316"),
+            Some("mpegts")
+        );
+        assert_eq!(container_of_scheme("srt://host:9000"), Some("mpegts"));
+        assert_eq!(container_of_scheme("out.mp4"), None);
+        assert_eq!(container_of_scheme("http://host/out.mkv"), None, "the name tells");
         assert_eq!(OutputTarget::of("null"), OutputTarget::Discard);
         assert_eq!(OutputTarget::of("-"), OutputTarget::Stdout);
         assert_eq!(OutputTarget::of("udp://1.2.3.4:5"), OutputTarget::Url);

@@ -36,6 +36,14 @@ pub struct Overrides {
     /// Demuxer and protocol options (`--input-opt`, raw video's `--size` and friends),
     /// laid over source.options.
     pub input_options: Vec<(String, String)>,
+    /// `--muxer-opt` (`-movflags`), laid over sink.muxer_options.
+    pub muxer_options: Vec<(String, String)>,
+    /// `--realtime` (`-re`): pace a file at its frame rate.
+    pub realtime: bool,
+    /// `--loop` (`-stream_loop -1`): start over at the end.
+    pub looping: bool,
+    /// `--copyts`: keep the input's timestamps.
+    pub copyts: bool,
 }
 
 impl Overrides {
@@ -61,6 +69,10 @@ impl Overrides {
             || self.frames.is_some()
             || self.depth.is_some()
             || !self.input_options.is_empty()
+            || !self.muxer_options.is_empty()
+            || self.realtime
+            || self.looping
+            || self.copyts
     }
 
     /// A config holding one pipeline made from flags alone; `--input` and `--output` are required.
@@ -86,6 +98,7 @@ impl Overrides {
                     codec: None,
                     lossless: false,
                     options: Default::default(),
+                    muxer_options: Default::default(),
                     audio: true,
                     overwrite: false,
                 },
@@ -170,6 +183,10 @@ impl Overrides {
         pipeline.sink.lossless |= self.lossless;
         pipeline.sink.options.extend(self.encoder_options.iter().cloned());
         pipeline.source.options.extend(self.input_options.iter().cloned());
+        pipeline.sink.muxer_options.extend(self.muxer_options.iter().cloned());
+        pipeline.source.realtime |= self.realtime;
+        pipeline.source.looping |= self.looping;
+        pipeline.source.copyts |= self.copyts;
         if self.no_audio {
             pipeline.sink.audio = false;
         }

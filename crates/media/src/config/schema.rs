@@ -170,6 +170,10 @@ pub struct SourceConfig {
     /// are converted to it. Unset: the input's own depth, kept to the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u8>,
+    /// Keep the input's timestamps (`ffmpeg -copyts`). Off, as in FFmpeg, the output starts
+    /// at 0: an input's start offset (MPEG-TS starts its clock at 1.4 s) is taken off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copyts: bool,
 }
 
 impl SourceConfig {
@@ -191,6 +195,7 @@ impl SourceConfig {
             duration: None,
             frames: None,
             depth: None,
+            copyts: false,
         }
     }
 
@@ -366,6 +371,10 @@ pub struct SinkConfig {
     /// `preset = "slow"`, `qscale = "2"`); an option the encoder does not take is an error.
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+    /// Muxer options, as `ffmpeg -KEY VALUE` before the output sets them (`movflags =
+    /// "+faststart"`); an option the muxer does not take is an error.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub muxer_options: BTreeMap<String, String>,
     /// Copy audio and other non-video streams when the container can hold them.
     #[serde(default = "default_true")]
     pub audio: bool,

@@ -150,7 +150,9 @@ fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<P
     for key in table.keys().filter(|k| !PIPELINE_KEYS.contains(&k.as_str())) {
         local.push(unknown_key(key, PIPELINE_KEYS, "a pipeline's keys"));
     }
-    let url = [("url", Value::String("placeholder".into()))];
+    // `null` stands in for a missing or broken url: as a sink it discards, so it meets no
+    // other pipeline's output, and nothing reads it as a source before the fix.
+    let url = [("url", Value::String("null".into()))];
     let source = match table.get("source") {
         Some(value) => section::<SourceConfig>(value, "source", &url, &mut local),
         None => {
@@ -223,9 +225,14 @@ fn section<T: DeserializeOwned>(
             good.remove(key);
         }
     }
-    for (name, _) in required {
+    for (name, placeholder) in required {
         if !table.contains_key(*name) {
             problems.push(format!("{place}.{name} is missing"));
+        }
+        // A required field missing or broken (reported above) is stood in for, so that the
+        // rest of the table is still checked, in this one pass.
+        if !good.contains_key(*name) {
+            good.insert(name.to_string(), placeholder.clone());
         }
     }
     match Value::Table(good).try_into::<T>() {

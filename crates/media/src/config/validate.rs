@@ -141,6 +141,12 @@ fn validate_pipeline(
     if decoder.trim().is_empty() {
         problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
     }
+    if pipeline.source.format.as_deref() == Some("rawvideo") && !pipeline.source.options.contains_key("video_size") {
+        problems.push(
+            "source.options.video_size: raw video has no header to tell its picture size; give it as WxH (1920x1080), with the pixel format and frame rate when they are not yuv420p and 25"
+                .to_string(),
+        );
+    }
     validate_source_timing(&pipeline.source, problems);
     let filter = &pipeline.filter;
     let device = DeviceChoice::parse(&filter.device);

@@ -11,6 +11,17 @@ use super::encoder_named;
 /// The encoders tried, in order, when the config names none.
 pub const DEFAULT_ENCODERS: &[&str] = &["libx264", "h264_nvenc", "libopenh264", "mpeg4"];
 
+/// The encoders tried for a WebM output, which holds VP8, VP9 or AV1 only.
+pub const WEBM_ENCODERS: &[&str] = &["libvpx-vp9"];
+
+/// The encoders tried, in order, for a container when the config names none.
+pub fn default_encoders(container: &str) -> &'static [&'static str] {
+    match container {
+        "webm" => WEBM_ENCODERS,
+        _ => DEFAULT_ENCODERS,
+    }
+}
+
 /// The first of `candidates` that `usable` accepts, with why the ones before it were passed
 /// over; `None` when none is.
 pub fn first_usable<'a>(

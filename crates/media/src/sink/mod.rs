@@ -2,10 +2,12 @@
 //! or URL through FFmpeg, or discards them (`null`, for benchmarks). Each kind of output
 //! is a [`Sink`], chosen by [`SinkKind::of`]; the sink thread drives it with [`run`](Sink::run).
 //!
-//! - [`muxer`]: the encoded output (a file, `-` as YUV4MPEG2, a URL), with [`encoder`].
+//! - [`muxer`]: the encoded output (a file, `-` as YUV4MPEG2, a URL), with [`encoder`] and
+//!   the header options of [`container`].
 //! - [`null`]: frames counted and dropped.
 //! - [`output_io`]: where a muxer's bytes go, and when a local file appears.
 
+mod container;
 mod encoder;
 mod muxer;
 mod null;
@@ -23,6 +25,7 @@ use convstream_core::frame::Frame;
 use muxer::Muxer;
 use null::NullSink;
 
+pub use container::HeaderOptionsError;
 pub use encoder::VideoEncoder;
 pub use output_io::{mark_stdout_closed, numbered, FileId, OutputGuard, OutputIoError, StopWatch, WhenExists};
 

@@ -2,16 +2,17 @@
 //! writing a file, stdout (YUV4MPEG2 unless a format is set) or a URL, flushed as it goes
 //! where the container allows, so that a crash leaves a readable file.
 
-use ffmpeg::{codec, Dictionary, Rational};
+use ffmpeg::{codec, Rational};
 use ffmpeg_next as ffmpeg;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::container::header_options;
 use super::encoder::{self, VideoEncoder};
 use super::output_io::OutputIo;
 use super::{OutputOptions, Sink, SinkError};
-use crate::config::{OutputTarget, SinkConfig};
+use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
 use crate::media::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
@@ -23,9 +24,6 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
 /// Containers whose every flushed byte is readable after a crash: their muxer's buffered
 /// data is pushed out (a Matroska cluster closed, a TS packet completed) at each flush.
 const STREAMABLE: &[&str] = &["matroska", "webm", "mpegts", "nut", "yuv4mpegpipe", "rawvideo"];
-
-/// MP4-family muxers, fragmented in `serve` so that a crash leaves a playable file.
-const MP4_FAMILY: &[&str] = &["mp4", "mov", "ipod", "ismv"];
 
 /// An FFmpeg muxer with the video encoder and the copied streams.
 pub struct Muxer {
@@ -71,13 +69,14 @@ impl Muxer {
         let format = config
             .format
             .clone()
-            .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()));
+            .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()))
+            .or_else(|| container_of_scheme(&url).map(str::to_string));
         let mut output = allocate_output(ffmpeg_url(&url), format.as_deref()).map_err(|e| {
             let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
                 || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
             match (&format, unknown_container) {
                 (None, true) => open_error(
-                    "cannot tell the container from the name; use a known extension (.mp4 .mkv .mov .ts .avi .nut .y4m) or set the output format (--format / sink.format)".into(),
+                    "cannot tell the container from the name; use a known extension (.mp4 .mkv .webm .mov .ts .avi .nut .y4m) or set the output format (--format, sink.format in a config)".into(),
                 ),
                 (Some(name), true) => open_error(format!("`{name}` is not an output format this FFmpeg build has")),
                 (_, false) => open_error(e.to_string()),
@@ -143,16 +142,46 @@ impl Muxer {
                 (*output.as_mut_ptr()).strict_std_compliance = ffmpeg::ffi::FF_COMPLIANCE_UNOFFICIAL;
             }
         }
-        let mut header_options = Dictionary::new();
-        let fragmented = how.fragment_mp4 && MP4_FAMILY.contains(&container.as_str());
-        if fragmented {
-            // Each fragment is complete when written: a crash loses at most the last one.
-            header_options.set("movflags", "+frag_keyframe+empty_moov+default_base_moof");
-        }
-        let header = output.write_header_with(header_options).map(|_unused_options| ());
-        if let Err(e) = header {
+        // SAFETY: `output` is a valid format context; `pb` is the I/O just attached (or null
+        // for muxers that open their own, such as RTSP); plain fields are read.
+        let seekable = unsafe {
+            let pb = (*output.as_ptr()).pb;
+            !pb.is_null() && (*pb).seekable != 0
+        };
+        let options = match header_options(&container, &config.muxer_options, seekable, how.fragment_mp4) {
+            Ok(options) => options,
+            Err(e) => {
+                io.detach(&mut output);
+                return Err(SinkError::Unsuitable {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        };
+        // A fragmented MP4 is complete at each fragment: flushed as it goes, as Matroska is.
+        let fragmented = options.get("movflags").is_some_and(|flags| flags.contains("frag_"));
+        let header = output.write_header_with(options).map(|unused| {
+            unused
+                .iter()
+                .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
+                .collect::<Vec<String>>()
+        });
+        let unused = match header {
+            Ok(unused) => unused,
+            Err(e) => {
+                io.detach(&mut output);
+                return Err(open_error(format!("cannot write the header: {e}")));
+            }
+        };
+        if !unused.is_empty() {
             io.detach(&mut output);
-            return Err(open_error(format!("cannot write the header: {e}")));
+            return Err(SinkError::Unsuitable {
+                url: url.clone(),
+                reason: format!(
+                    "the {container} muxer has no option {} (`ffmpeg -h muxer={container}` lists what it takes)",
+                    unused.join(", ")
+                ),
+            });
         }
         let path = match io.publish(&mut output) {
             Ok(path) => path,
@@ -334,7 +363,15 @@ impl Sink for Muxer {
     fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.video.send_eof()?;
         self.write_encoded(counters)?;
-        self.output.write_trailer()
+        // av_write_trailer may return a positive count (the fragmented MP4 muxer returns the
+        // size of its last box); only a negative one is an error, which ffmpeg-next's
+        // `write_trailer` does not tell apart.
+        // SAFETY: a context whose header is written, owned by this muxer.
+        let result = unsafe { ffmpeg::ffi::av_write_trailer(self.output.as_mut_ptr()) };
+        match result {
+            0.. => Ok(()),
+            error => Err(ffmpeg::Error::from(error)),
+        }
     }
 
     fn complete(&mut self) -> Result<(), SinkError> {

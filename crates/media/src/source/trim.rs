@@ -20,6 +20,9 @@ pub(super) struct Trim {
     /// The same bounds in seconds, for copied packets of other streams.
     first_seconds: Option<f64>,
     end_seconds: Option<f64>,
+    /// Where output timestamps start (video time base): the kept part's start, as FFmpeg's
+    /// CLI starts its output at 0; 0 with `copyts`, keeping the input's own timestamps.
+    origin: i64,
     /// The most frames sent in all.
     max_frames: Option<u64>,
     /// Set once a frame past the end (or past `max_frames`) was decoded.
@@ -44,15 +47,18 @@ impl Trim {
             first: trims_start.then(|| to_stream(first_us)),
             end: end_us.map(to_stream),
             first_seconds: trims_start.then_some(first_us as f64 / 1e6),
+            origin: if config.copyts { 0 } else { to_stream(first_us) },
             end_seconds: end_us.map(|us| us as f64 / 1e6),
             max_frames: config.frames,
             ended: false,
         }
     }
 
-    /// Where output timestamps start: `-ss` moves them so the first kept frame is at 0.
+    /// Where output timestamps start: the container's start (MPEG-TS starts its clock at
+    /// 1.4 s), moved by `-ss`, is 0 in the output, as FFmpeg's CLI makes it; with `copyts`
+    /// timestamps stay the input's.
     pub(super) fn timestamp_origin(&self) -> i64 {
-        self.first.unwrap_or(0)
+        self.origin
     }
 
     /// Whether a decoded frame with this timestamp (video time base, before any offset)
@@ -144,10 +150,29 @@ mod tests {
     }
 
     #[test]
-    fn no_trim_keeps_everything() {
+    fn no_trim_keeps_everything_from_the_containers_start() {
         let mut trim = Trim::new(&config(None, None, None), Some(5_000_000), Rational::new(1, 1000));
         assert!(trim.keeps_frame(Some(-100), 0) && trim.keeps_frame(Some(i64::MAX), 1_000_000));
         assert!(trim.keeps_packet(Some(-1.0)) && trim.keeps_packet(None));
-        assert_eq!(trim.timestamp_origin(), 0, "timestamps stay the input's");
+        assert_eq!(
+            trim.timestamp_origin(),
+            5_000,
+            "the container's start is 0 in the output"
+        );
+    }
+
+    #[test]
+    fn copyts_keeps_the_inputs_timestamps() {
+        let copyts = SourceConfig {
+            copyts: true,
+            ..config(Some(2.0), None, None)
+        };
+        let trim = Trim::new(&copyts, Some(1_400_000), Rational::new(1, 90_000));
+        assert_eq!(trim.timestamp_origin(), 0);
+        assert_eq!(
+            trim.seek_to_us,
+            Some(3_400_000),
+            "the start still counts from the container's"
+        );
     }
 }

@@ -54,6 +54,8 @@ sink = { url = "out3.mp4" }
         // Range problems of what is well-formed come in the same pass.
         "pipeline \"cam1\": source.threads: 100000 is out of range; allowed 0..=64",
         "pipeline \"cam3\": filter.streams: 99 is out of range",
+        // A pipeline without its url is still checked, a stand-in in the url's place.
+        "pipeline \"cam2\": filter.streams: 99 is out of range",
     ];
     for wanted in expected {
         assert!(
@@ -62,7 +64,7 @@ sink = { url = "out3.mp4" }
             found.join("\n")
         );
     }
-    // cam2 is left out of validation (no url), and the broken mask `soft` is not reported
+    // cam2's stand-in url brings no problem of its own, and the broken mask `soft` is not reported
     // again as unknown where cam1 selects it.
     assert!(
         !found.iter().any(|p| p.contains("unknown mask `soft`")),

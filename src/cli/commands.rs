@@ -1,0 +1,141 @@
+//! The subcommands other than `run`: `serve`, `check`, `masks`, `bench`, `demo`.
+
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+use super::args::BenchArgs;
+use super::logging::init_logging;
+use super::run::run_settings;
+use super::{config_failure, usage, Failure};
+use convstream::config::{ConfigFile, LogConfig, Overrides};
+use convstream::mask::{Mask, MaskParams, PRESETS};
+
+pub(crate) fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
+    use convstream::server::{ServeError, ServeOptions};
+    let file = ConfigFile::load(&config_path).map_err(config_failure)?;
+    let settings = file.validate(config_path.parent()).map_err(config_failure)?;
+    init_logging(&settings.log);
+    convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
+        ServeError::Config(e) => config_failure(e),
+        ServeError::MissingToken(_) | ServeError::NoToken(_) => usage(e),
+        other => anyhow::Error::new(other).into(),
+    })
+}
+
+/// Writes to stdout; a reader that went away (`convstream masks | head`) is a normal end.
+pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to stdout").into())
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn check(path: &Path) -> Result<(), Failure> {
+    // Inputs that are not there are warned of whatever else is wrong, in the same pass.
+    let table = convstream::config::read_config_bytes(path)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
+    for warning in table.iter().flat_map(convstream::config::missing_inputs) {
+        eprintln!("warning: {}", convstream::text::redact_credentials(&warning));
+    }
+    let file = ConfigFile::load(path).map_err(config_failure)?;
+    let settings = file.validate(path.parent()).map_err(config_failure)?;
+    let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
+    for pipeline in &settings.pipelines {
+        text.push_str(&format!("  {}\n", pipeline.describe()));
+    }
+    print_out(&text)
+}
+
+pub(crate) fn list_masks() -> Result<(), Failure> {
+    let mut text =
+        String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):\n");
+    for preset in PRESETS {
+        let keys = if preset.keys.is_empty() {
+            "-".to_string()
+        } else {
+            preset.keys.join(", ")
+        };
+        text.push_str(&format!(
+            "  {:<12} keys: {:<22} {}\n",
+            preset.name, keys, preset.summary
+        ));
+    }
+    text.push_str("Show the exact matrix with: convstream masks show SPEC\n");
+    print_out(&text)
+}
+
+pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
+    let mask = MaskParams::parse_spec(spec)
+        .and_then(|p| Mask::build(&p, None))
+        .map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
+            usage(anyhow::anyhow!("{}", lines.join("\n")))
+        })?;
+    print_out(&format!("{mask}\n"))
+}
+
+pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
+    init_logging(&LogConfig::default());
+    let device = convstream::engine::DeviceChoice::parse(&args.device).ok_or_else(|| {
+        usage(anyhow::anyhow!(
+            "--device {}: use auto, cpu, cuda or cuda:N",
+            args.device
+        ))
+    })?;
+    let options = convstream::bench::BenchOptions {
+        suite: args.suite,
+        device,
+        input: args.input,
+        quick: args.quick,
+        out: args.out,
+        mask_sizes: args.mask_sizes,
+        planes: args.plane_sizes,
+        depths: args.depths,
+        tuning: convstream::engine::GpuTuning {
+            spin_us: args.spin_us,
+            dense_tiling: args.dense_tiling,
+            separable_tiling: args.separable_tiling,
+        },
+        decoder: args.decoder,
+        pipelines: args.pipelines,
+        max_pipelines: args.max_pipelines,
+        scale_seconds: args.scale_seconds,
+    };
+    let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
+    let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;
+    let mut text = convstream::bench::report::markdown(&report);
+    text.push_str("Written:\n");
+    for path in written {
+        text.push_str(&format!("  {}\n", path.display()));
+    }
+    print_out(&text)
+}
+
+pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
+    let mut file = ConfigFile::builtin_default();
+    let sample = dir.join("sample.mp4");
+    let output = dir.join("filtered.mp4");
+    let overrides = Overrides {
+        input: Some(sample.display().to_string()),
+        output: Some(output.display().to_string()),
+        device,
+        // The demo writes into its own folder: running it again replaces its own result.
+        overwrite: true,
+        ..Overrides::default()
+    };
+    overrides.apply(&mut file, None).map_err(config_failure)?;
+    let settings = file.validate(None).map_err(config_failure)?;
+    init_logging(&settings.log);
+    if !sample.exists() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        tracing::info!("generating the sample clip {}", sample.display());
+        convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
+    }
+    run_settings(&settings, true, None, None, Default::default())?;
+    print_out(&format!("filtered video written to {}\n", output.display()))
+}

@@ -1,0 +1,36 @@
+//! The command line's parts: the flags ([`args`]), FFmpeg's spellings of them
+//! ([`spellings`]), their values ([`values`]), logging, and the handlers of the subcommands
+//! ([`run`], [`commands`]), speaking flags to runs made of flags ([`names`]); errors carry their exit code ([`Failure`]).
+
+pub(crate) mod args;
+pub(crate) mod commands;
+pub(crate) mod logging;
+pub(crate) mod names;
+pub(crate) mod run;
+pub(crate) mod spellings;
+pub(crate) mod values;
+
+use convstream::config::ConfigError;
+
+/// An error with its exit code.
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) error: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure { code: 1, error }
+    }
+}
+
+pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 2,
+        error: error.into(),
+    }
+}
+
+pub(crate) fn config_failure(error: ConfigError) -> Failure {
+    usage(anyhow::Error::new(error))
+}
