@@ -240,7 +240,10 @@ pub(crate) fn run_settings(
     if let Some((code, name)) = stopping.exit_code() {
         return Err(Failure {
             code,
-            error: anyhow::anyhow!("stopped by {name}; the output was finalised"),
+            error: match reports.is_empty() {
+                true => anyhow::anyhow!("stopped by {name}"),
+                false => anyhow::anyhow!("stopped by {name}; the output was finalised"),
+            },
         });
     }
     let empty: Vec<String> = reports
