@@ -9,8 +9,9 @@
 #      all planes of yuv420p to a null sink, wall clock for the whole command, two rounds:
 #      FFmpeg decode-only, `convolution` 3x3 (sharpen), `gblur=sigma=3`; convstream with no
 #      mask (identity), sharpen, gaussian 13x13 sigma 3, a dense 13x13 and motion blur 15x15.
-# Results under $OUT.
+# FRAMES (300), ROUNDS (2) and SIZES (3,13,15) shorten it. Results under $OUT.
 set -uo pipefail
+frames=${FRAMES:-300}; rounds=${ROUNDS:-2}; sizes=${SIZES:-3,13,15}
 d="$(cd "$(dirname "$0")" && pwd)"
 carry="$(cd "$d/../.." && pwd)/gpu-carry"
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -19,25 +20,26 @@ export LD_LIBRARY_PATH=$carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t() { timeout -k 5 "$@"; }
 { nproc; lscpu | grep -E "Model name|Thread|Core|Socket|MHz|Flags" | cut -c1-200; "$bin" --version; } > "$out/host.txt" 2>&1
 
-t 400 "$bin" bench --suite kernel --device cpu --mask-sizes 3,13,15 --depths 8,16 --out "$out/bench-kernel" \
+t 400 "$bin" bench --suite kernel --device cpu --mask-sizes "$sizes" --depths 8,16 --out "$out/bench-kernel" \
     > "$out/bench-kernel.txt" 2>&1
-t 300 python3 "$d/opencv_planes.py" 3 13 15 > "$out/opencv.jsonl" 2> "$out/opencv-errors.txt"
+t 300 python3 "$d/opencv_planes.py" ${sizes//,/ } > "$out/opencv.jsonl" 2> "$out/opencv-errors.txt"
 
 clip=/tmp/clip1080.mp4
-t 200 python3 "$d/make_clip.py" "$clip" 300 2> "$out/clip-errors.txt"
+t 200 python3 "$d/make_clip.py" "$clip" "$frames" 2> "$out/clip-errors.txt"
 now() { date +%s.%N; }
 # Frames/s of a whole command on the 300-frame clip.
 rate() {
     local name="$1" a b; shift
     a=$(now)
-    if ! t 300 "$@" > /dev/null 2>> "$out/e2e-errors.txt"; then echo "FAILED: $name" >> "$out/e2e.txt"; return; fi
+    # ff and cs are functions: run in this shell (the whole script runs under a timeout).
+    if ! "$@" > /dev/null 2>> "$out/e2e-errors.txt"; then echo "FAILED: $name" >> "$out/e2e.txt"; return; fi
     b=$(now)
-    python3 -c "print('$name', round(300 / ($b - $a), 1), 'fps')" >> "$out/e2e.txt"
+    python3 -c "print('$name', round($frames / ($b - $a), 1), 'fps')" >> "$out/e2e.txt"
 }
 sharpen='0 -1 0 -1 5 -1 0 -1 0'
 ff() { "$carry/ffmpeg" -hide_banner -loglevel error -nostdin -threads 0 -i "$clip" "$@"; }
 cs() { "$bin" run --device cpu --no-progress -i "$clip" -o null "$@"; }
-for round in 1 2; do
+for round in $(seq "$rounds"); do
     echo "round $round" >> "$out/e2e.txt"
     rate "ffmpeg decode-only" ff -f null -
     rate "ffmpeg convolution 3x3 sharpen, all planes" ff -vf "convolution=0m='$sharpen':1m='$sharpen':2m='$sharpen'" -f null -

@@ -47,13 +47,18 @@ pub(crate) fn check(path: &Path) -> Result<(), Failure> {
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
     for pipeline in &settings.pipelines {
         text.push_str(&format!("  {}\n", pipeline.describe()));
+        // Legal but likely not meant (a custom matrix that changes brightness): said here,
+        // before a run, as well as when the pipeline starts.
+        for warning in pipeline.filter.mask_warnings() {
+            eprintln!("warning: pipeline {:?}: {warning}", pipeline.name);
+        }
     }
     print_out(&text)
 }
 
 pub(crate) fn list_masks() -> Result<(), Failure> {
     let mut text =
-        String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias):\n");
+        String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias and mode = convolve|correlate):\n");
     for preset in PRESETS {
         let keys = if preset.keys.is_empty() {
             "-".to_string()
@@ -76,7 +81,21 @@ pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
             let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
             usage(anyhow::anyhow!("{}", lines.join("\n")))
         })?;
-    print_out(&format!("{mask}\n"))
+    let mut text = format!("{mask}\n");
+    let params = MaskParams::parse_spec(spec).unwrap_or_default();
+    if params.mode == Some(convstream::mask::MaskMode::Correlate) && !mask.is_magnitude() {
+        // The matrix above is in convolution orientation (turned half way); the taps as
+        // written are what FFmpeg's convolution filter and cv2.filter2D would be given.
+        text.push_str("as written (mode=correlate: slid over the picture unflipped, as FFmpeg and OpenCV do):\n");
+        for row in mask.correlation_taps().chunks(mask.width()) {
+            let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
+            text.push_str(&format!("  {}\n", cells.join(" ")));
+        }
+    }
+    for warning in mask.warnings() {
+        text.push_str(&format!("warning: {warning}\n"));
+    }
+    print_out(&text)
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {

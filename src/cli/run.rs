@@ -251,8 +251,13 @@ pub(crate) fn run_settings(
         // An output closed by its reader ended as its reader chose: not an empty run.
         .filter(|report| report.frames_out == 0 && report.stopped_early.is_none() && !ending.allow_empty)
         .map(|report| {
+            // Why there was nothing: every packet failed to decode, or the part asked for was empty.
+            let why = match report.corrupt_packets {
+                0 => "the input had none in the part asked for: is --ss past its end?".to_string(),
+                n => format!("none of its {n} packets decoded: does this decoder decode this stream?"),
+            };
             format!(
-                "pipeline {:?}: no frame was written to {} (the input had none in the part asked for: is --ss past its end?); pass --allow-empty to accept an empty output",
+                "pipeline {:?}: no frame was written to {} ({why}); pass --allow-empty to accept an empty output",
                 report.pipeline,
                 convstream::text::redact_credentials(&report.output)
             )

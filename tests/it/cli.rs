@@ -1094,3 +1094,52 @@ fn json_logs_are_json_to_the_last_line_and_pretty_logs_name_the_pipeline_once() 
         "a line starts with its time (HH:MM:SS.mmm): {line}"
     );
 }
+
+#[test]
+fn masks_show_names_the_brightness_a_custom_matrix_adds_and_its_taps_as_written() {
+    let shown = run(&["masks", "show", "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]"]).success();
+    let text = shown.stdout_text();
+    assert!(
+        text.contains("warning: the custom matrix sums to 16") && text.contains("divisor=16"),
+        "{text}"
+    );
+    let fixed = run(&["masks", "show", "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],divisor=16"]).success();
+    assert!(!fixed.stdout_text().contains("warning"), "{}", fixed.stdout_text());
+    // With mode=correlate, the matrix as written is shown too, beside the convolution form.
+    let shift = run(&[
+        "masks",
+        "show",
+        "custom:matrix=[[0,0,0],[0,0,1],[0,0,0]],mode=correlate",
+    ])
+    .success();
+    let text = shift.stdout_text();
+    let (convolution, as_written) = text.split_once("as written").expect("the taps as written");
+    let middle_row = |block: &str| {
+        block
+            .lines()
+            .filter(|line| line.trim_start().starts_with(|c: char| c.is_ascii_digit() || c == '-'))
+            .nth(1)
+            .map(|line| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .expect("a middle row")
+    };
+    assert_eq!(middle_row(convolution), ["1.000000", "0.000000", "0.000000"], "{text}");
+    assert_eq!(middle_row(as_written), ["0.000000", "0.000000", "1.000000"], "{text}");
+}
+
+#[test]
+fn check_warns_of_a_custom_matrix_that_changes_brightness() {
+    let dir = tempdir();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[[pipeline]]\nname = \"cam\"\nsource.url = \"in.mp4\"\nsink.url = \"out.mkv\"\nfilter.mask = \"custom:matrix=[[1,1,1],[1,1,1],[1,1,1]]\"\n",
+    )
+    .unwrap();
+    let checked = run_in(dir.path(), &["check", "--config", "c.toml"]).success();
+    assert!(
+        checked.stderr.contains("pipeline \"cam\"")
+            && checked.stderr.contains("sums to 9")
+            && checked.stderr.contains("divisor=9"),
+        "{}",
+        checked.stderr
+    );
+}

@@ -99,6 +99,13 @@ impl VideoDecoder {
                 }
                 (found, true)
             }
+            // FFmpeg's own av1 decoder, asked for by name, would fail every packet.
+            "av1" => {
+                return Err(SourceError::Unusable {
+                    url: url.clone(),
+                    reason: "FFmpeg's av1 decoder decodes only on hardware, which a software decode does not give it; use decoder = \"libdav1d\" or \"software\" (which picks it), or \"nvdec\"".into(),
+                })
+            }
             name => {
                 let found = decoder_named(name);
                 if found.is_none() {

@@ -18,7 +18,12 @@ const MIN_ROWS_PER_TASK: usize = 4;
 /// 0..=`max` (255 at 8 bits, 2^bits - 1 above).
 #[inline(always)]
 pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
-    (sum + bias).round().clamp(0.0, max) as u16
+    // `max` and `min` rather than `clamp`: they take NaN to 0 as the saturating cast did,
+    // and leave a value that needs no saturation, so the conversion vectorises (`as`
+    // checks each sample alone).
+    let value = (sum + bias).round().max(0.0).min(max);
+    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32.
+    unsafe { value.to_int_unchecked::<i32>() as u16 }
 }
 
 /// The gradient magnitude of two sums, `sqrt(fma(a, a, b * b))`: the kernels' `magnitude`.
@@ -245,4 +250,40 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
             },
         );
     dst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_half_away_from_zero_and_clamp_whatever_the_sum() {
+        let cases: [(f32, f32, f32, u16); 12] = [
+            (0.5, 0.0, 255.0, 1),
+            (0.499_999_97, 0.0, 255.0, 0),
+            (2.5, 0.0, 255.0, 3),
+            (-0.5, 0.0, 255.0, 0),
+            (-3.0, 0.0, 255.0, 0),
+            (254.5, 0.0, 255.0, 255),
+            (255.6, 0.0, 255.0, 255),
+            (1e30, 0.0, 255.0, 255),
+            (f32::INFINITY, 0.0, 255.0, 255),
+            (f32::NEG_INFINITY, 0.0, 255.0, 0),
+            (f32::NAN, 0.0, 255.0, 0),
+            (65_534.5, 0.0, 65_535.0, 65_535),
+        ];
+        for (sum, bias, max, expected) in cases {
+            assert_eq!(to_sample(sum, bias, max), expected, "{sum} + {bias}, max {max}");
+        }
+        // The vectorised row writer gives what the scalar step gives, sample for sample.
+        let sums: Vec<f32> = (0..1000)
+            .map(|i| i as f32 * 0.37 - 60.0)
+            .chain([f32::NAN, f32::INFINITY])
+            .collect();
+        let mut bytes = vec![0u8; sums.len()];
+        write_row(&mut bytes, &sums, 3.0, SampleDepth::EIGHT);
+        for (byte, sum) in bytes.iter().zip(&sums) {
+            assert_eq!(u16::from(*byte), to_sample(*sum, 3.0, 255.0), "{sum}");
+        }
+    }
 }
