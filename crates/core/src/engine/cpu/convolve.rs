@@ -106,18 +106,36 @@ fn pad_row(row: &[u8], channels: usize, depth: SampleDepth, xmap: &[Option<usize
     }
 }
 
+/// Runs `work` with an f32 buffer of `len` values (their contents unspecified) kept by the
+/// calling thread from one call to the next: a pipeline's filter thread converts every
+/// frame into the same memory instead of allocating, zeroing and faulting in megabytes a
+/// plane. A call nested on the same thread (a rayon worker that picks up another plane
+/// while it waits) gets a buffer of its own.
+fn with_scratch<R>(len: usize, work: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffer) => {
+            if buffer.len() < len {
+                buffer.resize(len, 0.0);
+            }
+            work(&mut buffer[..len])
+        }
+        Err(_) => work(&mut vec![0f32; len]),
+    })
+}
+
 /// Every row of `src` as f32 with its left and right borders for a mask `mask_width` wide,
-/// one after the other (`padded_len` values each), converted once and shared by every
-/// output row that reads it.
-fn padded_rows(src: &Plane, mask_width: usize, border: BorderMode) -> (Vec<f32>, usize) {
+/// one after the other (`padded_len` values each) in `rows`, converted once and shared by
+/// every output row that reads it.
+fn pad_rows(src: &Plane, mask_width: usize, border: BorderMode, rows: &mut [f32]) {
     let xmap = index_map(src.width, mask_width, border);
     let padded_len = (src.width + mask_width - 1) * src.channels;
-    let mut rows = vec![0f32; padded_len * src.height];
     rows.par_chunks_mut(padded_len.max(1))
         .with_min_len(MIN_ROWS_PER_TASK)
         .enumerate()
         .for_each(|(y, padded)| pad_row(src.row(y), src.channels, src.depth, &xmap, padded));
-    (rows, padded_len)
 }
 
 /// Convolves every channel of `src`; the result has tightly packed rows. Sums are f32 with
@@ -150,12 +168,21 @@ fn constant_plane(src: &Plane, bias: f32) -> Plane {
 /// then `sqrt(fma(a, a, b * b))`, each step rounded once as the GPU kernels do).
 fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     let (mw, mh) = (mask.width(), mask.height());
+    let ymap = index_map(src.height, mh, border);
+    let padded_len = (src.width + mw - 1) * src.channels;
+    with_scratch(padded_len * src.height, |padded| {
+        pad_rows(src, mw, border, padded);
+        dense_rows(src, mask, &ymap, padded, padded_len)
+    })
+}
+
+/// The output rows of a dense mask over the padded source rows.
+fn dense_rows(src: &Plane, mask: &Mask, ymap: &[Option<usize>], padded: &[f32], padded_len: usize) -> Plane {
+    let (mw, mh) = (mask.width(), mask.height());
     let taps = mask.correlation_taps();
     let second_taps = mask.second_correlation_taps();
     let (ch, depth) = (src.channels, src.depth);
     let row_len = src.width * ch;
-    let ymap = index_map(src.height, mh, border);
-    let (padded, padded_len) = padded_rows(src, mw, border);
     let second_len = if second_taps.is_some() { row_len } else { 0 };
     let mut dst = Plane::new(src.shape());
     dst.data
@@ -168,7 +195,7 @@ fn convolve_dense(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
                 // Mask rows whose source row is outside the plane under `constant` add
                 // nothing and are left out, as the kernels leave them out.
                 let source_rows: Vec<(usize, usize)> = (0..mh).filter_map(|i| ymap[y + i].map(|sy| (i, sy))).collect();
-                let rows_of = |taps| dense_tap_rows(&padded, padded_len, &source_rows, taps, mw);
+                let rows_of = |taps| dense_tap_rows(padded, padded_len, &source_rows, taps, mw);
                 accumulate(&rows_of(&taps), ch, acc);
                 if let Some(second_taps) = &second_taps {
                     accumulate(&rows_of(second_taps), ch, second);
@@ -202,12 +229,19 @@ fn dense_tap_rows<'a>(
 
 fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {
     let (mw, mh) = (row.len(), column.len());
-    let (ch, depth) = (src.channels, src.depth);
-    let row_len = src.width * ch;
+    let row_len = src.width * src.channels;
     let xmap = index_map(src.width, mw, border);
     let ymap = index_map(src.height, mh, border);
-    // Row pass over every source row, kept in f32.
-    let mut horizontal = vec![0f32; row_len * src.height];
+    with_scratch(row_len * src.height, |horizontal| {
+        row_pass(src, row, &xmap, horizontal);
+        column_pass(src, column, bias, &ymap, horizontal)
+    })
+}
+
+/// Row pass over every source row, kept in f32 in `horizontal`.
+fn row_pass(src: &Plane, row: &[f32], xmap: &[Option<usize>], horizontal: &mut [f32]) {
+    let (mw, ch, depth) = (row.len(), src.channels, src.depth);
+    let row_len = src.width * ch;
     horizontal
         .par_chunks_mut(row_len.max(1))
         .with_min_len(MIN_ROWS_PER_TASK)
@@ -215,7 +249,7 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
         .for_each_init(
             || vec![0f32; (src.width + mw - 1) * ch],
             |padded, (y, out)| {
-                pad_row(src.row(y), ch, depth, &xmap, padded);
+                pad_row(src.row(y), ch, depth, xmap, padded);
                 accumulate(
                     &[TapRow {
                         row: padded,
@@ -226,7 +260,12 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
                 );
             },
         );
-    // Column pass: one tap per source row, in the column factor's order.
+}
+
+/// Column pass over the row pass's results: one tap per source row, in the column
+/// factor's order, then rounded to samples.
+fn column_pass(src: &Plane, column: &[f32], bias: f32, ymap: &[Option<usize>], horizontal: &[f32]) -> Plane {
+    let row_len = src.width * src.channels;
     let mut dst = Plane::new(src.shape());
     dst.data
         .par_chunks_mut(src.row_bytes().max(1))
@@ -246,7 +285,7 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
                     })
                     .collect();
                 accumulate(&tap_rows, 1, acc);
-                write_row(out, acc, bias, depth);
+                write_row(out, acc, bias, src.depth);
             },
         );
     dst
@@ -255,6 +294,39 @@ fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, borde
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::PlaneShape;
+
+    /// Planes filtered from inside rayon's own workers, many at once (a worker waiting on
+    /// its rows may take up another plane, nesting on its scratch buffer), give what one
+    /// plane at a time gives.
+    #[test]
+    fn planes_filtered_in_parallel_from_rayon_workers_match_one_at_a_time() {
+        let mut plane = Plane::new(PlaneShape::eight_bit(301, 97, 1));
+        for (i, byte) in plane.data.iter_mut().enumerate() {
+            *byte = (i * 7919 % 251) as u8;
+        }
+        let masks = [
+            Mask::from_spec("gaussian:size=7").unwrap(),
+            Mask::from_spec("edge:size=9").unwrap(),
+            Mask::from_spec("sobel").unwrap(),
+        ];
+        let expected: Vec<Vec<u8>> = masks
+            .iter()
+            .map(|mask| convolve_plane(&plane, mask, BorderMode::Mirror).data.to_vec())
+            .collect();
+        let results: Vec<(usize, Vec<u8>)> = (0..48)
+            .into_par_iter()
+            .map(|i| {
+                (
+                    i % 3,
+                    convolve_plane(&plane, &masks[i % 3], BorderMode::Mirror).data.to_vec(),
+                )
+            })
+            .collect();
+        for (which, data) in results {
+            assert!(data == expected[which], "mask {which} differs when run in parallel");
+        }
+    }
 
     #[test]
     fn samples_round_half_away_from_zero_and_clamp_whatever_the_sum() {
