@@ -75,14 +75,13 @@ pub(crate) fn list_masks() -> Result<(), Failure> {
 }
 
 pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
-    let mask = MaskParams::parse_spec(spec)
-        .and_then(|p| Mask::build(&p, None))
-        .map_err(|errors| {
-            let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
-            usage(anyhow::anyhow!("{}", lines.join("\n")))
-        })?;
+    let refused = |errors: Vec<convstream::mask::MaskError>| {
+        let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
+        usage(anyhow::anyhow!("{}", lines.join("\n")))
+    };
+    let params = MaskParams::parse_spec(spec).map_err(refused)?;
+    let mask = Mask::build(&params, None).map_err(refused)?;
     let mut text = format!("{mask}\n");
-    let params = MaskParams::parse_spec(spec).unwrap_or_default();
     if params.mode == Some(convstream::mask::MaskMode::Correlate) && !mask.is_magnitude() {
         // The matrix above is in convolution orientation (turned half way); the taps as
         // written are what FFmpeg's convolution filter and cv2.filter2D would be given.
