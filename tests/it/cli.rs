@@ -27,9 +27,7 @@ const FRAMES: u32 = 12;
 
 /// `convstream run --device cpu --no-progress ARGS` in `dir`, which must succeed.
 fn filter(dir: &Path, args: &[&str]) -> common::Run {
-    let mut all = vec!["run", "--device", "cpu", "--no-progress"];
-    all.extend_from_slice(args);
-    run_in(dir, &all).success()
+    common::run_on_cpu(dir, args).success()
 }
 
 /// Asserts that every frame of `output` is the oracle's result for `input`, with the mask

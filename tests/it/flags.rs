@@ -13,9 +13,7 @@ const W: u32 = 96;
 const H: u32 = 64;
 
 fn filter(dir: &Path, args: &[&str]) -> common::Run {
-    let mut all = vec!["run", "--device", "cpu", "--no-progress"];
-    all.extend_from_slice(args);
-    run_in(dir, &all)
+    common::run_on_cpu(dir, args)
 }
 
 fn y4m(path: &Path) -> Y4m {

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use convstream_testkit::random::Random;
 
-use crate::common::{ffmpeg, run_in, Y4m};
+use crate::common::{ffmpeg, run_on_cpu, Y4m};
 
 /// An 8-bit 4:2:0 y4m file of `frames` random frames.
 fn random_y4m(path: &Path, width: usize, height: usize, frames: usize, random: &mut Random) {
@@ -43,22 +43,8 @@ fn opencv(dir: &Path, args: &[&str]) {
 
 /// `convstream run` on the CPU engine with the given mask and border.
 fn convstream(dir: &Path, input: &str, output: &str, mask: &str, border: &str) {
-    let args = [
-        "run",
-        "--device",
-        "cpu",
-        "--no-progress",
-        "-y",
-        "-i",
-        input,
-        "-o",
-        output,
-        "--mask",
-        mask,
-        "--border",
-        border,
-    ];
-    run_in(dir, &args).success();
+    let args = ["-y", "-i", input, "-o", output, "--mask", mask, "--border", border];
+    run_on_cpu(dir, &args).success();
 }
 
 /// Asserts that two y4m files hold the same pictures within one level at every sample at

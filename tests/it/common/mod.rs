@@ -79,6 +79,13 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Run {
         .into()
 }
 
+/// `convstream run --device cpu --no-progress ARGS` in `dir`: the CPU engine, no progress bar.
+pub fn run_on_cpu(dir: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["run", "--device", "cpu", "--no-progress"];
+    all.extend_from_slice(args);
+    run_in(dir, &all)
+}
+
 pub fn run(args: &[&str]) -> Run {
     run_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
 }
