@@ -204,11 +204,8 @@ fn nvrtc_line(version: Option<Result<(i32, i32), crate::engine::EngineError>>, g
 #[cfg(feature = "cuda")]
 const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
 
-/// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
-/// (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on 7 engines; 64 fell
-/// behind). BENCHMARKS.md, "Streams per host".
 #[cfg(feature = "cuda")]
-const PIPELINES_PER_NVDEC_ENGINE: u32 = 8;
+use crate::engine::PIPELINES_PER_NVDEC_ENGINE;
 
 /// How many NVDEC engines the GPU has and how many live pipelines that predicts.
 #[cfg(feature = "cuda")]
@@ -218,7 +215,7 @@ fn nvdec_capacity(gpu: &str) -> String {
             "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} ({PIPELINES_PER_NVDEC_ENGINE} per engine, as measured on an H100; `convstream bench --suite scale --decoder nvdec` measures this host)",
             engines.count,
             engines.from,
-            engines.count * PIPELINES_PER_NVDEC_ENGINE
+            engines.count as usize * PIPELINES_PER_NVDEC_ENGINE
         ),
         None => "NVDEC engines: unknown (NVML has no instance profile for this GPU and it is not in the published table); `convstream bench --suite scale --decoder nvdec` measures how many live pipelines it carries".into(),
     }

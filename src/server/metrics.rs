@@ -218,6 +218,19 @@ impl Collector for PipelineCollector {
         }
         {
             let mut family = encoder.encode_descriptor(
+                "convstream_time_to_first_frame_seconds",
+                "From the pipeline's start to its first frame written (absent until one is)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for Scraped { labels, monitor, .. } in &scraped {
+                if let Some(seconds) = monitor.startup().first_frame {
+                    family.encode_family(labels)?.encode_gauge(&seconds)?;
+                }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
                 "convstream_pipeline_state",
                 "1 for the state each pipeline is in",
                 None,

@@ -493,6 +493,13 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                 let pool = engine
                     .frame_pool()
                     .expect("a CUDA engine with pooled_frames lends a pool");
+                // The pool pins its first blocks on a thread of its own and lends heap memory
+                // until they are there; this test is about frames in pool blocks, so it waits
+                // for those and has the rest of the eight allocated now.
+                assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+                for plane in PixelFormat::YUV420P.plane_shapes(width, height) {
+                    pool.reserve(plane.pooled_bytes(), 8).unwrap();
+                }
                 // Every third frame is an ordinary heap frame, staged through the lanes.
                 let inputs: Vec<Frame> = (0..12)
                     .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))

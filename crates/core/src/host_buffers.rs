@@ -4,15 +4,21 @@
 //!
 //! The CUDA engine lends page-locked (pinned) blocks, so a frame the source decodes into
 //! pool memory goes to the GPU and back without a CPU copy: the copy engines read and write
-//! the plane itself. Blocks are reused, because pinning memory is slow (about a millisecond
-//! per megabyte) and a pipeline keeps a few dozen frames alive at most.
+//! the plane itself. Blocks are reused, because pinning memory is slow (about half a
+//! millisecond per megabyte on an H100 host: 1.7 ms for a 1080p frame, more than decoding
+//! it) and a pipeline keeps a few dozen frames alive at most. For the same reason a pool of
+//! such memory grows on a thread of its own: a buffer asked for while the pool is still
+//! growing comes from the heap (the engine stages it through its own buffers, a copy of a
+//! fraction of the pinning's cost), and the first frames never wait for the driver.
 
 use std::collections::HashMap;
 use std::error::Error;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// One block of host memory a [`HostMemory`] allocated.
 pub trait HostBlock: Send + Sync {
@@ -43,6 +49,11 @@ pub trait HostMemory: Send + Sync {
     fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError>;
     /// Whether the blocks are page-locked, so the GPU can copy them asynchronously.
     fn page_locked(&self) -> bool;
+    /// Whether allocating is slow enough to keep off the frame path (pinning is): a pool of
+    /// such memory allocates on a thread of its own and lends heap memory meanwhile.
+    fn grows_in_background(&self) -> bool {
+        false
+    }
 }
 
 /// Ordinary heap blocks: what tests and the CPU engine would use.
@@ -69,10 +80,13 @@ impl HostMemory for HeapMemory {
 /// Reusable blocks, by size. Lending past `limit` bytes (or a failed allocation) falls
 /// back to the heap, so a stalled consumer costs speed, never memory it cannot get back.
 pub struct BufferPool {
-    memory: Box<dyn HostMemory>,
+    memory: Arc<dyn HostMemory>,
     limit: usize,
     state: Mutex<PoolState>,
     fallbacks: AtomicU64,
+    /// Block sizes for the growing thread to allocate (see [`HostMemory::grows_in_background`]);
+    /// started with the first request. Dropping the pool closes it, which ends the thread.
+    grower: Mutex<Option<Sender<usize>>>,
 }
 
 #[derive(Default)]
@@ -80,15 +94,18 @@ struct PoolState {
     free: HashMap<usize, Vec<Box<dyn HostBlock>>>,
     /// Bytes of every block this pool allocated, lent or free.
     allocated: usize,
+    /// Bytes asked of the growing thread and not allocated yet (they count against the limit).
+    growing: usize,
 }
 
 impl BufferPool {
     pub fn new(memory: Box<dyn HostMemory>, limit: usize) -> Arc<BufferPool> {
         Arc::new(BufferPool {
-            memory,
+            memory: Arc::from(memory),
             limit,
             state: Mutex::new(PoolState::default()),
             fallbacks: AtomicU64::new(0),
+            grower: Mutex::new(None),
         })
     }
 
@@ -108,12 +125,18 @@ impl BufferPool {
         PlaneData::from(vec![0u8; len])
     }
 
-    fn take_block(&self, len: usize) -> Option<Box<dyn HostBlock>> {
+    fn take_block(self: &Arc<Self>, len: usize) -> Option<Box<dyn HostBlock>> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(block) = state.free.get_mut(&len).and_then(Vec::pop) {
             return Some(block);
         }
-        if state.allocated + len > self.limit {
+        if state.allocated + state.growing + len > self.limit {
+            return None;
+        }
+        if self.memory.grows_in_background() {
+            state.growing += len;
+            drop(state);
+            self.grow(len);
             return None;
         }
         match self.memory.allocate(len) {
@@ -133,7 +156,7 @@ impl BufferPool {
     pub fn reserve(&self, len: usize, count: usize) -> Result<(), AllocationError> {
         for _ in 0..count {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            if state.allocated + len > self.limit {
+            if state.allocated + state.growing + len > self.limit {
                 break;
             }
             let block = self.memory.allocate(len)?;
@@ -141,6 +164,63 @@ impl BufferPool {
             state.free.entry(len).or_default().push(block);
         }
         Ok(())
+    }
+
+    /// Asks the growing thread for `count` blocks of `len` bytes (within the limit) and
+    /// returns at once; they are lent once allocated. For memory that does not grow in the
+    /// background this is [`BufferPool::reserve`].
+    pub fn reserve_in_background(self: &Arc<Self>, len: usize, count: usize) -> Result<(), AllocationError> {
+        if !self.memory.grows_in_background() {
+            return self.reserve(len, count);
+        }
+        for _ in 0..count {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.allocated + state.growing + len > self.limit {
+                break;
+            }
+            state.growing += len;
+            drop(state);
+            self.grow(len);
+        }
+        Ok(())
+    }
+
+    /// Hands one block size to the growing thread, starting it if need be.
+    fn grow(self: &Arc<Self>, len: usize) {
+        let mut grower = self.grower.lock().unwrap_or_else(|e| e.into_inner());
+        if grower.is_none() {
+            let (requests, received) = channel::<usize>();
+            let pool = Arc::downgrade(self);
+            let started = std::thread::Builder::new()
+                .name("buffer-pool-grow".into())
+                .spawn(move || grow_while_wanted(&pool, received.iter()));
+            match started {
+                Ok(_) => *grower = Some(requests),
+                Err(e) => {
+                    tracing::warn!("cannot start the frame pool's allocating thread ({e}); using ordinary memory")
+                }
+            }
+        }
+        let sent = grower.as_ref().is_some_and(|requests| requests.send(len).is_ok());
+        if !sent {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.growing -= len;
+        }
+    }
+
+    /// Waits up to `timeout` for the blocks asked of the growing thread; true when none is
+    /// left to allocate.
+    pub fn wait_until_grown(&self, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        loop {
+            if self.state.lock().unwrap_or_else(|e| e.into_inner()).growing == 0 {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn give_back(&self, len: usize, block: Box<dyn HostBlock>) {
@@ -165,6 +245,28 @@ impl BufferPool {
 
     pub fn page_locked(&self) -> bool {
         self.memory.page_locked()
+    }
+}
+
+/// The growing thread: allocates each requested block and adds it to the free blocks, for as
+/// long as the pool lives (a dropped pool ends the requests, and the thread with them).
+fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = usize>) {
+    for len in requests {
+        let Some(pool) = pool.upgrade() else { return };
+        // Allocated outside the lock: lending and giving back go on meanwhile.
+        let block = pool.memory.allocate(len);
+        let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.growing -= len;
+        match block {
+            Ok(block) => {
+                state.allocated += len;
+                state.free.entry(len).or_default().push(block);
+            }
+            Err(reason) => {
+                drop(state);
+                tracing::warn!("cannot allocate a {len}-byte frame buffer ({reason}); using ordinary memory");
+            }
+        }
     }
 }
 
@@ -404,6 +506,69 @@ mod tests {
             1,
             "the keeper went with the lent bytes"
         );
+    }
+
+    /// Heap memory that says it is slow to allocate, as pinned memory is.
+    struct SlowHeap;
+    impl HostMemory for SlowHeap {
+        fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+            std::thread::sleep(Duration::from_millis(2));
+            Ok(Box::new(vec![0u8; len]))
+        }
+        fn page_locked(&self) -> bool {
+            false
+        }
+        fn grows_in_background(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn slow_memory_grows_on_its_own_thread_and_lends_heap_meanwhile() {
+        let pool = BufferPool::new(Box::new(SlowHeap), 3000);
+        let first = pool.take(1000);
+        assert_eq!(
+            format!("{first:?}"),
+            "PlaneData(1000 bytes, heap)",
+            "no wait on the frame path"
+        );
+        assert!(pool.wait_until_grown(Duration::from_secs(10)));
+        assert_eq!(
+            pool.allocated_bytes(),
+            1000,
+            "the block asked for was allocated meanwhile"
+        );
+        let second = pool.take(1000);
+        assert_eq!(format!("{second:?}"), "PlaneData(1000 bytes, pooled)");
+        pool.reserve_in_background(1000, 5).unwrap();
+        assert!(pool.wait_until_grown(Duration::from_secs(10)));
+        assert_eq!(pool.allocated_bytes(), 3000, "growth stops at the limit");
+        drop((first, second));
+    }
+
+    #[test]
+    fn a_pool_dropped_while_growing_stops_allocating() {
+        struct Counted(Arc<AtomicU64>);
+        impl HostMemory for Counted {
+            fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+                std::thread::sleep(Duration::from_millis(20));
+                self.0.fetch_add(1, Ordering::Relaxed);
+                Ok(Box::new(vec![0u8; len]))
+            }
+            fn page_locked(&self) -> bool {
+                false
+            }
+            fn grows_in_background(&self) -> bool {
+                true
+            }
+        }
+        let allocations = Arc::new(AtomicU64::new(0));
+        let pool = BufferPool::new(Box::new(Counted(allocations.clone())), 1 << 20);
+        pool.reserve_in_background(1000, 50).unwrap();
+        drop(pool);
+        // The 50 blocks would take a second; the thread stops after the one under way.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(allocations.load(Ordering::Relaxed) <= 2, "{allocations:?}");
     }
 
     #[test]

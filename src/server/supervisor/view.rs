@@ -30,6 +30,9 @@ pub struct PipelineView {
     pub engine: Option<String>,
     pub fps: f64,
     pub uptime_seconds: f64,
+    /// Seconds from the start to the input open, the engine ready, the output open and the
+    /// first frame written (`null` until reached).
+    pub startup: crate::stats::StartupTimes,
     pub counters: CounterView,
     pub last_error: Option<String>,
 }
@@ -70,6 +73,7 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         engine: engine.map(|e| e.name),
         fps: monitor.fps(),
         uptime_seconds: monitor.started_at.elapsed().as_secs_f64(),
+        startup: monitor.startup(),
         counters: CounterView {
             counted: counters.snapshot(),
             restarts: monitor.restarts.load(Ordering::Relaxed),

@@ -305,6 +305,83 @@ fn build_cuda(
     Err(EngineError::NotCompiledWithCuda)
 }
 
+/// The GPU a pipeline on `device` would be placed on now: the one named, or the least
+/// loaded for `auto` and `cuda`, without taking a seat; `None` on the CPU or without a GPU.
+#[cfg(feature = "cuda")]
+fn likely_ordinal(device: DeviceChoice) -> Option<usize> {
+    match device {
+        DeviceChoice::Cpu => None,
+        DeviceChoice::Cuda(ordinal) => Some(ordinal),
+        DeviceChoice::Auto | DeviceChoice::AnyCuda => {
+            let devices = cuda::device::probe().ok()?;
+            let mut active = placement::Placements::global().active();
+            active.resize(active.len().max(devices), 0);
+            placement::least_loaded(&active[..devices])
+        }
+    }
+}
+
+/// Starts, on a thread of its own, the GPU set-up a pipeline on `device` needs that
+/// depends on nothing of its input: the driver's initialisation, the GPU's CUDA context
+/// (shared by the process's pipelines) and NVRTC. The caller opens its input meanwhile;
+/// [`build_engine`] then finds them ready (or waits for the rest). Nothing for the CPU, or
+/// where no driver is installed.
+#[cfg(feature = "cuda")]
+pub fn warm_up(device: DeviceChoice) {
+    if device == DeviceChoice::Cpu || !cuda::device::driver_present() {
+        return;
+    }
+    let warming = std::thread::Builder::new().name("cuda-warm-up".into()).spawn(move || {
+        if let Some(ordinal) = likely_ordinal(device) {
+            cuda::device::warm(ordinal);
+        }
+    });
+    if let Err(e) = warming {
+        tracing::debug!("cannot start the CUDA warm-up thread: {e}");
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn warm_up(_device: DeviceChoice) {}
+
+/// The CUDA context a pipeline on `device` will most likely run in (see [`warm_up`]), for an
+/// NVDEC decoder to leave its pictures in from its first opening; `None` on the CPU or when
+/// no GPU can be opened (the engine then says why).
+#[cfg(feature = "cuda")]
+pub fn likely_gpu_context(device: DeviceChoice) -> Option<GpuContext> {
+    let ordinal = likely_ordinal(device)?;
+    let context = cuda::device::open(ordinal).ok()?;
+    Some(GpuContext {
+        ordinal,
+        handle: context.cu_ctx() as usize,
+        keeper: context,
+    })
+}
+
+/// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
+/// (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on 7 engines; 64 fell
+/// behind; BENCHMARKS.md, "Streams per host").
+pub const PIPELINES_PER_NVDEC_ENGINE: usize = 8;
+
+/// How many live NVDEC pipelines GPU `ordinal` carries, predicted from its NVDEC engines
+/// ([`PIPELINES_PER_NVDEC_ENGINE`] each); `None` when that is unknown.
+#[cfg(feature = "cuda")]
+pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
+    let context = cuda::device::open(ordinal).ok()?;
+    let name = context.name().ok()?;
+    cuda::nvml::decoder_engines(&name).map(|engines| engines.count as usize * PIPELINES_PER_NVDEC_ENGINE)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn nvdec_capacity(_ordinal: usize) -> Option<usize> {
+    None
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn likely_gpu_context(_device: DeviceChoice) -> Option<GpuContext> {
+    None
+}
+
 /// One GPU as NVML sees it: what could be read of its load and memory (None where the
 /// driver would not say).
 #[derive(Debug, Clone, PartialEq)]

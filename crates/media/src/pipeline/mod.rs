@@ -7,6 +7,7 @@
 
 mod filter_stage;
 mod monitor;
+mod nvdec_admission;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 
@@ -23,8 +24,8 @@ use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
 use crate::media::PassthroughPacket;
 use crate::sink::{self, FileId, OutputGuard, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
 use crate::source::{DropOldest, Source, SourceError};
-use crate::stats::{Counters, PipelineReport};
-use convstream_core::engine::{build_engine, trace, EngineError, EngineOptions, FrameShape};
+use crate::stats::{Counters, PipelineReport, StartupMarks};
+use convstream_core::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
 use convstream_core::frame::Frame;
 use convstream_core::host_buffers::{BufferPool, HeapMemory};
 
@@ -271,17 +272,102 @@ fn run_stages(
     monitor: &Arc<PipelineMonitor>,
     switches: Receiver<FilterSwitch>,
 ) -> Result<PipelineReport, PipelineError> {
-    let name = settings.name.clone();
-    let started = Instant::now();
-    let counters = monitor.counters.clone();
+    let started = monitor.started_at;
+    // The GPU's set-up that needs nothing of the input (the driver, the context, NVRTC:
+    // 0.2-0.4 s) goes on while the input is opened and probed.
+    convstream_core::engine::warm_up(settings.device);
+    let (source, _nvdec_seat) = open_source(settings, options, monitor)?;
+    let (source, engine) = start_engine(settings, options, monitor, source)?;
+    let info = source.info().clone();
+    let sink = open_sink(settings, options, monitor, &info)?;
+    tracing::info!(
+        "{} {}x{} {} ({}) -> {} on {} -> {}",
+        info.url,
+        info.width,
+        info.height,
+        info.format,
+        info.decoder,
+        settings.filter.description(),
+        engine.name(),
+        sink.path()
+            .map_or(settings.sink.url.clone(), |p| p.display().to_string())
+    );
+    monitor.set_state(PipelineState::Running);
+    let setup_seconds = started.elapsed().as_secs_f64();
+    let running = Running {
+        engine_name: engine.name(),
+        output_encoder: sink.encoder(),
+        output_size: format!("{}x{}", info.width, info.height),
+        frame_rate: f64::from(info.frame_rate),
+    };
+    let bar = progress_bar(
+        options.progress,
+        trimmed_length(info.expected_frames, &settings.source, running.frame_rate),
+        running.frame_rate,
+        &settings.name,
+    );
+    let ended = run_threads(settings, options, monitor, switches, (source, engine, sink), &bar)?;
+    bar.finish_and_clear();
+    let outcome = finish(settings, options, ended)?;
+    Ok(report(
+        settings,
+        options,
+        monitor,
+        started,
+        setup_seconds,
+        running,
+        outcome,
+    ))
+}
+
+/// What the report needs of the running pipeline's parts, kept once the threads own them.
+struct Running {
+    engine_name: String,
+    output_encoder: Option<String>,
+    /// The picture size written, `WIDTHxHEIGHT`.
+    output_size: String,
+    frame_rate: f64,
+}
+
+/// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
+fn asks_for_nvdec(source: &SourceConfig) -> bool {
+    source.decoder == "nvdec" || source.decoder.ends_with("_cuvid")
+}
+
+/// Opens the input (waiting for a live one) in the layout the filter needs, and checks the
+/// filter can work on its frames. An NVDEC pipeline first takes a seat on its GPU's NVDEC
+/// engines (see `nvdec_admission`), held for the run.
+fn open_source(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+) -> Result<(Source, Option<nvdec_admission::NvdecSeat>), PipelineError> {
+    let name = &settings.name;
+    let counters = &monitor.counters;
+    // An NVDEC decoder is opened once, on the GPU the engine will use (its context is being
+    // made by the warm-up), rather than on a context of its own and again on the engine's.
+    let gpu = asks_for_nvdec(&settings.source)
+        .then(|| convstream_core::engine::likely_gpu_context(settings.device))
+        .flatten();
+    let seat = match &gpu {
+        Some(gpu) => {
+            let capacity = convstream_core::engine::nvdec_capacity(gpu.ordinal);
+            match nvdec_admission::admit(gpu.ordinal, capacity, &options.stop) {
+                Some(seat) => Some(seat),
+                None => return Err(PipelineError::StoppedBeforeInput { pipeline: name.clone() }),
+            }
+        }
+        None => None,
+    };
     // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
     // wait for a live sender cut short) is the stop, not a fault of the input.
     let source = Source::connect(
         &settings.source,
         &options.stop,
-        &counters,
+        counters,
         false,
         &convstream_core::engine::nvdec_probe(),
+        gpu,
     )
     .map_err(|error| {
         if options.stop.load(Ordering::Relaxed) {
@@ -293,6 +379,7 @@ fn run_stages(
             }
         }
     })?;
+    StartupMarks::mark(&counters.startup.input_opened);
     counters.reconnecting.store(false, Ordering::Relaxed);
     let source = match settings.source.depth {
         Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
@@ -305,7 +392,7 @@ fn run_stages(
         Some(format) => source.with_format(format, "the filter gives its planes different masks"),
         None => source,
     };
-    let info = source.info().clone();
+    let info = source.info();
     let mut problems = settings.filter.problems_with(info.format);
     if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
         problems.push(format!(
@@ -315,7 +402,7 @@ fn run_stages(
     }
     if !problems.is_empty() {
         return Err(PipelineError::FilterUnsuitable {
-            pipeline: name,
+            pipeline: name.clone(),
             message: problems.join("; "),
         });
     }
@@ -323,6 +410,18 @@ fn run_stages(
         tracing::warn!("{warning}");
     }
     monitor.set_format(info.format);
+    Ok((source, seat))
+}
+
+/// Builds the engine for the input's frames and has the source decode into the engine's
+/// memory (its pinned pool; NVDEC pictures stay on its GPU).
+fn start_engine(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    source: Source,
+) -> Result<(Source, Box<dyn Engine>), PipelineError> {
+    let info = source.info().clone();
     let engine_options = EngineOptions {
         shape: Some(FrameShape {
             format: info.format,
@@ -334,13 +433,13 @@ fn run_stages(
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
-        ..EngineOptions::new(settings.device, settings.streams, &name)
+        ..EngineOptions::new(settings.device, settings.streams, &settings.name)
     };
     let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|error| PipelineError::Engine {
-        pipeline: name.clone(),
+        pipeline: settings.name.clone(),
         error,
     })?;
-    let engine_name = engine.name();
+    StartupMarks::mark(&monitor.counters.startup.engine_ready);
     let source = source
         .with_frame_pool(engine.frame_pool())
         // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
@@ -353,10 +452,20 @@ fn run_stages(
     monitor.set_engine(
         EngineStatus {
             device: engine.device(),
-            name: engine_name.clone(),
+            name: engine.name(),
         },
         engine.preparer(),
     );
+    Ok((source, engine))
+}
+
+/// Opens the output for the input's frames.
+fn open_sink(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    info: &crate::media::SourceInfo,
+) -> Result<Box<dyn sink::Sink>, PipelineError> {
     let output_options = OutputOptions {
         when_exists: options.outputs.when_exists(settings.sink.overwrite),
         fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
@@ -368,33 +477,35 @@ fn run_stages(
     };
     // An output that nobody came to read before the stop stays an error (its message says
     // so): unlike a live input that has not sent yet, a consumer was expected to be there.
-    let sink = sink::open(&settings.sink, &info, &output_options).map_err(|error| PipelineError::Sink {
-        pipeline: name.clone(),
+    let sink = sink::open(&settings.sink, info, &output_options).map_err(|error| PipelineError::Sink {
+        pipeline: settings.name.clone(),
         error,
     })?;
+    StartupMarks::mark(&monitor.counters.startup.output_opened);
     monitor.set_output_path(sink.path());
-    let output_encoder = sink.encoder();
-    tracing::info!(
-        "{} {}x{} {} ({}) -> {} on {} -> {}",
-        info.url,
-        info.width,
-        info.height,
-        info.format,
-        info.decoder,
-        settings.filter.description(),
-        engine_name,
-        sink.path()
-            .map_or(settings.sink.url.clone(), |p| p.display().to_string())
-    );
-    monitor.set_state(PipelineState::Running);
+    Ok(sink)
+}
 
-    let setup_seconds = started.elapsed().as_secs_f64();
-    let bar = progress_bar(
-        options.progress,
-        trimmed_length(info.expected_frames, &settings.source, f64::from(info.frame_rate)),
-        f64::from(info.frame_rate),
-        &name,
-    );
+/// What each stage's thread returned, every one joined.
+struct Ended {
+    source: Result<(), SourceError>,
+    engine: Result<Vec<TraceSpan>, EngineError>,
+    sink: Result<SinkOutcome, SinkError>,
+}
+
+/// Runs source, filter and sink on threads of their own, joined by bounded queues, until
+/// the input ends (or a stop), and joins them all, so the sink has finished the output
+/// whatever failed.
+fn run_threads(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &Arc<PipelineMonitor>,
+    switches: Receiver<FilterSwitch>,
+    (source, engine, sink): (Source, Box<dyn Engine>, Box<dyn sink::Sink>),
+    bar: &ProgressBar,
+) -> Result<Ended, PipelineError> {
+    let name = &settings.name;
+    let counters = monitor.counters.clone();
     let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
     let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
@@ -466,32 +577,51 @@ fn run_stages(
     let source_joined = source_thread.join();
     let engine_joined = filter_thread.join();
     let sink_joined = sink_thread.join();
-    let source_result = source_joined.map_err(|p| panicked("source", p))?;
-    let engine_result = engine_joined.map_err(|p| panicked("filter", p))?;
-    let sink_result = sink_joined.map_err(|p| panicked("sink", p))?;
-    bar.finish_and_clear();
+    Ok(Ended {
+        source: source_joined.map_err(|p| panicked("source", p))?,
+        engine: engine_joined.map_err(|p| panicked("filter", p))?,
+        sink: sink_joined.map_err(|p| panicked("sink", p))?,
+    })
+}
 
+/// The run's outcome from its stages' results: the first failure that explains the others,
+/// else how the output ended. Writes the trace when one was asked for.
+fn finish(settings: &PipelineSettings, options: &RunOptions, ended: Ended) -> Result<SinkOutcome, PipelineError> {
+    let name = &settings.name;
     // An engine failure stops the flow, so it is reported first; a sink failure (a closed
     // output) makes the source stop, so it comes before the source's result.
-    let spans = engine_result.map_err(|error| PipelineError::Engine {
+    let spans = ended.engine.map_err(|error| PipelineError::Engine {
         pipeline: name.clone(),
         error,
     })?;
     if let Some(path) = &options.trace {
-        trace::write_chrome_trace(path, &name, &spans).map_err(|e| PipelineError::Setup {
+        trace::write_chrome_trace(path, name, &spans).map_err(|e| PipelineError::Setup {
             pipeline: name.clone(),
             message: format!("cannot write the trace {}: {e}", path.display()),
         })?;
     }
-    let outcome = sink_result.map_err(|error| PipelineError::Sink {
+    let outcome = ended.sink.map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
         error,
     })?;
-    source_result.map_err(|error| PipelineError::Source {
+    ended.source.map_err(|error| PipelineError::Source {
         pipeline: name.clone(),
         error,
     })?;
+    Ok(outcome)
+}
 
+/// The finished run's report, from its counters.
+fn report(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    started: Instant,
+    setup_seconds: f64,
+    running: Running,
+    outcome: SinkOutcome,
+) -> PipelineReport {
+    let counters = &monitor.counters;
     let seconds = started.elapsed().as_secs_f64();
     let counted = counters.snapshot();
     let written = counted.frames_written;
@@ -501,19 +631,20 @@ fn run_stages(
         SinkOutcome::Finished => None,
     };
     let to_seconds = |ns: u64| ns as f64 / 1e9;
-    Ok(PipelineReport {
-        pipeline: name.clone(),
+    let startup = counters.startup.since(started);
+    PipelineReport {
+        pipeline: settings.name.clone(),
         input: settings.source.url.clone(),
         output: settings.sink.url.clone(),
-        engine: engine_name,
+        engine: running.engine_name,
         mask: settings.filter.description(),
-        output_kbps: output_encoder.as_ref().and_then(|_| {
-            let seconds = written as f64 / f64::from(info.frame_rate);
+        output_kbps: running.output_encoder.as_ref().and_then(|_| {
+            let seconds = written as f64 / running.frame_rate;
             (written > 0 && counted.video_bytes_out > 0 && seconds.is_finite() && seconds > 0.0)
                 .then(|| counted.video_bytes_out as f64 * 8.0 / seconds / 1000.0)
         }),
-        output_encoder,
-        output_size: format!("{}x{}", info.width, info.height),
+        output_encoder: running.output_encoder,
+        output_size: running.output_size,
         frames_in: counted.frames_decoded,
         frames_out: written,
         frames_dropped: counted.frames_dropped,
@@ -525,6 +656,8 @@ fn run_stages(
         packets_passed_through: counted.packets_passed_through,
         seconds,
         setup_seconds,
+        time_to_first_frame: startup.first_frame,
+        startup,
         fps: if seconds > setup_seconds {
             written as f64 / (seconds - setup_seconds)
         } else {
@@ -537,7 +670,7 @@ fn run_stages(
         latency_p99_ms: counters.latency_quantile_ms(0.99),
         latency_slowest: counters.slowest_latencies(crate::stats::SLOWEST_FRAMES),
         stopped_early,
-    })
+    }
 }
 
 /// Runs every pipeline at once, each on its own threads, and returns each one's result.
@@ -572,12 +705,13 @@ pub fn run_all(pipelines: &[PipelineSettings], options: &RunOptions) -> Vec<Resu
 /// Returns the frames and the seconds from the input being open to the last frame.
 pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let opened = Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe()).map_err(|error| {
-        PipelineError::Source {
-            pipeline: "decode-only".into(),
-            error,
-        }
-    })?;
+    let opened =
+        Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe(), None).map_err(|error| {
+            PipelineError::Source {
+                pipeline: "decode-only".into(),
+                error,
+            }
+        })?;
     let info = opened.info();
     let shapes = info.format.plane_shapes(info.width, info.height);
     let frame_bytes: usize = shapes.iter().map(|plane| plane.pooled_bytes()).sum();

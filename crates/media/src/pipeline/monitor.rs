@@ -83,6 +83,11 @@ pub struct PipelineMonitor {
 }
 
 impl PipelineMonitor {
+    /// The steps of the pipeline's start reached so far, counted from its start.
+    pub fn startup(&self) -> crate::stats::StartupTimes {
+        self.counters.startup.since(self.started_at)
+    }
+
     pub fn new(name: &str, filter: &FilterSpec) -> PipelineMonitor {
         PipelineMonitor {
             name: name.to_string(),

@@ -29,6 +29,7 @@ use crate::config::SourceConfig;
 use crate::media::{decoder_named, is_again};
 use crate::nvdec::{self, NvdecProbe, StreamTraits};
 use crate::stats::Counters;
+use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
 
 /// Fresh NVDEC decoders that failed again before giving a frame, after which the stream is
@@ -63,12 +64,15 @@ pub(super) struct VideoDecoder {
 
 impl VideoDecoder {
     /// Opens the decoder `config.decoder` names for a stream. NVDEC is first asked whether
-    /// it decodes the stream; when it does not, the error says why.
+    /// it decodes the stream; when it does not, the error says why. An NVDEC decoder given
+    /// `gpu` leaves its pictures there from the start (opened once, not once on its own
+    /// context and again on the engine's).
     pub(super) fn open(
         config: &SourceConfig,
         parameters: codec::Parameters,
         time_base: Rational,
         nvdec_probe: &Arc<dyn NvdecProbe>,
+        gpu: Option<GpuContext>,
     ) -> Result<VideoDecoder, SourceError> {
         let url = &config.url;
         let decoder_error = |reason: String| SourceError::Decoder {
@@ -126,8 +130,25 @@ impl VideoDecoder {
                 reason: format!("{reason}; use decoder = \"software\" (or \"auto\")"),
             })?;
         }
+        let device = match gpu.filter(|_| hardware).map(CudaDecoding::new) {
+            Some(Ok(device)) => Some(device),
+            Some(Err(reason)) => {
+                tracing::warn!(input = %url, "{reason}; decoded pictures go through host memory");
+                None
+            }
+            None => None,
+        };
         crate::ffmpeg_log::clear_last_error();
-        let inner = open_codec(codec, &parameters, time_base, config.threads, hardware, None, None).map_err(|e| {
+        let inner = open_codec(
+            codec,
+            &parameters,
+            time_base,
+            config.threads,
+            hardware,
+            None,
+            device.as_ref(),
+        )
+        .map_err(|e| {
             decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder: {e}",
                 codec.name()
@@ -136,7 +157,7 @@ impl VideoDecoder {
         Ok(VideoDecoder {
             inner,
             pictures: None,
-            device: None,
+            device,
             codec,
             time_base,
             threads: config.threads,
@@ -173,6 +194,11 @@ impl VideoDecoder {
         if !self.hardware || device.is_none() {
             return Ok(());
         }
+        if let (Some(current), Some(wanted)) = (&self.device, &device) {
+            if Arc::ptr_eq(current, wanted) {
+                return Ok(()); // opened there already
+            }
+        }
         self.device = device;
         crate::ffmpeg_log::clear_last_error();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
@@ -193,6 +219,11 @@ impl VideoDecoder {
             )),
         })?;
         Ok(())
+    }
+
+    /// The GPU an NVDEC decoder leaves its pictures on, if any.
+    pub(super) fn device(&self) -> Option<&Arc<CudaDecoding>> {
+        self.device.as_ref()
     }
 
     pub(super) fn codec(&self) -> ffmpeg::Codec {

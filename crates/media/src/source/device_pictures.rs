@@ -87,6 +87,11 @@ pub(super) enum Picture {
 }
 
 impl CudaDecoding {
+    /// The GPU's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
     /// An FFmpeg CUDA device on `context` (the engine's), for decoders.
     pub fn new(context: GpuContext) -> Result<Arc<CudaDecoding>, String> {
         let ordinal = context.ordinal;

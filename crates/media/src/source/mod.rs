@@ -133,6 +133,13 @@ impl Source {
         let Some(context) = context.filter(|_| self.decoder.is_hardware()) else {
             return self;
         };
+        if self
+            .device
+            .as_ref()
+            .is_some_and(|device| device.ordinal() == context.ordinal)
+        {
+            return self; // the decoder was opened there
+        }
         match CudaDecoding::new(context) {
             Ok(device) => self.device = Some(device),
             Err(reason) => {

@@ -2,6 +2,7 @@
 //! or a live input gone quiet, ends a blocked call), the decoder chosen for the best video
 //! stream, what the sink is told about the streams, and retrying a live input until it opens.
 
+use convstream_core::engine::GpuContext;
 use ffmpeg::{media, Rational};
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void, CString};
@@ -191,11 +192,13 @@ fn describe(status: c_int) -> String {
 
 impl Source {
     /// Opens the input and its video decoder. `stop` interrupts blocking reads once set;
-    /// `nvdec_probe` says whether NVDEC decodes the stream, when NVDEC is asked for.
+    /// `nvdec_probe` says whether NVDEC decodes the stream, when NVDEC is asked for; an NVDEC
+    /// decoder leaves its pictures on `gpu`, when given, from its first opening.
     pub fn open(
         config: &SourceConfig,
         stop: Arc<AtomicBool>,
         nvdec_probe: &Arc<dyn NvdecProbe>,
+        gpu: Option<GpuContext>,
     ) -> Result<Source, SourceError> {
         init();
         let watchdog = Arc::new(Watchdog::new(stop, config));
@@ -222,7 +225,8 @@ impl Source {
             reason,
         };
         let bit_depth = crate::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
-        let decoder = VideoDecoder::open(config, stream.parameters(), time_base, nvdec_probe)?;
+        let decoder = VideoDecoder::open(config, stream.parameters(), time_base, nvdec_probe, gpu)?;
+        let device = decoder.device().cloned();
         let hardware = decoder.is_hardware();
         let codec = decoder.codec();
         let decoded = decoder.video().format();
@@ -320,7 +324,7 @@ impl Source {
             config: config.clone(),
             frame_pool: None,
             nvdec_probe: nvdec_probe.clone(),
-            device: None,
+            device,
         })
     }
 
@@ -333,9 +337,10 @@ impl Source {
         counters: &Counters,
         wait_first: bool,
         nvdec_probe: &Arc<dyn NvdecProbe>,
+        gpu: Option<GpuContext>,
     ) -> Result<Source, SourceError> {
         if !config.is_live() {
-            return Source::open(config, stop.clone(), nvdec_probe);
+            return Source::open(config, stop.clone(), nvdec_probe, gpu);
         }
         let max = Duration::from_secs_f64(config.reconnect.max);
         let mut delay = Duration::from_secs_f64(config.reconnect.initial);
@@ -346,7 +351,7 @@ impl Source {
             });
         }
         loop {
-            match Source::open(config, stop.clone(), nvdec_probe) {
+            match Source::open(config, stop.clone(), nvdec_probe, gpu.clone()) {
                 Ok(source) => return Ok(source),
                 // An unknown protocol or demuxer, a stream the decoder cannot take: a
                 // second try would fail the same way.

@@ -252,7 +252,7 @@ mod tests {
         };
         let probe: Arc<dyn NvdecProbe> = Arc::new(NoNvdec);
         let stop = Arc::new(AtomicBool::new(false));
-        let source = Source::open(&config, stop.clone(), &probe).expect("the sample opens");
+        let source = Source::open(&config, stop.clone(), &probe, None).expect("the sample opens");
         let (frames, received) = unbounded();
         let (packets, _) = unbounded();
         let counters = Counters::default();

@@ -67,7 +67,7 @@ impl Source {
             tracing::warn!(input = %config.url, "{lost}; reconnecting");
             drop(source);
             counters.reconnecting.store(true, Ordering::Relaxed);
-            let reopened = Source::connect(&config, stop, counters, true, &source_probe);
+            let reopened = Source::connect(&config, stop, counters, true, &source_probe, None);
             counters.reconnecting.store(false, Ordering::Relaxed);
             source = match reopened {
                 Ok(source) => source,

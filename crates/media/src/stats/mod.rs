@@ -10,10 +10,12 @@ mod latency;
 mod recent_rate;
 mod report;
 mod rounding;
+mod startup;
 
 pub use self::latency::FrameLatency;
 pub use self::recent_rate::{RecentRate, RATE_WINDOW};
 pub use self::report::PipelineReport;
+pub use self::startup::{StartupMarks, StartupTimes};
 
 /// Frames whose filter latency is kept for the report (8 MB of samples at most).
 pub const MAX_LATENCY_SAMPLES: usize = 1 << 19;
@@ -65,6 +67,9 @@ pub struct Counters {
     /// The slowest frames so far, slowest first, at most [`SLOWEST_FRAMES`].
     pub slowest_frames: Mutex<Vec<FrameLatency>>,
     pub stages: StageHistograms,
+    /// When the pipeline's input was open, its engine ready, its output open and its first
+    /// frame written.
+    pub startup: StartupMarks,
 }
 
 /// Per-frame time histograms (seconds) of each stage, and of the whole way through.
@@ -117,6 +122,7 @@ impl Default for StageHistograms {
 impl Counters {
     /// Counts a frame the sink has written.
     pub fn count_written(&self) {
+        StartupMarks::mark(&self.startup.first_frame_written);
         Counters::add(&self.frames_written, 1);
         self.written_rate.record(Instant::now());
     }

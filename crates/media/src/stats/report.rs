@@ -35,6 +35,11 @@ pub struct PipelineReport {
     /// (GPU context, kernels, buffers); `fps` counts the rest.
     #[serde(serialize_with = "super::rounding::seconds")]
     pub setup_seconds: f64,
+    /// From the pipeline's start to its first frame written (`None`: none was).
+    #[serde(serialize_with = "super::rounding::optional_seconds")]
+    pub time_to_first_frame: Option<f64>,
+    /// The steps of the start: input open, engine ready, output open, first frame.
+    pub startup: super::StartupTimes,
     #[serde(serialize_with = "super::rounding::thousandths")]
     pub fps: f64,
     /// Time each stage spent working (not waiting on its neighbours), in seconds.
@@ -70,6 +75,9 @@ impl PipelineReport {
             self.filter_seconds,
             self.sink_seconds
         );
+        if let Some(first) = self.time_to_first_frame {
+            text.push_str(&format!("; first frame after {:.0} ms", first * 1e3));
+        }
         if let Some(encoder) = &self.output_encoder {
             text.push_str(&format!("; output: {encoder}, {}", self.output_size));
             if let Some(kbps) = self.output_kbps {

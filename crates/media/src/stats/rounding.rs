@@ -33,6 +33,13 @@ pub fn optional_milliseconds<S: Serializer>(value: &Option<f64>, serializer: S) 
     }
 }
 
+pub fn optional_seconds<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(s) => seconds(s, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 pub fn optional_thousandths<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(v) => thousandths(v, serializer),

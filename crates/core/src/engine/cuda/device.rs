@@ -3,7 +3,8 @@
 //! `convstream doctor` and kernel tuning.
 
 use cudarc::driver::{sys, CudaContext};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::error::{driver_error, CudaResultExt};
 use crate::engine::EngineError;
@@ -41,7 +42,15 @@ pub fn probe() -> Result<usize, EngineError> {
     Ok(count as usize)
 }
 
-/// Opens device `ordinal` after probing, with a clear error for a missing ordinal.
+/// A device's context once made, behind a lock held while it is being made.
+type ContextSlot = Arc<Mutex<Option<Arc<CudaContext>>>>;
+
+/// Opens device `ordinal` after probing, with a clear error for a missing ordinal. Every
+/// caller in the process shares one context per device (the device's primary context,
+/// retained once and kept until the process ends): creating it costs about a quarter of a
+/// second (the driver's initialisation and the context), which a second pipeline, a
+/// restart or a filter switch then never pays again, and `engine::warm_up` can pay it beside
+/// other start-up work.
 pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
     let count = probe()?;
     if ordinal >= count {
@@ -49,6 +58,20 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
             "cuda:{ordinal} does not exist; this host has {count} CUDA device(s): cuda:0..cuda:{}",
             count - 1
         )));
+    }
+    // One slot per device, locked while its context is made: a second caller waits for the
+    // first one's context instead of making its own.
+    let slot = {
+        static OPENED: OnceLock<Mutex<HashMap<usize, ContextSlot>>> = OnceLock::new();
+        let mut opened = OPENED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        opened.entry(ordinal).or_default().clone()
+    };
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(context) = slot.as_ref() {
+        return Ok(context.clone());
     }
     let context = CudaContext::new(ordinal).context(|| format!("opening cuda:{ordinal}"))?;
     // Lanes order their own work: a lane queues all of a frame's work on its stream (lanes
@@ -60,7 +83,30 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
     // stream order, and host memory a copy reads or writes is left alone until the copy's
     // lane is done (see engine::cuda::completion).
     unsafe { context.disable_event_tracking() };
+    *slot = Some(context.clone());
     Ok(context)
+}
+
+/// Whether the driver library can be loaded (a quick check, no driver call).
+pub fn driver_present() -> bool {
+    libraries().0
+}
+
+/// Opens `ordinal`'s context and loads NVRTC, for a pipeline's engine to find both ready
+/// (see `engine::warm_up`, which calls this on a thread of its own). Failures are left for
+/// the engine to meet and report.
+pub fn warm(ordinal: usize) {
+    let started = std::time::Instant::now();
+    let opened = open(ordinal);
+    if nvrtc_available() {
+        // Loading the library is the slow part (about 10 ms; 200 from a cold disk).
+        let _ = super::kernels::nvrtc_version();
+    }
+    tracing::debug!(
+        "cuda:{ordinal} warmed up in {:.1} ms{}",
+        started.elapsed().as_secs_f64() * 1e3,
+        opened.err().map_or(String::new(), |e| format!(" (failed: {e})"))
+    );
 }
 
 /// Facts about one GPU.

@@ -242,8 +242,9 @@ impl CudaEngine {
     }
 
     /// The pinned pool frames of `shape` are made in, with the frames in flight in steady
-    /// state (the lanes' and a few more) allocated now: pinning takes about a millisecond
-    /// per megabyte, too slow for the first frames' path.
+    /// state (the lanes' and a few more) asked for at once: pinning takes about half a
+    /// millisecond per megabyte, so the pool allocates them on a thread of its own while the
+    /// first frames go through heap memory.
     fn frame_pool_for(&self, shape: FrameShape) -> Result<Option<Arc<BufferPool>>, EngineError> {
         if self.options.pooled_frames == 0 {
             return Ok(None);
@@ -265,7 +266,7 @@ impl CudaEngine {
         let reserved = self.options.pooled_frames.min(self.capacity() + 4);
         for bytes in plane_bytes {
             // PinnedMemory fails with an EngineError that names the pipeline already.
-            pool.reserve(bytes, reserved).map_err(|error| {
+            pool.reserve_in_background(bytes, reserved).map_err(|error| {
                 error
                     .downcast::<EngineError>()
                     .unwrap_or_else(|other| EngineError::Internal(format!("reserving the pinned frame pool: {other}")))
