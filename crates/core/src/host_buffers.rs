@@ -54,6 +54,72 @@ pub trait HostMemory: Send + Sync {
     fn grows_in_background(&self) -> bool {
         false
     }
+    /// Whether blocks can be allocated yet (see [`LateMemory`]); until then the pool lends
+    /// heap memory without asking.
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+/// Memory that arrives after its pool is made: a pipeline makes its frame pool when its input
+/// is open, so the decoder can start, and the engine puts its page-locked memory in once its
+/// GPU is ready. Until then the pool lends heap memory (which the engine stages).
+#[derive(Default)]
+pub struct LateMemory {
+    memory: std::sync::OnceLock<Box<dyn HostMemory>>,
+}
+
+impl LateMemory {
+    /// Puts `memory` in; the first one stays (false when one was there already).
+    pub fn install(&self, memory: Box<dyn HostMemory>) -> bool {
+        self.memory.set(memory).is_ok()
+    }
+}
+
+/// A late pool's memory, shared by the pool and whoever installs it.
+struct SharedLate(Arc<LateMemory>);
+
+impl HostMemory for SharedLate {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+        match self.0.memory.get() {
+            Some(memory) => memory.allocate(len),
+            None => Err(AllocationError::new(std::io::Error::other("no memory installed yet"))),
+        }
+    }
+    fn page_locked(&self) -> bool {
+        self.0.memory.get().is_some_and(|memory| memory.page_locked())
+    }
+    fn grows_in_background(&self) -> bool {
+        self.0.memory.get().is_none_or(|memory| memory.grows_in_background())
+    }
+    fn ready(&self) -> bool {
+        self.0.memory.get().is_some()
+    }
+}
+
+/// A frame pool made before its memory (see [`LateMemory`]): the pool the decoder fills,
+/// and the slot the engine's memory goes in.
+#[derive(Clone)]
+pub struct LatePool {
+    pub pool: Arc<BufferPool>,
+    pub memory: Arc<LateMemory>,
+}
+
+impl LatePool {
+    /// A pool of at most `limit` bytes, lending heap memory until memory is installed.
+    pub fn new(limit: usize) -> LatePool {
+        let memory = Arc::new(LateMemory::default());
+        LatePool {
+            pool: BufferPool::new(Box::new(SharedLate(memory.clone())), limit),
+            memory,
+        }
+    }
+}
+
+impl fmt::Debug for LatePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LatePool").field("pool", &self.pool).finish()
+    }
 }
 
 /// Ordinary heap blocks: what tests and the CPU engine would use.
@@ -130,7 +196,7 @@ impl BufferPool {
         if let Some(block) = state.free.get_mut(&len).and_then(Vec::pop) {
             return Some(block);
         }
-        if state.allocated + state.growing + len > self.limit {
+        if state.allocated + state.growing + len > self.limit || !self.memory.ready() {
             return None;
         }
         if self.memory.grows_in_background() {
@@ -170,6 +236,9 @@ impl BufferPool {
     /// returns at once; they are lent once allocated. For memory that does not grow in the
     /// background this is [`BufferPool::reserve`].
     pub fn reserve_in_background(self: &Arc<Self>, len: usize, count: usize) -> Result<(), AllocationError> {
+        if !self.memory.ready() {
+            return Ok(());
+        }
         if !self.memory.grows_in_background() {
             return self.reserve(len, count);
         }
@@ -544,6 +613,20 @@ mod tests {
         assert!(pool.wait_until_grown(Duration::from_secs(10)));
         assert_eq!(pool.allocated_bytes(), 3000, "growth stops at the limit");
         drop((first, second));
+    }
+
+    #[test]
+    fn a_late_pool_lends_heap_until_its_memory_is_installed() {
+        let late = LatePool::new(1 << 20);
+        let early = late.pool.take(1000);
+        assert_eq!(format!("{early:?}"), "PlaneData(1000 bytes, heap)");
+        assert_eq!(late.pool.allocated_bytes(), 0, "nothing asked of missing memory");
+        assert!(late.memory.install(Box::new(HeapMemory)));
+        assert!(!late.memory.install(Box::new(HeapMemory)), "the first memory stays");
+        let pooled = late.pool.take(1000);
+        assert_eq!(format!("{pooled:?}"), "PlaneData(1000 bytes, pooled)");
+        assert_eq!(late.pool.allocated_bytes(), 1000);
+        drop((early, pooled));
     }
 
     #[test]

@@ -266,6 +266,7 @@ impl Supervisor {
             outputs: OutputPolicy::Service { restarted },
             io_grace: self.io_grace,
             protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
+            cpu_until_gpu_ready: false,
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());

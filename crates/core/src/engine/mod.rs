@@ -6,6 +6,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod placement;
+pub mod starting;
 pub mod trace;
 mod tuning;
 
@@ -111,6 +112,12 @@ pub trait Engine: Send {
     fn preparer(&self) -> FilterPreparer {
         Arc::new(|_| Ok(()))
     }
+    /// Whether the engine will go on as it is now: false while a [`starting::StartingEngine`]
+    /// filters on the CPU for a GPU engine not ready yet (its name, device and preparer
+    /// change at the switch).
+    fn settled(&self) -> bool {
+        true
+    }
 }
 
 /// See [`Engine::preparer`].
@@ -215,6 +222,14 @@ pub struct EngineOptions {
     /// [`Engine::frame_pool`] (0: no pool, every frame is staged). A pipeline asks for as
     /// many as it can hold at once: its queues plus the lanes.
     pub pooled_frames: usize,
+    /// The pool the frames are already being made in (a pipeline's, made before the engine
+    /// so that decoding starts at once): the CUDA engine puts its page-locked memory in it
+    /// instead of making a pool of its own. Ignored by the CPU engine.
+    pub frame_pool: Option<crate::host_buffers::LatePool>,
+    /// Filter on the CPU while the GPU's engine is made, when its GPU is not ready yet (a
+    /// fresh process: the driver and the context take 0.2-0.4 s), then go on there from the
+    /// next frame (see [`starting`]): the first frames out as soon as they are decoded.
+    pub cpu_until_gpu_ready: bool,
     /// Spin-wait and tilings of the CUDA engine; ignored by the CPU engine.
     pub tuning: GpuTuning,
 }
@@ -233,6 +248,8 @@ impl EngineOptions {
             poison: false,
             pitch_align: crate::frame::POOLED_ROW_ALIGN,
             pooled_frames: 0,
+            frame_pool: None,
+            cpu_until_gpu_ready: false,
             tuning: GpuTuning::default(),
         }
     }
@@ -242,6 +259,9 @@ impl EngineOptions {
 /// the fewest active pipelines. With `auto`, a missing GPU falls back to the CPU engine and
 /// says so once.
 pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
+    if options.cpu_until_gpu_ready && !options.trace && gpu_still_starting(options.device) {
+        return start_on_the_cpu(filter, options);
+    }
     match options.device {
         DeviceChoice::Cpu => Ok(Box::new(cpu_engine(filter, options))),
         DeviceChoice::Cuda(ordinal) => build_cuda(filter, options, Some(ordinal)),
@@ -257,6 +277,48 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
             Err(e) => Err(e),
         },
     }
+}
+
+/// Whether a GPU engine on `device` would wait for the driver or its context now (none is
+/// open in this process yet), on a host that has a driver.
+#[cfg(feature = "cuda")]
+fn gpu_still_starting(device: DeviceChoice) -> bool {
+    match device {
+        DeviceChoice::Cpu => false,
+        _ if !cuda::device::driver_present() => false,
+        DeviceChoice::Cuda(ordinal) => !cuda::device::is_open(ordinal),
+        DeviceChoice::Auto | DeviceChoice::AnyCuda => !cuda::device::any_open(),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_still_starting(_device: DeviceChoice) -> bool {
+    false
+}
+
+/// A [`starting::StartingEngine`]: the CPU engine now, the one `options.device` asks for
+/// from when a thread of its own has made it.
+fn start_on_the_cpu(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
+    let (deliver, coming) = crossbeam_channel::bounded(1);
+    let gpu_options = EngineOptions {
+        cpu_until_gpu_ready: false,
+        ..options.clone()
+    };
+    let gpu_filter = filter.clone();
+    std::thread::Builder::new()
+        .name(format!("{}-gpu-start", options.pipeline))
+        .spawn(move || {
+            // The receiver may be gone (the run ended first): the engine is then dropped.
+            let _ = deliver.send(build_engine(gpu_filter, &gpu_options));
+        })
+        .map_err(|e| EngineError::Internal(format!("cannot start a thread to make the GPU engine: {e}")))?;
+    let cpu = cpu_engine(filter.clone(), options);
+    Ok(Box::new(starting::StartingEngine::new(
+        filter,
+        cpu,
+        coming,
+        options.device == DeviceChoice::Auto,
+    )))
 }
 
 /// The CPU engine, traced when the options ask for a trace (which `--trace` writes
@@ -343,6 +405,17 @@ pub fn warm_up(device: DeviceChoice) {
 
 #[cfg(not(feature = "cuda"))]
 pub fn warm_up(_device: DeviceChoice) {}
+
+/// Whether the GPU driver's library can be loaded here (a quick check, no driver call).
+#[cfg(feature = "cuda")]
+pub fn gpu_driver_present() -> bool {
+    cuda::device::driver_present()
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn gpu_driver_present() -> bool {
+    false
+}
 
 /// The CUDA context a pipeline on `device` will most likely run in (see [`warm_up`]), for an
 /// NVDEC decoder to leave its pictures in from its first opening; `None` on the CPU or when

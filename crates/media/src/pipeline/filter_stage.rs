@@ -4,7 +4,7 @@
 use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
-use super::monitor::{FilterSwitch, PipelineMonitor};
+use super::monitor::{EngineStatus, FilterSwitch, PipelineMonitor};
 use crate::stats::{Counters, FrameLatency};
 use convstream_core::engine::{Engine, EngineError, StageTimes, TraceSpan};
 use convstream_core::frame::Frame;
@@ -21,7 +21,11 @@ pub fn run_engine(
     let mut switches = switches;
     // The index the next submitted frame will have at the earliest: where a switch applies.
     let mut next_index = 0u64;
+    // An engine that starts on the CPU says when it has gone over to the GPU: the monitor
+    // then shows the GPU's engine (and its preparer for filter switches).
+    let mut settled = engine.settled();
     loop {
+        note_settled(engine.as_ref(), &mut settled, monitor);
         // Switches waiting go first, so one never waits behind a busy input.
         while let Ok(switch) = switches.try_recv() {
             apply_switch(&mut engine, switch, next_index, filtered, monitor)?;
@@ -72,7 +76,22 @@ pub fn run_engine(
             break;
         }
     }
+    note_settled(engine.as_ref(), &mut settled, monitor);
     Ok(engine.take_trace())
+}
+
+/// Shows the engine in the monitor once it has settled (see `Engine::settled`).
+fn note_settled(engine: &dyn Engine, settled: &mut bool, monitor: &PipelineMonitor) {
+    if !*settled && engine.settled() {
+        *settled = true;
+        monitor.set_engine(
+            EngineStatus {
+                device: engine.device(),
+                name: engine.name(),
+            },
+            engine.preparer(),
+        );
+    }
 }
 
 /// Receives the oldest frame in flight and sends it on. False when the sink is gone.

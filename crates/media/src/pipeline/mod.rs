@@ -11,7 +11,7 @@ mod nvdec_admission;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 
-use crossbeam_channel::{bounded, Receiver};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::panic::{self, AssertUnwindSafe};
@@ -27,7 +27,7 @@ use crate::source::{DropOldest, Source, SourceError};
 use crate::stats::{Counters, PipelineReport, StartupMarks};
 use convstream_core::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
 use convstream_core::frame::Frame;
-use convstream_core::host_buffers::{BufferPool, HeapMemory};
+use convstream_core::host_buffers::{BufferPool, HeapMemory, LatePool};
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
 /// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
@@ -113,6 +113,11 @@ pub struct RunOptions {
     pub io_grace: Duration,
     /// Files no output may write, under any name (`serve`: its own config file).
     pub protected: Vec<FileId>,
+    /// Filter the first frames on the CPU while a GPU engine is made, when the process has
+    /// no GPU context yet (`run`: a fresh process waits 0.2-0.4 s for the driver and the
+    /// context). `serve` leaves it off: many pipelines starting at once would share the
+    /// host's cores for it, and its GPU context is made once for them all.
+    pub cpu_until_gpu_ready: bool,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.
@@ -277,9 +282,34 @@ fn run_stages(
     // 0.2-0.4 s) goes on while the input is opened and probed.
     convstream_core::engine::warm_up(settings.device);
     let (source, _nvdec_seat) = open_source(settings, options, monitor)?;
-    let (source, engine) = start_engine(settings, options, monitor, source)?;
     let info = source.info().clone();
-    let sink = open_sink(settings, options, monitor, &info)?;
+    let queues = Queues::new();
+    let filter_ended = Arc::new(AtomicBool::new(false));
+    let (source_thread, engine) = if asks_for_nvdec(&settings.source) {
+        // NVDEC's pictures stay on the engine's GPU: the engine first, then the decoding.
+        let (source, engine) = start_engine(settings, options, monitor, source, None)?;
+        let source_thread = spawn_source(settings, options, monitor, source, &queues, &filter_ended)?;
+        (source_thread, Ok(engine))
+    } else {
+        // Decoding starts now, into a pool the engine's memory joins once it is made.
+        let pool = late_pool(settings, &info);
+        let source = source.with_frame_pool(pool.as_ref().map(|late| late.pool.clone()));
+        let source_thread = spawn_source(settings, options, monitor, source, &queues, &filter_ended)?;
+        let engine = build(settings, options, monitor, &info, pool);
+        (source_thread, engine)
+    };
+    let sink = engine.and_then(|engine| Ok((engine, open_sink(settings, options, monitor, &info)?)));
+    let (engine, sink) = match sink {
+        Ok(parts) => parts,
+        Err(e) => {
+            // The source stops at its next frame, finding nobody to take it (a source that
+            // drops frames itself looks at the flag).
+            filter_ended.store(true, Ordering::Relaxed);
+            drop(queues);
+            let _ = source_thread.join();
+            return Err(e);
+        }
+    };
     tracing::info!(
         "{} {}x{} {} ({}) -> {} on {} -> {}",
         info.url,
@@ -295,7 +325,6 @@ fn run_stages(
     monitor.set_state(PipelineState::Running);
     let setup_seconds = started.elapsed().as_secs_f64();
     let running = Running {
-        engine_name: engine.name(),
         output_encoder: sink.encoder(),
         output_size: format!("{}x{}", info.width, info.height),
         frame_rate: f64::from(info.frame_rate),
@@ -306,7 +335,13 @@ fn run_stages(
         running.frame_rate,
         &settings.name,
     );
-    let ended = run_threads(settings, options, monitor, switches, (source, engine, sink), &bar)?;
+    let stages = Stages {
+        source: source_thread,
+        engine,
+        sink,
+        filter_ended,
+    };
+    let ended = run_threads(settings, monitor, switches, stages, queues, &bar)?;
     bar.finish_and_clear();
     let outcome = finish(settings, options, ended)?;
     Ok(report(
@@ -322,7 +357,6 @@ fn run_stages(
 
 /// What the report needs of the running pipeline's parts, kept once the threads own them.
 struct Running {
-    engine_name: String,
     output_encoder: Option<String>,
     /// The picture size written, `WIDTHxHEIGHT`.
     output_size: String,
@@ -332,6 +366,24 @@ struct Running {
 /// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
 fn asks_for_nvdec(source: &SourceConfig) -> bool {
     source.decoder == "nvdec" || source.decoder.ends_with("_cuvid")
+}
+
+/// The queues between the stages: decoded frames, filtered frames, and the packets of the
+/// streams copied as they are (audio, subtitles).
+struct Queues {
+    decoded: (Sender<Frame>, Receiver<Frame>),
+    filtered: (Sender<Frame>, Receiver<Frame>),
+    packets: (Sender<PassthroughPacket>, Receiver<PassthroughPacket>),
+}
+
+impl Queues {
+    fn new() -> Queues {
+        Queues {
+            decoded: bounded(FRAME_QUEUE),
+            filtered: bounded(FRAME_QUEUE),
+            packets: bounded(PACKET_QUEUE),
+        }
+    }
 }
 
 /// Opens the input (waiting for a live one) in the layout the filter needs, and checks the
@@ -413,16 +465,34 @@ fn open_source(
     Ok((source, seat))
 }
 
-/// Builds the engine for the input's frames and has the source decode into the engine's
-/// memory (its pinned pool; NVDEC pictures stay on its GPU).
-fn start_engine(
+/// The pool a GPU pipeline's frames are decoded into from the first one, before the engine
+/// is made (which then puts its page-locked memory in it); `None` for the CPU engine, a host
+/// without a GPU driver, or `pinned_frames = 0`.
+fn late_pool(settings: &PipelineSettings, info: &crate::media::SourceInfo) -> Option<LatePool> {
+    let frames = pooled_frames(settings);
+    if settings.device == convstream_core::engine::DeviceChoice::Cpu
+        || frames == 0
+        || !convstream_core::engine::gpu_driver_present()
+    {
+        return None;
+    }
+    let frame_bytes: usize = info
+        .format
+        .plane_shapes(info.width, info.height)
+        .iter()
+        .map(|plane| plane.pooled_bytes())
+        .sum();
+    Some(LatePool::new(frames * frame_bytes))
+}
+
+/// The options the engine is made with, for the input's frames.
+fn engine_options(
     settings: &PipelineSettings,
     options: &RunOptions,
-    monitor: &PipelineMonitor,
-    source: Source,
-) -> Result<(Source, Box<dyn Engine>), PipelineError> {
-    let info = source.info().clone();
-    let engine_options = EngineOptions {
+    info: &crate::media::SourceInfo,
+    pool: Option<LatePool>,
+) -> EngineOptions {
+    EngineOptions {
         shape: Some(FrameShape {
             format: info.format,
             width: info.width,
@@ -433,13 +503,49 @@ fn start_engine(
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
+        cpu_until_gpu_ready: options.cpu_until_gpu_ready && pool.is_some(),
+        frame_pool: pool,
         ..EngineOptions::new(settings.device, settings.streams, &settings.name)
-    };
-    let engine = build_engine(settings.filter.clone(), &engine_options).map_err(|error| PipelineError::Engine {
-        pipeline: settings.name.clone(),
-        error,
-    })?;
+    }
+}
+
+/// Builds the engine for the input's frames (in `pool`, when given) and says so to the monitor.
+fn build(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    info: &crate::media::SourceInfo,
+    pool: Option<LatePool>,
+) -> Result<Box<dyn Engine>, PipelineError> {
+    let engine =
+        build_engine(settings.filter.clone(), &engine_options(settings, options, info, pool)).map_err(|error| {
+            PipelineError::Engine {
+                pipeline: settings.name.clone(),
+                error,
+            }
+        })?;
     StartupMarks::mark(&monitor.counters.startup.engine_ready);
+    monitor.set_engine(
+        EngineStatus {
+            device: engine.device(),
+            name: engine.name(),
+        },
+        engine.preparer(),
+    );
+    Ok(engine)
+}
+
+/// Builds the engine before decoding starts (NVDEC: the decoder's pictures go to the
+/// engine's GPU) and has the source decode into the engine's memory.
+fn start_engine(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    source: Source,
+    pool: Option<LatePool>,
+) -> Result<(Source, Box<dyn Engine>), PipelineError> {
+    let info = source.info().clone();
+    let engine = build(settings, options, monitor, &info, pool)?;
     let source = source
         .with_frame_pool(engine.frame_pool())
         // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
@@ -449,13 +555,6 @@ fn start_engine(
                 .device_pictures_on()
                 .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
         );
-    monitor.set_engine(
-        EngineStatus {
-            device: engine.device(),
-            name: engine.name(),
-        },
-        engine.preparer(),
-    );
     Ok((source, engine))
 }
 
@@ -486,6 +585,52 @@ fn open_sink(
     Ok(sink)
 }
 
+fn spawn_error(pipeline: &str) -> impl FnOnce(std::io::Error) -> PipelineError + '_ {
+    move |e| PipelineError::Setup {
+        pipeline: pipeline.to_string(),
+        message: format!("cannot start a thread: {e}"),
+    }
+}
+
+/// Starts the source's thread: it reads and decodes into the decoded queue from now on.
+fn spawn_source(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    source: Source,
+    queues: &Queues,
+    filter_ended: &Arc<AtomicBool>,
+) -> Result<thread::JoinHandle<Result<(), SourceError>>, PipelineError> {
+    let name = &settings.name;
+    let (counters, stop) = (monitor.counters.clone(), options.stop.clone());
+    // Each stage logs inside the caller's span (serve opens one per pipeline).
+    let span = tracing::Span::current();
+    let source_name = name.clone();
+    let (decoded, packets) = (queues.decoded.0.clone(), queues.packets.0.clone());
+    // A source dropping frames looks at the queue and at whether the filter stage ended.
+    let drop_oldest = (settings.source.drop == DropPolicy::Oldest).then(|| DropOldest {
+        queue: queues.decoded.1.clone(),
+        consumer_ended: filter_ended.clone(),
+    });
+    thread::Builder::new()
+        .name(format!("{name}-source"))
+        .spawn(move || {
+            let _entered = span.enter();
+            inject_panic(&source_name, "source");
+            source.run(&decoded, &packets, &stop, &counters, drop_oldest)
+        })
+        .map_err(spawn_error(name))
+}
+
+/// A pipeline's parts once all are made: the source's thread (running), the engine and the sink.
+struct Stages {
+    source: thread::JoinHandle<Result<(), SourceError>>,
+    engine: Box<dyn Engine>,
+    sink: Box<dyn sink::Sink>,
+    /// Set when the filter stage ends (see `DropOldest`).
+    filter_ended: Arc<AtomicBool>,
+}
+
 /// What each stage's thread returned, every one joined.
 struct Ended {
     source: Result<(), SourceError>,
@@ -493,22 +638,32 @@ struct Ended {
     sink: Result<SinkOutcome, SinkError>,
 }
 
-/// Runs source, filter and sink on threads of their own, joined by bounded queues, until
-/// the input ends (or a stop), and joins them all, so the sink has finished the output
-/// whatever failed.
+/// Runs filter and sink on threads of their own beside the source's, joined by bounded
+/// queues, until the input ends (or a stop), and joins them all, so the sink has finished
+/// the output whatever failed.
 fn run_threads(
     settings: &PipelineSettings,
-    options: &RunOptions,
     monitor: &Arc<PipelineMonitor>,
     switches: Receiver<FilterSwitch>,
-    (source, engine, sink): (Source, Box<dyn Engine>, Box<dyn sink::Sink>),
+    stages: Stages,
+    queues: Queues,
     bar: &ProgressBar,
 ) -> Result<Ended, PipelineError> {
     let name = &settings.name;
     let counters = monitor.counters.clone();
-    let (decoded_tx, decoded_rx) = bounded::<Frame>(FRAME_QUEUE);
-    let (filtered_tx, filtered_rx) = bounded::<Frame>(FRAME_QUEUE);
-    let (packets_tx, packets_rx) = bounded::<PassthroughPacket>(PACKET_QUEUE);
+    let Queues {
+        decoded: (decoded_tx, decoded_rx),
+        filtered: (filtered_tx, filtered_rx),
+        packets: (packets_tx, packets_rx),
+    } = queues;
+    // Only the source sends decoded frames and packets: the queues close when it ends.
+    drop((decoded_tx, packets_tx));
+    let Stages {
+        source: source_thread,
+        engine,
+        sink,
+        filter_ended,
+    } = stages;
     // A sink that copies no stream must not hold the packet queue open: the source would
     // block on it once full. A closed queue makes the source skip those packets.
     let packets_rx = if sink.copies_packets() {
@@ -517,34 +672,9 @@ fn run_threads(
         drop(packets_rx);
         bounded(0).1
     };
-
-    let spawn_error = |e: std::io::Error| PipelineError::Setup {
-        pipeline: name.clone(),
-        message: format!("cannot start a thread: {e}"),
-    };
-    // Each stage logs inside the caller's span (serve opens one per pipeline).
     let span = tracing::Span::current();
-    // Set when the filter stage ends: a source dropping frames looks here (see DropOldest).
-    let filter_ended = Arc::new(AtomicBool::new(false));
-    let source_thread = {
-        let (counters, stop, span) = (counters.clone(), options.stop.clone(), span.clone());
-        let source_name = name.clone();
-        let drop_oldest = (settings.source.drop == DropPolicy::Oldest).then(|| DropOldest {
-            queue: decoded_rx.clone(),
-            consumer_ended: filter_ended.clone(),
-        });
-        thread::Builder::new()
-            .name(format!("{name}-source"))
-            .spawn(move || {
-                let _entered = span.enter();
-                inject_panic(&source_name, "source");
-                source.run(&decoded_tx, &packets_tx, &stop, &counters, drop_oldest)
-            })
-            .map_err(spawn_error)?
-    };
     let filter_thread = {
         let (monitor, span) = (monitor.clone(), span.clone());
-        let filter_ended = filter_ended.clone();
         thread::Builder::new()
             .name(format!("{name}-filter"))
             .spawn(move || {
@@ -554,7 +684,7 @@ fn run_threads(
                 filter_ended.store(true, Ordering::Relaxed);
                 result
             })
-            .map_err(spawn_error)?
+            .map_err(spawn_error(name))?
     };
     let sink_thread = {
         let (counters, bar, sink_name) = (counters.clone(), bar.clone(), name.clone());
@@ -565,7 +695,7 @@ fn run_threads(
                 inject_panic(&sink_name, "sink");
                 sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
             })
-            .map_err(spawn_error)?
+            .map_err(spawn_error(name))?
     };
 
     let panicked = |stage, payload: Box<dyn std::any::Any + Send>| PipelineError::Panicked {
@@ -636,7 +766,10 @@ fn report(
         pipeline: settings.name.clone(),
         input: settings.source.url.clone(),
         output: settings.sink.url.clone(),
-        engine: running.engine_name,
+        // The engine it ended on (a run that started on the CPU for its first frames names the GPU's).
+        engine: monitor
+            .engine()
+            .map_or_else(|| "none".to_string(), |engine| engine.name),
         mask: settings.filter.description(),
         output_kbps: running.output_encoder.as_ref().and_then(|_| {
             let seconds = written as f64 / running.frame_rate;

@@ -61,14 +61,12 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
     }
     // One slot per device, locked while its context is made: a second caller waits for the
     // first one's context instead of making its own.
-    let slot = {
-        static OPENED: OnceLock<Mutex<HashMap<usize, ContextSlot>>> = OnceLock::new();
-        let mut opened = OPENED
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        opened.entry(ordinal).or_default().clone()
-    };
+    let slot = slots()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(ordinal)
+        .or_default()
+        .clone();
     let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(context) = slot.as_ref() {
         return Ok(context.clone());
@@ -85,6 +83,29 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
     unsafe { context.disable_event_tracking() };
     *slot = Some(context.clone());
     Ok(context)
+}
+
+/// Every device slot made so far, by ordinal.
+fn slots() -> &'static Mutex<HashMap<usize, ContextSlot>> {
+    static OPENED: OnceLock<Mutex<HashMap<usize, ContextSlot>>> = OnceLock::new();
+    OPENED.get_or_init(Default::default)
+}
+
+/// Whether `ordinal`'s context is open in this process (without waiting for one being made).
+pub fn is_open(ordinal: usize) -> bool {
+    let slot = slots().lock().unwrap_or_else(|e| e.into_inner()).get(&ordinal).cloned();
+    slot.is_some_and(|slot| slot.try_lock().is_ok_and(|context| context.is_some()))
+}
+
+/// Whether any device's context is open in this process (without waiting).
+pub fn any_open() -> bool {
+    let ordinals: Vec<usize> = slots()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .keys()
+        .copied()
+        .collect();
+    ordinals.into_iter().any(is_open)
 }
 
 /// Whether the driver library can be loaded (a quick check, no driver call).

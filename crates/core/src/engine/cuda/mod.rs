@@ -259,10 +259,17 @@ impl CudaEngine {
             context: self.context.clone(),
             pipeline: self.options.pipeline.clone(),
         };
-        let pool = BufferPool::new(
-            Box::new(memory),
-            self.options.pooled_frames * plane_bytes.iter().sum::<usize>(),
-        );
+        let pool = match &self.options.frame_pool {
+            // The pipeline's pool, which the decoder fills already: it gets this memory.
+            Some(late) if late.memory.install(Box::new(memory)) => late.pool.clone(),
+            Some(_) | None => BufferPool::new(
+                Box::new(PinnedMemory {
+                    context: self.context.clone(),
+                    pipeline: self.options.pipeline.clone(),
+                }),
+                self.options.pooled_frames * plane_bytes.iter().sum::<usize>(),
+            ),
+        };
         let reserved = self.options.pooled_frames.min(self.capacity() + 4);
         for bytes in plane_bytes {
             // PinnedMemory fails with an EngineError that names the pipeline already.
