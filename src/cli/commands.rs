@@ -10,14 +10,18 @@ use super::{config_failure, usage, Failure};
 use convstream::config::{ConfigFile, LogConfig, Overrides};
 use convstream::mask::{Mask, MaskParams, PRESETS};
 
-pub(crate) fn serve(config_path: PathBuf, listen: Option<String>) -> Result<(), Failure> {
+pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
-    let file = ConfigFile::load(&config_path).map_err(config_failure)?;
+    let mut file = ConfigFile::load(&config_path).map_err(config_failure)?;
+    if shard.is_some() {
+        // Laid over the file as [server] shard, so that validation and reloads see it.
+        file.server.shard = shard;
+    }
     let settings = file.validate(config_path.parent()).map_err(config_failure)?;
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
-        ServeError::MissingToken(_) | ServeError::NoToken(_) => usage(e),
+        ServeError::MissingToken(_) | ServeError::NoToken(_) | ServeError::Shard(_) => usage(e),
         other => anyhow::Error::new(other).into(),
     })
 }
@@ -33,7 +37,11 @@ pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
     }
 }
 
-pub(crate) fn check(path: &Path) -> Result<(), Failure> {
+pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
+    use convstream::config::shard::MAX_SHARDS;
+    if let Some(count) = shards.filter(|count| !(1..=MAX_SHARDS).contains(count)) {
+        return Err(usage(anyhow::anyhow!("--shards {count}: allowed 1..={MAX_SHARDS}")));
+    }
     // Inputs that are not there are warned of whatever else is wrong, in the same pass.
     let table = convstream::config::read_config_bytes(path)
         .ok()
@@ -53,7 +61,31 @@ pub(crate) fn check(path: &Path) -> Result<(), Failure> {
             eprintln!("warning: pipeline {:?}: {warning}", pipeline.name);
         }
     }
+    if let Some(count) = shards.or(file.server.shards) {
+        text.push_str(&shard_assignment(&settings, count));
+    }
     print_out(&text)
+}
+
+/// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.
+fn shard_assignment(settings: &convstream::config::Settings, count: usize) -> String {
+    let mut shards = vec![Vec::new(); count];
+    for pipeline in &settings.pipelines {
+        shards[convstream::config::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
+    }
+    let mut text = format!("assignment over {count} shard(s) (rendezvous hashing of the names):\n");
+    for (index, names) in shards.iter().enumerate() {
+        let list = if names.is_empty() {
+            "-".to_string()
+        } else {
+            names.join(", ")
+        };
+        text.push_str(&format!(
+            "  shard {index}/{count}: {} pipeline(s): {list}\n",
+            names.len()
+        ));
+    }
+    text
 }
 
 pub(crate) fn list_masks() -> Result<(), Failure> {

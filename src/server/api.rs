@@ -38,6 +38,8 @@ pub struct ApiState {
     pub guard: Arc<RequestGuard>,
     /// What API pipelines may read and write.
     pub policy: Arc<ApiPolicy>,
+    /// This replica's shard, when the config is sharded.
+    pub shard: Option<Arc<super::shard::Sharding>>,
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -47,6 +49,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines", get(list_pipelines).post(add_pipeline))
         .route("/pipelines/{name}", get(get_pipeline).delete(delete_pipeline))
         .route("/pipelines/{name}/filter", put(switch_filter))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            super::shard::route_to_owner,
+        ))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/healthz", get(healthz))
@@ -258,7 +264,11 @@ async fn metrics(State(state): State<ApiState>) -> Response {
 }
 
 async fn list_pipelines(State(state): State<ApiState>) -> Response {
-    Json(json!({ "pipelines": state.supervisor.views() })).into_response()
+    let mut answer = json!({ "pipelines": state.supervisor.views() });
+    if let Some(shard) = &state.shard {
+        answer["shard"] = shard.view();
+    }
+    Json(answer).into_response()
 }
 
 async fn get_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::gpu_metrics::GpuCollector;
 use super::process_metrics::ProcessCollector;
+use super::shard::{ShardCollector, Sharding};
 use super::supervisor::Supervisor;
 use crate::pipeline::{PipelineMonitor, PipelineState};
 use crate::stats::CounterSnapshot;
@@ -28,8 +29,12 @@ pub struct ServerCounters {
 }
 
 /// Builds the registry `/metrics` encodes.
-pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters) -> Registry {
-    let mut registry = Registry::default();
+/// With a sharded config every series carries `shard="INDEX/COUNT"`.
+pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters, shard: Option<Arc<Sharding>>) -> Registry {
+    let mut registry = match &shard {
+        Some(shard) => Registry::with_labels(std::iter::once(("shard".into(), shard.label().into()))),
+        None => Registry::default(),
+    };
     registry.register(
         "convstream_config_reloads",
         "Configuration reloads, by result",
@@ -52,6 +57,9 @@ pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters) -> Registr
     registry.register_collector(Box::new(PipelineCollector { supervisor }));
     registry.register_collector(Box::new(ProcessCollector));
     registry.register_collector(Box::new(GpuCollector));
+    if let Some(shard) = shard {
+        registry.register_collector(Box::new(ShardCollector(shard)));
+    }
     registry
 }
 

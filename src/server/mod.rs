@@ -10,6 +10,7 @@ pub mod guard;
 pub mod metrics;
 pub mod policy;
 mod process_metrics;
+pub mod shard;
 
 /// The process's CPU time (seconds) and resident memory (bytes), from `/proc`.
 pub fn process_usage() -> Option<(f64, u64)> {
@@ -45,6 +46,8 @@ pub enum ServeError {
     Bind { address: String, reason: String },
     #[error(transparent)]
     Supervisor(#[from] SupervisorError),
+    #[error(transparent)]
+    Shard(#[from] shard::ShardingError),
     #[error("cannot start the control plane: {0}")]
     Runtime(String),
     #[error("stopped, but these pipelines did not finish within shutdown_timeout: {}", .0.join(", "))]
@@ -63,6 +66,11 @@ pub struct ServeOptions {
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
     config.validate(options.config_path.parent())?;
+    let sharding = shard::Sharding::from_config(&config)?.map(Arc::new);
+    let config = match &sharding {
+        Some(sharding) => sharding.select(config)?,
+        None => config,
+    };
     let server = config.server.clone();
     let address = options.listen.clone().unwrap_or_else(|| server.listen.clone());
     let address: SocketAddr = address.parse().map_err(|_| ServeError::Bind {
@@ -85,7 +93,7 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         .enable_all()
         .build()
         .map_err(|e| ServeError::Runtime(e.to_string()))?;
-    runtime.block_on(run(config, options, address, token))
+    runtime.block_on(run(config, options, address, token, sharding))
 }
 
 async fn run(
@@ -93,6 +101,7 @@ async fn run(
     options: ServeOptions,
     address: SocketAddr,
     token: Option<Arc<str>>,
+    sharding: Option<Arc<shard::Sharding>>,
 ) -> Result<(), ServeError> {
     // Validated to be in range; a conversion still never panics.
     let shutdown_timeout =
@@ -116,12 +125,13 @@ async fn run(
     let counters = Arc::new(ServerCounters::default());
     let state = ApiState {
         supervisor: supervisor.clone(),
-        registry: Arc::new(metrics::registry(supervisor.clone(), &counters)),
+        registry: Arc::new(metrics::registry(supervisor.clone(), &counters, sharding.clone())),
         counters: counters.clone(),
         token,
         stop_timeout: shutdown_timeout,
         guard: Arc::new(guard::RequestGuard::new(bound, &server_config)),
         policy: Arc::new(policy::ApiPolicy::new(&server_config, &options.config_path)),
+        shard: sharding.clone(),
     };
     let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     tracing::info!("API listening on http://{bound}");
@@ -146,6 +156,7 @@ async fn run(
         counters,
         timeout: shutdown_timeout,
         last_seen: crate::config::read_config_bytes(&options.config_path).ok(),
+        sharding,
     };
     let mut ticker = tokio::time::interval(WATCH_INTERVAL);
     let signal_name = loop {
@@ -193,6 +204,8 @@ struct Reloader {
     timeout: Duration,
     /// The content last tried, valid or not: an invalid file is reported once, not every second.
     last_seen: Option<Vec<u8>>,
+    /// This replica's shard: a reloaded config runs only its pipelines too.
+    sharding: Option<Arc<shard::Sharding>>,
 }
 
 impl Reloader {
@@ -219,12 +232,25 @@ impl Reloader {
             .ok()
             .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
-        let config = match ConfigFile::load(&self.path) {
+        let mut config = match ConfigFile::load(&self.path) {
             Ok(config) => config,
             Err(e) => return self.reject(e),
         };
+        if let Some(sharding) = &self.sharding {
+            sharding.keep_settings(&mut config);
+        }
         if let Err(e) = config.validate(self.path.parent()) {
             return self.reject(e);
+        }
+        if let Some(sharding) = &self.sharding {
+            config = match sharding.select(config) {
+                Ok(config) => config,
+                Err(e) => {
+                    metrics::count_reload(&self.counters, false);
+                    tracing::error!("reload refused, the running pipelines are unchanged: {e}");
+                    return;
+                }
+            };
         }
         let supervisor = self.supervisor.clone();
         let timeout = self.timeout;

@@ -25,5 +25,6 @@ mod peers;
 mod properties;
 mod runaways;
 mod serve;
+mod shards;
 mod stops;
 mod streams;

@@ -33,6 +33,11 @@ impl Server {
     /// Starts `serve --config config.toml` in `dir` on a free port. `env` is added to its
     /// environment.
     pub fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
+        Server::start_with(dir, &[], env)
+    }
+
+    /// [`Server::start`] with more arguments to `serve`.
+    pub fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         let port = free_tcp_port();
         let log = dir.join("serve.log");
         let child = convstream()
@@ -43,6 +48,7 @@ impl Server {
                 "--listen",
                 &format!("127.0.0.1:{port}"),
             ])
+            .args(args)
             .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::null())

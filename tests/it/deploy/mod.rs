@@ -13,6 +13,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 mod compose;
 mod dockerfile;
 mod k8s;
+mod statefulset;
 mod systemd;
 
 const API_PORT: i64 = 8686;

@@ -6,6 +6,7 @@ pub mod limits;
 mod outputs;
 mod overrides;
 mod schema;
+pub mod shard;
 mod structure;
 mod validate;
 

@@ -78,6 +78,14 @@ pub struct ServerConfig {
     /// finished API pipeline counts until it is deleted); a POST beyond it gets 429.
     #[serde(default = "default_max_pipelines")]
     pub max_pipelines: usize,
+    /// Run only this replica's share of the pipelines: `"auto"` (the index from a
+    /// StatefulSet pod's hostname `name-N`, the count from `shards` or `CONVSTREAM_SHARDS`)
+    /// or `"INDEX/COUNT"`. Unset: every pipeline. See [`super::shard`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// How many replicas share the pipelines, for `shard = "auto"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +101,8 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             insecure_no_token: false,
             max_pipelines: default_max_pipelines(),
+            shard: None,
+            shards: None,
         }
     }
 }

@@ -60,10 +60,13 @@ impl ConfigFile {
         validate_server(&self.server, &mut problems);
         limits::server_limits(&self.server, &mut problems);
         server_folders(&self.server, base_dir, &mut problems);
-        if self.pipelines.is_empty() {
+        // A shard may own none of the pipelines, and holds only its own against
+        // max_pipelines: `serve` checks both once it knows which shard it is.
+        let sharded = self.server.shard.is_some();
+        if self.pipelines.is_empty() && !sharded {
             problems.push(NO_PIPELINE.to_string());
         }
-        if self.pipelines.len() > self.server.max_pipelines {
+        if self.pipelines.len() > self.server.max_pipelines && !sharded {
             problems.push(format!(
                 "{} pipelines, more than server.max_pipelines ({}); raise it or remove some",
                 self.pipelines.len(),
@@ -261,6 +264,7 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
             limits::MAX_PIPELINES
         ));
     }
+    super::shard::config_problems(server.shard.as_deref(), server.shards, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {
