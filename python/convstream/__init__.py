@@ -438,11 +438,17 @@ class VideoReader:
         if self._as == "torch":
             import torch
 
-            tensor = torch.from_numpy(array.astype(np.int16) if array.dtype == np.uint16 and not hasattr(torch, "uint16") else array)
+            try:
+                tensor = torch.from_numpy(array)
+            except TypeError:
+                # A torch without uint16 tensors: int32 holds every 16-bit sample.
+                tensor = torch.from_numpy(array.astype(np.int32))
             return tensor.to(self._tensor_device or ("cuda" if torch.cuda.is_available() else "cpu"))
         import cupy
 
-        with cupy.cuda.Device(int((self._tensor_device or "cuda:0").split(":")[-1]) if ":" in (self._tensor_device or "") else 0):
+        device = self._tensor_device or "cuda"
+        ordinal = int(device.split(":")[1]) if ":" in device else cupy.cuda.runtime.getDevice()
+        with cupy.cuda.Device(ordinal):
             return cupy.asarray(array)
 
     def close(self) -> None:
