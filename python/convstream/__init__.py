@@ -419,18 +419,47 @@ class VideoReader:
         return self
 
     def __next__(self) -> VideoFrame:
-        item = self._native.next_frame()
-        if item is None:
-            raise StopIteration
-        pts, index, raw_planes = item
-        planes = []
-        for data, height, width, channels, itemsize in raw_planes:
-            dtype = np.uint8 if itemsize == 1 else np.dtype("<u2")
-            array = np.frombuffer(data, dtype=dtype)
-            array = array.reshape((height, width, channels) if channels > 1 else (height, width))
-            planes.append(self._convert(array))
+        if self._as == "numpy":
+            item = self._native.next_frame()
+            if item is None:
+                raise StopIteration
+            pts, index, raw_planes = item
+            planes = [self._host_array(*raw) for raw in raw_planes]
+        else:
+            item = self._native.next_frame_on_device(self._allocate)
+            if item is None:
+                raise StopIteration
+            pts, index, arrays, raw_planes = item
+            planes = arrays if arrays is not None else [self._convert(self._host_array(*raw)) for raw in raw_planes]
         time = None if pts is None else float(pts * self.time_base)
         return VideoFrame(planes, pts, time, self.time_base, index, self.format)
+
+    @staticmethod
+    def _host_array(data: bytearray, height: int, width: int, channels: int, itemsize: int) -> np.ndarray:
+        dtype = np.uint8 if itemsize == 1 else np.dtype("<u2")
+        array = np.frombuffer(data, dtype=dtype)
+        return array.reshape((height, width, channels) if channels > 1 else (height, width))
+
+    def _allocate(self, shapes: List[Tuple[int, int, int, int]], ordinal: int) -> List[Tuple[Any, int]]:
+        """Arrays of the caller's library on GPU ``ordinal`` for a frame the engine filters on
+        the GPU (NVDEC's pictures), with their device addresses."""
+        arrays = []
+        for height, width, channels, itemsize in shapes:
+            shape = (height, width, channels) if channels > 1 else (height, width)
+            if self._as == "torch":
+                import torch
+
+                dtype = torch.uint8 if itemsize == 1 else getattr(torch, "uint16", torch.int16)
+                array = torch.empty(shape, dtype=dtype, device=f"cuda:{ordinal}")
+                address = array.data_ptr()
+            else:
+                import cupy
+
+                with cupy.cuda.Device(ordinal):
+                    array = cupy.empty(shape, dtype=cupy.uint8 if itemsize == 1 else cupy.uint16)
+                address = array.data.ptr
+            arrays.append((array, address))
+        return arrays
 
     def _convert(self, array: np.ndarray) -> Any:
         if self._as == "numpy":
@@ -495,9 +524,12 @@ def read(
     input's own (``copyts=True``, as ``ffprobe`` shows them); ``copyts=False`` starts them at
     0 as ``convstream run`` writes them.
 
-    ``as_``: ``"numpy"`` (default), ``"torch"`` or ``"cupy"``: planes as tensors on
-    ``tensor_device`` (default: ``cuda`` when available). Frames come from the engine in host
-    memory and are copied to the device once.
+    ``as_``: ``"numpy"`` (default), ``"torch"`` or ``"cupy"``: planes as tensors. With
+    NVDEC (``decoder="nvdec"``, or ``auto`` where NVDEC takes the stream) and the CUDA engine,
+    pictures never leave the GPU: the engine filters them into tensors on its GPU, device to
+    device (NV12/P010/P016 planes: Y, then interleaved UV as H/2 x W/2 x 2; P010 keeps its
+    samples in the high bits). Otherwise frames come from the engine in host memory and are
+    copied to ``tensor_device`` (default: ``cuda`` when available) once.
     """
     if as_ not in ("numpy", "torch", "cupy"):
         raise ValueError(f"as_: invalid value {as_!r} [possible values: numpy, torch, cupy]")

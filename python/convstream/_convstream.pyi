@@ -1,7 +1,7 @@
 """Type stubs of the native module (``convstream._convstream``). The public API is
 ``convstream`` itself (python/convstream/__init__.py); these are its building blocks."""
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 CUDA_BUILT: bool
 
@@ -77,6 +77,11 @@ class NativeReader:
     def next_frame(
         self,
     ) -> Optional[Tuple[Optional[int], int, List[Tuple[bytearray, int, int, int, int]]]]: ...
+    def next_frame_on_device(
+        self, allocate: Callable[[List[Tuple[int, int, int, int]], int], List[Tuple[Any, int]]]
+    ) -> Optional[
+        Tuple[Optional[int], int, Optional[List[Any]], Optional[List[Tuple[bytearray, int, int, int, int]]]]
+    ]: ...
     def close(self) -> None: ...
 
 def run(

@@ -154,23 +154,90 @@ impl NativeReader {
         )>,
     > {
         let frame = py.detach(|| self.next_filtered())?;
-        let Some(frame) = frame else { return Ok(None) };
-        let planes = frame
-            .planes
-            .iter()
-            .map(|plane| {
-                let row_bytes = plane.row_bytes();
-                let packed = if plane.stride == row_bytes {
-                    PyByteArray::new(py, &plane.data[..row_bytes * plane.height])
-                } else {
-                    let mut bytes = Vec::with_capacity(row_bytes * plane.height);
-                    (0..plane.height).for_each(|y| bytes.extend_from_slice(plane.row(y)));
-                    PyByteArray::new(py, &bytes)
-                };
-                (packed, plane.height, plane.width, plane.channels, plane.depth.bytes())
-            })
-            .collect();
-        Ok(Some((frame.pts, frame.index, planes)))
+        Ok(frame.map(|frame| (frame.pts, frame.index, host_planes(py, &frame))))
+    }
+
+    /// The next filtered frame left on the GPU, for `as_="torch"`/`"cupy"`: when the decoder
+    /// (NVDEC) left the picture in the CUDA engine's GPU memory, `allocate(shapes, ordinal)`
+    /// is called with each plane's `(height, width, channels, bytes per sample)` and returns
+    /// `(array, device address)` per plane, arrays of the caller's library on that GPU; the
+    /// engine filters the picture into them device to device, and they come back as
+    /// `(pts, index, arrays, None)`. Any other frame comes back through host memory as
+    /// `(pts, index, None, planes)` with planes as [`NativeReader::next_frame`] gives them.
+    #[allow(clippy::type_complexity)]
+    fn next_frame_on_device<'py>(
+        &self,
+        py: Python<'py>,
+        allocate: Bound<'py, PyAny>,
+    ) -> PyResult<
+        Option<(
+            Option<i64>,
+            u64,
+            Option<Vec<Bound<'py, PyAny>>>,
+            Option<Vec<HostPlane<'py>>>,
+        )>,
+    > {
+        let mut state = self.lock()?;
+        let on_gpu = state.engine.device_pictures_on().map(|context| context.ordinal);
+        let (Some(ordinal), Some(decoded), 0) = (on_gpu, state.decoded.clone(), state.engine.in_flight()) else {
+            drop(state);
+            let frame = py.detach(|| self.next_filtered())?;
+            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
+        };
+        let Some(mut frame) = py.detach(|| decoded.recv().ok()) else {
+            drop(state);
+            let frame = py.detach(|| self.next_filtered())?;
+            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
+        };
+        // The source made the picture in the engine's context (`with_device_pictures`), and
+        // holds no other reference to it.
+        let picture = frame
+            .device
+            .take()
+            .map(|picture| Arc::try_unwrap(picture).map_err(Some));
+        let mut arrays = None;
+        frame.device = match picture {
+            Some(Ok(picture)) => {
+                let shapes: Vec<(usize, usize, usize, usize)> = frame
+                    .planes
+                    .iter()
+                    .map(|p| (p.height, p.width, p.channels, p.depth.bytes()))
+                    .collect();
+                let allocated: Vec<(Bound<'py, PyAny>, u64)> = allocate.call1((shapes, ordinal))?.extract()?;
+                if allocated.len() != frame.planes.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "allocate gave {} arrays for {} planes",
+                        allocated.len(),
+                        frame.planes.len()
+                    )));
+                }
+                let output = allocated
+                    .iter()
+                    .zip(&frame.planes)
+                    .map(|((_, address), plane)| convstream_core::frame::DevicePlane {
+                        address: *address,
+                        pitch: plane.row_bytes(),
+                    })
+                    .collect();
+                arrays = Some(allocated.into_iter().map(|(array, _)| array).collect::<Vec<_>>());
+                Some(Arc::new(picture.with_output(output)))
+            }
+            Some(Err(Some(shared))) => Some(shared),
+            Some(Err(None)) | None => None,
+        };
+        let engine = &mut state.engine;
+        let filtered = py.detach(move || -> PyResult<Option<Frame>> {
+            engine.submit(frame).map_err(engine_error)?;
+            engine.receive().map_err(engine_error)
+        })?;
+        drop(state);
+        Ok(filtered.map(|frame| match arrays {
+            Some(arrays) => (frame.pts, frame.index, Some(arrays), None),
+            None => {
+                let planes = host_planes(py, &frame);
+                (frame.pts, frame.index, None, Some(planes))
+            }
+        }))
     }
 
     /// Stops decoding and lets the input go; the iterator ends.
@@ -253,6 +320,29 @@ impl Drop for NativeReader {
     }
 }
 
+/// A plane of a frame in host memory, for Python: its bytes (tightly packed rows), height,
+/// width, channels and bytes per sample.
+type HostPlane<'py> = (Bound<'py, PyByteArray>, usize, usize, usize, usize);
+
+/// `frame`'s host planes as Python sees them.
+fn host_planes<'py>(py: Python<'py>, frame: &Frame) -> Vec<HostPlane<'py>> {
+    frame
+        .planes
+        .iter()
+        .map(|plane| {
+            let row_bytes = plane.row_bytes();
+            let packed = if plane.stride == row_bytes {
+                PyByteArray::new(py, &plane.data[..row_bytes * plane.height])
+            } else {
+                let mut bytes = Vec::with_capacity(row_bytes * plane.height);
+                (0..plane.height).for_each(|y| bytes.extend_from_slice(plane.row(y)));
+                PyByteArray::new(py, &bytes)
+            };
+            (packed, plane.height, plane.width, plane.channels, plane.depth.bytes())
+        })
+        .collect()
+}
+
 struct Started {
     engine: Box<dyn Engine>,
     decoded: Receiver<Frame>,
@@ -305,6 +395,13 @@ fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<Atomic
         ..EngineOptions::new(settings.device, settings.streams, "python")
     };
     let engine = build_engine(settings.filter.clone(), &options).map_err(engine_error)?;
+    // NVDEC's pictures (NV12, P010, P016) stay on the GPU when the engine takes them so, as in
+    // a pipeline: a frame then crosses PCIe once, or never with `as_="torch"`/`"cupy"`.
+    let source = source.with_device_pictures(
+        engine
+            .device_pictures_on()
+            .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+    );
     let (decoded_tx, decoded_rx) = bounded::<Frame>(DECODED_AHEAD);
     // No stream is copied: a closed packet queue makes the source skip those packets.
     let (packets_tx, _) = bounded::<PassthroughPacket>(0);
