@@ -261,8 +261,8 @@ impl Lane {
         let routes = PlaneRoutes::for_frame(layout, frame);
         if let Some(picture) = frame.device.clone() {
             // The picture is on the GPU already: nothing to stage in, but staged outputs
-            // still need the staging buffers.
-            if routes.staged(layout).next().is_some() {
+            // still need the staging buffers (unless the output stays on the GPU too).
+            if routes.staged(layout).next().is_some() && !picture.stays_on_device() {
                 self.staging(layout)?;
             }
             self.copy_in_from_device(layout, frame, &picture)?;
