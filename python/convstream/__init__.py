@@ -248,12 +248,14 @@ class Filter:
 
     def __call__(self, array: Any, *, bit_depth: Optional[int] = None) -> Any:
         """Filters ``array`` and returns a new array of the same type, dtype, shape and device."""
-        if hasattr(array, "__cuda_array_interface__"):
-            return self._device_call(array, bit_depth)
         if _library(array) == "torch":
+            if array.is_cuda:
+                return self._device_call(array, bit_depth)
             import torch
 
             return torch.from_numpy(self._host_call(array.detach().numpy(), bit_depth))
+        if hasattr(array, "__cuda_array_interface__"):
+            return self._device_call(array, bit_depth)
         if not isinstance(array, np.ndarray):
             if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
                 array = np.asarray(array)
@@ -322,17 +324,36 @@ class Filter:
         return out
 
     def _device_call(self, array: Any, bit_depth: Optional[int]) -> Any:
-        interface = array.__cuda_array_interface__
-        shape = tuple(interface["shape"])
-        typestr = interface["typestr"]
-        dtype = np.dtype(typestr)
+        library = _library(array)
+        if library == "torch":
+            # Read from the tensor itself: torch's __cuda_array_interface__ lacks some dtypes.
+            import torch
+
+            shape = tuple(array.shape)
+            dtypes = {torch.uint8: np.dtype(np.uint8)}
+            if hasattr(torch, "uint16"):
+                dtypes[torch.uint16] = np.dtype(np.uint16)
+            if array.dtype not in dtypes:
+                raise TypeError(
+                    f"convstream.Filter takes uint8 or uint16 samples, not {array.dtype} (shape {shape}); "
+                    "convert with .to(torch.uint8) or .to(torch.uint16)"
+                )
+            dtype = dtypes[array.dtype]
+            strides = tuple(s * array.element_size() for s in array.stride())
+            source = array.data_ptr()
+        else:
+            interface = array.__cuda_array_interface__
+            shape = tuple(interface["shape"])
+            typestr = interface["typestr"]
+            dtype = np.dtype(typestr)
+            if dtype.byteorder == ">":
+                raise TypeError(f"convstream.Filter takes little-endian samples, not {typestr}")
+            strides = interface.get("strides")
+            source = int(interface["data"][0]) if interface["data"][0] else 0
         self._check_dtype(np.dtype(dtype.name) if dtype.kind == "u" else dtype, shape)
-        if dtype.byteorder == ">":
-            raise TypeError(f"convstream.Filter takes little-endian samples, not {typestr}")
         if len(shape) < 2:
             raise ValueError(f"a device array is (..., H, W); got shape {shape}")
         itemsize = dtype.itemsize
-        strides = interface.get("strides")
         contiguous = [itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape))]
         if strides is not None and any(s != c for s, c, n in zip(strides, contiguous, shape) if n > 1):
             raise ValueError(
@@ -342,7 +363,6 @@ class Filter:
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
         depth = self._depth(itemsize, bit_depth)
-        library = _library(array)
         if library == "torch":
             import torch
 
@@ -368,8 +388,7 @@ class Filter:
         if count == 0 or height == 0 or width == 0:
             return out
         plane_bytes = height * width * itemsize
-        source = int(interface["data"][0])
-        target = int(out.__cuda_array_interface__["data"][0])
+        target = out.data_ptr() if library == "torch" else int(out.__cuda_array_interface__["data"][0])
         planes = [(source + i * plane_bytes, target + i * plane_bytes) for i in range(count)]
         self._native.filter_device(planes, ordinal, height, width, itemsize, depth, width * itemsize)
         return out

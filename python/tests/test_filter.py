@@ -254,3 +254,28 @@ def test_mask_coefficients_are_convolution_oriented():
     assert weights.tolist() == [[3.0, 2.0, 1.0]] and bias == 0.0
     weights, _ = convstream.mask_coefficients("box:size=3")
     assert weights.shape == (3, 3) and abs(float(weights.sum()) - 1) < 1e-6
+
+
+class FakeDeviceArray:
+    """Something with a __cuda_array_interface__ (as Numba's or PyCUDA's arrays have)."""
+
+    __module__ = "fakegpu.arrays"
+
+    def __init__(self, shape, typestr="|u1", strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (0xDEAD0000, False), "strides": strides, "version": 3,
+        }
+
+
+def test_device_arrays_are_checked_before_any_gpu_work():
+    f = convstream.Filter("box", device="cpu")
+    with pytest.raises(TypeError, match="uint8 or uint16"):
+        f(FakeDeviceArray((4, 4), "<f4"))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        f(FakeDeviceArray((4, 4), "|u1", strides=(1, 4)))
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, W\)"):
+        f(FakeDeviceArray((16,), "|u1"))
+    with pytest.raises(ValueError, match="planes"):
+        convstream.Filter("box", planes=[0], device="cpu")(FakeDeviceArray((2, 4, 4)))
+    with pytest.raises(TypeError, match="CuPy array or a torch.Tensor"):
+        f(FakeDeviceArray((4, 4), "|u1"))

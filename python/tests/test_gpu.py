@@ -93,10 +93,14 @@ def test_torch_batches_stay_on_the_gpu_and_match_the_cpu_engine():
         assert f.pcie_bytes()[:2] == (0, 0)
     if hasattr(torch, "uint16"):
         host16 = random_batch((2, 50, 70), 12)
-        deep = torch.from_numpy(host16.astype(np.int32)).to(torch.uint16).cuda()
+        deep = torch.from_numpy(host16).cuda()
         out = convstream.Filter("box:size=5", device="cuda", bit_depth=12)(deep)
-        assert np.array_equal(out.cpu().to(torch.int32).numpy().astype(np.uint16),
-                              cpu_reference("box:size=5", "reflect", host16, 12))
+        assert out.dtype == torch.uint16
+        assert np.array_equal(out.cpu().numpy(), cpu_reference("box:size=5", "reflect", host16, 12))
+    with pytest.raises(TypeError, match="uint8 or uint16"):
+        convstream.Filter("box", device="cuda")(tensor.float())
+    with pytest.raises(ValueError, match="C-contiguous"):
+        convstream.Filter("box", device="cuda")(tensor.transpose(2, 3))
 
 
 @pytest.mark.skipif(not has_module("torch"), reason="torch is not installed")
