@@ -6,8 +6,8 @@ The same masks, borders and engines as the ``convstream`` command, byte for byte
   samples), and CuPy arrays or PyTorch tensors on the GPU without copying them to the host.
 - :func:`read` decodes a video (FFmpeg) and yields its filtered frames with their timestamps.
 - :func:`run` filters a video into another, as ``convstream run`` does.
-- :func:`masks`, :func:`masks_text` and :func:`show_mask` list and show the masks as
-  ``convstream masks`` and ``convstream masks show`` do.
+- :func:`masks`, :func:`masks_text`, :func:`show_mask` and :func:`mask_info` list and show
+  the masks as ``convstream masks`` and ``convstream masks show`` do.
 
 Masks are written as on the command line: ``"gaussian:size=13,sigma=3"``, ``"sobel"``,
 ``"custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]"``. Borders take SciPy's names (``reflect``,
@@ -47,6 +47,7 @@ __all__ = [
     "VideoReader",
     "CUDA_BUILT",
     "mask_coefficients",
+    "mask_info",
     "masks",
     "masks_text",
     "read",
@@ -98,8 +99,26 @@ def mask_coefficients(spec: str) -> Tuple[np.ndarray, float]:
     """The mask's coefficients as a float32 matrix in convolution orientation (what
     ``scipy.ndimage.convolve`` takes), after ``divisor``/``normalize``, and its bias in 8-bit
     units (scaled by ``2**(bits-8)`` at deeper samples)."""
-    rows, bias = _mask_coefficients(spec)
+    rows, bias, _, _ = _mask_coefficients(spec)
     return np.array(rows, dtype=np.float32), float(bias)
+
+
+def mask_info(spec: str) -> dict:
+    """What a mask SPEC makes: ``{"spec", "description", "width", "height", "coefficients"
+    (float32, convolution orientation), "bias" (8-bit units), "separable", "text"}``, where
+    ``text`` is what ``convstream masks show SPEC`` prints."""
+    rows, bias, separable, description = _mask_coefficients(spec)
+    coefficients = np.array(rows, dtype=np.float32)
+    return {
+        "spec": spec,
+        "description": description,
+        "width": coefficients.shape[1],
+        "height": coefficients.shape[0],
+        "coefficients": coefficients,
+        "bias": float(bias),
+        "separable": bool(separable),
+        "text": _show_mask(spec),
+    }
 
 
 def _plane_masks(plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]]) -> List[Tuple[str, str]]:

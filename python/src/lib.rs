@@ -60,15 +60,17 @@ fn show_mask(spec: &str) -> PyResult<String> {
 }
 
 /// A mask's coefficients in convolution orientation (as `scipy.ndimage.convolve` takes
-/// them), rows of floats, with its bias in 8-bit units: `(rows, bias)`.
+/// them), rows of floats, with its bias in 8-bit units, whether it is separable (rank one,
+/// filtered in a row and a column pass) and its description: `(rows, bias, separable,
+/// description)`.
 #[pyfunction]
-fn mask_coefficients(spec: &str) -> PyResult<(Vec<Vec<f32>>, f32)> {
+fn mask_coefficients(spec: &str) -> PyResult<(Vec<Vec<f32>>, f32, bool, String)> {
     let mask = Mask::from_spec(spec).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
         PyValueError::new_err(lines.join("\n"))
     })?;
     let rows = mask.coefficients().chunks(mask.width()).map(<[f32]>::to_vec).collect();
-    Ok((rows, mask.bias()))
+    Ok((rows, mask.bias(), mask.is_separable(), mask.description().to_string()))
 }
 
 #[pymodule]

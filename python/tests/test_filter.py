@@ -254,6 +254,11 @@ def test_mask_coefficients_are_convolution_oriented():
     assert weights.tolist() == [[3.0, 2.0, 1.0]] and bias == 0.0
     weights, _ = convstream.mask_coefficients("box:size=3")
     assert weights.shape == (3, 3) and abs(float(weights.sum()) - 1) < 1e-6
+    info = convstream.mask_info("gaussian:size=5")
+    assert (info["width"], info["height"], info["separable"]) == (5, 5, True)
+    assert info["text"] == convstream.show_mask("gaussian:size=5")
+    assert not convstream.mask_info("sharpen")["separable"]
+    assert convstream.mask_info("laplacian:bias=128")["bias"] == 128.0
 
 
 class FakeDeviceArray:
