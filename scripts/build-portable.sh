@@ -497,7 +497,8 @@ ENV
 build_wheel() {
     portable_env
     log "building the Python wheel"
-    command -v maturin >/dev/null || "${PYTHON:-python3}" -m pip install --quiet 'maturin>=1.7,<2'
+    # scripts/build-wheel.sh --portable puts maturin (from its own virtual environment) on PATH.
+    command -v maturin >/dev/null || die "maturin not found: run scripts/build-wheel.sh --portable"
     maturin build --release --manifest-path python/Cargo.toml --features static-ffmpeg \
         --compatibility linux --interpreter "${PYTHON:-python3}" --out dist/portable/wheels
     cp "$stamp" "$linked"

@@ -11,15 +11,20 @@
 #               FFmpeg's libraries.
 #
 # Install it with: python3 -m pip install dist/wheels/convstream-*.whl
-# maturin is installed from PyPI when missing.
+# maturin comes from PyPI into a virtual environment of its own (~/.cache/convstream/maturin),
+# so a system Python that refuses pip installs (PEP 668) is left alone; $PYTHON (default
+# python3) is the interpreter the wheel is tagged for (any CPython >= 3.9: the wheel is abi3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f $HOME/.cargo/env ]] && source "$HOME/.cargo/env"
 
 python="${PYTHON:-python3}"
-if ! command -v maturin >/dev/null; then
-    "$python" -m pip install --quiet 'maturin>=1.7,<2'
+tools="${CONVSTREAM_MATURIN_VENV:-$HOME/.cache/convstream/maturin}"
+if [[ ! -x $tools/bin/maturin ]]; then
+    "$python" -m venv "$tools"
+    "$tools/bin/python" -m pip install --quiet --disable-pip-version-check 'maturin>=1.7,<2'
 fi
+export PATH="$tools/bin:$PATH"
 
 case "${1:-}" in
     --portable)
