@@ -508,7 +508,7 @@ build_wheel() {
     local unpacked
     unpacked="$(mktemp -d)"
     "${PYTHON:-python3}" -m zipfile -e "$wheel" "$unpacked"
-    if ldd "$unpacked"/convstream/_convstream*.so | awk '{print $1}' | grep -Ev "$allowed_libs"; then
+    if ldd "$unpacked"/convstream/_convstream*.so | awk '{print $1}' | xargs -n 1 basename | grep -Ev "$allowed_libs"; then
         die "the wheel's extension links libraries beyond glibc (listed above)"
     fi
     rm -rf "$unpacked"

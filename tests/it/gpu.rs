@@ -988,7 +988,7 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
                 .iter()
                 .map(|p| (0..p.height).flat_map(|y| p.row(y).to_vec()).collect())
                 .collect();
-            let inputs: Vec<_> = packed.iter().map(|bytes| stream.memcpy_stod(bytes).unwrap()).collect();
+            let inputs: Vec<_> = packed.iter().map(|bytes| stream.clone_htod(bytes).unwrap()).collect();
             let outputs: Vec<_> = packed
                 .iter()
                 .map(|bytes| stream.alloc_zeros::<u8>(bytes.len()).unwrap())
@@ -1013,7 +1013,7 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
             let back = engine.receive().unwrap().unwrap();
             assert!(back.device.is_none(), "the picture is let go once filtered");
             for (plane, (output, wanted)) in outputs.iter().zip(&expected.planes).enumerate() {
-                let got = stream.memcpy_dtov(output).unwrap();
+                let got = stream.clone_dtoh(output).unwrap();
                 let wanted: Vec<u8> = (0..wanted.height).flat_map(|y| wanted.row(y).to_vec()).collect();
                 assert!(got == wanted, "seed {seed}: {format} {planes}, frame {index}, plane {plane} differs");
             }
