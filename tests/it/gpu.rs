@@ -1015,10 +1015,17 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
             for (plane, (output, wanted)) in outputs.iter().zip(&expected.planes).enumerate() {
                 let got = stream.clone_dtoh(output).unwrap();
                 let wanted: Vec<u8> = (0..wanted.height).flat_map(|y| wanted.row(y).to_vec()).collect();
-                assert!(got == wanted, "seed {seed}: {format} {planes}, frame {index}, plane {plane} differs");
+                assert!(
+                    got == wanted,
+                    "seed {seed}: {format} {planes}, frame {index}, plane {plane} differs"
+                );
             }
         }
         let pcie = engine.pcie_bytes();
-        assert_eq!((pcie.to_gpu, pcie.from_gpu, pcie.frames), (0, 0, 4), "{format}: {pcie:?}");
+        assert_eq!(
+            (pcie.to_gpu, pcie.from_gpu, pcie.frames),
+            (0, 0, 4),
+            "{format}: {pcie:?}"
+        );
     }
 }
