@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f $HOME/.cargo/env ]] && source "$HOME/.cargo/env"
 
-python="${PYTHON:-python3}"
+python="$(command -v "${PYTHON:-python3}")"
 tools="${CONVSTREAM_MATURIN_VENV:-$HOME/.cache/convstream/maturin}"
 if [[ ! -x $tools/bin/maturin ]]; then
     "$python" -m venv "$tools"
