@@ -170,3 +170,49 @@ def test_read_as_torch_gives_cuda_tensors(tmp_path):
         assert b.planes[0].is_cuda
         assert np.array_equal(a.planes[0], b.planes[0].cpu().numpy())
         assert a.pts == b.pts
+
+
+def h264_clip(path):
+    """A short H.264 clip from whichever encoder this FFmpeg has; None without one."""
+    import subprocess
+
+    for encoder in ("libx264", "libopenh264", "h264_nvenc"):
+        done = subprocess.run(
+            ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "8",
+             "-pix_fmt", "yuv420p", "-c:v", encoder, str(path)],
+            capture_output=True,
+        )
+        if done.returncode == 0:
+            return path
+    return None
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_nvdec_pictures_become_tensors_without_leaving_the_gpu(tmp_path, library):
+    """NVDEC leaves pictures on the GPU and the engine filters them into the caller's tensors
+    there: NV12's planes (Y, then UV interleaved) equal the software decoder's filtered Y, U
+    and V (H.264 decodes bit-exactly)."""
+    if not has_module(library):
+        pytest.skip(f"{library} is not installed")
+    clip = h264_clip(tmp_path / "in.mp4")
+    if clip is None:
+        pytest.skip("no H.264 encoder in this FFmpeg")
+    spec = "gaussian:size=5"
+    software = list(convstream.read(str(clip), mask=spec, device="cpu", decoder="software"))
+    reader = convstream.read(str(clip), mask=spec, device="cuda", decoder="nvdec", as_=library)
+    frames = list(reader)
+    assert reader.format == "nv12", reader.format
+    assert len(frames) == len(software) == 8
+    for ours, theirs in zip(frames, software):
+        y, uv = ours.planes
+        if library == "torch":
+            assert y.is_cuda
+            y, uv = y.cpu().numpy(), uv.cpu().numpy()
+        else:
+            import cupy
+
+            assert isinstance(y, cupy.ndarray)
+            y, uv = cupy.asnumpy(y), cupy.asnumpy(uv)
+        assert np.array_equal(y, theirs.planes[0])
+        assert np.array_equal(uv[..., 0], theirs.planes[1]) and np.array_equal(uv[..., 1], theirs.planes[2])
+        assert ours.pts == theirs.pts
