@@ -164,7 +164,9 @@ class Filter:
     - ``bit_depth``: bits per sample of ``uint16`` arrays, 9 to 16 (default 16): 10- and
       12-bit samples are clamped to ``2**bit_depth - 1`` and a ``bias`` is scaled to it.
       ``uint8`` arrays are always 8-bit.
-    - ``plane_masks``, ``config``, ``streams``, ``frames_per_stream``: as ``convstream run``.
+    - ``config``, ``streams``, ``frames_per_stream``: as ``convstream run`` (``config``: a TOML
+      file whose ``[masks.NAME]`` tables ``mask`` may name). For a mask per plane of a video,
+      see :func:`read`'s ``plane_masks``; an array's planes all take ``mask``.
 
     Arrays:
 
@@ -193,7 +195,6 @@ class Filter:
         device: str = "auto",
         bit_depth: Optional[int] = None,
         *,
-        plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
         config: Optional[str] = None,
         streams: Optional[int] = None,
         frames_per_stream: Optional[int] = None,
@@ -214,7 +215,6 @@ class Filter:
         self._native = NativeFilter(
             mask,
             border=str(border),
-            plane_masks=_plane_masks(plane_masks),
             device=str(device),
             streams=streams,
             frames_per_stream=frames_per_stream,
