@@ -284,3 +284,16 @@ def test_device_arrays_are_checked_before_any_gpu_work():
         convstream.Filter("box", planes=[0], device="cpu")(FakeDeviceArray((2, 4, 4)))
     with pytest.raises(TypeError, match="CuPy array or a torch.Tensor"):
         f(FakeDeviceArray((4, 4), "|u1"))
+
+
+def test_a_named_mask_of_a_config_file(tmp_path, rng):
+    config = tmp_path / "masks.toml"
+    config.write_text('[masks.soft]\npreset = "gaussian"\nsize = 13\nsigma = 2.5\n\n'
+                      "[masks.my_edge]\nmatrix = [[0, -1, 0], [-1, 4, -1], [0, -1, 0]]\nbias = 128\n")
+    plane = random_plane(rng, 40, 30, 8)
+    soft = convstream.Filter("soft", config=str(config), device="cpu")
+    assert np.array_equal(soft(plane), convstream.Filter("gaussian:size=13,sigma=2.5", device="cpu")(plane))
+    edge = convstream.Filter("my_edge", config=str(config), device="cpu")
+    assert edge(plane).shape == plane.shape
+    with pytest.raises(ValueError, match="mask"):
+        convstream.Filter("hard", config=str(config))
