@@ -184,7 +184,10 @@ class Filter:
     - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors.
 
     The results are byte-identical to ``convstream run`` and between the CPU and CUDA
-    engines. The GIL is released while planes are filtered.
+    engines. The GIL is released while planes are filtered; calls on one filter from several
+    threads take turns. On CUDA, the first call at a plane size prepares the engine (kernels
+    compiled by NVRTC, GPU buffers); later calls at that size reuse it, so keep one filter per
+    size for speed.
     """
 
     def __init__(
