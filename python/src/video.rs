@@ -3,6 +3,10 @@
 //! resolve their arguments as the CLI resolves its flags ([`crate::settings`]); `read`
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
+//!
+//! One file at some length (about 510 lines): `read` and `run` share the arguments, the
+//! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
+//! are one loop around one engine.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
