@@ -20,6 +20,9 @@ Errors: a bad mask, border, device or argument raises ``ValueError`` with the me
 :class:`GpuUnavailableError` with the CLI's message.
 """
 
+# One module at some length (about 650 lines, most of them docstrings): the public API is one
+# namespace, and its array checks, NumPy/CuPy/torch handling and video iterator share helpers.
+
 from __future__ import annotations
 
 import math
