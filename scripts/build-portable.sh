@@ -2,7 +2,7 @@
 # Build a self-contained convstream for hosts that have an NVIDIA driver but no FFmpeg, no Rust
 # toolchain and no network (a bare GPU host).
 #
-# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst]  (default: all)
+# Usage: scripts/build-portable.sh [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel]  (default: all)
 #
 #   ffmpeg  Build a minimal static FFmpeg 5.1 from Debian bookworm's source package into a cached
 #           prefix. Skipped when the prefix already holds a build made with the same configure line.
@@ -20,6 +20,9 @@
 #           with the GStreamer libraries and plugins they need (for GPU hosts without GStreamer;
 #           run after `binary`, whose convstream the element's tests compare with, and after
 #           `ffmpeg-shared` for the libav plugin).
+#   wheel   Build the Python wheel (python/, maturin) against that prefix into
+#           dist/portable/wheels/: `pip install` it on a GPU host without FFmpeg's libraries
+#           (scripts/build-wheel.sh --portable runs this; the static FFmpeg is built first if missing).
 #
 # Environment:
 #   CONVSTREAM_FFMPEG_PREFIX  where the static FFmpeg is installed (default ~/.cache/convstream/ffmpeg-static)
@@ -35,9 +38,9 @@ set -euo pipefail
 
 step="${1:-all}"
 case "$step" in
-    ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst) ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst]" >&2; exit 2 ;;
+    ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel) ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel]" >&2; exit 2 ;;
 esac
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -491,8 +494,30 @@ ENV
     du -sh "$gst"/*
 }
 
+build_wheel() {
+    portable_env
+    log "building the Python wheel"
+    # scripts/build-wheel.sh --portable puts maturin (from its own virtual environment) on PATH.
+    command -v maturin >/dev/null || die "maturin not found: run scripts/build-wheel.sh --portable"
+    maturin build --release --manifest-path python/Cargo.toml --features static-ffmpeg \
+        --compatibility linux --interpreter "${PYTHON:-python3}" --out dist/portable/wheels
+    cp "$stamp" "$linked"
+    local wheel
+    wheel="$(ls -t dist/portable/wheels/convstream-*.whl | head -n 1)"
+    # The extension must need nothing beyond glibc (CUDA is loaded at run time).
+    local unpacked
+    unpacked="$(mktemp -d)"
+    "${PYTHON:-python3}" -m zipfile -e "$wheel" "$unpacked"
+    if ldd "$unpacked"/convstream/_convstream*.so | awk '{print $1}' | xargs -n 1 basename | grep -Ev "$allowed_libs"; then
+        die "the wheel's extension links libraries beyond glibc (listed above)"
+    fi
+    rm -rf "$unpacked"
+    log "wheel ready: $wheel"
+}
+
 case "$step" in
     ffmpeg) build_ffmpeg ;;
+    wheel) [[ -f $prefix/lib/libavcodec.a ]] || build_ffmpeg; build_wheel ;;
     binary) build_binary ;;
     gst) build_gst ;;
     all) build_ffmpeg; build_binary ;;

@@ -6,7 +6,9 @@
 # in front of, what the README's examples use (an X display for autovideosink, gst-rtsp-server's
 # Python bindings for examples/rtsp-serve.py, curl), valgrind for the element's memory check,
 # clang for the FFmpeg bindings, NVRTC from PyPI so kernels can be compiled without a GPU, and
-# OpenCV from PyPI (opencv-python-headless), the peer the mask conventions are checked against.
+# OpenCV from PyPI (opencv-python-headless), the peer the mask conventions are checked against,
+# and python3-venv for the Python package's check (scripts/python-check.sh installs maturin,
+# pytest, NumPy and SciPy from PyPI into a fresh virtual environment).
 # Prints the LD_LIBRARY_PATH entry for NVRTC on its last line.
 set -euo pipefail
 
@@ -16,7 +18,7 @@ packages=(pkg-config clang libclang-dev gcc libc6-dev ca-certificates
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
     gstreamer1.0-plugins-base gstreamer1.0-plugins-good
     gstreamer1.0-libav gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-x valgrind
-    python3-gi gir1.2-gst-rtsp-server-1.0 xvfb curl)
+    python3-gi gir1.2-gst-rtsp-server-1.0 xvfb curl python3-venv python3-pip)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

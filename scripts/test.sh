@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite on a fresh machine: installs what is missing, then `cargo test --release
 # --workspace` (convstream and its GStreamer element in gst/; the element's gst-launch test runs
-# the convstream binary the same command builds).
+# the convstream binary the same command builds), then the Python package's tests against its
+# wheel installed in a fresh virtual environment (scripts/python-check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -f $HOME/.cargo/env ]] && source "$HOME/.cargo/env"
@@ -14,3 +15,4 @@ fi
 # the README's examples that the tests run (scripts/install-gst-plugin.sh) find them built.
 cargo build --release --workspace
 cargo test --release --workspace "$@"
+scripts/python-check.sh

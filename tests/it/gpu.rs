@@ -968,3 +968,79 @@ fn gradient_magnitudes_match_the_cpu_engine() {
     }
     println!("gradient magnitudes: {cases} cases identical to the CPU engine");
 }
+
+/// A picture whose input and output are both in GPU memory, as `convstream.Filter` hands
+/// CuPy arrays and torch tensors to the engine (`DevicePicture::with_output`): filtered device
+/// to device, identical to the CPU engine, planes the filter skips copied on the GPU, and not a
+/// byte over PCIe.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn pictures_with_an_output_on_the_gpu_stay_there() {
+    use convstream::frame::{DevicePicture, DevicePlane};
+    use cudarc::driver::DevicePtr;
+    use std::sync::Arc;
+
+    let (mut rng, seed) = seeded_rng();
+    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let stream = context.default_stream();
+    let yuv10 = PixelFormat::new(PixelLayout::Yuv420, 10).expect("yuv420p10");
+    let cases = [
+        (PixelFormat::GRAY8, PlaneSelection::All),
+        (yuv10, PlaneSelection::Luma),
+        (PixelFormat::NV12, PlaneSelection::All),
+        (PixelFormat::P010, PlaneSelection::Chroma),
+    ];
+    for (format, planes) in cases {
+        let filter = FilterSpec::uniform(Mask::from_spec("gaussian:size=7").unwrap(), BorderMode::Mirror, planes);
+        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, 64, None), 0)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        for index in 0..4u64 {
+            let (width, height) = (97, 61);
+            let frame = random_frame(&mut rng, format, width, height, 0, index);
+            let expected = CpuEngine::filter_frame(&filter, &frame);
+            let packed: Vec<Vec<u8>> = frame
+                .planes
+                .iter()
+                .map(|p| (0..p.height).flat_map(|y| p.row(y).to_vec()).collect())
+                .collect();
+            let inputs: Vec<_> = packed.iter().map(|bytes| stream.clone_htod(bytes).unwrap()).collect();
+            let outputs: Vec<_> = packed
+                .iter()
+                .map(|bytes| stream.alloc_zeros::<u8>(bytes.len()).unwrap())
+                .collect();
+            stream.synchronize().unwrap();
+            let at = |slices: &[cudarc::driver::CudaSlice<u8>]| -> Vec<DevicePlane> {
+                slices
+                    .iter()
+                    .zip(&frame.planes)
+                    .map(|(slice, plane)| DevicePlane {
+                        address: slice.device_ptr(&stream).0,
+                        pitch: plane.row_bytes(),
+                    })
+                    .collect()
+            };
+            let mut submitted = Frame::new(format, width, height);
+            submitted.index = index;
+            submitted.device = Some(Arc::new(
+                DevicePicture::new(0, at(&inputs), Box::new(())).with_output(at(&outputs)),
+            ));
+            engine.submit(submitted).unwrap();
+            let back = engine.receive().unwrap().unwrap();
+            assert!(back.device.is_none(), "the picture is let go once filtered");
+            for (plane, (output, wanted)) in outputs.iter().zip(&expected.planes).enumerate() {
+                let got = stream.clone_dtoh(output).unwrap();
+                let wanted: Vec<u8> = (0..wanted.height).flat_map(|y| wanted.row(y).to_vec()).collect();
+                assert!(
+                    got == wanted,
+                    "seed {seed}: {format} {planes}, frame {index}, plane {plane} differs"
+                );
+            }
+        }
+        let pcie = engine.pcie_bytes();
+        assert_eq!(
+            (pcie.to_gpu, pcie.from_gpu, pcie.frames),
+            (0, 0, 4),
+            "{format}: {pcie:?}"
+        );
+    }
+}

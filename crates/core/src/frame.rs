@@ -118,6 +118,10 @@ pub struct Frame {
 pub struct DevicePicture {
     pub ordinal: usize,
     pub planes: Vec<DevicePlane>,
+    /// Where the filtered picture goes when it is to stay on the GPU (an array of a caller's
+    /// library, say): the CUDA engine then copies every plane there, device to device, and
+    /// the frame's host planes stay unwritten. `None`: the picture comes back to the host.
+    pub output: Option<Vec<DevicePlane>>,
     /// Held, never read: keeps the surface allocated and unchanged.
     _keeper: Box<dyn Send + Sync>,
 }
@@ -135,8 +139,21 @@ impl DevicePicture {
         DevicePicture {
             ordinal,
             planes,
+            output: None,
             _keeper: keeper,
         }
+    }
+
+    /// The same picture, filtered into `output` (one plane each, on the same device) instead
+    /// of the frame's host planes.
+    pub fn with_output(mut self, output: Vec<DevicePlane>) -> DevicePicture {
+        self.output = Some(output);
+        self
+    }
+
+    /// Whether the filtered picture stays on the GPU (see [`DevicePicture::output`]).
+    pub fn stays_on_device(&self) -> bool {
+        self.output.is_some()
     }
 }
 
@@ -145,6 +162,7 @@ impl fmt::Debug for DevicePicture {
         f.debug_struct("DevicePicture")
             .field("ordinal", &self.ordinal)
             .field("planes", &self.planes)
+            .field("output", &self.output)
             .finish()
     }
 }

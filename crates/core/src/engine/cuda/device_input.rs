@@ -2,7 +2,9 @@
 //! enters its lane without crossing PCIe: the planes the filter reads are copied device to
 //! device into the lane's input buffer, and the planes it leaves alone go straight from the
 //! picture into the frame's host planes. The filtered planes come back as any frame's do,
-//! so the frame crosses PCIe once, on its way out.
+//! so the frame crosses PCIe once, on its way out. A picture with an output on the GPU
+//! ([`DevicePicture::output`], an array of the caller's) never crosses PCIe: every plane goes
+//! device to device, the filtered ones from the lane's output buffer.
 
 use cudarc::driver::sys::{self, CUmemorytype};
 use cudarc::driver::DevicePtr;
@@ -75,6 +77,26 @@ impl Lane {
                 continue;
             }
             let from = picture.planes[index];
+            if let Some(output) = &picture.output {
+                let to = output
+                    .get(index)
+                    .ok_or_else(|| EngineError::Internal(format!("a picture with {} output planes", output.len())))?;
+                let (from, to) = (
+                    End::Device {
+                        address: from.address,
+                        pitch: from.pitch,
+                    },
+                    End::Device {
+                        address: to.address,
+                        pitch: to.pitch,
+                    },
+                );
+                // SAFETY: both planes lie in memory the picture's owner keeps allocated until
+                // the frame comes back, `plane.height` rows of at least `row_bytes` bytes.
+                unsafe { copy_2d(from, to, plane.row_bytes(), plane.height, stream) }
+                    .context(|| what(&format!("copying plane {index} on the GPU")))?;
+                continue;
+            }
             let (row_bytes, height, pitch) = (plane.row_bytes(), plane.height, plane.stride);
             let to = End::Host {
                 address: plane.data.as_mut_ptr(),
@@ -89,6 +111,46 @@ impl Lane {
             // lies in the picture's surface.
             unsafe { copy_2d(from, to, row_bytes, height, stream) }
                 .context(|| what(&format!("copying plane {index} from the GPU")))?;
+        }
+        Ok(())
+    }
+}
+
+impl Lane {
+    /// Enqueues the copies of the filtered planes from the lane's output buffer into the
+    /// picture's output planes on the GPU (see [`DevicePicture::output`]). The caller keeps
+    /// the picture alive until the lane is done.
+    pub(super) fn copy_out_to_device(
+        &mut self,
+        layout: &Layout,
+        frame: &Frame,
+        output: &[crate::frame::DevicePlane],
+    ) -> Result<(), EngineError> {
+        let what = |action: &str| format!("lane {}, frame {}: {action}", self.index, frame.index);
+        if output.len() != frame.planes.len() {
+            return Err(EngineError::Internal(format!(
+                "a picture with {} output planes for a {} frame",
+                output.len(),
+                frame.format
+            )));
+        }
+        let stream = self.stream.cu_stream();
+        let (device_out, _record) = self.device_out.device_ptr(&self.stream);
+        for slot in &layout.slots {
+            let to = output[slot.plane];
+            let from = End::Device {
+                address: device_out + slot.offset as u64,
+                pitch: slot.pitch,
+            };
+            let to = End::Device {
+                address: to.address,
+                pitch: to.pitch,
+            };
+            // SAFETY: the source lies inside `device_out` (the layout sized it), the
+            // destination in memory the picture's owner keeps allocated until the frame comes
+            // back; both hold `slot.height` rows of at least `slot.row_bytes()` bytes.
+            unsafe { copy_2d(from, to, slot.row_bytes(), slot.height, stream) }
+                .context(|| what(&format!("copying plane {} into the output on the GPU", slot.plane)))?;
         }
         Ok(())
     }

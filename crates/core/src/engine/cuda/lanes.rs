@@ -261,8 +261,8 @@ impl Lane {
         let routes = PlaneRoutes::for_frame(layout, frame);
         if let Some(picture) = frame.device.clone() {
             // The picture is on the GPU already: nothing to stage in, but staged outputs
-            // still need the staging buffers.
-            if routes.staged(layout).next().is_some() {
+            // still need the staging buffers (unless the output stays on the GPU too).
+            if routes.staged(layout).next().is_some() && !picture.stays_on_device() {
                 self.staging(layout)?;
             }
             self.copy_in_from_device(layout, frame, &picture)?;
@@ -296,6 +296,9 @@ impl Lane {
     /// Enqueues the copy of the filtered planes back: direct planes into the frame itself,
     /// staged ones into the staging output (see [`Lane::drain_output`]).
     pub fn download(&mut self, layout: &Layout, frame: &mut Frame, routes: &PlaneRoutes) -> Result<(), EngineError> {
+        if let Some(output) = frame.device.as_ref().and_then(|picture| picture.output.clone()) {
+            return self.copy_out_to_device(layout, frame, &output);
+        }
         let (device, _record) = self.device_out.device_ptr(&self.stream);
         for (slot, route) in routes.of(layout) {
             let host = if route == Route::Direct {
@@ -315,6 +318,9 @@ impl Lane {
     /// Copies the staged planes from the staging output back into the frame. Call only
     /// after the lane's done event has completed (the download is then finished).
     pub fn drain_output(&mut self, layout: &Layout, frame: &mut Frame, routes: &PlaneRoutes) {
+        if frame.device.as_ref().is_some_and(|picture| picture.stays_on_device()) {
+            return;
+        }
         let Some(staging) = self.staging.as_ref() else { return };
         for slot in routes.staged(layout) {
             let region = &staging.output.bytes()[slot.offset..slot.offset + slot.bytes()];

@@ -358,7 +358,8 @@ impl CudaEngine {
 }
 
 /// Bytes the engine moved over PCIe: every selected plane goes to the GPU and back, except
-/// that a picture already on the GPU comes only back, with the planes the filter skips.
+/// that a picture already on the GPU comes only back, with the planes the filter skips, and
+/// one whose output is on the GPU too does not cross at all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PcieBytes {
     pub frames: u64,
@@ -374,7 +375,9 @@ impl PcieBytes {
             .map(|slot| (slot.row_bytes() * slot.height) as u64)
             .sum();
         self.frames += 1;
-        if frame.device.is_some() {
+        if frame.device.as_ref().is_some_and(|picture| picture.stays_on_device()) {
+            // In and out on the GPU: nothing crosses PCIe.
+        } else if frame.device.is_some() {
             self.from_gpu += frame
                 .planes
                 .iter()

@@ -1,0 +1,654 @@
+"""convstream: 2D convolution masks on images and video, on NVIDIA GPUs (CUDA) or the CPU.
+
+The same masks, borders and engines as the ``convstream`` command, byte for byte:
+
+- :class:`Filter` filters NumPy arrays (``uint8``, or ``uint16`` holding 9- to 16-bit
+  samples), and CuPy arrays or PyTorch tensors on the GPU without copying them to the host.
+- :func:`read` decodes a video (FFmpeg) and yields its filtered frames with their timestamps.
+- :func:`run` filters a video into another, as ``convstream run`` does.
+- :func:`masks`, :func:`masks_text`, :func:`show_mask` and :func:`mask_info` list and show
+  the masks as ``convstream masks`` and ``convstream masks show`` do.
+
+Masks are written as on the command line: ``"gaussian:size=13,sigma=3"``, ``"sobel"``,
+``"custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]"``. Borders take SciPy's names (``reflect``,
+``mirror``, ``nearest``, ``constant``, ``wrap``) and OpenCV's and NumPy's aliases
+(``reflect_101``, ``replicate``, ``edge``, ``zero``...).
+
+Errors: a bad mask, border, device or argument raises ``ValueError`` with the message
+``convstream run`` prints for the same flag; an array of the wrong kind raises
+``TypeError`` (dtype, type) or ``ValueError`` (shape, layout, device); a missing GPU raises
+:class:`GpuUnavailableError` with the CLI's message.
+"""
+
+# One module at some length (about 650 lines, most of them docstrings): the public API is one
+# namespace, and its array checks, NumPy/CuPy/torch handling and video iterator share helpers.
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._convstream import (
+    CUDA_BUILT,
+    GpuUnavailableError,
+    NativeFilter,
+    NativeReader,
+    mask_coefficients as _mask_coefficients,
+    presets as _presets,
+    run as _run,
+    show_mask as _show_mask,
+)
+
+__all__ = [
+    "Filter",
+    "GpuUnavailableError",
+    "MaskPreset",
+    "VideoFrame",
+    "VideoReader",
+    "CUDA_BUILT",
+    "mask_coefficients",
+    "mask_info",
+    "masks",
+    "masks_text",
+    "read",
+    "run",
+    "show_mask",
+]
+
+__version__ = "0.1.0"
+
+#: The most channels an H x W x C NumPy array may have.
+MAX_CHANNELS = 4
+
+
+class MaskPreset(NamedTuple):
+    """A preset mask as ``convstream masks`` lists it."""
+
+    name: str
+    keys: Tuple[str, ...]
+    summary: str
+
+
+def masks() -> List[MaskPreset]:
+    """The preset masks: name, the keys it takes (besides ``divisor``, ``normalize``,
+    ``bias`` and ``mode``) and what it does."""
+    return [MaskPreset(name, tuple(keys), summary) for name, keys, summary in _presets()]
+
+
+def masks_text() -> str:
+    """The text ``convstream masks`` prints."""
+    lines = [
+        "Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, "
+        "bias and mode = convolve|correlate):"
+    ]
+    for preset in masks():
+        keys = ", ".join(preset.keys) if preset.keys else "-"
+        lines.append(f"  {preset.name:<12} keys: {keys:<22} {preset.summary}")
+    lines.append("Show the exact matrix with: convstream masks show SPEC")
+    return "\n".join(lines) + "\n"
+
+
+def show_mask(spec: str) -> str:
+    """The text ``convstream masks show SPEC`` prints: the matrix (convolution orientation),
+    the taps as written for ``mode=correlate``, and any warnings. A bad SPEC raises
+    ``ValueError`` with the CLI's message."""
+    return _show_mask(spec)
+
+
+def mask_coefficients(spec: str) -> Tuple[np.ndarray, float]:
+    """The mask's coefficients as a float32 matrix in convolution orientation (what
+    ``scipy.ndimage.convolve`` takes), after ``divisor``/``normalize``, and its bias in 8-bit
+    units (scaled by ``2**(bits-8)`` at deeper samples)."""
+    rows, bias, _, _ = _mask_coefficients(spec)
+    return np.array(rows, dtype=np.float32), float(bias)
+
+
+def mask_info(spec: str) -> dict:
+    """What a mask SPEC makes: ``{"spec", "description", "width", "height", "coefficients"
+    (float32, convolution orientation), "bias" (8-bit units), "separable", "text"}``, where
+    ``text`` is what ``convstream masks show SPEC`` prints."""
+    rows, bias, separable, description = _mask_coefficients(spec)
+    coefficients = np.array(rows, dtype=np.float32)
+    return {
+        "spec": spec,
+        "description": description,
+        "width": coefficients.shape[1],
+        "height": coefficients.shape[0],
+        "coefficients": coefficients,
+        "bias": float(bias),
+        "separable": bool(separable),
+        "text": _show_mask(spec),
+    }
+
+
+def _plane_masks(plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]]) -> List[Tuple[str, str]]:
+    if plane_masks is None:
+        return []
+    if isinstance(plane_masks, dict):
+        return [(str(k), str(v)) for k, v in plane_masks.items()]
+    return [(str(k), str(v)) for k, v in plane_masks]
+
+
+def _library(array: Any) -> str:
+    """``torch``, ``cupy``, ``numpy`` or another module's name, by the array's type."""
+    return type(array).__module__.split(".")[0]
+
+
+def _dtype_name(array: Any) -> str:
+    return str(getattr(array, "dtype", type(array).__name__))
+
+
+class Filter:
+    """A 2D convolution filter: a mask, a border mode and an engine.
+
+    ``Filter(mask, border="reflect", planes="all", device="auto", bit_depth=None)``
+
+    Call it on an array to get the filtered array back, of the same type, dtype, shape and
+    device::
+
+        f = convstream.Filter("gaussian:size=13,sigma=3", border="reflect", device="cuda")
+        out = f(image)            # NumPy in, NumPy out
+        out = f(batch)            # torch.Tensor on cuda:N in, torch.Tensor on cuda:N out
+
+    Arguments:
+
+    - ``mask``: a mask SPEC as ``convstream run --mask`` takes it (``convstream.masks()``
+      lists the presets), or the name of a ``[masks.NAME]`` table of ``config``.
+    - ``border``: how samples beyond the edges are taken: ``reflect`` (default), ``mirror``,
+      ``nearest``, ``constant`` (zeros), ``wrap``, or an alias (``reflect_101``,
+      ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...).
+    - ``planes``: which channels of an H x W x C array are filtered: ``"all"`` (default) or
+      a list of channel indices; the others are copied. Device arrays take ``"all"``.
+    - ``device``: ``"auto"`` (CUDA when a usable GPU is present, else the CPU), ``"cpu"``,
+      ``"cuda"`` or ``"cuda:N"``. Device arrays are filtered on their own GPU.
+    - ``bit_depth``: bits per sample of ``uint16`` arrays, 9 to 16 (default 16): 10- and
+      12-bit samples are clamped to ``2**bit_depth - 1`` and a ``bias`` is scaled to it.
+      ``uint8`` arrays are always 8-bit.
+    - ``config``, ``streams``, ``frames_per_stream``: as ``convstream run`` (``config``: a TOML
+      file whose ``[masks.NAME]`` tables ``mask`` may name). For a mask per plane of a video,
+      see :func:`read`'s ``plane_masks``; an array's planes all take ``mask``.
+
+    Arrays:
+
+    - NumPy: C-contiguous ``uint8`` or ``uint16`` (native byte order), 2-D (one plane) or
+      H x W x C with C <= 4 (each channel filtered as a plane of its own, as OpenCV's
+      ``filter2D`` does). Other dtypes raise ``TypeError``; non-contiguous arrays, other
+      shapes and samples above ``2**bit_depth - 1`` raise ``ValueError``.
+    - CuPy arrays and PyTorch CUDA tensors (anything with ``__cuda_array_interface__``):
+      C-contiguous ``uint8`` or ``uint16``, shape (..., H, W): every leading index is a
+      plane (a (N, C, H, W) batch is N*C planes). They are filtered device to device on
+      the array's GPU, without a copy to the host; the result is allocated by the array's
+      own library (``cupy.empty_like`` / ``torch.empty_like``) on the same device.
+      Synchronisation: the caller's current stream is synchronised before the planes are
+      read, and the result is complete when the call returns (usable on any stream).
+    - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors.
+
+    The results are byte-identical to ``convstream run`` and between the CPU and CUDA
+    engines. The GIL is released while planes are filtered; calls on one filter from several
+    threads take turns. On CUDA, the first call at a plane size prepares the engine (kernels
+    compiled by NVRTC, GPU buffers); later calls at that size reuse it, so keep one filter per
+    size for speed.
+    """
+
+    def __init__(
+        self,
+        mask: str,
+        border: str = "reflect",
+        planes: Union[str, Sequence[int]] = "all",
+        device: str = "auto",
+        bit_depth: Optional[int] = None,
+        *,
+        config: Optional[str] = None,
+        streams: Optional[int] = None,
+        frames_per_stream: Optional[int] = None,
+    ) -> None:
+        if not isinstance(mask, str):
+            raise TypeError(f"mask: a SPEC string such as 'gaussian:size=5', not {type(mask).__name__}")
+        if isinstance(planes, str):
+            if planes != "all":
+                raise ValueError(
+                    f"planes: invalid value {planes!r} for an array filter; use 'all' or a list of channel indices"
+                )
+            self._channels: Optional[Tuple[int, ...]] = None
+        else:
+            self._channels = tuple(int(c) for c in planes)
+        if bit_depth is not None and not (8 <= int(bit_depth) <= 16):
+            raise ValueError(f"bit_depth: {bit_depth} is out of range; allowed 8..=16")
+        self._bit_depth = bit_depth
+        self._native = NativeFilter(
+            mask,
+            border=str(border),
+            device=str(device),
+            streams=streams,
+            frames_per_stream=frames_per_stream,
+            config=config,
+        )
+        self.mask = mask
+        self.planes = planes
+
+    @property
+    def border(self) -> str:
+        """The border mode's name (aliases resolved: ``reflect_101`` reads ``mirror``)."""
+        return self._native.border
+
+    @property
+    def device(self) -> str:
+        """The device asked for: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
+        return self._native.device
+
+    @property
+    def mask_size(self) -> Tuple[int, int]:
+        """The mask's (width, height)."""
+        return self._native.mask_size
+
+    @property
+    def engine(self) -> Optional[str]:
+        """Where the last call ran (``cpu``, ``cuda:0 (NVIDIA H100 ...)``); ``None`` before."""
+        return self._native.engine_name()
+
+    def pcie_bytes(self) -> Optional[Tuple[int, int, int]]:
+        """Bytes the CUDA engine moved over PCIe so far: ``(to_gpu, from_gpu, planes)``;
+        ``None`` when no CUDA engine ran. Device arrays move none."""
+        return self._native.pcie_bytes()
+
+    def __repr__(self) -> str:
+        return (
+            f"convstream.Filter({self._native.description!r}, border={self.border!r}, "
+            f"planes={self.planes!r}, device={self.device!r})"
+        )
+
+    def _depth(self, itemsize: int, bit_depth: Optional[int]) -> int:
+        depth = bit_depth if bit_depth is not None else self._bit_depth
+        if itemsize == 1:
+            if depth not in (None, 8):
+                raise ValueError(f"bit_depth={depth} needs a uint16 array; uint8 samples have 8 bits")
+            return 8
+        depth = 16 if depth is None else int(depth)
+        if not 9 <= depth <= 16:
+            raise ValueError(f"bit_depth: {depth} is out of range for uint16 samples; allowed 9..=16")
+        return depth
+
+    def __call__(self, array: Any, *, bit_depth: Optional[int] = None) -> Any:
+        """Filters ``array`` and returns a new array of the same type, dtype, shape and device."""
+        if _library(array) == "torch":
+            if array.is_cuda:
+                return self._device_call(array, bit_depth)
+            import torch
+
+            return torch.from_numpy(self._host_call(array.detach().numpy(), bit_depth))
+        if hasattr(array, "__cuda_array_interface__"):
+            return self._device_call(array, bit_depth)
+        if not isinstance(array, np.ndarray):
+            if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
+                array = np.asarray(array)
+            else:
+                raise TypeError(
+                    f"convstream.Filter takes a NumPy array, a CuPy array or a torch.Tensor, not {type(array).__name__}"
+                )
+        return self._host_call(array, bit_depth)
+
+    def _check_dtype(self, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
+        if dtype not in (np.dtype(np.uint8), np.dtype(np.uint16)):
+            raise TypeError(
+                f"convstream.Filter takes uint8 or uint16 samples, not {dtype} (shape {shape}); "
+                "convert with .astype(numpy.uint8) or .astype(numpy.uint16)"
+            )
+
+    def _host_call(self, array: np.ndarray, bit_depth: Optional[int]) -> np.ndarray:
+        dtype = array.dtype
+        if dtype.kind == "u" and dtype.byteorder == (">" if np.little_endian else "<"):
+            raise TypeError(f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})")
+        self._check_dtype(np.dtype(dtype.name) if dtype.kind == "u" else dtype, array.shape)
+        if array.ndim == 2:
+            height, width = array.shape
+            channels = 1
+        elif array.ndim == 3:
+            height, width, channels = array.shape
+            if not 1 <= channels <= MAX_CHANNELS:
+                raise ValueError(
+                    f"a 3-D array is H x W x C with 1 to {MAX_CHANNELS} channels; got shape {array.shape} "
+                    "(for a stack of planes, filter each, or use a device array of shape (N, H, W))"
+                )
+        else:
+            raise ValueError(
+                f"convstream.Filter takes a 2-D plane or an H x W x C array; got {array.ndim} dimensions (shape {array.shape})"
+            )
+        if not array.flags.c_contiguous:
+            raise ValueError(
+                f"the array is not C-contiguous (shape {array.shape}, strides {array.strides}); "
+                "pass numpy.ascontiguousarray(a)"
+            )
+        depth = self._depth(array.itemsize, bit_depth)
+        if depth not in (8, 16) and array.size and int(array.max()) > (1 << depth) - 1:
+            raise ValueError(
+                f"samples up to {int(array.max())} do not fit bit_depth={depth} (at most {(1 << depth) - 1})"
+            )
+        out = np.empty_like(array, order="C")
+        selected = range(channels) if self._channels is None else self._channels
+        for c in selected:
+            if not 0 <= c < channels:
+                raise ValueError(f"planes: channel {c} is not in an array of {channels} channel(s)")
+        if array.size == 0:
+            return out
+        if array.ndim == 3:
+            for c in range(channels):
+                if c not in selected:
+                    out[..., c] = array[..., c]
+        elif not selected:
+            out[...] = array
+        source = array.__array_interface__["data"][0]
+        target = out.__array_interface__["data"][0]
+        itemsize = array.itemsize
+        planes = [(source + c * itemsize, target + c * itemsize) for c in sorted(set(selected))]
+        self._native.filter_host(
+            planes, height, width, itemsize, depth, array.strides[0], channels * itemsize
+        )
+        return out
+
+    def _device_call(self, array: Any, bit_depth: Optional[int]) -> Any:
+        library = _library(array)
+        if library == "torch":
+            # Read from the tensor itself: torch's __cuda_array_interface__ lacks some dtypes.
+            import torch
+
+            shape = tuple(array.shape)
+            dtypes = {torch.uint8: np.dtype(np.uint8)}
+            if hasattr(torch, "uint16"):
+                dtypes[torch.uint16] = np.dtype(np.uint16)
+            if array.dtype not in dtypes:
+                raise TypeError(
+                    f"convstream.Filter takes uint8 or uint16 samples, not {array.dtype} (shape {shape}); "
+                    "convert with .to(torch.uint8) or .to(torch.uint16)"
+                )
+            dtype = dtypes[array.dtype]
+            strides = tuple(s * array.element_size() for s in array.stride())
+            source = array.data_ptr()
+        else:
+            interface = array.__cuda_array_interface__
+            shape = tuple(interface["shape"])
+            typestr = interface["typestr"]
+            dtype = np.dtype(typestr)
+            if dtype.byteorder == ">":
+                raise TypeError(f"convstream.Filter takes little-endian samples, not {typestr}")
+            strides = interface.get("strides")
+            source = int(interface["data"][0]) if interface["data"][0] else 0
+        self._check_dtype(np.dtype(dtype.name) if dtype.kind == "u" else dtype, shape)
+        if len(shape) < 2:
+            raise ValueError(f"a device array is (..., H, W); got shape {shape}")
+        itemsize = dtype.itemsize
+        contiguous = [itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape))]
+        if strides is not None and any(s != c for s, c, n in zip(strides, contiguous, shape) if n > 1):
+            raise ValueError(
+                f"the array is not C-contiguous (shape {shape}, strides {tuple(strides)}); "
+                "pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"
+            )
+        if self._channels is not None:
+            raise ValueError("planes: device arrays are filtered whole; use planes='all'")
+        depth = self._depth(itemsize, bit_depth)
+        if library == "torch":
+            import torch
+
+            ordinal = array.device.index if array.device.index is not None else torch.cuda.current_device()
+            out = torch.empty_like(array, memory_format=torch.contiguous_format)
+            # Every kernel queued on the caller's stream that writes the input is done before
+            # the engine (on streams of its own) reads it.
+            torch.cuda.current_stream(array.device).synchronize()
+        elif library == "cupy":
+            import cupy
+
+            ordinal = array.device.id
+            with cupy.cuda.Device(ordinal):
+                out = cupy.empty_like(array, order="C")
+                cupy.cuda.get_current_stream().synchronize()
+        else:
+            raise TypeError(
+                f"device arrays of {library} are not supported: pass a CuPy array or a torch.Tensor "
+                "(or wrap yours with cupy.asarray / torch.as_tensor)"
+            )
+        height, width = shape[-2], shape[-1]
+        count = math.prod(shape[:-2]) if len(shape) > 2 else 1
+        if count == 0 or height == 0 or width == 0:
+            return out
+        plane_bytes = height * width * itemsize
+        target = out.data_ptr() if library == "torch" else int(out.__cuda_array_interface__["data"][0])
+        planes = [(source + i * plane_bytes, target + i * plane_bytes) for i in range(count)]
+        self._native.filter_device(planes, ordinal, height, width, itemsize, depth, width * itemsize)
+        return out
+
+
+class VideoFrame(NamedTuple):
+    """One decoded and filtered frame.
+
+    ``planes``: the planes in the decoder's layout (Y, U, V for YUV; one H x W x 3 array for
+    packed RGB), ``uint8`` or ``uint16`` (LSB-aligned samples); NumPy arrays, or tensors with
+    ``as_="torch"``/``"cupy"``. ``pts``: the presentation timestamp in ``time_base`` units
+    (the input's own timestamps: ``ffprobe -show_frames``'s ``pts``), ``time``: it in
+    seconds (``pts_time``); ``index``: the position in decode order, from 0.
+    """
+
+    planes: List[Any]
+    pts: Optional[int]
+    time: Optional[float]
+    time_base: Fraction
+    index: int
+    format: str
+
+    @property
+    def luma(self) -> Any:
+        """The first plane (Y, or the packed RGB picture)."""
+        return self.planes[0]
+
+
+class VideoReader:
+    """The iterator :func:`read` returns: yields :class:`VideoFrame` objects; also a context
+    manager (``with convstream.read(...) as frames:``) that stops decoding on exit."""
+
+    def __init__(self, native: NativeReader, as_: str, tensor_device: Optional[str]) -> None:
+        self._native = native
+        self._as = as_
+        self._tensor_device = tensor_device
+        width, height, pixel_format, time_base, frame_rate, bits, engine = native.info
+        self.width: int = width
+        self.height: int = height
+        self.format: str = pixel_format
+        self.time_base = Fraction(*time_base)
+        self.frame_rate = Fraction(*frame_rate) if frame_rate[1] else Fraction(0)
+        self.bits: int = bits
+        self.engine: str = engine
+
+    def __iter__(self) -> "VideoReader":
+        return self
+
+    def __next__(self) -> VideoFrame:
+        if self._as == "numpy":
+            item = self._native.next_frame()
+            if item is None:
+                raise StopIteration
+            pts, index, raw_planes = item
+            planes = [self._host_array(*raw) for raw in raw_planes]
+        else:
+            item = self._native.next_frame_on_device(self._allocate)
+            if item is None:
+                raise StopIteration
+            pts, index, arrays, raw_planes = item
+            planes = arrays if arrays is not None else [self._convert(self._host_array(*raw)) for raw in raw_planes]
+        time = None if pts is None else float(pts * self.time_base)
+        return VideoFrame(planes, pts, time, self.time_base, index, self.format)
+
+    @staticmethod
+    def _host_array(data: bytearray, height: int, width: int, channels: int, itemsize: int) -> np.ndarray:
+        dtype = np.uint8 if itemsize == 1 else np.dtype("<u2")
+        array = np.frombuffer(data, dtype=dtype)
+        return array.reshape((height, width, channels) if channels > 1 else (height, width))
+
+    def _allocate(self, shapes: List[Tuple[int, int, int, int]], ordinal: int) -> List[Tuple[Any, int]]:
+        """Arrays of the caller's library on GPU ``ordinal`` for a frame the engine filters on
+        the GPU (NVDEC's pictures), with their device addresses."""
+        arrays = []
+        for height, width, channels, itemsize in shapes:
+            shape = (height, width, channels) if channels > 1 else (height, width)
+            if self._as == "torch":
+                import torch
+
+                dtype = torch.uint8 if itemsize == 1 else getattr(torch, "uint16", torch.int16)
+                array = torch.empty(shape, dtype=dtype, device=f"cuda:{ordinal}")
+                address = array.data_ptr()
+            else:
+                import cupy
+
+                with cupy.cuda.Device(ordinal):
+                    array = cupy.empty(shape, dtype=cupy.uint8 if itemsize == 1 else cupy.uint16)
+                address = array.data.ptr
+            arrays.append((array, address))
+        return arrays
+
+    def _convert(self, array: np.ndarray) -> Any:
+        if self._as == "numpy":
+            return array
+        if self._as == "torch":
+            import torch
+
+            try:
+                tensor = torch.from_numpy(array)
+            except TypeError:
+                # A torch without uint16 tensors: int32 holds every 16-bit sample.
+                tensor = torch.from_numpy(array.astype(np.int32))
+            return tensor.to(self._tensor_device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        import cupy
+
+        device = self._tensor_device or "cuda"
+        ordinal = int(device.split(":")[1]) if ":" in device else cupy.cuda.runtime.getDevice()
+        with cupy.cuda.Device(ordinal):
+            return cupy.asarray(array)
+
+    def close(self) -> None:
+        """Stops decoding and lets the input go."""
+        self._native.close()
+
+    def __enter__(self) -> "VideoReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def read(
+    path: str,
+    mask: str = "identity",
+    *,
+    border: Optional[str] = None,
+    planes: Optional[str] = None,
+    plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
+    device: str = "auto",
+    as_: str = "numpy",
+    tensor_device: Optional[str] = None,
+    decoder: Optional[str] = None,
+    start: Optional[float] = None,
+    duration: Optional[float] = None,
+    frames: Optional[int] = None,
+    depth: Optional[int] = None,
+    input_format: Optional[str] = None,
+    config: Optional[str] = None,
+    copyts: bool = True,
+) -> VideoReader:
+    """Decodes ``path`` (a file or URL FFmpeg opens) and yields its frames filtered with
+    ``mask``, in order, as :class:`VideoFrame` objects::
+
+        for frame in convstream.read("in.mp4", mask="gaussian:size=5", device="cuda"):
+            y = frame.planes[0]          # numpy.ndarray, H x W
+            print(frame.pts, frame.time)
+
+    The arguments are ``convstream run``'s flags: ``border``, ``planes`` (``all``,
+    ``luma``, ``chroma``), ``plane_masks`` (``{"y": "edge", "uv": "neutral"}``), ``device``,
+    ``decoder`` (``auto``, ``software``, ``nvdec`` or an FFmpeg decoder), ``start``,
+    ``duration``, ``frames``, ``depth``, ``input_format``, ``config``. Timestamps are the
+    input's own (``copyts=True``, as ``ffprobe`` shows them); ``copyts=False`` starts them at
+    0 as ``convstream run`` writes them.
+
+    ``as_``: ``"numpy"`` (default), ``"torch"`` or ``"cupy"``: planes as tensors. With
+    NVDEC (``decoder="nvdec"``, or ``auto`` where NVDEC takes the stream) and the CUDA engine,
+    pictures never leave the GPU: the engine filters them into tensors on its GPU, device to
+    device (NV12/P010/P016 planes: Y, then interleaved UV as H/2 x W/2 x 2; P010 keeps its
+    samples in the high bits). Otherwise frames come from the engine in host memory and are
+    copied to ``tensor_device`` (default: ``cuda`` when available) once.
+    """
+    if as_ not in ("numpy", "torch", "cupy"):
+        raise ValueError(f"as_: invalid value {as_!r} [possible values: numpy, torch, cupy]")
+    native = NativeReader(
+        str(path),
+        mask,
+        border=border,
+        planes=planes,
+        plane_masks=_plane_masks(plane_masks),
+        device=device,
+        decoder=decoder,
+        start=start,
+        duration=duration,
+        frames=frames,
+        depth=depth,
+        input_format=input_format,
+        config=config,
+        copyts=copyts,
+    )
+    return VideoReader(native, as_, tensor_device)
+
+
+def run(
+    input: str,
+    output: str,
+    mask: str = "identity",
+    *,
+    border: Optional[str] = None,
+    planes: Optional[str] = None,
+    plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
+    device: Optional[str] = None,
+    config: Optional[str] = None,
+    codec: Optional[str] = None,
+    lossless: bool = False,
+    overwrite: bool = False,
+    encoder_options: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
+    no_audio: bool = False,
+    start: Optional[float] = None,
+    duration: Optional[float] = None,
+    frames: Optional[int] = None,
+    depth: Optional[int] = None,
+    decoder: Optional[str] = None,
+    input_format: Optional[str] = None,
+    output_format: Optional[str] = None,
+    streams: Optional[int] = None,
+    frames_per_stream: Optional[int] = None,
+    copyts: bool = False,
+) -> dict:
+    """Filters ``input`` into ``output`` as ``convstream run -i INPUT -o OUTPUT --mask MASK``
+    does, with its flags as keyword arguments (``overwrite`` is ``-y``; ``encoder_options``
+    are ``--encoder-opt KEY=VALUE``), and returns the run's report (the fields of
+    ``--report`` JSON: frames in and out, engine, seconds...). The output is written whole
+    when this returns; the GIL is released meanwhile."""
+    return _run(
+        str(input),
+        str(output),
+        mask,
+        border=border,
+        planes=planes,
+        plane_masks=_plane_masks(plane_masks),
+        device=device,
+        config=config,
+        codec=codec,
+        lossless=lossless,
+        overwrite=overwrite,
+        encoder_options=_plane_masks(encoder_options),
+        no_audio=no_audio,
+        start=start,
+        duration=duration,
+        frames=frames,
+        depth=depth,
+        decoder=decoder,
+        input_format=input_format,
+        output_format=output_format,
+        streams=streams,
+        frames_per_stream=frames_per_stream,
+        copyts=copyts,
+    )

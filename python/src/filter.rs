@@ -1,0 +1,462 @@
+//! `convstream.Filter`'s native half: a filter (mask, border) and the engine that applies it to
+//! planes the Python side hands over by address: host memory (NumPy) or GPU memory (CuPy,
+//! PyTorch), each plane a 2D array of 8-bit samples or of 16-bit words holding `bit_depth`
+//! bits. The Python side checks the arrays (dtype, contiguity, device) and keeps them alive
+//! for the call; here the GIL is released while the planes are filtered.
+
+use std::sync::{Arc, Mutex};
+
+use convstream_core::engine::{CpuEngine, DeviceChoice, Engine, EngineError, EngineOptions};
+use convstream_core::filter::{FilterSpec, PlaneSelection};
+use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
+use convstream_core::frame::{Frame, Plane};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::settings::Request;
+use crate::GpuUnavailableError;
+
+/// One plane's place in memory: `rows` rows `row_pitch` bytes apart, samples `sample_pitch`
+/// bytes apart within a row (the channel count times the sample size, for a channel of an
+/// interleaved H x W x C array).
+#[derive(Debug, Clone, Copy)]
+struct PlaneAt {
+    address: usize,
+    row_pitch: usize,
+    sample_pitch: usize,
+}
+
+/// The engine a filter runs on, made for one plane geometry at a time.
+enum Held {
+    Cpu,
+    #[cfg(feature = "cuda")]
+    Cuda {
+        engine: Box<convstream_core::engine::cuda::CudaEngine>,
+        ordinal: usize,
+        shape: (usize, usize, u8),
+    },
+}
+
+#[pyclass(module = "convstream._convstream", name = "NativeFilter")]
+pub struct NativeFilter {
+    filter: FilterSpec,
+    device: DeviceChoice,
+    streams: usize,
+    frames_per_stream: usize,
+    description: String,
+    engine: Mutex<Option<Held>>,
+}
+
+/// A frame of one gray plane at `bits` bits.
+fn gray(bits: u8) -> Result<PixelFormat, PyErr> {
+    PixelFormat::new(PixelLayout::Gray, bits).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "bit_depth: {bits} is not a depth; gray samples have {} bits",
+            PixelLayout::Gray
+                .depths()
+                .iter()
+                .map(u8::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+pub(crate) fn engine_error(error: EngineError) -> PyErr {
+    match error {
+        EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda => GpuUnavailableError::new_err(error.to_string()),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+#[pymethods]
+impl NativeFilter {
+    #[new]
+    #[pyo3(signature = (mask, border=None, plane_masks=Vec::new(), device=None, streams=None, frames_per_stream=None, config=None))]
+    fn new(
+        mask: String,
+        border: Option<String>,
+        plane_masks: Vec<(String, String)>,
+        device: Option<String>,
+        streams: Option<usize>,
+        frames_per_stream: Option<usize>,
+        config: Option<String>,
+    ) -> PyResult<NativeFilter> {
+        let request = Request {
+            input: "python".into(),
+            output: "null".into(),
+            mask,
+            border,
+            planes: Some("all".into()),
+            plane_masks,
+            device,
+            config,
+            overrides: convstream_media::config::Overrides {
+                streams,
+                frames_per_stream,
+                ..Default::default()
+            },
+        };
+        let settings = request.resolve()?;
+        let description = settings.filter.description();
+        Ok(NativeFilter {
+            filter: FilterSpec {
+                planes: PlaneSelection::All,
+                ..settings.filter
+            },
+            device: settings.device,
+            streams: settings.streams,
+            frames_per_stream: settings.frames_per_stream,
+            description,
+            engine: Mutex::new(None),
+        })
+    }
+
+    /// The mask in words (`gaussian:size=13,sigma=3`).
+    #[getter]
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    /// The border mode's name (`reflect`).
+    #[getter]
+    fn border(&self) -> String {
+        self.filter.border.name().to_string()
+    }
+
+    /// The mask's width and height.
+    #[getter]
+    fn mask_size(&self) -> (usize, usize) {
+        (self.filter.mask.width(), self.filter.mask.height())
+    }
+
+    /// `cpu`, `cuda`, `cuda:N` or `auto`, as asked.
+    #[getter]
+    fn device(&self) -> String {
+        match self.device {
+            DeviceChoice::Auto => "auto".into(),
+            DeviceChoice::Cpu => "cpu".into(),
+            DeviceChoice::AnyCuda => "cuda".into(),
+            DeviceChoice::Cuda(n) => format!("cuda:{n}"),
+        }
+    }
+
+    /// Where the filter ran last (`cpu`, `cuda:0 (NVIDIA H100 ...)`); `None` before its first call.
+    fn engine_name(&self) -> PyResult<Option<String>> {
+        let held = self.lock()?;
+        Ok(held.as_ref().map(|held| match held {
+            Held::Cpu => "cpu".to_string(),
+            #[cfg(feature = "cuda")]
+            Held::Cuda { engine, .. } => engine.name(),
+        }))
+    }
+
+    /// Bytes the CUDA engine moved over PCIe so far, `(to_gpu, from_gpu, frames)`; `None` when
+    /// no CUDA engine ran.
+    fn pcie_bytes(&self) -> PyResult<Option<(u64, u64, u64)>> {
+        let held = self.lock()?;
+        Ok(match held.as_ref() {
+            #[cfg(feature = "cuda")]
+            Some(Held::Cuda { engine, .. }) => {
+                let bytes = engine.pcie_bytes();
+                Some((bytes.to_gpu, bytes.from_gpu, bytes.frames))
+            }
+            _ => None,
+        })
+    }
+
+    /// Filters planes in host memory: `planes` lists `(source, destination)` addresses of
+    /// `height x width` planes with the given row and sample pitches (bytes), `itemsize` 1 or
+    /// 2. The caller keeps both buffers alive and untouched for the call.
+    #[allow(clippy::too_many_arguments)]
+    fn filter_host(
+        &self,
+        py: Python<'_>,
+        planes: Vec<(usize, usize)>,
+        height: usize,
+        width: usize,
+        itemsize: usize,
+        bit_depth: u8,
+        row_pitch: usize,
+        sample_pitch: usize,
+    ) -> PyResult<()> {
+        let format = gray(bit_depth)?;
+        if itemsize != format.sample_depth().bytes() {
+            return Err(PyValueError::new_err(format!(
+                "bit_depth={bit_depth} takes {} samples",
+                if format.sample_depth().bytes() == 1 {
+                    "uint8"
+                } else {
+                    "uint16"
+                }
+            )));
+        }
+        let at = |address| PlaneAt {
+            address,
+            row_pitch,
+            sample_pitch,
+        };
+        let planes: Vec<(PlaneAt, PlaneAt)> = planes.into_iter().map(|(from, to)| (at(from), at(to))).collect();
+        py.detach(|| self.run_host(&planes, format, width, height))
+    }
+
+    /// Filters planes in GPU memory on device `ordinal`, device to device: `planes` lists
+    /// `(source, destination)` device addresses of `height x width` planes whose rows are
+    /// `row_pitch` bytes apart. The caller's stream has finished writing the sources (the
+    /// Python side synchronises it), and the results are written when this returns.
+    #[allow(clippy::too_many_arguments)]
+    fn filter_device(
+        &self,
+        py: Python<'_>,
+        planes: Vec<(usize, usize)>,
+        ordinal: usize,
+        height: usize,
+        width: usize,
+        itemsize: usize,
+        bit_depth: u8,
+        row_pitch: usize,
+    ) -> PyResult<()> {
+        let format = gray(bit_depth)?;
+        if itemsize != format.sample_depth().bytes() {
+            return Err(PyValueError::new_err(format!(
+                "bit_depth={bit_depth} takes {} samples",
+                if format.sample_depth().bytes() == 1 {
+                    "uint8"
+                } else {
+                    "uint16"
+                }
+            )));
+        }
+        match self.device {
+            DeviceChoice::Cpu => {
+                return Err(PyValueError::new_err(format!(
+                    "the array is on cuda:{ordinal} but this filter runs on the CPU (device=\"cpu\"); \
+                     make it with device=\"cuda\" (or \"auto\"), or pass a host array (.get() / .cpu().numpy())"
+                )))
+            }
+            DeviceChoice::Cuda(n) if n != ordinal => {
+                return Err(PyValueError::new_err(format!(
+                    "the array is on cuda:{ordinal} but this filter runs on cuda:{n}; \
+                     move the array there or make the filter with device=\"cuda:{ordinal}\""
+                )))
+            }
+            _ => {}
+        }
+        py.detach(|| self.run_device(&planes, ordinal, format, width, height, row_pitch))
+    }
+}
+
+impl NativeFilter {
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Option<Held>>> {
+        self.engine
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("a previous call of this filter panicked"))
+    }
+
+    /// The engine options for planes of this geometry.
+    fn options(&self, device: DeviceChoice, format: PixelFormat, width: usize, height: usize) -> EngineOptions {
+        EngineOptions {
+            shape: Some(convstream_core::engine::FrameShape { format, width, height }),
+            frames_per_stream: self.frames_per_stream,
+            ..EngineOptions::new(device, self.streams, "python")
+        }
+    }
+
+    /// The engine for host planes of this geometry, made (or remade) as needed: the CPU
+    /// engine, or CUDA on the GPU asked for (`cuda`: device 0); `auto` falls back to the CPU
+    /// when no GPU is usable, as `convstream run` does.
+    fn host_engine(&self, held: &mut Option<Held>, format: PixelFormat, width: usize, height: usize) -> PyResult<()> {
+        let ordinal = match self.device {
+            DeviceChoice::Cpu => {
+                *held = Some(Held::Cpu);
+                return Ok(());
+            }
+            DeviceChoice::Cuda(n) => n,
+            DeviceChoice::AnyCuda | DeviceChoice::Auto => 0,
+        };
+        match self.cuda_engine(held, ordinal, format, width, height) {
+            Err(EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda) if self.device == DeviceChoice::Auto => {
+                *held = Some(Held::Cpu);
+                Ok(())
+            }
+            other => other.map_err(engine_error),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_engine(
+        &self,
+        held: &mut Option<Held>,
+        ordinal: usize,
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+    ) -> Result<(), EngineError> {
+        let shape = (width, height, format.bits());
+        if let Some(Held::Cuda {
+            ordinal: o, shape: s, ..
+        }) = held
+        {
+            if *o == ordinal && *s == shape {
+                return Ok(());
+            }
+        }
+        let options = self.options(DeviceChoice::Cuda(ordinal), format, width, height);
+        let engine = convstream_core::engine::cuda::CudaEngine::new(self.filter.clone(), &options, ordinal)?;
+        *held = Some(Held::Cuda {
+            engine: Box::new(engine),
+            ordinal,
+            shape,
+        });
+        Ok(())
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn cuda_engine(
+        &self,
+        _: &mut Option<Held>,
+        _: usize,
+        _: PixelFormat,
+        _: usize,
+        _: usize,
+    ) -> Result<(), EngineError> {
+        Err(EngineError::NotCompiledWithCuda)
+    }
+
+    fn run_host(
+        &self,
+        planes: &[(PlaneAt, PlaneAt)],
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+    ) -> PyResult<()> {
+        let mut held = self.lock()?;
+        self.host_engine(&mut held, format, width, height)?;
+        let shape = format.plane_shapes(width, height)[0];
+        let frames: Vec<Frame> = planes
+            .iter()
+            .enumerate()
+            .map(|(index, (from, _))| {
+                let mut frame = Frame::of_planes(format, width, height, vec![gather(*from, shape)]);
+                frame.index = index as u64;
+                frame
+            })
+            .collect();
+        let filtered: Vec<Frame> = match held.as_mut() {
+            Some(Held::Cpu) | None => frames
+                .iter()
+                .map(|frame| CpuEngine::filter_frame(&self.filter, frame))
+                .collect(),
+            #[cfg(feature = "cuda")]
+            Some(Held::Cuda { engine, .. }) => through(engine.as_mut(), frames)?,
+        };
+        for (frame, (_, to)) in filtered.iter().zip(planes) {
+            scatter(&frame.planes[0], *to);
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "cuda")]
+    fn run_device(
+        &self,
+        planes: &[(usize, usize)],
+        ordinal: usize,
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+        row_pitch: usize,
+    ) -> PyResult<()> {
+        use convstream_core::frame::{DevicePicture, DevicePlane};
+        let mut held = self.lock()?;
+        self.cuda_engine(&mut held, ordinal, format, width, height)
+            .map_err(engine_error)?;
+        let Some(Held::Cuda { engine, .. }) = held.as_mut() else {
+            return Err(PyRuntimeError::new_err("the CUDA engine was not made"));
+        };
+        let frames: Vec<Frame> = planes
+            .iter()
+            .enumerate()
+            .map(|(index, &(from, to))| {
+                // The host plane stays unwritten (and its pages untouched): the picture and
+                // its output are on the GPU.
+                let mut frame = Frame::new(format, width, height);
+                frame.index = index as u64;
+                let at = |address: usize| DevicePlane {
+                    address: address as u64,
+                    pitch: row_pitch,
+                };
+                // The caller's arrays outlive the call, which returns only once every frame
+                // is back: nothing needs keeping here.
+                let picture = DevicePicture::new(ordinal, vec![at(from)], Box::new(())).with_output(vec![at(to)]);
+                frame.device = Some(Arc::new(picture));
+                frame
+            })
+            .collect();
+        through(engine.as_mut(), frames).map(|_| ())
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn run_device(&self, _: &[(usize, usize)], _: usize, _: PixelFormat, _: usize, _: usize, _: usize) -> PyResult<()> {
+        Err(engine_error(EngineError::NotCompiledWithCuda))
+    }
+}
+
+/// Runs `frames` through `engine`, keeping it full, and returns them filtered, in order.
+fn through(engine: &mut dyn Engine, frames: Vec<Frame>) -> PyResult<Vec<Frame>> {
+    let mut filtered = Vec::with_capacity(frames.len());
+    for frame in frames {
+        while engine.in_flight() >= engine.capacity() {
+            filtered.extend(engine.receive().map_err(engine_error)?);
+        }
+        engine.submit(frame).map_err(engine_error)?;
+    }
+    while let Some(frame) = engine.receive().map_err(engine_error)? {
+        filtered.push(frame);
+    }
+    Ok(filtered)
+}
+
+/// A tightly packed plane of `shape` read from `at`.
+fn gather(at: PlaneAt, shape: PlaneShape) -> Plane {
+    let bytes = shape.depth.bytes();
+    let mut plane = Plane::new(shape);
+    for y in 0..shape.height {
+        let row = plane.row_mut(y);
+        let start = at.address + y * at.row_pitch;
+        if at.sample_pitch == bytes {
+            // SAFETY: the caller's buffer holds `height` rows of `width` samples at these
+            // pitches (checked on the Python side) and outlives the call.
+            let source = unsafe { std::slice::from_raw_parts(start as *const u8, row.len()) };
+            row.copy_from_slice(source);
+        } else {
+            for (x, sample) in row.chunks_exact_mut(bytes).enumerate() {
+                // SAFETY: as above; sample `x` of row `y` lies at this offset.
+                let source = unsafe { std::slice::from_raw_parts((start + x * at.sample_pitch) as *const u8, bytes) };
+                sample.copy_from_slice(source);
+            }
+        }
+    }
+    plane
+}
+
+/// Writes `plane`'s pixels to `at`.
+fn scatter(plane: &Plane, at: PlaneAt) {
+    let bytes = plane.depth.bytes();
+    for y in 0..plane.height {
+        let row = plane.row(y);
+        let start = at.address + y * at.row_pitch;
+        if at.sample_pitch == bytes {
+            // SAFETY: the caller's destination holds `height` rows of `width` samples at these
+            // pitches, is writable (checked on the Python side), and no one else touches it
+            // during the call.
+            let target = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, row.len()) };
+            target.copy_from_slice(row);
+        } else {
+            for (x, sample) in row.chunks_exact(bytes).enumerate() {
+                // SAFETY: as above; sample `x` of row `y` lies at this offset.
+                let target = unsafe { std::slice::from_raw_parts_mut((start + x * at.sample_pitch) as *mut u8, bytes) };
+                target.copy_from_slice(sample);
+            }
+        }
+    }
+}

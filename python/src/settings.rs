@@ -1,0 +1,124 @@
+//! What the Python functions take (mask SPEC, border, planes, device and the `run` options),
+//! resolved exactly as `convstream run` resolves its flags: the same presets, the same
+//! validation and the same messages, each problem named by the keyword argument that has it.
+
+use std::path::Path;
+
+use clap::ValueEnum;
+use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
+use pyo3::exceptions::PyValueError;
+use pyo3::PyErr;
+
+/// The Python keyword arguments a pipeline is made of, as text.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub input: String,
+    pub output: String,
+    pub mask: String,
+    pub border: Option<String>,
+    pub planes: Option<String>,
+    pub plane_masks: Vec<(String, String)>,
+    pub device: Option<String>,
+    /// A TOML file whose `[masks.NAME]` tables `mask` may name.
+    pub config: Option<String>,
+    /// Everything else `convstream run` takes (input and output options).
+    pub overrides: Overrides,
+}
+
+impl Request {
+    /// The one pipeline these arguments make, or a `ValueError` naming every problem.
+    pub fn resolve(&self) -> Result<PipelineSettings, PyErr> {
+        let mut problems = Vec::new();
+        let border = self
+            .border
+            .as_deref()
+            .and_then(|text| parse_border(text, &mut problems));
+        let planes = self
+            .planes
+            .as_deref()
+            .and_then(|text| parse_planes(text, &mut problems));
+        let (mut config, base_dir) = match &self.config {
+            Some(path) => {
+                let config = ConfigFile::load(Path::new(path)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+                (config, Path::new(path).parent().map(Path::to_path_buf))
+            }
+            None => (ConfigFile::default(), None),
+        };
+        let overrides = Overrides {
+            input: Some(self.input.clone()),
+            output: Some(self.output.clone()),
+            mask: Some(self.mask.clone()),
+            planes,
+            plane_masks: self.plane_masks.clone(),
+            border,
+            device: self.device.clone(),
+            ..self.overrides.clone()
+        };
+        let resolved = overrides.standalone().and_then(|file| {
+            config.pipelines = file.pipelines;
+            config.validate(base_dir.as_deref())
+        });
+        match resolved {
+            Ok(mut settings) if problems.is_empty() => {
+                return settings
+                    .pipelines
+                    .pop()
+                    .ok_or_else(|| PyValueError::new_err("the arguments made no pipeline"))
+            }
+            Ok(_) => {}
+            Err(ConfigError::Invalid(found)) | Err(ConfigError::InvalidFile { problems: found, .. }) => {
+                problems.extend(found.iter().map(|p| as_argument_problem(p)))
+            }
+            Err(other) => problems.push(other.to_string()),
+        }
+        Err(PyValueError::new_err(problems.join("; ")))
+    }
+}
+
+/// A border mode by its name or an alias (`reflect_101`, `replicate`...), as `--border` takes it.
+pub fn parse_border(text: &str, problems: &mut Vec<String>) -> Option<BorderMode> {
+    let found = BorderMode::from_str(text, true).ok();
+    if found.is_none() {
+        let names: Vec<&str> = BorderMode::ALL.iter().map(|b| b.name()).collect();
+        let aliases: Vec<&str> = BorderMode::ALL
+            .iter()
+            .flat_map(|b| b.aliases().iter().copied())
+            .collect();
+        problems.push(format!(
+            "border: invalid value '{text}' [possible values: {}; aliases: {}]",
+            names.join(", "),
+            aliases.join(", ")
+        ));
+    }
+    found
+}
+
+/// `all`, `luma` or `chroma`, as `--planes` takes it.
+pub fn parse_planes(text: &str, problems: &mut Vec<String>) -> Option<PlaneSelection> {
+    let found = PlaneSelection::from_str(text, true).ok();
+    if found.is_none() {
+        problems.push(format!(
+            "planes: invalid value '{text}' [possible values: all, luma, chroma]"
+        ));
+    }
+    found
+}
+
+/// A problem the configuration check found, named by the keyword argument that has it:
+/// `pipeline "main": filter.mask: size: 4 is even` reads `mask: size: 4 is even`, the part
+/// after the name being the CLI's message word for word.
+fn as_argument_problem(problem: &str) -> String {
+    let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
+    match problem.split_once(": ") {
+        Some((path, rest)) if !path.contains(' ') => {
+            let field = path
+                .strip_prefix("filter.")
+                .or_else(|| path.strip_prefix("source."))
+                .or_else(|| path.strip_prefix("sink."))
+                .unwrap_or(path);
+            format!("{field}: {rest}")
+        }
+        _ => problem.to_string(),
+    }
+}

@@ -1,0 +1,518 @@
+//! Video from Python: `convstream.read` (decoded and filtered frames, one by one, with their
+//! timestamps) and `convstream.run` (a whole pipeline, as `convstream run` runs it). Both
+//! resolve their arguments as the CLI resolves its flags ([`crate::settings`]); `read`
+//! decodes on a thread of its own through the media crate's source, and filters on the
+//! engine the pipeline would use.
+//!
+//! One file at some length (about 510 lines): `read` and `run` share the arguments, the
+//! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
+//! are one loop around one engine.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream_core::frame::Frame;
+use convstream_media::config::Overrides;
+use convstream_media::media::PassthroughPacket;
+use convstream_media::pipeline::{run_pipeline, OutputPolicy, RunOptions};
+use convstream_media::source::{Source, SourceError};
+use convstream_media::stats::Counters;
+use crossbeam_channel::{bounded, Receiver};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyDict};
+
+use crate::filter::engine_error;
+use crate::settings::Request;
+
+/// `(width, height, format, time_base, frame_rate, bits, engine)` of a video's frames.
+type StreamInfo = (usize, usize, String, (i32, i32), (i32, i32), u8, String);
+
+/// Frames decoded ahead of the one being filtered.
+const DECODED_AHEAD: usize = 4;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeReader>()?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}
+
+/// The options `read` and `run` share with `convstream run`, by keyword.
+#[allow(clippy::too_many_arguments)]
+fn request(
+    input: String,
+    output: String,
+    mask: String,
+    border: Option<String>,
+    planes: Option<String>,
+    plane_masks: Vec<(String, String)>,
+    device: Option<String>,
+    config: Option<String>,
+    overrides: Overrides,
+) -> Request {
+    Request {
+        input,
+        output,
+        mask,
+        border,
+        planes,
+        plane_masks,
+        device,
+        config,
+        overrides,
+    }
+}
+
+/// The filtered frames of a video, in order; see `convstream.read`.
+#[pyclass(module = "convstream._convstream", name = "NativeReader")]
+pub struct NativeReader {
+    state: Mutex<ReaderState>,
+    stop: Arc<AtomicBool>,
+    info: StreamInfo,
+}
+
+struct ReaderState {
+    engine: Box<dyn Engine>,
+    decoded: Option<Receiver<Frame>>,
+    source: Option<JoinHandle<Result<(), SourceError>>>,
+}
+
+#[pymethods]
+impl NativeReader {
+    #[new]
+    #[pyo3(signature = (input, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, decoder=None, start=None, duration=None, frames=None, depth=None, input_format=None, config=None, copyts=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        input: String,
+        mask: String,
+        border: Option<String>,
+        planes: Option<String>,
+        plane_masks: Vec<(String, String)>,
+        device: Option<String>,
+        decoder: Option<String>,
+        start: Option<f64>,
+        duration: Option<f64>,
+        frames: Option<u64>,
+        depth: Option<u8>,
+        input_format: Option<String>,
+        config: Option<String>,
+        copyts: bool,
+    ) -> PyResult<NativeReader> {
+        let overrides = Overrides {
+            decoder,
+            start,
+            duration,
+            frames,
+            depth,
+            input_format,
+            no_audio: true,
+            copyts,
+            ..Overrides::default()
+        };
+        let settings = request(
+            input,
+            "null".into(),
+            mask,
+            border,
+            planes,
+            plane_masks,
+            device,
+            config,
+            overrides,
+        )
+        .resolve()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = py.detach(|| open(&settings, &stop))?;
+        Ok(NativeReader {
+            info: started.info,
+            state: Mutex::new(ReaderState {
+                engine: started.engine,
+                decoded: Some(started.decoded),
+                source: Some(started.source),
+            }),
+            stop,
+        })
+    }
+
+    /// `(width, height, format, time_base, frame_rate, bits, engine)` of the frames to come.
+    #[getter]
+    fn info(&self) -> StreamInfo {
+        self.info.clone()
+    }
+
+    /// The next filtered frame as `(pts, index, [(plane bytes, height, width, channels,
+    /// bytes per sample)...])`, or `None` at the end of the input.
+    #[allow(clippy::type_complexity)]
+    fn next_frame<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<
+        Option<(
+            Option<i64>,
+            u64,
+            Vec<(Bound<'py, PyByteArray>, usize, usize, usize, usize)>,
+        )>,
+    > {
+        let frame = py.detach(|| self.next_filtered())?;
+        Ok(frame.map(|frame| (frame.pts, frame.index, host_planes(py, &frame))))
+    }
+
+    /// The next filtered frame left on the GPU, for `as_="torch"`/`"cupy"`: when the decoder
+    /// (NVDEC) left the picture in the CUDA engine's GPU memory, `allocate(shapes, ordinal)`
+    /// is called with each plane's `(height, width, channels, bytes per sample)` and returns
+    /// `(array, device address)` per plane, arrays of the caller's library on that GPU; the
+    /// engine filters the picture into them device to device, and they come back as
+    /// `(pts, index, arrays, None)`. Any other frame comes back through host memory as
+    /// `(pts, index, None, planes)` with planes as [`NativeReader::next_frame`] gives them.
+    #[allow(clippy::type_complexity)]
+    fn next_frame_on_device<'py>(
+        &self,
+        py: Python<'py>,
+        allocate: Bound<'py, PyAny>,
+    ) -> PyResult<
+        Option<(
+            Option<i64>,
+            u64,
+            Option<Vec<Bound<'py, PyAny>>>,
+            Option<Vec<HostPlane<'py>>>,
+        )>,
+    > {
+        let mut state = self.lock()?;
+        let on_gpu = state.engine.device_pictures_on().map(|context| context.ordinal);
+        let (Some(ordinal), Some(decoded), 0) = (on_gpu, state.decoded.clone(), state.engine.in_flight()) else {
+            drop(state);
+            let frame = py.detach(|| self.next_filtered())?;
+            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
+        };
+        let Some(mut frame) = py.detach(|| decoded.recv().ok()) else {
+            drop(state);
+            let frame = py.detach(|| self.next_filtered())?;
+            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
+        };
+        // The source made the picture in the engine's context (`with_device_pictures`), and
+        // holds no other reference to it.
+        let picture = frame
+            .device
+            .take()
+            .map(|picture| Arc::try_unwrap(picture).map_err(Some));
+        let mut arrays = None;
+        frame.device = match picture {
+            Some(Ok(picture)) => {
+                let shapes: Vec<(usize, usize, usize, usize)> = frame
+                    .planes
+                    .iter()
+                    .map(|p| (p.height, p.width, p.channels, p.depth.bytes()))
+                    .collect();
+                let allocated: Vec<(Bound<'py, PyAny>, u64)> = allocate.call1((shapes, ordinal))?.extract()?;
+                if allocated.len() != frame.planes.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "allocate gave {} arrays for {} planes",
+                        allocated.len(),
+                        frame.planes.len()
+                    )));
+                }
+                let output = allocated
+                    .iter()
+                    .zip(&frame.planes)
+                    .map(|((_, address), plane)| convstream_core::frame::DevicePlane {
+                        address: *address,
+                        pitch: plane.row_bytes(),
+                    })
+                    .collect();
+                arrays = Some(allocated.into_iter().map(|(array, _)| array).collect::<Vec<_>>());
+                Some(Arc::new(picture.with_output(output)))
+            }
+            Some(Err(Some(shared))) => Some(shared),
+            Some(Err(None)) | None => None,
+        };
+        let engine = &mut state.engine;
+        let filtered = py.detach(move || -> PyResult<Option<Frame>> {
+            engine.submit(frame).map_err(engine_error)?;
+            engine.receive().map_err(engine_error)
+        })?;
+        drop(state);
+        Ok(filtered.map(|frame| match arrays {
+            Some(arrays) => (frame.pts, frame.index, Some(arrays), None),
+            None => {
+                let planes = host_planes(py, &frame);
+                (frame.pts, frame.index, None, Some(planes))
+            }
+        }))
+    }
+
+    /// Stops decoding and lets the input go; the iterator ends.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        py.detach(|| {
+            let mut state = self.lock()?;
+            state.decoded = None;
+            if let Some(source) = state.source.take() {
+                let _ = source.join();
+            }
+            Ok(())
+        })
+    }
+}
+
+impl NativeReader {
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, ReaderState>> {
+        self.state
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("a previous read of this video panicked"))
+    }
+
+    /// Keeps the engine full from the decoder and returns the oldest frame filtered; at
+    /// the end of the input, the source's error if it failed.
+    fn next_filtered(&self) -> PyResult<Option<Frame>> {
+        let mut state = self.lock()?;
+        let state = &mut *state;
+        loop {
+            if state.engine.in_flight() < state.engine.capacity() {
+                if let Some(decoded) = &state.decoded {
+                    // Waits for a frame only when nothing is in flight to return meanwhile.
+                    let next = if state.engine.in_flight() == 0 {
+                        decoded.recv().ok()
+                    } else {
+                        match decoded.recv_timeout(Duration::ZERO) {
+                            Ok(frame) => Some(frame),
+                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                                state.decoded = None;
+                                None
+                            }
+                        }
+                    };
+                    match next {
+                        Some(frame) => {
+                            state.engine.submit(frame).map_err(engine_error)?;
+                            continue;
+                        }
+                        None if state.engine.in_flight() == 0 => state.decoded = None,
+                        None => {}
+                    }
+                }
+            }
+            if let Some(frame) = state.engine.receive().map_err(engine_error)? {
+                return Ok(Some(frame));
+            }
+            // Nothing in flight and nothing more decoded: the end, or the source's failure.
+            if let Some(source) = state.source.take() {
+                match source.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(PyRuntimeError::new_err(e.to_string())),
+                    Err(_) => return Err(PyRuntimeError::new_err("the decoder thread panicked")),
+                }
+            }
+            return Ok(None);
+        }
+    }
+}
+
+impl Drop for NativeReader {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut state) = self.state.lock() {
+            state.decoded = None;
+            if let Some(source) = state.source.take() {
+                let _ = source.join();
+            }
+        }
+    }
+}
+
+/// A plane of a frame in host memory, for Python: its bytes (tightly packed rows), height,
+/// width, channels and bytes per sample.
+type HostPlane<'py> = (Bound<'py, PyByteArray>, usize, usize, usize, usize);
+
+/// `frame`'s host planes as Python sees them.
+fn host_planes<'py>(py: Python<'py>, frame: &Frame) -> Vec<HostPlane<'py>> {
+    frame
+        .planes
+        .iter()
+        .map(|plane| {
+            let row_bytes = plane.row_bytes();
+            let packed = if plane.stride == row_bytes {
+                PyByteArray::new(py, &plane.data[..row_bytes * plane.height])
+            } else {
+                let mut bytes = Vec::with_capacity(row_bytes * plane.height);
+                (0..plane.height).for_each(|y| bytes.extend_from_slice(plane.row(y)));
+                PyByteArray::new(py, &bytes)
+            };
+            (packed, plane.height, plane.width, plane.channels, plane.depth.bytes())
+        })
+        .collect()
+}
+
+struct Started {
+    engine: Box<dyn Engine>,
+    decoded: Receiver<Frame>,
+    source: JoinHandle<Result<(), SourceError>>,
+    info: StreamInfo,
+}
+
+/// Opens the input as the pipeline does (formats converted where the filter needs it),
+/// builds the engine and starts decoding.
+fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<AtomicBool>) -> PyResult<Started> {
+    let counters = Arc::new(Counters::default());
+    let probe = convstream_core::engine::nvdec_probe();
+    let source = Source::connect(&settings.source, stop, &counters, false, &probe).map_err(|e| {
+        if e.is_usage() {
+            PyValueError::new_err(e.to_string())
+        } else {
+            PyRuntimeError::new_err(e.to_string())
+        }
+    })?;
+    let source = match settings.source.depth {
+        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
+            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
+            None => source,
+        },
+        _ => source,
+    };
+    let source = match settings.filter.planar_format_for(source.info().format) {
+        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
+        None => source,
+    };
+    let info = source.info().clone();
+    let mut problems = settings.filter.problems_with(info.format);
+    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
+        problems.push(format!(
+            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
+            settings.filter.planes, info.url, info.format
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(PyValueError::new_err(problems.join("; ")));
+    }
+    let options = EngineOptions {
+        shape: Some(FrameShape {
+            format: info.format,
+            width: info.width,
+            height: info.height,
+        }),
+        frames_per_stream: settings.frames_per_stream,
+        tuning: settings.gpu,
+        ..EngineOptions::new(settings.device, settings.streams, "python")
+    };
+    let engine = build_engine(settings.filter.clone(), &options).map_err(engine_error)?;
+    // NVDEC's pictures (NV12, P010, P016) stay on the GPU when the engine takes them so, as in
+    // a pipeline: a frame then crosses PCIe once, or never with `as_="torch"`/`"cupy"`.
+    let source = source.with_device_pictures(
+        engine
+            .device_pictures_on()
+            .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+    );
+    let (decoded_tx, decoded_rx) = bounded::<Frame>(DECODED_AHEAD);
+    // No stream is copied: a closed packet queue makes the source skip those packets.
+    let (packets_tx, _) = bounded::<PassthroughPacket>(0);
+    let thread_stop = stop.clone();
+    let source = std::thread::Builder::new()
+        .name("python-source".into())
+        .spawn(move || source.run(&decoded_tx, &packets_tx, &thread_stop, &counters, None))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the decoder thread: {e}")))?;
+    Ok(Started {
+        info: (
+            info.width,
+            info.height,
+            info.format.to_string(),
+            (info.time_base.numerator(), info.time_base.denominator()),
+            (info.frame_rate.numerator(), info.frame_rate.denominator()),
+            info.format.bits(),
+            engine.name(),
+        ),
+        engine,
+        decoded: decoded_rx,
+        source,
+    })
+}
+
+/// Runs one pipeline as `convstream run` does and returns its report (a dict, the fields
+/// of `--report` JSON); see `convstream.run`.
+#[pyfunction]
+#[pyo3(signature = (input, output, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, config=None, codec=None, lossless=false, overwrite=false, encoder_options=Vec::new(), no_audio=false, start=None, duration=None, frames=None, depth=None, decoder=None, input_format=None, output_format=None, streams=None, frames_per_stream=None, copyts=false))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    input: String,
+    output: String,
+    mask: String,
+    border: Option<String>,
+    planes: Option<String>,
+    plane_masks: Vec<(String, String)>,
+    device: Option<String>,
+    config: Option<String>,
+    codec: Option<String>,
+    lossless: bool,
+    overwrite: bool,
+    encoder_options: Vec<(String, String)>,
+    no_audio: bool,
+    start: Option<f64>,
+    duration: Option<f64>,
+    frames: Option<u64>,
+    depth: Option<u8>,
+    decoder: Option<String>,
+    input_format: Option<String>,
+    output_format: Option<String>,
+    streams: Option<usize>,
+    frames_per_stream: Option<usize>,
+    copyts: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let overrides = Overrides {
+        codec,
+        lossless,
+        overwrite,
+        encoder_options,
+        no_audio,
+        start,
+        duration,
+        frames,
+        depth,
+        decoder,
+        input_format,
+        output_format,
+        streams,
+        frames_per_stream,
+        copyts,
+        ..Overrides::default()
+    };
+    let settings = request(
+        input,
+        output,
+        mask,
+        border,
+        planes,
+        plane_masks,
+        device,
+        config,
+        overrides,
+    )
+    .resolve()?;
+    convstream_media::config::refuse_existing_outputs(std::slice::from_ref(&settings))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let options = RunOptions {
+        stop: Arc::new(AtomicBool::new(false)),
+        progress: false,
+        trace: None,
+        stage_times: false,
+        outputs: OutputPolicy::Command,
+        io_grace: Duration::from_secs(5),
+        protected: Vec::new(),
+    };
+    let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
+        if e.is_usage() {
+            PyValueError::new_err(e.to_string())
+        } else {
+            PyRuntimeError::new_err(e.to_string())
+        }
+    })?;
+    let json = serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let loads = py.import("json")?.getattr("loads")?;
+    loads
+        .call1((json,))?
+        .cast_into::<PyDict>()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
