@@ -359,7 +359,7 @@ struct Started {
 fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<AtomicBool>) -> PyResult<Started> {
     let counters = Arc::new(Counters::default());
     let probe = convstream_core::engine::nvdec_probe();
-    let source = Source::connect(&settings.source, stop, &counters, false, &probe).map_err(|e| {
+    let source = Source::connect(&settings.source, stop, &counters, false, &probe, None).map_err(|e| {
         if e.is_usage() {
             PyValueError::new_err(e.to_string())
         } else {
@@ -501,6 +501,8 @@ fn run<'py>(
         outputs: OutputPolicy::Command,
         io_grace: Duration::from_secs(5),
         protected: Vec::new(),
+        // As the CLI's `run`: the first frames on the CPU while a fresh process's GPU starts.
+        cpu_until_gpu_ready: true,
     };
     let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
         if e.is_usage() {
