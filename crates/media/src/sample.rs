@@ -38,9 +38,9 @@ pub enum SampleContent {
     /// predicts almost entirely, so the clip decodes far faster than camera footage.
     #[default]
     Smooth,
-    /// Two noise textures panning in different directions over a gradient, with fresh grain
-    /// in every picture: no motion vector predicts a block whole, so every picture carries
-    /// residuals and the clip costs a decoder more per frame, as detailed footage does.
+    /// Noise textures panning by fractions of a pixel, and an object moving against them:
+    /// every block needs interpolated motion and residuals, so the clip costs a decoder about
+    /// three times the smooth one per frame, as detailed footage does.
     Textured,
 }
 
@@ -248,32 +248,43 @@ fn draw(picture: &mut ffmpeg::frame::Video, n: u32) {
     }
 }
 
-/// Frame `n` of the textured clip: a coarse noise texture panning right and down, a fine one
-/// panning left and down over it, a slow gradient and per-picture grain; chroma is a coarse
-/// texture panning on its own. Deterministic: the same `n` gives the same picture.
+/// Frame `n` of the textured clip: a noise texture with features of 2 to 8 pixels panning by
+/// a pixel and a half per frame (so a decoder interpolates between pixels, as camera pans
+/// make it), a disc with a texture of its own moving across it the other way, and chroma
+/// textures panning with it. About 10 Mb/s at 1080p30 with libx264 `crf 20`, where the smooth
+/// clip needs 1, and about three times the smooth clip's decoding time.
 fn draw_textured(picture: &mut ffmpeg::frame::Video, n: u32) {
-    let (w, h) = (picture.width() as usize, picture.height() as usize);
-    let n = n as i64;
+    let (w, h) = (picture.width() as i64, picture.height() as i64);
+    let (n, t) = (n as i64, n as f32);
+    let (cx, cy) = (
+        (w as f32 * (0.5 + 0.35 * (t * 0.05).cos())) as i64,
+        (h as f32 * (0.5 + 0.3 * (t * 0.07).sin())) as i64,
+    );
+    let radius = h / 5;
     let stride = picture.stride(0);
     let luma = picture.data_mut(0);
     for y in 0..h {
         for x in 0..w {
-            let (xi, yi) = (x as i64, y as i64);
-            let coarse = value_noise(xi + 3 * n, yi + n, 16, 1) - 128;
-            let fine = noise_at(xi - 2 * n, yi + 2 * n, 2) as i32 - 128;
-            let grain = (noise_at(xi, yi, 3 + n as u32 * 4) as i32 - 128) / 32;
-            let gradient = ((x + y) * 60 / (w + h)) as i32;
-            let v = 98 + gradient + coarse * 3 / 4 + fine / 4 + grain;
-            luma[y * stride + x] = v.clamp(16, 235) as u8;
+            // Positions in half pixels: the pan moves 3 of them right and 1 down per frame.
+            let (px, py) = (2 * x + 3 * n, 2 * y + n);
+            let v = if (x - cx).pow(2) + (y - cy).pow(2) < radius * radius {
+                118 + (value_noise(2 * x - 5 * n, 2 * y + 3 * n, 8, 7) - 128) * 3 / 4
+            } else {
+                let base = value_noise(px, py, 16, 1) - 128;
+                let detail = value_noise(px, py, 4, 2) - 128;
+                118 + ((x + y) * 40 / (w + h)) as i32 + base * 3 / 4 + detail / 2
+            };
+            luma[(y as usize) * stride + x as usize] = v.clamp(16, 235) as u8;
         }
     }
     for (plane, seed) in [(1usize, 5u32), (2, 6)] {
         let stride = picture.stride(plane);
-        let (pw, ph) = (w.div_ceil(2), h.div_ceil(2));
+        let (pw, ph) = ((w as usize).div_ceil(2), (h as usize).div_ceil(2));
         let data = picture.data_mut(plane);
         for y in 0..ph {
             for x in 0..pw {
-                let v = 128 + (value_noise(x as i64 - n, y as i64 + n, 32, seed) - 128) / 3;
+                let (px, py) = (2 * x as i64 + 3 * n / 2, 2 * y as i64 + n / 2);
+                let v = 128 + (value_noise(px, py, 32, seed) - 128) / 3;
                 data[y * stride + x] = v.clamp(16, 240) as u8;
             }
         }
