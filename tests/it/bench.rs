@@ -110,6 +110,9 @@ fn quick_e2e_suite_times_whole_commands_against_ffmpeg() {
     assert!(skipped.is_empty(), "nothing skipped: {skipped:?}");
     let markdown = std::fs::read_to_string(out.path().join("results.md")).expect("results.md written");
     assert!(markdown.contains("### Whole commands") && markdown.contains("| textured-320x180-30.mp4 | software |"));
+    let svg = std::fs::read_to_string(out.path().join("e2e.svg")).expect("the whole-command plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("textured 320x180 software"));
+    assert_png(&out.path().join("e2e.png"));
 }
 
 /// With `--ffmpeg` naming nothing, the FFmpeg column is skipped with the reason in the

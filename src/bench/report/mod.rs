@@ -2,6 +2,7 @@
 //! of kernel time against mask size and of frames/s against streams, each as SVG and as PNG
 //! ([`plot`]).
 
+mod e2e_plot;
 mod plot;
 mod png;
 
@@ -290,7 +291,7 @@ fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
 pub fn write_plots(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
     register_plot_font()?;
     let mut written = Vec::new();
-    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale] {
+    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale, Plot::E2e] {
         if !plot.has_figures(report) {
             continue;
         }
