@@ -2,7 +2,7 @@
 //! nothing, and `convstream run` filtering it to the null sink, each a subprocess timed from
 //! spawn to exit (start-up included) and killed past a bound, in alternating rounds; their
 //! steady-state rates are read from their own output (FFmpeg's `-benchmark` line, convstream's
-//! `--stats-json`). Each run's stderr is kept in the output folder's `cli-runs/`.
+//! `--stats-json`). Each run's output is kept in the output folder's `cli-runs/`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ pub(super) struct CliPrograms {
     /// This executable, which `convstream run` is run as.
     pub convstream: Result<PathBuf, String>,
     pub rounds: usize,
-    /// Where each run's stderr (and convstream's stats) is kept.
+    /// Where each run's output (and convstream's stats) is kept.
     pub logs: PathBuf,
 }
 
@@ -28,13 +28,14 @@ impl CliPrograms {
     /// this executable.
     pub fn find(given: Option<&Path>, rounds: usize, out: &Path) -> CliPrograms {
         let convstream = std::env::current_exe().map_err(|e| format!("cannot tell this executable's path: {e}"));
+        let logs = out.join("cli-runs");
         let ffmpeg = find_ffmpeg(given, convstream.as_ref().ok().map(PathBuf::as_path))
-            .and_then(|path| ffmpeg_version(&path).map(|version| (path, version)));
+            .and_then(|path| ffmpeg_version(&path, &logs).map(|version| (path, version)));
         CliPrograms {
             ffmpeg,
             convstream,
             rounds: rounds.max(1),
-            logs: out.join("cli-runs"),
+            logs,
         }
     }
 }
@@ -187,16 +188,18 @@ impl Program<'_> {
             .join(" ")
     }
 
-    /// One timed run; `log` names its stderr file (`.log`) and convstream's stats (`.json`).
+    /// One timed run; `log` names its output's file (`.log`) and convstream's stats (`.json`).
     fn run(&self, case: &CliCase, log: &Path, round: usize) -> CliRound {
         let (path, args) = self.parts();
         let stats = log.with_extension("json");
         let mut command = Command::new(path);
+        let mut previous = "";
         for arg in args {
-            match arg.as_str() {
-                STATS => command.arg(&stats),
+            match previous {
+                "--stats-json" => command.arg(&stats),
                 _ => command.arg(arg),
             };
+            previous = arg;
         }
         // A stale file would pass for this run's figures.
         let _ = std::fs::remove_file(&stats);
@@ -212,15 +215,16 @@ impl Program<'_> {
             }
         };
         if !finished.status.success() {
-            result.note = Some(format!("{} ({})", finished.status, last_lines(&finished.stderr, 3)));
+            result.note = Some(format!("{} ({})", finished.status, last_lines(&finished.output, 3)));
             return result;
         }
         result.wall_seconds = Some(finished.wall_seconds);
         let figures = match self {
-            Program::Ffmpeg(..) => ffmpeg_figures(&finished.stderr),
+            Program::Ffmpeg(..) => ffmpeg_figures(&finished.output),
             Program::Convstream(..) => convstream_figures(&stats),
         };
         match figures {
+            Ok((0, _)) => result.note = Some("no frame decoded".into()),
             Ok((frames, steady_fps)) => {
                 result.frames = Some(frames);
                 result.wall_fps = Some(frames as f64 / finished.wall_seconds);
@@ -232,7 +236,7 @@ impl Program<'_> {
     }
 }
 
-/// Where convstream's arguments name the stats file, replaced by each round's own.
+/// What the command line shows for the stats file, which is each round's own.
 const STATS: &str = "STATS";
 
 /// `ffmpeg -hide_banner -nostdin -benchmark [-c:v CODEC_cuvid] -i CLIP -map 0:v -f null -`.
@@ -295,15 +299,19 @@ fn shell_word(word: &str) -> String {
 struct Finished {
     status: ExitStatus,
     wall_seconds: f64,
-    stderr: String,
+    /// What it wrote to stdout and stderr.
+    output: String,
 }
 
-/// Runs `command` with stdin and stdout closed and stderr into `log`, timed from spawn to exit;
-/// kills it past `bound`.
+/// Runs `command` with stdin closed and its stdout and stderr into `log`, timed from spawn to
+/// exit; kills it past `bound`.
 fn run_timed(command: &mut Command, log: &Path, bound: Duration) -> Result<Finished, String> {
     let program = command.get_program().to_string_lossy().into_owned();
     let stderr = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
+    let stdout = stderr
+        .try_clone()
+        .map_err(|e| format!("cannot share {}: {e}", log.display()))?;
+    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     let started = Instant::now();
     let mut child = command.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
     let status = loop {
@@ -313,7 +321,7 @@ fn run_timed(command: &mut Command, log: &Path, bound: Duration) -> Result<Finis
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "{program} killed after {:.0} s, the bound for this clip (its stderr: {})",
+                    "{program} killed after {:.0} s, the bound for this clip (its output: {})",
                     bound.as_secs_f64(),
                     log.display()
                 ));
@@ -328,11 +336,11 @@ fn run_timed(command: &mut Command, log: &Path, bound: Duration) -> Result<Finis
         }
     };
     let wall_seconds = started.elapsed().as_secs_f64();
-    let stderr = std::fs::read(log).map_err(|e| format!("reading {}: {e}", log.display()))?;
+    let output = std::fs::read(log).map_err(|e| format!("reading {}: {e}", log.display()))?;
     Ok(Finished {
         status,
         wall_seconds,
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        output: String::from_utf8_lossy(&output).into_owned(),
     })
 }
 
@@ -372,48 +380,21 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `ffmpeg -version`'s first line; an error when the program does not run as FFmpeg.
-fn ffmpeg_version(path: &Path) -> Result<String, String> {
-    let mut child = Command::new(path)
-        .args(["-hide_banner", "-version"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: cannot start: {e}", path.display()))?;
-    // Read on a thread of its own, so that a program that never ends cannot hold the bench.
-    let stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut stdout) = stdout {
-            let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
-        }
-        text
-    });
-    let bound = Duration::from_secs(30);
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < bound => std::thread::sleep(Duration::from_millis(5)),
-            waited => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(match waited {
-                    Err(e) => format!("{} -version: {e}", path.display()),
-                    _ => format!("{} -version did not finish in {} s", path.display(), bound.as_secs()),
-                });
-            }
-        }
-    };
-    let text = reader.join().unwrap_or_default();
-    let first = text.lines().next().unwrap_or("").trim().to_string();
-    if status.success() && first.starts_with("ffmpeg version") {
+/// `ffmpeg -version`'s first line; an error when the program does not run as FFmpeg. Its
+/// output is kept in `logs`.
+fn ffmpeg_version(path: &Path, logs: &Path) -> Result<String, String> {
+    std::fs::create_dir_all(logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+    let mut command = Command::new(path);
+    command.args(["-hide_banner", "-version"]);
+    let finished = run_timed(&mut command, &logs.join("ffmpeg-version.log"), Duration::from_secs(30))?;
+    let first = finished.output.lines().next().unwrap_or("").trim().to_string();
+    if finished.status.success() && first.starts_with("ffmpeg version") {
         Ok(first)
     } else {
         Err(format!(
-            "{} is not FFmpeg's ffmpeg (`-version` gave {status} and {first:?})",
-            path.display()
+            "{} is not FFmpeg's ffmpeg (`-version` gave {} and {first:?})",
+            path.display(),
+            finished.status
         ))
     }
 }
