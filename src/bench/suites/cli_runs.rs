@@ -2,7 +2,8 @@
 //! nothing, and `convstream run` filtering it to the null sink, each a subprocess timed from
 //! spawn to exit (start-up included) and killed past a bound, in alternating rounds; their
 //! steady-state rates are read from their own output (FFmpeg's `-benchmark` line, convstream's
-//! `--stats-json`). Each run's output is kept in the output folder's `cli-runs/`.
+//! `--stats-json`). Each run's output is kept in the output folder's `cli-runs/`. Over 500
+//! lines with its tests: finding, running and reading the two programs is one job.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -483,6 +484,26 @@ mod tests {
     fn a_missing_ffmpeg_is_named() {
         let e = find_ffmpeg(Some(Path::new("/nonexistent/ffmpeg")), None).unwrap_err();
         assert!(e.contains("--ffmpeg /nonexistent/ffmpeg"), "{e}");
+    }
+
+    #[test]
+    fn a_run_past_its_bound_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        let started = Instant::now();
+        let Err(e) = run_timed(&mut command, &dir.path().join("sleep.log"), Duration::from_millis(200)) else {
+            panic!("sleep 30 finished within 0.2 s");
+        };
+        assert!(e.contains("killed after"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_program_that_is_not_ffmpeg_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = ffmpeg_version(Path::new("/bin/true"), dir.path()).unwrap_err();
+        assert!(e.contains("is not FFmpeg's ffmpeg"), "{e}");
     }
 
     #[test]
