@@ -65,6 +65,11 @@ pub struct BenchOptions {
     pub max_pipelines: usize,
     /// Scale suite: seconds each step is measured for, after its warm-up.
     pub scale_seconds: Option<f64>,
+    /// E2e suite: FFmpeg's `ffmpeg` program to compare whole commands with; `None` looks
+    /// beside this executable, then on `PATH`.
+    pub ffmpeg: Option<PathBuf>,
+    /// E2e suite: rounds of the whole-command comparison (FFmpeg and convstream alternating).
+    pub rounds: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -219,6 +224,55 @@ pub struct E2eRow {
     pub latency_slowest: Vec<crate::stats::FrameLatency>,
     pub mask: String,
     pub engine: String,
+    /// Whole commands as a user runs them, as subprocesses of this run: FFmpeg's CLI
+    /// decoding alone against `convstream run` filtering (`None` in results written before
+    /// it was measured, and for the paced row).
+    #[serde(default)]
+    pub cli: Option<CliComparison>,
+}
+
+/// FFmpeg's CLI decoding a clip to nothing against `convstream run` filtering it to the null
+/// sink, each a whole process timed from spawn to exit, in alternating rounds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CliComparison {
+    /// `ffmpeg -version`'s first line and the program's path.
+    pub ffmpeg_version: Option<String>,
+    pub ffmpeg: Option<CliMeasure>,
+    pub convstream: Option<CliMeasure>,
+    /// convstream's wall-clock frames/s (start-up included) over FFmpeg's, of the medians:
+    /// 0.9 means convstream's whole command took 1 / 0.9 times FFmpeg's.
+    pub wall_ratio: Option<f64>,
+    /// convstream's steady-state frames/s over FFmpeg's, of the medians.
+    pub steady_ratio: Option<f64>,
+}
+
+/// One program's figures: medians over its rounds, and every round.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CliMeasure {
+    /// The command line, as it was run.
+    pub command: String,
+    /// Seconds from spawning the process to its exit, median of the rounds that finished.
+    pub wall_seconds: Option<f64>,
+    /// Frames over [`CliMeasure::wall_seconds`] (start-up included), median.
+    pub wall_fps: Option<f64>,
+    /// Frames over the program's own timing of its work (FFmpeg: `-benchmark`'s `rtime`;
+    /// convstream: `--stats-json`'s `fps`, set-up excluded), median.
+    pub steady_fps: Option<f64>,
+    pub rounds: Vec<CliRound>,
+}
+
+/// One run of one program.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CliRound {
+    /// Which round (from 0); within a round the programs alternate which runs first.
+    pub round: usize,
+    pub wall_seconds: Option<f64>,
+    /// Frames the program said it decoded (FFmpeg's last `frame=`) or wrote (convstream).
+    pub frames: Option<u64>,
+    pub wall_fps: Option<f64>,
+    pub steady_fps: Option<f64>,
+    /// Why a figure is missing: the run failed or timed out, or its output did not parse.
+    pub note: Option<String>,
 }
 
 /// One step of the scale suite: `pipelines` paced copies of a clip at once.

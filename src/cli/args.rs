@@ -118,6 +118,14 @@ pub(crate) struct BenchArgs {
     /// Scale suite: seconds each step is measured for, after a warm-up (default 10; 2 with --quick).
     #[arg(long)]
     pub(crate) scale_seconds: Option<f64>,
+    /// E2e suite: FFmpeg's `ffmpeg` to time whole commands against (default: an `ffmpeg`
+    /// beside this executable, else the first on PATH; without one that column is skipped).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) ffmpeg: Option<PathBuf>,
+    /// E2e suite: rounds of whole commands, FFmpeg's and convstream's alternating (medians
+    /// reported, every round kept in results.json).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub(crate) rounds: u16,
 }
 
 #[derive(Subcommand)]

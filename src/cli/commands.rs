@@ -155,6 +155,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         pipelines: args.pipelines,
         max_pipelines: args.max_pipelines,
         scale_seconds: args.scale_seconds,
+        ffmpeg: args.ffmpeg,
+        rounds: usize::from(args.rounds),
     };
     let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
     let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;

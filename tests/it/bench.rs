@@ -31,9 +31,13 @@ fn quick_cpu_bench_writes_results_that_parse() {
     let overlap = results["overlap"].as_array().expect("overlap rows");
     assert!(overlap.iter().all(|o| o["fps"].as_f64().is_some_and(|f| f > 0.0)));
     let e2e = results["e2e"].as_array().expect("e2e rows");
-    assert_eq!(e2e.len(), 1);
-    assert_eq!(e2e[0]["frames"], 30, "every frame of the generated clip is filtered");
-    assert!(e2e[0]["decode_only_fps"].as_f64().is_some_and(|f| f > 0.0));
+    assert_eq!(e2e.len(), 2, "a smooth and a textured clip");
+    assert_eq!(e2e[0]["input"], "smooth-320x180-30.mp4");
+    assert_eq!(e2e[1]["input"], "textured-320x180-30.mp4");
+    for row in e2e {
+        assert_eq!(row["frames"], 30, "every frame of the generated clip is filtered");
+        assert!(row["decode_only_fps"].as_f64().is_some_and(|f| f > 0.0));
+    }
     let skipped = results["skipped"].as_array().expect("skipped list");
     assert!(
         skipped
@@ -51,6 +55,114 @@ fn quick_cpu_bench_writes_results_that_parse() {
     for plot in ["kernel.png", "overlap.png"] {
         assert_png(&out.path().join(plot));
     }
+}
+
+/// `bench --suite e2e --quick --device cpu`: FFmpeg's CLI (Debian's, on PATH, as
+/// scripts/install-deps.sh installs it) and `convstream run` timed as whole commands in
+/// alternating rounds, for both generated clips; every figure positive, every round kept, the
+/// ratios the quotients of the medians.
+#[test]
+fn quick_e2e_suite_times_whole_commands_against_ffmpeg() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let results = quick_e2e(out.path(), &["--rounds", "2"]);
+    let rows = results["e2e"].as_array().expect("e2e rows");
+    assert_eq!(rows.len(), 2, "a smooth and a textured clip: {results}");
+    for row in rows {
+        let cli = &row["cli"];
+        let version = cli["ffmpeg_version"].as_str().unwrap_or_default();
+        assert!(
+            version.starts_with("ffmpeg version"),
+            "FFmpeg's CLI was found (this test needs `ffmpeg` on PATH: scripts/install-deps.sh): {}",
+            results["skipped"]
+        );
+        for program in ["ffmpeg", "convstream"] {
+            let measure = &cli[program];
+            for figure in ["wall_seconds", "wall_fps", "steady_fps"] {
+                assert!(
+                    measure[figure].as_f64().is_some_and(|f| f > 0.0),
+                    "{program} {figure} in {}: {measure}",
+                    row["input"]
+                );
+            }
+            let rounds = measure["rounds"].as_array().expect("rounds kept");
+            assert_eq!(rounds.len(), 2, "{program}: every round kept");
+            for round in rounds {
+                assert_eq!(round["frames"], 30, "{program} decoded the whole clip: {round}");
+                assert!(round["note"].is_null(), "{program}: {round}");
+            }
+        }
+        assert!(cli["ffmpeg"]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("-benchmark") && c.contains("-f null -")));
+        assert!(cli["convstream"]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains(" run ") && c.contains("--mask edge:size=13,sigma=2")));
+        for (ratio, figure) in [("wall_ratio", "wall_fps"), ("steady_ratio", "steady_fps")] {
+            let quotient = cli["convstream"][figure].as_f64().unwrap() / cli["ffmpeg"][figure].as_f64().unwrap();
+            let reported = cli[ratio].as_f64().expect("the ratio is reported");
+            assert!(
+                (reported - quotient).abs() <= 1e-9 * quotient,
+                "{ratio} {reported} vs {quotient}"
+            );
+        }
+    }
+    let skipped = results["skipped"].as_array().expect("skipped list");
+    assert!(skipped.is_empty(), "nothing skipped: {skipped:?}");
+    let markdown = std::fs::read_to_string(out.path().join("results.md")).expect("results.md written");
+    assert!(markdown.contains("### Whole commands") && markdown.contains("| textured-320x180-30.mp4 | software |"));
+    let svg = std::fs::read_to_string(out.path().join("e2e.svg")).expect("the whole-command plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("textured 320x180 software"));
+    assert_png(&out.path().join("e2e.png"));
+}
+
+/// With `--ffmpeg` naming nothing, the FFmpeg column is skipped with the reason in the
+/// report's `skipped` list; convstream's whole commands are still timed.
+#[test]
+fn quick_e2e_suite_reports_a_missing_ffmpeg() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let results = quick_e2e(out.path(), &["--rounds", "1", "--ffmpeg", "/nonexistent"]);
+    let skipped: Vec<&str> = results["skipped"]
+        .as_array()
+        .expect("skipped list")
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    for clip in ["smooth-320x180-30.mp4", "textured-320x180-30.mp4"] {
+        assert!(
+            skipped
+                .iter()
+                .any(|s| s.contains(clip) && s.contains("FFmpeg CLI column") && s.contains("--ffmpeg /nonexistent")),
+            "{clip}: the reason is reported: {skipped:?}"
+        );
+    }
+    for row in results["e2e"].as_array().expect("e2e rows") {
+        let cli = &row["cli"];
+        assert!(cli["ffmpeg"].is_null() && cli["wall_ratio"].is_null(), "{cli}");
+        assert!(cli["convstream"]["wall_fps"].as_f64().is_some_and(|f| f > 0.0), "{cli}");
+    }
+    let markdown = std::fs::read_to_string(out.path().join("results.md")).expect("results.md written");
+    assert!(markdown.contains("## Not measured") && markdown.contains("--ffmpeg /nonexistent"));
+}
+
+/// Runs `bench --suite e2e --quick --device cpu` with `extra` arguments into `out` and
+/// returns its results.json.
+fn quick_e2e(out: &Path, extra: &[&str]) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_convstream"))
+        .args(["bench", "--suite", "e2e", "--quick", "--device", "cpu"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("convstream runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench failed: {stderr}");
+    println!(
+        "bench --suite e2e --quick {extra:?} took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json parses")
 }
 
 /// The published GPU results read back into the report type and draw again, so their plots

@@ -2,6 +2,7 @@
 //! of kernel time against mask size and of frames/s against streams, each as SVG and as PNG
 //! ([`plot`]).
 
+mod e2e_plot;
 mod plot;
 mod png;
 
@@ -180,6 +181,7 @@ pub fn markdown(report: &BenchReport) -> String {
             }
         }
         md.push('\n');
+        cli_markdown(&report.e2e, &mut md);
     }
     if !report.scale.rows.is_empty() {
         scale_markdown(&report.scale, &mut md);
@@ -191,6 +193,63 @@ pub fn markdown(report: &BenchReport) -> String {
         }
     }
     md
+}
+
+/// The e2e suite's whole commands: FFmpeg's CLI decoding alone against `convstream run`
+/// filtering, wall-clock (start-up included) and steady-state, medians of the rounds.
+fn cli_markdown(rows: &[crate::bench::E2eRow], md: &mut String) {
+    let compared: Vec<_> = rows
+        .iter()
+        .filter_map(|e| e.cli.as_ref().map(|cli| (e, cli)))
+        .filter(|(_, cli)| cli.ffmpeg.is_some() || cli.convstream.is_some())
+        .collect();
+    let Some((_, first)) = compared.first() else {
+        return;
+    };
+    let rounds = compared
+        .iter()
+        .filter_map(|(_, cli)| Some(cli.ffmpeg.as_ref().or(cli.convstream.as_ref())?.rounds.len()))
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(
+        md,
+        "### Whole commands: FFmpeg's CLI decoding alone against `convstream run` filtering (medians of {rounds} rounds, alternating)\n"
+    );
+    if let Some(version) = &first.ffmpeg_version {
+        let _ = writeln!(md, "FFmpeg: {version}.\n");
+    }
+    let _ = writeln!(
+        md,
+        "| input | decoder | FFmpeg wall s | FFmpeg wall frames/s | FFmpeg steady frames/s | convstream wall s | convstream wall frames/s | convstream steady frames/s | wall vs FFmpeg | steady vs FFmpeg |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let percent = |ratio: Option<f64>| ratio.map_or("-".into(), |r| format!("{:.0}%", r * 100.0));
+    for (e, cli) in &compared {
+        let (f, c) = (cli.ffmpeg.as_ref(), cli.convstream.as_ref());
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            e.input,
+            e.decoder,
+            opt(f.and_then(|m| m.wall_seconds), 2),
+            opt(f.and_then(|m| m.wall_fps), 0),
+            opt(f.and_then(|m| m.steady_fps), 0),
+            opt(c.and_then(|m| m.wall_seconds), 2),
+            opt(c.and_then(|m| m.wall_fps), 0),
+            opt(c.and_then(|m| m.steady_fps), 0),
+            percent(cli.wall_ratio),
+            percent(cli.steady_ratio),
+        );
+    }
+    md.push('\n');
+    let _ = writeln!(
+        md,
+        "Wall: frames over the whole process, spawn to exit (start-up included). Steady: FFmpeg's frames over its `-benchmark` rtime, convstream's `--stats-json` fps (set-up excluded). vs FFmpeg: convstream's rate over FFmpeg's. The commands, for the first row (`STATS` is each round's stats file):\n"
+    );
+    for measure in [&first.ffmpeg, &first.convstream].into_iter().flatten() {
+        let _ = writeln!(md, "    {}", measure.command);
+    }
+    md.push('\n');
 }
 
 /// The scale suite's table: one row per step, then the most pipelines each decoder held.
@@ -232,7 +291,7 @@ fn scale_markdown(scale: &crate::bench::ScaleResults, md: &mut String) {
 pub fn write_plots(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
     register_plot_font()?;
     let mut written = Vec::new();
-    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale] {
+    for plot in [Plot::Kernel, Plot::Overlap, Plot::Scale, Plot::E2e] {
         if !plot.has_figures(report) {
             continue;
         }

@@ -27,13 +27,15 @@ pub(super) fn register_plot_font() -> Result<(), BenchError> {
     }
 }
 
-const COLOURS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+pub(super) const COLOURS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Plot {
     Kernel,
     Overlap,
     Scale,
+    /// Whole commands of the e2e suite: FFmpeg's CLI against `convstream run`.
+    E2e,
 }
 
 impl Plot {
@@ -42,6 +44,7 @@ impl Plot {
             Plot::Kernel => "kernel",
             Plot::Overlap => "overlap",
             Plot::Scale => "scale",
+            Plot::E2e => "e2e",
         }
     }
 
@@ -50,6 +53,7 @@ impl Plot {
             Plot::Kernel => !report.kernel.is_empty(),
             Plot::Overlap => !report.overlap.is_empty(),
             Plot::Scale => !report.scale.rows.is_empty(),
+            Plot::E2e => !super::e2e_plot::compared(report).is_empty(),
         }
     }
 
@@ -68,13 +72,14 @@ impl Plot {
             Plot::Kernel => kernel_plot(report, root, Sizes::new(scale)),
             Plot::Overlap => overlap_plot(report, root, Sizes::new(scale)),
             Plot::Scale => scale_plot(report, root, Sizes::new(scale)),
+            Plot::E2e => super::e2e_plot::draw(report, root, Sizes::new(scale)),
         }
     }
 }
 
 /// Sizes in pixels shared by both plots, at one scale.
 #[derive(Debug, Clone, Copy)]
-struct Sizes {
+pub(super) struct Sizes {
     scale: u32,
 }
 
@@ -82,10 +87,10 @@ impl Sizes {
     fn new(scale: u32) -> Self {
         Self { scale }
     }
-    fn px(self, pixels: u32) -> u32 {
+    pub(super) fn px(self, pixels: u32) -> u32 {
         pixels * self.scale
     }
-    fn font(self, pixels: u32) -> (&'static str, u32) {
+    pub(super) fn font(self, pixels: u32) -> (&'static str, u32) {
         ("sans-serif", pixels * self.scale)
     }
     fn legend_line(self) -> i32 {
@@ -330,7 +335,7 @@ where
 }
 
 /// The legend box, at `position` inside the plotting area.
-fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
     sizes: Sizes,
     position: SeriesLabelPosition,

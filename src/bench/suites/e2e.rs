@@ -1,10 +1,12 @@
 //! The e2e suite: decode-only against decode, filter and discard of real clips, with each
-//! decoder, measured in the same run, plus the latency of a run paced at the frame rate.
+//! decoder, measured in the same run, plus the latency of a run paced at the frame rate, and
+//! the same clips through whole commands (FFmpeg's CLI against `convstream run`, [`cli_runs`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::cli_runs::{self, CliCase, CliPrograms};
 use super::E2E_MASK;
 use crate::bench::{BenchError, BenchOptions, E2eRow};
 use crate::config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
@@ -12,11 +14,18 @@ use crate::engine::{DeviceChoice, GpuTuning};
 use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
 use crate::mask::Mask;
 use crate::pipeline::{decode_only, run_pipeline, RunOptions};
+use crate::sample::SampleContent;
 
-/// A generated clip in the output folder (kept between runs): H.264 where the FFmpeg build
-/// has libx264, else MPEG-4 Part 2.
-pub(super) fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -> Result<PathBuf, BenchError> {
-    let path = out.join(format!("clip-{width}x{height}-{frames}.mp4"));
+/// A generated clip of `content` in the output folder (kept between runs), named by its
+/// content and size: H.264 where the FFmpeg build has libx264, else MPEG-4 Part 2.
+pub(super) fn generated_clip(
+    out: &Path,
+    content: SampleContent,
+    width: u32,
+    height: u32,
+    frames: u32,
+) -> Result<PathBuf, BenchError> {
+    let path = out.join(format!("{}-{width}x{height}-{frames}.mp4", content.name()));
     if !path.exists() {
         tracing::info!("generating {}", path.display());
         let spec = crate::sample::SampleSpec {
@@ -26,20 +35,30 @@ pub(super) fn generated_clip(out: &Path, width: u32, height: u32, frames: u32) -
             frames,
             prefer_h264: true,
         };
-        crate::sample::generate(&path, spec).map_err(BenchError::Other)?;
+        crate::sample::generate_content(&path, spec, content).map_err(BenchError::Other)?;
     }
     Ok(path)
 }
 
-pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>) -> Result<Vec<E2eRow>, BenchError> {
-    let inputs: Vec<PathBuf> = match &options.input {
-        Some(path) => vec![path.clone()],
-        None if options.quick => vec![generated_clip(&options.out, 320, 180, 30)?],
-        None => vec![
-            generated_clip(&options.out, 1920, 1080, 600)?,
-            generated_clip(&options.out, 3840, 2160, 240)?,
-        ],
+/// The clips the suite runs: the one given, or a smooth and a textured one of each size.
+fn inputs(options: &BenchOptions) -> Result<Vec<PathBuf>, BenchError> {
+    let sizes: &[(u32, u32, u32)] = match (&options.input, options.quick) {
+        (Some(path), _) => return Ok(vec![path.clone()]),
+        (None, true) => &[(320, 180, 30)],
+        (None, false) => &[(1920, 1080, 600), (3840, 2160, 240)],
     };
+    let mut clips = Vec::new();
+    for &(width, height, frames) in sizes {
+        for content in [SampleContent::Smooth, SampleContent::Textured] {
+            clips.push(generated_clip(&options.out, content, width, height, frames)?);
+        }
+    }
+    Ok(clips)
+}
+
+pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>) -> Result<Vec<E2eRow>, BenchError> {
+    let inputs = inputs(options)?;
+    let programs = CliPrograms::find(options.ffmpeg.as_deref(), options.rounds, &options.out);
     let decoders: &[&str] = if gpu.is_some() {
         &["software", "nvdec"]
     } else {
@@ -63,6 +82,15 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
             let (decoded, decode_seconds) = decode_only(&source)?;
             let report = filtered_run(&source, &mask, device, options.tuning)?;
             let decode_only_fps = decoded as f64 / decode_seconds;
+            let case = CliCase {
+                clip: input,
+                decoder,
+                device,
+                mask: E2E_MASK,
+                // Ten times the in-process run, plus start-up: far past any healthy run.
+                bound: std::time::Duration::from_secs_f64(30.0 + 10.0 * report.seconds.max(decode_seconds)),
+            };
+            let cli = cli_runs::compare(&programs, &case, skipped);
             rows.push(E2eRow {
                 input: input
                     .file_name()
@@ -77,6 +105,7 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 latency_slowest: report.latency_slowest.clone(),
                 mask: mask.description().to_string(),
                 engine: report.engine,
+                cli: Some(cli),
             });
             tracing::info!(
                 "e2e {} {decoder}: decode-only {decode_only_fps:.0} fps, filtered {:.0} fps",
@@ -107,6 +136,7 @@ pub fn e2e(options: &BenchOptions, gpu: Option<usize>, skipped: &mut Vec<String>
                 latency_slowest: report.latency_slowest.clone(),
                 mask: mask.description().to_string(),
                 engine: report.engine,
+                cli: None,
             });
         }
     }

@@ -2,6 +2,7 @@
 //! (CUDA events) through [`gpu`], the one module built only with CUDA support; CPU figures
 //! from wall-clock medians. Each suite measures its baseline in the same run.
 
+mod cli_runs;
 mod cpu_info;
 mod e2e;
 #[cfg(feature = "cuda")]

@@ -17,6 +17,7 @@ use crate::config::{DropPolicy, SourceConfig};
 use crate::engine::DeviceChoice;
 use crate::mask::Mask;
 use crate::pipeline::{run_monitored, PipelineMonitor};
+use crate::sample::SampleContent;
 use crate::stats::PipelineReport;
 
 /// A step passes when every pipeline keeps at least this share of the frame rate.
@@ -37,8 +38,8 @@ pub fn scale(
 ) -> Result<ScaleResults, BenchError> {
     let clip: PathBuf = match &options.input {
         Some(path) => path.clone(),
-        None if options.quick => generated_clip(&options.out, 320, 240, 60)?,
-        None => generated_clip(&options.out, 1920, 1080, 300)?,
+        None if options.quick => generated_clip(&options.out, SampleContent::Smooth, 320, 240, 60)?,
+        None => generated_clip(&options.out, SampleContent::Smooth, 1920, 1080, 300)?,
     };
     let decoders: Vec<String> = match &options.decoder {
         Some(decoder) => vec![decoder.clone()],
