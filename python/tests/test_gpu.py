@@ -154,15 +154,23 @@ def test_device_arrays_are_refused_where_they_cannot_go():
         convstream.Filter("box", device="cuda", planes=[0])(array)
 
 
+def yuv420_clip(path, frames, width=320, height=240):
+    """A moving 4:2:0 test picture as a YUV4MPEG2 file (no FFmpeg CLI needed: a GPU host may
+    have none)."""
+    y, x = np.mgrid[0:height, 0:width]
+    with open(path, "wb") as out:
+        out.write(f"YUV4MPEG2 W{width} H{height} F25:1 Ip A1:1 C420jpeg\n".encode())
+        for i in range(frames):
+            luma = ((x * 3 + y * 2 + i * 7) % 256).astype(np.uint8)
+            u = ((x[::2, ::2] + i * 5) % 256).astype(np.uint8)
+            v = ((y[::2, ::2] * 2 + i * 3) % 256).astype(np.uint8)
+            out.write(b"FRAME\n" + luma.tobytes() + u.tobytes() + v.tobytes())
+    return path
+
+
 @pytest.mark.skipif(not has_module("torch"), reason="torch is not installed")
 def test_read_as_torch_gives_cuda_tensors(tmp_path):
-    import subprocess
-
-    import torch
-
-    clip = tmp_path / "in.mkv"
-    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25",
-                    "-frames:v", "5", "-pix_fmt", "yuv420p", "-c:v", "ffv1", str(clip)], check=True)
+    clip = yuv420_clip(tmp_path / "in.y4m", 5)
     numpy_frames = list(convstream.read(str(clip), mask="box", device="cpu"))
     torch_frames = list(convstream.read(str(clip), mask="box", device="cuda", as_="torch"))
     assert len(torch_frames) == 5
@@ -172,31 +180,30 @@ def test_read_as_torch_gives_cuda_tensors(tmp_path):
         assert a.pts == b.pts
 
 
-def h264_clip(path):
-    """A short H.264 clip from whichever encoder this FFmpeg has; None without one."""
+def h264_clip(path, convstream_bin):
+    """A short H.264 clip, encoded by convstream's own default encoder (x264 or OpenH264);
+    None where the build has neither."""
     import subprocess
 
-    for encoder in ("libx264", "libopenh264", "h264_nvenc"):
-        done = subprocess.run(
-            ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "8",
-             "-pix_fmt", "yuv420p", "-c:v", encoder, str(path)],
-            capture_output=True,
-        )
-        if done.returncode == 0:
-            return path
-    return None
+    source = yuv420_clip(path.with_suffix(".y4m"), 8)
+    done = subprocess.run(
+        [str(convstream_bin), "run", "--no-progress", "-y", "-i", str(source), "-o", str(path),
+         "--mask", "identity", "--device", "cpu"],
+        capture_output=True,
+    )
+    return path if done.returncode == 0 else None
 
 
 @pytest.mark.parametrize("library", ["torch", "cupy"])
-def test_nvdec_pictures_become_tensors_without_leaving_the_gpu(tmp_path, library):
+def test_nvdec_pictures_become_tensors_without_leaving_the_gpu(tmp_path, library, convstream_bin):
     """NVDEC leaves pictures on the GPU and the engine filters them into the caller's tensors
     there: NV12's planes (Y, then UV interleaved) equal the software decoder's filtered Y, U
     and V (H.264 decodes bit-exactly)."""
     if not has_module(library):
         pytest.skip(f"{library} is not installed")
-    clip = h264_clip(tmp_path / "in.mp4")
+    clip = h264_clip(tmp_path / "in.mp4", convstream_bin)
     if clip is None:
-        pytest.skip("no H.264 encoder in this FFmpeg")
+        pytest.skip("no H.264 encoder in this build")
     spec = "gaussian:size=5"
     software = list(convstream.read(str(clip), mask=spec, device="cpu", decoder="software"))
     reader = convstream.read(str(clip), mask=spec, device="cuda", decoder="nvdec", as_=library)

@@ -113,7 +113,7 @@ impl Engine for StartingEngine {
         match (&self.gpu, self.on_gpu) {
             (Gpu::Ready(engine), true) => engine.name(),
             (Gpu::Missing, _) => self.cpu.name(),
-            _ => "cpu (until the GPU is ready)".into(),
+            _ => "cpu (the GPU still starting)".into(),
         }
     }
     fn capacity(&self) -> usize {
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn frames_go_to_the_gpu_from_the_first_one_after_it_is_ready_in_order_and_identical() {
         let (mut engine, deliver) = starting("gaussian:size=3", false);
-        assert_eq!(engine.name(), "cpu (until the GPU is ready)");
+        assert_eq!(engine.name(), "cpu (the GPU still starting)");
         let before = run(&mut engine, 0..4);
         assert!(!engine.settled());
         deliver
