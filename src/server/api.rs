@@ -47,10 +47,17 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines", get(list_pipelines).post(add_pipeline))
         .route("/pipelines/{name}", get(get_pipeline).delete(delete_pipeline))
         .route("/pipelines/{name}/filter", put(switch_filter))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+        .merge(super::snapshot::routes());
+    let (protected, pages) = if state.guard.console {
+        (protected.merge(super::console::data_routes()), super::console::page_routes())
+    } else {
+        (protected, Router::new())
+    };
+    let protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/healthz", get(healthz))
         .merge(protected)
+        .merge(pages)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.guard.clone(),

@@ -78,6 +78,10 @@ pub struct ServerConfig {
     /// finished API pipeline counts until it is deleted); a POST beyond it gets 429.
     #[serde(default = "default_max_pipelines")]
     pub max_pipelines: usize,
+    /// The operator console at `/` (a page in the binary; its data requests need the token
+    /// like any other). Unset: on when listening on loopback, off elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<bool>,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +97,7 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             insecure_no_token: false,
             max_pipelines: default_max_pipelines(),
+            console: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod filter_stage;
 mod monitor;
+pub mod snapshot;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 
