@@ -49,7 +49,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines/{name}/filter", put(switch_filter))
         .merge(super::snapshot::routes());
     let (protected, pages) = if state.guard.console {
-        (protected.merge(super::console::data_routes()), super::console::page_routes())
+        (
+            protected.merge(super::console::data_routes()),
+            super::console::page_routes(),
+        )
     } else {
         (protected, Router::new())
     };

@@ -106,9 +106,8 @@ pub fn parse_query(query: Option<&str>) -> Result<SnapshotQuery, SnapshotError> 
                 }
             }
             "format" => {
-                parsed.format = ImageFormat::parse(value).ok_or_else(|| {
-                    SnapshotError::BadQuery(format!("format `{}` is not jpeg or png", quoted(value)))
-                })?
+                parsed.format = ImageFormat::parse(value)
+                    .ok_or_else(|| SnapshotError::BadQuery(format!("format `{}` is not jpeg or png", quoted(value))))?
             }
             "width" => match value.parse::<usize>() {
                 Ok(width) if (1..=MAX_WIDTH).contains(&width) => parsed.width = Some(width),
@@ -143,11 +142,11 @@ impl SnapshotLimiter {
         let now = Instant::now();
         if buckets.len() >= REMEMBERED_PIPELINES && !buckets.contains_key(name) {
             // Full buckets are as good as forgotten ones.
-            buckets.retain(|_, (_, at)| now.duration_since(*at).as_secs_f64() * SNAPSHOTS_PER_SECOND < SNAPSHOTS_PER_SECOND);
+            buckets.retain(|_, (_, at)| {
+                now.duration_since(*at).as_secs_f64() * SNAPSHOTS_PER_SECOND < SNAPSHOTS_PER_SECOND
+            });
         }
-        let (tokens, at) = buckets
-            .entry(name.to_string())
-            .or_insert((SNAPSHOTS_PER_SECOND, now));
+        let (tokens, at) = buckets.entry(name.to_string()).or_insert((SNAPSHOTS_PER_SECOND, now));
         *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * SNAPSHOTS_PER_SECOND).min(SNAPSHOTS_PER_SECOND);
         *at = now;
         if *tokens >= 1.0 {
@@ -244,7 +243,10 @@ pub async fn snapshot(
             (header::CACHE_CONTROL, "no-store".to_string()),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
             (header::HeaderName::from_static("x-frame-index"), index.to_string()),
-            (header::HeaderName::from_static("x-frame-stage"), asked.stage.name().to_string()),
+            (
+                header::HeaderName::from_static("x-frame-stage"),
+                asked.stage.name().to_string(),
+            ),
             (header::HeaderName::from_static("x-frame-age-ms"), age_ms),
         ],
         bytes,
@@ -263,9 +265,22 @@ mod tests {
         assert_eq!(q.format, ImageFormat::Png);
         assert_eq!(q.width, Some(320));
         let default = parse_query(None).unwrap();
-        assert_eq!((default.stage, default.format, default.width), (SnapshotStage::Output, ImageFormat::Jpeg, None));
-        for bad in ["stage=middle", "format=gif", "width=0", "width=99999", "width=-1", "colour=red"] {
-            assert!(matches!(parse_query(Some(bad)), Err(SnapshotError::BadQuery(_))), "{bad}");
+        assert_eq!(
+            (default.stage, default.format, default.width),
+            (SnapshotStage::Output, ImageFormat::Jpeg, None)
+        );
+        for bad in [
+            "stage=middle",
+            "format=gif",
+            "width=0",
+            "width=99999",
+            "width=-1",
+            "colour=red",
+        ] {
+            assert!(
+                matches!(parse_query(Some(bad)), Err(SnapshotError::BadQuery(_))),
+                "{bad}"
+            );
         }
     }
 

@@ -81,7 +81,9 @@ pub fn to_rgb(snapshot: &Snapshot, width: usize) -> Result<Rgb, PictureError> {
         return Err(PictureError::Empty);
     }
     let out_w = width.clamp(1, snapshot.width);
-    let out_h = ((snapshot.height * out_w) as f64 / snapshot.width as f64).round().max(1.0) as usize;
+    let out_h = ((snapshot.height * out_w) as f64 / snapshot.width as f64)
+        .round()
+        .max(1.0) as usize;
     let layout = snapshot.format.layout();
     let mut pixels = Vec::with_capacity(out_w * out_h * 3);
     for oy in 0..out_h {

@@ -77,7 +77,11 @@ pub fn run_engine(
 }
 
 /// Receives the oldest frame in flight and sends it on. False when the sink is gone.
-fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, monitor: &PipelineMonitor) -> Result<bool, EngineError> {
+fn forward(
+    engine: &mut Box<dyn Engine>,
+    filtered: &Sender<Frame>,
+    monitor: &PipelineMonitor,
+) -> Result<bool, EngineError> {
     let counters = &monitor.counters;
     let started = Instant::now();
     let frame = engine.receive()?;
