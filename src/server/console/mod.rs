@@ -64,23 +64,28 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     (headers, body).into_response()
 }
 
-/// Every pipeline's view with its p99 latency, and the mask presets with their keys.
+/// Every pipeline's view with its p99 latency, and the mask presets with their keys. The
+/// quantile sorts up to a run's recorded latencies, so it is taken on the blocking pool.
 async fn status(State(state): State<ApiState>) -> Response {
-    let monitors = state.supervisor.monitors();
-    let pipelines: Vec<serde_json::Value> = state
-        .supervisor
-        .views()
-        .into_iter()
-        .map(|view| {
-            let p99 = monitors
-                .iter()
-                .find(|m| m.name == view.name)
-                .and_then(|m| m.counters.latency_quantile_ms(0.99));
-            let mut value = serde_json::to_value(&view).unwrap_or_default();
-            value["latency_p99_ms"] = json!(p99);
-            value
-        })
-        .collect();
+    let supervisor = state.supervisor.clone();
+    let pipelines = tokio::task::spawn_blocking(move || {
+        let monitors = supervisor.monitors();
+        supervisor
+            .views()
+            .into_iter()
+            .map(|view| {
+                let p99 = monitors
+                    .iter()
+                    .find(|m| m.name == view.name)
+                    .and_then(|m| m.counters.latency_quantile_ms(0.99));
+                let mut value = serde_json::to_value(&view).unwrap_or_default();
+                value["latency_p99_ms"] = json!(p99);
+                value
+            })
+            .collect::<Vec<serde_json::Value>>()
+    })
+    .await
+    .unwrap_or_default();
     let presets: Vec<serde_json::Value> = PRESETS
         .iter()
         .map(|p| json!({ "name": p.name, "keys": p.keys, "summary": p.summary }))

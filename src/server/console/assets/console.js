@@ -81,7 +81,8 @@
     svg.setAttribute('preserveAspectRatio', 'none');
     svg.setAttribute('aria-hidden', 'true');
     const line = document.createElementNS(ns, 'polyline');
-    const most = Math.max(1, ...values);
+    // Headroom above the highest rate, so a steady one is a line below the top.
+    const most = Math.max(1, ...values) * 1.25;
     const step = values.length > 1 ? 100 / (HISTORY_POINTS - 1) : 0;
     const start = 100 - step * (values.length - 1);
     line.setAttribute('points', values.map((v, i) => (start + i * step).toFixed(1) + ',' + (19 - (v / most) * 18).toFixed(1)).join(' '));
