@@ -10,7 +10,9 @@ Two pipelines shapes:
 - unpaced: a 640x360 clip looped as fast as the engine goes (fps is the engine's throughput);
 - paced: a 1280x720 clip looped at its 25 fps (latency is what a live input sees).
 fps is frames written over the measured window (after a 3 s warm-up), p99 is the pipeline's
-own frame latency (submit to filtered) from /console/status at the end of the window.
+own frame latency (submit to filtered) from /console/status at the end of the window, and
+the CPU `serve` used over the window (process_cpu_seconds_total) says what the snapshots cost
+the machine.
 """
 
 import json
@@ -34,6 +36,13 @@ def get(port, path):
 
 def status(port):
     return json.loads(get(port, "/console/status")[1])["pipelines"][0]
+
+
+def process_cpu_seconds(port):
+    for line in get(port, "/metrics")[1].decode().splitlines():
+        if line.startswith("process_cpu_seconds_total"):
+            return float(line.split()[-1])
+    return float("nan")
 
 
 def free_port():
@@ -88,18 +97,21 @@ def one_run(binary, folder, clip, realtime, polling, seconds):
         counts = {"ok": 0, "other": 0, "bytes": 0}
         poller = threading.Thread(target=poll, args=(port, stop, counts)) if polling else None
         first = status(port)["counters"]["frames_written"]
+        cpu_first = process_cpu_seconds(port)
         started = time.monotonic()
         if poller:
             poller.start()
         time.sleep(seconds)
         last = status(port)
         elapsed = time.monotonic() - started
+        cpu = process_cpu_seconds(port) - cpu_first
         stop.set()
         if poller:
             poller.join()
         return {
             "fps": (last["counters"]["frames_written"] - first) / elapsed,
             "p99_ms": last["latency_p99_ms"],
+            "cpu_percent": 100 * cpu / elapsed,
             "dropped": last["counters"]["frames_dropped"],
             "snapshots": counts["ok"],
             "snapshot_failures": counts["other"],
@@ -135,15 +147,16 @@ def main():
                     results["runs"].append(run)
     with open("results.json", "w") as f:
         json.dump(results, f, indent=1)
-    print("\n| pipeline | snapshots every 200 ms | fps (median) | p99 latency ms (median) | runs |")
-    print("|---|---|---:|---:|---|")
+    print("\n| pipeline | snapshots every 200 ms | fps (median) | p99 latency ms (median) | serve's CPU, % of a core (median) | runs (fps / p99) |")
+    print("|---|---|---:|---:|---:|---|")
     for shape in ("unpaced", "paced"):
         for polling in (False, True):
             runs = [r for r in results["runs"] if r["shape"] == shape and r["polling"] == polling]
             fps = statistics.median(r["fps"] for r in runs)
             p99 = statistics.median(r["p99_ms"] for r in runs)
-            each = ", ".join(f"{r['fps']:.1f} fps / {r['p99_ms']:.2f} ms" for r in runs)
-            print(f"| {shape} | {'yes' if polling else 'no'} | {fps:.1f} | {p99:.2f} | {each} |")
+            cpu = statistics.median(r["cpu_percent"] for r in runs)
+            each = ", ".join(f"{r['fps']:.1f} / {r['p99_ms']:.2f}" for r in runs)
+            print(f"| {shape} | {'yes' if polling else 'no'} | {fps:.1f} | {p99:.2f} | {cpu:.1f} | {each} |")
 
 
 if __name__ == "__main__":

@@ -203,6 +203,33 @@ def run(driver, base, secret, folder, pipelines):
     shot(driver, folder, "05-phone-width")
     driver.set_window_size(1400, 1000)
 
+    # A page elsewhere (here a data: URL, Origin `null`) that knows the token can neither read
+    # nor change anything: its requests are refused, whatever the browser lets it send.
+    driver.get("data:text/html,<title>elsewhere</title><p>elsewhere</p>")
+    outcome = driver.execute_async_script(
+        """
+        const [base, secret, done] = arguments;
+        const out = {};
+        fetch(base + '/console/status', { headers: { Authorization: 'Bearer ' + secret } })
+          .then((r) => { out.read = r.status; }, () => { out.read = 'blocked'; })
+          .then(() => fetch(base + '/pipelines', {
+            method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' },
+            body: JSON.stringify({ name: 'evil', source: { url: 'udp://127.0.0.1:9' }, sink: { url: 'null' } }),
+          }))
+          .then(() => { out.write = 'sent'; }, () => { out.write = 'blocked'; })
+          .then(() => done(out));
+        """,
+        base,
+        secret,
+    )
+    print(f"a foreign page's requests: {outcome}")
+    assert outcome["read"] == "blocked", f"a foreign page read the API: {outcome}"
+    driver.get(base + "/")
+    wait(driver, "the table again", lambda d: d.find_elements(By.CSS_SELECTOR, f"tr[data-name='{first}']"))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#pipeline-rows tr")
+    names = [row.get_attribute("data-name") for row in rows]
+    assert "evil" not in names and len(names) == len(pipelines), f"a foreign page started a pipeline: {names}"
+
     # The token is kept for the tab; forgetting it makes requests refused again.
     driver.find_element(By.ID, "forget-token").click()
     driver.refresh()
