@@ -203,6 +203,16 @@ def run(driver, base, secret, folder, pipelines):
     shot(driver, folder, "05-phone-width")
     driver.set_window_size(1400, 1000)
 
+    # Reload with confirmation: Cancel does nothing, Confirm asks for one.
+    driver.find_element(By.ID, "reload-config").click()
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-cancel").click()
+    assert "Reload requested" not in notice(driver)
+    driver.find_element(By.ID, "reload-config").click()
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    wait(driver, "the reload to be requested", lambda d: "Reload requested" in notice(d))
+
     # A page elsewhere (here a data: URL, Origin `null`) that knows the token can neither read
     # nor change anything: its requests are refused, whatever the browser lets it send.
     driver.get("data:text/html,<title>elsewhere</title><p>elsewhere</p>")

@@ -287,6 +287,12 @@ fn the_console_page_is_embedded_with_a_strict_policy_and_its_origin_served_only_
         );
         assert_eq!(status, 403, "a switch from {foreign}");
     }
+    // A reload asked for by the console is SIGHUP's.
+    let (status, body) = server.json("POST", "/console/reload", "{}");
+    assert_eq!(status, 202, "{body}");
+    server.wait_for("the reload", Duration::from_secs(10), || {
+        server.log_text().contains("SIGHUP: reloading")
+    });
     let (code, log) = server.terminate();
     assert_eq!(code, Some(0), "{log}");
 
@@ -301,6 +307,7 @@ fn the_console_page_is_embedded_with_a_strict_policy_and_its_origin_served_only_
     );
     assert_eq!(get(&server, "/", &[], &[]).0, 404);
     assert_eq!(get(&server, "/console/console.js", &[], &[]).0, 404);
+    assert_eq!(server.json("POST", "/console/reload", "{}").0, 404);
     let own = format!("http://{}", server.host());
     let (status, _, _) = get(&server, "/pipelines", &[(key, &value), ("Origin", &own)], &[]);
     assert_eq!(status, 403);

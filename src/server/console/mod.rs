@@ -2,8 +2,8 @@
 //! its mask and deletes pipelines, all through the API with the operator's token. The
 //! page, its script, style and icon are compiled into the binary and served with a strict
 //! Content-Security-Policy (no inline script or style, nothing from elsewhere); they hold
-//! no data, so they are served without a token. The one endpoint of its own,
-//! `/console/status`, needs the token like the rest of the API.
+//! no data, so they are served without a token. Its endpoints, `GET /console/status` and
+//! `POST /console/reload`, need the token like the rest of the API.
 
 use axum::extract::State;
 use axum::http::{header, HeaderName, HeaderValue};
@@ -42,7 +42,24 @@ pub fn page_routes() -> Router<ApiState> {
 
 /// The console's data (token required, like the rest of the API).
 pub fn data_routes() -> Router<ApiState> {
-    Router::new().route("/console/status", get(status))
+    Router::new()
+        .route("/console/status", get(status))
+        .route("/console/reload", axum::routing::post(reload))
+}
+
+/// Reloads the config file exactly as SIGHUP does, by sending this process SIGHUP: one
+/// reload path, whose outcome is logged and counted in `convstream_config_reloads_total`.
+async fn reload() -> Response {
+    // SAFETY: kill(2) with this process's own id and a signal `serve` handles (its handler
+    // is installed before the API listens); no memory is involved.
+    let sent = unsafe { libc::kill(libc::getpid(), libc::SIGHUP) } == 0;
+    if sent {
+        let answer = json!({ "reload": "requested", "outcome": "in the log and convstream_config_reloads_total" });
+        (axum::http::StatusCode::ACCEPTED, Json(answer)).into_response()
+    } else {
+        let answer = json!({ "error": "the reload could not be requested" });
+        (axum::http::StatusCode::INTERNAL_SERVER_ERROR, Json(answer)).into_response()
+    }
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -376,6 +376,17 @@
     }
   }
 
+  async function reloadConfig() {
+    if (!(await confirmAction('Reload the config file? Changed pipelines restart or switch, removed ones stop, new ones start.'))) return;
+    try {
+      const response = await api('POST', '/console/reload', {});
+      notice(response.ok ? 'Reload requested: the server log says what changed.' : 'Not reloaded: ' + (await errorText(response)), !response.ok);
+      setTimeout(refresh, 1500);
+    } catch (e) {
+      if (!(e instanceof RequestFailed)) notice('Not reloaded: ' + e.message, true);
+    }
+  }
+
   // ---- the token ----
 
   function useToken(event) {
@@ -397,6 +408,7 @@
   document.addEventListener('DOMContentLoaded', () => {
     $('token-form').addEventListener('submit', useToken);
     $('forget-token').addEventListener('click', forgetToken);
+    $('reload-config').addEventListener('click', reloadConfig);
     $('preset').addEventListener('change', showParams);
     $('mask-form').addEventListener('submit', applyMask);
     refresh();
