@@ -141,10 +141,8 @@ impl SnapshotLimiter {
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let now = Instant::now();
         if buckets.len() >= REMEMBERED_PIPELINES && !buckets.contains_key(name) {
-            // Full buckets are as good as forgotten ones.
-            buckets.retain(|_, (_, at)| {
-                now.duration_since(*at).as_secs_f64() * SNAPSHOTS_PER_SECOND < SNAPSHOTS_PER_SECOND
-            });
+            // A bucket idle for a second is full again: as good as forgotten.
+            buckets.retain(|_, (_, at)| now.duration_since(*at) < Duration::from_secs(1));
         }
         let (tokens, at) = buckets.entry(name.to_string()).or_insert((SNAPSHOTS_PER_SECOND, now));
         *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * SNAPSHOTS_PER_SECOND).min(SNAPSHOTS_PER_SECOND);
