@@ -15,4 +15,7 @@ fi
 # the README's examples that the tests run (scripts/install-gst-plugin.sh) find them built.
 cargo build --release --workspace
 cargo test --release --workspace "$@"
+# The console's browser test keeps its screenshots (CI's artifacts) here:
+shots="${CARGO_TARGET_DIR:-target}/tmp/console-screenshots"
+[[ -d $shots ]] && echo "console screenshots: $shots ($(ls "$shots" | wc -l) files)"
 scripts/python-check.sh

@@ -49,6 +49,17 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines", get(list_pipelines).post(add_pipeline))
         .route("/pipelines/{name}", get(get_pipeline).delete(delete_pipeline))
         .route("/pipelines/{name}/filter", put(switch_filter))
+        .merge(super::snapshot::routes());
+    let (protected, pages) = if state.guard.console {
+        (
+            protected.merge(super::console::data_routes()),
+            super::console::page_routes(),
+        )
+    } else {
+        (protected, Router::new())
+    };
+    // The token first, then the shard that owns a named pipeline (421 naming it elsewhere).
+    let protected = protected
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             super::shard::route_to_owner,
@@ -57,6 +68,7 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .merge(protected)
+        .merge(pages)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.guard.clone(),

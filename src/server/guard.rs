@@ -63,6 +63,9 @@ pub struct RequestGuard {
     listen: SocketAddr,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    /// Whether the console is served at `/`: its own page's requests (Origin is this very
+    /// server, by a Host already found to be this server) are then served too.
+    pub console: bool,
     pub refusals: LogLimiter,
 }
 
@@ -76,6 +79,7 @@ impl RequestGuard {
                 .iter()
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
+            console: server.console.unwrap_or(listen.ip().is_loopback()),
             refusals: LogLimiter::default(),
         }
     }
@@ -108,6 +112,12 @@ impl RequestGuard {
     pub fn origin_allowed(&self, origin: &str) -> bool {
         let origin = origin.trim_end_matches('/').to_ascii_lowercase();
         self.allowed_origins.contains(&origin)
+    }
+
+    /// Whether `origin` is the console's own page: this server, by the `host` the request
+    /// was sent to (which [`RequestGuard::host_allowed`] has let through).
+    pub fn is_console_origin(&self, origin: &str, host: &str) -> bool {
+        self.console && origin.eq_ignore_ascii_case(&format!("http://{host}"))
     }
 }
 
@@ -193,7 +203,8 @@ pub async fn check_request(State(guard): State<Arc<RequestGuard>>, request: Requ
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
-            if !guard.origin_allowed(&origin) {
+            let own_page = host.as_deref().is_some_and(|h| guard.is_console_origin(&origin, h));
+            if !guard.origin_allowed(&origin) && !own_page {
                 let shown = quoted(&origin);
                 log_refusal(
                     guard,
@@ -270,6 +281,19 @@ mod tests {
         assert!(g.origin_allowed("HTTP://LOCALHOST:3000"));
         assert!(!g.origin_allowed("http://evil.example"));
         assert!(!g.origin_allowed("null"));
+    }
+
+    #[test]
+    fn the_consoles_own_origin_is_served_only_with_the_console() {
+        let g = guard("127.0.0.1:8686", &[], &[]);
+        assert!(g.console, "on by default on loopback");
+        assert!(g.is_console_origin("http://127.0.0.1:8686", "127.0.0.1:8686"));
+        assert!(!g.is_console_origin("http://evil.example", "127.0.0.1:8686"));
+        assert!(!g.is_console_origin("https://127.0.0.1:8686", "127.0.0.1:8686"));
+        assert!(!g.is_console_origin("http://127.0.0.1:8686.evil.example", "127.0.0.1:8686"));
+        let elsewhere = guard("0.0.0.0:8686", &[], &[]);
+        assert!(!elsewhere.console, "off by default beyond loopback");
+        assert!(!elsewhere.is_console_origin("http://10.0.0.1:8686", "10.0.0.1:8686"));
     }
 
     #[test]

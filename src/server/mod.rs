@@ -5,12 +5,14 @@
 //! counters.
 
 pub mod api;
+mod console;
 mod gpu_metrics;
 pub mod guard;
 pub mod metrics;
 pub mod policy;
 mod process_metrics;
 pub mod shard;
+pub mod snapshot;
 
 /// The process's CPU time (seconds) and resident memory (bytes), from `/proc`.
 pub fn process_usage() -> Option<(f64, u64)> {

@@ -13,6 +13,7 @@ mod cli;
 mod common;
 mod config_check;
 mod confinement;
+mod console;
 mod cpu_oracle;
 mod data_kept;
 mod deploy;

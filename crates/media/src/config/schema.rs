@@ -86,6 +86,10 @@ pub struct ServerConfig {
     /// How many replicas share the pipelines, for `shard = "auto"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<usize>,
+    /// The operator console at `/` (a page in the binary; its data requests need the token
+    /// like any other). Unset: on when listening on loopback, off elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<bool>,
 }
 
 impl Default for ServerConfig {
@@ -103,6 +107,7 @@ impl Default for ServerConfig {
             max_pipelines: default_max_pipelines(),
             shard: None,
             shards: None,
+            console: None,
         }
     }
 }

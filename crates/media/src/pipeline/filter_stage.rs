@@ -56,23 +56,24 @@ pub fn run_engine(
                 next_index = frame.index + 1;
                 let started = Instant::now();
                 frame.timeline.submitted = Some(started);
+                monitor.snapshots.input.offer(&frame);
                 engine.submit(frame)?;
                 Counters::add_time(&counters.filter_busy_ns, started.elapsed());
                 while engine.in_flight() >= engine.capacity() {
-                    if !forward(&mut engine, filtered, counters)? {
+                    if !forward(&mut engine, filtered, monitor)? {
                         return Ok(engine.take_trace()); // the sink is gone; upstream stops on its own
                     }
                 }
             }
             None => {
-                if !forward(&mut engine, filtered, counters)? {
+                if !forward(&mut engine, filtered, monitor)? {
                     return Ok(engine.take_trace());
                 }
             }
         }
     }
     while engine.in_flight() > 0 {
-        if !forward(&mut engine, filtered, counters)? {
+        if !forward(&mut engine, filtered, monitor)? {
             break;
         }
     }
@@ -95,7 +96,12 @@ fn note_settled(engine: &dyn Engine, settled: &mut bool, monitor: &PipelineMonit
 }
 
 /// Receives the oldest frame in flight and sends it on. False when the sink is gone.
-fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Counters) -> Result<bool, EngineError> {
+fn forward(
+    engine: &mut Box<dyn Engine>,
+    filtered: &Sender<Frame>,
+    monitor: &PipelineMonitor,
+) -> Result<bool, EngineError> {
+    let counters = &monitor.counters;
     let started = Instant::now();
     let frame = engine.receive()?;
     let received_at = Instant::now();
@@ -121,6 +127,7 @@ fn forward(engine: &mut Box<dyn Engine>, filtered: &Sender<Frame>, counters: &Co
         counters.record_latency(latency);
     }
     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
+    monitor.snapshots.output.offer(&frame);
     let sent = filtered.send(frame).is_ok();
     Counters::set(&counters.filtered_queue, filtered.len() as u64);
     Ok(sent)
@@ -138,7 +145,7 @@ fn apply_switch(
 ) -> Result<(), EngineError> {
     let started = Instant::now();
     while engine.in_flight() > 0 {
-        if !forward(engine, filtered, &monitor.counters)? {
+        if !forward(engine, filtered, monitor)? {
             break;
         }
     }

@@ -8,6 +8,7 @@
 mod filter_stage;
 mod monitor;
 mod nvdec_admission;
+pub mod snapshot;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 

@@ -80,6 +80,8 @@ pub struct PipelineMonitor {
     output_path: Mutex<Option<std::path::PathBuf>>,
     /// Times the supervisor started this pipeline again (a changed source or sink).
     pub restarts: AtomicU64,
+    /// Copies of an input and an output frame, made when a preview asks for them.
+    pub snapshots: super::snapshot::Snapshots,
 }
 
 impl PipelineMonitor {
@@ -101,6 +103,7 @@ impl PipelineMonitor {
             last_error: Mutex::new(None),
             output_path: Mutex::new(None),
             restarts: AtomicU64::new(0),
+            snapshots: Default::default(),
         }
     }
 

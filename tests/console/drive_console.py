@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Drives the convstream console in headless Chromium (Debian's chromium and chromium-driver,
+Python selenium) against a running `convstream serve`, and saves screenshots.
+
+Usage: drive_console.py BASE_URL TOKEN SCREENSHOT_DIR PIPELINE...
+
+The first pipeline must be running and filtering a moving picture on the CPU. Checks, each an
+assertion (exit 1 on the first that fails):
+- without a token and with a wrong one, the page shows a refusal and no pipeline;
+- with the token, every PIPELINE appears, and markup in a pipeline's input or mask is shown
+  as text: nothing it holds runs (the title stays, no element is made of it);
+- selecting the first pipeline shows input and output previews that are pictures;
+- the mask picker switches the mask (a preset, then a custom matrix): the answer names the
+  frame it applies from, and the output preview's pixels change to match from that frame on.
+"""
+
+import os
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+TITLE = "convstream console"
+
+
+def browser(profile):
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for flag in [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ]:
+        options.add_argument(flag)
+    service = Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(options=options, service=service)
+
+
+def wait(driver, what, condition, seconds=20):
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda d: condition(d))
+    except TimeoutException:
+        raise AssertionError(f"timed out waiting for {what}; notice: {notice(driver)!r}")
+
+
+def notice(driver):
+    return driver.find_element(By.ID, "notice").text
+
+
+def shot(driver, folder, name):
+    path = os.path.join(folder, name + ".png")
+    driver.save_screenshot(path)
+    print(f"screenshot: {path}")
+
+
+def not_injected(driver):
+    """Markup the test put into names and masks must not have run or become elements."""
+    title = driver.execute_script("return document.title")
+    assert title == TITLE, f"the title changed to {title!r}: injected script ran"
+    flag = driver.execute_script("return window.injected === undefined")
+    assert flag, "an injected script set window.injected"
+    images = driver.execute_script("return document.querySelectorAll('img').length")
+    assert images == 2, f"{images} img elements: markup from data became elements"
+
+
+def token(driver, value):
+    field = driver.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(value)
+    field.send_keys(Keys.ENTER)
+
+
+def preview_stats(driver, stage):
+    """Mean and standard deviation of the preview's luma, and its frame index."""
+    return driver.execute_script(
+        """
+        const img = document.getElementById('preview-' + arguments[0]);
+        if (!img.complete || img.naturalWidth === 0) return null;
+        const canvas = document.createElement('canvas');
+        canvas.width = img.naturalWidth;
+        canvas.height = img.naturalHeight;
+        const ctx = canvas.getContext('2d');
+        ctx.drawImage(img, 0, 0);
+        const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+        let sum = 0, squares = 0, n = 0;
+        for (let i = 0; i < data.length; i += 4) {
+          const y = 0.299 * data[i] + 0.587 * data[i + 1] + 0.114 * data[i + 2];
+          sum += y; squares += y * y; n += 1;
+        }
+        const mean = sum / n;
+        return [mean, Math.sqrt(Math.max(0, squares / n - mean * mean)), Number(img.dataset.frame)];
+        """,
+        stage,
+    )
+
+
+def apply_mask(driver, preset, matrix=None):
+    Select(driver.find_element(By.ID, "preset")).select_by_value(preset)
+    if matrix is not None:
+        area = driver.find_element(By.ID, "matrix")
+        area.clear()
+        area.send_keys(matrix)
+    driver.find_element(By.ID, "apply-mask").click()
+    text = wait(
+        driver,
+        f"the switch to {preset} to be reported",
+        lambda d: (t := d.find_element(By.ID, "switch-result").text).startswith(("Mask", "Not applied")) and t,
+    )
+    assert text.startswith("Mask"), f"the switch was refused: {text}"
+    frame = int(driver.find_element(By.ID, "switch-result").get_attribute("data-frame"))
+    print(f"{preset}: {text}")
+    return frame
+
+
+def output_after(driver, frame, accept, what):
+    """Waits for an output preview of frame `frame` or later whose stats `accept`."""
+    def ready(d):
+        stats = preview_stats(d, "output")
+        return stats if stats and stats[2] >= frame and accept(stats) else None
+
+    return wait(driver, what, ready, seconds=30)
+
+
+def main():
+    base, secret, folder, *pipelines = sys.argv[1:]
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="console-profile-") as profile:
+        driver = browser(profile)
+        try:
+            run(driver, base, secret, folder, pipelines)
+        finally:
+            driver.quit()
+    print("console checks passed")
+
+
+def run(driver, base, secret, folder, pipelines):
+    driver.get(base + "/")
+    assert driver.title == TITLE, driver.title
+    # No token yet: refused, nothing listed.
+    wait(driver, "the missing token to be reported", lambda d: "needs an API token" in notice(d))
+    assert not driver.find_elements(By.CSS_SELECTOR, "#pipeline-rows tr"), "pipelines shown without a token"
+    # A wrong token: refused, nothing listed.
+    token(driver, "not-the-token")
+    wait(driver, "the wrong token to be refused", lambda d: "token was refused" in notice(d))
+    assert not driver.find_elements(By.CSS_SELECTOR, "#pipeline-rows tr"), "pipelines shown with a wrong token"
+    shot(driver, folder, "01-wrong-token")
+
+    # The token: every pipeline appears.
+    token(driver, secret)
+    for name in pipelines:
+        wait(driver, f"pipeline {name} to be listed", lambda d, n=name: d.find_elements(By.CSS_SELECTOR, f"tr[data-name='{n}']"))
+    assert driver.execute_script("return sessionStorage.getItem('convstream.token')") == secret
+    not_injected(driver)
+    cells = " ".join(td.text for td in driver.find_elements(By.CSS_SELECTOR, "#pipeline-rows td"))
+    print(f"table: {cells}")
+    if os.environ.get("CONSOLE_INJECTED") == "1":
+        assert "<img" in cells, "the markup in an input name is shown as text"
+
+    # Previews of the first pipeline.
+    first = pipelines[0]
+    driver.find_element(By.CSS_SELECTOR, f"tr[data-name='{first}'] th button").send_keys(Keys.ENTER)
+    for stage in ("input", "output"):
+        wait(driver, f"the {stage} preview", lambda d, s=stage: preview_stats(d, s))
+    before = output_after(driver, 0, lambda s: s[1] > 20, "a detailed output picture")
+    print(f"output preview before the switch: mean {before[0]:.1f}, sd {before[1]:.1f}, frame {before[2]}")
+    time.sleep(2.5)  # a minute's sparkline needs more than one point
+    shot(driver, folder, "02-previews")
+
+    # A preset through the picker: neutral turns the output flat grey from the frame reported.
+    at = apply_mask(driver, "neutral")
+    flat = output_after(driver, at, lambda s: s[1] < 3, f"a flat output from frame {at}")
+    print(f"output preview after neutral: mean {flat[0]:.1f}, sd {flat[1]:.1f}, frame {flat[2]}")
+    assert abs(flat[0] - before[0]) > 1 or before[1] - flat[1] > 15, "the picture changed"
+    shot(driver, folder, "03-neutral")
+
+    # A custom matrix (identity): the picture comes back.
+    at = apply_mask(driver, "custom", "0 0 0\n0 1 0\n0 0 0")
+    back = output_after(driver, at, lambda s: s[1] > 20, f"a detailed output from frame {at}")
+    print(f"output preview after the custom identity: mean {back[0]:.1f}, sd {back[1]:.1f}, frame {back[2]}")
+    wait(driver, "the table to show the new mask", lambda d: "custom" in d.find_element(By.CSS_SELECTOR, f"tr[data-name='{first}']").text)
+    not_injected(driver)
+    shot(driver, folder, "04-custom-matrix")
+
+    # A phone-width window: the page still fits.
+    driver.set_window_size(390, 1400)
+    time.sleep(1.5)
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 400, f"the page is {width} px wide in a 390 px window"
+    shot(driver, folder, "05-phone-width")
+    driver.set_window_size(1400, 1000)
+
+    # Reload with confirmation: Cancel does nothing, Confirm asks for one.
+    driver.find_element(By.ID, "reload-config").click()
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-cancel").click()
+    assert "Reload requested" not in notice(driver)
+    driver.find_element(By.ID, "reload-config").click()
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    wait(driver, "the reload to be requested", lambda d: "Reload requested" in notice(d))
+
+    # A page elsewhere (here a data: URL, Origin `null`) that knows the token can neither read
+    # nor change anything: its requests are refused, whatever the browser lets it send.
+    driver.get("data:text/html,<title>elsewhere</title><p>elsewhere</p>")
+    outcome = driver.execute_async_script(
+        """
+        const [base, secret, done] = arguments;
+        const out = {};
+        fetch(base + '/console/status', { headers: { Authorization: 'Bearer ' + secret } })
+          .then((r) => { out.read = r.status; }, () => { out.read = 'blocked'; })
+          .then(() => fetch(base + '/pipelines', {
+            method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' },
+            body: JSON.stringify({ name: 'evil', source: { url: 'udp://127.0.0.1:9' }, sink: { url: 'null' } }),
+          }))
+          .then(() => { out.write = 'sent'; }, () => { out.write = 'blocked'; })
+          .then(() => done(out));
+        """,
+        base,
+        secret,
+    )
+    print(f"a foreign page's requests: {outcome}")
+    assert outcome["read"] == "blocked", f"a foreign page read the API: {outcome}"
+    driver.get(base + "/")
+    wait(driver, "the table again", lambda d: d.find_elements(By.CSS_SELECTOR, f"tr[data-name='{first}']"))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#pipeline-rows tr")
+    names = [row.get_attribute("data-name") for row in rows]
+    assert "evil" not in names and len(names) == len(pipelines), f"a foreign page started a pipeline: {names}"
+
+    # The token is kept for the tab; forgetting it makes requests refused again.
+    driver.find_element(By.ID, "forget-token").click()
+    driver.refresh()
+    wait(driver, "the forgotten token to be needed", lambda d: "needs an API token" in notice(d))
+    not_injected(driver)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print(f"console check failed: {e}", file=sys.stderr)
+        sys.exit(1)
