@@ -10,6 +10,9 @@
 //! such memory grows on a thread of its own: a buffer asked for while the pool is still
 //! growing comes from the heap (the engine stages it through its own buffers, a copy of a
 //! fraction of the pinning's cost), and the first frames never wait for the driver.
+//!
+//! One job at some length (about 670 lines, a third of them tests): plane memory and the
+//! pool that lends it, grows it and takes memory that arrives late are one contract.
 
 use std::collections::HashMap;
 use std::error::Error;

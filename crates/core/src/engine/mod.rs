@@ -1,6 +1,10 @@
 //! Filter engines: something frames are submitted to and come back from, filtered, in
 //! submission order. The CPU engine is the reference; the CUDA engine keeps several
 //! frames in flight on its lanes.
+//!
+//! One job at some length (about 500 lines): the engine trait, its options and errors, and
+//! `build_engine` with the GPU's start-up (warm-up, placement, the CPU until the GPU is
+//! ready) that choosing an engine needs.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]

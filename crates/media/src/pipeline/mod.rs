@@ -2,17 +2,20 @@
 //! sender is the end-of-stream signal: the engine drains its lanes, the sink flushes the
 //! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
 //!
-//! One job at some length (about 580 lines): the threads, channels, errors and report of one
-//! run belong together; the filter stage and the monitor are modules of their own.
+//! The run's steps are modules of their own: `opening` (input, frame pool, engine, output),
+//! `threads` (the stages' threads and queues), `filter_stage`, `monitor`; this file holds the
+//! run's options, errors, its order of steps and its report.
 
 mod filter_stage;
 mod monitor;
 mod nvdec_admission;
+mod opening;
 pub mod snapshot;
+mod threads;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::panic::{self, AssertUnwindSafe};
@@ -21,14 +24,16 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::config::{DropPolicy, PipelineSettings, SourceConfig};
+use self::opening::{asks_for_nvdec, build, late_pool, open_sink, open_source, start_engine};
+use self::threads::{finish, run_threads, spawn_source, Queues, Stages};
+use crate::config::{PipelineSettings, SourceConfig};
 use crate::media::PassthroughPacket;
-use crate::sink::{self, FileId, OutputGuard, OutputOptions, SinkError, SinkOutcome, StopWatch, WhenExists};
-use crate::source::{DropOldest, Source, SourceError};
-use crate::stats::{Counters, PipelineReport, StartupMarks};
-use convstream_core::engine::{build_engine, trace, Engine, EngineError, EngineOptions, FrameShape, TraceSpan};
+use crate::sink::{FileId, SinkError, SinkOutcome, WhenExists};
+use crate::source::{Source, SourceError};
+use crate::stats::{Counters, PipelineReport};
+use convstream_core::engine::EngineError;
 use convstream_core::frame::Frame;
-use convstream_core::host_buffers::{BufferPool, HeapMemory, LatePool};
+use convstream_core::host_buffers::{BufferPool, HeapMemory};
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
 /// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
@@ -362,384 +367,6 @@ struct Running {
     /// The picture size written, `WIDTHxHEIGHT`.
     output_size: String,
     frame_rate: f64,
-}
-
-/// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
-fn asks_for_nvdec(source: &SourceConfig) -> bool {
-    source.decoder == "nvdec" || source.decoder.ends_with("_cuvid")
-}
-
-/// The queues between the stages: decoded frames, filtered frames, and the packets of the
-/// streams copied as they are (audio, subtitles).
-struct Queues {
-    decoded: (Sender<Frame>, Receiver<Frame>),
-    filtered: (Sender<Frame>, Receiver<Frame>),
-    packets: (Sender<PassthroughPacket>, Receiver<PassthroughPacket>),
-}
-
-impl Queues {
-    fn new() -> Queues {
-        Queues {
-            decoded: bounded(FRAME_QUEUE),
-            filtered: bounded(FRAME_QUEUE),
-            packets: bounded(PACKET_QUEUE),
-        }
-    }
-}
-
-/// Opens the input (waiting for a live one) in the layout the filter needs, and checks the
-/// filter can work on its frames. An NVDEC pipeline first takes a seat on its GPU's NVDEC
-/// engines (see `nvdec_admission`), held for the run.
-fn open_source(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    monitor: &PipelineMonitor,
-) -> Result<(Source, Option<nvdec_admission::NvdecSeat>), PipelineError> {
-    let name = &settings.name;
-    let counters = &monitor.counters;
-    // An NVDEC decoder is opened once, on the GPU the engine will use (its context is being
-    // made by the warm-up), rather than on a context of its own and again on the engine's.
-    let gpu = asks_for_nvdec(&settings.source)
-        .then(|| convstream_core::engine::likely_gpu_context(settings.device))
-        .flatten();
-    let seat = match &gpu {
-        Some(gpu) => {
-            let capacity = convstream_core::engine::nvdec_capacity(gpu.ordinal);
-            match nvdec_admission::admit(gpu.ordinal, capacity, &options.stop) {
-                Some(seat) => Some(seat),
-                None => return Err(PipelineError::StoppedBeforeInput { pipeline: name.clone() }),
-            }
-        }
-        None => None,
-    };
-    // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
-    // wait for a live sender cut short) is the stop, not a fault of the input.
-    let source = Source::connect(
-        &settings.source,
-        &options.stop,
-        counters,
-        false,
-        &convstream_core::engine::nvdec_probe(),
-        gpu,
-    )
-    .map_err(|error| {
-        if options.stop.load(Ordering::Relaxed) {
-            PipelineError::StoppedBeforeInput { pipeline: name.clone() }
-        } else {
-            PipelineError::Source {
-                pipeline: name.clone(),
-                error,
-            }
-        }
-    })?;
-    StartupMarks::mark(&counters.startup.input_opened);
-    counters.reconnecting.store(false, Ordering::Relaxed);
-    let source = match settings.source.depth {
-        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
-            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
-            None => source,
-        },
-        _ => source,
-    };
-    let source = match settings.filter.planar_format_for(source.info().format) {
-        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
-        None => source,
-    };
-    let info = source.info();
-    let mut problems = settings.filter.problems_with(info.format);
-    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
-        problems.push(format!(
-            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
-            settings.filter.planes, info.url, info.format
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(PipelineError::FilterUnsuitable {
-            pipeline: name.clone(),
-            message: problems.join("; "),
-        });
-    }
-    for warning in settings.filter.warnings(info.format) {
-        tracing::warn!("{warning}");
-    }
-    monitor.set_format(info.format);
-    Ok((source, seat))
-}
-
-/// The pool a GPU pipeline's frames are decoded into from the first one, before the engine
-/// is made (which then puts its page-locked memory in it); `None` for the CPU engine, a host
-/// without a GPU driver, or `pinned_frames = 0`.
-fn late_pool(settings: &PipelineSettings, info: &crate::media::SourceInfo) -> Option<LatePool> {
-    let frames = pooled_frames(settings);
-    if settings.device == convstream_core::engine::DeviceChoice::Cpu
-        || frames == 0
-        || !convstream_core::engine::gpu_driver_present()
-    {
-        return None;
-    }
-    let frame_bytes: usize = info
-        .format
-        .plane_shapes(info.width, info.height)
-        .iter()
-        .map(|plane| plane.pooled_bytes())
-        .sum();
-    Some(LatePool::new(frames * frame_bytes))
-}
-
-/// The options the engine is made with, for the input's frames.
-fn engine_options(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    info: &crate::media::SourceInfo,
-    pool: Option<LatePool>,
-) -> EngineOptions {
-    EngineOptions {
-        shape: Some(FrameShape {
-            format: info.format,
-            width: info.width,
-            height: info.height,
-        }),
-        trace: options.trace.is_some(),
-        stage_times: options.stage_times,
-        pooled_frames: pooled_frames(settings),
-        frames_per_stream: settings.frames_per_stream,
-        tuning: settings.gpu,
-        cpu_until_gpu_ready: options.cpu_until_gpu_ready && pool.is_some(),
-        frame_pool: pool,
-        ..EngineOptions::new(settings.device, settings.streams, &settings.name)
-    }
-}
-
-/// Builds the engine for the input's frames (in `pool`, when given) and says so to the monitor.
-fn build(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    monitor: &PipelineMonitor,
-    info: &crate::media::SourceInfo,
-    pool: Option<LatePool>,
-) -> Result<Box<dyn Engine>, PipelineError> {
-    let engine =
-        build_engine(settings.filter.clone(), &engine_options(settings, options, info, pool)).map_err(|error| {
-            PipelineError::Engine {
-                pipeline: settings.name.clone(),
-                error,
-            }
-        })?;
-    StartupMarks::mark(&monitor.counters.startup.engine_ready);
-    monitor.set_engine(
-        EngineStatus {
-            device: engine.device(),
-            name: engine.name(),
-        },
-        engine.preparer(),
-    );
-    Ok(engine)
-}
-
-/// Builds the engine before decoding starts (NVDEC: the decoder's pictures go to the
-/// engine's GPU) and has the source decode into the engine's memory.
-fn start_engine(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    monitor: &PipelineMonitor,
-    source: Source,
-    pool: Option<LatePool>,
-) -> Result<(Source, Box<dyn Engine>), PipelineError> {
-    let info = source.info().clone();
-    let engine = build(settings, options, monitor, &info, pool)?;
-    let source = source
-        .with_frame_pool(engine.frame_pool())
-        // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
-        // them so.
-        .with_device_pictures(
-            engine
-                .device_pictures_on()
-                .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
-        );
-    Ok((source, engine))
-}
-
-/// Opens the output for the input's frames.
-fn open_sink(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    monitor: &PipelineMonitor,
-    info: &crate::media::SourceInfo,
-) -> Result<Box<dyn sink::Sink>, PipelineError> {
-    let output_options = OutputOptions {
-        when_exists: options.outputs.when_exists(settings.sink.overwrite),
-        fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
-        stop: StopWatch::new(options.stop.clone(), options.io_grace),
-        guard: match options.outputs {
-            OutputPolicy::Command => OutputGuard::command(),
-            OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
-        },
-    };
-    // An output that nobody came to read before the stop stays an error (its message says
-    // so): unlike a live input that has not sent yet, a consumer was expected to be there.
-    let sink = sink::open(&settings.sink, info, &output_options).map_err(|error| PipelineError::Sink {
-        pipeline: settings.name.clone(),
-        error,
-    })?;
-    StartupMarks::mark(&monitor.counters.startup.output_opened);
-    monitor.set_output_path(sink.path());
-    Ok(sink)
-}
-
-fn spawn_error(pipeline: &str) -> impl FnOnce(std::io::Error) -> PipelineError + '_ {
-    move |e| PipelineError::Setup {
-        pipeline: pipeline.to_string(),
-        message: format!("cannot start a thread: {e}"),
-    }
-}
-
-/// Starts the source's thread: it reads and decodes into the decoded queue from now on.
-fn spawn_source(
-    settings: &PipelineSettings,
-    options: &RunOptions,
-    monitor: &PipelineMonitor,
-    source: Source,
-    queues: &Queues,
-    filter_ended: &Arc<AtomicBool>,
-) -> Result<thread::JoinHandle<Result<(), SourceError>>, PipelineError> {
-    let name = &settings.name;
-    let (counters, stop) = (monitor.counters.clone(), options.stop.clone());
-    // Each stage logs inside the caller's span (serve opens one per pipeline).
-    let span = tracing::Span::current();
-    let source_name = name.clone();
-    let (decoded, packets) = (queues.decoded.0.clone(), queues.packets.0.clone());
-    // A source dropping frames looks at the queue and at whether the filter stage ended.
-    let drop_oldest = (settings.source.drop == DropPolicy::Oldest).then(|| DropOldest {
-        queue: queues.decoded.1.clone(),
-        consumer_ended: filter_ended.clone(),
-    });
-    thread::Builder::new()
-        .name(format!("{name}-source"))
-        .spawn(move || {
-            let _entered = span.enter();
-            inject_panic(&source_name, "source");
-            source.run(&decoded, &packets, &stop, &counters, drop_oldest)
-        })
-        .map_err(spawn_error(name))
-}
-
-/// A pipeline's parts once all are made: the source's thread (running), the engine and the sink.
-struct Stages {
-    source: thread::JoinHandle<Result<(), SourceError>>,
-    engine: Box<dyn Engine>,
-    sink: Box<dyn sink::Sink>,
-    /// Set when the filter stage ends (see `DropOldest`).
-    filter_ended: Arc<AtomicBool>,
-}
-
-/// What each stage's thread returned, every one joined.
-struct Ended {
-    source: Result<(), SourceError>,
-    engine: Result<Vec<TraceSpan>, EngineError>,
-    sink: Result<SinkOutcome, SinkError>,
-}
-
-/// Runs filter and sink on threads of their own beside the source's, joined by bounded
-/// queues, until the input ends (or a stop), and joins them all, so the sink has finished
-/// the output whatever failed.
-fn run_threads(
-    settings: &PipelineSettings,
-    monitor: &Arc<PipelineMonitor>,
-    switches: Receiver<FilterSwitch>,
-    stages: Stages,
-    queues: Queues,
-    bar: &ProgressBar,
-) -> Result<Ended, PipelineError> {
-    let name = &settings.name;
-    let counters = monitor.counters.clone();
-    let Queues {
-        decoded: (decoded_tx, decoded_rx),
-        filtered: (filtered_tx, filtered_rx),
-        packets: (packets_tx, packets_rx),
-    } = queues;
-    // Only the source sends decoded frames and packets: the queues close when it ends.
-    drop((decoded_tx, packets_tx));
-    let Stages {
-        source: source_thread,
-        engine,
-        sink,
-        filter_ended,
-    } = stages;
-    // A sink that copies no stream must not hold the packet queue open: the source would
-    // block on it once full. A closed queue makes the source skip those packets.
-    let packets_rx = if sink.copies_packets() {
-        packets_rx
-    } else {
-        drop(packets_rx);
-        bounded(0).1
-    };
-    let span = tracing::Span::current();
-    let filter_thread = {
-        let (monitor, span) = (monitor.clone(), span.clone());
-        thread::Builder::new()
-            .name(format!("{name}-filter"))
-            .spawn(move || {
-                let _entered = span.enter();
-                inject_panic(&monitor.name, "filter");
-                let result = filter_stage::run_engine(engine, &decoded_rx, &filtered_tx, &monitor, switches);
-                filter_ended.store(true, Ordering::Relaxed);
-                result
-            })
-            .map_err(spawn_error(name))?
-    };
-    let sink_thread = {
-        let (counters, bar, sink_name) = (counters.clone(), bar.clone(), name.clone());
-        thread::Builder::new()
-            .name(format!("{name}-sink"))
-            .spawn(move || {
-                let _entered = span.enter();
-                inject_panic(&sink_name, "sink");
-                sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
-            })
-            .map_err(spawn_error(name))?
-    };
-
-    let panicked = |stage, payload: Box<dyn std::any::Any + Send>| PipelineError::Panicked {
-        pipeline: name.clone(),
-        stage,
-        message: panic_message(payload.as_ref()),
-    };
-    // Join every stage before reporting, so the sink has finished the output whatever failed.
-    let source_joined = source_thread.join();
-    let engine_joined = filter_thread.join();
-    let sink_joined = sink_thread.join();
-    Ok(Ended {
-        source: source_joined.map_err(|p| panicked("source", p))?,
-        engine: engine_joined.map_err(|p| panicked("filter", p))?,
-        sink: sink_joined.map_err(|p| panicked("sink", p))?,
-    })
-}
-
-/// The run's outcome from its stages' results: the first failure that explains the others,
-/// else how the output ended. Writes the trace when one was asked for.
-fn finish(settings: &PipelineSettings, options: &RunOptions, ended: Ended) -> Result<SinkOutcome, PipelineError> {
-    let name = &settings.name;
-    // An engine failure stops the flow, so it is reported first; a sink failure (a closed
-    // output) makes the source stop, so it comes before the source's result.
-    let spans = ended.engine.map_err(|error| PipelineError::Engine {
-        pipeline: name.clone(),
-        error,
-    })?;
-    if let Some(path) = &options.trace {
-        trace::write_chrome_trace(path, name, &spans).map_err(|e| PipelineError::Setup {
-            pipeline: name.clone(),
-            message: format!("cannot write the trace {}: {e}", path.display()),
-        })?;
-    }
-    let outcome = ended.sink.map_err(|error| PipelineError::Sink {
-        pipeline: name.clone(),
-        error,
-    })?;
-    ended.source.map_err(|error| PipelineError::Source {
-        pipeline: name.clone(),
-        error,
-    })?;
-    Ok(outcome)
 }
 
 /// The finished run's report, from its counters.

@@ -12,6 +12,8 @@
 //! Here: the engine itself. Apart: kernel planning ([`plan`]), the lane protocol and the
 //! completion thread with its timings ([`completion`]), lanes and their copies ([`lanes`]),
 //! kernel variants, compilation and launch ([`kernels`]), device probing ([`device`]).
+//! One job at some length (about 560 lines): submit, receive, filter switches and the frame
+//! pool's set-up all act on the same lanes and layout.
 //!
 //! One job at some length (about 550 lines): the `Engine` methods of the CUDA engine and the
 //! state they share; lanes, completion, kernels and memory are modules of their own.

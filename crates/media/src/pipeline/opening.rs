@@ -1,0 +1,219 @@
+//! A pipeline's start, one step each: the input opened in the layout the filter needs (an
+//! NVDEC pipeline first takes a seat on its GPU's NVDEC engines), the frame pool decoding
+//! starts in before the engine exists, the engine, and the output.
+
+use std::sync::atomic::Ordering;
+
+use super::nvdec_admission;
+use super::{pooled_frames, EngineStatus, OutputPolicy, PipelineError, PipelineMonitor, RunOptions};
+use crate::config::{PipelineSettings, SourceConfig};
+use crate::media::SourceInfo;
+use crate::sink::{self, OutputGuard, OutputOptions, StopWatch};
+use crate::source::Source;
+use crate::stats::StartupMarks;
+use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream_core::host_buffers::LatePool;
+
+/// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
+pub(super) fn asks_for_nvdec(source: &SourceConfig) -> bool {
+    source.decoder == "nvdec" || source.decoder.ends_with("_cuvid")
+}
+
+/// Opens the input (waiting for a live one) in the layout the filter needs, and checks the
+/// filter can work on its frames. An NVDEC pipeline first takes a seat on its GPU's NVDEC
+/// engines (see `nvdec_admission`), held for the run.
+pub(super) fn open_source(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+) -> Result<(Source, Option<nvdec_admission::NvdecSeat>), PipelineError> {
+    let name = &settings.name;
+    let counters = &monitor.counters;
+    // An NVDEC decoder is opened once, on the GPU the engine will use (its context is being
+    // made by the warm-up), rather than on a context of its own and again on the engine's.
+    let gpu = asks_for_nvdec(&settings.source)
+        .then(|| convstream_core::engine::likely_gpu_context(settings.device))
+        .flatten();
+    let seat = match &gpu {
+        Some(gpu) => {
+            let capacity = convstream_core::engine::nvdec_capacity(gpu.ordinal);
+            match nvdec_admission::admit(gpu.ordinal, capacity, &options.stop) {
+                Some(seat) => Some(seat),
+                None => return Err(PipelineError::StoppedBeforeInput { pipeline: name.clone() }),
+            }
+        }
+        None => None,
+    };
+    // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
+    // wait for a live sender cut short) is the stop, not a fault of the input.
+    let source = Source::connect(
+        &settings.source,
+        &options.stop,
+        counters,
+        false,
+        &convstream_core::engine::nvdec_probe(),
+        gpu,
+    )
+    .map_err(|error| {
+        if options.stop.load(Ordering::Relaxed) {
+            PipelineError::StoppedBeforeInput { pipeline: name.clone() }
+        } else {
+            PipelineError::Source {
+                pipeline: name.clone(),
+                error,
+            }
+        }
+    })?;
+    StartupMarks::mark(&counters.startup.input_opened);
+    counters.reconnecting.store(false, Ordering::Relaxed);
+    let source = match settings.source.depth {
+        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
+            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
+            None => source,
+        },
+        _ => source,
+    };
+    let source = match settings.filter.planar_format_for(source.info().format) {
+        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
+        None => source,
+    };
+    let info = source.info();
+    let mut problems = settings.filter.problems_with(info.format);
+    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
+        problems.push(format!(
+            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
+            settings.filter.planes, info.url, info.format
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(PipelineError::FilterUnsuitable {
+            pipeline: name.clone(),
+            message: problems.join("; "),
+        });
+    }
+    for warning in settings.filter.warnings(info.format) {
+        tracing::warn!("{warning}");
+    }
+    monitor.set_format(info.format);
+    Ok((source, seat))
+}
+
+/// The pool a GPU pipeline's frames are decoded into from the first one, before the engine
+/// is made (which then puts its page-locked memory in it); `None` for the CPU engine, a host
+/// without a GPU driver, or `pinned_frames = 0`.
+pub(super) fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool> {
+    let frames = pooled_frames(settings);
+    if settings.device == convstream_core::engine::DeviceChoice::Cpu
+        || frames == 0
+        || !convstream_core::engine::gpu_driver_present()
+    {
+        return None;
+    }
+    let frame_bytes: usize = info
+        .format
+        .plane_shapes(info.width, info.height)
+        .iter()
+        .map(|plane| plane.pooled_bytes())
+        .sum();
+    Some(LatePool::new(frames * frame_bytes))
+}
+
+/// The options the engine is made with, for the input's frames.
+pub(super) fn engine_options(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    info: &SourceInfo,
+    pool: Option<LatePool>,
+) -> EngineOptions {
+    EngineOptions {
+        shape: Some(FrameShape {
+            format: info.format,
+            width: info.width,
+            height: info.height,
+        }),
+        trace: options.trace.is_some(),
+        stage_times: options.stage_times,
+        pooled_frames: pooled_frames(settings),
+        frames_per_stream: settings.frames_per_stream,
+        tuning: settings.gpu,
+        cpu_until_gpu_ready: options.cpu_until_gpu_ready && pool.is_some(),
+        frame_pool: pool,
+        ..EngineOptions::new(settings.device, settings.streams, &settings.name)
+    }
+}
+
+/// Builds the engine for the input's frames (in `pool`, when given) and says so to the monitor.
+pub(super) fn build(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    info: &SourceInfo,
+    pool: Option<LatePool>,
+) -> Result<Box<dyn Engine>, PipelineError> {
+    let engine =
+        build_engine(settings.filter.clone(), &engine_options(settings, options, info, pool)).map_err(|error| {
+            PipelineError::Engine {
+                pipeline: settings.name.clone(),
+                error,
+            }
+        })?;
+    StartupMarks::mark(&monitor.counters.startup.engine_ready);
+    monitor.set_engine(
+        EngineStatus {
+            device: engine.device(),
+            name: engine.name(),
+        },
+        engine.preparer(),
+    );
+    Ok(engine)
+}
+
+/// Builds the engine before decoding starts (NVDEC: the decoder's pictures go to the
+/// engine's GPU) and has the source decode into the engine's memory.
+pub(super) fn start_engine(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    source: Source,
+    pool: Option<LatePool>,
+) -> Result<(Source, Box<dyn Engine>), PipelineError> {
+    let info = source.info().clone();
+    let engine = build(settings, options, monitor, &info, pool)?;
+    let source = source
+        .with_frame_pool(engine.frame_pool())
+        // NVDEC's pictures are NV12, P010 or P016: kept on the GPU only when the engine takes
+        // them so.
+        .with_device_pictures(
+            engine
+                .device_pictures_on()
+                .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+        );
+    Ok((source, engine))
+}
+
+/// Opens the output for the input's frames.
+pub(super) fn open_sink(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+    info: &SourceInfo,
+) -> Result<Box<dyn sink::Sink>, PipelineError> {
+    let output_options = OutputOptions {
+        when_exists: options.outputs.when_exists(settings.sink.overwrite),
+        fragment_mp4: matches!(options.outputs, OutputPolicy::Service { .. }),
+        stop: StopWatch::new(options.stop.clone(), options.io_grace),
+        guard: match options.outputs {
+            OutputPolicy::Command => OutputGuard::command(),
+            OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
+        },
+    };
+    // An output that nobody came to read before the stop stays an error (its message says
+    // so): unlike a live input that has not sent yet, a consumer was expected to be there.
+    let sink = sink::open(&settings.sink, info, &output_options).map_err(|error| PipelineError::Sink {
+        pipeline: settings.name.clone(),
+        error,
+    })?;
+    StartupMarks::mark(&monitor.counters.startup.output_opened);
+    monitor.set_output_path(sink.path());
+    Ok(sink)
+}
