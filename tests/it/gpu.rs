@@ -493,13 +493,15 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                 let pool = engine
                     .frame_pool()
                     .expect("a CUDA engine with pooled_frames lends a pool");
-                // The pool pins its blocks on a thread of its own and lends heap memory until
-                // they are there; this test is about frames in pool blocks, so it asks for
-                // eight frames' blocks, waits for them and gives them back first.
-                let blank = random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, 0);
+                // The pool pins the frames in flight on a thread of its own and lends heap
+                // memory until they are there; this test is about frames in pool blocks, so it
+                // waits for those and has the rest of the eight (its limit) allocated now.
                 assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
-                drop((0..8).map(|_| blank.copied_into(&pool)).collect::<Vec<_>>());
-                assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+                // The engine asks for the frames in flight and four more (see frame_pool_for).
+                let missing = 8usize.saturating_sub(engine.capacity() + 4);
+                for plane in PixelFormat::YUV420P.plane_shapes(width, height) {
+                    pool.reserve(plane.pooled_bytes(), missing).unwrap();
+                }
                 let fallbacks_before = pool.fallbacks();
                 // Every third frame is an ordinary heap frame, staged through the lanes.
                 let inputs: Vec<Frame> = (0..12)
