@@ -8,7 +8,7 @@ use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use prometheus_client::registry::Registry;
 use serde_json::json;
@@ -49,6 +49,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines", get(list_pipelines).post(add_pipeline))
         .route("/pipelines/{name}", get(get_pipeline).delete(delete_pipeline))
         .route("/pipelines/{name}/filter", put(switch_filter))
+        .route("/pipelines/{name}/stop", post(stop_pipeline))
+        .route("/pipelines/{name}/start", post(start_pipeline))
         .merge(super::snapshot::routes());
     let (protected, pages) = if state.guard.console {
         (
@@ -111,9 +113,10 @@ impl From<SupervisorError> for ApiError {
     fn from(error: SupervisorError) -> ApiError {
         let status = match &error {
             SupervisorError::NotFound(_) => StatusCode::NOT_FOUND,
-            SupervisorError::Exists(_) | SupervisorError::NotRunning { .. } | SupervisorError::OutputInUse(_) => {
-                StatusCode::CONFLICT
-            }
+            SupervisorError::Exists(_)
+            | SupervisorError::NotRunning { .. }
+            | SupervisorError::WrongState { .. }
+            | SupervisorError::OutputInUse(_) => StatusCode::CONFLICT,
             SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,
             // A filter the engine cannot take is the request's fault; the engine failing
             // on its own (a thread of it gone) is the server's.
@@ -313,6 +316,23 @@ async fn delete_pipeline(State(state): State<ApiState>, Path(name): Path<String>
     let timeout = state.stop_timeout;
     let (view, threads_ended) = blocking(move || supervisor.remove(&name, timeout)).await?;
     Ok(Json(json!({ "stopped": view, "threads_ended": threads_ended })).into_response())
+}
+
+/// Stops a pipeline and keeps it listed as stopped (`threads_ended` as for DELETE).
+async fn stop_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    known_name(&name)?;
+    let supervisor = state.supervisor.clone();
+    let timeout = state.stop_timeout;
+    let (view, threads_ended) = blocking(move || supervisor.stop(&name, timeout)).await?;
+    Ok(Json(json!({ "stopped": view, "threads_ended": threads_ended })).into_response())
+}
+
+/// Starts a stopped, finished or failed pipeline again with its settings.
+async fn start_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    known_name(&name)?;
+    let supervisor = state.supervisor.clone();
+    let view = blocking(move || supervisor.start_again(&name)).await?;
+    Ok(Json(view).into_response())
 }
 
 async fn switch_filter(

@@ -11,7 +11,8 @@ assertion (exit 1 on the first that fails):
   as text: nothing it holds runs (the title stays, no element is made of it);
 - selecting the first pipeline shows input and output previews that are pictures;
 - the mask picker switches the mask (a preset, then a custom matrix): the answer names the
-  frame it applies from, and the output preview's pixels change to match from that frame on.
+  frame it applies from, and the output preview's pixels change to match from that frame on;
+- Stop (confirmed) leaves the first pipeline listed as stopped, and Start runs it again.
 """
 
 import os
@@ -212,6 +213,28 @@ def run(driver, base, secret, folder, pipelines):
     wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
     driver.find_element(By.ID, "confirm-ok").click()
     wait(driver, "the reload to be requested", lambda d: "Reload requested" in notice(d))
+
+    # Stop with confirmation (by keyboard): the pipeline stays listed as stopped; Start runs it
+    # again. Each button is enabled only in the states that allow it.
+    def state_of(d):
+        return d.find_element(By.CSS_SELECTOR, f"tr[data-name='{first}'] td").text
+
+    def button(d, label):
+        return d.find_element(By.CSS_SELECTOR, f"tr[data-name='{first}'] button[aria-label='{label} pipeline {first}']")
+
+    wait(driver, f"{first} to run", lambda d: state_of(d) == "running" and button(d, "Stop").is_enabled())
+    assert not button(driver, "Start").is_enabled(), "Start is disabled while it runs"
+    button(driver, "Stop").send_keys(Keys.ENTER)
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    wait(driver, f"{first} to be stopped", lambda d: state_of(d) == "stopped" and button(d, "Start").is_enabled())
+    assert not button(driver, "Stop").is_enabled(), "Stop is disabled once stopped"
+    shot(driver, folder, "06-stopped")
+    button(driver, "Start").send_keys(Keys.ENTER)
+    wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    wait(driver, f"{first} to run again", lambda d: state_of(d) == "running")
+    not_injected(driver)
 
     # A page elsewhere (here a data: URL, Origin `null`) that knows the token can neither read
     # nor change anything: its requests are refused, whatever the browser lets it send.

@@ -27,5 +27,6 @@ mod properties;
 mod runaways;
 mod serve;
 mod shards;
+mod stop_start;
 mod stops;
 mod streams;

@@ -98,6 +98,13 @@ pub enum SupervisorError {
     SwitchTimedOut(String),
     #[error("cannot start a thread for pipeline {name:?}: {reason}")]
     Spawn { name: String, reason: String },
+    /// A stop or start asked of a pipeline in a state that does not allow it.
+    #[error("pipeline {name:?} is {state:?}; {why}")]
+    WrongState {
+        name: String,
+        state: PipelineState,
+        why: &'static str,
+    },
     #[error("{count} pipelines exist, the most [server] max_pipelines allows ({max}); delete one (finished ones count until deleted) or raise max_pipelines")]
     TooMany { count: usize, max: usize },
 }
@@ -110,6 +117,9 @@ struct Handle {
     stop: Arc<AtomicBool>,
     switches: Sender<FilterSwitch>,
     thread: Option<JoinHandle<()>>,
+    /// Stopped through `POST /pipelines/{name}/stop`: kept listed with its settings, so
+    /// that a start runs it again.
+    operator_stopped: bool,
 }
 
 impl Handle {
@@ -123,6 +133,7 @@ impl Handle {
             stop: self.stop.clone(),
             switches: self.switches.clone(),
             thread: self.thread.take(),
+            operator_stopped: self.operator_stopped,
         }
     }
 }
@@ -297,6 +308,7 @@ impl Supervisor {
                 stop,
                 switches: switches_tx,
                 thread: Some(thread),
+                operator_stopped: false,
             },
         );
         Ok(())
@@ -320,6 +332,74 @@ impl Supervisor {
             tracing::warn!("pipeline {name:?} removed, but its threads are still blocked");
         }
         Ok((view, ended))
+    }
+
+    /// Stops a running pipeline (drain, finalise the output) and keeps it listed, stopped,
+    /// with its settings, for [`Supervisor::start_again`]. The state is checked and the
+    /// pipeline marked stopping under one hold of the pipelines' lock, so that a racing stop
+    /// or start on the name sees it stopping; the wait happens outside the lock. Returns its
+    /// state after the wait, and whether its threads ended (as [`Supervisor::remove`]).
+    pub fn stop(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
+        let mut stopping = {
+            let mut pipelines = self.pipelines();
+            let handle = pipelines
+                .get_mut(name)
+                .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+            let state = handle.monitor.state();
+            if state.has_ended() || state == PipelineState::Stopping {
+                return Err(SupervisorError::WrongState {
+                    name: name.to_string(),
+                    state,
+                    why: "only a starting or running pipeline can be stopped",
+                });
+            }
+            handle.operator_stopped = true;
+            // Marked here, under the lock, so a start racing this stop is refused.
+            handle.monitor.set_state(PipelineState::Stopping);
+            handle.take_for_stop()
+        };
+        let ended = stop_and_join(std::slice::from_mut(&mut stopping), timeout).is_empty();
+        if ended {
+            tracing::info!("pipeline {name:?} stopped by request; kept listed");
+        } else {
+            tracing::warn!("pipeline {name:?} stopped by request, but its threads are still blocked");
+        }
+        // The listed handle shares the monitor; it may have been deleted meanwhile.
+        let view = self.view(name).unwrap_or_else(|_| view_of(&stopping));
+        Ok((view, ended))
+    }
+
+    /// Starts a pipeline that has ended (stopped, finished or failed) again, with the same
+    /// settings and a fresh monitor, as a reload's restart does; its output follows the
+    /// restart rules (written beside what an earlier run wrote). Refused while it is
+    /// starting, running or still stopping, and while another pipeline uses its files.
+    pub fn start_again(&self, name: &str) -> Result<PipelineView, SupervisorError> {
+        let mut pipelines = self.pipelines();
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        let state = handle.monitor.state();
+        if !state.has_ended() || handle.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            return Err(SupervisorError::WrongState {
+                name: name.to_string(),
+                state,
+                why: "only a stopped, finished or failed pipeline can be started",
+            });
+        }
+        let (settings, origin) = (handle.settings.clone(), handle.origin);
+        let restarts = handle.monitor.restarts.load(Ordering::Relaxed);
+        if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
+            return Err(SupervisorError::OutputInUse(conflict));
+        }
+        if let Some(old) = pipelines.get_mut(name).and_then(|h| h.thread.take()) {
+            let _ = old.join(); // finished, checked above
+        }
+        self.start_in(&mut pipelines, settings, origin)?;
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        handle.monitor.restarts.store(restarts, Ordering::Relaxed);
+        Ok(view_of(handle))
     }
 
     /// Stops every pipeline at once and waits for them, at most `timeout` in all. Returns
@@ -575,7 +655,8 @@ impl Supervisor {
     /// (engine built, kernels compiled), a live one from the start. A live pipeline stays
     /// starting until its sender's first frames size the engine, so waiting for it to leave
     /// that state would keep senders that are routed to ready instances only (a Kubernetes
-    /// Service) from ever reaching it.
+    /// Service) from ever reaching it. A pipeline stopped on request counts as ready: the
+    /// operator chose to stop it.
     pub fn ready(&self) -> bool {
         self.pipelines()
             .values()

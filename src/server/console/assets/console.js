@@ -120,7 +120,21 @@
     remove.textContent = 'Delete';
     remove.setAttribute('aria-label', 'Delete pipeline ' + name);
     remove.addEventListener('click', () => deletePipeline(name, remove));
-    actions.appendChild(remove);
+    // Stop keeps the pipeline listed (state stopped); Start runs it again. Each is enabled
+    // only in the states the API accepts it in (showPipelines sets that).
+    const stop = document.createElement('button');
+    stop.type = 'button';
+    stop.textContent = 'Stop';
+    stop.setAttribute('aria-label', 'Stop pipeline ' + name);
+    stop.addEventListener('click', () => stopOrStart(name, 'stop'));
+    const start = document.createElement('button');
+    start.type = 'button';
+    start.textContent = 'Start';
+    start.setAttribute('aria-label', 'Start pipeline ' + name);
+    start.addEventListener('click', () => stopOrStart(name, 'start'));
+    actions.append(stop, start, remove);
+    cells.stop = stop;
+    cells.start = start;
     $('pipeline-rows').appendChild(row);
     return { row, cells };
   }
@@ -135,6 +149,9 @@
       const c = entry.cells;
       c.state.textContent = String(p.state) + (p.reconnecting ? ' (reconnecting)' : '');
       c.state.className = 'state-' + String(p.state).replace(/[^a-z]/g, '');
+      const ended = ['finished', 'stopped', 'failed'].includes(String(p.state));
+      c.stop.disabled = !['starting', 'running'].includes(String(p.state));
+      c.start.disabled = !ended;
       c.source.textContent = String(p.source);
       c.mask.textContent = String(p.mask);
       c.device.textContent = p.device ? String(p.device) : String(p.device_requested);
@@ -373,6 +390,22 @@
       refresh();
     } catch (e) {
       if (!(e instanceof RequestFailed)) notice('Not deleted: ' + e.message, true);
+    }
+  }
+
+  async function stopOrStart(name, action) {
+    const question = action === 'stop'
+      ? 'Stop pipeline ' + name + '? Its output is finalised; it stays listed as stopped and can be started again.'
+      : 'Start pipeline ' + name + ' again with its settings? Its output is written beside what it wrote.';
+    if (!(await confirmAction(question))) return;
+    const done = action === 'stop' ? 'Stopped ' : 'Started ';
+    const failed = action === 'stop' ? 'Not stopped: ' : 'Not started: ';
+    try {
+      const response = await api('POST', pipelinePath(name) + '/' + action, {});
+      notice(response.ok ? done + name + '.' : failed + (await errorText(response)), !response.ok);
+      refresh();
+    } catch (e) {
+      if (!(e instanceof RequestFailed)) notice(failed + e.message, true);
     }
   }
 
