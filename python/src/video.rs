@@ -366,28 +366,8 @@ fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<Atomic
             PyRuntimeError::new_err(e.to_string())
         }
     })?;
-    let source = match settings.source.depth {
-        Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
-            Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
-            None => source,
-        },
-        _ => source,
-    };
-    let source = match settings.filter.planar_format_for(source.info().format) {
-        Some(format) => source.with_format(format, "the filter gives its planes different masks"),
-        None => source,
-    };
+    let source = convstream_media::pipeline::fit_to_filter(settings, source).map_err(PyValueError::new_err)?;
     let info = source.info().clone();
-    let mut problems = settings.filter.problems_with(info.format);
-    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
-        problems.push(format!(
-            "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
-            settings.filter.planes, info.url, info.format
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(PyValueError::new_err(problems.join("; ")));
-    }
     let options = EngineOptions {
         shape: Some(FrameShape {
             format: info.format,

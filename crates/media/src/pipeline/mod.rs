@@ -14,6 +14,7 @@ pub mod snapshot;
 mod threads;
 
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
+pub use opening::fit_to_filter;
 
 use crossbeam_channel::{bounded, Receiver};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -66,6 +66,23 @@ pub(super) fn open_source(
     })?;
     StartupMarks::mark(&counters.startup.input_opened);
     counters.reconnecting.store(false, Ordering::Relaxed);
+    let source = fit_to_filter(settings, source).map_err(|message| PipelineError::FilterUnsuitable {
+        pipeline: name.clone(),
+        message,
+    })?;
+    let info = source.info();
+    for warning in settings.filter.warnings(info.format) {
+        tracing::warn!("{warning}");
+    }
+    monitor.set_format(info.format);
+    Ok((source, seat))
+}
+
+/// The source as the filter needs its frames: at the bit depth the settings ask for, and
+/// planar where the filter gives the chroma planes masks of their own. `Err` lists every way
+/// the filter cannot work on them, joined by "; ". Shared by pipelines and the Python
+/// module's reader.
+pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Source, String> {
     let source = match settings.source.depth {
         Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
             Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),
@@ -85,17 +102,11 @@ pub(super) fn open_source(
             settings.filter.planes, info.url, info.format
         ));
     }
-    if !problems.is_empty() {
-        return Err(PipelineError::FilterUnsuitable {
-            pipeline: name.clone(),
-            message: problems.join("; "),
-        });
+    if problems.is_empty() {
+        Ok(source)
+    } else {
+        Err(problems.join("; "))
     }
-    for warning in settings.filter.warnings(info.format) {
-        tracing::warn!("{warning}");
-    }
-    monitor.set_format(info.format);
-    Ok((source, seat))
 }
 
 /// The pool a GPU pipeline's frames are decoded into from the first one, before the engine
