@@ -47,6 +47,23 @@ pub struct NativeFilter {
     engine: Mutex<Option<Held>>,
 }
 
+/// The gray format of `bit_depth`, refused when the array's samples are `itemsize` bytes
+/// and that depth takes the other size.
+fn gray_with_samples(bit_depth: u8, itemsize: usize) -> PyResult<PixelFormat> {
+    let format = gray(bit_depth)?;
+    if itemsize != format.sample_depth().bytes() {
+        let dtype = if format.sample_depth().bytes() == 1 {
+            "uint8"
+        } else {
+            "uint16"
+        };
+        return Err(PyValueError::new_err(format!(
+            "bit_depth={bit_depth} takes {dtype} samples"
+        )));
+    }
+    Ok(format)
+}
+
 /// A frame of one gray plane at `bits` bits.
 fn gray(bits: u8) -> Result<PixelFormat, PyErr> {
     PixelFormat::new(PixelLayout::Gray, bits).ok_or_else(|| {
@@ -180,17 +197,7 @@ impl NativeFilter {
         row_pitch: usize,
         sample_pitch: usize,
     ) -> PyResult<()> {
-        let format = gray(bit_depth)?;
-        if itemsize != format.sample_depth().bytes() {
-            return Err(PyValueError::new_err(format!(
-                "bit_depth={bit_depth} takes {} samples",
-                if format.sample_depth().bytes() == 1 {
-                    "uint8"
-                } else {
-                    "uint16"
-                }
-            )));
-        }
+        let format = gray_with_samples(bit_depth, itemsize)?;
         let at = |address| PlaneAt {
             address,
             row_pitch,
@@ -216,17 +223,7 @@ impl NativeFilter {
         bit_depth: u8,
         row_pitch: usize,
     ) -> PyResult<()> {
-        let format = gray(bit_depth)?;
-        if itemsize != format.sample_depth().bytes() {
-            return Err(PyValueError::new_err(format!(
-                "bit_depth={bit_depth} takes {} samples",
-                if format.sample_depth().bytes() == 1 {
-                    "uint8"
-                } else {
-                    "uint16"
-                }
-            )));
-        }
+        let format = gray_with_samples(bit_depth, itemsize)?;
         match self.device {
             DeviceChoice::Cpu => {
                 return Err(PyValueError::new_err(format!(
