@@ -482,7 +482,7 @@ fn run<'py>(
         io_grace: Duration::from_secs(5),
         protected: Vec::new(),
         // As the CLI's `run`: the first frames on the CPU while a fresh process's GPU starts.
-        cpu_until_gpu_ready: true,
+        overlap_gpu_start: true,
     };
     let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
         if e.is_usage() {

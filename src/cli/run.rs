@@ -200,7 +200,7 @@ pub(crate) fn run_settings(
             io_grace: std::time::Duration::try_from_secs_f64(settings.server.shutdown_timeout / 2.0)
                 .unwrap_or(std::time::Duration::MAX),
             protected: Vec::new(),
-            cpu_until_gpu_ready: true,
+            overlap_gpu_start: true,
         },
     );
     let mut reports = Vec::new();

@@ -112,6 +112,13 @@ fn h264_mp4_keeps_frames_timestamps_and_audio() {
         assert!(part("engine_ms") > 0.0, "{frame}");
         assert!(frame["gpu_ms"].is_null(), "{frame}");
     }
+    // The start, step by step, in order; the CPU engine is settled as soon as it is ready.
+    let startup = &stats["startup"];
+    let step = |name: &str| startup[name].as_f64().unwrap_or_else(|| panic!("{name} in {startup}"));
+    assert_eq!(step("engine_settled"), step("engine_ready"), "{startup}");
+    assert!(step("input_opened") <= step("first_frame"), "{startup}");
+    assert!(step("engine_ready") <= step("first_frame"), "{startup}");
+    assert_eq!(stats["time_to_first_frame"].as_f64(), Some(step("first_frame")));
     assert!(
         run.stderr.contains(&format!("{FRAMES} frames in, {FRAMES} out")),
         "{}",

@@ -57,6 +57,12 @@ impl Plane {
         Plane::of_data(shape, shape.pooled_stride(), pool.take(shape.pooled_bytes()))
     }
 
+    /// Like [`Plane::pooled`], but only in page-locked memory the pool has to give now.
+    pub fn pooled_page_locked(shape: PlaneShape, pool: &Arc<BufferPool>) -> Option<Plane> {
+        let data = pool.take_page_locked(shape.pooled_bytes())?;
+        Some(Plane::of_data(shape, shape.pooled_stride(), data))
+    }
+
     pub fn with_stride(shape: PlaneShape, stride: usize) -> Plane {
         Plane::filled(shape, stride, 0)
     }

@@ -194,6 +194,21 @@ impl BufferPool {
         PlaneData::from(vec![0u8; len])
     }
 
+    /// A page-locked block of `len` bytes if one is free or may be allocated now; `None`
+    /// (nothing counted) when the pool's memory is not page-locked or none is to be had.
+    pub fn take_page_locked(self: &Arc<Self>, len: usize) -> Option<PlaneData> {
+        if !self.memory.page_locked() {
+            return None;
+        }
+        self.take_block(len).map(|block| {
+            PlaneData(Storage::Pooled {
+                block: Some(block),
+                len,
+                pool: self.clone(),
+            })
+        })
+    }
+
     fn take_block(self: &Arc<Self>, len: usize) -> Option<Box<dyn HostBlock>> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(block) = state.free.get_mut(&len).and_then(Vec::pop) {

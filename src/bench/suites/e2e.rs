@@ -168,7 +168,7 @@ pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
         outputs: crate::pipeline::OutputPolicy::Command,
         io_grace: std::time::Duration::from_secs(5),
         protected: Vec::new(),
-        cpu_until_gpu_ready: false,
+        overlap_gpu_start: false,
     }
 }
 

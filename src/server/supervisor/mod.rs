@@ -277,7 +277,7 @@ impl Supervisor {
             outputs: OutputPolicy::Service { restarted },
             io_grace: self.io_grace,
             protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
-            cpu_until_gpu_ready: false,
+            overlap_gpu_start: false,
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());

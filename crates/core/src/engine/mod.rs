@@ -60,9 +60,6 @@ impl EngineError {
     }
 }
 
-/// The contract every engine keeps: `submit` takes a frame while `in_flight() < capacity()`,
-/// `receive` blocks for the oldest frame still in flight and returns it filtered, or `None`
-/// when nothing is in flight. Frames come back in exactly the order they went in.
 /// A CUDA context a decoder can put its pictures in, for the engine to take them there.
 #[derive(Clone)]
 pub struct GpuContext {
@@ -73,6 +70,11 @@ pub struct GpuContext {
     pub keeper: Arc<dyn std::any::Any + Send + Sync>,
 }
 
+/// The contract every engine keeps: `submit` takes a frame while `in_flight() < capacity()`,
+/// `receive` blocks for the oldest frame still in flight and returns it filtered, or `None`
+/// when it has none to give yet (nothing in flight, or a [`starting::StartingEngine`]
+/// holding frames for a GPU engine still being made: it waits a moment first, and the
+/// caller calls again). Frames come back in exactly the order they went in.
 pub trait Engine: Send {
     /// A short name for logs and stats (`cpu`, `cuda:0 (NVIDIA H100)`).
     fn name(&self) -> String;
@@ -116,6 +118,9 @@ pub trait Engine: Send {
     fn preparer(&self) -> FilterPreparer {
         Arc::new(|_| Ok(()))
     }
+    /// No more frames will be submitted: what is in flight is all there is to finish, so an
+    /// engine holding frames back (for a GPU still starting) should filter them now.
+    fn input_ended(&mut self) {}
     /// Whether the engine will go on as it is now: false while a [`starting::StartingEngine`]
     /// filters on the CPU for a GPU engine not ready yet (its name, device and preparer
     /// change at the switch).
@@ -230,10 +235,10 @@ pub struct EngineOptions {
     /// so that decoding starts at once): the CUDA engine puts its page-locked memory in it
     /// instead of making a pool of its own. Ignored by the CPU engine.
     pub frame_pool: Option<crate::host_buffers::LatePool>,
-    /// Filter on the CPU while the GPU's engine is made, when its GPU is not ready yet (a
-    /// fresh process: the driver and the context take 0.2-0.4 s), then go on there from the
-    /// next frame (see [`starting`]): the first frames out as soon as they are decoded.
-    pub cpu_until_gpu_ready: bool,
+    /// Take frames while the GPU's engine is made, when its GPU is not ready yet (a fresh
+    /// process: the driver and the context take about 0.2 s): the first one filtered on the
+    /// CPU and out at once, the next ones held for the GPU (see [`starting`]).
+    pub overlap_gpu_start: bool,
     /// Spin-wait and tilings of the CUDA engine; ignored by the CPU engine.
     pub tuning: GpuTuning,
 }
@@ -253,7 +258,7 @@ impl EngineOptions {
             pitch_align: crate::frame::POOLED_ROW_ALIGN,
             pooled_frames: 0,
             frame_pool: None,
-            cpu_until_gpu_ready: false,
+            overlap_gpu_start: false,
             tuning: GpuTuning::default(),
         }
     }
@@ -263,8 +268,8 @@ impl EngineOptions {
 /// the fewest active pipelines. With `auto`, a missing GPU falls back to the CPU engine and
 /// says so once.
 pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
-    if options.cpu_until_gpu_ready && !options.trace && gpu_still_starting(options.device) {
-        return start_on_the_cpu(filter, options);
+    if options.overlap_gpu_start && !options.trace && gpu_still_starting(options.device) {
+        return start_while_the_gpu_starts(filter, options);
     }
     match options.device {
         DeviceChoice::Cpu => Ok(Box::new(cpu_engine(filter, options))),
@@ -300,12 +305,12 @@ fn gpu_still_starting(_device: DeviceChoice) -> bool {
     false
 }
 
-/// A [`starting::StartingEngine`]: the CPU engine now, the one `options.device` asks for
-/// from when a thread of its own has made it.
-fn start_on_the_cpu(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
+/// A [`starting::StartingEngine`]: the CPU engine for the first frame, the one
+/// `options.device` asks for from when a thread of its own has made it.
+fn start_while_the_gpu_starts(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
     let (deliver, coming) = crossbeam_channel::bounded(1);
     let gpu_options = EngineOptions {
-        cpu_until_gpu_ready: false,
+        overlap_gpu_start: false,
         ..options.clone()
     };
     let gpu_filter = filter.clone();
@@ -322,6 +327,7 @@ fn start_on_the_cpu(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
         cpu,
         coming,
         options.device == DeviceChoice::Auto,
+        starting::HELD_BYTES,
     )))
 }
 

@@ -1,24 +1,44 @@
-//! An engine that starts on the CPU while its GPU engine is made. In a fresh process the
-//! driver's initialisation and the GPU's context take 0.2-0.4 s (measured on an H100 host),
-//! longer than decoding and filtering the first frames on the CPU: a short clip would spend
-//! most of its run waiting. So the first frames are filtered by the CPU engine, and from the
-//! first frame submitted after the GPU engine is ready (the CPU engine having handed back
-//! everything it took), every frame goes to the GPU. The two engines give identical results
-//! (the CPU engine is the reference every GPU result is checked against), so the output
-//! cannot tell where a frame was filtered; frames leave in order across the switch.
+//! An engine that takes frames while its GPU engine is made. In a fresh process the driver's
+//! initialisation and the GPU's context take about 0.2 s (measured on H100 and H200 hosts),
+//! the time a 16-core host decodes some 200 1080p frames in. Filtering those on the CPU
+//! meanwhile was tried: a 13x13 mask there costs about 2.6 frames' decoding per frame, so
+//! the decoder slowed to a quarter of its rate. So the CPU engine filters only the first
+//! frame (out at once, whatever the GPU's start costs); later frames wait in memory for the
+//! GPU, up to [`HELD_BYTES`], and only what goes past that is filtered on the CPU, as is
+//! what is held when the input ends first (a clip shorter than the start). The two engines
+//! give identical results (the CPU engine is the reference every GPU result is checked
+//! against), so the output cannot tell where a frame was filtered; frames leave in order.
+//!
+//! Once the GPU engine is ready, the frames held go to it oldest first, several for each new
+//! frame taken, so the decoder is not stopped while they drain.
 //!
 //! When the GPU engine cannot be made, `auto` goes on with the CPU engine (a missing GPU,
 //! said once), and any other choice fails the run with the GPU's error, as it would have
-//! without this engine, after the frames filtered meanwhile.
+//! without this engine.
 
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::collections::VecDeque;
+use std::time::Duration;
 
 use super::cpu::CpuEngine;
 use super::{Engine, EngineError, FilterPreparer, StageTimes, TraceSpan};
 use crate::filter::FilterSpec;
+use crate::frame::Frame;
 
 /// Where the GPU engine arrives from the thread making it.
 pub type ComingEngine = Receiver<Result<Box<dyn Engine>, EngineError>>;
+
+/// Memory the frames held for the GPU may take: about the GPU's start of 1080p frames
+/// decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past it are filtered
+/// on the CPU rather than held.
+pub const HELD_BYTES: usize = 512 << 20;
+
+/// How long `receive` waits for the GPU engine when it has nothing else to give: short, so
+/// that the caller takes the next decoded frame (or a filter switch) without a delay.
+const GPU_POLL: Duration = Duration::from_millis(2);
+
+/// Frames handed to the GPU from those held for each new frame taken, once it is ready.
+const DRAIN_PER_FRAME: usize = 4;
 
 /// The GPU engine being made on another thread, or what became of it.
 enum Gpu {
@@ -34,6 +54,17 @@ pub struct StartingEngine {
     gpu: Gpu,
     /// Whether frames now go to the GPU engine (set once, at the switch).
     on_gpu: bool,
+    /// Frames waiting for the GPU, oldest first, and the bytes they take.
+    held: VecDeque<Frame>,
+    held_bytes: usize,
+    held_limit: usize,
+    /// How many held frames to leave after the frame just taken (see `capacity`).
+    drain_goal: usize,
+    /// Frames filtered on the CPU, and frames held for the GPU, for the log line at the switch.
+    filtered_on_cpu: u64,
+    held_in_all: u64,
+    /// The input has ended: frames held are filtered on the CPU until the GPU comes.
+    input_ended: bool,
     /// The filter as last set: given to the GPU engine when it arrives, if it changed meanwhile.
     filter: FilterSpec,
     filter_changed: bool,
@@ -43,15 +74,34 @@ pub struct StartingEngine {
     last_from_gpu: bool,
 }
 
+/// Bytes a frame's planes take in memory (rows with their padding).
+fn frame_bytes(frame: &Frame) -> usize {
+    frame.planes.iter().map(|plane| plane.stride * plane.height).sum()
+}
+
 impl StartingEngine {
-    /// Filters on the CPU (with `cpu`, already set up for `filter`) until the engine that
-    /// `coming` delivers is ready. `fall_back`: a GPU that is missing (not one that fails)
-    /// leaves the CPU engine in place.
-    pub fn new(filter: FilterSpec, cpu: CpuEngine, coming: ComingEngine, fall_back: bool) -> StartingEngine {
+    /// Filters the first frame on the CPU (with `cpu`, already set up for `filter`) and
+    /// holds the next ones, up to `held_limit` bytes, until the engine that `coming`
+    /// delivers is ready. `fall_back`: a GPU that is missing (not one that fails) leaves the
+    /// CPU engine in place.
+    pub fn new(
+        filter: FilterSpec,
+        cpu: CpuEngine,
+        coming: ComingEngine,
+        fall_back: bool,
+        held_limit: usize,
+    ) -> StartingEngine {
         StartingEngine {
             cpu,
             gpu: Gpu::Coming(coming),
             on_gpu: false,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            held_limit,
+            drain_goal: 0,
+            filtered_on_cpu: 0,
+            held_in_all: 0,
+            input_ended: false,
             filter,
             filter_changed: false,
             fall_back,
@@ -59,19 +109,29 @@ impl StartingEngine {
         }
     }
 
-    /// Takes the GPU engine if it has arrived, and switches to it once the CPU engine has
-    /// handed back every frame it took.
-    fn look_for_the_gpu(&mut self) -> Result<(), EngineError> {
+    /// Takes the GPU engine if it has arrived (waiting up to `wait` for it), and switches
+    /// to it once the CPU engine has handed back every frame it took.
+    fn look_for_the_gpu(&mut self, wait: Duration) -> Result<(), EngineError> {
         if let Gpu::Coming(coming) = &self.gpu {
-            match coming.try_recv() {
-                Err(TryRecvError::Empty) => {}
+            let arrived = if wait.is_zero() {
+                coming.try_recv().map_err(|e| match e {
+                    crossbeam_channel::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    crossbeam_channel::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                })
+            } else {
+                coming.recv_timeout(wait)
+            };
+            match arrived {
+                Err(RecvTimeoutError::Timeout) => {}
                 Ok(Ok(mut engine)) => {
                     if self.filter_changed {
                         engine.set_filter(self.filter.clone())?;
                     }
                     tracing::info!(
-                        "{} ready; the frames before were filtered on the CPU (identical results)",
-                        engine.name()
+                        "{} ready; {} frame(s) before it filtered on the CPU, {} held for it (identical results)",
+                        engine.name(),
+                        self.filtered_on_cpu,
+                        self.held_in_all,
                     );
                     self.gpu = Gpu::Ready(engine);
                 }
@@ -80,7 +140,7 @@ impl StartingEngine {
                     self.gpu = Gpu::Missing;
                 }
                 Ok(Err(e)) => return Err(e),
-                Err(TryRecvError::Disconnected) => {
+                Err(RecvTimeoutError::Disconnected) => {
                     return Err(EngineError::Internal(
                         "the thread making the GPU engine ended without one".into(),
                     ))
@@ -89,6 +149,34 @@ impl StartingEngine {
         }
         if matches!(self.gpu, Gpu::Ready(_)) && self.cpu.in_flight() == 0 {
             self.on_gpu = true;
+        }
+        Ok(())
+    }
+
+    /// Filters the oldest held frame on the CPU.
+    fn filter_oldest_on_cpu(&mut self) -> Result<(), EngineError> {
+        if let Some(frame) = self.held.pop_front() {
+            self.held_bytes -= frame_bytes(&frame);
+            self.filtered_on_cpu += 1;
+            self.cpu.submit(frame)?;
+        }
+        Ok(())
+    }
+
+    fn hold(&mut self, frame: Frame) {
+        self.held_bytes += frame_bytes(&frame);
+        self.held.push_back(frame);
+    }
+
+    /// Hands held frames to the GPU engine, oldest first, while it has room.
+    fn feed_the_gpu(&mut self) -> Result<(), EngineError> {
+        let Gpu::Ready(engine) = &mut self.gpu else {
+            return Ok(());
+        };
+        while engine.in_flight() < engine.capacity() {
+            let Some(frame) = self.held.pop_front() else { break };
+            self.held_bytes -= frame_bytes(&frame);
+            engine.submit(frame)?;
         }
         Ok(())
     }
@@ -117,34 +205,77 @@ impl Engine for StartingEngine {
         }
     }
     fn capacity(&self) -> usize {
-        match self.gpu_ref() {
-            Some(engine) if self.on_gpu => engine.capacity(),
-            _ => self.cpu.capacity(),
+        match (self.gpu_ref(), self.on_gpu) {
+            // Held frames drain a few for each new one (`drain_goal` is set as each is taken).
+            (Some(engine), true) if !self.held.is_empty() => engine.capacity() + self.drain_goal,
+            (Some(engine), true) => engine.capacity(),
+            // The CPU engine's frames are handed on as soon as filtered; held ones wait.
+            _ if matches!(self.gpu, Gpu::Missing) => self.cpu.capacity(),
+            _ => self.held.len() + 1,
         }
     }
     fn in_flight(&self) -> usize {
-        self.cpu.in_flight() + self.gpu_ref().map_or(0, |engine| engine.in_flight())
+        self.cpu.in_flight() + self.held.len() + self.gpu_ref().map_or(0, |engine| engine.in_flight())
     }
-    fn submit(&mut self, frame: crate::frame::Frame) -> Result<(), EngineError> {
-        self.look_for_the_gpu()?;
+    fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+        self.look_for_the_gpu(Duration::ZERO)?;
         if self.on_gpu {
-            if let Some(engine) = self.gpu() {
-                return engine.submit(frame);
+            // Behind the frames held, to keep the order.
+            self.hold(frame);
+            self.drain_goal = self.held.len().saturating_sub(DRAIN_PER_FRAME);
+            return self.feed_the_gpu();
+        }
+        let nothing_before = self.held.is_empty() && self.filtered_on_cpu == 0;
+        match self.gpu {
+            Gpu::Missing if self.held.is_empty() => {
+                self.filtered_on_cpu += 1;
+                self.cpu.submit(frame)
+            }
+            Gpu::Missing => {
+                self.hold(frame);
+                Ok(())
+            }
+            // The first frame out at once, on the CPU.
+            _ if nothing_before => {
+                self.filtered_on_cpu += 1;
+                self.cpu.submit(frame)
+            }
+            _ => {
+                self.hold(frame);
+                self.held_in_all += 1;
+                if self.held_bytes > self.held_limit {
+                    self.filter_oldest_on_cpu()?;
+                }
+                Ok(())
             }
         }
-        self.cpu.submit(frame)
     }
-    fn receive(&mut self) -> Result<Option<crate::frame::Frame>, EngineError> {
+    fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
         // The CPU engine's frames came first: they leave first.
         if self.cpu.in_flight() > 0 {
             self.last_from_gpu = false;
             return self.cpu.receive();
         }
-        self.last_from_gpu = true;
-        match self.gpu() {
-            Some(engine) => engine.receive(),
-            None => Ok(None),
+        if self.held.is_empty() && !self.on_gpu {
+            return Ok(None);
         }
+        // Held frames wait a moment for the GPU, unless nothing more will come.
+        let wait = if self.input_ended { Duration::ZERO } else { GPU_POLL };
+        self.look_for_the_gpu(wait)?;
+        if self.on_gpu {
+            self.feed_the_gpu()?;
+            self.last_from_gpu = true;
+            return match self.gpu() {
+                Some(engine) => engine.receive(),
+                None => Ok(None),
+            };
+        }
+        if self.input_ended || matches!(self.gpu, Gpu::Missing) {
+            self.filter_oldest_on_cpu()?;
+            self.last_from_gpu = false;
+            return self.cpu.receive();
+        }
+        Ok(None)
     }
     fn set_filter(&mut self, filter: FilterSpec) -> Result<(), EngineError> {
         self.cpu.set_filter(filter.clone())?;
@@ -154,6 +285,9 @@ impl Engine for StartingEngine {
         }
         self.filter = filter;
         Ok(())
+    }
+    fn input_ended(&mut self) {
+        self.input_ended = true;
     }
     fn take_trace(&mut self) -> Vec<TraceSpan> {
         let mut spans = self.cpu.take_trace();
@@ -195,6 +329,8 @@ mod tests {
     use crate::frame::{Frame, PixelFormat, Plane};
     use crate::mask::Mask;
     use crossbeam_channel::{bounded, Sender};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     fn filter(spec: &str) -> FilterSpec {
         FilterSpec {
@@ -223,9 +359,10 @@ mod tests {
         frame
     }
 
-    /// A "GPU" engine that is the CPU engine under another name: what matters here is when
-    /// frames go to it, and that they come back in order and right.
-    struct NamedGpu(CpuEngine);
+    /// A "GPU" engine that is the CPU engine under another name, counting the frames it
+    /// took: what matters here is when frames go to it, and that they come back in order
+    /// and right.
+    struct NamedGpu(CpuEngine, Arc<AtomicUsize>);
     impl Engine for NamedGpu {
         fn name(&self) -> String {
             "gpu".into()
@@ -237,6 +374,7 @@ mod tests {
             self.0.in_flight()
         }
         fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+            self.1.fetch_add(1, Ordering::Relaxed);
             self.0.submit(frame)
         }
         fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
@@ -252,14 +390,25 @@ mod tests {
 
     type Delivery = Sender<Result<Box<dyn Engine>, EngineError>>;
 
-    fn starting(spec: &str, fall_back: bool) -> (StartingEngine, Delivery) {
+    /// A starting engine, and what delivers its "GPU".
+    fn starting(spec: &str, fall_back: bool, held_frames: usize) -> (StartingEngine, Delivery) {
         let (deliver, coming) = bounded(1);
-        let engine = StartingEngine::new(filter(spec), CpuEngine::new(filter(spec)), coming, fall_back);
+        let limit = held_frames * frame_bytes(&frame(0));
+        let engine = StartingEngine::new(filter(spec), CpuEngine::new(filter(spec)), coming, fall_back, limit);
         (engine, deliver)
     }
 
-    /// Submits `frames` the way the filter stage does and returns what came back.
-    fn run(engine: &mut dyn Engine, frames: std::ops::Range<u64>) -> Vec<Frame> {
+    /// Delivers a "GPU" engine for `spec`; returns how many frames it has taken.
+    fn deliver_gpu(deliver: &Delivery, spec: &str) -> Arc<AtomicUsize> {
+        let taken = Arc::new(AtomicUsize::new(0));
+        let gpu = NamedGpu(CpuEngine::new(filter(spec)), taken.clone());
+        deliver.send(Ok(Box::new(gpu))).unwrap();
+        taken
+    }
+
+    /// Submits `frames` the way the filter stage does (receiving while `in_flight` reaches
+    /// `capacity`), without waiting for what is held; returns what came back.
+    fn submit_all(engine: &mut dyn Engine, frames: std::ops::Range<u64>) -> Vec<Frame> {
         let mut out = Vec::new();
         for index in frames {
             engine.submit(frame(index)).unwrap();
@@ -267,49 +416,119 @@ mod tests {
                 out.extend(engine.receive().unwrap());
             }
         }
+        out
+    }
+
+    /// The input's end as the filter stage handles it: everything in flight comes back.
+    fn finish(engine: &mut dyn Engine) -> Vec<Frame> {
+        engine.input_ended();
+        let mut out = Vec::new();
         while engine.in_flight() > 0 {
             out.extend(engine.receive().unwrap());
         }
         out
     }
 
-    #[test]
-    fn frames_go_to_the_gpu_from_the_first_one_after_it_is_ready_in_order_and_identical() {
-        let (mut engine, deliver) = starting("gaussian:size=3", false);
-        assert_eq!(engine.name(), "cpu (the GPU still starting)");
-        let before = run(&mut engine, 0..4);
-        assert!(!engine.settled());
-        deliver
-            .send(Ok(Box::new(NamedGpu(CpuEngine::new(filter("gaussian:size=3"))))))
-            .unwrap();
-        let after = run(&mut engine, 4..10);
-        assert!(engine.settled());
+    /// `frames` are frames 0.. in order, each filtered exactly as the CPU engine filters it.
+    fn assert_in_order_and_right(frames: &[Frame], spec: &str, count: u64) {
         assert_eq!(
-            (engine.name(), engine.device(), engine.capacity()),
-            ("gpu".into(), "gpu:0".into(), 3)
+            frames.iter().map(|f| f.index).collect::<Vec<_>>(),
+            (0..count).collect::<Vec<_>>()
         );
-        let out: Vec<Frame> = before.into_iter().chain(after).collect();
-        assert_eq!(
-            out.iter().map(|f| f.index).collect::<Vec<_>>(),
-            (0..10).collect::<Vec<_>>()
-        );
-        for frame_out in &out {
-            let expected = CpuEngine::filter_frame(&filter("gaussian:size=3"), &frame(frame_out.index));
+        for frame_out in frames {
+            let expected = CpuEngine::filter_frame(&filter(spec), &frame(frame_out.index));
             assert_eq!(frame_out.planes, expected.planes, "frame {}", frame_out.index);
         }
     }
 
     #[test]
-    fn a_filter_set_before_the_gpu_arrives_is_the_one_it_applies() {
-        let (mut engine, deliver) = starting("gaussian:size=3", false);
-        run(&mut engine, 0..2);
-        engine.set_filter(filter("sharpen")).unwrap();
-        deliver
-            .send(Ok(Box::new(NamedGpu(CpuEngine::new(filter("gaussian:size=3"))))))
-            .unwrap();
-        let out = run(&mut engine, 2..6);
+    fn the_first_frame_is_filtered_at_once_and_the_next_wait_for_the_gpu_in_order() {
+        let (mut engine, deliver) = starting("gaussian:size=3", false, 100);
+        assert_eq!(engine.name(), "cpu (the GPU still starting)");
+        let mut out = submit_all(&mut engine, 0..6);
+        assert_eq!(
+            out.iter().map(|f| f.index).collect::<Vec<_>>(),
+            [0],
+            "only the first, at once"
+        );
+        assert_eq!(engine.in_flight(), 5);
+        // Nothing to give while the GPU is not there: a short wait, then nothing.
+        assert!(engine.receive().unwrap().is_none());
+        assert!(!engine.settled());
+        let taken = deliver_gpu(&deliver, "gaussian:size=3");
+        out.extend(submit_all(&mut engine, 6..20));
         assert!(engine.settled());
-        for frame_out in &out {
+        assert_eq!(
+            (engine.name(), engine.device(), engine.capacity()),
+            ("gpu".into(), "gpu:0".into(), 3)
+        );
+        out.extend(finish(&mut engine));
+        assert_in_order_and_right(&out, "gaussian:size=3", 20);
+        assert_eq!(
+            taken.load(Ordering::Relaxed),
+            19,
+            "every frame after the first went to the GPU"
+        );
+    }
+
+    #[test]
+    fn held_frames_drain_a_few_for_each_new_frame_once_the_gpu_is_ready() {
+        let (mut engine, deliver) = starting("box:size=3", false, 100);
+        let mut out = submit_all(&mut engine, 0..41);
+        assert_eq!(engine.in_flight(), 40);
+        deliver_gpu(&deliver, "box:size=3");
+        let mut handed_on = Vec::new();
+        for index in 41..60 {
+            let before = out.len();
+            out.extend(submit_all(&mut engine, index..index + 1));
+            handed_on.push(out.len() - before);
+        }
+        out.extend(finish(&mut engine));
+        assert_in_order_and_right(&out, "box:size=3", 60);
+        // While frames are held, each new one hands on several (not all at once, which would
+        // stop the decoder for the whole backlog), then one for one.
+        assert!(
+            handed_on[..8].iter().all(|&n| (2..=DRAIN_PER_FRAME + 1).contains(&n)),
+            "{handed_on:?}"
+        );
+        assert!(handed_on[15..].iter().all(|&n| n == 1), "{handed_on:?}");
+    }
+
+    #[test]
+    fn frames_past_the_memory_limit_are_filtered_on_the_cpu_oldest_first() {
+        let (mut engine, deliver) = starting("sharpen", false, 3);
+        let mut out = submit_all(&mut engine, 0..8);
+        // Frame 0 at once; of 1..8, the four oldest went to the CPU as the limit was passed.
+        assert_eq!(out.iter().map(|f| f.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(engine.in_flight(), 3);
+        let taken = deliver_gpu(&deliver, "sharpen");
+        out.extend(submit_all(&mut engine, 8..10));
+        out.extend(finish(&mut engine));
+        assert_in_order_and_right(&out, "sharpen", 10);
+        assert_eq!(taken.load(Ordering::Relaxed), 5, "frames 5..10");
+    }
+
+    #[test]
+    fn a_clip_that_ends_before_the_gpu_is_ready_is_filtered_on_the_cpu() {
+        let (mut engine, deliver) = starting("emboss", false, 100);
+        let mut out = submit_all(&mut engine, 0..5);
+        out.extend(finish(&mut engine));
+        assert_in_order_and_right(&out, "emboss", 5);
+        assert_eq!(engine.name(), "cpu (the GPU still starting)");
+        drop(deliver);
+    }
+
+    #[test]
+    fn a_filter_set_before_the_gpu_arrives_is_the_one_it_applies() {
+        let (mut engine, deliver) = starting("gaussian:size=3", false, 100);
+        let mut out = submit_all(&mut engine, 0..2);
+        out.extend(finish(&mut engine));
+        engine.set_filter(filter("sharpen")).unwrap();
+        let taken = deliver_gpu(&deliver, "gaussian:size=3");
+        let after = submit_all(&mut engine, 2..6).into_iter().chain(finish(&mut engine));
+        assert!(engine.settled());
+        assert_eq!(taken.load(Ordering::Relaxed), 4);
+        for frame_out in after {
             let expected = CpuEngine::filter_frame(&filter("sharpen"), &frame(frame_out.index));
             assert_eq!(frame_out.planes, expected.planes, "frame {}", frame_out.index);
         }
@@ -317,25 +536,28 @@ mod tests {
 
     #[test]
     fn a_missing_gpu_keeps_the_cpu_engine_when_allowed_and_fails_the_run_otherwise() {
-        let (mut allowed, deliver) = starting("box:size=3", true);
+        // Frames held before the GPU turns out missing are filtered on the CPU, in order.
+        let (mut allowed, deliver) = starting("box:size=3", true, 100);
+        let mut out = submit_all(&mut allowed, 0..4);
         deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
-        let out = run(&mut allowed, 0..5);
-        assert_eq!(out.len(), 5);
+        out.extend(submit_all(&mut allowed, 4..9));
+        out.extend(finish(&mut allowed));
+        assert_in_order_and_right(&out, "box:size=3", 9);
         assert!(allowed.settled());
         assert_eq!(allowed.name(), "cpu");
 
-        let (mut strict, deliver) = starting("box:size=3", false);
+        let (mut strict, deliver) = starting("box:size=3", false, 100);
         deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
         let error = strict.submit(frame(0)).unwrap_err();
         assert!(error.to_string().contains("none here"), "{error}");
 
-        let (mut failing, deliver) = starting("box:size=3", true);
+        let (mut failing, deliver) = starting("box:size=3", true, 100);
         deliver
             .send(Err(EngineError::Unsupported("a kernel that does not fit".into())))
             .unwrap();
         assert!(failing.submit(frame(0)).is_err(), "only a missing GPU falls back");
 
-        let (mut orphaned, deliver) = starting("box:size=3", true);
+        let (mut orphaned, deliver) = starting("box:size=3", true, 100);
         drop(deliver);
         assert!(matches!(orphaned.submit(frame(0)), Err(EngineError::Internal(_))));
     }

@@ -5,7 +5,7 @@ use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 use super::monitor::{EngineStatus, FilterSwitch, PipelineMonitor};
-use crate::stats::{Counters, FrameLatency};
+use crate::stats::{Counters, FrameLatency, StartupMarks};
 use convstream_core::engine::{Engine, EngineError, StageTimes, TraceSpan};
 use convstream_core::frame::Frame;
 
@@ -72,6 +72,8 @@ pub fn run_engine(
             }
         }
     }
+    // Nothing more comes: frames an engine held back (for a GPU still starting) go now.
+    engine.input_ended();
     while engine.in_flight() > 0 {
         if !forward(&mut engine, filtered, monitor)? {
             break;
@@ -85,6 +87,7 @@ pub fn run_engine(
 fn note_settled(engine: &dyn Engine, settled: &mut bool, monitor: &PipelineMonitor) {
     if !*settled && engine.settled() {
         *settled = true;
+        StartupMarks::mark(&monitor.counters.startup.engine_settled);
         monitor.set_engine(
             EngineStatus {
                 device: engine.device(),

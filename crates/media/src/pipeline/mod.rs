@@ -120,11 +120,12 @@ pub struct RunOptions {
     pub io_grace: Duration,
     /// Files no output may write, under any name (`serve`: its own config file).
     pub protected: Vec<FileId>,
-    /// Filter the first frames on the CPU while a GPU engine is made, when the process has
-    /// no GPU context yet (`run`: a fresh process waits 0.2-0.4 s for the driver and the
-    /// context). `serve` leaves it off: many pipelines starting at once would share the
-    /// host's cores for it, and its GPU context is made once for them all.
-    pub cpu_until_gpu_ready: bool,
+    /// Take frames while a GPU engine is made, when the process has no GPU context yet
+    /// (`run`: a fresh process waits about 0.2 s for the driver and the context): the first
+    /// filtered on the CPU, the next held in memory for the GPU (`engine::starting`).
+    /// `serve` leaves it off: its GPU context is made once for all its pipelines, and many
+    /// starting at once would each hold frames.
+    pub overlap_gpu_start: bool,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.

@@ -147,7 +147,7 @@ pub(super) fn engine_options(
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
-        cpu_until_gpu_ready: options.cpu_until_gpu_ready && pool.is_some(),
+        overlap_gpu_start: options.overlap_gpu_start && pool.is_some(),
         frame_pool: pool,
         ..EngineOptions::new(settings.device, settings.streams, &settings.name)
     }
@@ -168,7 +168,10 @@ pub(super) fn build(
                 error,
             }
         })?;
-    StartupMarks::mark(&monitor.counters.startup.engine_ready);
+    let ready = StartupMarks::mark(&monitor.counters.startup.engine_ready);
+    if engine.settled() {
+        monitor.counters.startup.engine_settled.get_or_init(|| ready);
+    }
     monitor.set_engine(
         EngineStatus {
             device: engine.device(),

