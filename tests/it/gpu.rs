@@ -558,6 +558,74 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
     println!("pooled frames: direct copies match the CPU engine");
 }
 
+/// A frame in ordinary memory is staged in (one CPU copy), and its results come straight back
+/// into page-locked planes from the frame pool (no second copy) while the pool has some to
+/// give; the planes the filter skips stay as they were.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn staged_frames_take_their_results_in_page_locked_planes() {
+    let (mut rng, seed) = seeded_rng();
+    let mask = random_mask(&mut rng, 7, 7, false);
+    for (width, height) in [(1920, 1080), (130, 67)] {
+        for planes in [PlaneSelection::All, PlaneSelection::Luma] {
+            let filter = FilterSpec {
+                mask: mask.clone(),
+                border: BorderMode::Reflect,
+                planes,
+                plane_masks: Default::default(),
+            };
+            let label = format!("seed {seed}: {width}x{height} planes={planes}");
+            let engine_options = EngineOptions {
+                pooled_frames: 8,
+                shape: Some(FrameShape {
+                    format: PixelFormat::YUV420P,
+                    width,
+                    height,
+                }),
+                ..options(4, true, 64, None)
+            };
+            let mut engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
+            let pool = engine
+                .frame_pool()
+                .expect("a CUDA engine with pooled_frames lends a pool");
+            assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+            let inputs: Vec<Frame> = (0..12)
+                .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
+                .collect();
+            let selected = |plane: usize| planes == PlaneSelection::All || plane == 0;
+            // Outputs are checked and dropped as they come, so at most the lanes' frames hold
+            // pool planes: the pool (eight frames) always has some to give.
+            let mut checked = 0;
+            let mut check = |output: Frame| {
+                let input = &inputs[checked];
+                assert_eq!(output.index, input.index, "{label}: order");
+                for (i, plane) in output.planes.iter().enumerate() {
+                    assert_eq!(
+                        plane.data.is_page_locked(),
+                        selected(i),
+                        "{label}: frame {} plane {i}",
+                        input.index
+                    );
+                }
+                let expected = CpuEngine::filter_frame(&filter, input);
+                assert_eq!(compare(&expected, &output), (0, 0), "{label}: frame {}", input.index);
+                checked += 1;
+            };
+            for input in &inputs {
+                engine.submit(input.clone()).unwrap();
+                while engine.in_flight() >= engine.capacity() {
+                    check(engine.receive().unwrap().unwrap());
+                }
+            }
+            while let Some(frame) = engine.receive().unwrap() {
+                check(frame);
+            }
+            assert_eq!(checked, inputs.len(), "{label}");
+        }
+    }
+    println!("staged frames: results in page-locked planes match the CPU engine");
+}
+
 /// A filter switch to other planes lays the lanes out again but keeps the frame pool the
 /// source is making frames in, and those frames still go to the GPU directly.
 #[test]
