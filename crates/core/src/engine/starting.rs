@@ -1,13 +1,17 @@
 //! An engine that takes frames while its GPU engine is made. In a fresh process the driver's
 //! initialisation and the GPU's context take about 0.2 s (measured on H100 and H200 hosts),
-//! the time a 16-core host decodes some 200 1080p frames in. Filtering those on the CPU
-//! meanwhile was tried: a 13x13 mask there costs about 2.6 frames' decoding per frame, so
-//! the decoder slowed to a quarter of its rate. So the CPU engine filters only the first
-//! frame (out at once, whatever the GPU's start costs); later frames wait in memory for the
-//! GPU, up to [`HELD_BYTES`], and only what goes past that is filtered on the CPU, as is
-//! what is held when the input ends first (a clip shorter than the start). The two engines
-//! give identical results (the CPU engine is the reference every GPU result is checked
-//! against), so the output cannot tell where a frame was filtered; frames leave in order.
+//! the time a 16-core host decodes some 200 1080p frames in. The CPU engine filters the
+//! first frame (out at once, whatever the GPU's start costs); later frames wait in memory
+//! for the GPU, up to a limit the caller sets, and those past it are filtered on the CPU,
+//! as are those still held when the input ends first (a clip shorter than the start).
+//!
+//! Which is better depends on what else wants the cores. With nothing downstream (a null
+//! sink) holding wins: a 13x13 mask on the CPU costs about 2.6 frames' decoding per frame,
+//! and filtering every frame there while the GPU started slowed the decoder to a quarter
+//! of its rate. An encoder downstream would sit idle while frames wait: there the caller
+//! holds none and the CPU filters until the GPU is ready. The two engines give identical
+//! results (the CPU engine is the reference every GPU result is checked against), so the
+//! output cannot tell where a frame was filtered; frames leave in order.
 //!
 //! Once the GPU engine is ready, the frames held go to it oldest first, several for each new
 //! frame taken, so the decoder is not stopped while they drain.
@@ -28,9 +32,9 @@ use crate::frame::Frame;
 /// Where the GPU engine arrives from the thread making it.
 pub type ComingEngine = Receiver<Result<Box<dyn Engine>, EngineError>>;
 
-/// Memory the frames held for the GPU may take: about the GPU's start of 1080p frames
-/// decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past it are filtered
-/// on the CPU rather than held.
+/// Memory the frames held for the GPU may take where holding pays: about the GPU's start
+/// of 1080p frames decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past
+/// it are filtered on the CPU rather than held.
 pub const HELD_BYTES: usize = 512 << 20;
 
 /// How long `receive` waits for the GPU engine when it has nothing else to give: short, so
@@ -506,6 +510,19 @@ mod tests {
         out.extend(finish(&mut engine));
         assert_in_order_and_right(&out, "sharpen", 10);
         assert_eq!(taken.load(Ordering::Relaxed), 5, "frames 5..10");
+    }
+
+    #[test]
+    fn holding_nothing_filters_every_frame_on_the_cpu_until_the_gpu_is_ready() {
+        let (mut engine, deliver) = starting("sharpen", false, 0);
+        let mut out = submit_all(&mut engine, 0..5);
+        assert_eq!(out.len(), 5, "each frame handed on as it is filtered");
+        assert_eq!(engine.in_flight(), 0);
+        let taken = deliver_gpu(&deliver, "sharpen");
+        out.extend(submit_all(&mut engine, 5..9));
+        out.extend(finish(&mut engine));
+        assert_in_order_and_right(&out, "sharpen", 9);
+        assert_eq!(taken.load(Ordering::Relaxed), 4);
     }
 
     #[test]

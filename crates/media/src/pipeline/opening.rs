@@ -8,7 +8,7 @@ use super::nvdec_admission;
 use super::{pooled_frames, EngineStatus, OutputPolicy, PipelineError, PipelineMonitor, RunOptions};
 use crate::config::{PipelineSettings, SourceConfig};
 use crate::media::SourceInfo;
-use crate::sink::{self, OutputGuard, OutputOptions, StopWatch};
+use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
@@ -129,6 +129,19 @@ pub(super) fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Optio
     Some(LatePool::new(frames * frame_bytes))
 }
 
+/// How much memory frames may wait in for a GPU still starting (see `engine::starting`).
+/// Holding pays where nothing downstream works on the frames (a null sink): the cores go to
+/// the decoder, which a 13x13 mask on the CPU would slow to a quarter of its rate. An
+/// encoder, though, would wait for them, idle: there the CPU filters while the GPU starts,
+/// keeping the encoder busy (a filtered transcode measured 108-114% of FFmpeg's unfiltered
+/// one that way; BENCHMARKS.md, "Start-up and whole commands").
+fn held_for_gpu(settings: &PipelineSettings) -> usize {
+    match SinkKind::of(&settings.sink.url) {
+        SinkKind::Null => convstream_core::engine::starting::HELD_BYTES,
+        SinkKind::Encoded => 0,
+    }
+}
+
 /// The options the engine is made with, for the input's frames.
 pub(super) fn engine_options(
     settings: &PipelineSettings,
@@ -148,6 +161,7 @@ pub(super) fn engine_options(
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
         overlap_gpu_start: options.overlap_gpu_start && pool.is_some(),
+        held_for_gpu: held_for_gpu(settings),
         frame_pool: pool,
         ..EngineOptions::new(settings.device, settings.streams, &settings.name)
     }

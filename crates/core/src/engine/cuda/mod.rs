@@ -96,7 +96,9 @@ impl CudaEngine {
                 options.frames_per_stream
             )));
         }
+        let started = Instant::now();
         let context = device::open(ordinal)?;
+        let opened = started.elapsed();
         let device = DeviceInfo::read(&context, ordinal)?;
         let mut engine = CudaEngine {
             context,
@@ -120,6 +122,13 @@ impl CudaEngine {
         if let Some(shape) = options.shape {
             engine.prepare(shape)?;
         }
+        // Where a pipeline's wait for its GPU goes (RUST_LOG=debug): the context is the
+        // process's, made once (see `device::open`); the rest is this engine's.
+        tracing::debug!(
+            "cuda:{ordinal} engine made in {:.1} ms, {:.1} of them waiting for the GPU's context",
+            started.elapsed().as_secs_f64() * 1e3,
+            opened.as_secs_f64() * 1e3
+        );
         Ok(engine)
     }
 
@@ -174,6 +183,7 @@ impl CudaEngine {
         if let Some(mut completion) = self.completion.take() {
             completion.stop();
         }
+        let laying_out = Instant::now();
         let layout = Layout::new(shape, &self.filter, self.options.pitch_align);
         let streams = (0..self.options.streams)
             .map(|index| {
@@ -203,7 +213,9 @@ impl CudaEngine {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let stream = lanes[0].stream.clone();
+        let lanes_made = Instant::now();
         let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), &self.filter, &layout)?;
+        let kernels_loaded = Instant::now();
         self.kernels = Some(Arc::new(kernels));
         if self.options.trace {
             let origin = self
@@ -221,6 +233,14 @@ impl CudaEngine {
             self.pool = self.frame_pool_for(shape)?;
             self.pool_shape = Some(shape);
         }
+        tracing::debug!(
+            "cuda:{} laid out in {:.1} ms: streams and lanes {:.1}, kernels {:.1}, frame pool {:.1}",
+            self.device.ordinal,
+            laying_out.elapsed().as_secs_f64() * 1e3,
+            (lanes_made - laying_out).as_secs_f64() * 1e3,
+            (kernels_loaded - lanes_made).as_secs_f64() * 1e3,
+            kernels_loaded.elapsed().as_secs_f64() * 1e3,
+        );
         let pool_limit = self.pool.as_ref().map_or(0, |pool| pool.limit());
         tracing::info!(
             "cuda:{} {} ready: {} stream(s) x {} frame(s), pinned frame pool up to {} frames ({} bytes), {:?} kernels",
