@@ -126,8 +126,8 @@ pub(super) fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Optio
         .map(|plane| plane.pooled_bytes())
         .sum();
     let pool = LatePool::new(frames * frame_bytes);
-    let on_the_cpu = settings.device == convstream_core::engine::DeviceChoice::Cpu
-        || !convstream_core::engine::gpu_driver_present();
+    let on_the_cpu =
+        settings.device == convstream_core::engine::DeviceChoice::Cpu || !convstream_core::engine::gpu_driver_present();
     if on_the_cpu {
         pool.memory.install(Box::new(HeapMemory));
     }
