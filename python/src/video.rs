@@ -481,7 +481,7 @@ fn run<'py>(
         outputs: OutputPolicy::Command,
         io_grace: Duration::from_secs(5),
         protected: Vec::new(),
-        // As the CLI's `run`: the first frames on the CPU while a fresh process's GPU starts.
+        // As the CLI's `run`: frames taken while a fresh process's GPU starts (engine::starting).
         overlap_gpu_start: true,
     };
     let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
