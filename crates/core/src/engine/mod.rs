@@ -265,7 +265,7 @@ impl EngineOptions {
             pooled_frames: 0,
             frame_pool: None,
             overlap_gpu_start: false,
-            held_for_gpu: starting::HELD_BYTES_MIN,
+            held_for_gpu: starting::HELD_BYTES,
             tuning: GpuTuning::default(),
         }
     }

@@ -142,7 +142,7 @@ pub(super) fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Optio
 /// one that way; BENCHMARKS.md, "Start-up and whole commands").
 fn held_for_gpu(settings: &PipelineSettings) -> usize {
     match SinkKind::of(&settings.sink.url) {
-        SinkKind::Null => convstream_core::engine::starting::held_bytes(),
+        SinkKind::Null => convstream_core::engine::starting::HELD_BYTES,
         SinkKind::Encoded => 0,
     }
 }
