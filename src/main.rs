@@ -28,6 +28,10 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     };
+    // A GPU still being set up in the background (a clip that ended first) is let finish:
+    // exiting while a thread is inside the driver's initialisation can abort the process.
+    // Bounded, so a hung driver cannot keep it.
+    convstream::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3));
     // Last: with JSON logs, the line above is logged as JSON too before stderr is restored.
     cli::logging::finish_logging();
     code

@@ -9,6 +9,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod gpu_starts;
 pub mod placement;
 pub mod starting;
 pub mod trace;
@@ -24,6 +25,7 @@ pub use trace::TraceSpan;
 pub use tuning::{GpuTuning, TileShape, TileShapeError, DEFAULT_SPIN_US, MAX_SPIN_US};
 
 pub use cpu::CpuEngine;
+pub use gpu_starts::wait_for_gpu_starts;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -321,9 +323,11 @@ fn start_while_the_gpu_starts(filter: FilterSpec, options: &EngineOptions) -> Re
         ..options.clone()
     };
     let gpu_filter = filter.clone();
+    let counted = gpu_starts::GpuStart::begin();
     std::thread::Builder::new()
         .name(format!("{}-gpu-start", options.pipeline))
         .spawn(move || {
+            let _counted = counted;
             // The receiver may be gone (the run ended first): the engine is then dropped.
             let _ = deliver.send(build_engine(gpu_filter, &gpu_options));
         })
@@ -410,7 +414,9 @@ pub fn warm_up(device: DeviceChoice) {
     if device == DeviceChoice::Cpu || !cuda::device::driver_present() {
         return;
     }
+    let counted = gpu_starts::GpuStart::begin();
     let warming = std::thread::Builder::new().name("cuda-warm-up".into()).spawn(move || {
+        let _counted = counted;
         if let Some(ordinal) = likely_ordinal(device) {
             cuda::device::warm(ordinal);
         }
