@@ -25,6 +25,7 @@ Errors: a bad mask, border, device or argument raises ``ValueError`` with the me
 
 from __future__ import annotations
 
+import atexit
 import math
 from fractions import Fraction
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -40,7 +41,13 @@ from ._convstream import (
     presets as _presets,
     run as _run,
     show_mask as _show_mask,
+    wait_for_gpu_starts as _wait_for_gpu_starts,
 )
+
+# A GPU still being set up in the background when the interpreter exits (a clip that ended
+# first) is let finish, as the command line does: exiting inside the driver's initialisation
+# can abort the process.
+atexit.register(_wait_for_gpu_starts)
 
 __all__ = [
     "Filter",

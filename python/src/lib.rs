@@ -73,12 +73,21 @@ fn mask_coefficients(spec: &str) -> PyResult<(Vec<Vec<f32>>, f32, bool, String)>
     Ok((rows, mask.bias(), mask.is_separable(), mask.description().to_string()))
 }
 
+/// Waits (at most 3 s, the GIL released) for GPU set-up threads still at work, as the
+/// command line does before it exits: called at interpreter exit, because a process that
+/// exits while a thread is inside the driver's initialisation can be aborted by it.
+#[pyfunction]
+fn wait_for_gpu_starts(py: Python<'_>) -> bool {
+    py.detach(|| convstream_core::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3)))
+}
+
 #[pymodule]
 fn _convstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GpuUnavailableError", m.py().get_type::<GpuUnavailableError>())?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(show_mask, m)?)?;
     m.add_function(wrap_pyfunction!(mask_coefficients, m)?)?;
+    m.add_function(wrap_pyfunction!(wait_for_gpu_starts, m)?)?;
     m.add_class::<filter::NativeFilter>()?;
     video::register(m)?;
     m.add("CUDA_BUILT", cfg!(feature = "cuda"))?;

@@ -123,6 +123,9 @@ def test_run_writes_what_the_cli_writes(convstream_bin, clip, tmp_path):
     with pytest.raises(ValueError, match="exists"):
         convstream.run(str(clip), str(ours), mask="sharpen", device="cpu")
     convstream.run(str(clip), str(ours), mask="box", device="cpu", overwrite=True)
+    # Nothing was set up on a GPU in the background: the wait registered for the
+    # interpreter's exit returns at once, saying none is under way.
+    assert convstream._wait_for_gpu_starts() is True
 
 
 def test_errors_name_the_problem(convstream_bin, tmp_path):
