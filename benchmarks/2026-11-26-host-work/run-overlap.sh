@@ -2,14 +2,7 @@
 # The lanes' throughput with pooled and heap frames (`bench --suite overlap`), before and after
 # heap frames took their results in page-locked planes, alternating binaries, two rounds.
 set -uo pipefail
-d=$PWD/${CARRY:-gpu-carry2}; out=${OUT:-/tmp/out}; mkdir -p "$out"
-export LD_LIBRARY_PATH=$d CONVSTREAM_KERNEL_CACHE=/tmp/ck
-python3 - <<'PY'
-import lzma, shutil, os, glob
-for f in glob.glob(os.environ.get("CARRY", "gpu-carry2") + '/convstream-*.xz'):
-    with lzma.open(f) as i, open(f[:-3], 'wb') as o: shutil.copyfileobj(i, o)
-    os.chmod(f[:-3], 0o755)
-PY
+here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
 for r in 1 2; do for b in ${BASE:-convstream-base} ${NEW:-convstream-final}; do
   timeout -k 5 200 $d/$b bench --device cuda --suite overlap --out /tmp/ov-$b-$r > /tmp/ov-$b-$r.log 2>&1
   echo "== $b round $r (rc $?)" >> "$out/overlap.txt"

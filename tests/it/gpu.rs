@@ -11,12 +11,14 @@
 #![cfg(feature = "cuda")]
 
 use rand::{Rng, SeedableRng};
+use std::sync::Arc;
 use std::time::Instant;
 
 use convstream::engine::cuda::{device, kernels, CudaEngine};
 use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
 use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
+use convstream::host_buffers::BufferPool;
 use convstream::mask::Mask;
 
 use convstream_testkit::gpu_requested;
@@ -462,6 +464,29 @@ fn large_planes_take_wide_tiles_and_match_the_cpu() {
     println!("wide tiles: {width}x{height} planes match the CPU engine");
 }
 
+/// A CUDA engine (poisoned outputs, `streams` x the default frames per stream) for yuv420p
+/// frames of `size`, with a pinned frame pool of eight frames, and that pool once the blocks
+/// it pins on a thread of its own (the frames in flight) are there.
+fn engine_with_pool(filter: &FilterSpec, size: (usize, usize), streams: usize) -> (CudaEngine, Arc<BufferPool>) {
+    let (width, height) = size;
+    // The pool exists once the engine knows the frame geometry.
+    let engine_options = EngineOptions {
+        pooled_frames: 8,
+        shape: Some(FrameShape {
+            format: PixelFormat::YUV420P,
+            width,
+            height,
+        }),
+        ..options(streams, true, 64, None)
+    };
+    let engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
+    let pool = engine
+        .frame_pool()
+        .expect("a CUDA engine with pooled_frames lends a pool");
+    assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+    (engine, pool)
+}
+
 /// Frames made in the engine's pinned pool go to the GPU and come back in their own memory
 /// (no staging copy), match the CPU engine, and mix with heap frames in one run.
 #[test]
@@ -479,24 +504,9 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     plane_masks: Default::default(),
                 };
                 let label = format!("seed {seed}: {width}x{height} planes={planes} streams={streams}");
-                // The pool exists once the engine knows the frame geometry.
-                let engine_options = EngineOptions {
-                    pooled_frames: 8,
-                    shape: Some(FrameShape {
-                        format: PixelFormat::YUV420P,
-                        width,
-                        height,
-                    }),
-                    ..options(streams, true, 64, None)
-                };
-                let mut engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
-                let pool = engine
-                    .frame_pool()
-                    .expect("a CUDA engine with pooled_frames lends a pool");
-                // The pool pins the frames in flight on a thread of its own and lends heap
-                // memory until they are there; this test is about frames in pool blocks, so it
-                // waits for those and has the rest of the eight (its limit) allocated now.
-                assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+                let (mut engine, pool) = engine_with_pool(&filter, (width, height), streams);
+                // This test is about frames in pool blocks: the rest of the eight (the pool's
+                // limit) are allocated now.
                 // The engine asks for the frames in flight and four more (see frame_pool_for).
                 let missing = 8usize.saturating_sub(engine.capacity() + 4);
                 for plane in PixelFormat::YUV420P.plane_shapes(width, height) {
@@ -575,20 +585,7 @@ fn staged_frames_take_their_results_in_page_locked_planes() {
                 plane_masks: Default::default(),
             };
             let label = format!("seed {seed}: {width}x{height} planes={planes}");
-            let engine_options = EngineOptions {
-                pooled_frames: 8,
-                shape: Some(FrameShape {
-                    format: PixelFormat::YUV420P,
-                    width,
-                    height,
-                }),
-                ..options(4, true, 64, None)
-            };
-            let mut engine = CudaEngine::new(filter.clone(), &engine_options, 0).unwrap();
-            let pool = engine
-                .frame_pool()
-                .expect("a CUDA engine with pooled_frames lends a pool");
-            assert!(pool.wait_until_grown(std::time::Duration::from_secs(30)));
+            let (mut engine, _pool) = engine_with_pool(&filter, (width, height), 4);
             let inputs: Vec<Frame> = (0..12)
                 .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
                 .collect();
