@@ -30,3 +30,4 @@ mod shards;
 mod stop_start;
 mod stops;
 mod streams;
+mod structure;
