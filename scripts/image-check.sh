@@ -42,6 +42,8 @@
 #   KEEP                       1: keep the work folder and the container for inspection
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The tally (ok, fail, log, cannot; summary is below), as_root, podman_, the containers' limits.
+source scripts/podman-env.sh
 
 image="${IMAGE:-localhost/convstream:local}"
 base_mode="${CONVSTREAM_IMAGE_BASE:-auto}"
@@ -55,13 +57,7 @@ container="convstream-image-check-$$"
 # terminationGracePeriodSeconds (30) is.
 stop_grace=30
 
-started=$SECONDS
 use_upstream=0
-results=()
-failed=0
-ok() { results+=("ok    $*"); printf 'ok    %s\n' "$*"; }
-fail() { results+=("FAIL  $*"); printf 'FAIL  %s\n' "$*"; failed=$((failed + 1)); }
-log() { printf '\n==> %s\n' "$*"; }
 
 summary() {
     log "image-check summary ($((SECONDS - started)) s)"
@@ -78,21 +74,6 @@ summary() {
     else
         echo "image-check: every check passed"
     fi
-}
-
-# A step that cannot go on: say which and why, and end with the summary (non-zero).
-cannot() {
-    fail "$*"
-    summary
-    exit 1
-}
-
-as_root() {
-    if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
-}
-
-podman_() {
-    as_root podman --runtime runc --cgroup-manager=cgroupfs "$@"
 }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/convstream-image-check.XXXXXX")"
@@ -211,7 +192,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 run_args=(
     --read-only --tmpfs /tmp:rw,size=256m,mode=1777
     --user 10001:10001 --cap-drop=all --security-opt no-new-privileges
-    --ulimit nofile=20000:20000 --ulimit nproc=4096:4096
+    "${podman_ulimits[@]}"
     -e CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
     -v "$work/out:/data/out"
     -v "$work/cache:/var/cache/convstream"
@@ -469,9 +450,8 @@ for resource in $(awk '/^resources:/{f=1; next} f && /^  - /{print $2} f && !/^ 
     cat "deploy/k8s/$resource"
     printf '\n---\n'
 done | sed -e "s|image: convstream:latest|image: $image|" -e 's|device = "cuda"|device = "cpu"|' >"$kube/deploy.yaml"
-# Podman's default limits can exceed the host's hard ones; kube play has no --ulimit.
-printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n' >"$kube/containers.conf"
-kube_() { (cd "$kube" && as_root env CONTAINERS_CONF="$kube/containers.conf" podman --runtime runc --cgroup-manager=cgroupfs kube "$@"); }
+write_containers_conf "$kube"
+kube_() { podman_kube "$kube" "$@"; }
 kube_pod=""
 if kube_ play deploy.yaml >"$kube/play.log" 2>&1; then
     kube_pod=$(podman_ pod ps --format '{{.Name}}' --filter name=convstream | head -n 1 || true)

@@ -33,6 +33,8 @@
 #   KEEP    1: leave the pods, Prometheus and the work folder for a look afterwards
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The tally (ok, fail, log, cannot; summary is below), as_root, podman_, the containers' limits.
+source scripts/podman-env.sh
 
 image="${IMAGE:-localhost/convstream:local}"
 manifest=deploy/k8s/statefulset/statefulset.yaml
@@ -40,13 +42,6 @@ manifest=deploy/k8s/statefulset/statefulset.yaml
 # what image-check.sh plays, so neither removes the other's.
 pod_prefix=shards-check
 scrape_interval=2
-
-started=$SECONDS
-results=()
-failed=0
-ok() { results+=("ok    $*"); printf 'ok    %s\n' "$*"; }
-fail() { results+=("FAIL  $*"); printf 'FAIL  %s\n' "$*"; failed=$((failed + 1)); }
-log() { printf '\n==> %s\n' "$*"; }
 
 summary() {
     log "shards-check summary ($((SECONDS - started)) s)"
@@ -61,27 +56,11 @@ summary() {
     fi
 }
 
-cannot() {
-    fail "$*"
-    summary
-    exit 1
-}
-
-as_root() {
-    if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
-}
-
-podman_() {
-    as_root podman --runtime runc --cgroup-manager=cgroupfs "$@"
-}
-# Podman's default limits can exceed the host's hard ones (as in image-check.sh).
-ulimits=(--ulimit nofile=20000:20000 --ulimit nproc=4096:4096)
-
 work="$(mktemp -d "${TMPDIR:-/tmp}/convstream-shards-check.XXXXXX")"
 chmod 755 "$work"
 prometheus_pid=""
 replicas=0
-kube_() { (cd "$work" && as_root env CONTAINERS_CONF="$work/containers.conf" podman --runtime runc --cgroup-manager=cgroupfs kube "$@"); }
+kube_() { podman_kube "$work" "$@"; }
 cleanup() {
     if [[ ${KEEP:-0} == 1 ]]; then
         echo "kept: $work, the pods $pod_prefix-convstream-*, Prometheus (pid ${prometheus_pid:-none})"
@@ -215,7 +194,7 @@ for index, port in enumerate(ports):
     with open(f"{work}/pod-{index}.yaml", "w") as out:
         yaml.safe_dump_all([configmap, pod], out, sort_keys=False)
 EOF
-printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]\n' >"$work/containers.conf"
+write_containers_conf "$work"
 shards_env=$(python3 -c 'import sys, yaml; c = yaml.safe_load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"][0]; print(next(e["value"] for e in c["env"] if e["name"] == "CONVSTREAM_SHARDS"))' "$manifest" 2>/dev/null || true)
 if [[ $shards_env == "$replicas" ]]; then
     ok "manifest: $replicas replicas, CONVSTREAM_SHARDS=$shards_env; pods rendered with hostnames convstream-0..$((replicas - 1)), API on 127.0.0.1:${ports[*]}"
@@ -224,7 +203,7 @@ else
 fi
 
 # The assignment as `convstream check` prints it (in the image), to hold the pods to.
-podman_ run --rm "${ulimits[@]}" -v "$work/config.toml:/etc/convstream/config.toml:ro" --entrypoint convstream "$image" \
+podman_ run --rm "${podman_ulimits[@]}" -v "$work/config.toml:/etc/convstream/config.toml:ro" --entrypoint convstream "$image" \
     check --config /etc/convstream/config.toml --shards "$replicas" >"$work/check.txt" 2>&1 \
     || { cat "$work/check.txt"; cannot "check: convstream check --shards $replicas failed"; }
 declare -A expected

@@ -4,9 +4,11 @@
 //! bits. The Python side checks the arrays (dtype, contiguity, device) and keeps them alive
 //! for the call; here the GIL is released while the planes are filtered.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use convstream_core::engine::{CpuEngine, DeviceChoice, Engine, EngineError, EngineOptions};
+use convstream_core::engine::{CpuEngine, DeviceChoice, EngineError, FrameShape};
+#[cfg(feature = "cuda")]
+use convstream_core::engine::{Engine, EngineOptions};
 use convstream_core::filter::{FilterSpec, PlaneSelection};
 use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
 use convstream_core::frame::{Frame, Plane};
@@ -41,7 +43,11 @@ enum Held {
 pub struct NativeFilter {
     filter: FilterSpec,
     device: DeviceChoice,
+    /// The CUDA engine's lanes (streams, frames per stream); a build without CUDA support
+    /// has no use for them.
+    #[cfg_attr(not(feature = "cuda"), expect(dead_code, reason = "read by the CUDA engine only"))]
     streams: usize,
+    #[cfg_attr(not(feature = "cuda"), expect(dead_code, reason = "read by the CUDA engine only"))]
     frames_per_stream: usize,
     description: String,
     engine: Mutex<Option<Held>>,
@@ -62,6 +68,16 @@ fn gray_with_samples(bit_depth: u8, itemsize: usize) -> PyResult<PixelFormat> {
         )));
     }
     Ok(format)
+}
+
+/// The geometry of one call's planes, from the Python arguments that give it: `height x
+/// width` gray samples of `bit_depth` bits, `itemsize` bytes each.
+fn gray_planes(height: usize, width: usize, itemsize: usize, bit_depth: u8) -> PyResult<FrameShape> {
+    Ok(FrameShape {
+        format: gray_with_samples(bit_depth, itemsize)?,
+        width,
+        height,
+    })
 }
 
 /// A frame of one gray plane at `bits` bits.
@@ -185,7 +201,7 @@ impl NativeFilter {
     /// Filters planes in host memory: `planes` lists `(source, destination)` addresses of
     /// `height x width` planes with the given row and sample pitches (bytes), `itemsize` 1 or
     /// 2. The caller keeps both buffers alive and untouched for the call.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
     fn filter_host(
         &self,
         py: Python<'_>,
@@ -197,21 +213,21 @@ impl NativeFilter {
         row_pitch: usize,
         sample_pitch: usize,
     ) -> PyResult<()> {
-        let format = gray_with_samples(bit_depth, itemsize)?;
+        let shape = gray_planes(height, width, itemsize, bit_depth)?;
         let at = |address| PlaneAt {
             address,
             row_pitch,
             sample_pitch,
         };
         let planes: Vec<(PlaneAt, PlaneAt)> = planes.into_iter().map(|(from, to)| (at(from), at(to))).collect();
-        py.detach(|| self.run_host(&planes, format, width, height))
+        py.detach(|| self.run_host(&planes, shape))
     }
 
     /// Filters planes in GPU memory on device `ordinal`, device to device: `planes` lists
     /// `(source, destination)` device addresses of `height x width` planes whose rows are
     /// `row_pitch` bytes apart. The caller's stream has finished writing the sources (the
     /// Python side synchronises it), and the results are written when this returns.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
     fn filter_device(
         &self,
         py: Python<'_>,
@@ -223,7 +239,7 @@ impl NativeFilter {
         bit_depth: u8,
         row_pitch: usize,
     ) -> PyResult<()> {
-        let format = gray_with_samples(bit_depth, itemsize)?;
+        let shape = gray_planes(height, width, itemsize, bit_depth)?;
         match self.device {
             DeviceChoice::Cpu => {
                 return Err(PyValueError::new_err(format!(
@@ -239,7 +255,7 @@ impl NativeFilter {
             }
             _ => {}
         }
-        py.detach(|| self.run_device(&planes, ordinal, format, width, height, row_pitch))
+        py.detach(|| self.run_device(&planes, ordinal, shape, row_pitch))
     }
 }
 
@@ -251,9 +267,10 @@ impl NativeFilter {
     }
 
     /// The engine options for planes of this geometry.
-    fn options(&self, device: DeviceChoice, format: PixelFormat, width: usize, height: usize) -> EngineOptions {
+    #[cfg(feature = "cuda")]
+    fn options(&self, device: DeviceChoice, shape: FrameShape) -> EngineOptions {
         EngineOptions {
-            shape: Some(convstream_core::engine::FrameShape { format, width, height }),
+            shape: Some(shape),
             frames_per_stream: self.frames_per_stream,
             ..EngineOptions::new(device, self.streams, "python")
         }
@@ -262,7 +279,7 @@ impl NativeFilter {
     /// The engine for host planes of this geometry, made (or remade) as needed: the CPU
     /// engine, or CUDA on the GPU asked for (`cuda`: device 0); `auto` falls back to the CPU
     /// when no GPU is usable, as `convstream run` does.
-    fn host_engine(&self, held: &mut Option<Held>, format: PixelFormat, width: usize, height: usize) -> PyResult<()> {
+    fn host_engine(&self, held: &mut Option<Held>, shape: FrameShape) -> PyResult<()> {
         let ordinal = match self.device {
             DeviceChoice::Cpu => {
                 *held = Some(Held::Cpu);
@@ -271,7 +288,7 @@ impl NativeFilter {
             DeviceChoice::Cuda(n) => n,
             DeviceChoice::AnyCuda | DeviceChoice::Auto => 0,
         };
-        match self.cuda_engine(held, ordinal, format, width, height) {
+        match self.cuda_engine(held, ordinal, shape) {
             Err(EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda) if self.device == DeviceChoice::Auto => {
                 *held = Some(Held::Cpu);
                 Ok(())
@@ -281,60 +298,41 @@ impl NativeFilter {
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_engine(
-        &self,
-        held: &mut Option<Held>,
-        ordinal: usize,
-        format: PixelFormat,
-        width: usize,
-        height: usize,
-    ) -> Result<(), EngineError> {
-        let shape = (width, height, format.bits());
+    fn cuda_engine(&self, held: &mut Option<Held>, ordinal: usize, shape: FrameShape) -> Result<(), EngineError> {
+        let made_for = (shape.width, shape.height, shape.format.bits());
         if let Some(Held::Cuda {
             ordinal: o, shape: s, ..
         }) = held
         {
-            if *o == ordinal && *s == shape {
+            if *o == ordinal && *s == made_for {
                 return Ok(());
             }
         }
-        let options = self.options(DeviceChoice::Cuda(ordinal), format, width, height);
+        let options = self.options(DeviceChoice::Cuda(ordinal), shape);
         let engine = convstream_core::engine::cuda::CudaEngine::new(self.filter.clone(), &options, ordinal)?;
         *held = Some(Held::Cuda {
             engine: Box::new(engine),
             ordinal,
-            shape,
+            shape: made_for,
         });
         Ok(())
     }
 
     #[cfg(not(feature = "cuda"))]
-    fn cuda_engine(
-        &self,
-        _: &mut Option<Held>,
-        _: usize,
-        _: PixelFormat,
-        _: usize,
-        _: usize,
-    ) -> Result<(), EngineError> {
+    fn cuda_engine(&self, _: &mut Option<Held>, _: usize, _: FrameShape) -> Result<(), EngineError> {
         Err(EngineError::NotCompiledWithCuda)
     }
 
-    fn run_host(
-        &self,
-        planes: &[(PlaneAt, PlaneAt)],
-        format: PixelFormat,
-        width: usize,
-        height: usize,
-    ) -> PyResult<()> {
+    fn run_host(&self, planes: &[(PlaneAt, PlaneAt)], shape: FrameShape) -> PyResult<()> {
+        let FrameShape { format, width, height } = shape;
         let mut held = self.lock()?;
-        self.host_engine(&mut held, format, width, height)?;
-        let shape = format.plane_shapes(width, height)[0];
+        self.host_engine(&mut held, shape)?;
+        let plane_shape = format.plane_shapes(width, height)[0];
         let frames: Vec<Frame> = planes
             .iter()
             .enumerate()
             .map(|(index, (from, _))| {
-                let mut frame = Frame::of_planes(format, width, height, vec![gather(*from, shape)]);
+                let mut frame = Frame::of_planes(format, width, height, vec![gather(*from, plane_shape)]);
                 frame.index = index as u64;
                 frame
             })
@@ -358,15 +356,13 @@ impl NativeFilter {
         &self,
         planes: &[(usize, usize)],
         ordinal: usize,
-        format: PixelFormat,
-        width: usize,
-        height: usize,
+        shape: FrameShape,
         row_pitch: usize,
     ) -> PyResult<()> {
         use convstream_core::frame::{DevicePicture, DevicePlane};
+        use std::sync::Arc;
         let mut held = self.lock()?;
-        self.cuda_engine(&mut held, ordinal, format, width, height)
-            .map_err(engine_error)?;
+        self.cuda_engine(&mut held, ordinal, shape).map_err(engine_error)?;
         let Some(Held::Cuda { engine, .. }) = held.as_mut() else {
             return Err(PyRuntimeError::new_err("the CUDA engine was not made"));
         };
@@ -376,7 +372,7 @@ impl NativeFilter {
             .map(|(index, &(from, to))| {
                 // The host plane stays unwritten (and its pages untouched): the picture and
                 // its output are on the GPU.
-                let mut frame = Frame::new(format, width, height);
+                let mut frame = Frame::new(shape.format, shape.width, shape.height);
                 frame.index = index as u64;
                 let at = |address: usize| DevicePlane {
                     address: address as u64,
@@ -393,12 +389,13 @@ impl NativeFilter {
     }
 
     #[cfg(not(feature = "cuda"))]
-    fn run_device(&self, _: &[(usize, usize)], _: usize, _: PixelFormat, _: usize, _: usize, _: usize) -> PyResult<()> {
+    fn run_device(&self, _: &[(usize, usize)], _: usize, _: FrameShape, _: usize) -> PyResult<()> {
         Err(engine_error(EngineError::NotCompiledWithCuda))
     }
 }
 
 /// Runs `frames` through `engine`, keeping it full, and returns them filtered, in order.
+#[cfg(feature = "cuda")]
 fn through(engine: &mut dyn Engine, frames: Vec<Frame>) -> PyResult<Vec<Frame>> {
     let mut filtered = Vec::with_capacity(frames.len());
     for frame in frames {

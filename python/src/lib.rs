@@ -8,7 +8,7 @@ mod filter;
 mod settings;
 mod video;
 
-use convstream_core::mask::{Mask, MaskMode, MaskParams, PRESETS};
+use convstream_core::mask::{show_spec, Mask, SpecRefused, PRESETS};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -35,28 +35,11 @@ fn presets() -> Vec<(String, Vec<String>, String)> {
         .collect()
 }
 
-/// What `convstream masks SPEC`... `convstream masks show SPEC` prints: the matrix, the taps as
-/// written for `mode=correlate`, and warnings.
+/// What `convstream masks show SPEC` prints: the matrix, the taps as written for
+/// `mode=correlate`, and warnings.
 #[pyfunction]
 fn show_mask(spec: &str) -> PyResult<String> {
-    let refused = |errors: Vec<convstream_core::mask::MaskError>| {
-        let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
-        PyValueError::new_err(lines.join("\n"))
-    };
-    let params = MaskParams::parse_spec(spec).map_err(refused)?;
-    let mask = Mask::build(&params, None).map_err(refused)?;
-    let mut text = format!("{mask}\n");
-    if params.mode == Some(MaskMode::Correlate) && !mask.is_magnitude() {
-        text.push_str("as written (mode=correlate: slid over the picture unflipped, as FFmpeg and OpenCV do):\n");
-        for row in mask.correlation_taps().chunks(mask.width()) {
-            let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
-            text.push_str(&format!("  {}\n", cells.join(" ")));
-        }
-    }
-    for warning in mask.warnings() {
-        text.push_str(&format!("warning: {warning}\n"));
-    }
-    Ok(text)
+    show_spec(spec).map_err(|refused| PyValueError::new_err(refused.to_string()))
 }
 
 /// A mask's coefficients in convolution orientation (as `scipy.ndimage.convolve` takes
@@ -65,10 +48,8 @@ fn show_mask(spec: &str) -> PyResult<String> {
 /// description)`.
 #[pyfunction]
 fn mask_coefficients(spec: &str) -> PyResult<(Vec<Vec<f32>>, f32, bool, String)> {
-    let mask = Mask::from_spec(spec).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
-        PyValueError::new_err(lines.join("\n"))
-    })?;
+    let mask =
+        Mask::from_spec(spec).map_err(|errors| PyValueError::new_err(SpecRefused::new(spec, errors).to_string()))?;
     let rows = mask.coefficients().chunks(mask.width()).map(<[f32]>::to_vec).collect();
     Ok((rows, mask.bias(), mask.is_separable(), mask.description().to_string()))
 }

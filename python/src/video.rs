@@ -4,7 +4,7 @@
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
 //!
-//! One file at some length (about 510 lines): `read` and `run` share the arguments, the
+//! One file at some length (about 470 lines): `read` and `run` share the arguments, the
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
@@ -40,32 +40,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The options `read` and `run` share with `convstream run`, by keyword.
-#[allow(clippy::too_many_arguments)]
-fn request(
-    input: String,
-    output: String,
-    mask: String,
-    border: Option<String>,
-    planes: Option<String>,
-    plane_masks: Vec<(String, String)>,
-    device: Option<String>,
-    config: Option<String>,
-    overrides: Overrides,
-) -> Request {
-    Request {
-        input,
-        output,
-        mask,
-        border,
-        planes,
-        plane_masks,
-        device,
-        config,
-        overrides,
-    }
-}
-
 /// The filtered frames of a video, in order; see `convstream.read`.
 #[pyclass(module = "convstream._convstream", name = "NativeReader")]
 pub struct NativeReader {
@@ -84,7 +58,7 @@ struct ReaderState {
 impl NativeReader {
     #[new]
     #[pyo3(signature = (input, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, decoder=None, start=None, duration=None, frames=None, depth=None, input_format=None, config=None, copyts=true))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
     fn new(
         py: Python<'_>,
         input: String,
@@ -113,9 +87,9 @@ impl NativeReader {
             copyts,
             ..Overrides::default()
         };
-        let settings = request(
+        let settings = Request {
             input,
-            "null".into(),
+            output: "null".into(),
             mask,
             border,
             planes,
@@ -123,7 +97,7 @@ impl NativeReader {
             device,
             config,
             overrides,
-        )
+        }
         .resolve()?;
         let stop = Arc::new(AtomicBool::new(false));
         let started = py.detach(|| open(&settings, &stop))?;
@@ -414,7 +388,7 @@ fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<Atomic
 /// of `--report` JSON); see `convstream.run`.
 #[pyfunction]
 #[pyo3(signature = (input, output, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, config=None, codec=None, lossless=false, overwrite=false, encoder_options=Vec::new(), no_audio=false, start=None, duration=None, frames=None, depth=None, decoder=None, input_format=None, output_format=None, streams=None, frames_per_stream=None, copyts=false))]
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
 fn run<'py>(
     py: Python<'py>,
     input: String,
@@ -459,7 +433,7 @@ fn run<'py>(
         copyts,
         ..Overrides::default()
     };
-    let settings = request(
+    let settings = Request {
         input,
         output,
         mask,
@@ -469,7 +443,7 @@ fn run<'py>(
         device,
         config,
         overrides,
-    )
+    }
     .resolve()?;
     convstream_media::config::refuse_existing_outputs(std::slice::from_ref(&settings))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;

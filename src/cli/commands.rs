@@ -8,7 +8,6 @@ use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
 use convstream::config::{ConfigFile, LogConfig, Overrides};
-use convstream::mask::{Mask, MaskParams, PRESETS};
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
@@ -89,43 +88,11 @@ fn shard_assignment(settings: &convstream::config::Settings, count: usize) -> St
 }
 
 pub(crate) fn list_masks() -> Result<(), Failure> {
-    let mut text =
-        String::from("Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, bias and mode = convolve|correlate):\n");
-    for preset in PRESETS {
-        let keys = if preset.keys.is_empty() {
-            "-".to_string()
-        } else {
-            preset.keys.join(", ")
-        };
-        text.push_str(&format!(
-            "  {:<12} keys: {:<22} {}\n",
-            preset.name, keys, preset.summary
-        ));
-    }
-    text.push_str("Show the exact matrix with: convstream masks show SPEC\n");
-    print_out(&text)
+    print_out(&convstream::mask::preset_list())
 }
 
 pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
-    let refused = |errors: Vec<convstream::mask::MaskError>| {
-        let lines: Vec<String> = errors.iter().map(|e| format!("mask {spec:?}: {e}")).collect();
-        usage(anyhow::anyhow!("{}", lines.join("\n")))
-    };
-    let params = MaskParams::parse_spec(spec).map_err(refused)?;
-    let mask = Mask::build(&params, None).map_err(refused)?;
-    let mut text = format!("{mask}\n");
-    if params.mode == Some(convstream::mask::MaskMode::Correlate) && !mask.is_magnitude() {
-        // The matrix above is in convolution orientation (turned half way); the taps as
-        // written are what FFmpeg's convolution filter and cv2.filter2D would be given.
-        text.push_str("as written (mode=correlate: slid over the picture unflipped, as FFmpeg and OpenCV do):\n");
-        for row in mask.correlation_taps().chunks(mask.width()) {
-            let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
-            text.push_str(&format!("  {}\n", cells.join(" ")));
-        }
-    }
-    for warning in mask.warnings() {
-        text.push_str(&format!("warning: {warning}\n"));
-    }
+    let text = convstream::mask::show_spec(spec).map_err(|refused| usage(anyhow::anyhow!("{refused}")))?;
     print_out(&text)
 }
 

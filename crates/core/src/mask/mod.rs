@@ -7,9 +7,11 @@
 //! One job at some length (about 510 lines): the `Mask` type and its constructors; presets,
 //! parameters and tests are modules of their own.
 
+mod describe;
 mod params;
 mod presets;
 
+pub use describe::{preset_list, show_spec, SpecRefused};
 pub use params::{MaskMode, MaskParams, SPEC_KEYS};
 pub use presets::{Preset, PRESETS};
 
