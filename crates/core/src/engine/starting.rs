@@ -24,18 +24,18 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::contract::{Engine, FilterPreparer, StageTimes};
 use super::cpu::CpuEngine;
-use super::{Engine, EngineError, FilterPreparer, StageTimes, TraceSpan};
+use super::error::EngineError;
+use super::trace::TraceSpan;
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 
 /// Where the GPU engine arrives from the thread making it.
 pub type ComingEngine = Receiver<Result<Box<dyn Engine>, EngineError>>;
 
-/// Memory the frames held for the GPU may take where holding pays: about the GPU's start
-/// of 1080p frames decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past
-/// it are filtered on the CPU rather than held.
-pub const HELD_BYTES: usize = 512 << 20;
+/// The default limit of the memory held for the GPU; where the engine's options live.
+pub use super::contract::HELD_BYTES;
 
 /// How long `receive` waits for the GPU engine when it has nothing else to give: short, so
 /// that the caller takes the next decoded frame (or a filter switch) without a delay.

@@ -1,14 +1,23 @@
 //! GPU tuning a pipeline's config (`[pipeline.filter.gpu]`) or `convstream bench` flags set:
-//! how long the completion thread polls before it blocks, and the kernels' tilings. Typed
-//! and passed in [`super::EngineOptions`], so a run's tuning is what its config or flags say
-//! and what `results.json` records.
+//! how long the completion thread polls before it blocks, and the kernels' tilings (per
+//! [`KernelPath`], the kernels there are). Typed and passed in [`super::EngineOptions`], so
+//! a run's tuning is what its config or flags say and what `results.json` records.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::KernelPath;
+/// Which GPU kernel filters the planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum KernelPath {
+    /// Shared-memory tile with halo, register blocked.
+    Dense,
+    /// Row pass then column pass, fused in shared memory (rank-one masks).
+    Separable,
+    /// One thread per output, taps read from global memory: the baseline.
+    Global,
+}
 
 /// Microseconds the completion thread polls a lane's done event before blocking on it,
 /// unless the config says otherwise.

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 pub use convolve::{convolve_plane, magnitude, to_sample};
 
-use super::trace::CPU_STAGE;
-use super::{Engine, EngineError, StageTimes, TraceSpan};
+use super::contract::{Engine, StageTimes};
+use super::error::EngineError;
+use super::trace::{TraceSpan, CPU_STAGE};
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use super::lanes::{Lane, Layout, PlaneRoutes};
 use super::plan::FilterKernels;
 use crate::engine::{EngineError, StageTimes, TraceSpan};

@@ -6,7 +6,8 @@ use cudarc::driver::{sys, CudaContext};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::error::{driver_error, CudaResultExt};
+use super::engine_error::CudaResultExt;
+use super::error::driver_error;
 use crate::engine::EngineError;
 
 /// Whether libcuda and libnvrtc can be loaded, checked once per process.

@@ -9,7 +9,7 @@
 use cudarc::driver::sys::{self, CUmemorytype};
 use cudarc::driver::DevicePtr;
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use super::lanes::{Lane, Layout};
 use crate::engine::EngineError;
 use crate::frame::{DevicePicture, Frame};

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::error::{allocation_error, CudaResultExt};
+use super::engine_error::{allocation_error, CudaResultExt};
 use super::pinned::PinnedBlock;
 use crate::engine::{EngineError, FrameShape};
 use crate::filter::FilterSpec;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::device::{self, DeviceInfo};
-use super::error::{allocation_error, CudaResultExt};
+use super::engine_error::{allocation_error, CudaResultExt};
 use super::kernels::{KernelSet, PlaneGeometry, Variant};
 use crate::engine::cpu::convolve_plane;
 use crate::engine::{EngineError, GpuTuning, KernelPath};

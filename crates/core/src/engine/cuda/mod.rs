@@ -21,6 +21,7 @@
 mod completion;
 pub mod device;
 mod device_input;
+mod engine_error;
 mod error;
 pub mod kernels;
 pub mod lanes;
@@ -38,8 +39,8 @@ use std::time::Instant;
 pub use self::completion::HostCopyTimes;
 use self::completion::{Completion, InFlight};
 use self::device::DeviceInfo;
+use self::engine_error::CudaResultExt;
 pub use self::error::CudaError;
-use self::error::CudaResultExt;
 use self::kernels::PlaneGeometry;
 use self::lanes::{Lane, Layout, PlaneRoutes, Route};
 use self::pinned::PinnedMemory;

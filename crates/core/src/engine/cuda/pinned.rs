@@ -8,7 +8,7 @@
 use cudarc::driver::{sys, CudaContext, PinnedHostSlice};
 use std::sync::Arc;
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use crate::engine::EngineError;
 use crate::host_buffers::{AllocationError, HostBlock, HostMemory};
 

@@ -15,7 +15,7 @@ use cudarc::driver::{
 };
 use std::sync::Arc;
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use crate::engine::{EngineError, KernelPath};
 use crate::mask::Mask;
 
