@@ -8,6 +8,8 @@ use super::contract::{DeviceChoice, Engine, EngineOptions, GpuContext, GpuUsage}
 use super::cpu::CpuEngine;
 use super::error::EngineError;
 #[cfg(feature = "cuda")]
+use super::error::NoGpuReason;
+#[cfg(feature = "cuda")]
 use super::{contract::PIPELINES_PER_NVDEC_ENGINE, cuda, placement};
 use super::{gpu_starts, starting};
 use crate::filter::FilterSpec;
@@ -27,7 +29,7 @@ pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<d
         // kernel that does not compile, out of memory) is an error to see.
         DeviceChoice::Auto => match build_cuda(filter.clone(), options, None) {
             Ok(engine) => Ok(engine),
-            Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda)) => {
+            Err(e @ (EngineError::NoGpu { .. } | EngineError::NotCompiledWithCuda)) => {
                 tracing::warn!("{e}; using the CPU engine");
                 Ok(Box::new(cpu_engine(filter, options)))
             }
@@ -70,7 +72,9 @@ fn start_while_the_gpu_starts(filter: FilterSpec, options: &EngineOptions) -> Re
             // The receiver may be gone (the run ended first): the engine is then dropped.
             let _ = deliver.send(build_engine(gpu_filter, &gpu_options));
         })
-        .map_err(|e| EngineError::Internal(format!("cannot start a thread to make the GPU engine: {e}")))?;
+        .map_err(|e| EngineError::Internal {
+            what: format!("cannot start a thread to make the GPU engine: {e}"),
+        })?;
     let cpu = cpu_engine(filter.clone(), options);
     Ok(Box::new(starting::StartingEngine::new(
         filter,
@@ -104,9 +108,9 @@ fn build_cuda(
         Some(ordinal) => placements.take(ordinal),
         None => {
             let devices = cuda::device::probe()?;
-            placements
-                .take_least_loaded(devices)
-                .ok_or_else(|| EngineError::NoGpu("no CUDA device to place the pipeline on".into()))?
+            placements.take_least_loaded(devices).ok_or(EngineError::NoGpu {
+                reason: NoGpuReason::NothingToPlaceOn,
+            })?
         }
     };
     let engine = cuda::CudaEngine::new(filter, options, seat.ordinal)?;

@@ -26,7 +26,7 @@ pub use contract::{
     DEFAULT_FRAMES_PER_STREAM, HELD_BYTES, MAX_FRAMES_PER_STREAM, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
 };
 pub use cpu::CpuEngine;
-pub use error::EngineError;
+pub use error::{EngineError, NoGpuReason, UnsupportedRequest};
 pub use gpu_starts::wait_for_gpu_starts;
 pub use trace::TraceSpan;
 pub use tuning::{GpuTuning, KernelPath, TileShape, TileShapeError, DEFAULT_SPIN_US, MAX_SPIN_US};

@@ -137,15 +137,15 @@ impl StartingEngine {
                     );
                     self.gpu = Gpu::Ready(engine);
                 }
-                Ok(Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda))) if self.fall_back => {
+                Ok(Err(e @ (EngineError::NoGpu { .. } | EngineError::NotCompiledWithCuda))) if self.fall_back => {
                     tracing::warn!("{e}; using the CPU engine");
                     self.gpu = Gpu::Missing;
                 }
                 Ok(Err(e)) => return Err(e),
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(EngineError::Internal(
-                        "the thread making the GPU engine ended without one".into(),
-                    ))
+                    return Err(EngineError::Internal {
+                        what: "the thread making the GPU engine ended without one".into(),
+                    })
                 }
             }
         }
@@ -326,6 +326,7 @@ impl Engine for StartingEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{NoGpuReason, UnsupportedRequest};
     use crate::filter::{BorderMode, PlaneSelection};
     use crate::frame::{Frame, PixelFormat, Plane};
     use crate::mask::Mask;
@@ -548,12 +549,21 @@ mod tests {
         }
     }
 
+    /// A missing GPU whose message says `none here`.
+    fn none_here() -> EngineError {
+        EngineError::NoGpu {
+            reason: NoGpuReason::InitFailed {
+                detail: "none here".into(),
+            },
+        }
+    }
+
     #[test]
     fn a_missing_gpu_keeps_the_cpu_engine_when_allowed_and_fails_the_run_otherwise() {
         // Frames held before the GPU turns out missing are filtered on the CPU, in order.
         let (mut allowed, deliver) = starting("box:size=3", true, 100);
         let mut out = submit_all(&mut allowed, 0..4);
-        deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
+        deliver.send(Err(none_here())).unwrap();
         out.extend(submit_all(&mut allowed, 4..9));
         out.extend(finish(&mut allowed));
         assert_in_order_and_right(&out, "box:size=3", 9);
@@ -561,18 +571,24 @@ mod tests {
         assert_eq!(allowed.name(), "cpu");
 
         let (mut strict, deliver) = starting("box:size=3", false, 100);
-        deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
+        deliver.send(Err(none_here())).unwrap();
         let error = strict.submit(frame(0)).unwrap_err();
         assert!(error.to_string().contains("none here"), "{error}");
 
         let (mut failing, deliver) = starting("box:size=3", true, 100);
+        let too_big = UnsupportedRequest::SharedMemory {
+            variant: "a kernel that does not fit".into(),
+            needed: 2 << 20,
+            device: "GPU".into(),
+            allowed: 1 << 20,
+        };
         deliver
-            .send(Err(EngineError::Unsupported("a kernel that does not fit".into())))
+            .send(Err(EngineError::Unsupported { request: too_big }))
             .unwrap();
         assert!(failing.submit(frame(0)).is_err(), "only a missing GPU falls back");
 
         let (mut orphaned, deliver) = starting("box:size=3", true, 100);
         drop(deliver);
-        assert!(matches!(orphaned.submit(frame(0)), Err(EngineError::Internal(_))));
+        assert!(matches!(orphaned.submit(frame(0)), Err(EngineError::Internal { .. })));
     }
 }

@@ -82,9 +82,9 @@ impl Engine for CpuEngine {
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
         if frame.device.is_some() {
             // Only an engine that says so (`device_pictures_on`) is given such frames.
-            return Err(EngineError::Internal(
-                "a picture in GPU memory was given to the CPU engine".into(),
-            ));
+            return Err(EngineError::Internal {
+                what: "a picture in GPU memory was given to the CPU engine".into(),
+            });
         }
         let started = Instant::now();
         // A filter that changes no plane (no mask, the identity) hands the frame on as it

@@ -212,10 +212,12 @@ impl Bench {
             }
         };
         if !matches {
-            return Err(EngineError::Internal(format!(
-                "{} gives a result that differs from the {checked_against} reference; not timing it",
-                what()
-            )));
+            return Err(EngineError::Internal {
+                what: format!(
+                    "{} gives a result that differs from the {checked_against} reference; not timing it",
+                    what()
+                ),
+            });
         }
         let timing = self.time_with_events(plan, |i| launch(i, &mut output))?;
         Ok(KernelResult {

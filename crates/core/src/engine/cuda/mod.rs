@@ -22,7 +22,8 @@ mod completion;
 pub mod device;
 mod device_input;
 mod engine_error;
-mod error;
+// The engine's error holds a `CudaError`: from the leaf, not through this module.
+pub(super) mod error;
 pub mod kernels;
 pub mod lanes;
 pub mod measure;
@@ -47,8 +48,8 @@ use self::pinned::PinnedMemory;
 use self::plan::{FilterKernels, Planner};
 use super::placement::Seat;
 use super::{
-    Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, StageTimes, TraceSpan, MAX_FRAMES_PER_STREAM,
-    MAX_STREAMS,
+    Engine, EngineError, EngineOptions, FilterPreparer, FrameShape, StageTimes, TraceSpan, UnsupportedRequest,
+    MAX_FRAMES_PER_STREAM, MAX_STREAMS,
 };
 use crate::filter::FilterSpec;
 use crate::frame::{Frame, Plane};
@@ -86,16 +87,22 @@ pub struct CudaEngine {
 impl CudaEngine {
     pub fn new(filter: FilterSpec, options: &EngineOptions, ordinal: usize) -> Result<CudaEngine, EngineError> {
         if !(1..=MAX_STREAMS).contains(&options.streams) {
-            return Err(EngineError::Unsupported(format!(
-                "streams = {} is out of range; allowed 1..={MAX_STREAMS}",
-                options.streams
-            )));
+            return Err(EngineError::Unsupported {
+                request: UnsupportedRequest::OutOfRange {
+                    setting: "streams",
+                    value: options.streams,
+                    max: MAX_STREAMS,
+                },
+            });
         }
         if !(1..=MAX_FRAMES_PER_STREAM).contains(&options.frames_per_stream) {
-            return Err(EngineError::Unsupported(format!(
-                "frames_per_stream = {} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
-                options.frames_per_stream
-            )));
+            return Err(EngineError::Unsupported {
+                request: UnsupportedRequest::OutOfRange {
+                    setting: "frames_per_stream",
+                    value: options.frames_per_stream,
+                    max: MAX_FRAMES_PER_STREAM,
+                },
+            });
         }
         let started = Instant::now();
         let context = device::open(ordinal)?;
@@ -177,9 +184,9 @@ impl CudaEngine {
     /// Sizes the lanes for `shape` and compiles the kernels it needs, before any frame.
     fn prepare(&mut self, shape: FrameShape) -> Result<(), EngineError> {
         if self.in_flight > 0 {
-            return Err(EngineError::Unsupported(
-                "frame geometry changed with frames in flight".into(),
-            ));
+            return Err(EngineError::Unsupported {
+                request: UnsupportedRequest::GeometryChangedInFlight,
+            });
         }
         if let Some(mut completion) = self.completion.take() {
             completion.stop();
@@ -299,7 +306,9 @@ impl CudaEngine {
             pool.reserve_in_background(bytes, reserved).map_err(|error| {
                 error
                     .downcast::<EngineError>()
-                    .unwrap_or_else(|other| EngineError::Internal(format!("reserving the pinned frame pool: {other}")))
+                    .unwrap_or_else(|other| EngineError::Internal {
+                        what: format!("reserving the pinned frame pool: {other}"),
+                    })
             })?;
         }
         Ok(Some(pool))
@@ -368,8 +377,8 @@ impl CudaEngine {
             poison_buffer(&stream, &mut lane.device_out).context(|| what("poisoning the output buffer"))?;
         }
         for slot in &layout.slots {
-            let (set, path, bias) = kernels.sets.get(&slot.plane).ok_or_else(|| {
-                EngineError::Internal(format!("{context}: plane {} was laid out without a kernel", slot.plane))
+            let (set, path, bias) = kernels.sets.get(&slot.plane).ok_or_else(|| EngineError::Internal {
+                what: format!("{context}: plane {} was laid out without a kernel", slot.plane),
             })?;
             let geometry = PlaneGeometry {
                 width: slot.width as i32,
@@ -474,9 +483,9 @@ impl Engine for CudaEngine {
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
         if self.in_flight >= self.capacity() {
             // The caller breaks the engine's contract: a bug, not a request's fault.
-            return Err(EngineError::Internal(
-                "submit with every lane busy; receive first".into(),
-            ));
+            return Err(EngineError::Internal {
+                what: "submit with every lane busy; receive first".into(),
+            });
         }
         if !self.layout.as_ref().is_some_and(|l| l.matches(&frame)) {
             self.prepare(FrameShape {
@@ -488,7 +497,9 @@ impl Engine for CudaEngine {
         let (Some(layout), Some(kernels), Some(completion)) =
             (self.layout.clone(), self.kernels.clone(), self.completion.as_ref())
         else {
-            return Err(EngineError::Internal("engine used before it was prepared".into()));
+            return Err(EngineError::Internal {
+                what: "engine used before it was prepared".into(),
+            });
         };
         let mut ticket = completion.take_lane(frame)?;
         let (lane, frame, held) = ticket.parts();
@@ -574,9 +585,9 @@ impl Engine for CudaEngine {
             .is_some_and(|layout| *layout.as_ref() != Layout::new(layout.shape, &filter, self.options.pitch_align));
         if relaid {
             if self.in_flight > 0 {
-                return Err(EngineError::Unsupported(
-                    "the planes to filter can only change with no frame in flight".into(),
-                ));
+                return Err(EngineError::Unsupported {
+                    request: UnsupportedRequest::PlanesChangedInFlight,
+                });
             }
             // Other planes go to the GPU: the lanes are laid out again for the next frame.
             self.filter = filter;

@@ -81,8 +81,9 @@ impl KernelSet {
             // SAFETY: c_taps is a float array of exactly this many elements (see convolve.cuh).
             // The header sizes c_taps from the same defines the taps were made for: a
             // shorter symbol is a bug in this program, not anything a user did.
-            let mut view = unsafe { symbol.transmute_mut::<f32>(taps.len()) }
-                .ok_or_else(|| EngineError::Internal(format!("{}: c_taps is smaller than the mask", what())))?;
+            let mut view = unsafe { symbol.transmute_mut::<f32>(taps.len()) }.ok_or_else(|| EngineError::Internal {
+                what: format!("{}: c_taps is smaller than the mask", what()),
+            })?;
             stream.memcpy_htod(&taps, &mut view).context(what)?;
         }
         stream.synchronize().context(what)?;
