@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::MaskError;
+use super::error::{nearest, MaskError};
 
 /// Every key a mask may carry. Which keys a preset accepts is checked when the
 /// mask is built, so that one message can name the preset and its allowed keys.
@@ -181,7 +181,7 @@ impl MaskParams {
             _ => {
                 return Err(MaskError::UnknownKey {
                     key: crate::text::quoted(key),
-                    suggestion: super::nearest(key, SPEC_KEYS),
+                    suggestion: nearest(key, SPEC_KEYS),
                     allowed: SPEC_KEYS.join(", "),
                 })
             }

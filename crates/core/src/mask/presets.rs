@@ -3,7 +3,9 @@
 //! Matrices are written in convolution orientation (as `scipy.ndimage.convolve`
 //! takes them): the engine flips them before sliding them over the image.
 
-use super::{MaskError, MaskParams, MAX_SIDE};
+use super::error::MaskError;
+use super::limits::MAX_SIDE;
+use super::params::MaskParams;
 
 /// One preset as listed by `convstream masks`.
 pub struct Preset {
