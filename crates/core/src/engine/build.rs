@@ -169,6 +169,7 @@ pub fn warm_up(device: DeviceChoice) {
     }
 }
 
+/// Without CUDA support there is no GPU to warm up.
 #[cfg(not(feature = "cuda"))]
 pub fn warm_up(_device: DeviceChoice) {}
 
@@ -178,6 +179,7 @@ pub fn gpu_driver_present() -> bool {
     cuda::device::driver_present()
 }
 
+/// Without CUDA support no driver is ever loaded: false.
 #[cfg(not(feature = "cuda"))]
 pub fn gpu_driver_present() -> bool {
     false
@@ -206,11 +208,13 @@ pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
     cuda::nvml::decoder_engines(&name).map(|engines| engines.count as usize * PIPELINES_PER_NVDEC_ENGINE)
 }
 
+/// Without CUDA support: unknown.
 #[cfg(not(feature = "cuda"))]
 pub fn nvdec_capacity(_ordinal: usize) -> Option<usize> {
     None
 }
 
+/// Without CUDA support there is no GPU context.
 #[cfg(not(feature = "cuda"))]
 pub fn likely_gpu_context(_device: DeviceChoice) -> Option<GpuContext> {
     None
@@ -222,6 +226,7 @@ pub fn gpu_usage() -> Vec<GpuUsage> {
     cuda::nvml::gpu_usage()
 }
 
+/// Without CUDA support: no GPU.
 #[cfg(not(feature = "cuda"))]
 pub fn gpu_usage() -> Vec<GpuUsage> {
     Vec::new()
@@ -234,6 +239,7 @@ pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
     cuda::nvdec::CudaNvdecProbe::global()
 }
 
+/// Without CUDA support: a probe whose every answer is [`EngineError::NotCompiledWithCuda`].
 #[cfg(not(feature = "cuda"))]
 pub fn nvdec_probe() -> std::sync::Arc<dyn crate::nvdec::NvdecProbe> {
     struct WithoutCuda;

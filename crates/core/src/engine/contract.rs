@@ -16,6 +16,7 @@ use crate::host_buffers::{BufferPool, LatePool};
 /// A CUDA context a decoder can put its pictures in, for the engine to take them there.
 #[derive(Clone)]
 pub struct GpuContext {
+    /// The GPU's device ordinal.
     pub ordinal: usize,
     /// The driver's `CUcontext` handle.
     pub handle: usize,
@@ -33,8 +34,11 @@ pub trait Engine: Send {
     fn name(&self) -> String;
     /// How many frames may be in flight at once.
     fn capacity(&self) -> usize;
+    /// How many frames were submitted and not yet received.
     fn in_flight(&self) -> usize;
+    /// Takes a frame to filter; only while `in_flight() < capacity()`.
     fn submit(&mut self, frame: Frame) -> Result<(), EngineError>;
+    /// The oldest frame in flight, filtered (see the trait's text for `None`).
     fn receive(&mut self) -> Result<Option<Frame>, EngineError>;
     /// Replaces the filter for frames submitted from now on. Quick once the filter's
     /// kernels were prepared (see [`Engine::preparer`]).
@@ -90,19 +94,28 @@ pub type FilterPreparer = Arc<dyn Fn(&FilterSpec) -> Result<(), EngineError> + S
 pub enum StageTimes {
     /// CUDA: copy in, kernels and copy out, from CUDA events on the lane's stream.
     Gpu {
+        /// Copying the frame to the GPU.
         upload: Duration,
+        /// The kernels of every filtered plane.
         kernels: Duration,
+        /// Copying the result back.
         download: Duration,
     },
     /// The CPU engine's convolution.
-    Cpu { filter: Duration },
+    Cpu {
+        /// Filtering the frame's planes.
+        filter: Duration,
+    },
 }
 
 /// The geometry of the frames a pipeline will submit, known once the source is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameShape {
+    /// Pixel format.
     pub format: PixelFormat,
+    /// Pixels across.
     pub width: usize,
+    /// Rows.
     pub height: usize,
 }
 
@@ -112,6 +125,7 @@ pub enum DeviceChoice {
     /// CUDA on the least loaded GPU when a usable one is present, else the CPU engine
     /// with a warning.
     Auto,
+    /// The CPU engine.
     Cpu,
     /// CUDA on the GPU with the fewest active pipelines (see [`placement`](super::placement)).
     AnyCuda,
@@ -156,6 +170,7 @@ pub const PIPELINES_PER_NVDEC_ENGINE: usize = 8;
 /// Options an engine is built with besides the filter.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
+    /// Which engine to build.
     pub device: DeviceChoice,
     /// CUDA streams; ignored by the CPU engine.
     pub streams: usize,
@@ -202,6 +217,7 @@ pub struct EngineOptions {
 }
 
 impl EngineOptions {
+    /// Options for `pipeline` on `device` with `streams` CUDA streams; everything else at its default.
     pub fn new(device: DeviceChoice, streams: usize, pipeline: &str) -> EngineOptions {
         EngineOptions {
             device,
@@ -229,11 +245,14 @@ impl EngineOptions {
 pub struct GpuUsage {
     /// NVML's index (PCI order, which `CUDA_DEVICE_ORDER=PCI_BUS_ID` gives CUDA too).
     pub index: u32,
+    /// The GPU's UUID, as NVML reports it.
     pub uuid: String,
     /// Percent of the last sample period a kernel ran.
     pub busy_percent: Option<u32>,
     /// Percent of the last sample period NVDEC was decoding.
     pub decoder_busy_percent: Option<u32>,
+    /// Bytes of GPU memory in use.
     pub memory_used_bytes: Option<u64>,
+    /// Bytes of GPU memory in all.
     pub memory_total_bytes: Option<u64>,
 }

@@ -53,6 +53,8 @@ enum Gpu {
     Missing,
 }
 
+/// Filters on the CPU while the GPU engine is made on another thread, then hands frames to it
+/// (see the module's text).
 pub struct StartingEngine {
     cpu: CpuEngine,
     gpu: Gpu,

@@ -141,9 +141,12 @@ impl FromStr for BorderMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PlaneSelection {
+    /// Every plane (the default).
     #[default]
     All,
+    /// The luma plane (Y) only.
     Luma,
+    /// The chroma planes (U and V) only.
     Chroma,
 }
 

@@ -14,7 +14,9 @@ pub type PlaneMasks = std::collections::BTreeMap<PlaneName, Mask>;
 pub struct FilterSpec {
     /// The mask of every plane `planes` selects and `plane_masks` does not name.
     pub mask: Mask,
+    /// How samples beyond the edges are taken.
     pub border: BorderMode,
+    /// Which planes `mask` filters.
     pub planes: PlaneSelection,
     /// Planes with a mask of their own; empty when one mask serves.
     pub plane_masks: PlaneMasks,

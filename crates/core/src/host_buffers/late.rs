@@ -47,7 +47,9 @@ impl HostMemory for SharedLate {
 /// and the slot the engine's memory goes in.
 #[derive(Clone)]
 pub struct LatePool {
+    /// The pool the decoder fills.
     pub pool: Arc<BufferPool>,
+    /// Where the engine puts its memory once it has some.
     pub memory: Arc<LateMemory>,
 }
 

@@ -6,7 +6,9 @@ use std::error::Error;
 
 /// One block of host memory a [`HostMemory`] allocated.
 pub trait HostBlock: Send + Sync {
+    /// The block's bytes.
     fn bytes(&self) -> &[u8];
+    /// The block's bytes, to write.
     fn bytes_mut(&mut self) -> &mut [u8];
 }
 
@@ -17,6 +19,7 @@ pub trait HostBlock: Send + Sync {
 pub struct AllocationError(Box<dyn Error + Send + Sync + 'static>);
 
 impl AllocationError {
+    /// The allocator's error, kept as it is.
     pub fn new(error: impl Error + Send + Sync + 'static) -> AllocationError {
         AllocationError(Box::new(error))
     }
@@ -38,7 +41,7 @@ pub trait HostMemory: Send + Sync {
     fn grows_in_background(&self) -> bool {
         false
     }
-    /// Whether blocks can be allocated yet (see [`LateMemory`]); until then the pool lends
+    /// Whether blocks can be allocated yet (see [`LateMemory`](super::LateMemory)); until then the pool lends
     /// heap memory without asking.
     fn ready(&self) -> bool {
         true

@@ -35,6 +35,7 @@ struct PoolState {
 }
 
 impl BufferPool {
+    /// A pool lending blocks of `memory`, at most `limit` bytes of them.
     pub fn new(memory: Box<dyn HostMemory>, limit: usize) -> Arc<BufferPool> {
         Arc::new(BufferPool {
             memory: Arc::from(memory),
@@ -174,6 +175,7 @@ impl BufferPool {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether its blocks are page-locked (see [`HostMemory::page_locked`]).
     pub fn page_locked(&self) -> bool {
         self.memory.page_locked()
     }

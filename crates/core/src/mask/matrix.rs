@@ -158,18 +158,23 @@ impl Mask {
         }
     }
 
+    /// Columns of the matrix (odd).
     pub fn width(&self) -> usize {
         self.width
     }
+    /// Rows of the matrix (odd).
     pub fn height(&self) -> usize {
         self.height
     }
+    /// What is added to every sum, in 8-bit units (engines scale it to the samples' depth).
     pub fn bias(&self) -> f32 {
         self.bias
     }
+    /// The coefficients, row-major, in convolution orientation, after `divisor` or `normalize`.
     pub fn coefficients(&self) -> &[f32] {
         &self.coefficients
     }
+    /// The column and row factors of a rank-one matrix; `None` when it has none.
     pub fn factors(&self) -> Option<&SeparableFactors> {
         self.factors.as_ref()
     }
@@ -200,9 +205,11 @@ impl Mask {
         self.second.is_none() && self.coefficients.iter().all(|c| *c == 0.0)
     }
 
+    /// Whether the matrix has rank one, so a row pass and a column pass can replace the dense one.
     pub fn is_separable(&self) -> bool {
         self.factors.is_some()
     }
+    /// The SPEC the mask came from, for logs and `masks show`.
     pub fn description(&self) -> &str {
         &self.description
     }

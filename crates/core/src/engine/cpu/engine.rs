@@ -21,6 +21,7 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
+    /// An engine applying `filter`.
     pub fn new(filter: FilterSpec) -> CpuEngine {
         CpuEngine {
             filter,

@@ -289,7 +289,10 @@ fn lane_stage_times(lane: &Lane) -> Option<StageTimes> {
 /// staging copies on the way out.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostCopyTimes {
+    /// Frames counted.
     pub frames: u64,
+    /// Staging copies and enqueueing on the way in, summed.
     pub copy_in: Duration,
+    /// Waiting and staging copies on the way out, summed.
     pub copy_out: Duration,
 }

@@ -138,18 +138,28 @@ pub fn warm(ordinal: usize) {
 /// Facts about one GPU.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceInfo {
+    /// The device ordinal (`cuda:N`).
     pub ordinal: usize,
+    /// The driver's name for it (`NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// Compute capability, major and minor.
     pub compute_capability: (i32, i32),
+    /// Bytes of memory in all.
     pub total_memory: usize,
+    /// Bytes of memory free when read.
     pub free_memory: usize,
+    /// Streaming multiprocessors.
     pub multiprocessors: i32,
+    /// The core clock in kHz.
     pub clock_khz: i32,
+    /// Copy engines, so how many copies can overlap kernels.
     pub copy_engines: i32,
+    /// Bytes of shared memory a block may opt in to.
     pub max_shared_per_block: usize,
 }
 
 impl DeviceInfo {
+    /// Reads the facts of device `ordinal` through its `context`.
     pub fn read(context: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo, EngineError> {
         use sys::CUdevice_attribute as A;
         let what = || format!("reading the properties of cuda:{ordinal}");

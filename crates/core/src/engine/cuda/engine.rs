@@ -30,6 +30,7 @@ use crate::host_buffers::BufferPool;
 /// Byte written into GPU output buffers before each frame when poisoning (tests).
 pub const POISON: u8 = 0xA7;
 
+/// The CUDA engine on one GPU: its lanes, kernels and frame pool (see the module's text).
 pub struct CudaEngine {
     context: Arc<CudaContext>,
     device: DeviceInfo,
@@ -57,6 +58,8 @@ pub struct CudaEngine {
 }
 
 impl CudaEngine {
+    /// An engine on GPU `ordinal` applying `filter`, its lanes laid out now when `options.shape`
+    /// is known, else at the first frame.
     pub fn new(filter: FilterSpec, options: &EngineOptions, ordinal: usize) -> Result<CudaEngine, EngineError> {
         if !(1..=MAX_STREAMS).contains(&options.streams) {
             return Err(EngineError::Unsupported {
@@ -112,6 +115,7 @@ impl CudaEngine {
         Ok(engine)
     }
 
+    /// The GPU it runs on.
     pub fn device(&self) -> &DeviceInfo {
         &self.device
     }

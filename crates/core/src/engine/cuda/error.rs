@@ -8,7 +8,9 @@ use std::fmt;
 /// What a CUDA driver or NVRTC call returned, as its error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CudaError {
+    /// A driver call's error.
     Driver(DriverError),
+    /// An NVRTC call's error.
     Nvrtc(NvrtcError),
 }
 

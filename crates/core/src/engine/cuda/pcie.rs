@@ -8,8 +8,11 @@ use crate::frame::Frame;
 /// one whose output is on the GPU too does not cross at all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PcieBytes {
+    /// Frames counted.
     pub frames: u64,
+    /// Bytes copied to the GPU.
     pub to_gpu: u64,
+    /// Bytes copied back.
     pub from_gpu: u64,
 }
 

@@ -18,10 +18,15 @@ use crate::mask::Mask;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PlaneGeometry {
+    /// Pixels across.
     pub width: i32,
+    /// Rows.
     pub height: i32,
+    /// Bytes between source rows.
     pub src_pitch: i32,
+    /// Bytes between output rows.
     pub dst_pitch: i32,
+    /// The mask's bias in sample units (its 8-bit bias scaled to the depth).
     pub bias: f32,
 }
 
@@ -47,6 +52,7 @@ pub fn constant_taps(mask: &Mask) -> Vec<f32> {
 
 /// A loaded module: the three kernels of one variant with one mask's taps in constant memory.
 pub struct KernelSet {
+    /// What the module was compiled for.
     pub variant: Variant,
     _module: Arc<CudaModule>,
     dense: CudaFunction,

@@ -1,5 +1,5 @@
 //! The convolution kernels: one variant per (mask size, channels, border, tiling)
-//! ([`variant`]), compiled by NVRTC for the device's architecture with `-D` defines and
+//! (`variant.rs`), compiled by NVRTC for the device's architecture with `-D` defines and
 //! cached on disk ([`compile`]), loaded as a module holding the dense, separable and
 //! baseline kernels plus the mask taps, and launched on a lane's stream (`launch.rs`).
 
