@@ -19,6 +19,8 @@
 //! When the GPU engine cannot be made, `auto` goes on with the CPU engine (a missing GPU,
 //! said once), and any other choice fails the run with the GPU's error, as it would have
 //! without this engine.
+//!
+//! One job at some length (about 600 lines, half of them tests): the hand-over's states.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::VecDeque;
