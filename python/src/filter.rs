@@ -97,7 +97,7 @@ fn gray(bits: u8) -> Result<PixelFormat, PyErr> {
 
 pub(crate) fn engine_error(error: EngineError) -> PyErr {
     match error {
-        EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda => GpuUnavailableError::new_err(error.to_string()),
+        EngineError::NoGpu { .. } | EngineError::NotCompiledWithCuda => GpuUnavailableError::new_err(error.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -289,7 +289,7 @@ impl NativeFilter {
             DeviceChoice::AnyCuda | DeviceChoice::Auto => 0,
         };
         match self.cuda_engine(held, ordinal, shape) {
-            Err(EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda) if self.device == DeviceChoice::Auto => {
+            Err(EngineError::NoGpu { .. } | EngineError::NotCompiledWithCuda) if self.device == DeviceChoice::Auto => {
                 *held = Some(Held::Cpu);
                 Ok(())
             }

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use clap::ValueEnum;
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
 use pyo3::exceptions::PyValueError;
@@ -78,7 +77,8 @@ impl Request {
 
 /// A border mode by its name or an alias (`reflect_101`, `replicate`...), as `--border` takes it.
 pub fn parse_border(text: &str, problems: &mut Vec<String>) -> Option<BorderMode> {
-    let found = BorderMode::from_str(text, true).ok();
+    // Any case, as the keyword always took it (every name is lower-case ASCII).
+    let found = text.to_ascii_lowercase().parse::<BorderMode>().ok();
     if found.is_none() {
         let names: Vec<&str> = BorderMode::ALL.iter().map(|b| b.name()).collect();
         let aliases: Vec<&str> = BorderMode::ALL
@@ -96,7 +96,7 @@ pub fn parse_border(text: &str, problems: &mut Vec<String>) -> Option<BorderMode
 
 /// `all`, `luma` or `chroma`, as `--planes` takes it.
 pub fn parse_planes(text: &str, problems: &mut Vec<String>) -> Option<PlaneSelection> {
-    let found = PlaneSelection::from_str(text, true).ok();
+    let found = text.to_ascii_lowercase().parse::<PlaneSelection>().ok();
     if found.is_none() {
         problems.push(format!(
             "planes: invalid value '{text}' [possible values: all, luma, chroma]"

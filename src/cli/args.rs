@@ -4,7 +4,10 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-use super::values::{parse_key_value, parse_log_format, parse_mask_size, parse_plane_size, parse_spin_us, parse_time};
+use super::values::{
+    border_parser, parse_key_value, parse_log_format, parse_mask_size, parse_plane_size, parse_spin_us, parse_time,
+    planes_parser,
+};
 use convstream::config::LogFormat;
 use convstream::filter::{BorderMode, PlaneSelection};
 
@@ -153,14 +156,14 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "SPEC")]
     pub(crate) mask: Option<String>,
     /// Which planes the mask filters (the others are copied): all, luma (Y) or chroma (U and V).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = planes_parser())]
     pub(crate) planes: Option<PlaneSelection>,
     /// A mask for one plane, over --mask: PLANE=SPEC with PLANE y, u, v, uv (both chroma
     /// planes), r, g or b (repeatable), e.g. --plane-mask y=edge --plane-mask uv=neutral.
     #[arg(long = "plane-mask", value_name = "PLANE=SPEC", value_parser = parse_key_value)]
     pub(crate) plane_masks: Vec<(String, String)>,
     /// How pixels beyond the picture's edges are taken (SciPy's modes; default reflect).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = border_parser())]
     pub(crate) border: Option<BorderMode>,
     /// auto (CUDA if a usable GPU is present, else CPU), cpu, cuda or cuda:N.
     #[arg(long)]

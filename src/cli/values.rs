@@ -1,4 +1,24 @@
-//! Values of flags as clap reads them: `KEY=VALUE`, times, sizes.
+//! Values of flags as clap reads them: `KEY=VALUE`, times, sizes, the filter's choices.
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use convstream::filter::{BorderMode, PlaneSelection};
+
+/// `--border`: a mode's name or an alias (hidden from the help, as the other tools'
+/// spellings), each name listed in the help with what it takes beyond the edges.
+pub(crate) fn border_parser() -> impl TypedValueParser<Value = BorderMode> {
+    let modes = BorderMode::ALL.map(|mode| {
+        PossibleValue::new(mode.name())
+            .help(mode.meaning())
+            .aliases(mode.aliases().iter().copied())
+    });
+    // Every name the list above lets through is one `FromStr` reads.
+    PossibleValuesParser::new(modes).try_map(|name| name.parse::<BorderMode>())
+}
+
+/// `--planes`: `all`, `luma` or `chroma`, listed in the help.
+pub(crate) fn planes_parser() -> impl TypedValueParser<Value = PlaneSelection> {
+    PossibleValuesParser::new(PlaneSelection::NAMES).try_map(|name| name.parse::<PlaneSelection>())
+}
 
 /// `KEY=VALUE`, for options passed on to FFmpeg.
 pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {

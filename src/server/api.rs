@@ -396,7 +396,7 @@ async fn not_found() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineError;
+    use crate::engine::{EngineError, UnsupportedRequest};
 
     fn status_of(error: EngineError) -> StatusCode {
         ApiError::from(SupervisorError::Engine {
@@ -408,14 +408,18 @@ mod tests {
 
     #[test]
     fn engine_failures_of_the_request_are_422_and_of_the_engine_500() {
-        let unsupported = EngineError::Unsupported("the separable kernel needs a rank-one mask".into());
+        let unsupported = EngineError::Unsupported {
+            request: UnsupportedRequest::NotRankOne { mask: "sharpen".into() },
+        };
         assert_eq!(status_of(unsupported), StatusCode::UNPROCESSABLE_ENTITY);
         let compile = EngineError::Compile {
             variant: "13x13".into(),
             log: "error".into(),
         };
         assert_eq!(status_of(compile), StatusCode::UNPROCESSABLE_ENTITY);
-        let internal = EngineError::Internal("the GPU completion thread stopped".into());
+        let internal = EngineError::Internal {
+            what: "the GPU completion thread stopped".into(),
+        };
         assert_eq!(status_of(internal), StatusCode::INTERNAL_SERVER_ERROR);
     }
 }

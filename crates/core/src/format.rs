@@ -18,13 +18,16 @@ pub enum PixelLayout {
     Yuv420,
     /// Y, U and V planes, chroma halved across.
     Yuv422,
+    /// Y, U and V planes, all at full resolution.
     Yuv444,
     /// Y plane plus one interleaved UV plane at half resolution (NV12; P010 and P016 at 10
     /// and 16 bits, whose samples sit in the high bits of each 16-bit word).
     SemiPlanar420,
+    /// One plane of luma (grey) only.
     Gray,
     /// One packed plane, three interleaved channels; each channel is filtered on its own.
     Rgb,
+    /// As [`PixelLayout::Rgb`], the channels in B, G, R order.
     Bgr,
     /// G, B and R planes, in FFmpeg's order.
     Gbr,
@@ -58,11 +61,14 @@ impl PixelLayout {
 /// keeps its 10 bits in the high ones). Engines compute on the unshifted value, 0..=max.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SampleDepth {
+    /// Significant bits per sample, 8 to 16.
     pub bits: u8,
+    /// How far those bits sit from the word's lowest bit (6 for P010, else 0).
     pub shift: u8,
 }
 
 impl SampleDepth {
+    /// Eight bits in a byte, no shift.
     pub const EIGHT: SampleDepth = SampleDepth { bits: 8, shift: 0 };
 
     /// Bytes per sample: 1 or 2.
@@ -98,9 +104,13 @@ pub struct PixelFormat {
 /// Shape of one plane: size in pixels, interleaved channels per pixel and sample depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlaneShape {
+    /// Samples across.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Interleaved channels per pixel: 1, 2 (NV12's UV) or 3 (packed RGB).
     pub channels: usize,
+    /// How each sample is stored.
     pub depth: SampleDepth,
 }
 
@@ -132,14 +142,23 @@ impl PlaneShape {
 }
 
 impl PixelFormat {
+    /// Planar 4:2:0, 8 bits.
     pub const YUV420P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv420);
+    /// Planar 4:2:2, 8 bits.
     pub const YUV422P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv422);
+    /// Planar 4:4:4, 8 bits.
     pub const YUV444P: PixelFormat = PixelFormat::eight_bit(PixelLayout::Yuv444);
+    /// Y plus interleaved UV at half resolution, 8 bits.
     pub const NV12: PixelFormat = PixelFormat::eight_bit(PixelLayout::SemiPlanar420);
+    /// Grey, 8 bits.
     pub const GRAY8: PixelFormat = PixelFormat::eight_bit(PixelLayout::Gray);
+    /// Packed R, G, B, 8 bits each.
     pub const RGB24: PixelFormat = PixelFormat::eight_bit(PixelLayout::Rgb);
+    /// Packed B, G, R, 8 bits each.
     pub const BGR24: PixelFormat = PixelFormat::eight_bit(PixelLayout::Bgr);
+    /// Planar G, B, R, 8 bits.
     pub const GBRP: PixelFormat = PixelFormat::eight_bit(PixelLayout::Gbr);
+    /// NV12's layout at 10 bits, in the high bits of 16-bit words.
     pub const P010: PixelFormat = PixelFormat {
         layout: PixelLayout::SemiPlanar420,
         bits: 10,
@@ -161,6 +180,7 @@ impl PixelFormat {
             .flat_map(|layout| layout.depths().iter().map(move |&bits| PixelFormat { layout, bits }))
     }
 
+    /// How the planes are arranged.
     pub fn layout(self) -> PixelLayout {
         self.layout
     }
@@ -297,11 +317,17 @@ impl fmt::Display for PixelFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PlaneName {
+    /// Luma.
     Y,
+    /// The first chroma plane (Cb).
     U,
+    /// The second chroma plane (Cr).
     V,
+    /// Red.
     R,
+    /// Green.
     G,
+    /// Blue.
     B,
 }
 
@@ -322,6 +348,7 @@ impl PlaneName {
         PlaneName::KEYS.iter().find(|(k, _)| *k == key).map(|(_, names)| *names)
     }
 
+    /// The name as `plane_masks` writes it (`y`).
     pub fn name(self) -> &'static str {
         match self {
             PlaneName::Y => "y",

@@ -17,11 +17,17 @@ pub use crate::format::{PixelFormat, PixelLayout, PlaneShape, SampleDepth, POOLE
 /// engines never read (and whose content is unspecified in pooled planes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plane {
+    /// Samples across.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Interleaved channels per pixel.
     pub channels: usize,
+    /// How each sample is stored.
     pub depth: SampleDepth,
+    /// Bytes from one row's start to the next's.
     pub stride: usize,
+    /// The bytes, at least `stride * height`.
     pub data: PlaneData,
 }
 
@@ -63,10 +69,12 @@ impl Plane {
         Some(Plane::of_data(shape, shape.pooled_stride(), data))
     }
 
+    /// A zeroed plane whose rows are `stride` bytes apart.
     pub fn with_stride(shape: PlaneShape, stride: usize) -> Plane {
         Plane::filled(shape, stride, 0)
     }
 
+    /// Its size, channels and depth.
     pub fn shape(&self) -> PlaneShape {
         PlaneShape {
             width: self.width,
@@ -81,11 +89,13 @@ impl Plane {
         self.shape().row_bytes()
     }
 
+    /// Row `y`'s pixels, without its padding.
     pub fn row(&self, y: usize) -> &[u8] {
         let start = y * self.stride;
         &self.data[start..start + self.row_bytes()]
     }
 
+    /// Row `y`'s pixels, without its padding, to write.
     pub fn row_mut(&mut self, y: usize) -> &mut [u8] {
         let start = y * self.stride;
         let len = self.row_bytes();
@@ -102,9 +112,13 @@ impl Plane {
 /// pictures, timestamps and positions are: the timeline only says when one passed by.
 #[derive(Debug, Clone)]
 pub struct Frame {
+    /// How the planes are laid out and their depth.
     pub format: PixelFormat,
+    /// Pixels across.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// One to three planes, as the format lays them out.
     pub planes: Vec<Plane>,
     /// Presentation timestamp in the source stream's time base.
     pub pts: Option<i64>,
@@ -122,7 +136,9 @@ pub struct Frame {
 /// A picture in GPU memory: the device it is on and where each plane starts. It holds the
 /// decoder's surface (through `keeper`) until dropped.
 pub struct DevicePicture {
+    /// The GPU it is on.
     pub ordinal: usize,
+    /// Where each plane starts, in the format's plane order.
     pub planes: Vec<DevicePlane>,
     /// Where the filtered picture goes when it is to stay on the GPU (an array of a caller's
     /// library, say): the CUDA engine then copies every plane there, device to device, and
@@ -135,7 +151,9 @@ pub struct DevicePicture {
 /// One plane of a [`DevicePicture`]: its device address and row pitch in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DevicePlane {
+    /// The plane's device address.
     pub address: u64,
+    /// Bytes from one row's start to the next's.
     pub pitch: usize,
 }
 

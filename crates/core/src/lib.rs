@@ -3,6 +3,8 @@
 //! Nothing here knows FFmpeg, an async runtime or HTTP: the media crate feeds the engines
 //! decoded frames, and the binary, the GStreamer element and Python build on both.
 
+#![warn(missing_docs)]
+
 pub mod engine;
 pub mod filter;
 pub mod format;

@@ -9,19 +9,30 @@ use std::sync::Arc;
 /// NVDEC's codec numbers (`cudaVideoCodec` in the Video Codec SDK's `cuviddec.h`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NvdecCodec {
+    /// MPEG-1 video.
     Mpeg1 = 0,
+    /// MPEG-2 video.
     Mpeg2 = 1,
+    /// MPEG-4 Part 2.
     Mpeg4 = 2,
+    /// VC-1.
     Vc1 = 3,
+    /// H.264 (AVC).
     H264 = 4,
+    /// JPEG.
     Jpeg = 5,
+    /// HEVC (H.265).
     Hevc = 8,
+    /// VP8.
     Vp8 = 9,
+    /// VP9.
     Vp9 = 10,
+    /// AV1.
     Av1 = 11,
 }
 
 impl NvdecCodec {
+    /// The codec's common name (`H.264`), for messages.
     pub fn name(self) -> &'static str {
         match self {
             NvdecCodec::Mpeg1 => "MPEG-1",
@@ -41,13 +52,18 @@ impl NvdecCodec {
 /// Chroma subsampling (`cudaVideoChromaFormat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Chroma {
+    /// Luma only.
     Monochrome = 0,
+    /// Chroma halved both ways.
     Yuv420 = 1,
+    /// Chroma halved across.
     Yuv422 = 2,
+    /// Chroma at full resolution.
     Yuv444 = 3,
 }
 
 impl Chroma {
+    /// The format's common name (`4:2:0`), for messages.
     pub fn name(self) -> &'static str {
         match self {
             Chroma::Monochrome => "monochrome",
@@ -62,10 +78,15 @@ impl Chroma {
 /// (`CUVIDDECODECAPS`'s outputs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NvdecCaps {
+    /// Whether NVDEC decodes this at all.
     pub supported: bool,
+    /// The narrowest picture it decodes, in pixels.
     pub min_width: u32,
+    /// The shortest picture it decodes, in pixels.
     pub min_height: u32,
+    /// The widest picture it decodes, in pixels.
     pub max_width: u32,
+    /// The tallest picture it decodes, in pixels.
     pub max_height: u32,
     /// Most 16x16 macroblocks in a picture.
     pub max_macroblocks: u32,
@@ -78,6 +99,7 @@ pub struct NvdecCaps {
 pub struct ProbeError(Arc<dyn Error + Send + Sync + 'static>);
 
 impl ProbeError {
+    /// The prober's error, kept as it is.
     pub fn new(error: impl Error + Send + Sync + 'static) -> ProbeError {
         ProbeError(Arc::new(error))
     }
@@ -85,5 +107,6 @@ impl ProbeError {
 
 /// Asks the driver for NVDEC's capabilities. `Err` says why it could not be asked.
 pub trait NvdecProbe: Send + Sync {
+    /// What NVDEC does for `codec` in `chroma` at `bit_depth` bits, as the driver says.
     fn capabilities(&self, codec: NvdecCodec, chroma: Chroma, bit_depth: u32) -> Result<NvdecCaps, ProbeError>;
 }

@@ -407,6 +407,7 @@ fn dockerignore_leaves_out_build_outputs_but_not_the_sources() {
         "build.rs",
         "src",
         "crates",
+        "kernels",
         "gst",
         "config",
         "tests",

@@ -14,6 +14,7 @@ pub struct Placements {
 /// One pipeline's place on a GPU; gives it back when dropped.
 #[derive(Debug)]
 pub struct Seat {
+    /// The GPU the seat is on.
     pub ordinal: usize,
     placements: Arc<Placements>,
 }

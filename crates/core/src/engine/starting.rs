@@ -19,23 +19,25 @@
 //! When the GPU engine cannot be made, `auto` goes on with the CPU engine (a missing GPU,
 //! said once), and any other choice fails the run with the GPU's error, as it would have
 //! without this engine.
+//!
+//! One job at some length (about 600 lines, half of them tests): the hand-over's states.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::contract::{Engine, FilterPreparer, StageTimes};
 use super::cpu::CpuEngine;
-use super::{Engine, EngineError, FilterPreparer, StageTimes, TraceSpan};
+use super::error::EngineError;
+use super::trace::TraceSpan;
 use crate::filter::FilterSpec;
 use crate::frame::Frame;
 
 /// Where the GPU engine arrives from the thread making it.
 pub type ComingEngine = Receiver<Result<Box<dyn Engine>, EngineError>>;
 
-/// Memory the frames held for the GPU may take where holding pays: about the GPU's start
-/// of 1080p frames decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past
-/// it are filtered on the CPU rather than held.
-pub const HELD_BYTES: usize = 512 << 20;
+/// The default limit of the memory held for the GPU; where the engine's options live.
+pub use super::contract::HELD_BYTES;
 
 /// How long `receive` waits for the GPU engine when it has nothing else to give: short, so
 /// that the caller takes the next decoded frame (or a filter switch) without a delay.
@@ -53,6 +55,8 @@ enum Gpu {
     Missing,
 }
 
+/// Filters on the CPU while the GPU engine is made on another thread, then hands frames to it
+/// (see the module's text).
 pub struct StartingEngine {
     cpu: CpuEngine,
     gpu: Gpu,
@@ -137,15 +141,15 @@ impl StartingEngine {
                     );
                     self.gpu = Gpu::Ready(engine);
                 }
-                Ok(Err(e @ (EngineError::NoGpu(_) | EngineError::NotCompiledWithCuda))) if self.fall_back => {
+                Ok(Err(e @ (EngineError::NoGpu { .. } | EngineError::NotCompiledWithCuda))) if self.fall_back => {
                     tracing::warn!("{e}; using the CPU engine");
                     self.gpu = Gpu::Missing;
                 }
                 Ok(Err(e)) => return Err(e),
                 Err(RecvTimeoutError::Disconnected) => {
-                    return Err(EngineError::Internal(
-                        "the thread making the GPU engine ended without one".into(),
-                    ))
+                    return Err(EngineError::Internal {
+                        what: "the thread making the GPU engine ended without one".into(),
+                    })
                 }
             }
         }
@@ -326,6 +330,7 @@ impl Engine for StartingEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{NoGpuReason, UnsupportedRequest};
     use crate::filter::{BorderMode, PlaneSelection};
     use crate::frame::{Frame, PixelFormat, Plane};
     use crate::mask::Mask;
@@ -548,12 +553,21 @@ mod tests {
         }
     }
 
+    /// A missing GPU whose message says `none here`.
+    fn none_here() -> EngineError {
+        EngineError::NoGpu {
+            reason: NoGpuReason::InitFailed {
+                detail: "none here".into(),
+            },
+        }
+    }
+
     #[test]
     fn a_missing_gpu_keeps_the_cpu_engine_when_allowed_and_fails_the_run_otherwise() {
         // Frames held before the GPU turns out missing are filtered on the CPU, in order.
         let (mut allowed, deliver) = starting("box:size=3", true, 100);
         let mut out = submit_all(&mut allowed, 0..4);
-        deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
+        deliver.send(Err(none_here())).unwrap();
         out.extend(submit_all(&mut allowed, 4..9));
         out.extend(finish(&mut allowed));
         assert_in_order_and_right(&out, "box:size=3", 9);
@@ -561,18 +575,24 @@ mod tests {
         assert_eq!(allowed.name(), "cpu");
 
         let (mut strict, deliver) = starting("box:size=3", false, 100);
-        deliver.send(Err(EngineError::NoGpu("none here".into()))).unwrap();
+        deliver.send(Err(none_here())).unwrap();
         let error = strict.submit(frame(0)).unwrap_err();
         assert!(error.to_string().contains("none here"), "{error}");
 
         let (mut failing, deliver) = starting("box:size=3", true, 100);
+        let too_big = UnsupportedRequest::SharedMemory {
+            variant: "a kernel that does not fit".into(),
+            needed: 2 << 20,
+            device: "GPU".into(),
+            allowed: 1 << 20,
+        };
         deliver
-            .send(Err(EngineError::Unsupported("a kernel that does not fit".into())))
+            .send(Err(EngineError::Unsupported { request: too_big }))
             .unwrap();
         assert!(failing.submit(frame(0)).is_err(), "only a missing GPU falls back");
 
         let (mut orphaned, deliver) = starting("box:size=3", true, 100);
         drop(deliver);
-        assert!(matches!(orphaned.submit(frame(0)), Err(EngineError::Internal(_))));
+        assert!(matches!(orphaned.submit(frame(0)), Err(EngineError::Internal { .. })));
     }
 }

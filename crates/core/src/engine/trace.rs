@@ -12,10 +12,15 @@ pub const CPU_STAGE: &str = "cpu_filter";
 /// from the engine's start.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceSpan {
+    /// The CUDA stream it ran on (0 for the CPU engine).
     pub stream: usize,
+    /// The frame's index.
     pub frame: u64,
+    /// The stage: `upload`, `kernels`, `download` or `cpu_filter`.
     pub stage: &'static str,
+    /// When it began, in microseconds from the engine's start.
     pub start_us: f64,
+    /// How long it took, in microseconds.
     pub duration_us: f64,
 }
 

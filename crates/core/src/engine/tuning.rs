@@ -1,14 +1,23 @@
 //! GPU tuning a pipeline's config (`[pipeline.filter.gpu]`) or `convstream bench` flags set:
-//! how long the completion thread polls before it blocks, and the kernels' tilings. Typed
-//! and passed in [`super::EngineOptions`], so a run's tuning is what its config or flags say
-//! and what `results.json` records.
+//! how long the completion thread polls before it blocks, and the kernels' tilings (per
+//! [`KernelPath`], the kernels there are). Typed and passed in [`super::EngineOptions`], so
+//! a run's tuning is what its config or flags say and what `results.json` records.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::KernelPath;
+/// Which GPU kernel filters the planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum KernelPath {
+    /// Shared-memory tile with halo, register blocked.
+    Dense,
+    /// Row pass then column pass, fused in shared memory (rank-one masks).
+    Separable,
+    /// One thread per output, taps read from global memory: the baseline.
+    Global,
+}
 
 /// Microseconds the completion thread polls a lane's done event before blocking on it,
 /// unless the config says otherwise.
@@ -18,6 +27,7 @@ pub const MAX_SPIN_US: u64 = 10_000;
 /// Most threads a CUDA block holds.
 const MAX_BLOCK_THREADS: u32 = 1024;
 
+/// The CUDA engine's tuning: the completion thread's spin-wait and the kernels' tilings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuTuning {
@@ -50,10 +60,12 @@ impl Default for GpuTuning {
 }
 
 impl GpuTuning {
+    /// Whether nothing differs from the defaults.
     pub fn is_default(&self) -> bool {
         *self == GpuTuning::default()
     }
 
+    /// The spin-wait as a duration.
     pub fn spin(&self) -> Duration {
         Duration::from_micros(self.spin_us)
     }
@@ -100,9 +112,13 @@ impl GpuTuning {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TileShape {
+    /// Threads of a block across.
     pub block_x: u32,
+    /// Threads of a block down.
     pub block_y: u32,
+    /// Output bytes each thread computes across (a multiple of 4).
     pub px: u32,
+    /// Output rows each thread computes.
     pub py: u32,
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::PathBuf;
 
-use super::MaskError;
+use super::error::{nearest, MaskError};
 
 /// Every key a mask may carry. Which keys a preset accepts is checked when the
 /// mask is built, so that one message can name the preset and its allowed keys.
@@ -14,17 +14,29 @@ use super::MaskError;
 pub struct MaskParams {
     /// Preset name; absent with `matrix`/`file` means `custom`.
     pub preset: Option<String>,
+    /// `size`: the side of a square mask (odd).
     pub size: Option<u32>,
+    /// `width`: the columns of a rectangular `box`.
     pub width: Option<u32>,
+    /// `height`: the rows of a rectangular `box`.
     pub height: Option<u32>,
+    /// `sigma`: the standard deviation, in pixels, of the Gaussian `gaussian`, `unsharp` and `edge` are made of.
     pub sigma: Option<f64>,
+    /// `amount`: how strongly `sharpen` and `unsharp` sharpen.
     pub amount: Option<f64>,
+    /// `angle`: the direction of a `motion-blur`, in degrees counter-clockwise from horizontal.
     pub angle: Option<f64>,
+    /// `neighbours`: a `laplacian` of 4 or 8 neighbours.
     pub neighbours: Option<u32>,
+    /// `matrix`: a custom mask's rows, as written.
     pub matrix: Option<Vec<Vec<f64>>>,
+    /// `file`: a text file holding a custom mask's rows.
     pub file: Option<PathBuf>,
+    /// `divisor`: what the coefficients are divided by.
     pub divisor: Option<f64>,
+    /// `normalize`: scale the coefficients so that they sum to 1.
     pub normalize: Option<bool>,
+    /// `bias`: what is added to every sum, in 8-bit units.
     pub bias: Option<f64>,
     /// How the matrix as written is slid over the picture (default `convolve`).
     pub mode: Option<MaskMode>,
@@ -41,11 +53,14 @@ pub struct MaskParams {
 #[serde(rename_all = "lowercase")]
 pub enum MaskMode {
     #[default]
+    /// Flips the matrix before sliding it (the default).
     Convolve,
+    /// Slides the matrix as written.
     Correlate,
 }
 
 impl MaskMode {
+    /// The mode's name as a SPEC or config writes it.
     pub fn name(self) -> &'static str {
         match self {
             MaskMode::Convolve => "convolve",
@@ -181,7 +196,7 @@ impl MaskParams {
             _ => {
                 return Err(MaskError::UnknownKey {
                     key: crate::text::quoted(key),
-                    suggestion: super::nearest(key, SPEC_KEYS),
+                    suggestion: nearest(key, SPEC_KEYS),
                     allowed: SPEC_KEYS.join(", "),
                 })
             }

@@ -3,16 +3,21 @@
 //! Matrices are written in convolution orientation (as `scipy.ndimage.convolve`
 //! takes them): the engine flips them before sliding them over the image.
 
-use super::{MaskError, MaskParams, MAX_SIDE};
+use super::error::MaskError;
+use super::limits::MAX_SIDE;
+use super::params::MaskParams;
 
 /// One preset as listed by `convstream masks`.
 pub struct Preset {
+    /// The name a SPEC starts with.
     pub name: &'static str,
     /// Keys the preset takes besides the universal `divisor`, `normalize` and `bias`.
     pub keys: &'static [&'static str],
+    /// One line on what it does and its keys' defaults.
     pub summary: &'static str,
 }
 
+/// Every preset, in the order `convstream masks` lists them.
 pub const PRESETS: &[Preset] = &[
     Preset { name: "identity", keys: &["size"], summary: "copies the plane (size: odd, default 1)" },
     Preset { name: "box", keys: &["size", "width", "height"], summary: "mean of a size x size (or width x height) window, default 3; separable" },

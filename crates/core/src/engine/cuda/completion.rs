@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use super::lanes::{Lane, Layout, PlaneRoutes};
 use super::plan::FilterKernels;
 use crate::engine::{EngineError, StageTimes, TraceSpan};
@@ -95,7 +95,9 @@ pub struct Completion {
 
 /// What the engine answers when its completion thread is gone: a bug, not a request's fault.
 fn stopped() -> EngineError {
-    EngineError::Internal("the GPU completion thread stopped".into())
+    EngineError::Internal {
+        what: "the GPU completion thread stopped".into(),
+    }
 }
 
 impl Completion {
@@ -119,7 +121,9 @@ impl Completion {
                     let _ = free_tx.send(lane);
                 }
             })
-            .map_err(|e| EngineError::Internal(format!("cannot start the GPU completion thread: {e}")))?;
+            .map_err(|e| EngineError::Internal {
+                what: format!("cannot start the GPU completion thread: {e}"),
+            })?;
         Ok(Completion {
             jobs: Some(jobs_tx),
             finished: finished_rx,
@@ -184,10 +188,9 @@ fn complete(job: InFlight, spin: Duration) -> (Finished, Lane) {
     // Waited for (or failed waiting): nothing of the lane's or the frame's is queued now.
     let (lane, frame) = ticket.release();
     let (result, spans) = outcome.unwrap_or_else(|_| {
-        let error = EngineError::Internal(format!(
-            "lane {}: copying a frame out of pinned memory panicked",
-            lane.index
-        ));
+        let error = EngineError::Internal {
+            what: format!("lane {}: copying a frame out of pinned memory panicked", lane.index),
+        };
         (Err(error), Vec::new())
     });
     let frame = result.map(|()| frame);
@@ -286,7 +289,10 @@ fn lane_stage_times(lane: &Lane) -> Option<StageTimes> {
 /// staging copies on the way out.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HostCopyTimes {
+    /// Frames counted.
     pub frames: u64,
+    /// Staging copies and enqueueing on the way in, summed.
     pub copy_in: Duration,
+    /// Waiting and staging copies on the way out, summed.
     pub copy_out: Duration,
 }

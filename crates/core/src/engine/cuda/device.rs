@@ -6,8 +6,9 @@ use cudarc::driver::{sys, CudaContext};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::error::{driver_error, CudaResultExt};
-use crate::engine::EngineError;
+use super::engine_error::CudaResultExt;
+use super::error::driver_error;
+use crate::engine::{EngineError, NoGpuReason};
 
 /// Whether libcuda and libnvrtc can be loaded, checked once per process.
 fn libraries() -> &'static (bool, bool) {
@@ -25,19 +26,24 @@ pub fn nvrtc_available() -> bool {
 pub fn probe() -> Result<usize, EngineError> {
     let (driver, nvrtc) = *libraries();
     if !driver {
-        return Err(EngineError::NoGpu(
-            "the NVIDIA driver library (libcuda.so.1) could not be loaded; is an NVIDIA driver installed, and in a container, is the GPU passed through (--gpus / NVIDIA container toolkit)?".into(),
-        ));
+        return Err(EngineError::NoGpu {
+            reason: NoGpuReason::DriverMissing,
+        });
     }
     if !nvrtc {
-        return Err(EngineError::NoGpu(
-            "the CUDA runtime compiler library (libnvrtc.so.13 or .12) could not be loaded; install the CUDA NVRTC runtime (e.g. the cuda-nvrtc package) or add its folder to LD_LIBRARY_PATH".into(),
-        ));
+        return Err(EngineError::NoGpu {
+            reason: NoGpuReason::NvrtcMissing,
+        });
     }
-    let count = CudaContext::device_count()
-        .map_err(|e| EngineError::NoGpu(format!("CUDA initialisation failed: {}", driver_error(&e))))?;
+    let count = CudaContext::device_count().map_err(|e| EngineError::NoGpu {
+        reason: NoGpuReason::InitFailed {
+            detail: driver_error(&e),
+        },
+    })?;
     if count <= 0 {
-        return Err(EngineError::NoGpu("the NVIDIA driver reports no CUDA device".into()));
+        return Err(EngineError::NoGpu {
+            reason: NoGpuReason::NoDevice,
+        });
     }
     Ok(count as usize)
 }
@@ -54,10 +60,9 @@ type ContextSlot = Arc<Mutex<Option<Arc<CudaContext>>>>;
 pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, EngineError> {
     let count = probe()?;
     if ordinal >= count {
-        return Err(EngineError::NoGpu(format!(
-            "cuda:{ordinal} does not exist; this host has {count} CUDA device(s): cuda:0..cuda:{}",
-            count - 1
-        )));
+        return Err(EngineError::NoGpu {
+            reason: NoGpuReason::NoSuchDevice { ordinal, count },
+        });
     }
     // One slot per device, locked while its context is made: a second caller waits for the
     // first one's context instead of making its own.
@@ -133,18 +138,28 @@ pub fn warm(ordinal: usize) {
 /// Facts about one GPU.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceInfo {
+    /// The device ordinal (`cuda:N`).
     pub ordinal: usize,
+    /// The driver's name for it (`NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// Compute capability, major and minor.
     pub compute_capability: (i32, i32),
+    /// Bytes of memory in all.
     pub total_memory: usize,
+    /// Bytes of memory free when read.
     pub free_memory: usize,
+    /// Streaming multiprocessors.
     pub multiprocessors: i32,
+    /// The core clock in kHz.
     pub clock_khz: i32,
+    /// Copy engines, so how many copies can overlap kernels.
     pub copy_engines: i32,
+    /// Bytes of shared memory a block may opt in to.
     pub max_shared_per_block: usize,
 }
 
 impl DeviceInfo {
+    /// Reads the facts of device `ordinal` through its `context`.
     pub fn read(context: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo, EngineError> {
         use sys::CUdevice_attribute as A;
         let what = || format!("reading the properties of cuda:{ordinal}");

@@ -9,7 +9,7 @@
 use cudarc::driver::sys::{self, CUmemorytype};
 use cudarc::driver::DevicePtr;
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use super::lanes::{Lane, Layout};
 use crate::engine::EngineError;
 use crate::frame::{DevicePicture, Frame};
@@ -34,11 +34,13 @@ impl Lane {
     ) -> Result<(), EngineError> {
         let lane = self;
         if picture.planes.len() != frame.planes.len() {
-            return Err(EngineError::Internal(format!(
-                "a picture on the GPU with {} planes for a {} frame",
-                picture.planes.len(),
-                frame.format
-            )));
+            return Err(EngineError::Internal {
+                what: format!(
+                    "a picture on the GPU with {} planes for a {} frame",
+                    picture.planes.len(),
+                    frame.format
+                ),
+            });
         }
         let what = |action: &str| format!("lane {}, frame {}: {action}", lane.index, frame.index);
         // The decoder copied the picture into its surface on the context's legacy default
@@ -78,9 +80,9 @@ impl Lane {
             }
             let from = picture.planes[index];
             if let Some(output) = &picture.output {
-                let to = output
-                    .get(index)
-                    .ok_or_else(|| EngineError::Internal(format!("a picture with {} output planes", output.len())))?;
+                let to = output.get(index).ok_or_else(|| EngineError::Internal {
+                    what: format!("a picture with {} output planes", output.len()),
+                })?;
                 let (from, to) = (
                     End::Device {
                         address: from.address,
@@ -128,11 +130,13 @@ impl Lane {
     ) -> Result<(), EngineError> {
         let what = |action: &str| format!("lane {}, frame {}: {action}", self.index, frame.index);
         if output.len() != frame.planes.len() {
-            return Err(EngineError::Internal(format!(
-                "a picture with {} output planes for a {} frame",
-                output.len(),
-                frame.format
-            )));
+            return Err(EngineError::Internal {
+                what: format!(
+                    "a picture with {} output planes for a {} frame",
+                    output.len(),
+                    frame.format
+                ),
+            });
         }
         let stream = self.stream.cu_stream();
         let (device_out, _record) = self.device_out.device_ptr(&self.stream);

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::error::{allocation_error, CudaResultExt};
+use super::engine_error::{allocation_error, CudaResultExt};
 use super::pinned::PinnedBlock;
 use crate::engine::{EngineError, FrameShape};
 use crate::filter::FilterSpec;
@@ -40,18 +40,26 @@ fn parallel_copy(dst: &mut [u8], src: &[u8]) {
 pub struct PlaneSlot {
     /// Index of the plane in the frame.
     pub plane: usize,
+    /// Where the plane starts in the buffers, in bytes (a multiple of 256).
     pub offset: usize,
+    /// Bytes between rows in the buffers.
     pub pitch: usize,
+    /// Pixels across.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Interleaved channels per pixel.
     pub channels: usize,
+    /// How each sample is stored.
     pub depth: SampleDepth,
 }
 
 impl PlaneSlot {
+    /// Bytes of pixels in one row.
     pub fn row_bytes(&self) -> usize {
         self.width * self.channels * self.depth.bytes()
     }
+    /// Bytes the plane takes in the buffers, rows with their padding.
     pub fn bytes(&self) -> usize {
         self.pitch * self.height
     }
@@ -66,8 +74,11 @@ impl PlaneSlot {
 /// The selected planes of a frame shape, packed one after the other with aligned rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// The frames laid out.
     pub shape: FrameShape,
+    /// The planes a kernel filters, in plane order; the others never go to the GPU.
     pub slots: Vec<PlaneSlot>,
+    /// Bytes of each of a lane's buffers (at least 256).
     pub bytes: usize,
 }
 
@@ -106,6 +117,7 @@ impl Layout {
         }
     }
 
+    /// Whether `frame` has the geometry this layout was made for.
     pub fn matches(&self, frame: &Frame) -> bool {
         self.shape.format == frame.format && self.shape.width == frame.width && self.shape.height == frame.height
     }
@@ -113,9 +125,13 @@ impl Layout {
 
 /// Events a lane records on its stream for one frame; timing events only when tracing.
 pub struct LaneEvents {
+    /// Before the upload (timing only).
     pub start: Option<CudaEvent>,
+    /// After the upload (timing only).
     pub uploaded: Option<CudaEvent>,
+    /// After the kernels (timing only).
     pub filtered: Option<CudaEvent>,
+    /// After the download: the frame's work is done.
     pub done: CudaEvent,
 }
 
@@ -172,15 +188,21 @@ impl PlaneRoutes {
     }
 }
 
+/// One frame's way through the GPU: device buffers, events, staging, on a stream.
 pub struct Lane {
+    /// Its place among the engine's lanes.
     pub index: usize,
     /// Which of the engine's streams the lane queues its work on.
     pub stream_index: usize,
+    /// The stream it queues its work on.
     pub stream: Arc<CudaStream>,
     context: Arc<CudaContext>,
     staging: Option<Staging>,
+    /// The selected planes on the GPU, as the layout packs them.
     pub device_in: CudaSlice<u8>,
+    /// The kernels' results, laid out as the input.
     pub device_out: CudaSlice<u8>,
+    /// What the lane records for its current frame.
     pub events: LaneEvents,
     pipeline: String,
     /// Staging bytes of every lane of the engine, for its pinned-memory figure.
@@ -188,6 +210,8 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// A lane of device buffers for `layout`, on `stream` (timed when `timing`); its staging
+    /// buffers come when a frame first needs them.
     pub fn new(
         context: &Arc<CudaContext>,
         index: usize,

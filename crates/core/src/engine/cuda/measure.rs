@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::device::{self, DeviceInfo};
-use super::error::{allocation_error, CudaResultExt};
+use super::engine_error::{allocation_error, CudaResultExt};
 use super::kernels::{KernelSet, PlaneGeometry, Variant};
 use crate::engine::cpu::convolve_plane;
 use crate::engine::{EngineError, GpuTuning, KernelPath};
@@ -23,6 +23,7 @@ const ROTATED_INPUTS: usize = 4;
 pub struct Bench {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// The GPU's facts.
     pub info: DeviceInfo,
     /// Tilings the kernel suite times instead of the policy's.
     tuning: GpuTuning,
@@ -31,13 +32,18 @@ pub struct Bench {
 /// The median and spread of repeated timings, in microseconds.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Timing {
+    /// The median, in microseconds.
     pub median_us: f64,
+    /// The 10th percentile, in microseconds.
     pub p10_us: f64,
+    /// The 90th percentile, in microseconds.
     pub p90_us: f64,
+    /// How many timings there were.
     pub repetitions: usize,
 }
 
 impl Timing {
+    /// The median and percentiles of `samples` (microseconds; at least one).
     pub fn from_samples(mut samples: Vec<f64>) -> Timing {
         samples.sort_by(f64::total_cmp);
         let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
@@ -51,6 +57,7 @@ impl Timing {
 }
 
 impl Bench {
+    /// Opens GPU `ordinal` and a stream to time on.
     pub fn open(ordinal: usize) -> Result<Bench, EngineError> {
         let context = device::open(ordinal)?;
         let info = DeviceInfo::read(&context, ordinal)?;
@@ -212,10 +219,12 @@ impl Bench {
             }
         };
         if !matches {
-            return Err(EngineError::Internal(format!(
-                "{} gives a result that differs from the {checked_against} reference; not timing it",
-                what()
-            )));
+            return Err(EngineError::Internal {
+                what: format!(
+                    "{} gives a result that differs from the {checked_against} reference; not timing it",
+                    what()
+                ),
+            });
         }
         let timing = self.time_with_events(plan, |i| launch(i, &mut output))?;
         Ok(KernelResult {
@@ -302,7 +311,9 @@ impl Bench {
 /// How long to warm up and how many timed repetitions to take.
 #[derive(Debug, Clone, Copy)]
 pub struct TimingPlan {
+    /// Timed runs.
     pub repetitions: usize,
+    /// How long the work runs untimed first, so clocks ramp up.
     pub warm_up: Duration,
 }
 
@@ -315,17 +326,25 @@ pub enum KernelCheck {
     Baseline,
 }
 
+/// One kernel's timing, once its result was found right.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct KernelResult {
+    /// How long it took.
     pub timing: Timing,
+    /// What its result was checked against (`cpu` or `global-memory kernel`).
     pub checked_against: &'static str,
 }
 
+/// Copy timings between host and GPU memory.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TransferResult {
+    /// Bytes each copy moved.
     pub bytes: usize,
+    /// Whether the host memory was page-locked.
     pub pinned: bool,
+    /// Host to device.
     pub h2d: Timing,
+    /// Device to host.
     pub d2h: Timing,
     /// An upload and a download of `bytes` each, on two streams at once.
     pub both: Timing,

@@ -88,6 +88,7 @@ pub struct CudaNvdecProbe {
 }
 
 impl CudaNvdecProbe {
+    /// The process's one probe, whose answers are kept for every pipeline.
     pub fn global() -> Arc<CudaNvdecProbe> {
         static PROBE: OnceLock<Arc<CudaNvdecProbe>> = OnceLock::new();
         PROBE.get_or_init(Default::default).clone()

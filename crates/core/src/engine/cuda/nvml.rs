@@ -179,7 +179,9 @@ pub fn gpu_usage() -> Vec<GpuUsage> {
 /// How many NVDEC engines a GPU has, and where that figure comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecoderEngines {
+    /// NVDEC engines.
     pub count: u32,
+    /// Where the count comes from (NVML, or NVIDIA's published figures).
     pub from: &'static str,
 }
 

@@ -8,7 +8,7 @@
 use cudarc::driver::{sys, CudaContext, PinnedHostSlice};
 use std::sync::Arc;
 
-use super::error::CudaResultExt;
+use super::engine_error::CudaResultExt;
 use crate::engine::EngineError;
 use crate::host_buffers::{AllocationError, HostBlock, HostMemory};
 
@@ -71,6 +71,7 @@ impl HostBlock for PinnedBlock {
 
 /// The frame pool's memory: page-locked blocks in one GPU's context.
 pub struct PinnedMemory {
+    /// The GPU context the blocks are page-locked in.
     pub context: Arc<CudaContext>,
     /// Names the pipeline in allocation errors.
     pub pipeline: String,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::device::DeviceInfo;
 use super::kernels::{KernelSet, Variant};
 use super::lanes::Layout;
-use crate::engine::{EngineError, GpuTuning, KernelPath};
+use crate::engine::{EngineError, GpuTuning, KernelPath, UnsupportedRequest};
 use crate::filter::FilterSpec;
 use crate::mask::Mask;
 
@@ -92,10 +92,11 @@ impl Planner {
                 KernelPath::Dense
             });
             if path == KernelPath::Separable && !mask.is_separable() {
-                return Err(EngineError::Unsupported(format!(
-                    "the separable kernel needs a rank-one mask; {} is not",
-                    mask.description()
-                )));
+                return Err(EngineError::Unsupported {
+                    request: UnsupportedRequest::NotRankOne {
+                        mask: mask.description().to_string(),
+                    },
+                });
             }
             let variant_for = |path| {
                 Variant::new(
@@ -125,11 +126,14 @@ impl Planner {
             }
             let needed = variant.shared_bytes(chosen);
             if needed > max_shared {
-                return Err(EngineError::Unsupported(format!(
-                    "{} needs {needed} bytes of shared memory per block; {} allows {max_shared}",
-                    variant.describe(),
-                    device.name
-                )));
+                return Err(EngineError::Unsupported {
+                    request: UnsupportedRequest::SharedMemory {
+                        variant: variant.describe(),
+                        needed,
+                        device: device.name.clone(),
+                        allowed: max_shared,
+                    },
+                });
             }
             plan.push(PlanePlan {
                 plane: slot.plane,

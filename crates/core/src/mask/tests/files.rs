@@ -1,6 +1,7 @@
 //! Mask names, matrix files and the limits on mask files.
 
 use super::*;
+use std::path::Path;
 
 // ---- names ----
 

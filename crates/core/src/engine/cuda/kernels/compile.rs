@@ -163,9 +163,13 @@ impl Program {
 fn compile_cubin(source: &str, options: &[String], variant: &Variant) -> Result<Vec<u8>, EngineError> {
     let what = |action: &str| format!("{action} for {}", variant.describe());
     // The source is embedded and the options are made from numbers: a NUL byte is a bug.
-    let source = CString::new(source).map_err(|_| EngineError::Internal("kernel source contains a NUL byte".into()))?;
+    let source = CString::new(source).map_err(|_| EngineError::Internal {
+        what: "kernel source contains a NUL byte".into(),
+    })?;
     if options.iter().any(|o| o.contains('\0')) {
-        return Err(EngineError::Internal("a compile option contains a NUL byte".into()));
+        return Err(EngineError::Internal {
+            what: "a compile option contains a NUL byte".into(),
+        });
     }
     let program = nvrtc_result::create_program(&source, Some(c"convolve.cu"))
         .map_err(nvrtc_error(what("creating the NVRTC program")))?;

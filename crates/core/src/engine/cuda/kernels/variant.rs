@@ -9,21 +9,30 @@ use crate::frame::SampleDepth;
 /// How threads and outputs are laid out over a tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tiling {
+    /// Threads of a block across.
     pub block_x: u32,
+    /// Threads of a block down.
     pub block_y: u32,
-    /// Outputs per thread across (bytes; a multiple of 4) and down.
+    /// Output bytes per thread across (a multiple of 4).
     pub px: u32,
+    /// Output rows per thread.
     pub py: u32,
+    /// Whether the kernel's row loop is unrolled fully (masks up to 15 rows).
     pub unroll_rows: bool,
 }
 
 /// Everything a compiled module is specialised on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Variant {
+    /// Mask columns.
     pub mask_width: u32,
+    /// Mask rows.
     pub mask_height: u32,
+    /// Interleaved channels per pixel of the plane.
     pub channels: u32,
+    /// How samples beyond the edges are taken.
     pub border: BorderMode,
+    /// How threads and outputs are laid out over a tile.
     pub tiling: Tiling,
     /// A gradient magnitude (two masks, `sqrt(a^2 + b^2)`) rather than one convolution.
     pub magnitude: bool,
@@ -125,6 +134,7 @@ impl Variant {
         self
     }
 
+    /// The tile one block computes: output bytes across, rows down.
     pub fn tile(&self) -> (u32, u32) {
         (
             self.tiling.block_x * self.tiling.px,
@@ -154,11 +164,14 @@ impl Variant {
         }
     }
 
+    /// Shared memory the dense kernel needs per block: the tile with its halo, as floats.
     pub fn dense_shared_bytes(&self) -> usize {
         let (rows, pitch) = self.shared_rows_and_pitch();
         rows * pitch * 4
     }
 
+    /// Shared memory the separable kernel needs per block: the dense kernel's plus the row pass's
+    /// results.
     pub fn separable_shared_bytes(&self) -> usize {
         let (rows, pitch) = self.shared_rows_and_pitch();
         (rows * pitch + rows * self.tile().0 as usize) * 4
@@ -195,6 +208,7 @@ impl Variant {
         ]
     }
 
+    /// The variant in words, for logs and errors.
     pub fn describe(&self) -> String {
         format!(
             "{}x{} {}, {} channel(s) of {} bits, {} border, {}x{} threads x {}x{} outputs",

@@ -1,154 +1,10 @@
-//! What a pipeline computes, independent of the engine that computes it: the mask,
-//! the border mode and which planes are filtered.
+//! A pipeline's filter ([`FilterSpec`]): a mask, a mask per plane over it, the border and
+//! the planes; which mask each plane of a format takes, what cannot run on a format, and the
+//! warnings a format calls for.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
-
-pub use crate::format::PlaneName;
-use crate::format::{PixelFormat, PixelLayout};
+use super::choices::{BorderMode, PlaneSelection};
+use crate::format::{PixelFormat, PixelLayout, PlaneName};
 use crate::mask::Mask;
-
-/// How samples outside the plane are taken, with SciPy's names and meanings
-/// (`scipy.ndimage.convolve(mode=..., cval=0)`), for a row `a b c d`. Other tools' names for
-/// the same meaning are accepted too: OpenCV's `replicate` and `reflect_101`, NumPy's `edge`
-/// and `symmetric`, `clamp`, `zero`, `periodic` (OpenCV's `reflect` is SciPy's, the same here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum BorderMode {
-    /// `0 0 0 | a b c d | 0 0 0`
-    #[serde(alias = "zero", alias = "zeros")]
-    #[value(alias = "zero", alias = "zeros")]
-    Constant,
-    /// `a a a | a b c d | d d d`
-    #[serde(alias = "replicate", alias = "edge", alias = "clamp")]
-    #[value(alias = "replicate", alias = "edge", alias = "clamp")]
-    Nearest,
-    /// `c b a | a b c d | d c b` (half-sample symmetric)
-    #[default]
-    #[serde(alias = "symmetric")]
-    #[value(alias = "symmetric")]
-    Reflect,
-    /// `d c b | a b c d | c b a` (whole-sample symmetric)
-    #[serde(alias = "reflect_101", alias = "reflect101", alias = "reflect-101")]
-    #[value(alias = "reflect_101", alias = "reflect101", alias = "reflect-101")]
-    Mirror,
-    /// `b c d | a b c d | a b c`
-    #[serde(alias = "periodic", alias = "circular")]
-    #[value(alias = "periodic", alias = "circular")]
-    Wrap,
-}
-
-impl BorderMode {
-    pub const ALL: [BorderMode; 5] = [
-        BorderMode::Constant,
-        BorderMode::Nearest,
-        BorderMode::Reflect,
-        BorderMode::Mirror,
-        BorderMode::Wrap,
-    ];
-
-    /// Maps a possibly out-of-range index onto `0..len`; `None` means "the constant 0".
-    /// Works for any distance from the edge, so masks larger than the plane are fine.
-    pub fn map(self, index: isize, len: usize) -> Option<usize> {
-        let n = len as isize;
-        if (0..n).contains(&index) {
-            return Some(index as usize);
-        }
-        let mapped = match self {
-            BorderMode::Constant => return None,
-            BorderMode::Nearest => index.clamp(0, n - 1),
-            BorderMode::Reflect => {
-                let period = 2 * n;
-                let i = index.rem_euclid(period);
-                if i < n {
-                    i
-                } else {
-                    period - 1 - i
-                }
-            }
-            BorderMode::Mirror => {
-                if n == 1 {
-                    0
-                } else {
-                    let period = 2 * n - 2;
-                    let i = index.rem_euclid(period);
-                    if i < n {
-                        i
-                    } else {
-                        period - i
-                    }
-                }
-            }
-            BorderMode::Wrap => index.rem_euclid(n),
-        };
-        Some(mapped as usize)
-    }
-
-    /// The name this mode has in other tools that means the same (`cv2.BORDER_*` first),
-    /// for help texts and the README's table.
-    pub fn aliases(self) -> &'static [&'static str] {
-        match self {
-            BorderMode::Constant => &["zero", "zeros"],
-            BorderMode::Nearest => &["replicate", "edge", "clamp"],
-            BorderMode::Reflect => &["symmetric"],
-            BorderMode::Mirror => &["reflect_101", "reflect101", "reflect-101"],
-            BorderMode::Wrap => &["periodic", "circular"],
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            BorderMode::Constant => "constant",
-            BorderMode::Nearest => "nearest",
-            BorderMode::Reflect => "reflect",
-            BorderMode::Mirror => "mirror",
-            BorderMode::Wrap => "wrap",
-        }
-    }
-}
-
-impl fmt::Display for BorderMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Which planes of a frame are filtered; the others are copied through unchanged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum PlaneSelection {
-    #[default]
-    All,
-    Luma,
-    Chroma,
-}
-
-impl PlaneSelection {
-    /// Whether plane `index` of a frame in `format` is filtered. Packed RGB has one plane
-    /// holding every channel, so only `all` selects it (checked when a pipeline starts).
-    pub fn selects(self, format: PixelFormat, index: usize) -> bool {
-        match (self, format.has_luma_plane()) {
-            (PlaneSelection::All, _) => true,
-            (_, false) => false,
-            (PlaneSelection::Luma, true) => index == 0,
-            (PlaneSelection::Chroma, true) => index > 0,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PlaneSelection::All => "all",
-            PlaneSelection::Luma => "luma",
-            PlaneSelection::Chroma => "chroma",
-        }
-    }
-}
-
-impl fmt::Display for PlaneSelection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A mask per plane (or channel), over the pipeline's `mask`.
 pub type PlaneMasks = std::collections::BTreeMap<PlaneName, Mask>;
@@ -158,7 +14,9 @@ pub type PlaneMasks = std::collections::BTreeMap<PlaneName, Mask>;
 pub struct FilterSpec {
     /// The mask of every plane `planes` selects and `plane_masks` does not name.
     pub mask: Mask,
+    /// How samples beyond the edges are taken.
     pub border: BorderMode,
+    /// Which planes `mask` filters.
     pub planes: PlaneSelection,
     /// Planes with a mask of their own; empty when one mask serves.
     pub plane_masks: PlaneMasks,

@@ -1,0 +1,186 @@
+//! Unit tests of plane memory: reuse, limits, the heap fallback, lent bytes, growing in
+//! the background and late memory.
+
+use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn heap_pool(limit: usize) -> Arc<BufferPool> {
+    BufferPool::new(Box::new(HeapMemory), limit)
+}
+
+#[test]
+fn a_dropped_buffer_is_lent_again_without_allocating() {
+    let pool = heap_pool(1 << 20);
+    let mut first = pool.take(1000);
+    first[..3].copy_from_slice(&[1, 2, 3]);
+    let address = first.as_ptr();
+    drop(first);
+    let second = pool.take(1000);
+    assert_eq!(second.as_ptr(), address, "the same block came back");
+    assert_eq!(pool.allocated_bytes(), 1000);
+    assert_eq!(pool.fallbacks(), 0);
+}
+
+#[test]
+fn past_the_limit_buffers_come_from_the_heap_and_are_counted() {
+    let pool = heap_pool(2500);
+    let lent: Vec<PlaneData> = (0..3).map(|_| pool.take(1000)).collect();
+    assert_eq!(pool.allocated_bytes(), 2000, "the third block would pass the limit");
+    assert_eq!(pool.fallbacks(), 1);
+    assert!(lent.iter().all(|b| b.len() == 1000));
+    drop(lent);
+    // The two pooled blocks are free again; the heap one was simply freed.
+    let again: Vec<PlaneData> = (0..2).map(|_| pool.take(1000)).collect();
+    assert_eq!(pool.allocated_bytes(), 2000);
+    assert_eq!(pool.fallbacks(), 1);
+    drop(again);
+}
+
+#[test]
+fn reserved_blocks_are_lent_first_and_respect_the_limit() {
+    let pool = heap_pool(3000);
+    pool.reserve(1000, 5).unwrap();
+    assert_eq!(pool.allocated_bytes(), 3000, "reserving stops at the limit");
+    let lent: Vec<PlaneData> = (0..3).map(|_| pool.take(1000)).collect();
+    assert_eq!(pool.allocated_bytes(), 3000, "reserved blocks served the takes");
+    assert_eq!(pool.fallbacks(), 0);
+    drop(lent);
+}
+
+#[test]
+fn blocks_are_kept_by_size() {
+    let pool = heap_pool(1 << 20);
+    drop(pool.take(100));
+    let other = pool.take(200);
+    assert_eq!(other.len(), 200);
+    assert_eq!(pool.allocated_bytes(), 300, "a 100-byte block does not serve 200 bytes");
+}
+
+#[test]
+fn a_clone_is_an_independent_heap_copy_equal_in_bytes() {
+    let pool = heap_pool(1 << 20);
+    let mut data = pool.take(16);
+    data[5] = 9;
+    let copy = data.clone();
+    assert_eq!(copy, data);
+    data[5] = 1;
+    assert_ne!(copy, data);
+    assert!(!copy.is_page_locked());
+    assert_eq!(format!("{copy:?}"), "PlaneData(16 bytes, heap)");
+    assert_eq!(format!("{data:?}"), "PlaneData(16 bytes, pooled)");
+}
+
+#[test]
+fn lent_bytes_are_read_in_place_and_copied_before_a_write() {
+    struct Keeper(Arc<AtomicU64>);
+    impl Drop for Keeper {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let owner: Arc<[u8]> = Arc::from(vec![7u8; 32]);
+    let released = Arc::new(AtomicU64::new(0));
+    // SAFETY: `owner` stays alive (and unchanged) for the whole test.
+    let mut data = unsafe { PlaneData::lent(owner.as_ptr(), 32, false, Box::new(Keeper(released.clone()))) };
+    assert!(data.is_lent());
+    assert_eq!(data.as_ptr(), owner.as_ptr(), "read in place");
+    assert_eq!(format!("{data:?}"), "PlaneData(32 bytes, lent)");
+    data[0] = 1;
+    assert!(!data.is_lent(), "the write went to a heap copy");
+    assert_eq!((data[0], data[1]), (1, 7));
+    assert!(owner.iter().all(|&b| b == 7), "the lender's bytes are unchanged");
+    assert_eq!(
+        released.load(Ordering::Relaxed),
+        1,
+        "the keeper went with the lent bytes"
+    );
+}
+
+/// Heap memory that says it is slow to allocate, as pinned memory is.
+struct SlowHeap;
+impl HostMemory for SlowHeap {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+        std::thread::sleep(Duration::from_millis(2));
+        Ok(Box::new(vec![0u8; len]))
+    }
+    fn page_locked(&self) -> bool {
+        false
+    }
+    fn grows_in_background(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn slow_memory_grows_on_its_own_thread_and_lends_heap_meanwhile() {
+    let pool = BufferPool::new(Box::new(SlowHeap), 3000);
+    let first = pool.take(1000);
+    assert_eq!(
+        format!("{first:?}"),
+        "PlaneData(1000 bytes, heap)",
+        "no wait on the frame path"
+    );
+    assert!(pool.wait_until_grown(Duration::from_secs(10)));
+    assert_eq!(
+        pool.allocated_bytes(),
+        1000,
+        "the block asked for was allocated meanwhile"
+    );
+    let second = pool.take(1000);
+    assert_eq!(format!("{second:?}"), "PlaneData(1000 bytes, pooled)");
+    pool.reserve_in_background(1000, 5).unwrap();
+    assert!(pool.wait_until_grown(Duration::from_secs(10)));
+    assert_eq!(pool.allocated_bytes(), 3000, "growth stops at the limit");
+    drop((first, second));
+}
+
+#[test]
+fn a_late_pool_lends_heap_until_its_memory_is_installed() {
+    let late = LatePool::new(1 << 20);
+    let early = late.pool.take(1000);
+    assert_eq!(format!("{early:?}"), "PlaneData(1000 bytes, heap)");
+    assert_eq!(late.pool.allocated_bytes(), 0, "nothing asked of missing memory");
+    assert!(late.memory.install(Box::new(HeapMemory)));
+    assert!(!late.memory.install(Box::new(HeapMemory)), "the first memory stays");
+    let pooled = late.pool.take(1000);
+    assert_eq!(format!("{pooled:?}"), "PlaneData(1000 bytes, pooled)");
+    assert_eq!(late.pool.allocated_bytes(), 1000);
+    drop((early, pooled));
+}
+
+#[test]
+fn a_pool_dropped_while_growing_stops_allocating() {
+    struct Counted(Arc<AtomicU64>);
+    impl HostMemory for Counted {
+        fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+            std::thread::sleep(Duration::from_millis(20));
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(Box::new(vec![0u8; len]))
+        }
+        fn page_locked(&self) -> bool {
+            false
+        }
+        fn grows_in_background(&self) -> bool {
+            true
+        }
+    }
+    let allocations = Arc::new(AtomicU64::new(0));
+    let pool = BufferPool::new(Box::new(Counted(allocations.clone())), 1 << 20);
+    pool.reserve_in_background(1000, 50).unwrap();
+    drop(pool);
+    // The 50 blocks would take a second; the thread stops after the one under way.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(allocations.load(Ordering::Relaxed) <= 2, "{allocations:?}");
+}
+
+#[test]
+fn buffers_outlive_their_pool_handle() {
+    let pool = heap_pool(1 << 20);
+    let data = pool.take(64);
+    drop(pool);
+    // The buffer holds the pool alive and gives its block back on drop without panicking.
+    assert_eq!(data.len(), 64);
+    drop(data);
+}

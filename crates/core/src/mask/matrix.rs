@@ -1,0 +1,469 @@
+//! The [`Mask`] engines apply: built from its parameters (a preset, a custom matrix from a
+//! table or a file), scaled (divisor, normalize), its rank-one factors found, and described.
+
+use std::fmt;
+use std::path::Path;
+
+use super::error::{nearest, MaskError};
+use super::limits::{MAX_MASK_FILE_BYTES, MAX_SIDE};
+use super::params::{MaskMode, MaskParams};
+use super::presets::{self, PRESETS};
+
+/// Universal keys every mask accepts.
+const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias", "mode"];
+
+/// Relative tolerance of the numerical rank-one test.
+const SEPARABLE_TOLERANCE: f32 = 1e-6;
+
+/// The 1D factors of a rank-one mask: `coefficient[i][j] == column[i] * row[j]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeparableFactors {
+    /// Length `height`.
+    pub column: Vec<f32>,
+    /// Length `width`.
+    pub row: Vec<f32>,
+}
+
+/// A validated mask, ready for an engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mask {
+    width: usize,
+    height: usize,
+    /// Row-major, convolution orientation, after divisor/normalisation.
+    coefficients: Vec<f32>,
+    bias: f32,
+    factors: Option<SeparableFactors>,
+    /// A gradient magnitude's second matrix (row-major, convolution orientation, the same
+    /// size): the result is `sqrt(a^2 + b^2) + bias` of the two sums `a` and `b`.
+    second: Option<Vec<f32>>,
+    /// The SPEC it came from, for logs and `masks show`.
+    description: String,
+    /// What is legal but probably not meant (a custom matrix that brightens the picture).
+    warnings: Vec<String>,
+}
+
+impl Mask {
+    /// Builds a mask from its parameters. `base_dir` resolves a relative `file`.
+    /// Every problem is reported, not just the first.
+    pub fn build(params: &MaskParams, base_dir: Option<&Path>) -> Result<Mask, Vec<MaskError>> {
+        let mut errors = Vec::new();
+        let name = params.preset_name();
+        let Some(preset) = presets::find(name) else {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            return Err(vec![MaskError::UnknownPreset {
+                name: crate::text::quoted(name),
+                suggestion: nearest(name, &names),
+                allowed: names.join(", "),
+            }]);
+        };
+        for key in params.keys_set() {
+            if !preset.keys.contains(&key) && !UNIVERSAL_KEYS.contains(&key) {
+                let allowed: Vec<&str> = preset.keys.iter().chain(UNIVERSAL_KEYS).copied().collect();
+                errors.push(MaskError::KeyNotForPreset {
+                    preset: preset.name.to_string(),
+                    key: key.to_string(),
+                    allowed: allowed.join(", "),
+                });
+            }
+        }
+        let raw = if preset.name == "custom" {
+            custom_matrix(params, base_dir, &mut errors).map(presets::RawMask::dense)
+        } else {
+            presets::build(preset.name, params, &mut errors)
+        };
+        let scale = scale_factor(params, raw.as_ref(), &mut errors);
+        let bias = params.bias.unwrap_or(presets::default_bias(preset.name));
+        if !bias.is_finite() {
+            errors.push(MaskError::NotFinite { what: "bias".into() });
+        } else if !(bias as f32).is_finite() {
+            // Engines add the bias in f32: a larger one would become infinite there.
+            errors.push(MaskError::NotFinite {
+                what: "bias, within the range of a 32-bit float (about ±3.4e38),".into(),
+            });
+        }
+        let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
+            return Err(errors);
+        };
+        let warnings = if preset.name == "custom" {
+            custom_sum_warning(params, &raw).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        let raw = match params.mode.unwrap_or_default() {
+            MaskMode::Convolve => raw,
+            // Stored in convolution orientation: a matrix meant as correlation taps is the
+            // same matrix turned half way.
+            MaskMode::Correlate => raw.turned_half_way(),
+        };
+        let height = raw.rows.len();
+        let width = raw.rows[0].len();
+        let coefficients: Vec<f32> = raw.rows.iter().flatten().map(|v| (v * scale) as f32).collect();
+        // Parameters can be finite yet give taps that are not (a sigma so small that 2*sigma^2
+        // underflows, a divisor so small the taps overflow f32).
+        if coefficients.iter().any(|c| !c.is_finite()) {
+            return Err(vec![MaskError::NotFinite {
+                what: "every mask coefficient (after sigma, divisor or normalize are applied)".into(),
+            }]);
+        }
+        let second: Option<Vec<f32>> = raw
+            .second
+            .as_ref()
+            .map(|rows| rows.iter().flatten().map(|v| (v * scale) as f32).collect());
+        let factors = match raw.factors {
+            // The scale goes on the row factor; presets' factors are exact, so keep them.
+            Some((col, row)) => Some(SeparableFactors {
+                column: col.iter().map(|v| *v as f32).collect(),
+                row: row.iter().map(|v| (v * scale) as f32).collect(),
+            }),
+            // A gradient magnitude is two convolutions and a square root: never one pass.
+            None if second.is_some() => None,
+            None => rank_one_factors(&coefficients, height, width),
+        };
+        let description = params.to_string();
+        Ok(Mask {
+            width,
+            height,
+            coefficients,
+            bias: bias as f32,
+            factors,
+            second,
+            description,
+            warnings,
+        })
+    }
+
+    /// Parses a SPEC and builds it (relative files resolve from the working directory).
+    pub fn from_spec(spec: &str) -> Result<Mask, Vec<MaskError>> {
+        Mask::build(&MaskParams::parse_spec(spec)?, None)
+    }
+
+    /// A mask from explicit coefficients (row-major, convolution orientation).
+    /// Panics if the sizes do not match; for tests and internal use.
+    pub fn from_coefficients(width: usize, height: usize, coefficients: Vec<f32>, bias: f32) -> Mask {
+        assert_eq!(
+            width * height,
+            coefficients.len(),
+            "coefficient count must be width*height"
+        );
+        let factors = rank_one_factors(&coefficients, height, width);
+        Mask {
+            width,
+            height,
+            coefficients,
+            bias,
+            factors,
+            second: None,
+            description: format!("custom:matrix={height}x{width}"),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Columns of the matrix (odd).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    /// Rows of the matrix (odd).
+    pub fn height(&self) -> usize {
+        self.height
+    }
+    /// What is added to every sum, in 8-bit units (engines scale it to the samples' depth).
+    pub fn bias(&self) -> f32 {
+        self.bias
+    }
+    /// The coefficients, row-major, in convolution orientation, after `divisor` or `normalize`.
+    pub fn coefficients(&self) -> &[f32] {
+        &self.coefficients
+    }
+    /// The column and row factors of a rank-one matrix; `None` when it has none.
+    pub fn factors(&self) -> Option<&SeparableFactors> {
+        self.factors.as_ref()
+    }
+    /// Whether the coefficients sum to 0 (edge detectors, Laplacians, gradients): the
+    /// result of a flat area is the bias alone.
+    pub fn is_zero_sum(&self) -> bool {
+        let sum: f64 = self.coefficients.iter().map(|c| f64::from(*c)).sum();
+        let magnitude: f64 = self.coefficients.iter().map(|c| f64::from(c.abs())).sum();
+        sum.abs() <= 1e-6 * magnitude.max(f64::MIN_POSITIVE)
+    }
+
+    /// Whether the mask gives every sample back unchanged: a single 1 at the centre, no
+    /// bias. Engines may pass such a plane through without a pass (the sum of every pixel
+    /// is its own value, exactly).
+    pub fn is_identity(&self) -> bool {
+        let centre = (self.height / 2) * self.width + self.width / 2;
+        self.second.is_none()
+            && self.bias == 0.0
+            && self
+                .coefficients
+                .iter()
+                .enumerate()
+                .all(|(i, c)| *c == if i == centre { 1.0 } else { 0.0 })
+    }
+
+    /// Whether every coefficient is 0 (`neutral`): every sample becomes the bias alone.
+    pub fn is_constant(&self) -> bool {
+        self.second.is_none() && self.coefficients.iter().all(|c| *c == 0.0)
+    }
+
+    /// Whether the matrix has rank one, so a row pass and a column pass can replace the dense one.
+    pub fn is_separable(&self) -> bool {
+        self.factors.is_some()
+    }
+    /// The SPEC the mask came from, for logs and `masks show`.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// What the mask does that is legal but probably not meant, with the fix.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Whether `other` gives the same pixels: the same numbers, however each was written
+    /// (`box` and `box:size=3` are one mask).
+    pub fn filters_like(&self, other: &Mask) -> bool {
+        (self.width, self.height, self.bias) == (other.width, other.height, other.bias)
+            && self.coefficients == other.coefficients
+            && self.factors == other.factors
+            && self.second == other.second
+    }
+
+    /// The same mask described differently (a named mask shows its name in logs).
+    pub fn with_description(self, description: impl Into<String>) -> Mask {
+        Mask {
+            description: description.into(),
+            ..self
+        }
+    }
+
+    /// The same mask without its factors, so that engines take the dense path.
+    pub fn dense_only(&self) -> Mask {
+        Mask {
+            factors: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this is a gradient magnitude: two matrices, `sqrt(a^2 + b^2)`.
+    pub fn is_magnitude(&self) -> bool {
+        self.second.is_some()
+    }
+
+    /// A gradient magnitude's second matrix (convolution orientation).
+    pub fn second_coefficients(&self) -> Option<&[f32]> {
+        self.second.as_deref()
+    }
+
+    /// A gradient magnitude's second matrix as correlation taps (see
+    /// [`Mask::correlation_taps`]).
+    pub fn second_correlation_taps(&self) -> Option<Vec<f32>> {
+        self.second.as_ref().map(|c| c.iter().rev().copied().collect())
+    }
+
+    /// Coefficients rotated by 180 degrees: the correlation taps engines slide over the
+    /// image, `out[y][x] = sum taps[i][j] * in[y + i - height/2][x + j - width/2]`.
+    pub fn correlation_taps(&self) -> Vec<f32> {
+        self.coefficients.iter().rev().copied().collect()
+    }
+
+    /// The factors as correlation taps (each reversed), column first.
+    pub fn correlation_factors(&self) -> Option<(Vec<f32>, Vec<f32>)> {
+        self.factors.as_ref().map(|f| {
+            (
+                f.column.iter().rev().copied().collect(),
+                f.row.iter().rev().copied().collect(),
+            )
+        })
+    }
+}
+
+impl fmt::Display for Mask {
+    /// The matrix as applied, one row per line, then the bias and separability.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} ({}x{}, width x height)",
+            self.description, self.width, self.height
+        )?;
+        let matrix = |f: &mut fmt::Formatter<'_>, coefficients: &[f32]| -> fmt::Result {
+            for row in coefficients.chunks(self.width) {
+                let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
+                writeln!(f, "  {}", cells.join(" "))?;
+            }
+            Ok(())
+        };
+        matrix(f, &self.coefficients)?;
+        if let Some(second) = &self.second {
+            writeln!(f, "and, for the magnitude sqrt(a^2 + b^2) of the two sums:")?;
+            matrix(f, second)?;
+        }
+        writeln!(f, "bias: {}", self.bias)?;
+        writeln!(f, "sum: {}", self.coefficients.iter().map(|v| *v as f64).sum::<f64>())?;
+        match &self.factors {
+            Some(fac) => {
+                let fmt_vec = |v: &[f32]| v.iter().map(|x| format!("{x:.6}")).collect::<Vec<_>>().join(" ");
+                writeln!(f, "separable: yes")?;
+                writeln!(f, "  column factor: {}", fmt_vec(&fac.column))?;
+                write!(f, "  row factor:    {}", fmt_vec(&fac.row))
+            }
+            None => write!(f, "separable: no"),
+        }
+    }
+}
+
+fn custom_matrix(params: &MaskParams, base_dir: Option<&Path>, errors: &mut Vec<MaskError>) -> Option<Vec<Vec<f64>>> {
+    let rows = match (&params.matrix, &params.file) {
+        (Some(rows), None) => rows.clone(),
+        (None, Some(file)) => {
+            let path = match base_dir {
+                Some(dir) if file.is_relative() => dir.join(file),
+                _ => file.clone(),
+            };
+            let text = match read_mask_file(&path) {
+                Ok(text) => text,
+                Err(reason) => {
+                    errors.push(MaskError::File {
+                        path: crate::text::quoted(&path.display().to_string()),
+                        reason,
+                    });
+                    return None;
+                }
+            };
+            match presets::parse_matrix_text(&text, &path.display().to_string()) {
+                Ok(rows) => rows,
+                Err(mut e) => {
+                    errors.append(&mut e);
+                    return None;
+                }
+            }
+        }
+        _ => {
+            errors.push(MaskError::CustomSource);
+            return None;
+        }
+    };
+    let before = errors.len();
+    let Some(first) = rows.first() else {
+        errors.push(MaskError::EmptyMatrix);
+        return None;
+    };
+    let width = first.len();
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != width {
+            errors.push(MaskError::RaggedRow {
+                row: i + 1,
+                len: row.len(),
+                expected: width,
+            });
+        }
+        for (j, v) in row.iter().enumerate() {
+            if !v.is_finite() {
+                errors.push(MaskError::NonFiniteValue {
+                    row: i + 1,
+                    col: j + 1,
+                    value: *v,
+                });
+            }
+        }
+    }
+    let height = rows.len();
+    let bad_side = |n: usize| n == 0 || n.is_multiple_of(2) || n > MAX_SIDE;
+    if errors.len() == before && (bad_side(width) || bad_side(height)) {
+        errors.push(MaskError::BadMatrixShape { height, width });
+    }
+    (errors.len() == before).then_some(rows)
+}
+
+/// Reads a mask file: only a regular file (not a device, FIFO or folder, which could block
+/// or never end) of at most [`MAX_MASK_FILE_BYTES`], checked before and while reading.
+fn read_mask_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !metadata.is_file() {
+        return Err("not a regular file; a mask file is a text file of numbers".to_string());
+    }
+    let too_large = || format!("larger than {MAX_MASK_FILE_BYTES} bytes; the largest mask is {MAX_SIDE}x{MAX_SIDE}");
+    if metadata.len() > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    // Files such as those in /proc report a size of 0: the limit holds while reading too.
+    let mut bytes = Vec::new();
+    file.take(MAX_MASK_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_MASK_FILE_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text; a mask file is a text file of numbers".to_string())
+}
+
+/// A custom matrix applied as written (no divisor, no normalize) whose sum is neither 0
+/// (an edge detector) nor 1 (keeps brightness) scales the picture's brightness by its sum:
+/// FFmpeg's `convolution` filter would divide by the sum, so a kernel ported from there
+/// comes out too bright (or dark) without a word.
+fn custom_sum_warning(params: &MaskParams, raw: &presets::RawMask) -> Option<String> {
+    if params.divisor.is_some() || params.normalize.is_some() {
+        return None;
+    }
+    let sum: f64 = raw.rows.iter().flatten().sum();
+    let magnitude: f64 = raw.rows.iter().flatten().map(|v| v.abs()).sum();
+    let near = |target: f64| (sum - target).abs() <= 1e-6 * magnitude.max(1.0);
+    if near(0.0) || near(1.0) {
+        return None;
+    }
+    Some(format!(
+        "the custom matrix sums to {sum}, so it scales brightness by {sum}; \
+         add divisor={sum} (or normalize=true) to keep brightness as FFmpeg's convolution filter does, \
+         or divisor=1 to keep the matrix as it is and silence this warning"
+    ))
+}
+
+/// The factor coefficients are multiplied by: 1/divisor, 1/sum with normalize, else 1.
+fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec<MaskError>) -> Option<f64> {
+    match (params.divisor, params.normalize.unwrap_or(false)) {
+        (Some(_), true) => {
+            errors.push(MaskError::DivisorAndNormalize);
+            None
+        }
+        (Some(d), false) => {
+            if d.is_finite() && d != 0.0 {
+                Some(1.0 / d)
+            } else {
+                errors.push(MaskError::BadDivisor { value: d });
+                None
+            }
+        }
+        (None, true) => {
+            let sum: f64 = raw?.rows.iter().flatten().sum();
+            let magnitude: f64 = raw?.rows.iter().flatten().map(|v| v.abs()).sum();
+            if sum.abs() <= 1e-9 * magnitude.max(1e-300) {
+                errors.push(MaskError::ZeroSum { sum });
+                None
+            } else {
+                Some(1.0 / sum)
+            }
+        }
+        (None, false) => Some(1.0),
+    }
+}
+
+/// Numerical rank-one test: pivot on the largest coefficient, take its row and column as
+/// factors and accept when the outer product reproduces every coefficient within a
+/// relative tolerance.
+pub fn rank_one_factors(coefficients: &[f32], height: usize, width: usize) -> Option<SeparableFactors> {
+    let (pivot, &peak) = coefficients
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
+    if peak == 0.0 {
+        return None;
+    }
+    let (pi, pj) = (pivot / width, pivot % width);
+    let column: Vec<f32> = (0..height).map(|i| coefficients[i * width + pj]).collect();
+    let row: Vec<f32> = (0..width).map(|j| coefficients[pi * width + j] / peak).collect();
+    let tolerance = SEPARABLE_TOLERANCE * peak.abs();
+    let fits =
+        (0..height).all(|i| (0..width).all(|j| (column[i] * row[j] - coefficients[i * width + j]).abs() <= tolerance));
+    fits.then_some(SeparableFactors { column, row })
+}
