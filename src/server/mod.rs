@@ -13,6 +13,7 @@ pub mod policy;
 mod process_metrics;
 pub mod shard;
 pub mod snapshot;
+pub mod state;
 
 /// The process's CPU time (seconds) and resident memory (bytes), from `/proc`.
 pub fn process_usage() -> Option<(f64, u64)> {
@@ -27,8 +28,8 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::config::{ConfigError, ConfigFile};
-use api::ApiState;
 use metrics::ServerCounters;
+use state::ApiState;
 use supervisor::{Supervisor, SupervisorError};
 
 /// How often the config file is checked for changes (`server.watch`). Polling the content

@@ -13,9 +13,8 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use serde_json::json;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::api::ApiState;
 use crate::config::limits::is_valid_name;
 use crate::config::shard::{self, Placement, ShardError, ShardSpec, Surroundings, SHARDS_ENV};
 use crate::config::ConfigFile;
@@ -211,8 +210,8 @@ impl Sharding {
 /// (`/pipelines/NAME...`, or a POST of a new pipeline whose name hashes elsewhere) gets 421
 /// Misdirected Request naming the owner. Anything else goes on to the handler, which answers
 /// malformed requests as it always does.
-pub async fn route_to_owner(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let Some(sharding) = state.shard.clone() else {
+pub async fn route_to_owner(State(sharding): State<Option<Arc<Sharding>>>, request: Request, next: Next) -> Response {
+    let Some(sharding) = sharding else {
         return next.run(request).await;
     };
     let path = request.uri().path();
@@ -249,7 +248,7 @@ pub async fn route_to_owner(State(state): State<ApiState>, request: Request, nex
 /// and how many of the config's pipelines it runs (summed over the replicas, the config's
 /// count).
 #[derive(Debug)]
-pub struct ShardCollector(pub std::sync::Arc<Sharding>);
+pub struct ShardCollector(pub Arc<Sharding>);
 
 impl Collector for ShardCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {

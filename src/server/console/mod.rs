@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::api::ApiState;
+use super::state::ApiState;
 use crate::mask::PRESETS;
 
 /// Nothing but this server's own script, style and pictures (previews are blobs made from

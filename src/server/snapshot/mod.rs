@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::api::ApiState;
+use super::state::ApiState;
 use crate::config::limits::is_valid_name;
 use crate::pipeline::snapshot::{Snapshot, SnapshotStage};
 use crate::pipeline::{PipelineMonitor, PipelineState};
