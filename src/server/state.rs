@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::guard::RequestGuard;
 use super::metrics::ServerCounters;
 use super::policy::ApiPolicy;
+use super::reload::ReloadRequests;
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
 use crate::config::ConfigError;
@@ -33,6 +34,8 @@ pub struct ApiState {
     pub policy: Arc<ApiPolicy>,
     /// This replica's shard, when the config is sharded.
     pub shard: Option<Arc<Sharding>>,
+    /// Reloads the console asks for, which `serve` takes as it takes SIGHUP.
+    pub reload: ReloadRequests,
 }
 
 /// An error answer: a status and a JSON body with the message (and every problem, for a
