@@ -37,7 +37,7 @@ pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
 }
 
 pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
-    use convstream::config::shard::MAX_SHARDS;
+    use convstream::server::shard::MAX_SHARDS;
     if let Some(count) = shards.filter(|count| !(1..=MAX_SHARDS).contains(count)) {
         return Err(usage(anyhow::anyhow!("--shards {count}: allowed 1..={MAX_SHARDS}")));
     }
@@ -70,7 +70,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
 fn shard_assignment(settings: &convstream::config::Settings, count: usize) -> String {
     let mut shards = vec![Vec::new(); count];
     for pipeline in &settings.pipelines {
-        shards[convstream::config::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
+        shards[convstream::server::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
     }
     let mut text = format!("assignment over {count} shard(s) (rendezvous hashing of the names):\n");
     for (index, names) in shards.iter().enumerate() {

@@ -10,37 +10,15 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use prometheus_client::registry::Registry;
 use serde_json::json;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
 
-use super::guard::{self, log_refusal, RequestGuard};
-use super::metrics::ServerCounters;
-use super::policy::ApiPolicy;
-use super::supervisor::{FilterUpdate, Supervisor, SupervisorError};
+use super::guard::{self, log_refusal};
+use super::state::{ApiError, ApiState};
+use super::supervisor::{FilterUpdate, SupervisorError};
 use crate::config::limits::is_valid_name;
 use crate::config::{ConfigError, PipelineConfig};
 use crate::text::quoted;
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct ApiState {
-    pub supervisor: Arc<Supervisor>,
-    pub registry: Arc<Registry>,
-    pub counters: Arc<ServerCounters>,
-    /// The bearer token every endpoint but /healthz requires, when set.
-    pub token: Option<Arc<str>>,
-    /// How long a DELETE waits for the pipeline to drain.
-    pub stop_timeout: Duration,
-    /// The Host and Origin values served; rate-limits refusal logs.
-    pub guard: Arc<RequestGuard>,
-    /// What API pipelines may read and write.
-    pub policy: Arc<ApiPolicy>,
-    /// This replica's shard, when the config is sharded.
-    pub shard: Option<Arc<super::shard::Sharding>>,
-}
 
 pub fn router(state: ApiState) -> Router {
     let protected = Router::new()
@@ -63,7 +41,7 @@ pub fn router(state: ApiState) -> Router {
     // The token first, then the shard that owns a named pipeline (421 naming it elsewhere).
     let protected = protected
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
+            state.shard.clone(),
             super::shard::route_to_owner,
         ))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
@@ -77,65 +55,6 @@ pub fn router(state: ApiState) -> Router {
             guard::check_request,
         ))
         .with_state(state)
-}
-
-/// An error answer: a status and a JSON body with the message (and every problem, for a
-/// configuration that does not validate).
-struct ApiError {
-    status: StatusCode,
-    message: String,
-    problems: Vec<String>,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
-        ApiError {
-            status,
-            message: message.into(),
-            problems: Vec::new(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        // Credentials of a URL the request or the config holds are never echoed.
-        let redact = |text: &str| crate::text::redact_credentials(text).into_owned();
-        let mut body = json!({ "error": redact(&self.message) });
-        if !self.problems.is_empty() {
-            body["problems"] = json!(self.problems.iter().map(|p| redact(p)).collect::<Vec<_>>());
-        }
-        (self.status, Json(body)).into_response()
-    }
-}
-
-impl From<SupervisorError> for ApiError {
-    fn from(error: SupervisorError) -> ApiError {
-        let status = match &error {
-            SupervisorError::NotFound(_) => StatusCode::NOT_FOUND,
-            SupervisorError::Exists(_)
-            | SupervisorError::NotRunning { .. }
-            | SupervisorError::WrongState { .. }
-            | SupervisorError::OutputInUse(_) => StatusCode::CONFLICT,
-            SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,
-            // A filter the engine cannot take is the request's fault; the engine failing
-            // on its own (a thread of it gone) is the server's.
-            SupervisorError::Engine { error, .. } if error.is_internal() => StatusCode::INTERNAL_SERVER_ERROR,
-            SupervisorError::Engine { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            SupervisorError::SwitchTimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
-            SupervisorError::Spawn { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-            SupervisorError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
-        };
-        let problems = match &error {
-            SupervisorError::Invalid(ConfigError::Invalid(problems)) => problems.clone(),
-            _ => Vec::new(),
-        };
-        ApiError {
-            status,
-            message: error.to_string(),
-            problems,
-        }
-    }
 }
 
 /// Runs a supervisor call that may wait on pipelines on the blocking pool.
@@ -391,35 +310,4 @@ async fn not_found() -> ApiError {
         StatusCode::NOT_FOUND,
         "no such endpoint; see /healthz, /readyz, /metrics, /pipelines",
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::{EngineError, UnsupportedRequest};
-
-    fn status_of(error: EngineError) -> StatusCode {
-        ApiError::from(SupervisorError::Engine {
-            name: "cam1".into(),
-            error,
-        })
-        .status
-    }
-
-    #[test]
-    fn engine_failures_of_the_request_are_422_and_of_the_engine_500() {
-        let unsupported = EngineError::Unsupported {
-            request: UnsupportedRequest::NotRankOne { mask: "sharpen".into() },
-        };
-        assert_eq!(status_of(unsupported), StatusCode::UNPROCESSABLE_ENTITY);
-        let compile = EngineError::Compile {
-            variant: "13x13".into(),
-            log: "error".into(),
-        };
-        assert_eq!(status_of(compile), StatusCode::UNPROCESSABLE_ENTITY);
-        let internal = EngineError::Internal {
-            what: "the GPU completion thread stopped".into(),
-        };
-        assert_eq!(status_of(internal), StatusCode::INTERNAL_SERVER_ERROR);
-    }
 }

@@ -172,121 +172,137 @@ impl Collector for PipelineCollector {
                 counted: monitor.counters.snapshot(),
             })
             .collect();
-
-        for (name, help, read) in COUNTERS {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for pipeline in &scraped {
-                family
-                    .encode_family(&pipeline.labels)?
-                    .encode_counter::<NoLabelSet, _, u64>(&read(pipeline), None)?;
-            }
-        }
-        for (name, help, read) in GAUGES {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for pipeline in &scraped {
-                family
-                    .encode_family(&pipeline.labels)?
-                    .encode_gauge(&(read(pipeline) as i64))?;
-            }
-        }
-        {
-            // Pinned memory is a host-wide budget per GPU (and for the pool of CPU pipelines):
-            // the per-pipeline gauge summed by device, so an operator sees it without a query.
-            let mut by_device: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
-            for pipeline in &scraped {
-                let device = pipeline
-                    .labels
-                    .iter()
-                    .find(|(key, _)| *key == "device")
-                    .map(|(_, v)| v.clone());
-                *by_device.entry(device.unwrap_or_default()).or_default() += pipeline.counted.pinned_bytes;
-            }
-            let mut family = encoder.encode_descriptor(
-                "convstream_device_pinned_bytes",
-                "Page-locked host memory held by all the pipelines on each device",
-                None,
-                MetricType::Gauge,
-            )?;
-            for (device, bytes) in by_device {
-                family
-                    .encode_family(&vec![("device", device)])?
-                    .encode_gauge(&(bytes as i64))?;
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
-                "convstream_frames_per_second",
-                "Frames written per second over the last 5 s",
-                None,
-                MetricType::Gauge,
-            )?;
-            for Scraped { labels, monitor, .. } in &scraped {
-                family.encode_family(labels)?.encode_gauge(&monitor.fps())?;
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
-                "convstream_time_to_first_frame_seconds",
-                "From the pipeline's start to its first frame written (absent until one is)",
-                None,
-                MetricType::Gauge,
-            )?;
-            for Scraped { labels, monitor, .. } in &scraped {
-                if let Some(seconds) = monitor.startup().first_frame {
-                    family.encode_family(labels)?.encode_gauge(&seconds)?;
-                }
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
-                "convstream_pipeline_state",
-                "1 for the state each pipeline is in",
-                None,
-                MetricType::Gauge,
-            )?;
-            for Scraped { labels, monitor, .. } in &scraped {
-                let state = monitor.state();
-                for candidate in PipelineState::ALL {
-                    let mut with_state = labels.clone();
-                    with_state.push(("state", format!("{candidate:?}").to_lowercase()));
-                    family
-                        .encode_family(&with_state)?
-                        .encode_gauge(&((candidate == state) as i64))?;
-                }
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
-                "convstream_stage_seconds",
-                "Time per frame in each stage: decode, upload, gpu, download (CUDA events), cpu_filter, encode",
-                None,
-                MetricType::Histogram,
-            )?;
-            for Scraped { labels, monitor, .. } in &scraped {
-                for (stage, histogram) in monitor.counters.stages.named() {
-                    let mut with_stage = labels.clone();
-                    with_stage.push(("stage", stage.to_string()));
-                    histogram.encode(family.encode_family(&with_stage)?)?;
-                }
-            }
-        }
-        {
-            let mut family = encoder.encode_descriptor(
-                "convstream_end_to_end_seconds",
-                "From a frame leaving the decoder to it written by the sink",
-                None,
-                MetricType::Histogram,
-            )?;
-            for Scraped { labels, monitor, .. } in &scraped {
-                monitor
-                    .counters
-                    .stages
-                    .end_to_end
-                    .encode(family.encode_family(labels)?)?;
-            }
-        }
-        Ok(())
+        encode_counters(&mut encoder, &scraped)?;
+        encode_gauges(&mut encoder, &scraped)?;
+        encode_pinned_by_device(&mut encoder, &scraped)?;
+        encode_rates_and_states(&mut encoder, &scraped)?;
+        encode_histograms(&mut encoder, &scraped)
     }
+}
+
+/// The counter families of [`COUNTERS`], one series per pipeline.
+fn encode_counters(encoder: &mut DescriptorEncoder, scraped: &[Scraped]) -> Result<(), std::fmt::Error> {
+    for (name, help, read) in COUNTERS {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for pipeline in scraped {
+            family
+                .encode_family(&pipeline.labels)?
+                .encode_counter::<NoLabelSet, _, u64>(&read(pipeline), None)?;
+        }
+    }
+    Ok(())
+}
+
+/// The gauge families of [`GAUGES`], one series per pipeline.
+fn encode_gauges(encoder: &mut DescriptorEncoder, scraped: &[Scraped]) -> Result<(), std::fmt::Error> {
+    for (name, help, read) in GAUGES {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for pipeline in scraped {
+            family
+                .encode_family(&pipeline.labels)?
+                .encode_gauge(&(read(pipeline) as i64))?;
+        }
+    }
+    Ok(())
+}
+
+/// Pinned memory is a host-wide budget per GPU (and for the pool of CPU pipelines): the
+/// per-pipeline gauge summed by device, so an operator sees it without a query.
+fn encode_pinned_by_device(encoder: &mut DescriptorEncoder, scraped: &[Scraped]) -> Result<(), std::fmt::Error> {
+    let mut by_device: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for pipeline in scraped {
+        let device = pipeline
+            .labels
+            .iter()
+            .find(|(key, _)| *key == "device")
+            .map(|(_, v)| v.clone());
+        *by_device.entry(device.unwrap_or_default()).or_default() += pipeline.counted.pinned_bytes;
+    }
+    let mut family = encoder.encode_descriptor(
+        "convstream_device_pinned_bytes",
+        "Page-locked host memory held by all the pipelines on each device",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (device, bytes) in by_device {
+        family
+            .encode_family(&vec![("device", device)])?
+            .encode_gauge(&(bytes as i64))?;
+    }
+    Ok(())
+}
+
+/// The monitor's own gauges: the recent frame rate, the time to the first frame, and a
+/// one-hot series per pipeline state.
+fn encode_rates_and_states(encoder: &mut DescriptorEncoder, scraped: &[Scraped]) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "convstream_frames_per_second",
+        "Frames written per second over the last 5 s",
+        None,
+        MetricType::Gauge,
+    )?;
+    for Scraped { labels, monitor, .. } in scraped {
+        family.encode_family(labels)?.encode_gauge(&monitor.fps())?;
+    }
+    let mut family = encoder.encode_descriptor(
+        "convstream_time_to_first_frame_seconds",
+        "From the pipeline's start to its first frame written (absent until one is)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for Scraped { labels, monitor, .. } in scraped {
+        if let Some(seconds) = monitor.startup().first_frame {
+            family.encode_family(labels)?.encode_gauge(&seconds)?;
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "convstream_pipeline_state",
+        "1 for the state each pipeline is in",
+        None,
+        MetricType::Gauge,
+    )?;
+    for Scraped { labels, monitor, .. } in scraped {
+        let state = monitor.state();
+        for candidate in PipelineState::ALL {
+            let mut with_state = labels.clone();
+            with_state.push(("state", format!("{candidate:?}").to_lowercase()));
+            family
+                .encode_family(&with_state)?
+                .encode_gauge(&((candidate == state) as i64))?;
+        }
+    }
+    Ok(())
+}
+
+/// The time per frame in each stage, and from decoder to sink, as histograms.
+fn encode_histograms(encoder: &mut DescriptorEncoder, scraped: &[Scraped]) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "convstream_stage_seconds",
+        "Time per frame in each stage: decode, upload, gpu, download (CUDA events), cpu_filter, encode",
+        None,
+        MetricType::Histogram,
+    )?;
+    for Scraped { labels, monitor, .. } in scraped {
+        for (stage, histogram) in monitor.counters.stages.named() {
+            let mut with_stage = labels.clone();
+            with_stage.push(("stage", stage.to_string()));
+            histogram.encode(family.encode_family(&with_stage)?)?;
+        }
+    }
+    let mut family = encoder.encode_descriptor(
+        "convstream_end_to_end_seconds",
+        "From a frame leaving the decoder to it written by the sink",
+        None,
+        MetricType::Histogram,
+    )?;
+    for Scraped { labels, monitor, .. } in scraped {
+        monitor
+            .counters
+            .stages
+            .end_to_end
+            .encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
 }
 
 /// Counts outcomes for the reload counter family.

@@ -6,8 +6,7 @@
 //! what is opened is what was checked.
 //!
 //! One job at some length (about 570 lines): every rule an API-made pipeline is held to (files,
-//! protocols, formats, options, hosts, masks) is checked here, in one place a reviewer reads
-//! whole.
+//! protocols, formats, options, hosts, masks) is checked here, in one place read whole.
 
 use std::path::{Component, Path, PathBuf};
 

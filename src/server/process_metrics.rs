@@ -39,8 +39,8 @@ fn boot_time_seconds(proc_stat: &str) -> Option<f64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU seconds and resident bytes of this process.
-pub(super) fn cpu_and_resident() -> Option<(f64, u64)> {
+/// The process's CPU time (seconds) and resident memory (bytes), from `/proc`.
+pub fn cpu_and_resident() -> Option<(f64, u64)> {
     read_process_stat().map(|stat| (stat.cpu_seconds, stat.resident_bytes.max(0) as u64))
 }
 

@@ -5,8 +5,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::plot::{legend, Sizes, COLOURS};
-use crate::bench::{BenchReport, CliComparison, CliMeasure, E2eRow};
+use super::style::{legend, Sizes, COLOURS};
+use crate::bench::results::{BenchReport, CliComparison, CliMeasure, E2eRow};
 
 /// The rows with a whole-command figure, and their comparisons.
 pub(super) fn compared(report: &BenchReport) -> Vec<(&E2eRow, &CliComparison)> {

@@ -1,33 +1,12 @@
-//! The plots of a report, drawn by plotters as SVG and as PNG. PNG text is drawn with a font
-//! embedded in the binary, so no system font is needed.
+//! The plots of a report, drawn by plotters onto any backend (SVG, and PNG through `png.rs`):
+//! kernel time, frames/s against streams, the scale suite; the e2e plot is `e2e_plot.rs`.
+//! Their shared styling, with the font embedded so no system font is needed, is `style.rs`.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use std::sync::OnceLock;
-
-use crate::bench::{BenchError, BenchReport, OverlapRow};
-
-/// Pixels, for both formats; the PNG is drawn at this size times [`PNG_SCALE`].
-pub(super) const PLOT_SIZE: (u32, u32) = (900, 600);
-/// The PNG is drawn at twice the SVG's size so that it stays sharp on high-density screens.
-pub(super) const PNG_SCALE: u32 = 2;
-/// DejaVu Sans 2.37 (license in `assets/fonts/LICENSE-DejaVu.txt`), registered as `sans-serif`.
-pub(super) static PLOT_FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-
-/// Registers the embedded font once per process; plotters looks fonts up by family name.
-pub(super) fn register_plot_font() -> Result<(), BenchError> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let parsed =
-        *REGISTERED.get_or_init(|| plotters::style::register_font("sans-serif", FontStyle::Normal, PLOT_FONT).is_ok());
-    if parsed {
-        Ok(())
-    } else {
-        Err(BenchError::Other("the embedded plot font does not parse".into()))
-    }
-}
-
-pub(super) const COLOURS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+use super::style::{legend, Sizes, COLOURS};
+use crate::bench::results::{BenchReport, OverlapRow, ScaleRow};
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Plot {
@@ -74,27 +53,6 @@ impl Plot {
             Plot::Scale => scale_plot(report, root, Sizes::new(scale)),
             Plot::E2e => super::e2e_plot::draw(report, root, Sizes::new(scale)),
         }
-    }
-}
-
-/// Sizes in pixels shared by both plots, at one scale.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Sizes {
-    scale: u32,
-}
-
-impl Sizes {
-    fn new(scale: u32) -> Self {
-        Self { scale }
-    }
-    pub(super) fn px(self, pixels: u32) -> u32 {
-        pixels * self.scale
-    }
-    pub(super) fn font(self, pixels: u32) -> (&'static str, u32) {
-        ("sans-serif", pixels * self.scale)
-    }
-    fn legend_line(self) -> i32 {
-        20 * self.scale as i32
     }
 }
 
@@ -286,7 +244,7 @@ where
     let mut decoders: Vec<&str> = rows.iter().map(|r| r.decoder.as_str()).collect();
     decoders.dedup();
     let panels = root.split_evenly((2, 1));
-    type Figure = fn(&crate::bench::ScaleRow) -> f64;
+    type Figure = fn(&ScaleRow) -> f64;
     let figures: [(&str, &str, Figure); 2] = [
         ("slowest pipeline's frames/s", "frames/s", |r| r.fps_min),
         ("p99 latency, all pipelines", "ms", |r| r.latency_p99_ms),
@@ -334,29 +292,9 @@ where
     Ok(())
 }
 
-/// The legend box, at `position` inside the plotting area.
-pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    sizes: Sizes,
-    position: SeriesLabelPosition,
-) -> Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font(sizes.font(14))
-        .legend_area_size(sizes.px(30))
-        .margin(sizes.px(10))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK.stroke_width(sizes.px(1)))
-        .draw()
-        .map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::style::{register_plot_font, PLOT_SIZE};
     use super::*;
 
     /// Kernel rows of the published high-bit-depth run: 8- and 16-bit planes of two sizes.

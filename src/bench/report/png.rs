@@ -5,8 +5,9 @@ use plotters::prelude::*;
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord, BackendTextStyle, DrawingErrorKind};
 
-use super::plot::{Plot, PLOT_FONT, PLOT_SIZE, PNG_SCALE};
-use crate::bench::BenchReport;
+use super::plot::Plot;
+use super::style::{PLOT_FONT, PLOT_SIZE, PNG_SCALE};
+use crate::bench::results::BenchReport;
 
 /// Draws the plot into an RGB buffer and encodes it as PNG.
 pub(super) fn render_png(plot: Plot, report: &BenchReport) -> Result<Vec<u8>, String> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::bench::{CliComparison, CliMeasure, CliRound};
+use crate::bench::results::{CliComparison, CliMeasure, CliRound};
 use crate::engine::DeviceChoice;
 
 /// What the whole-command comparison needs, found once per run.

@@ -7,8 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::cli_runs::{self, CliCase, CliPrograms};
-use super::E2E_MASK;
-use crate::bench::{BenchError, BenchOptions, E2eRow};
+use super::workload::E2E_MASK;
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::E2eRow;
 use crate::config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
 use crate::engine::{DeviceChoice, GpuTuning};
 use crate::filter::{BorderMode, FilterSpec, PlaneSelection};

@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use super::overlap_runs::{busy_us_per_frame, FramesIn, OVERLAP_FRAMES};
-use super::{dense_mask, drive, plane_sizes, separable_mask};
-use crate::bench::{BenchError, BenchOptions, KernelRow, OverlapRow, TransferRow};
+use super::overlap_runs::{busy_us_per_frame, FramesIn, OverlapCase, StageTimes, OVERLAP_FRAMES};
+use super::workload::{dense_mask, drive, plane_sizes, separable_mask};
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::{KernelRow, OverlapRow, TransferRow};
 use crate::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
 use crate::engine::cuda::{device, CudaEngine};
 use crate::engine::{DeviceChoice, Engine, EngineOptions, KernelPath};
@@ -157,11 +159,17 @@ pub fn overlap(
     options: &BenchOptions,
     ordinal: usize,
     filter: &FilterSpec,
-    (frames_in, streams, frames_per_stream): (FramesIn, usize, usize),
+    case: OverlapCase,
     heap_frames: &mut Vec<Frame>,
     count: u64,
-    (width, height): (usize, usize),
 ) -> Result<OverlapRow, BenchError> {
+    let OverlapCase {
+        frames_in,
+        streams,
+        frames_per_stream,
+        width,
+        height,
+    } = case;
     let engine_options = EngineOptions {
         trace: true,
         shape: Some(crate::engine::FrameShape {
@@ -224,20 +232,13 @@ pub fn overlap(
             reason: e.to_string(),
         })?;
     }
-    Ok(OverlapRow {
-        frame: format!("{width}x{height} yuv420p"),
-        frames_in: frames_in.name().into(),
-        streams,
-        frames_per_stream,
-        frames: count,
-        fps: count as f64 / seconds,
-        speedup_vs_one_stream: 1.0,
+    let stages = StageTimes {
         host_copy_in_us,
         upload_us,
         kernels_us,
         download_us,
         host_copy_out_us,
-        ideal_fps: 1e6 / busiest,
-        pinned_bytes: engine.pinned_bytes(),
-    })
+        busiest_us: busiest,
+    };
+    Ok(case.row(count, seconds, stages, engine.pinned_bytes()))
 }

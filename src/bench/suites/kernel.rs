@@ -3,8 +3,10 @@
 
 use std::time::Instant;
 
-use super::{dense_mask, random_frame, separable_mask};
-use crate::bench::{compare_with_eight_bit, BenchError, BenchOptions, KernelRow};
+use super::workload::{dense_mask, random_frame, separable_mask};
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::{compare_with_eight_bit, KernelRow};
 use crate::filter::BorderMode;
 use crate::frame::{PixelFormat, PixelLayout};
 

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
-use super::overlap_runs::{FramesIn, OVERLAP_FRAMES};
-use super::{drive, plane_sizes, random_frame, E2E_MASK};
-use crate::bench::{BenchError, BenchOptions, OverlapRow};
+use super::overlap_runs::{FramesIn, OverlapCase, StageTimes, OVERLAP_FRAMES};
+use super::workload::{drive, plane_sizes, random_frame, E2E_MASK};
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::OverlapRow;
 use crate::engine::CpuEngine;
 use crate::filter::{BorderMode, FilterSpec, PlaneSelection};
 use crate::frame::{Frame, PixelFormat};
@@ -49,38 +51,30 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
         };
         let mut one_stream_fps = HashMap::new();
         for (frames_in, streams, frames_per_stream) in runs {
+            let case = OverlapCase {
+                frames_in,
+                streams,
+                frames_per_stream,
+                width,
+                height,
+            };
             let row = match gpu {
                 #[cfg(feature = "cuda")]
-                Some(ordinal) => super::gpu::overlap(
-                    options,
-                    ordinal,
-                    &filter,
-                    (frames_in, streams, frames_per_stream),
-                    &mut pool,
-                    count,
-                    (width, height),
-                )?,
+                Some(ordinal) => super::gpu::overlap(options, ordinal, &filter, case, &mut pool, count)?,
                 _ => {
                     let mut engine = CpuEngine::new(filter.clone());
                     drive(&mut engine, &mut pool, 2)?;
                     let seconds = drive(&mut engine, &mut pool, count)?;
                     let per_frame_us = seconds * 1e6 / count as f64;
-                    OverlapRow {
-                        frame: format!("{width}x{height} yuv420p"),
-                        frames_in: frames_in.name().into(),
-                        streams,
-                        frames_per_stream,
-                        frames: count,
-                        fps: count as f64 / seconds,
-                        speedup_vs_one_stream: 1.0,
+                    let stages = StageTimes {
                         host_copy_in_us: per_frame_us,
                         upload_us: None,
                         kernels_us: None,
                         download_us: None,
                         host_copy_out_us: 0.0,
-                        ideal_fps: 1e6 / per_frame_us,
-                        pinned_bytes: 0,
-                    }
+                        busiest_us: per_frame_us,
+                    };
+                    case.row(count, seconds, stages, 0)
                 }
             };
             let base = *one_stream_fps.entry((frames_in, frames_per_stream)).or_insert(row.fps);

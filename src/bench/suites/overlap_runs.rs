@@ -1,5 +1,7 @@
 //! What the overlap suite and its GPU side share: where a run's frames live, how many there
-//! are, and how long a stage kept the GPU busy per frame.
+//! are, how long a stage kept the GPU busy per frame, and the row a run gives.
+
+use crate::bench::results::OverlapRow;
 
 /// Microseconds per frame during which at least one span of `stage` was under way: the
 /// union of the spans' intervals over `frames`.
@@ -37,6 +39,53 @@ impl FramesIn {
         match self {
             FramesIn::Pool => "pool",
             FramesIn::Heap => "heap",
+        }
+    }
+}
+
+/// One run of the overlap suite: where its frames live, the lanes it has, the frames' size.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OverlapCase {
+    pub(super) frames_in: FramesIn,
+    pub(super) streams: usize,
+    pub(super) frames_per_stream: usize,
+    pub(super) width: usize,
+    pub(super) height: usize,
+}
+
+/// What a run measured per frame, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StageTimes {
+    /// CPU copy into pinned memory (staged frames only) and enqueue.
+    pub(super) host_copy_in_us: f64,
+    pub(super) upload_us: Option<f64>,
+    pub(super) kernels_us: Option<f64>,
+    pub(super) download_us: Option<f64>,
+    /// CPU wait and copy out.
+    pub(super) host_copy_out_us: f64,
+    /// The busiest stage: its inverse is what perfect overlap would give.
+    pub(super) busiest_us: f64,
+}
+
+impl OverlapCase {
+    /// The row of `frames` frames through this case in `seconds`. Its speed-up over one
+    /// stream is 1 until the suite compares it with its one-stream run.
+    pub(super) fn row(&self, frames: u64, seconds: f64, stages: StageTimes, pinned_bytes: usize) -> OverlapRow {
+        OverlapRow {
+            frame: format!("{}x{} yuv420p", self.width, self.height),
+            frames_in: self.frames_in.name().into(),
+            streams: self.streams,
+            frames_per_stream: self.frames_per_stream,
+            frames,
+            fps: frames as f64 / seconds,
+            speedup_vs_one_stream: 1.0,
+            host_copy_in_us: stages.host_copy_in_us,
+            upload_us: stages.upload_us,
+            kernels_us: stages.kernels_us,
+            download_us: stages.download_us,
+            host_copy_out_us: stages.host_copy_out_us,
+            ideal_fps: 1e6 / stages.busiest_us,
+            pinned_bytes,
         }
     }
 }

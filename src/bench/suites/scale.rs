@@ -11,8 +11,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::e2e::{bench_run_options, bench_settings, generated_clip};
-use super::E2E_MASK;
-use crate::bench::{BenchError, BenchOptions, ScaleResults, ScaleRow};
+use super::workload::E2E_MASK;
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::{ScaleResults, ScaleRow};
 use crate::config::{DropPolicy, SourceConfig};
 use crate::engine::DeviceChoice;
 use crate::mask::Mask;

@@ -1,7 +1,9 @@
 //! The transfer suite: host-to-device and device-to-host copies of one frame, from pinned
 //! and pageable memory, one way and both ways at once.
 
-use crate::bench::{BenchError, BenchOptions, TransferRow};
+use crate::bench::error::BenchError;
+use crate::bench::options::BenchOptions;
+use crate::bench::results::TransferRow;
 
 // Without CUDA support only the skipping arm is built, which needs no `options`.
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]

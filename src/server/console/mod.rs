@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::api::ApiState;
+use super::state::ApiState;
 use crate::mask::PRESETS;
 
 /// Nothing but this server's own script, style and pictures (previews are blobs made from
@@ -47,19 +47,13 @@ pub fn data_routes() -> Router<ApiState> {
         .route("/console/reload", axum::routing::post(reload))
 }
 
-/// Reloads the config file exactly as SIGHUP does, by sending this process SIGHUP: one
-/// reload path, whose outcome is logged and counted in `convstream_config_reloads_total`.
-async fn reload() -> Response {
-    // SAFETY: kill(2) with this process's own id and a signal `serve` handles (its handler
-    // is installed before the API listens); no memory is involved.
-    let sent = unsafe { libc::kill(libc::getpid(), libc::SIGHUP) } == 0;
-    if sent {
-        let answer = json!({ "reload": "requested", "outcome": "in the log and convstream_config_reloads_total" });
-        (axum::http::StatusCode::ACCEPTED, Json(answer)).into_response()
-    } else {
-        let answer = json!({ "error": "the reload could not be requested" });
-        (axum::http::StatusCode::INTERNAL_SERVER_ERROR, Json(answer)).into_response()
-    }
+/// Reloads the config file exactly as SIGHUP does: `serve` takes the request on the path
+/// its SIGHUP handler runs, whose outcome is logged and counted in
+/// `convstream_config_reloads_total`.
+async fn reload(State(state): State<ApiState>) -> Response {
+    state.reload.request();
+    let answer = json!({ "reload": "requested", "outcome": "in the log and convstream_config_reloads_total" });
+    (axum::http::StatusCode::ACCEPTED, Json(answer)).into_response()
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Handle;
+use super::handle::Handle;
 use crate::pipeline::PipelineState;
 
 /// After a stop's timeout, how long a pipeline unblocked by reading its pipe has to finish.

@@ -1,7 +1,11 @@
 //! Readiness: a live pipeline takes input before its sender's first frames; and a stop
 //! before those frames is a stop, not a failure.
 
-use super::*;
+use std::time::Duration;
+
+use super::lifecycle::{takes_input, Supervisor};
+use crate::config::ConfigFile;
+use crate::pipeline::PipelineState;
 
 #[test]
 fn a_live_pipeline_is_ready_while_it_waits_for_its_sender() {

@@ -3,7 +3,8 @@
 use serde::Serialize;
 use std::sync::atomic::Ordering;
 
-use super::{Handle, Origin};
+use super::contract::Origin;
+use super::handle::Handle;
 use crate::config::FilterConfig;
 use crate::filter::{BorderMode, PlaneSelection};
 use crate::pipeline::PipelineState;

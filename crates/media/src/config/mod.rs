@@ -6,7 +6,7 @@ pub mod limits;
 mod outputs;
 mod overrides;
 mod schema;
-pub mod shard;
+pub mod shard_spec;
 mod structure;
 mod validate;
 

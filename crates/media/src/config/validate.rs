@@ -264,7 +264,7 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
             limits::MAX_PIPELINES
         ));
     }
-    super::shard::config_problems(server.shard.as_deref(), server.shards, problems);
+    super::shard_spec::config_problems(server.shard.as_deref(), server.shards, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {

@@ -1,35 +1,16 @@
-//! A sharded `serve`: which shard this replica is (`[server] shard`, `--shard`, the hostname
-//! and `CONVSTREAM_SHARDS`), the config's pipelines narrowed to the ones it owns at start and
-//! at every reload, the API's 421 for a pipeline another shard owns, and the shard's own
-//! metrics. The assignment itself is [`crate::config::shard`].
+//! This replica's shard: where it comes from (`[server] shard`, `--shard`, the hostname and
+//! `CONVSTREAM_SHARDS`), the config's pipelines narrowed to the ones it owns at start and at
+//! every reload, what `GET /pipelines` and `/metrics` say of it.
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use serde_json::json;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::api::ApiState;
-use crate::config::limits::is_valid_name;
-use crate::config::shard::{self, Placement, ShardError, ShardSpec, Surroundings, SHARDS_ENV};
+use super::placement::{resolve, Placement, Surroundings, SHARDS_ENV};
+use crate::config::shard_spec::{ShardError, ShardSpec};
 use crate::config::ConfigFile;
-use crate::text::quoted;
-
-/// The header of a 421 that names the owning shard (`2/3`), for clients and proxies that
-/// route by it.
-pub const OWNER_SHARD_HEADER: &str = "convstream-owner-shard";
-/// The header of a 421 that names the owning pod (`convstream-2`), where the hostnames say it.
-pub const OWNER_POD_HEADER: &str = "convstream-owner-pod";
-
-/// The most a POST body read here may hold: axum's own default limit, which the handler
-/// applies too.
-const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardingError {
@@ -87,7 +68,7 @@ impl Sharding {
             env_count: env_count.as_deref(),
             hostname: hostname.as_deref(),
         };
-        let placement = shard::resolve(parsed, around).map_err(placement_error)?;
+        let placement = resolve(parsed, around).map_err(placement_error)?;
         Ok(Some(Sharding {
             placement,
             spec,
@@ -139,7 +120,7 @@ impl Sharding {
         }
         let configured = config.pipelines.len();
         let shard = self.placement.shard;
-        config.pipelines.retain(|pipeline| shard.owns(&pipeline.name));
+        config.pipelines.retain(|pipeline| self.placement.owns(&pipeline.name));
         if config.pipelines.len() > config.server.max_pipelines {
             return Err(ShardingError::TooMany {
                 shard: shard.to_string(),
@@ -176,80 +157,13 @@ impl Sharding {
             "runs": assignment.runs,
         })
     }
-
-    /// The 421 for a pipeline `name` this shard does not own, or `None` when it does.
-    fn misdirected(&self, name: &str) -> Option<Response> {
-        let shard = self.placement.shard;
-        if shard.owns(name) {
-            return None;
-        }
-        let owner = shard::owner(name, shard.count());
-        let pod = self.placement.pod_of(owner);
-        let message = format!(
-            "pipeline `{}` belongs to {}; this is {}: send the request there",
-            quoted(name),
-            self.placement.describe_owner(name),
-            self.describe()
-        );
-        let body = json!({
-            "error": message,
-            "owner": { "index": owner, "count": shard.count(), "pod": pod },
-        });
-        let mut response = (StatusCode::MISDIRECTED_REQUEST, Json(body)).into_response();
-        let headers = response.headers_mut();
-        if let Ok(value) = HeaderValue::from_str(&format!("{owner}/{}", shard.count())) {
-            headers.insert(OWNER_SHARD_HEADER, value);
-        }
-        if let Some(value) = pod.and_then(|pod| HeaderValue::from_str(&pod).ok()) {
-            headers.insert(OWNER_POD_HEADER, value);
-        }
-        Some(response)
-    }
-}
-
-/// Middleware of the pipeline routes: a request about a pipeline that another shard owns
-/// (`/pipelines/NAME...`, or a POST of a new pipeline whose name hashes elsewhere) gets 421
-/// Misdirected Request naming the owner. Anything else goes on to the handler, which answers
-/// malformed requests as it always does.
-pub async fn route_to_owner(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let Some(sharding) = state.shard.clone() else {
-        return next.run(request).await;
-    };
-    let path = request.uri().path();
-    if let Some(rest) = path.strip_prefix("/pipelines/") {
-        let name = rest.split('/').next().unwrap_or_default();
-        if is_valid_name(name) {
-            if let Some(response) = sharding.misdirected(name) {
-                return response;
-            }
-        }
-        return next.run(request).await;
-    }
-    if path != "/pipelines" || request.method() != Method::POST {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            Json(json!({ "error": format!("the body is over {BODY_LIMIT} bytes") })),
-        )
-            .into_response();
-    };
-    let name = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|value| value.get("name").and_then(|n| n.as_str()).map(str::to_string));
-    if let Some(response) = name.filter(|n| is_valid_name(n)).and_then(|n| sharding.misdirected(&n)) {
-        return response;
-    }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// `convstream_shard_info` and `convstream_shard_pipelines`: which shard a scraped replica is
 /// and how many of the config's pipelines it runs (summed over the replicas, the config's
 /// count).
 #[derive(Debug)]
-pub struct ShardCollector(pub std::sync::Arc<Sharding>);
+pub struct ShardCollector(pub Arc<Sharding>);
 
 impl Collector for ShardCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {

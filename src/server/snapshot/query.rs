@@ -1,0 +1,92 @@
+//! What a snapshot request asks for: `stage`, `format` and `width` from its query string.
+
+use super::error::SnapshotError;
+use super::limits::MAX_WIDTH;
+use super::picture::ImageFormat;
+use crate::pipeline::snapshot::SnapshotStage;
+use crate::text::quoted;
+
+/// What a snapshot request asks for, from its query string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotQuery {
+    pub stage: SnapshotStage,
+    pub format: ImageFormat,
+    pub width: Option<usize>,
+}
+
+/// Parses `stage=input|output`, `format=jpeg|png`, `width=N`; anything else is refused.
+pub fn parse_query(query: Option<&str>) -> Result<SnapshotQuery, SnapshotError> {
+    let mut parsed = SnapshotQuery {
+        stage: SnapshotStage::Output,
+        format: ImageFormat::Jpeg,
+        width: None,
+    };
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "stage" => {
+                parsed.stage = match value {
+                    "input" => SnapshotStage::Input,
+                    "output" => SnapshotStage::Output,
+                    other => {
+                        return Err(SnapshotError::BadQuery(format!(
+                            "stage `{}` is not input or output",
+                            quoted(other)
+                        )))
+                    }
+                }
+            }
+            "format" => {
+                parsed.format = ImageFormat::parse(value)
+                    .ok_or_else(|| SnapshotError::BadQuery(format!("format `{}` is not jpeg or png", quoted(value))))?
+            }
+            "width" => match value.parse::<usize>() {
+                Ok(width) if (1..=MAX_WIDTH).contains(&width) => parsed.width = Some(width),
+                _ => {
+                    return Err(SnapshotError::BadQuery(format!(
+                        "width `{}` is not a number of pixels from 1 to {MAX_WIDTH}",
+                        quoted(value)
+                    )))
+                }
+            },
+            other => {
+                return Err(SnapshotError::BadQuery(format!(
+                    "unknown parameter `{}`; a snapshot takes stage, format and width",
+                    quoted(other)
+                )))
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_parsed_and_anything_else_refused() {
+        let q = parse_query(Some("stage=input&format=png&width=320")).unwrap();
+        assert_eq!(q.stage, SnapshotStage::Input);
+        assert_eq!(q.format, ImageFormat::Png);
+        assert_eq!(q.width, Some(320));
+        let default = parse_query(None).unwrap();
+        assert_eq!(
+            (default.stage, default.format, default.width),
+            (SnapshotStage::Output, ImageFormat::Jpeg, None)
+        );
+        for bad in [
+            "stage=middle",
+            "format=gif",
+            "width=0",
+            "width=99999",
+            "width=-1",
+            "colour=red",
+        ] {
+            assert!(
+                matches!(parse_query(Some(bad)), Err(SnapshotError::BadQuery(_))),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Why a supervisor call failed; the API maps each variant to its status code.
+
+use crate::config::ConfigError;
+use crate::engine::EngineError;
+use crate::pipeline::PipelineState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("no pipeline named {0:?}")]
+    NotFound(String),
+    #[error("a pipeline named {0:?} exists already")]
+    Exists(String),
+    /// The pipeline would write a file another running pipeline reads or writes.
+    #[error("{0}")]
+    OutputInUse(String),
+    #[error(transparent)]
+    Invalid(ConfigError),
+    #[error("pipeline {name:?} is {state:?}; its filter can only switch while it runs")]
+    NotRunning { name: String, state: PipelineState },
+    /// The engine's error is in the message, and not also a `source()`, so that printing the
+    /// chain does not repeat it.
+    #[error("pipeline {name:?}: {error}")]
+    Engine { name: String, error: EngineError },
+    #[error("pipeline {0:?} did not take the new filter within 10 s")]
+    SwitchTimedOut(String),
+    #[error("cannot start a thread for pipeline {name:?}: {reason}")]
+    Spawn { name: String, reason: String },
+    /// A stop or start asked of a pipeline in a state that does not allow it.
+    #[error("pipeline {name:?} is {state:?}; {why}")]
+    WrongState {
+        name: String,
+        state: PipelineState,
+        why: &'static str,
+    },
+    #[error("{count} pipelines exist, the most [server] max_pipelines allows ({max}); delete one (finished ones count until deleted) or raise max_pipelines")]
+    TooMany { count: usize, max: usize },
+}

@@ -1,0 +1,66 @@
+//! One pipeline the supervisor started: its settings, monitor, stop flag, switch channel and
+//! thread; and which running pipeline's files a new one would collide with.
+
+use crossbeam_channel::Sender;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::contract::Origin;
+use crate::config::{PipelineConfig, PipelineSettings};
+use crate::pipeline::{FilterSwitch, PipelineMonitor};
+
+/// One pipeline the supervisor started.
+pub(super) struct Handle {
+    pub(super) settings: PipelineSettings,
+    pub(super) origin: Origin,
+    pub(super) monitor: Arc<PipelineMonitor>,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) switches: Sender<FilterSwitch>,
+    pub(super) thread: Option<JoinHandle<()>>,
+    /// Stopped through `POST /pipelines/{name}/stop`: kept listed with its settings, so
+    /// that a start runs it again.
+    pub(super) operator_stopped: bool,
+}
+
+impl Handle {
+    /// A handle to stop this run with, holding its thread; the one left behind shares its
+    /// monitor, so it shows the run stopping and then ended.
+    pub(super) fn take_for_stop(&mut self) -> Handle {
+        Handle {
+            settings: self.settings.clone(),
+            origin: self.origin,
+            monitor: self.monitor.clone(),
+            stop: self.stop.clone(),
+            switches: self.switches.clone(),
+            thread: self.thread.take(),
+            operator_stopped: self.operator_stopped,
+        }
+    }
+}
+
+/// Why `pipeline` cannot run beside those of `pipelines` that `among` selects (see
+/// `Supervisor::output_conflict`).
+pub(super) fn conflict_among(
+    pipelines: &BTreeMap<String, Handle>,
+    pipeline: &PipelineConfig,
+    among: impl Fn(&Handle) -> bool,
+) -> Option<String> {
+    let mut running: Vec<PipelineConfig> = Vec::new();
+    for handle in pipelines.values() {
+        let active = !handle.monitor.state().has_ended();
+        if handle.settings.name == pipeline.name || !active || !among(handle) {
+            continue;
+        }
+        running.push(handle.settings.config.clone());
+        // Written under a numbered name: that file is in use too.
+        if let Some(path) = handle.monitor.output_path() {
+            let mut actual = handle.settings.config.clone();
+            actual.sink.url = path.display().to_string();
+            running.push(actual);
+        }
+    }
+    let running: Vec<&PipelineConfig> = running.iter().collect();
+    crate::config::conflicts_with_running(pipeline, &running)
+}

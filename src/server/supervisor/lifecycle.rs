@@ -1,0 +1,325 @@
+//! The supervisor and the life of its pipelines: the set of them under one lock, starting
+//! (from the config or the API), stopping, starting again, removing, shutting down, and
+//! what the API reads of them. Filter switches are `switch.rs`, reloads `reload.rs`.
+//!
+//! Every change to the set of running pipelines goes through this one type, so that names,
+//! stops and reloads cannot race.
+
+use crossbeam_channel::bounded;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::contract::Origin;
+use super::error::SupervisorError;
+use super::handle::{conflict_among, Handle};
+use super::stopping::stop_and_join;
+use super::view::{view_of, PipelineView};
+use crate::config::{ConfigFile, PipelineConfig, PipelineSettings};
+use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
+use crate::sink::FileId;
+
+pub struct Supervisor {
+    /// The config last applied (its masks resolve names in API requests).
+    config: Mutex<ConfigFile>,
+    /// The config file's folder, for relative mask files.
+    pub(super) base_dir: Option<PathBuf>,
+    pipelines: Mutex<BTreeMap<String, Handle>>,
+    /// Outputs (by [`crate::config::output_key`]) a pipeline of this process has written: a
+    /// later start on one of them is a restart, which writes beside what was written instead
+    /// of replacing it.
+    written: Mutex<HashSet<String>>,
+    /// Half the shutdown timeout: how long a stop lets output I/O block.
+    io_grace: Duration,
+    /// Files no pipeline may write (the service's config file): looked up at each start, so
+    /// a config file replaced since (a ConfigMap's swap) is the one protected.
+    protected: Vec<PathBuf>,
+}
+
+impl Supervisor {
+    pub fn new(config: ConfigFile, base_dir: Option<PathBuf>) -> Supervisor {
+        let io_grace = Duration::try_from_secs_f64(config.server.shutdown_timeout / 2.0).unwrap_or(Duration::MAX);
+        Supervisor {
+            config: Mutex::new(config),
+            base_dir,
+            pipelines: Mutex::new(BTreeMap::new()),
+            written: Mutex::new(HashSet::new()),
+            io_grace,
+            protected: Vec::new(),
+        }
+    }
+
+    /// The same supervisor, whose pipelines never write `files` under any name or link.
+    pub fn protecting(self, files: Vec<PathBuf>) -> Supervisor {
+        Supervisor {
+            protected: files,
+            ..self
+        }
+    }
+
+    pub(super) fn pipelines(&self) -> MutexGuard<'_, BTreeMap<String, Handle>> {
+        // A panic while holding the lock leaves the map itself consistent: keep using it.
+        self.pipelines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn config(&self) -> MutexGuard<'_, ConfigFile> {
+        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts every pipeline of the config it was made with.
+    pub fn start_configured(&self) -> Result<(), SupervisorError> {
+        let config = self.config().clone();
+        let settings = config
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        for pipeline in settings.pipelines {
+            self.start(pipeline, Origin::ConfigFile)?;
+        }
+        Ok(())
+    }
+
+    /// Validates one pipeline against the current config (its masks, the names in use) and
+    /// starts it. The name, the count and the files in use are checked and the pipeline
+    /// inserted under one hold of the pipelines' lock: two requests racing on one name
+    /// cannot both start (the loser's run would go on, listed nowhere).
+    pub fn add(&self, pipeline: PipelineConfig) -> Result<PipelineView, SupervisorError> {
+        let settings = self.validate_one(pipeline)?;
+        let max = self.config().server.max_pipelines;
+        let name = settings.name.clone();
+        let mut pipelines = self.pipelines();
+        if pipelines.contains_key(&name) {
+            return Err(SupervisorError::Exists(name));
+        }
+        if pipelines.len() >= max {
+            return Err(SupervisorError::TooMany {
+                count: pipelines.len(),
+                max,
+            });
+        }
+        if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
+            return Err(SupervisorError::OutputInUse(conflict));
+        }
+        self.start_in(&mut pipelines, settings, Origin::Api)?;
+        pipelines.get(&name).map(view_of).ok_or(SupervisorError::NotFound(name))
+    }
+
+    pub(super) fn validate_one(&self, pipeline: PipelineConfig) -> Result<PipelineSettings, SupervisorError> {
+        let mut config = self.config().clone();
+        config.pipelines = vec![pipeline];
+        let mut settings = config
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        Ok(settings.pipelines.remove(0))
+    }
+
+    /// Why `pipeline` cannot run beside the running pipelines that `among` selects: it
+    /// would write a file one of them reads or writes, or read one it writes.
+    pub(super) fn output_conflict(&self, pipeline: &PipelineConfig, among: impl Fn(&Handle) -> bool) -> Option<String> {
+        conflict_among(&self.pipelines(), pipeline, among)
+    }
+
+    pub(super) fn start(&self, settings: PipelineSettings, origin: Origin) -> Result<(), SupervisorError> {
+        self.start_in(&mut self.pipelines(), settings, origin)
+    }
+
+    /// Starts a pipeline and lists it in `pipelines` (the map under the caller's lock).
+    fn start_in(
+        &self,
+        pipelines: &mut BTreeMap<String, Handle>,
+        settings: PipelineSettings,
+        origin: Origin,
+    ) -> Result<(), SupervisorError> {
+        let name = settings.name.clone();
+        let restarted = !self
+            .written
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(crate::config::output_key(&settings.sink.url));
+        let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
+        let options = RunOptions {
+            stop: stop.clone(),
+            progress: false,
+            trace: None,
+            stage_times: true,
+            outputs: OutputPolicy::Service { restarted },
+            io_grace: self.io_grace,
+            protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
+            overlap_gpu_start: false,
+        };
+        let thread = {
+            let (settings, monitor) = (settings.clone(), monitor.clone());
+            std::thread::Builder::new()
+                .name(format!("{name}-run"))
+                .spawn(move || {
+                    let span = tracing::info_span!("pipeline", pipeline = %settings.name);
+                    let _entered = span.enter();
+                    match run_monitored(&settings, &options, &monitor, switches_rx) {
+                        Ok(report) => tracing::info!("{}", report.summary()),
+                        // The operator stopped it before it opened: said, not alarmed about.
+                        Err(e) if e.is_stop() => tracing::info!("{e}"),
+                        Err(e) => tracing::error!("{e}"),
+                    }
+                })
+                .map_err(|e| SupervisorError::Spawn {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?
+        };
+        tracing::info!("pipeline {name:?} started: {}", settings.describe());
+        pipelines.insert(
+            name,
+            Handle {
+                settings,
+                origin,
+                monitor,
+                stop,
+                switches: switches_tx,
+                thread: Some(thread),
+                operator_stopped: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops a pipeline (drain, finalise the output) and forgets it. Blocks until it has
+    /// finished or `timeout` passed.
+    /// Returns its last state, and whether its threads ended (false: still blocked after
+    /// `timeout` and the pipe unblocking, see [`stop_and_join`]).
+    pub fn remove(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
+        let handle = self
+            .pipelines()
+            .remove(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        let mut stopped = [handle];
+        let ended = stop_and_join(&mut stopped, timeout).is_empty();
+        let view = view_of(&stopped[0]);
+        if ended {
+            tracing::info!("pipeline {name:?} stopped and removed");
+        } else {
+            tracing::warn!("pipeline {name:?} removed, but its threads are still blocked");
+        }
+        Ok((view, ended))
+    }
+
+    /// Stops a running pipeline (drain, finalise the output) and keeps it listed, stopped,
+    /// with its settings, for [`Supervisor::start_again`]. The state is checked and the
+    /// pipeline marked stopping under one hold of the pipelines' lock, so that a racing stop
+    /// or start on the name sees it stopping; the wait happens outside the lock. Returns its
+    /// state after the wait, and whether its threads ended (as [`Supervisor::remove`]).
+    pub fn stop(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
+        let mut stopping = {
+            let mut pipelines = self.pipelines();
+            let handle = pipelines
+                .get_mut(name)
+                .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+            let state = handle.monitor.state();
+            if state.has_ended() || state == PipelineState::Stopping {
+                return Err(SupervisorError::WrongState {
+                    name: name.to_string(),
+                    state,
+                    why: "only a starting or running pipeline can be stopped",
+                });
+            }
+            handle.operator_stopped = true;
+            // Marked here, under the lock, so a start racing this stop is refused.
+            handle.monitor.set_state(PipelineState::Stopping);
+            handle.take_for_stop()
+        };
+        let ended = stop_and_join(std::slice::from_mut(&mut stopping), timeout).is_empty();
+        if ended {
+            tracing::info!("pipeline {name:?} stopped by request; kept listed");
+        } else {
+            tracing::warn!("pipeline {name:?} stopped by request, but its threads are still blocked");
+        }
+        // The listed handle shares the monitor; it may have been deleted meanwhile.
+        let view = self.view(name).unwrap_or_else(|_| view_of(&stopping));
+        Ok((view, ended))
+    }
+
+    /// Starts a pipeline that has ended (stopped, finished or failed) again, with the same
+    /// settings and a fresh monitor, as a reload's restart does; its output follows the
+    /// restart rules (written beside what an earlier run wrote). Refused while it is
+    /// starting, running or still stopping, and while another pipeline uses its files.
+    pub fn start_again(&self, name: &str) -> Result<PipelineView, SupervisorError> {
+        let mut pipelines = self.pipelines();
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        let state = handle.monitor.state();
+        if !state.has_ended() || handle.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            return Err(SupervisorError::WrongState {
+                name: name.to_string(),
+                state,
+                why: "only a stopped, finished or failed pipeline can be started",
+            });
+        }
+        let (settings, origin) = (handle.settings.clone(), handle.origin);
+        let restarts = handle.monitor.restarts.load(Ordering::Relaxed);
+        if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
+            return Err(SupervisorError::OutputInUse(conflict));
+        }
+        if let Some(old) = pipelines.get_mut(name).and_then(|h| h.thread.take()) {
+            let _ = old.join(); // finished, checked above
+        }
+        self.start_in(&mut pipelines, settings, origin)?;
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        handle.monitor.restarts.store(restarts, Ordering::Relaxed);
+        Ok(view_of(handle))
+    }
+
+    /// Stops every pipeline at once and waits for them, at most `timeout` in all. Returns
+    /// the names of those that did not finish in time.
+    pub fn shutdown(&self, timeout: Duration) -> Vec<String> {
+        let mut handles: Vec<Handle> = std::mem::take(&mut *self.pipelines()).into_values().collect();
+        stop_and_join(&mut handles, timeout)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.pipelines().keys().cloned().collect()
+    }
+
+    pub fn monitors(&self) -> Vec<Arc<PipelineMonitor>> {
+        self.pipelines().values().map(|h| h.monitor.clone()).collect()
+    }
+
+    pub fn view(&self, name: &str) -> Result<PipelineView, SupervisorError> {
+        let pipelines = self.pipelines();
+        let handle = pipelines
+            .get(name)
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+        Ok(view_of(handle))
+    }
+
+    pub fn views(&self) -> Vec<PipelineView> {
+        self.pipelines().values().map(view_of).collect()
+    }
+
+    /// Ready once every pipeline can take its input: a file pipeline once it has started
+    /// (engine built, kernels compiled), a live one from the start. A live pipeline stays
+    /// starting until its sender's first frames size the engine, so waiting for it to leave
+    /// that state would keep senders that are routed to ready instances only (a Kubernetes
+    /// Service) from ever reaching it. A pipeline stopped on request counts as ready: the
+    /// operator chose to stop it.
+    pub fn ready(&self) -> bool {
+        self.pipelines()
+            .values()
+            .all(|h| takes_input(h.settings.source.is_live(), h.monitor.state()))
+    }
+}
+
+/// Whether a pipeline in `state` counts as ready (see [`Supervisor::ready`]).
+pub(super) fn takes_input(live: bool, state: PipelineState) -> bool {
+    live || state != PipelineState::Starting
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("pipelines", &self.names()).finish()
+    }
+}

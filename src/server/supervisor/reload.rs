@@ -1,0 +1,119 @@
+//! Reloading the config file into the running set: pipelines the file drops stopped, new
+//! ones started, changed ones restarted or switched live; API pipelines left alone.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::contract::{Origin, ReloadSummary, Switched};
+use super::error::SupervisorError;
+use super::handle::Handle;
+use super::lifecycle::Supervisor;
+use super::stopping::stop_and_join;
+use crate::config::{ConfigFile, PipelineSettings};
+use crate::pipeline::PipelineState;
+
+impl Supervisor {
+    /// Applies a new config file: pipelines it drops are stopped, new ones started, those
+    /// with other source, sink, device, streams, frames per stream, pinned frames or GPU
+    /// tuning restarted, and those with only
+    /// another filter switched live. Pipelines started through the API are left alone.
+    /// An invalid config changes nothing.
+    pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
+        let settings = new
+            .validate(self.base_dir.as_deref())
+            .map_err(SupervisorError::Invalid)?;
+        let mut summary = ReloadSummary::default();
+        let old = self.config().clone();
+        if old.server != new.server {
+            summary
+                .problems
+                .push("[server] changed; the listen address and token apply at the next start".into());
+        }
+        *self.config() = new;
+        let wanted: BTreeMap<String, PipelineSettings> =
+            settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
+
+        let mut gone: Vec<Handle> = {
+            let mut pipelines = self.pipelines();
+            let names: Vec<String> = pipelines
+                .iter()
+                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
+                .map(|(name, _)| name.clone())
+                .collect();
+            summary.stopped.extend(names.iter().cloned());
+            names.iter().filter_map(|name| pipelines.remove(name)).collect()
+        };
+        stop_and_join(&mut gone, timeout);
+
+        for (name, next) in wanted {
+            let current = self
+                .pipelines()
+                .get(&name)
+                .map(|h| (h.origin, h.settings.clone(), h.monitor.clone()));
+            // A file pipeline may not take a file that a pipeline started through the API uses.
+            if let Some(conflict) = self.output_conflict(&next.config, |h| h.origin == Origin::Api) {
+                summary
+                    .problems
+                    .push(format!("{conflict}; the config's pipeline is not started"));
+                continue;
+            }
+            match current {
+                None => match self.start(next, Origin::ConfigFile) {
+                    Ok(()) => summary.started.push(name),
+                    Err(e) => summary.problems.push(e.to_string()),
+                },
+                Some((Origin::Api, ..)) => summary.problems.push(format!(
+                    "pipeline {name:?}: the name is taken by a pipeline started through the API; the config's is not started"
+                )),
+                Some((Origin::ConfigFile, current, monitor)) => {
+                    // Only a running pipeline can switch its filter live; one that is still
+                    // starting, or has ended, starts again with the new settings.
+                    let changed = current.config != next.config || current.filter != next.filter;
+                    let restart = current.config.source != next.config.source
+                        || current.config.sink != next.config.sink
+                        || current.device != next.device
+                        || current.streams != next.streams
+                        || current.frames_per_stream != next.frames_per_stream
+                        || current.pinned_frames != next.pinned_frames
+                        || current.gpu != next.gpu
+                        || changed && monitor.state() != PipelineState::Running;
+                    if restart {
+                        let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
+                        // The old run stays listed (as stopping) until the new one takes
+                        // its place, so the pipeline never vanishes from the API meanwhile.
+                        let stopping = self.pipelines().get_mut(&name).map(Handle::take_for_stop);
+                        if let Some(handle) = stopping {
+                            stop_and_join(&mut [handle], timeout);
+                        }
+                        match self.start(next, Origin::ConfigFile) {
+                            Ok(()) => {
+                                if let Some(handle) = self.pipelines().get(&name) {
+                                    handle.monitor.restarts.store(restarts, Ordering::Relaxed);
+                                }
+                                summary.restarted.push(name);
+                            }
+                            Err(e) => {
+                                self.pipelines().remove(&name);
+                                summary.problems.push(e.to_string());
+                            }
+                        }
+                    } else if current.filter != next.filter {
+                        match self.switch_to(&next, "remove plane_masks from the file to apply it to every plane") {
+                            Ok(Switched { applies_from, .. }) => {
+                                summary.switched.push(format!("{name} (from frame {applies_from})"))
+                            }
+                            Err(e) => summary.problems.push(e.to_string()),
+                        }
+                    } else {
+                        if let Some(handle) = self.pipelines().get_mut(&name) {
+                            handle.settings = next; // same run, the config as now written
+                        }
+                        summary.unchanged.push(name);
+                    }
+                }
+            }
+        }
+        Ok(summary)
+    }
+}

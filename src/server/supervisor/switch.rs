@@ -1,0 +1,159 @@
+//! Live filter switches: the new filter checked against the pipeline's frames, its kernels
+//! made on the caller's thread, then handed to the pipeline, which swaps between two frames.
+
+use crossbeam_channel::bounded;
+use std::time::{Duration, Instant};
+
+use super::contract::{FilterUpdate, Switched};
+use super::error::SupervisorError;
+use super::lifecycle::Supervisor;
+use crate::config::{ConfigError, PipelineSettings};
+use crate::filter::{FilterSpec, PlaneName};
+use crate::frame::PixelFormat;
+use crate::pipeline::{FilterSwitch, PipelineState};
+
+/// How long a filter switch may wait for the pipeline to take it.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Supervisor {
+    /// Switches a running pipeline's filter. The kernels are compiled here first, on the
+    /// caller's thread; the pipeline then swaps between two frames. Returns the first frame
+    /// filtered with the new filter and the planes the switch changes.
+    pub fn switch_filter(&self, name: &str, update: FilterUpdate) -> Result<Switched, SupervisorError> {
+        if update.clear_plane_masks && update.plane_masks.is_some() {
+            return Err(SupervisorError::Invalid(ConfigError::Invalid(vec![format!(
+                "pipeline {name:?}: give either plane_masks (which replaces every plane mask; {{}} clears them) or clear_plane_masks, not both"
+            )])));
+        }
+        let current = self.settings(name)?;
+        let mut config = current.config.clone();
+        let filter = &mut config.filter;
+        if let Some(mask) = update.mask {
+            filter.mask = mask;
+        }
+        if let Some(planes) = update.planes {
+            filter.planes = planes;
+        }
+        if let Some(border) = update.border {
+            filter.border = border;
+        }
+        if let Some(plane_masks) = update.plane_masks {
+            filter.plane_masks = plane_masks;
+        }
+        if update.clear_plane_masks {
+            filter.plane_masks.clear();
+        }
+        let settings = self.validate_one(config)?;
+        self.switch_to(
+            &settings,
+            "send the mask with \"clear_plane_masks\": true (or \"plane_masks\": {}) to apply it to every plane",
+        )
+    }
+
+    /// Switches to `settings`' filter; `clear_hint` says how the caller removes plane masks
+    /// that keep a new mask from any plane (the API and the config file differ).
+    pub(super) fn switch_to(&self, settings: &PipelineSettings, clear_hint: &str) -> Result<Switched, SupervisorError> {
+        let name = &settings.name;
+        let (monitor, switches, before) = {
+            let pipelines = self.pipelines();
+            let handle = pipelines
+                .get(name)
+                .ok_or_else(|| SupervisorError::NotFound(name.clone()))?;
+            (
+                handle.monitor.clone(),
+                handle.switches.clone(),
+                handle.settings.filter.clone(),
+            )
+        };
+        let state = monitor.state();
+        if state != PipelineState::Running {
+            return Err(SupervisorError::NotRunning {
+                name: name.clone(),
+                state,
+            });
+        }
+        let engine_error = |error| SupervisorError::Engine {
+            name: name.clone(),
+            error,
+        };
+        if let Some(format) = monitor.format() {
+            let problems = settings.filter.problems_with(format);
+            if !problems.is_empty() {
+                let place = |p: String| format!("pipeline {name:?}: filter: {p}");
+                return Err(SupervisorError::Invalid(ConfigError::Invalid(
+                    problems.into_iter().map(place).collect(),
+                )));
+            }
+            for warning in settings.filter.warnings(format) {
+                tracing::warn!(pipeline = %name, "{warning}");
+            }
+        }
+        let started = Instant::now();
+        monitor.prepare(&settings.filter).map_err(engine_error)?;
+        tracing::debug!(
+            "pipeline {name:?}: kernels for {} ready in {:.0} ms",
+            settings.filter.description(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let (reply_tx, reply_rx) = bounded(1);
+        switches
+            .send_timeout(
+                FilterSwitch {
+                    filter: settings.filter.clone(),
+                    reply: reply_tx,
+                },
+                SWITCH_TIMEOUT,
+            )
+            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?;
+        let applies_from = reply_rx
+            .recv_timeout(SWITCH_TIMEOUT)
+            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?
+            .map_err(engine_error)?;
+        if let Some(handle) = self.pipelines().get_mut(name) {
+            handle.settings = settings.clone();
+        }
+        // A running pipeline knows its frames' format; the planes follow from it.
+        let format = monitor.format();
+        let changed_planes = format.map_or_else(Vec::new, |format| before.changed_planes(&settings.filter, format));
+        let unchanged_because = format
+            .filter(|_| changed_planes.is_empty())
+            .map(|format| why_unchanged(&before, &settings.filter, format, clear_hint));
+        if let Some(reason) = &unchanged_because {
+            tracing::warn!(pipeline = %name, "the filter switch from frame {applies_from} changes no plane: {reason}");
+        }
+        Ok(Switched {
+            applies_from,
+            changed_planes,
+            unchanged_because,
+        })
+    }
+
+    fn settings(&self, name: &str) -> Result<PipelineSettings, SupervisorError> {
+        self.pipelines()
+            .get(name)
+            .map(|h| h.settings.clone())
+            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))
+    }
+}
+
+/// Why switching from `before` to `after` leaves every plane of `format` frames as it was.
+fn why_unchanged(before: &FilterSpec, after: &FilterSpec, format: PixelFormat, clear_hint: &str) -> String {
+    let names = |planes: Vec<PlaneName>| planes.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
+    if !before.mask.filters_like(&after.mask) && after.mask_unused(format) {
+        let masked_over = after.planes_masked_over(format);
+        if masked_over.is_empty() {
+            return format!(
+                "mask `{}` applies to the planes `planes` selects, and planes = {} selects none of {format}'s",
+                after.mask.description(),
+                after.planes
+            );
+        }
+        return format!(
+            "mask `{}` applies only to planes without a mask of their own, and plane_masks gives one to every plane planes = {} selects ({}); {clear_hint}",
+            after.mask.description(),
+            after.planes,
+            names(masked_over)
+        );
+    }
+    "every plane keeps the mask and border it had".to_string()
+}
