@@ -4,9 +4,7 @@
 //! describes pipelines.
 
 pub mod config;
-pub mod ffmpeg_log;
-pub mod media;
-pub mod nvdec;
+pub mod ffmpeg;
 pub mod pipeline;
 pub mod sample;
 pub mod sink;

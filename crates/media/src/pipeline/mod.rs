@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use self::opening::{asks_for_nvdec, build, late_pool, open_sink, open_source, start_engine};
 use self::threads::{finish, run_threads, spawn_source, Queues, Stages};
 use crate::config::{PipelineSettings, SourceConfig};
-use crate::media::PassthroughPacket;
+use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{FileId, SinkError, SinkOutcome, WhenExists};
 use crate::source::{Source, SourceError};
 use crate::stats::{Counters, PipelineReport};

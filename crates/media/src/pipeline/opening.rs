@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::nvdec_admission;
 use super::{pooled_frames, EngineStatus, OutputPolicy, PipelineError, PipelineMonitor, RunOptions};
 use crate::config::{PipelineSettings, SourceConfig};
-use crate::media::SourceInfo;
+use crate::ffmpeg::SourceInfo;
 use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;

@@ -10,7 +10,7 @@ use std::thread;
 use super::{filter_stage, inject_panic, panic_message, FilterSwitch, PipelineError, PipelineMonitor, RunOptions};
 use super::{FRAME_QUEUE, PACKET_QUEUE};
 use crate::config::{DropPolicy, PipelineSettings};
-use crate::media::PassthroughPacket;
+use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{self, SinkError, SinkOutcome};
 use crate::source::{DropOldest, Source, SourceError};
 use convstream_core::engine::{trace, Engine, EngineError, TraceSpan};

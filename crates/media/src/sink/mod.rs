@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::config::{OutputTarget, SinkConfig};
-use crate::media::{init, PassthroughPacket, SourceInfo};
+use crate::ffmpeg::{init, PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
 use muxer::Muxer;

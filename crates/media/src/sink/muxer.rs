@@ -13,7 +13,7 @@ use super::encoder::{self, VideoEncoder};
 use super::output_io::OutputIo;
 use super::{OutputOptions, Sink, SinkError};
 use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
-use crate::media::{PassthroughPacket, SourceInfo};
+use crate::ffmpeg::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
 

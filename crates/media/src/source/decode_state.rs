@@ -13,7 +13,7 @@ use super::device_pictures::{CudaDecoding, Picture};
 use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
 use super::{sleep_unless_stopped, SourceError};
-use crate::media::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
+use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::{Frame, PixelFormat};
 use convstream_core::host_buffers::BufferPool;

@@ -2,7 +2,7 @@
 //! that never hangs or loses a frame.
 //!
 //! - NVDEC is refused, with the reason, before a decoder is made when the driver says it
-//!   cannot decode the stream ([`crate::nvdec`]).
+//!   cannot decode the stream ([`super::nvdec`]).
 //! - A new sequence (size, chroma format, bit depth) is seen at its keyframe
 //!   ([`super::sequence`]): the old decoder is finished and a fresh one starts there.
 //! - Any other failure (damaged data, a change the watch cannot see) makes the decoder anew
@@ -21,13 +21,13 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use super::device_pictures::CudaDecoding;
+use super::nvdec::{self, NvdecProbe, StreamTraits};
 use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
 use super::{DecodeState, DrainEnd, SourceError};
 use crate::config::SourceConfig;
-use crate::media::{decoder_named, is_again};
-use crate::nvdec::{self, NvdecProbe, StreamTraits};
+use crate::ffmpeg::{decoder_named, is_again};
 use crate::stats::Counters;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
@@ -138,7 +138,7 @@ impl VideoDecoder {
             }
             None => None,
         };
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let inner = open_codec(
             codec,
             &parameters,
@@ -149,7 +149,7 @@ impl VideoDecoder {
             device.as_ref(),
         )
         .map_err(|e| {
-            decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder: {e}",
                 codec.name()
             )))
@@ -200,7 +200,7 @@ impl VideoDecoder {
             }
         }
         self.device = device;
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         self.inner = open_codec(
             self.codec,
@@ -213,7 +213,7 @@ impl VideoDecoder {
         )
         .map_err(|e| SourceError::Decoder {
             url: url.to_string(),
-            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder on the GPU: {e}",
                 self.codec.name()
             )),
@@ -376,7 +376,7 @@ impl VideoDecoder {
         }
         // FFmpeg's cuvid wrapper logs why it failed ("AVHWFramesContext is already initialized
         // with incompatible parameters"); say it with the failure.
-        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
+        let error = crate::ffmpeg::log::with_ffmpeg_reason(error.to_string());
         let mut earlier = self.replay.take();
         let last_keyframe = earlier.iter().rposition(Packet::is_key).unwrap_or(0);
         let latest = earlier.split_off(last_keyframe);
@@ -484,7 +484,7 @@ impl VideoDecoder {
                 raw.extradata_size = 0;
             }
         }
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         open_codec(
             self.codec,
@@ -497,7 +497,7 @@ impl VideoDecoder {
         )
         .map_err(|e| SourceError::Decoder {
             url: state.url.clone(),
-            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder again: {e}",
                 self.codec.name()
             )),
@@ -505,7 +505,7 @@ impl VideoDecoder {
     }
 
     fn gave_up(&self, frame: u64, error: &dyn std::fmt::Display, state: &DecodeState) -> SourceError {
-        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
+        let error = crate::ffmpeg::log::with_ffmpeg_reason(error.to_string());
         SourceError::Decoder {
             url: state.url.clone(),
             reason: format!(

@@ -7,12 +7,12 @@
 //! - [`decode_state`]: what lasts across loops and reconnections (timestamps, pacing, the
 //!   drop policy, format conversion).
 //! - [`decoder`]: which decoder, and how NVDEC failures are survived.
+//! - [`nvdec`]: whether NVDEC can decode a stream (pure, so tested without a GPU).
 
 mod decode_state;
 mod decoder;
 mod device_pictures;
-
-use device_pictures::CudaDecoding;
+pub mod nvdec;
 mod open;
 mod pipe_input;
 mod pooled_pictures;
@@ -28,12 +28,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::SourceConfig;
-use crate::media::SourceInfo;
-use crate::nvdec::NvdecProbe;
+use crate::ffmpeg::SourceInfo;
 use convstream_core::host_buffers::BufferPool;
 pub use decode_state::DropOldest;
 use decode_state::{DecodeState, DrainEnd};
 use decoder::VideoDecoder;
+use device_pictures::CudaDecoding;
+use nvdec::NvdecProbe;
 use watchdog::Watchdog;
 
 /// Why an input could not be opened or read. Each message holds its cause once (callers

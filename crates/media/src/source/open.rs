@@ -10,12 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::nvdec::NvdecProbe;
 use super::pipe_input::PipeInput;
 use super::watchdog::Watchdog;
 use super::{sleep_unless_stopped, Source, SourceError, VideoDecoder};
 use crate::config::SourceConfig;
-use crate::media::{engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo};
-use crate::nvdec::NvdecProbe;
+use crate::ffmpeg::{
+    engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo,
+};
 use crate::stats::Counters;
 use convstream_core::frame::PixelFormat;
 
@@ -92,11 +94,11 @@ fn open_input(
             if status == AVERROR_EXIT && !watchdog.stopped() && watchdog.expired() {
                 watchdog.idle_reason()
             } else {
-                crate::ffmpeg_log::ffmpeg_reason_first(describe(status))
+                crate::ffmpeg::log::ffmpeg_reason_first(describe(status))
             }
         };
         watchdog.arm();
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         // Options are handed over as FFmpeg's dictionary; what is left in it afterwards is
         // what neither the demuxer nor the protocol took.
         let mut options = ffmpeg::Dictionary::new();
@@ -147,7 +149,7 @@ fn open_input(
             }
         }
         watchdog.arm();
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let status = avformat_find_stream_info(context, std::ptr::null_mut());
         if status < 0 {
             avformat_close_input(&mut context);
@@ -224,7 +226,7 @@ impl Source {
             url: url.clone(),
             reason,
         };
-        let bit_depth = crate::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
+        let bit_depth = super::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
         let decoder = VideoDecoder::open(config, stream.parameters(), time_base, nvdec_probe, gpu)?;
         let device = decoder.device().cloned();
         let hardware = decoder.is_hardware();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::trim::Trim;
 use super::{DecodeState, DropOldest, Source, SourceError};
-use crate::media::{is_again, PassthroughPacket};
+use crate::ffmpeg::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
 use convstream_core::frame::Frame;
 

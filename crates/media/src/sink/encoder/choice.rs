@@ -6,8 +6,8 @@ use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::media::encoders::{default_encoders, encoder_usable, first_usable};
-use crate::media::{
+use crate::ffmpeg::encoders::{default_encoders, encoder_usable, first_usable};
+use crate::ffmpeg::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
 use convstream_core::frame::{PixelFormat, PixelLayout};

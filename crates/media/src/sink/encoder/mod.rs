@@ -11,8 +11,8 @@ use ffmpeg::{codec, Dictionary, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::media::encoders::default_bit_rate;
-use crate::media::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
+use crate::ffmpeg::encoders::default_bit_rate;
+use crate::ffmpeg::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
 use choice::{bits_of, choose_codec, choose_format};
 use convstream_core::frame::Frame;
 use lending::lend_to_ffmpeg;

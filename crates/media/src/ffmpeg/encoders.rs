@@ -70,11 +70,11 @@ fn open_tiny(name: &str) -> Result<(), String> {
     encoder.set_height(144);
     encoder.set_format(ffmpeg::format::Pixel::YUV420P);
     encoder.set_time_base(ffmpeg::Rational::new(1, 25));
-    crate::ffmpeg_log::clear_last_error();
+    super::log::clear_last_error();
     encoder
         .open_as(codec)
         .map(drop)
-        .map_err(|e| crate::ffmpeg_log::with_ffmpeg_reason(format!("cannot open it: {e}")))
+        .map_err(|e| super::log::with_ffmpeg_reason(format!("cannot open it: {e}")))
 }
 
 /// A bit rate for encoders that need one (OpenH264, NVENC) when the config sets none: about

@@ -1,9 +1,11 @@
 //! FFmpeg glue shared by the source and the sink: library start-up, pixel-format
 //! mapping between FFmpeg and [`PixelFormat`], and copying planes in and out of
-//! FFmpeg frames. The stream types the source hands the sink are in [`stream`].
+//! FFmpeg frames. The stream types the source hands the sink are in `stream`, FFmpeg's
+//! log lines in [`log`].
 
 pub mod encoders;
 pub mod hdr;
+pub mod log;
 mod stream;
 
 pub use hdr::HdrMetadata;
@@ -16,14 +18,14 @@ use std::sync::{Arc, Once, OnceLock};
 use convstream_core::frame::{Frame, PixelFormat, Plane};
 use convstream_core::host_buffers::BufferPool;
 
-/// Initialises FFmpeg once, with its log lines sent through tracing (see [`crate::ffmpeg_log`]).
+/// Initialises FFmpeg once, with its log lines sent through tracing (see [`log`]).
 pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         // Cannot fail with the statically or dynamically linked libraries we build against.
         let _ = ffmpeg::init();
         ffmpeg::util::log::set_level(ffmpeg::util::log::Level::Error);
-        crate::ffmpeg_log::install();
+        log::install();
     });
 }
 

@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn traits_come_from_the_pixel_format() {
-        crate::media::init();
+        crate::ffmpeg::init();
         for (format, chroma, depth) in [
             (ffmpeg::format::Pixel::YUV420P, Chroma::Yuv420, 8),
             (ffmpeg::format::Pixel::YUV444P, Chroma::Yuv444, 8),
