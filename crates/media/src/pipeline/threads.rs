@@ -7,8 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use super::{filter_stage, inject_panic, panic_message, FilterSwitch, PipelineError, PipelineMonitor, RunOptions};
-use super::{FRAME_QUEUE, PACKET_QUEUE};
+use super::capacity::{FRAME_QUEUE, PACKET_QUEUE};
+use super::error::PipelineError;
+use super::filter_stage;
+use super::monitor::{FilterSwitch, PipelineMonitor};
+use super::options::RunOptions;
+use super::panics::{inject_panic, panic_message};
 use crate::config::{DropPolicy, PipelineSettings};
 use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{self, SinkError, SinkOutcome};
