@@ -475,7 +475,7 @@ fn run<'py>(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let options = RunOptions {
         stop: Arc::new(AtomicBool::new(false)),
-        progress: false,
+        progress: None,
         trace: None,
         stage_times: false,
         outputs: OutputPolicy::Command,

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use super::args::RunArgs;
 use super::logging::init_logging;
+use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
 use convstream::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
-use convstream::pipeline::{run_all, OutputPolicy, RunOptions};
+use convstream::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
 /// that set it (0 while none came), for the exit code.
@@ -193,7 +194,7 @@ pub(crate) fn run_settings(
         &settings.pipelines,
         &RunOptions {
             stop: stopping.stop.clone(),
-            progress,
+            progress: progress.then(|| Arc::new(TerminalProgress) as Arc<dyn Progress>),
             trace,
             stage_times: false,
             outputs: OutputPolicy::Command,

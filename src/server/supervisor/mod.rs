@@ -271,7 +271,7 @@ impl Supervisor {
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
         let options = RunOptions {
             stop: stop.clone(),
-            progress: false,
+            progress: None,
             trace: None,
             stage_times: true,
             outputs: OutputPolicy::Service { restarted },

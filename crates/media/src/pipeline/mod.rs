@@ -30,4 +30,5 @@ pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
 pub use opening::fit_to_filter;
 pub use options::{OutputPolicy, RunOptions};
 pub use panics::panic_message;
+pub use progress::{Progress, RunProgress};
 pub use run::{run_all, run_monitored, run_pipeline};

@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::progress::Progress;
 use crate::sink::{FileId, WhenExists};
 
 /// How a pipeline run is watched and stopped.
@@ -12,8 +13,9 @@ use crate::sink::{FileId, WhenExists};
 pub struct RunOptions {
     /// Set by a signal: stop reading, drain, finalise.
     pub stop: Arc<AtomicBool>,
-    /// Draw a progress bar (only when stderr is a terminal).
-    pub progress: bool,
+    /// Shown the run's progress as it writes frames (`run` draws a progress line); `None`
+    /// shows nothing.
+    pub progress: Option<Arc<dyn Progress>>,
     /// Write a Chrome trace of every frame's engine stages here (either engine).
     pub trace: Option<std::path::PathBuf>,
     /// Time every frame's engine stages (for metrics); costs a few CUDA events per frame.

@@ -1,10 +1,27 @@
-//! The run's progress as it writes frames: how many it will write, as far as known, and the
-//! progress line drawn on a terminal.
+//! A run's progress as it writes frames, told to whoever shows it ([`Progress`]: `run`
+//! draws a progress line), and how many frames the run will write, as far as known.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::sync::Arc;
 
 use crate::config::SourceConfig;
+
+/// Shows runs' progress. A run tells it when it starts writing, then each frame written,
+/// then its end; several pipelines run at once each get their own [`RunProgress`].
+pub trait Progress: Send + Sync {
+    /// The run of `pipeline` has every part open and starts writing. `expected` is how many
+    /// frames it will write, when known (the input's length cut by `start`, `duration` and
+    /// `frames`); `frame_rate` is the input's frames per second (0 when unknown).
+    fn start(&self, pipeline: &str, expected: Option<u64>, frame_rate: f64) -> Arc<dyn RunProgress>;
+}
+
+/// One run's progress, told from the run's threads (the sink's counts the frames).
+pub trait RunProgress: Send + Sync {
+    /// One more frame was written.
+    fn frame_written(&self);
+    /// Every stage ended without a failure: what was shown may go. A run whose stages
+    /// failed only drops this value.
+    fn finish(&self);
+}
 
 /// Frames the run will write, as far as known: the input's, cut by `start`, `duration`
 /// and `frames`.
@@ -21,37 +38,4 @@ pub(super) fn trimmed_length(expected: Option<u64>, source: &SourceConfig, frame
         return source.frames;
     }
     lengths.into_iter().flatten().min()
-}
-
-/// The progress line: frames, frames per second and speed against real time, as
-/// FFmpeg's (`fps=250 speed=10x`).
-pub(super) fn progress_bar(enabled: bool, expected: Option<u64>, frame_rate: f64, name: &str) -> ProgressBar {
-    if !enabled || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-        let _ = write!(w, "{:.0} fps", state.per_sec());
-    };
-    let speed = move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-        if frame_rate > 0.0 {
-            let _ = write!(w, "{:.2}x", state.per_sec() / frame_rate);
-        }
-    };
-    let bar = match expected {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} frames, {rate}, speed {speed}, ETA {eta}")
-                .expect("valid template")
-                .with_key("rate", rate)
-                .with_key("speed", speed)
-                .progress_chars("=> "),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{prefix} {spinner} {pos} frames, {rate}, speed {speed}")
-                .expect("valid template")
-                .with_key("rate", rate)
-                .with_key("speed", speed),
-        ),
-    };
-    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
-    bar.with_prefix(name.to_string())
 }

@@ -13,7 +13,7 @@ use super::monitor::{FilterSwitch, PipelineMonitor, PipelineState};
 use super::opening::{self, Opened};
 use super::options::RunOptions;
 use super::panics::{inject_panic, panic_message};
-use super::progress::{progress_bar, trimmed_length};
+use super::progress::trimmed_length;
 use super::report::{report, Running};
 use super::threads::{finish, run_threads};
 use crate::config::PipelineSettings;
@@ -88,14 +88,17 @@ fn run_stages(
         output_size: format!("{}x{}", info.width, info.height),
         frame_rate: f64::from(info.frame_rate),
     };
-    let bar = progress_bar(
-        options.progress,
-        trimmed_length(info.expected_frames, &settings.source, running.frame_rate),
-        running.frame_rate,
-        &settings.name,
-    );
-    let ended = run_threads(settings, monitor, switches, stages, queues, &bar)?;
-    bar.finish_and_clear();
+    let progress = options.progress.as_ref().map(|progress| {
+        progress.start(
+            &settings.name,
+            trimmed_length(info.expected_frames, &settings.source, running.frame_rate),
+            running.frame_rate,
+        )
+    });
+    let ended = run_threads(settings, monitor, switches, stages, queues, progress.clone())?;
+    if let Some(progress) = &progress {
+        progress.finish();
+    }
     let outcome = finish(settings, options, ended)?;
     Ok(report(
         settings,
