@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod doctor;
+pub mod log_filter;
 pub mod server;
 
 pub use convstream_core::{engine, filter, frame, host_buffers, mask, text};

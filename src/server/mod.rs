@@ -27,6 +27,7 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::config::{ConfigError, ConfigFile};
+use crate::log_filter::is_log_filter;
 use api::ApiState;
 use metrics::ServerCounters;
 use supervisor::{Supervisor, SupervisorError};
@@ -67,7 +68,7 @@ pub struct ServeOptions {
 /// exits at once.
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
-    config.validate(options.config_path.parent())?;
+    config.validate(options.config_path.parent(), is_log_filter)?;
     let sharding = shard::Sharding::from_config(&config)?.map(Arc::new);
     let config = match &sharding {
         Some(sharding) => sharding.select(config)?,
@@ -234,14 +235,14 @@ impl Reloader {
             .ok()
             .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
-        let mut config = match ConfigFile::load(&self.path) {
+        let mut config = match ConfigFile::load(&self.path, is_log_filter) {
             Ok(config) => config,
             Err(e) => return self.reject(e),
         };
         if let Some(sharding) = &self.sharding {
             sharding.keep_settings(&mut config);
         }
-        if let Err(e) = config.validate(self.path.parent()) {
+        if let Err(e) = config.validate(self.path.parent(), is_log_filter) {
             return self.reject(e);
         }
         if let Some(sharding) = &self.sharding {

@@ -19,6 +19,7 @@ use crate::config::{ConfigError, ConfigFile, MaskSelection, PipelineConfig, Pipe
 use crate::engine::EngineError;
 use crate::filter::{BorderMode, FilterSpec, PlaneName, PlaneSelection};
 use crate::frame::PixelFormat;
+use crate::log_filter::is_log_filter;
 use crate::sink::FileId;
 
 mod stopping;
@@ -201,7 +202,7 @@ impl Supervisor {
     pub fn start_configured(&self) -> Result<(), SupervisorError> {
         let config = self.config().clone();
         let settings = config
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         for pipeline in settings.pipelines {
             self.start(pipeline, Origin::ConfigFile)?;
@@ -238,7 +239,7 @@ impl Supervisor {
         let mut config = self.config().clone();
         config.pipelines = vec![pipeline];
         let mut settings = config
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         Ok(settings.pipelines.remove(0))
     }
@@ -535,7 +536,7 @@ impl Supervisor {
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
         let settings = new
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         let mut summary = ReloadSummary::default();
         let old = self.config().clone();

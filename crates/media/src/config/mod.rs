@@ -3,6 +3,7 @@
 
 mod inputs;
 pub mod limits;
+mod log_filter;
 mod outputs;
 mod overrides;
 mod schema;
@@ -11,6 +12,7 @@ mod structure;
 mod validate;
 
 pub use inputs::missing_inputs;
+pub use log_filter::LogFilterCheck;
 pub use outputs::{
     check_outputs, conflicts_with_running, container_of_scheme, output_key, refuse_existing_outputs,
     side_output_problems, FileIdentity, OutputTarget,
@@ -63,12 +65,18 @@ impl fmt::Display for ProblemList<'_> {
 impl ConfigFile {
     /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
     /// A text that is TOML but not a valid config gets every type-level problem at once,
-    /// with those of validation (relative mask files resolve from the working directory).
-    pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
-        ConfigFile::parse_in(text, origin, None)
+    /// with those of validation (relative mask files resolve from the working directory;
+    /// `log_filter` says which `[log] level` is a log filter).
+    pub fn parse(text: &str, origin: &str, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse_in(text, origin, None, log_filter)
     }
 
-    fn parse_in(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+    fn parse_in(
+        text: &str,
+        origin: &str,
+        base_dir: Option<&Path>,
+        log_filter: LogFilterCheck,
+    ) -> Result<ConfigFile, ConfigError> {
         let error = match toml::from_str(text) {
             Ok(config) => return Ok(config),
             Err(e) => e,
@@ -81,7 +89,7 @@ impl ConfigFile {
         let Ok(table) = toml::from_str::<toml::Table>(text) else {
             return Err(parse_error);
         };
-        let problems = structure::problems(&table, base_dir);
+        let problems = structure::problems(&table, base_dir, log_filter);
         if problems.is_empty() {
             Err(parse_error)
         } else {
@@ -92,7 +100,7 @@ impl ConfigFile {
         }
     }
 
-    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+    pub fn load(path: &Path, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
         let bytes = read_config_bytes(path)?;
         let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
             path: path.to_path_buf(),
@@ -101,11 +109,12 @@ impl ConfigFile {
                 e.utf8_error().valid_up_to()
             ),
         })?;
-        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent())
+        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent(), log_filter)
     }
 
     pub fn builtin_default() -> ConfigFile {
-        ConfigFile::parse(DEFAULT_CONFIG, "built-in default").expect("the built-in default config parses")
+        // It is of the schema, so no check of a broken file (nor of its log filter) runs.
+        toml::from_str(DEFAULT_CONFIG).expect("the built-in default config parses")
     }
 }
 

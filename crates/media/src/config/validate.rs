@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use super::limits;
+use super::log_filter::{self, LogFilterCheck};
 use super::{
     ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
 };
@@ -45,17 +46,12 @@ pub struct PipelineSettings {
 
 impl ConfigFile {
     /// Checks everything and builds every mask. `base_dir` resolves relative mask files
-    /// (the config file's folder).
-    pub fn validate(&self, base_dir: Option<&Path>) -> Result<Settings, ConfigError> {
+    /// (the config file's folder); `log_filter` says whether `[log] level` is a log filter.
+    pub fn validate(&self, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Result<Settings, ConfigError> {
         let mut problems = Vec::new();
         let named = build_named_masks(&self.masks, base_dir, &mut problems);
         if let Some(level) = &self.log.level {
-            if tracing_subscriber::EnvFilter::try_new(level).is_err() {
-                problems.push(format!(
-                    "log.level: `{}` is not a log filter (try info, debug, or convstream=debug)",
-                    limits::quoted(level)
-                ));
-            }
+            problems.extend(log_filter::problem(level, log_filter));
         }
         validate_server(&self.server, &mut problems);
         limits::server_limits(&self.server, &mut problems);
