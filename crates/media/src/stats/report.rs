@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use super::{EndedEarly, FrameLatency};
+use super::counters::EndedEarly;
+use super::latency::FrameLatency;
+use super::startup::StartupTimes;
 
 /// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
 #[derive(Debug, Clone, Serialize)]
@@ -39,7 +41,7 @@ pub struct PipelineReport {
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub time_to_first_frame: Option<f64>,
     /// The steps of the start: input open, engine ready, output open, first frame.
-    pub startup: super::StartupTimes,
+    pub startup: StartupTimes,
     #[serde(serialize_with = "super::rounding::thousandths")]
     pub fps: f64,
     /// Time each stage spent working (not waiting on its neighbours), in seconds.
