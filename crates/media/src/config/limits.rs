@@ -5,8 +5,8 @@
 
 pub use convstream_core::text::{escape_control, quoted};
 
-use super::{PipelineConfig, ServerConfig, SourceConfig};
-use crate::config::MaskSelection;
+use super::schema::MaskSelection;
+use super::schema::{PipelineConfig, ServerConfig, SourceConfig};
 
 /// Timeouts and backoff delays, in seconds: from a millisecond (shorter would spin) to an
 /// hour (longer is a mistake, and would overflow a clock long before 1e20).

@@ -5,7 +5,9 @@
 use convstream_core::text::quoted;
 use std::path::{Component, Path, PathBuf};
 
-use super::{ConfigError, PipelineConfig, PipelineSettings};
+use super::error::ConfigError;
+use super::schema::PipelineConfig;
+use super::settings::PipelineSettings;
 
 /// Where a sink URL writes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Command-line flags laid over a config file (or over nothing, when only flags are given).
 
-use super::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use super::error::ConfigError;
+use super::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
 use convstream_core::filter::{BorderMode, PlaneSelection};
 
 /// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.

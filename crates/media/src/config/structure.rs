@@ -8,10 +8,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use toml::{Table, Value};
 
+use super::error::ConfigError;
 use super::limits::pipeline_place;
 use super::log_filter::LogFilterCheck;
+use super::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use super::validate::NO_PIPELINE;
-use super::{ConfigError, ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use convstream_core::mask::MaskParams;
 
 const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];

@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use super::error::ConfigError;
 use super::limits;
 use super::log_filter::{self, LogFilterCheck};
-use super::{
-    ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
-};
-use convstream_core::engine::{DeviceChoice, GpuTuning};
+use super::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
+use super::settings::{PipelineSettings, Settings};
+use convstream_core::engine::DeviceChoice;
 use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
 use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
 
@@ -17,32 +17,6 @@ use convstream_core::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
 
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
-
-/// A validated configuration.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub log: LogConfig,
-    pub server: ServerConfig,
-    pub pipelines: Vec<PipelineSettings>,
-}
-
-/// One pipeline, ready to run.
-#[derive(Debug, Clone)]
-pub struct PipelineSettings {
-    pub name: String,
-    pub source: SourceConfig,
-    pub filter: FilterSpec,
-    pub device: DeviceChoice,
-    pub streams: usize,
-    pub frames_per_stream: usize,
-    /// The configured cap on pinned frames, if any (see `pipeline::pooled_frames`).
-    pub pinned_frames: Option<usize>,
-    /// The CUDA engine's spin-wait and tilings.
-    pub gpu: GpuTuning,
-    pub sink: SinkConfig,
-    /// The pipeline as written, for reload comparisons and the API.
-    pub config: PipelineConfig,
-}
 
 impl ConfigFile {
     /// Checks everything and builds every mask. `base_dir` resolves relative mask files

@@ -6,7 +6,8 @@
 use ffmpeg_next as ffmpeg;
 use std::sync::OnceLock;
 
-use super::encoder_named;
+use super::codecs::encoder_named;
+use super::startup::init;
 
 /// The encoders tried, in order, when the config names none.
 pub const DEFAULT_ENCODERS: &[&str] = &["libx264", "h264_nvenc", "libopenh264", "mpeg4"];
@@ -60,7 +61,7 @@ pub fn nvenc_usable(name: &str) -> Result<(), String> {
 }
 
 fn open_tiny(name: &str) -> Result<(), String> {
-    super::init();
+    init();
     let codec = encoder_named(name).ok_or("not in this FFmpeg build")?;
     let mut encoder = ffmpeg::codec::Context::new_with_codec(codec)
         .encoder()

@@ -4,6 +4,7 @@
 use ffmpeg::{codec, media, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
+use super::hdr::HdrMetadata;
 use convstream_core::frame::PixelFormat;
 
 /// Colour description carried from input to output.
@@ -44,7 +45,7 @@ pub struct SourceInfo {
     pub decoder: String,
     pub passthrough: Vec<PassthroughStream>,
     /// Mastering display and content light level, from the stream or its first picture.
-    pub hdr: super::HdrMetadata,
+    pub hdr: HdrMetadata,
     /// Frames arrive at their own pace (a live input, or `realtime` pacing): encoders are
     /// set up for latency rather than for the last bit of compression.
     pub real_time: bool,

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::container::header_options;
+use super::contract::{OutputOptions, Sink, SinkError};
 use super::encoder::{self, VideoEncoder};
 use super::output_io::OutputIo;
-use super::{OutputOptions, Sink, SinkError};
 use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
 use crate::ffmpeg::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
@@ -121,7 +121,7 @@ impl Muxer {
         let video_index = stream.index();
         let copied = add_copied_streams(&mut output, config, source);
         let container = output.format().name().to_string();
-        let output_error = |error: super::OutputIoError| SinkError::Output {
+        let output_error = |error: super::output_io::OutputIoError| SinkError::Output {
             url: url.clone(),
             error,
         };

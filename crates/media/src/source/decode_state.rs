@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::device_pictures::{CudaDecoding, Picture};
+use super::error::SourceError;
 use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
-use super::{sleep_unless_stopped, SourceError};
+use super::watchdog::sleep_unless_stopped;
 use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::{Frame, PixelFormat};

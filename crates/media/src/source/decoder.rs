@@ -20,12 +20,13 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::decode_state::{DecodeState, DrainEnd};
 use super::device_pictures::CudaDecoding;
+use super::error::SourceError;
 use super::nvdec::{self, NvdecProbe, StreamTraits};
 use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
-use super::{DecodeState, DrainEnd, SourceError};
 use crate::config::SourceConfig;
 use crate::ffmpeg::{decoder_named, is_again};
 use crate::stats::Counters;

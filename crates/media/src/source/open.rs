@@ -10,10 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::decoder::VideoDecoder;
+use super::error::SourceError;
 use super::nvdec::NvdecProbe;
 use super::pipe_input::PipeInput;
+use super::watchdog::sleep_unless_stopped;
 use super::watchdog::Watchdog;
-use super::{sleep_unless_stopped, Source, SourceError, VideoDecoder};
+use super::Source;
 use crate::config::SourceConfig;
 use crate::ffmpeg::{
     engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo,

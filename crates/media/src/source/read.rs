@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::decode_state::{DecodeState, DropOldest};
+use super::error::SourceError;
 use super::trim::Trim;
-use super::{DecodeState, DropOldest, Source, SourceError};
+use super::Source;
 use crate::ffmpeg::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
 use convstream_core::frame::Frame;

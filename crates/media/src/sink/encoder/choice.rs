@@ -139,3 +139,8 @@ pub(super) fn bits_of(pixel: Pixel) -> u8 {
         .descriptor()
         .map_or(8, |desc| unsafe { (*desc.as_ptr()).comp[0].depth } as u8)
 }
+
+/// FFmpeg's name of a pixel format (`yuv420p10le`).
+pub(super) fn pixel_name(pixel: Pixel) -> &'static str {
+    pixel.descriptor().map_or("unknown", |desc| desc.name())
+}

@@ -13,7 +13,7 @@ use ffmpeg_next as ffmpeg;
 use crate::config::SinkConfig;
 use crate::ffmpeg::encoders::default_bit_rate;
 use crate::ffmpeg::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
-use choice::{bits_of, choose_codec, choose_format};
+use choice::{bits_of, choose_codec, choose_format, pixel_name};
 use convstream_core::frame::Frame;
 use lending::lend_to_ffmpeg;
 use opening::{
@@ -351,9 +351,4 @@ impl RescaleBetween for i64 {
         // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
         unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
     }
-}
-
-/// FFmpeg's name of a pixel format (`yuv420p10le`).
-fn pixel_name(pixel: Pixel) -> &'static str {
-    pixel.descriptor().map_or("unknown", |desc| desc.name())
 }

@@ -5,7 +5,7 @@ use ffmpeg::format::Pixel;
 use ffmpeg::{codec, Dictionary};
 use ffmpeg_next as ffmpeg;
 
-use super::pixel_name;
+use super::choice::pixel_name;
 use crate::config::SinkConfig;
 
 /// Why the video encoder could not be set up.
