@@ -11,6 +11,8 @@
 
 mod decode_state;
 mod decoder;
+mod decoder_choice;
+mod demuxer;
 mod device_pictures;
 mod error;
 pub mod nvdec;
