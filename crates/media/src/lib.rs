@@ -3,6 +3,8 @@
 //! stage a thread joined by bounded channels (see [`pipeline`]), and the configuration that
 //! describes pipelines.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod ffmpeg;
 pub mod pipeline;

@@ -9,9 +9,13 @@ use std::path::Path;
 /// Shape of the generated clip.
 #[derive(Debug, Clone, Copy)]
 pub struct SampleSpec {
+    /// Width, in pixels.
     pub width: u32,
+    /// Height, in pixels.
     pub height: u32,
+    /// Frames per second.
     pub fps: i32,
+    /// How many frames.
     pub frames: u32,
     /// Encode H.264 with libx264 where the FFmpeg build has it (else MPEG-4 Part 2).
     pub prefer_h264: bool,

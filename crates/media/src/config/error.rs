@@ -6,15 +6,33 @@ use std::path::PathBuf;
 /// Why a configuration cannot be used. `Invalid` lists every problem found.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file could not be read (missing, not a regular file, too large, not UTF-8).
     #[error("cannot read config {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// Why it could not be read.
+        reason: String,
+    },
+    /// The text is not TOML, or not of the schema in a way no check below names.
     #[error("{origin}: {message}")]
-    Parse { origin: String, message: String },
+    Parse {
+        /// Where the text came from (a path, or "built-in default").
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// Every problem validation found, each with its place.
     #[error("{}", ProblemList(.0))]
     Invalid(Vec<String>),
     /// A file that is TOML but not of the schema: every problem, found in one pass.
     #[error("{origin}: {}", ProblemList(.problems))]
-    InvalidFile { origin: String, problems: Vec<String> },
+    InvalidFile {
+        /// Where the text came from (a path).
+        origin: String,
+        /// Every problem, each with its place.
+        problems: Vec<String>,
+    },
 }
 
 struct ProblemList<'a>(&'a [String]);

@@ -49,6 +49,8 @@ impl ConfigFile {
         }
     }
 
+    /// Reads and parses the config file at `path` (see [`read_config_bytes`] and
+    /// [`ConfigFile::parse`]); relative mask files resolve from its folder.
     pub fn load(path: &Path, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
         let bytes = read_config_bytes(path)?;
         let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
@@ -61,6 +63,7 @@ impl ConfigFile {
         ConfigFile::parse_in(&text, &path.display().to_string(), path.parent(), log_filter)
     }
 
+    /// The configuration compiled into the binary ([`DEFAULT_CONFIG`]).
     pub fn builtin_default() -> ConfigFile {
         // It is of the schema, so no check of a broken file (nor of its log filter) runs.
         toml::from_str(DEFAULT_CONFIG).expect("the built-in default config parses")

@@ -1,5 +1,11 @@
 //! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
 //! validation that turns it into runnable pipeline settings, reporting every problem at once.
+//!
+//! - `file`: reading and parsing a config; `structure`: every problem of a text that does
+//!   not fit the schema; `schema`: the file's shape; `error`: [`ConfigError`].
+//! - `validate`: a parsed config turned into [`Settings`] (`settings`), with [`limits`],
+//!   `log_filter`, `inputs` and `outputs` checks.
+//! - `overrides`: command-line flags laid over a config.
 
 mod error;
 mod file;

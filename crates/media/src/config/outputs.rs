@@ -23,6 +23,7 @@ pub enum OutputTarget {
 }
 
 impl OutputTarget {
+    /// What a sink's `url` names: `null`, `-`, a URL with a protocol, else a local path.
     pub fn of(url: &str) -> OutputTarget {
         match url {
             "null" => return OutputTarget::Discard,
@@ -73,11 +74,19 @@ fn has_protocol(url: &str) -> bool {
 /// absolute path with `.`, `..` and symlinked folders resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileIdentity {
-    Inode { device: u64, inode: u64 },
+    /// An existing file.
+    Inode {
+        /// The file system's device number.
+        device: u64,
+        /// The file's inode number on that device.
+        inode: u64,
+    },
+    /// A file that does not exist (yet): its resolved absolute path.
     Path(PathBuf),
 }
 
 impl FileIdentity {
+    /// The identity of the file `path` names (links followed).
     pub fn of(path: &Path) -> FileIdentity {
         use std::os::unix::fs::MetadataExt;
         if let Ok(meta) = std::fs::metadata(path) {

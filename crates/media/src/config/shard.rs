@@ -84,10 +84,12 @@ impl Shard {
         }
     }
 
+    /// This shard's index, from 0.
     pub fn index(&self) -> usize {
         self.index
     }
 
+    /// How many shards there are.
     pub fn count(&self) -> usize {
         self.count
     }
@@ -117,6 +119,7 @@ pub enum ShardSpec {
     /// The index from the hostname (`name-N`), the count from `[server] shards` or
     /// [`SHARDS_ENV`].
     Auto,
+    /// A fixed `INDEX/COUNT`.
     Fixed(Shard),
 }
 
@@ -162,6 +165,7 @@ pub struct ShardError(pub Vec<String>);
 /// The shard this replica is, and what is known of its siblings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
+    /// The shard this replica is.
     pub shard: Shard,
     /// The pod name without its `-INDEX` (`convstream` for `convstream-1`), when the hostname
     /// has that shape: the sibling owning shard `k` is then `PREFIX-k`.

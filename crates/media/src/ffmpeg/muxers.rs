@@ -46,7 +46,7 @@ const MP4_EXPERIMENTAL: &[ffmpeg::codec::Id] = &[
 ];
 
 /// Whether the muxer can hold `id`. Muxers without a codec list answer "unknown": MPEG-TS
-/// takes the video codecs of [`MPEGTS_VIDEO`]; the others the kind of stream they have a
+/// takes the video codecs of `MPEGTS_VIDEO`; the others the kind of stream they have a
 /// default codec for.
 pub fn muxer_takes(muxer: &ffmpeg::format::Output, id: ffmpeg::codec::Id) -> bool {
     if muxer.name() == "mp4" && MP4_EXPERIMENTAL.contains(&id) {

@@ -27,18 +27,46 @@ pub struct OutputOptions {
 /// (callers print messages whole, not as chains), so no variant has a `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
+    /// The muxer could not be set up or its header written.
     #[error("cannot open output {url}: {reason}")]
-    Open { url: String, reason: String },
+    Open {
+        /// The output as configured.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// The output's file, pipe or connection could not be opened, or its file named.
     #[error("cannot open output {url}: {error}")]
-    Output { url: String, error: OutputIoError },
+    Output {
+        /// The output as configured.
+        url: String,
+        /// What went wrong with its I/O.
+        error: OutputIoError,
+    },
+    /// The video encoder could not be set up or opened.
     #[error("output {url}: {reason}")]
-    Encoder { url: String, reason: String },
+    Encoder {
+        /// The output as configured.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Writing a frame, a packet or the trailer failed.
     #[error("writing {url} failed: {error}")]
-    Write { url: String, error: ffmpeg::Error },
+    Write {
+        /// The output as configured.
+        url: String,
+        /// FFmpeg's error.
+        error: ffmpeg::Error,
+    },
     /// The input does not suit the encoder asked for (an odd size for 4:2:0): a usage error.
     #[error("output {url}: {reason}")]
-    Unsuitable { url: String, reason: String },
+    Unsuitable {
+        /// The output as configured.
+        url: String,
+        /// What does not suit, and what would.
+        reason: String,
+    },
 }
 
 impl SinkError {
@@ -51,13 +79,14 @@ impl SinkError {
 /// How the sink ended when it did not fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SinkOutcome {
+    /// Every frame and packet was written and the output finished.
     Finished,
     /// The reader of a pipe went away; a normal end for `convstream ... | head`.
     OutputClosed,
 }
 
-/// An opened output, ready for frames: what the sink thread drives (see [`Sink::run`]).
-/// Errors are FFmpeg's; [`Sink::run`] tells a closed pipe from a failure.
+/// An opened output, ready for frames: what the sink thread drives (its loop is `run`, on
+/// `dyn Sink`). Errors are FFmpeg's; `run` tells a closed pipe from a failure.
 pub trait Sink: Send {
     /// Where the output went: a local file's path (which may be a numbered name beside the
     /// one asked for), else nothing.
@@ -96,7 +125,7 @@ pub trait Sink: Send {
     fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error>;
 
     /// After `finish`: the output takes its name if it replaces a file, and is checked to be
-    /// where it was named (see [`output_io::OutputIo::complete`]).
+    /// where it was named (see `OutputIo::complete`).
     fn complete(&mut self) -> Result<(), SinkError> {
         Ok(())
     }

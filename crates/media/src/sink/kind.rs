@@ -26,7 +26,7 @@ impl SinkKind {
 }
 
 /// Opens the output `config` asks for (see [`SinkKind::of`]) for the source's video. A
-/// muxer's header is written before this returns; see [`Muxer::open`].
+/// muxer's header is written before this returns (see `Muxer::open`).
 pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Box<dyn Sink>, SinkError> {
     init();
     Ok(match SinkKind::of(&config.url) {

@@ -1,11 +1,13 @@
 //! Output: encodes filtered frames and muxes them with the copied audio into a file, pipe
 //! or URL through FFmpeg, or discards them (`null`, for benchmarks). Each kind of output
-//! is a [`Sink`], chosen by [`SinkKind::of`]; the sink thread drives it with [`run`](Sink::run).
+//! is a [`Sink`], chosen by [`SinkKind::of`]; the sink thread drives it with its `run` loop.
 //!
-//! - [`muxer`]: the encoded output (a file, `-` as YUV4MPEG2, a URL), with [`encoder`] and
-//!   the header options of [`container`].
-//! - [`null`]: frames counted and dropped.
-//! - [`output_io`]: where a muxer's bytes go, and when a local file appears.
+//! - `contract`: the [`Sink`] trait, [`OutputOptions`], [`SinkError`], [`SinkOutcome`].
+//! - `kind`: [`SinkKind`] and [`open`]; `thread_loop`: the sink thread's loop.
+//! - `muxer`: the encoded output (a file, `-` as YUV4MPEG2, a URL), with `encoder` and
+//!   the header options of `container`.
+//! - `null`: frames counted and dropped.
+//! - `output_io`: where a muxer's bytes go, and when a local file appears.
 
 mod container;
 mod contract;

@@ -46,7 +46,9 @@ pub(super) enum DrainEnd {
 /// it ends. Holding a receiver of its own queue, the source cannot see the consumer leave
 /// by a closed channel.
 pub struct DropOldest {
+    /// The receiving end of the source's own frame queue.
     pub queue: Receiver<Frame>,
+    /// Set when the queue's consumer (the filter stage) ends.
     pub consumer_ended: Arc<AtomicBool>,
 }
 

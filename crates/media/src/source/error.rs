@@ -4,23 +4,64 @@
 /// print messages whole, not as chains), so no variant has a `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// The input could not be opened (it may open on another try).
     #[error("cannot open input {url}: {reason}")]
-    Open { url: String, reason: String },
+    Open {
+        /// The input as configured.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// An input that can never be read as asked (an unknown protocol, a stream the chosen
     /// decoder cannot take): not retried, and a usage error for `run`.
     #[error("cannot use input {url}: {reason}")]
-    Unusable { url: String, reason: String },
+    Unusable {
+        /// The input as configured.
+        url: String,
+        /// Why, and what would work.
+        reason: String,
+    },
     /// An input that opened but is no video (a text file): not retried either.
     #[error("cannot open input {url}: {reason}")]
-    NotVideo { url: String, reason: String },
+    NotVideo {
+        /// The input as configured.
+        url: String,
+        /// What it is instead.
+        reason: String,
+    },
+    /// The input has no video stream.
     #[error("input {url} has no video stream")]
-    NoVideo { url: String },
+    NoVideo {
+        /// The input as configured.
+        url: String,
+    },
+    /// The demuxer `source.format` names does not exist in this FFmpeg build.
     #[error("unknown input format `{format}` for {url}")]
-    UnknownFormat { url: String, format: String },
+    UnknownFormat {
+        /// The input as configured.
+        url: String,
+        /// The demuxer asked for.
+        format: String,
+    },
+    /// The video decoder could not be found, opened or kept decoding.
     #[error("input {url}: {reason}")]
-    Decoder { url: String, reason: String },
+    Decoder {
+        /// The input as configured.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Reading stopped with an error after some frames (a live input gone quiet, too many
+    /// read errors in a row).
     #[error("input {url}: read failed after {frames} frames: {reason}")]
-    Read { url: String, frames: u64, reason: String },
+    Read {
+        /// The input as configured.
+        url: String,
+        /// Frames decoded before the failure.
+        frames: u64,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl SourceError {

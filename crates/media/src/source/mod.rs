@@ -2,12 +2,18 @@
 //! frames (converting only formats the engines cannot take) and hands the packets of
 //! other streams (audio, subtitles) to the sink untouched.
 //!
-//! - [`open`]: opening under the interrupt watchdog, choosing the decoder, retrying a live input.
-//! - [`read`]: the read loop, looping a file and reconnecting a live input.
-//! - [`decode_state`]: what lasts across loops and reconnections (timestamps, pacing, the
-//!   drop policy, format conversion).
-//! - [`decoder`]: which decoder, and how NVDEC failures are survived.
+//! - `open`: opening the input, its decoder and its description, retrying a live input;
+//!   `demuxer`: FFmpeg's open and stream probing under the interrupt watchdog (`watchdog`),
+//!   a FIFO read through our own reader (`pipe_input`).
+//! - `read`: the read loop, looping a file and reconnecting a live input.
+//! - `decode_state`: what lasts across loops and reconnections (timestamps, pacing, the
+//!   drop policy, format conversion); `trim`: `start`, `duration`, `frames`.
+//! - `decoder_choice`: which decoder a `decoder` setting means; `decoder`: the decoder, and
+//!   how NVDEC failures are survived (`replay`, `sequence`).
+//! - `pooled_pictures`, `device_pictures`: where decoded pictures live (the engine's pool,
+//!   or the GPU).
 //! - [`nvdec`]: whether NVDEC can decode a stream (pure, so tested without a GPU).
+//! - `error`: [`SourceError`].
 
 mod decode_state;
 mod decoder;
@@ -59,6 +65,7 @@ pub struct Source {
 }
 
 impl Source {
+    /// What the input is: its video's size, format, timing and colour, its copied streams.
     pub fn info(&self) -> &SourceInfo {
         &self.info
     }

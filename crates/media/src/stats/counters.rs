@@ -20,13 +20,16 @@ pub const SLOWEST_FRAMES: usize = 10;
 /// Live counters, shared by a pipeline's threads (and read by progress and metrics).
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Frames the source decoded.
     pub frames_decoded: AtomicU64,
+    /// Frames the engine filtered.
     pub frames_filtered: AtomicU64,
     /// Frames the sink wrote: count them with [`Counters::count_written`], which also
     /// feeds the recent rate.
     pub frames_written: AtomicU64,
     /// Frames written per second lately (the `fps` of the API and the metrics).
     pub written_rate: RecentRate,
+    /// Decoded frames dropped from a full queue before the filter (`drop = "oldest"`).
     pub frames_dropped: AtomicU64,
     /// Packets the demuxer flagged corrupt or the decoder rejected; skipped.
     pub corrupt_packets: AtomicU64,
@@ -36,9 +39,11 @@ pub struct Counters {
     pub damaged_frames: AtomicU64,
     /// Set when the input ended well before the length its container announces.
     pub ended_early: Mutex<Option<EndedEarly>>,
+    /// Packets of copied streams (audio, subtitles) the sink wrote.
     pub packets_passed_through: AtomicU64,
-    /// Bytes of input packets read, and of packets the sink wrote.
+    /// Bytes of input packets read.
     pub bytes_in: AtomicU64,
+    /// Bytes of packets the sink wrote.
     pub bytes_out: AtomicU64,
     /// Of `bytes_out`, the encoded video's.
     pub video_bytes_out: AtomicU64,
@@ -50,16 +55,21 @@ pub struct Counters {
     pub reconnecting: AtomicBool,
     /// Frames waiting in the decoded and filtered queues, as last seen by their senders.
     pub decoded_queue: AtomicU64,
+    /// Frames waiting in the filtered queue (see `decoded_queue`).
     pub filtered_queue: AtomicU64,
     /// Page-locked host memory the engine holds, as last seen by the filter stage.
     pub pinned_bytes: AtomicU64,
+    /// Nanoseconds the source spent reading and decoding.
     pub source_busy_ns: AtomicU64,
+    /// Nanoseconds the filter stage spent on frames.
     pub filter_busy_ns: AtomicU64,
+    /// Nanoseconds the sink spent encoding and writing.
     pub sink_busy_ns: AtomicU64,
     /// Per frame, the time from decoded to filtered in microseconds (for quantiles).
     pub filter_latency_us: Mutex<Vec<u32>>,
     /// The slowest frames so far, slowest first, at most [`SLOWEST_FRAMES`].
     pub slowest_frames: Mutex<Vec<FrameLatency>>,
+    /// Per-frame time histograms of each stage.
     pub stages: StageHistograms,
     /// When the pipeline's input was open, its engine ready, its output open and its first
     /// frame written.
@@ -73,7 +83,9 @@ pub struct StageHistograms {
     pub decode: Histogram,
     /// CUDA engine: host-to-device copy, kernels, device-to-host copy (from CUDA events).
     pub upload: Histogram,
+    /// CUDA engine: the kernels.
     pub gpu: Histogram,
+    /// CUDA engine: the device-to-host copy.
     pub download: Histogram,
     /// CPU engine: the convolution itself.
     pub cpu_filter: Histogram,
@@ -158,32 +170,39 @@ impl Counters {
         slowest.into_iter().take(count).collect()
     }
 
+    /// Adds `time` to `histogram`, in seconds.
     pub fn observe(histogram: &Histogram, time: Duration) {
         histogram.observe(time.as_secs_f64());
     }
 
+    /// Sets a gauge.
     pub fn set(gauge: &AtomicU64, value: u64) {
         gauge.store(value, Ordering::Relaxed);
     }
 
+    /// Adds `n` to a counter.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Adds `time` to a counter of nanoseconds.
     pub fn add_time(counter: &AtomicU64, time: Duration) {
         counter.fetch_add(time.as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// Reads a counter.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
 
+    /// Records that the input ended early.
     pub fn set_ended_early(&self, ended: EndedEarly) {
         if let Ok(mut slot) = self.ended_early.lock() {
             *slot = Some(ended);
         }
     }
 
+    /// Whether (and where) the input ended early.
     pub fn ended_early(&self) -> Option<EndedEarly> {
         self.ended_early.lock().ok().and_then(|slot| *slot)
     }
@@ -194,27 +213,45 @@ impl Counters {
 /// new counter is added here once and shows in all three where they want it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CounterSnapshot {
+    /// See [`Counters::frames_decoded`].
     pub frames_decoded: u64,
+    /// See [`Counters::frames_filtered`].
     pub frames_filtered: u64,
+    /// See [`Counters::frames_written`].
     pub frames_written: u64,
+    /// See [`Counters::frames_dropped`].
     pub frames_dropped: u64,
+    /// See [`Counters::corrupt_packets`].
     pub corrupt_packets: u64,
+    /// See [`Counters::read_errors`].
     pub read_errors: u64,
+    /// See [`Counters::damaged_frames`].
     pub damaged_frames: u64,
+    /// See [`Counters::decoder_restarts`].
     pub decoder_restarts: u64,
+    /// See [`Counters::packets_passed_through`].
     pub packets_passed_through: u64,
+    /// See [`Counters::bytes_in`].
     pub bytes_in: u64,
+    /// See [`Counters::bytes_out`].
     pub bytes_out: u64,
+    /// See [`Counters::video_bytes_out`].
     pub video_bytes_out: u64,
+    /// See [`Counters::reconnects`].
     pub reconnects: u64,
+    /// See [`Counters::decoded_queue`].
     pub decoded_queue: u64,
+    /// See [`Counters::filtered_queue`].
     pub filtered_queue: u64,
     /// Page-locked host memory the engine holds.
     pub pinned_bytes: u64,
     /// Time each stage spent working, in nanoseconds.
     pub source_busy_ns: u64,
+    /// See [`Counters::filter_busy_ns`].
     pub filter_busy_ns: u64,
+    /// See [`Counters::sink_busy_ns`].
     pub sink_busy_ns: u64,
+    /// See [`Counters::ended_early`].
     pub ended_early: Option<EndedEarly>,
 }
 
@@ -254,6 +291,7 @@ impl Counters {
 pub struct EndedEarly {
     /// Where the last packet ends, from the start of the input.
     pub ended_at_seconds: f64,
+    /// The duration the container announces.
     pub announced_seconds: f64,
 }
 

@@ -28,6 +28,7 @@ struct Converter(ffmpeg::software::scaling::Context);
 // SAFETY: an SwsContext has no thread affinity; the sink uses it from one thread at a time.
 unsafe impl Send for Converter {}
 
+/// A sink's video encoder, opened for the source's frames.
 pub struct VideoEncoder {
     /// The encoder, its settings and format, for the summary.
     description: String,
@@ -42,6 +43,8 @@ pub struct VideoEncoder {
 }
 
 impl VideoEncoder {
+    /// Chooses and opens the encoder for the source's frames in `output`'s container (see
+    /// the module's steps); the error says whether the input or the choice is at fault.
     pub fn new(
         config: &SinkConfig,
         source: &SourceInfo,
@@ -94,14 +97,17 @@ impl VideoEncoder {
         !is_uncompressed(self.codec.name())
     }
 
+    /// The encoder's codec.
     pub fn codec(&self) -> ffmpeg::Codec {
         self.codec
     }
 
+    /// The time base of the packets it makes.
     pub fn time_base(&self) -> Rational {
         self.time_base
     }
 
+    /// Its codec parameters, for the output stream.
     pub fn parameters(&self) -> codec::Parameters {
         codec::Parameters::from(&self.encoder)
     }
@@ -128,6 +134,7 @@ impl VideoEncoder {
         self.encoder.send_frame(&picture)
     }
 
+    /// Tells the encoder no frame follows, so it gives up what it holds.
     pub fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
         self.encoder.send_eof()
     }

@@ -8,11 +8,14 @@ use super::error::OutputIoError;
 /// A file by its device and inode: the same file under any name or link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileId {
+    /// The file system's device number.
     pub device: u64,
+    /// The file's inode number on that device.
     pub inode: u64,
 }
 
 impl FileId {
+    /// The file `meta` describes.
     pub fn of(meta: &std::fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
         FileId {
@@ -32,7 +35,9 @@ impl FileId {
 /// writes its protected files, whatever name or link leads to them.
 #[derive(Debug, Clone)]
 pub struct OutputGuard {
+    /// Whether a symlink at the output's name leads to the file written.
     pub follow_final_link: bool,
+    /// Files never written, under any name.
     pub protected: Vec<FileId>,
 }
 

@@ -34,7 +34,7 @@ pub use stop_watch::StopWatch;
 /// Set when the process started with stdout closed (`>&-`): `-o -` then has nowhere to go.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Records that stdout was closed when the process started (see [`STDOUT_CLOSED`]).
+/// Records that stdout was closed when the process started (see `STDOUT_CLOSED`).
 pub fn mark_stdout_closed() {
     STDOUT_CLOSED.store(true, Ordering::Relaxed);
 }

@@ -16,6 +16,7 @@ pub struct StopWatch {
 }
 
 impl StopWatch {
+    /// Watches `stop`: blocked I/O gives up once it has been set for `grace`.
     pub fn new(stop: Arc<AtomicBool>, grace: Duration) -> StopWatch {
         StopWatch {
             stop,
