@@ -5,7 +5,7 @@
 use ffmpeg_next as ffmpeg;
 use std::fmt::Write;
 
-use crate::media;
+use crate::ffmpeg::encoders;
 
 const DECODERS: &[&str] = &[
     "h264",
@@ -32,7 +32,7 @@ const ENCODERS: &[&str] = &[
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
-    media::init();
+    crate::ffmpeg::init();
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();
@@ -55,13 +55,12 @@ pub fn report() -> String {
     let _ = writeln!(out, "  decoders: {}", decoders.join(", "));
     let _ = writeln!(out, "  encoders: {}", encoders.join(", "));
     let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
-    let nvenc = match media::encoders::nvenc_usable("h264_nvenc") {
+    let nvenc = match encoders::nvenc_usable("h264_nvenc") {
         Ok(()) => "usable".to_string(),
         Err(why) => format!("not usable ({why})"),
     };
     let _ = writeln!(out, "  NVENC (h264_nvenc): {nvenc}");
-    let (default, _) =
-        media::encoders::first_usable(media::encoders::DEFAULT_ENCODERS, media::encoders::encoder_usable);
+    let (default, _) = encoders::first_usable(encoders::DEFAULT_ENCODERS, encoders::encoder_usable);
     let _ = writeln!(
         out,
         "  default video encoder for .mp4/.mkv/.ts: {}",
@@ -225,7 +224,7 @@ fn nvdec_capacity(gpu: &str) -> String {
 /// what `decoder = "nvdec"` is checked against before a decoder is made.
 #[cfg(feature = "cuda")]
 fn nvdec_report() -> String {
-    use crate::nvdec::{Chroma, NvdecCodec, NvdecProbe};
+    use convstream_core::nvdec::{Chroma, NvdecCodec, NvdecProbe};
     let probe = crate::engine::cuda::nvdec::CudaNvdecProbe::global();
     let mut lines = Vec::new();
     for codec in [

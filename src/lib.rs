@@ -11,7 +11,8 @@
 
 pub mod bench;
 pub mod doctor;
+pub mod log_filter;
 pub mod server;
 
 pub use convstream_core::{engine, filter, frame, host_buffers, mask, text};
-pub use convstream_media::{config, ffmpeg_log, media, nvdec, pipeline, sample, sink, source, stats};
+pub use convstream_media::{config, ffmpeg, pipeline, sample, sink, source, stats};

@@ -80,7 +80,11 @@ fn cli_filter(mask: &str, plane_masks: &[(&str, &str)]) -> FilterSpec {
         device: Some("cpu".into()),
         ..Overrides::default()
     };
-    let settings = overrides.standalone().unwrap().validate(None).unwrap();
+    let settings = overrides
+        .standalone()
+        .unwrap()
+        .validate(None, |text| tracing_subscriber::EnvFilter::try_new(text).is_ok())
+        .unwrap();
     settings.pipelines[0].filter.clone()
 }
 

@@ -39,7 +39,8 @@ impl Request {
             .and_then(|text| parse_planes(text, &mut problems));
         let (mut config, base_dir) = match &self.config {
             Some(path) => {
-                let config = ConfigFile::load(Path::new(path)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+                let config = ConfigFile::load(Path::new(path), is_log_filter)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
             }
             None => (ConfigFile::default(), None),
@@ -56,7 +57,7 @@ impl Request {
         };
         let resolved = overrides.standalone().and_then(|file| {
             config.pipelines = file.pipelines;
-            config.validate(base_dir.as_deref())
+            config.validate(base_dir.as_deref(), is_log_filter)
         });
         match resolved {
             Ok(mut settings) if problems.is_empty() => {
@@ -108,6 +109,12 @@ pub fn parse_planes(text: &str, problems: &mut Vec<String>) -> Option<PlaneSelec
 /// A problem the configuration check found, named by the keyword argument that has it:
 /// `pipeline "main": filter.mask: size: 4 is even` reads `mask: size: 4 is even`, the part
 /// after the name being the CLI's message word for word.
+/// Whether `[log] level` in a config is a log filter, as the command line reads it
+/// (`tracing_subscriber`'s `EnvFilter`): a config this module takes is one `convstream run` takes.
+fn is_log_filter(text: &str) -> bool {
+    tracing_subscriber::EnvFilter::try_new(text).is_ok()
+}
+
 fn as_argument_problem(problem: &str) -> String {
     let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
     match problem.split_once(": ") {

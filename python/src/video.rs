@@ -16,7 +16,7 @@ use std::time::Duration;
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_core::frame::Frame;
 use convstream_media::config::Overrides;
-use convstream_media::media::PassthroughPacket;
+use convstream_media::ffmpeg::PassthroughPacket;
 use convstream_media::pipeline::{run_pipeline, OutputPolicy, RunOptions};
 use convstream_media::source::{Source, SourceError};
 use convstream_media::stats::Counters;
@@ -449,7 +449,7 @@ fn run<'py>(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let options = RunOptions {
         stop: Arc::new(AtomicBool::new(false)),
-        progress: false,
+        progress: None,
         trace: None,
         stage_times: false,
         outputs: OutputPolicy::Command,

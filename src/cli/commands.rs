@@ -8,15 +8,18 @@ use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
 use convstream::config::{ConfigFile, LogConfig, Overrides};
+use convstream::log_filter::is_log_filter;
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
-    let mut file = ConfigFile::load(&config_path).map_err(config_failure)?;
+    let mut file = ConfigFile::load(&config_path, is_log_filter).map_err(config_failure)?;
     if shard.is_some() {
         // Laid over the file as [server] shard, so that validation and reloads see it.
         file.server.shard = shard;
     }
-    let settings = file.validate(config_path.parent()).map_err(config_failure)?;
+    let settings = file
+        .validate(config_path.parent(), is_log_filter)
+        .map_err(config_failure)?;
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
@@ -49,8 +52,8 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
     for warning in table.iter().flat_map(convstream::config::missing_inputs) {
         eprintln!("warning: {}", convstream::text::redact_credentials(&warning));
     }
-    let file = ConfigFile::load(path).map_err(config_failure)?;
-    let settings = file.validate(path.parent()).map_err(config_failure)?;
+    let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
+    let settings = file.validate(path.parent(), is_log_filter).map_err(config_failure)?;
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
     for pipeline in &settings.pipelines {
         text.push_str(&format!("  {}\n", pipeline.describe()));
@@ -148,7 +151,7 @@ pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         ..Overrides::default()
     };
     overrides.apply(&mut file, None).map_err(config_failure)?;
-    let settings = file.validate(None).map_err(config_failure)?;
+    let settings = file.validate(None, is_log_filter).map_err(config_failure)?;
     init_logging(&settings.log);
     if !sample.exists() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -1,11 +1,13 @@
 //! The command line's parts: the flags ([`args`]), FFmpeg's spellings of them
-//! ([`spellings`]), their values ([`values`]), logging, and the handlers of the subcommands
-//! ([`run`], [`commands`]), speaking flags to runs made of flags ([`names`]); errors carry their exit code ([`Failure`]).
+//! ([`spellings`]), their values ([`values`]), logging, the progress line ([`progress`]),
+//! and the handlers of the subcommands ([`run`], [`commands`]), speaking flags to runs made
+//! of flags ([`names`]); errors carry their exit code ([`Failure`]).
 
 pub(crate) mod args;
 pub(crate) mod commands;
 pub(crate) mod logging;
 pub(crate) mod names;
+pub(crate) mod progress;
 pub(crate) mod run;
 pub(crate) mod spellings;
 pub(crate) mod values;

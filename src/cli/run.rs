@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use super::args::RunArgs;
 use super::logging::init_logging;
+use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
 use convstream::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
-use convstream::pipeline::{run_all, OutputPolicy, RunOptions};
+use convstream::log_filter::is_log_filter;
+use convstream::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
 /// that set it (0 while none came), for the exit code.
@@ -92,7 +94,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     let (file, base_dir) = match &args.config {
         Some(path) => {
-            let mut file = ConfigFile::load(path).map_err(config_failure)?;
+            let mut file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
             overrides
                 .apply(&mut file, args.pipeline.as_deref())
                 .map_err(config_failure)?;
@@ -111,7 +113,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         Some(_) => config_failure(error),
         None => config_failure(names::as_flags(error)),
     };
-    let settings = file.validate(base_dir.as_deref()).map_err(speak_flags)?;
+    let settings = file.validate(base_dir.as_deref(), is_log_filter).map_err(speak_flags)?;
     // Before anything opens: an existing output is kept unless replacing it was asked for.
     convstream::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
     Ok(settings)
@@ -193,7 +195,7 @@ pub(crate) fn run_settings(
         &settings.pipelines,
         &RunOptions {
             stop: stopping.stop.clone(),
-            progress,
+            progress: progress.then(|| Arc::new(TerminalProgress) as Arc<dyn Progress>),
             trace,
             stage_times: false,
             outputs: OutputPolicy::Command,

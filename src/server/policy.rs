@@ -324,7 +324,7 @@ impl ApiPolicy {
             }
         }
         if SinkKind::of(&sink.url) != SinkKind::Null {
-            if let Some(muxer) = crate::media::guess_muxer(&sink.url, sink.format.as_deref()) {
+            if let Some(muxer) = crate::ffmpeg::guess_muxer(&sink.url, sink.format.as_deref()) {
                 let name = muxer.name().to_string();
                 if !name.split(',').any(|one| API_MUXERS.contains(&one)) {
                     problems.push(format!(

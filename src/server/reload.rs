@@ -11,6 +11,7 @@ use super::metrics::{self, ServerCounters};
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
 use crate::config::{ConfigError, ConfigFile};
+use crate::log_filter::is_log_filter;
 
 /// How often the config file is checked for changes (`server.watch`). Polling the content
 /// (rather than file events) also sees a Kubernetes ConfigMap's symlink swap and editors
@@ -88,14 +89,14 @@ impl Reloader {
             .ok()
             .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
-        let mut config = match ConfigFile::load(&self.path) {
+        let mut config = match ConfigFile::load(&self.path, is_log_filter) {
             Ok(config) => config,
             Err(e) => return self.reject(e),
         };
         if let Some(sharding) = &self.sharding {
             sharding.keep_settings(&mut config);
         }
-        if let Err(e) = config.validate(self.path.parent()) {
+        if let Err(e) = config.validate(self.path.parent(), is_log_filter) {
             return self.reject(e);
         }
         if let Some(sharding) = &self.sharding {

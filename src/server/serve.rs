@@ -16,6 +16,7 @@ use super::shard::{Sharding, ShardingError};
 use super::state::ApiState;
 use super::supervisor::{Supervisor, SupervisorError};
 use crate::config::{ConfigError, ConfigFile};
+use crate::log_filter::is_log_filter;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -48,7 +49,7 @@ pub struct ServeOptions {
 /// exits at once.
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
-    config.validate(options.config_path.parent())?;
+    config.validate(options.config_path.parent(), is_log_filter)?;
     let sharding = Sharding::from_config(&config)?.map(Arc::new);
     let config = match &sharding {
         Some(sharding) => sharding.select(config)?,

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use convstream::config::{ConfigError, ConfigFile, PipelineConfig};
+use convstream::log_filter::is_log_filter;
 use convstream::mask::{Mask, MaskParams, MAX_SIDE};
 use convstream::server::policy::ApiPolicy;
 
@@ -197,8 +198,8 @@ proptest! {
             text.push_str(pipeline);
         }
         let started = Instant::now();
-        match ConfigFile::parse(&text, "prop.toml") {
-            Ok(config) => match config.validate(None) {
+        match ConfigFile::parse(&text, "prop.toml", is_log_filter) {
+            Ok(config) => match config.validate(None, is_log_filter) {
                 Ok(settings) => {
                     // What validates runs: timeouts convert, thread counts are sane.
                     prop_assert!(Duration::try_from_secs_f64(settings.server.shutdown_timeout).is_ok());

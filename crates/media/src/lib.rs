@@ -3,10 +3,10 @@
 //! stage a thread joined by bounded channels (see [`pipeline`]), and the configuration that
 //! describes pipelines.
 
+#![warn(missing_docs)]
+
 pub mod config;
-pub mod ffmpeg_log;
-pub mod media;
-pub mod nvdec;
+pub mod ffmpeg;
 pub mod pipeline;
 pub mod sample;
 pub mod sink;

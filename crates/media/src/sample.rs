@@ -6,14 +6,16 @@ use ffmpeg::{codec, format::Sample, ChannelLayout, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::path::Path;
 
-use crate::media;
-
 /// Shape of the generated clip.
 #[derive(Debug, Clone, Copy)]
 pub struct SampleSpec {
+    /// Width, in pixels.
     pub width: u32,
+    /// Height, in pixels.
     pub height: u32,
+    /// Frames per second.
     pub fps: i32,
+    /// How many frames.
     pub frames: u32,
     /// Encode H.264 with libx264 where the FFmpeg build has it (else MPEG-4 Part 2).
     pub prefer_h264: bool,
@@ -64,7 +66,7 @@ pub fn generate(path: &Path, spec: SampleSpec) -> Result<(), String> {
 
 /// Writes a clip of `content` as [`generate`] does.
 pub fn generate_content(path: &Path, spec: SampleSpec, content: SampleContent) -> Result<(), String> {
-    media::init();
+    crate::ffmpeg::init();
     let fail = |what: &str, e: ffmpeg::Error| format!("cannot generate {}: {what}: {e}", path.display());
     let mut output = ffmpeg::format::output(path).map_err(|e| fail("open", e))?;
     let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
@@ -180,7 +182,7 @@ fn write_packets(
                 packet.write_interleaved(output)?;
             }
             Err(ffmpeg::Error::Eof) => return Ok(()),
-            Err(e) if media::is_again(&e) => return Ok(()),
+            Err(e) if crate::ffmpeg::is_again(&e) => return Ok(()),
             Err(e) => return Err(e),
         }
     }

@@ -82,7 +82,7 @@ impl Settings {
     fn pipeline(&self, plane_masks: Vec<(String, String)>) -> Result<PipelineSettings, ConfigError> {
         let (mut config, base_dir) = match &self.config {
             Some(path) => {
-                let config = ConfigFile::load(Path::new(path))?;
+                let config = ConfigFile::load(Path::new(path), is_log_filter)?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
             }
             None => (ConfigFile::default(), None),
@@ -100,7 +100,7 @@ impl Settings {
             ..Overrides::default()
         };
         config.pipelines = overrides.standalone()?.pipelines;
-        let mut settings = config.validate(base_dir.as_deref())?;
+        let mut settings = config.validate(base_dir.as_deref(), is_log_filter)?;
         settings
             .pipelines
             .pop()
@@ -111,6 +111,12 @@ impl Settings {
 /// A problem the configuration check found, named by the element's property that has it:
 /// `pipeline "main": filter.plane_masks.y: size: 4 is even` reads
 /// `plane-masks: y: size: 4 is even`.
+/// Whether `[log] level` in a config is a log filter, as the command line reads it
+/// (`tracing_subscriber`'s `EnvFilter`): a config this element takes is one `convstream run` takes.
+fn is_log_filter(text: &str) -> bool {
+    tracing_subscriber::EnvFilter::try_new(text).is_ok()
+}
+
 fn as_property_problem(problem: &str) -> String {
     let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
     match problem.split_once(": ") {

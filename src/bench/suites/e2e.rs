@@ -164,7 +164,7 @@ fn filtered_run(
 pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
     RunOptions {
         stop,
-        progress: false,
+        progress: None,
         trace: None,
         stage_times: false,
         outputs: crate::pipeline::OutputPolicy::Command,

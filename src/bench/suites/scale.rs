@@ -106,7 +106,7 @@ pub fn scale(
 /// The clip's frame rate, which each pipeline is paced at: the stream's base rate
 /// (`r_frame_rate`), which timestamps follow, rather than an average from the duration.
 fn clip_frame_rate(clip: &std::path::Path) -> Result<f64, BenchError> {
-    crate::media::init();
+    crate::ffmpeg::init();
     let input = ffmpeg_next::format::input(&clip).map_err(|e| BenchError::Other(format!("{}: {e}", clip.display())))?;
     let stream = input
         .streams()

@@ -18,6 +18,7 @@ use super::handle::{conflict_among, Handle};
 use super::stopping::stop_and_join;
 use super::view::{view_of, PipelineView};
 use crate::config::{ConfigFile, PipelineConfig, PipelineSettings};
+use crate::log_filter::is_log_filter;
 use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
 use crate::sink::FileId;
 
@@ -72,7 +73,7 @@ impl Supervisor {
     pub fn start_configured(&self) -> Result<(), SupervisorError> {
         let config = self.config().clone();
         let settings = config
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         for pipeline in settings.pipelines {
             self.start(pipeline, Origin::ConfigFile)?;
@@ -109,7 +110,7 @@ impl Supervisor {
         let mut config = self.config().clone();
         config.pipelines = vec![pipeline];
         let mut settings = config
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         Ok(settings.pipelines.remove(0))
     }
@@ -142,7 +143,7 @@ impl Supervisor {
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
         let options = RunOptions {
             stop: stop.clone(),
-            progress: false,
+            progress: None,
             trace: None,
             stage_times: true,
             outputs: OutputPolicy::Service { restarted },

@@ -11,6 +11,7 @@ use super::handle::Handle;
 use super::lifecycle::Supervisor;
 use super::stopping::stop_and_join;
 use crate::config::{ConfigFile, PipelineSettings};
+use crate::log_filter::is_log_filter;
 use crate::pipeline::PipelineState;
 
 impl Supervisor {
@@ -21,7 +22,7 @@ impl Supervisor {
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
         let settings = new
-            .validate(self.base_dir.as_deref())
+            .validate(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         let mut summary = ReloadSummary::default();
         let old = self.config().clone();

@@ -35,7 +35,10 @@ url = {:?}
 ",
         out.join("live.ts").display().to_string()
     );
-    let supervisor = Supervisor::new(ConfigFile::parse(&text, "test").unwrap(), None);
+    let supervisor = Supervisor::new(
+        ConfigFile::parse(&text, "test", crate::log_filter::is_log_filter).unwrap(),
+        None,
+    );
     supervisor.start_configured().unwrap();
     supervisor
 }

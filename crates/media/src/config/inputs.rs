@@ -5,7 +5,7 @@
 use toml::{Table, Value};
 
 use super::limits::{pipeline_place, quoted};
-use super::OutputTarget;
+use super::outputs::OutputTarget;
 
 /// A warning for every pipeline whose `source.url` is a local file that does not exist.
 pub fn missing_inputs(table: &Table) -> Vec<String> {

@@ -5,12 +5,13 @@
 
 pub use convstream_core::text::{escape_control, quoted};
 
-use super::{PipelineConfig, ServerConfig, SourceConfig};
-use crate::config::MaskSelection;
+use super::schema::MaskSelection;
+use super::schema::{PipelineConfig, ServerConfig, SourceConfig};
 
 /// Timeouts and backoff delays, in seconds: from a millisecond (shorter would spin) to an
 /// hour (longer is a mistake, and would overflow a clock long before 1e20).
 pub const MIN_SECONDS: f64 = 0.001;
+/// The longest timeout or backoff delay, in seconds (see [`MIN_SECONDS`]).
 pub const MAX_SECONDS: f64 = 3600.0;
 /// Positions and lengths within an input (`start`, `duration`): up to a year.
 pub const MAX_MEDIA_SECONDS: f64 = 366.0 * 86400.0;

@@ -1,16 +1,29 @@
 //! The TOML configuration: the schema (`deny_unknown_fields` everywhere) and the
 //! validation that turns it into runnable pipeline settings, reporting every problem at once.
+//!
+//! - `file`: reading and parsing a config; `structure`: every problem of a text that does
+//!   not fit the schema; `schema`: the file's shape; `error`: [`ConfigError`].
+//! - `validate`: a parsed config turned into [`Settings`] (`settings`), with [`limits`],
+//!   `log_filter`, `inputs` and `outputs` checks.
+//! - `overrides`: command-line flags laid over a config.
 
+mod error;
+mod file;
 mod inputs;
 pub mod limits;
+mod log_filter;
 mod outputs;
 mod overrides;
 mod schema;
+mod settings;
 pub mod shard_spec;
 mod structure;
 mod validate;
 
+pub use error::ConfigError;
+pub use file::{read_config_bytes, DEFAULT_CONFIG, MAX_CONFIG_BYTES};
 pub use inputs::missing_inputs;
+pub use log_filter::LogFilterCheck;
 pub use outputs::{
     check_outputs, conflicts_with_running, container_of_scheme, output_key, refuse_existing_outputs,
     side_output_problems, FileIdentity, OutputTarget,
@@ -20,151 +33,8 @@ pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
     ServerConfig, SinkConfig, SourceConfig,
 };
+pub use settings::{PipelineSettings, Settings};
 pub use structure::pipeline_problems;
-pub use validate::{PipelineSettings, Settings};
-
-use std::fmt;
-use std::path::{Path, PathBuf};
-
-/// The configuration compiled into the binary, used by `convstream demo`.
-pub const DEFAULT_CONFIG: &str = include_str!("../../../../config/default.toml");
-
-/// Why a configuration cannot be used. `Invalid` lists every problem found.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config {path}: {reason}")]
-    Read { path: PathBuf, reason: String },
-    #[error("{origin}: {message}")]
-    Parse { origin: String, message: String },
-    #[error("{}", ProblemList(.0))]
-    Invalid(Vec<String>),
-    /// A file that is TOML but not of the schema: every problem, found in one pass.
-    #[error("{origin}: {}", ProblemList(.problems))]
-    InvalidFile { origin: String, problems: Vec<String> },
-}
-
-struct ProblemList<'a>(&'a [String]);
-
-impl fmt::Display for ProblemList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let count = self.0.len();
-        write!(
-            f,
-            "{count} problem{} in the configuration:",
-            if count == 1 { "" } else { "s" }
-        )?;
-        for problem in self.0 {
-            write!(f, "\n  - {problem}")?;
-        }
-        Ok(())
-    }
-}
-
-impl ConfigFile {
-    /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
-    /// A text that is TOML but not a valid config gets every type-level problem at once,
-    /// with those of validation (relative mask files resolve from the working directory).
-    pub fn parse(text: &str, origin: &str) -> Result<ConfigFile, ConfigError> {
-        ConfigFile::parse_in(text, origin, None)
-    }
-
-    fn parse_in(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<ConfigFile, ConfigError> {
-        let error = match toml::from_str(text) {
-            Ok(config) => return Ok(config),
-            Err(e) => e,
-        };
-        let parse_error = ConfigError::Parse {
-            origin: origin.to_string(),
-            message: error.to_string().trim_end().to_string(),
-        };
-        // Bad TOML has one error to show (where the text stops making sense).
-        let Ok(table) = toml::from_str::<toml::Table>(text) else {
-            return Err(parse_error);
-        };
-        let problems = structure::problems(&table, base_dir);
-        if problems.is_empty() {
-            Err(parse_error)
-        } else {
-            Err(ConfigError::InvalidFile {
-                origin: origin.to_string(),
-                problems,
-            })
-        }
-    }
-
-    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let bytes = read_config_bytes(path)?;
-        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
-            path: path.to_path_buf(),
-            reason: format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        })?;
-        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent())
-    }
-
-    pub fn builtin_default() -> ConfigFile {
-        ConfigFile::parse(DEFAULT_CONFIG, "built-in default").expect("the built-in default config parses")
-    }
-}
-
-/// The most bytes a config file may have: far above any real config, far below what would
-/// hurt the process.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// Reads a config file's bytes: a regular file of at most [`MAX_CONFIG_BYTES`]. It is
-/// opened without blocking and checked before any read, so a FIFO (which would wait for a
-/// writer forever) or a device (`/dev/zero`, endless) is refused at once, and a file that
-/// grows while read is cut at the limit and refused.
-pub fn read_config_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let error = |reason: String| ConfigError::Read {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| error(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| error(e.to_string()))?;
-    if !meta.is_file() {
-        let kind = {
-            use std::os::unix::fs::FileTypeExt;
-            let kind = meta.file_type();
-            if kind.is_dir() {
-                "a folder"
-            } else if kind.is_fifo() {
-                "a FIFO"
-            } else if kind.is_char_device() || kind.is_block_device() {
-                "a device"
-            } else {
-                "not a regular file"
-            }
-        };
-        return Err(error(format!("it is {kind}; a config must be a regular TOML file")));
-    }
-    let too_large = || {
-        error(format!(
-            "larger than {} KiB; a config file is at most {} KiB",
-            MAX_CONFIG_BYTES / 1024,
-            MAX_CONFIG_BYTES / 1024
-        ))
-    };
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| error(e.to_string()))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(too_large());
-    }
-    Ok(bytes)
-}
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,9 @@
 use convstream_core::text::quoted;
 use std::path::{Component, Path, PathBuf};
 
-use super::{ConfigError, PipelineConfig, PipelineSettings};
+use super::error::ConfigError;
+use super::schema::PipelineConfig;
+use super::settings::PipelineSettings;
 
 /// Where a sink URL writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +23,7 @@ pub enum OutputTarget {
 }
 
 impl OutputTarget {
+    /// What a sink's `url` names: `null`, `-`, a URL with a protocol, else a local path.
     pub fn of(url: &str) -> OutputTarget {
         match url {
             "null" => return OutputTarget::Discard,
@@ -71,11 +74,19 @@ fn has_protocol(url: &str) -> bool {
 /// absolute path with `.`, `..` and symlinked folders resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileIdentity {
-    Inode { device: u64, inode: u64 },
+    /// An existing file.
+    Inode {
+        /// The file system's device number.
+        device: u64,
+        /// The file's inode number on that device.
+        inode: u64,
+    },
+    /// A file that does not exist (yet): its resolved absolute path.
     Path(PathBuf),
 }
 
 impl FileIdentity {
+    /// The identity of the file `path` names (links followed).
     pub fn of(path: &Path) -> FileIdentity {
         use std::os::unix::fs::MetadataExt;
         if let Ok(meta) = std::fs::metadata(path) {
@@ -305,7 +316,9 @@ pub fn conflicts_with_running(candidate: &PipelineConfig, running: &[&PipelineCo
 /// unknown container or encoder, a codec the container cannot carry, `lossless` that the
 /// container or the encoder cannot honour.
 fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
-    use crate::media;
+    use crate::ffmpeg::{
+        ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailable, muxer_takes, video_encoder,
+    };
     let sink = &pipeline.sink;
     let place = format!("pipeline {:?}", pipeline.name);
     let target = OutputTarget::of(&sink.url);
@@ -318,7 +331,7 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
         .as_deref()
         .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"))
         .or(container_of_scheme(&sink.url));
-    let muxer = media::guess_muxer(&sink.url, format);
+    let muxer = guess_muxer(&sink.url, format);
     if muxer.is_none() {
         problems.push(match format {
             Some(name) => format!(
@@ -332,7 +345,7 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
         });
     }
     let codec = sink.codec.as_deref().and_then(|name| {
-        let codec = media::video_encoder(name);
+        let codec = video_encoder(name);
         if codec.is_none() {
             problems.push(format!(
                 "{place}: sink.codec: `{}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)",
@@ -347,18 +360,18 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
         return problems; // uncompressed: the codec and lossless do not apply
     }
     if let Some((name, codec)) = &codec {
-        if !media::muxer_takes(&muxer, codec.id()) {
+        if !muxer_takes(&muxer, codec.id()) {
             problems.push(format!(
                 "{place}: sink.codec: the {container} container cannot carry {} video; choose another codec or container",
                 quoted(name)
             ));
-        } else if sink.lossless && media::lossless_options(name).is_none() {
-            problems.push(format!("{place}: sink.lossless: {}", media::lossless_unavailable(name)));
+        } else if sink.lossless && lossless_options(name).is_none() {
+            problems.push(format!("{place}: sink.lossless: {}", lossless_unavailable(name)));
         }
     } else if sink.lossless && sink.codec.is_none() {
-        match media::video_encoder("ffv1") {
-            Some(ffv1) if !media::muxer_takes(&muxer, ffv1.id()) => {
-                problems.push(format!("{place}: sink.lossless: {}", media::ffv1_unavailable(&container)));
+        match video_encoder("ffv1") {
+            Some(ffv1) if !muxer_takes(&muxer, ffv1.id()) => {
+                problems.push(format!("{place}: sink.lossless: {}", ffv1_unavailable(&container)));
             }
             None => problems.push(format!(
                 "{place}: sink.lossless: lossless output needs the ffv1 encoder, which this FFmpeg build lacks; name another with --codec (libx264)"

@@ -1,25 +1,39 @@
 //! Command-line flags laid over a config file (or over nothing, when only flags are given).
 
-use super::{ConfigError, ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use super::error::ConfigError;
+use super::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
 use convstream_core::filter::{BorderMode, PlaneSelection};
 
 /// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// `-i`: the input URL (source.url).
     pub input: Option<String>,
+    /// The output URL (sink.url).
     pub output: Option<String>,
+    /// `--input-format` (`-f` before `-i`): the demuxer (source.format).
     pub input_format: Option<String>,
+    /// `--format` (`-f` before the output): the muxer (sink.format).
     pub output_format: Option<String>,
+    /// `--mask`: a preset, a SPEC or a named mask (filter.mask).
     pub mask: Option<String>,
+    /// `--planes`: which planes are filtered (filter.planes).
     pub planes: Option<PlaneSelection>,
     /// `--plane-mask PLANE=SPEC`, laid over filter.plane_masks.
     pub plane_masks: Vec<(String, String)>,
+    /// `--border`: how the mask reads past the picture's edges (filter.border).
     pub border: Option<BorderMode>,
+    /// `--device`: `auto`, `cpu`, `cuda` or `cuda:N` (filter.device).
     pub device: Option<String>,
+    /// `--streams`: the CUDA engine's streams (filter.streams).
     pub streams: Option<usize>,
+    /// `--frames-per-stream`: frames in flight per CUDA stream (filter.frames_per_stream).
     pub frames_per_stream: Option<usize>,
+    /// `--decoder`: `auto`, `software`, `nvdec` or an FFmpeg decoder (source.decoder).
     pub decoder: Option<String>,
+    /// `--codec` (`-c:v`): the video encoder (sink.codec).
     pub codec: Option<String>,
+    /// `--lossless`: encode losslessly (sink.lossless).
     pub lossless: bool,
     /// Consent to replace existing output files (`-y`); applies to every pipeline that runs.
     pub overwrite: bool,
@@ -29,7 +43,9 @@ pub struct Overrides {
     pub no_audio: bool,
     /// `--ss`, `-t`, `--frames`: the part of the input filtered.
     pub start: Option<f64>,
+    /// `-t`: seconds of the input filtered (source.duration).
     pub duration: Option<f64>,
+    /// `--frames`: frames filtered at most (source.frames).
     pub frames: Option<u64>,
     /// `--depth`: bits per sample to filter and write at.
     pub depth: Option<u8>,

@@ -8,9 +8,11 @@ use convstream_core::engine::GpuTuning;
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_core::mask::MaskParams;
 
+/// A whole config file: `[log]`, `[server]`, `[masks.NAME]` and the `[[pipeline]]`s.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// How the command line and `serve` log.
     #[serde(default)]
     pub log: LogConfig,
     /// The HTTP API and process settings of `convstream serve`.
@@ -19,27 +21,34 @@ pub struct ConfigFile {
     /// Named masks that pipelines select with `mask = "NAME"`.
     #[serde(default)]
     pub masks: BTreeMap<String, MaskParams>,
+    /// The pipelines, in the file's order (`[[pipeline]]`).
     #[serde(default, rename = "pipeline")]
     pub pipelines: Vec<PipelineConfig>,
 }
 
+/// `[log]`: what is logged and how.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
     /// A tracing filter such as `info` or `convstream=debug`; `RUST_LOG` overrides it.
     pub level: Option<String>,
+    /// Lines for people or JSON objects.
     #[serde(default)]
     pub format: LogFormat,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How log lines are written.
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// Text for people (`pretty`).
     #[default]
     Pretty,
+    /// One JSON object per event (`json`).
     Json,
 }
 
+/// `[server]`: the HTTP API and process settings of `convstream serve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
@@ -124,16 +133,22 @@ fn default_shutdown_timeout() -> f64 {
     10.0
 }
 
+/// One `[[pipeline]]`: its name, input, filter and output, as written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
+    /// The pipeline's name, unique in the config; it names its threads, logs and metrics.
     pub name: String,
+    /// `[pipeline.source]`: the input.
     pub source: SourceConfig,
+    /// `[pipeline.filter]`: the mask and the engine.
     #[serde(default)]
     pub filter: FilterConfig,
+    /// `[pipeline.sink]`: the output.
     pub sink: SinkConfig,
 }
 
+/// `[pipeline.source]`: the input and how it is read and decoded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
@@ -227,6 +242,7 @@ fn default_idle_timeout() -> f64 {
     10.0
 }
 
+/// `source.drop`: what a source does when the filter falls behind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DropPolicy {
@@ -237,6 +253,7 @@ pub enum DropPolicy {
     Oldest,
 }
 
+/// `source.reconnect`: how a live input is opened again after it fails or goes quiet.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReconnectConfig {
@@ -269,17 +286,21 @@ fn default_decoder() -> String {
     "auto".to_string()
 }
 
+/// `[pipeline.filter]`: the mask, the planes it filters, the border and the engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterConfig {
+    /// The mask: a preset SPEC, a `[masks.NAME]`, or an inline table.
     #[serde(default)]
     pub mask: MaskSelection,
+    /// Which planes are filtered (`all`, `luma` or `chroma`); the others pass unchanged.
     #[serde(default)]
     pub planes: PlaneSelection,
     /// A mask per plane, over `mask`: `{ y = "edge", uv = "neutral" }`; keys y, u, v, uv
     /// (both chroma planes), r, g, b; values as `mask` takes them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub plane_masks: BTreeMap<String, MaskSelection>,
+    /// How the mask reads past the picture's edges.
     #[serde(default)]
     pub border: BorderMode,
     /// `auto`, `cpu`, `cuda` or `cuda:N`.
@@ -335,7 +356,9 @@ fn default_frames_per_stream() -> usize {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum MaskSelection {
+    /// A preset SPEC (`gaussian:size=5`) or the name of a `[masks.NAME]` table.
     Named(String),
+    /// A table of mask keys, written in place.
     Inline(MaskParams),
 }
 
@@ -370,6 +393,7 @@ impl<'de> Deserialize<'de> for MaskSelection {
     }
 }
 
+/// `[pipeline.sink]`: the output, its container and its encoder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SinkConfig {

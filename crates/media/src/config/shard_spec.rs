@@ -34,10 +34,12 @@ impl Shard {
         }
     }
 
+    /// This shard's index, from 0.
     pub fn index(&self) -> usize {
         self.index
     }
 
+    /// How many shards there are in all.
     pub fn count(&self) -> usize {
         self.count
     }
@@ -64,6 +66,7 @@ pub enum ShardSpec {
     /// The index from the hostname (`name-N`), the count from `[server] shards` or
     /// `CONVSTREAM_SHARDS`.
     Auto,
+    /// `INDEX/COUNT`, given as such.
     Fixed(Shard),
 }
 

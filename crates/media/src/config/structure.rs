@@ -8,9 +8,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use toml::{Table, Value};
 
+use super::error::ConfigError;
 use super::limits::pipeline_place;
+use super::log_filter::LogFilterCheck;
+use super::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use super::validate::NO_PIPELINE;
-use super::{ConfigError, ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use convstream_core::mask::MaskParams;
 
 const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];
@@ -18,7 +20,7 @@ const PIPELINE_KEYS: &[&str] = &["name", "source", "filter", "sink"];
 
 /// Every problem in a config whose text is valid TOML but does not match the schema.
 /// Empty when none is found here (the caller then reports the parser's own error).
-pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
+pub(super) fn problems(table: &Table, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Vec<String> {
     let mut problems = Vec::new();
     let mut repaired = ConfigFile::default();
     let mut broken_masks = BTreeSet::new();
@@ -74,7 +76,7 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>) -> Vec<String> {
     }
     // What is well-formed is validated as usual; problems that only follow from a part
     // already reported (a broken named mask, a pipeline left out) are not repeated.
-    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir) {
+    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir, log_filter) {
         let renumbered = more.into_iter().map(|problem| renumber(problem, &positions));
         problems.extend(renumbered.filter(|problem| {
             let follows_from_broken_mask = broken_masks

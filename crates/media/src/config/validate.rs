@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use super::error::ConfigError;
 use super::limits;
-use super::{
-    ConfigError, ConfigFile, LogConfig, MaskSelection, PipelineConfig, ServerConfig, SinkConfig, SourceConfig,
-};
-use convstream_core::engine::{DeviceChoice, GpuTuning};
+use super::log_filter::{self, LogFilterCheck};
+use super::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
+use super::settings::{PipelineSettings, Settings};
+use convstream_core::engine::DeviceChoice;
 use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
 use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
 
@@ -17,45 +18,14 @@ use convstream_core::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
 
-/// A validated configuration.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub log: LogConfig,
-    pub server: ServerConfig,
-    pub pipelines: Vec<PipelineSettings>,
-}
-
-/// One pipeline, ready to run.
-#[derive(Debug, Clone)]
-pub struct PipelineSettings {
-    pub name: String,
-    pub source: SourceConfig,
-    pub filter: FilterSpec,
-    pub device: DeviceChoice,
-    pub streams: usize,
-    pub frames_per_stream: usize,
-    /// The configured cap on pinned frames, if any (see `pipeline::pooled_frames`).
-    pub pinned_frames: Option<usize>,
-    /// The CUDA engine's spin-wait and tilings.
-    pub gpu: GpuTuning,
-    pub sink: SinkConfig,
-    /// The pipeline as written, for reload comparisons and the API.
-    pub config: PipelineConfig,
-}
-
 impl ConfigFile {
     /// Checks everything and builds every mask. `base_dir` resolves relative mask files
-    /// (the config file's folder).
-    pub fn validate(&self, base_dir: Option<&Path>) -> Result<Settings, ConfigError> {
+    /// (the config file's folder); `log_filter` says whether `[log] level` is a log filter.
+    pub fn validate(&self, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Result<Settings, ConfigError> {
         let mut problems = Vec::new();
         let named = build_named_masks(&self.masks, base_dir, &mut problems);
         if let Some(level) = &self.log.level {
-            if tracing_subscriber::EnvFilter::try_new(level).is_err() {
-                problems.push(format!(
-                    "log.level: `{}` is not a log filter (try info, debug, or convstream=debug)",
-                    limits::quoted(level)
-                ));
-            }
+            problems.extend(log_filter::problem(level, log_filter));
         }
         validate_server(&self.server, &mut problems);
         limits::server_limits(&self.server, &mut problems);

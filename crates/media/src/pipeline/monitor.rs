@@ -17,6 +17,7 @@ use convstream_core::filter::FilterSpec;
 pub enum PipelineState {
     /// Opening the input (a live one may wait for its sender), the engine or the output.
     Starting,
+    /// Every part is open and frames flow.
     Running,
     /// Stop requested: finishing the frames read, finalising the output.
     Stopping,
@@ -25,6 +26,7 @@ pub enum PipelineState {
     /// Ended by a stop (a signal, a delete, a reload, a shutdown): what was read is written
     /// and finalised, and a stop before the input opened wrote nothing. Not a failure.
     Stopped,
+    /// Ended by an error (see [`PipelineMonitor::last_error`]).
     Failed,
 }
 
@@ -51,7 +53,9 @@ impl PipelineState {
 /// A request to filter with `filter` from the next frame on. The reply is the index of
 /// the first frame the new filter applies to.
 pub struct FilterSwitch {
+    /// The filter to switch to.
     pub filter: FilterSpec,
+    /// Where the filter stage answers: the first frame filtered anew, or why it could not switch.
     pub reply: Sender<Result<u64, EngineError>>,
 }
 
@@ -66,8 +70,11 @@ pub struct EngineStatus {
 
 /// Shared by a pipeline's threads and its watchers. Cheap to read at any time.
 pub struct PipelineMonitor {
+    /// The pipeline's name.
     pub name: String,
+    /// The counters its stages update.
     pub counters: Arc<Counters>,
+    /// When the pipeline started, before its input opened.
     pub started_at: Instant,
     state: Mutex<PipelineState>,
     engine: Mutex<Option<EngineStatus>>,
@@ -90,6 +97,7 @@ impl PipelineMonitor {
         self.counters.startup.since(self.started_at)
     }
 
+    /// A monitor of the pipeline `name`, starting, filtering with `filter`.
     pub fn new(name: &str, filter: &FilterSpec) -> PipelineMonitor {
         PipelineMonitor {
             name: name.to_string(),
@@ -112,16 +120,19 @@ impl PipelineMonitor {
         self.output_path.lock().ok().and_then(|p| p.clone())
     }
 
+    /// Records the file the output is written to (`None`: not a local file).
     pub fn set_output_path(&self, path: Option<std::path::PathBuf>) {
         if let Ok(mut slot) = self.output_path.lock() {
             *slot = path;
         }
     }
 
+    /// Where the pipeline is in its life.
     pub fn state(&self) -> PipelineState {
         self.state.lock().map_or(PipelineState::Failed, |s| *s)
     }
 
+    /// Moves the pipeline to `state`; a stop asked for before it ran keeps it stopping.
     pub fn set_state(&self, state: PipelineState) {
         if let Ok(mut slot) = self.state.lock() {
             // A stop asked for before the pipeline ran stays a stop.
@@ -131,10 +142,12 @@ impl PipelineMonitor {
         }
     }
 
+    /// The engine the pipeline runs on, once built.
     pub fn engine(&self) -> Option<EngineStatus> {
         self.engine.lock().ok().and_then(|e| e.clone())
     }
 
+    /// Records the engine once built, and how filters are prepared for it (see [`Self::prepare`]).
     pub fn set_engine(&self, status: EngineStatus, preparer: FilterPreparer) {
         if let Ok(mut slot) = self.engine.lock() {
             *slot = Some(status);
@@ -149,6 +162,7 @@ impl PipelineMonitor {
         self.format.lock().ok().and_then(|f| *f)
     }
 
+    /// Records the layout of the frames the engine is given.
     pub fn set_format(&self, format: convstream_core::frame::PixelFormat) {
         if let Ok(mut slot) = self.format.lock() {
             *slot = Some(format);
@@ -160,6 +174,7 @@ impl PipelineMonitor {
         self.filter.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
+    /// Records the filter now applied.
     pub fn set_filter(&self, filter: &FilterSpec) {
         if let Ok(mut slot) = self.filter.lock() {
             *slot = filter.description();
@@ -176,10 +191,12 @@ impl PipelineMonitor {
         }
     }
 
+    /// Why the pipeline failed, if it did.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().ok().and_then(|e| e.clone())
     }
 
+    /// Records why the pipeline failed.
     pub fn set_error(&self, error: &str) {
         if let Ok(mut slot) = self.last_error.lock() {
             *slot = Some(error.to_string());

@@ -1,32 +1,118 @@
-//! A pipeline's start, one step each: the input opened in the layout the filter needs (an
-//! NVDEC pipeline first takes a seat on its GPU's NVDEC engines), the frame pool decoding
-//! starts in before the engine exists, the engine, and the output.
+//! A pipeline's start, in its order ([`open`]): the GPU's warm-up, the input opened in the
+//! layout the filter needs (an NVDEC pipeline first takes a seat on its GPU's NVDEC
+//! engines), decoding started into a frame pool made before the engine exists, the engine,
+//! and the output. Each step is a function of its own below.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use super::nvdec_admission;
-use super::{pooled_frames, EngineStatus, OutputPolicy, PipelineError, PipelineMonitor, RunOptions};
+use super::capacity::pooled_frames;
+use super::error::PipelineError;
+use super::monitor::{EngineStatus, PipelineMonitor};
+use super::nvdec_admission::{self, NvdecSeat};
+use super::options::{OutputPolicy, RunOptions};
+use super::threads::{spawn_source, Queues, Stages};
 use crate::config::{PipelineSettings, SourceConfig};
-use crate::media::SourceInfo;
+use crate::ffmpeg::SourceInfo;
 use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_core::host_buffers::{HeapMemory, LatePool};
 
+/// A pipeline once every part is made: the source's thread (decoding already), the engine
+/// and the output, the queues between them, and what the input is.
+pub(super) struct Opened {
+    /// The input as the filter takes it.
+    pub(super) info: SourceInfo,
+    pub(super) stages: Stages,
+    pub(super) queues: Queues,
+    /// An NVDEC pipeline's seat on its GPU's NVDEC engines, held for the run.
+    pub(super) nvdec_seat: Option<NvdecSeat>,
+}
+
+/// Starts a pipeline's parts in their order. The GPU's set-up that needs nothing of the
+/// input goes first, on a thread of its own; then the input opens. An NVDEC pipeline makes
+/// its engine next and only then starts decoding (its pictures go to the engine's GPU);
+/// any other starts decoding at once, into a pool the engine's memory joins once it is made.
+/// The output opens last. If the engine or the output fails, the source's thread is stopped
+/// and joined before the error returns.
+pub(super) fn open(
+    settings: &PipelineSettings,
+    options: &RunOptions,
+    monitor: &PipelineMonitor,
+) -> Result<Opened, PipelineError> {
+    // The GPU's set-up that needs nothing of the input (the driver, the context, NVRTC:
+    // 0.2-0.4 s) goes on while the input is opened and probed.
+    convstream_core::engine::warm_up(settings.device);
+    let (source, nvdec_seat) = open_source(settings, options, monitor)?;
+    let info = source.info().clone();
+    let queues = Queues::new();
+    let filter_ended = Arc::new(AtomicBool::new(false));
+    let (source_thread, engine) = if asks_for_nvdec(&settings.source) {
+        // NVDEC's pictures stay on the engine's GPU: the engine first, then the decoding.
+        let (source, engine) = start_engine(settings, options, monitor, source, None)?;
+        let source_thread = spawn_source(settings, options, monitor, source, &queues, &filter_ended)?;
+        (source_thread, Ok(engine))
+    } else {
+        // Decoding starts now, into a pool the engine's memory joins once it is made.
+        let pool = late_pool(settings, &info);
+        let source = source.with_frame_pool(pool.as_ref().map(|late| late.pool.clone()));
+        let source_thread = spawn_source(settings, options, monitor, source, &queues, &filter_ended)?;
+        let engine = build(settings, options, monitor, &info, pool);
+        (source_thread, engine)
+    };
+    let sink = engine.and_then(|engine| Ok((engine, open_sink(settings, options, monitor, &info)?)));
+    let (engine, sink) = match sink {
+        Ok(parts) => parts,
+        Err(e) => {
+            // The source stops at its next frame, finding nobody to take it (a source that
+            // drops frames itself looks at the flag).
+            filter_ended.store(true, Ordering::Relaxed);
+            drop(queues);
+            let _ = source_thread.join();
+            return Err(e);
+        }
+    };
+    tracing::info!(
+        "{} {}x{} {} ({}) -> {} on {} -> {}",
+        info.url,
+        info.width,
+        info.height,
+        info.format,
+        info.decoder,
+        settings.filter.description(),
+        engine.name(),
+        sink.path()
+            .map_or(settings.sink.url.clone(), |p| p.display().to_string())
+    );
+    let stages = Stages {
+        source: source_thread,
+        engine,
+        sink,
+        filter_ended,
+    };
+    Ok(Opened {
+        info,
+        stages,
+        queues,
+        nvdec_seat,
+    })
+}
+
 /// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
-pub(super) fn asks_for_nvdec(source: &SourceConfig) -> bool {
+fn asks_for_nvdec(source: &SourceConfig) -> bool {
     source.decoder == "nvdec" || source.decoder.ends_with("_cuvid")
 }
 
 /// Opens the input (waiting for a live one) in the layout the filter needs, and checks the
 /// filter can work on its frames. An NVDEC pipeline first takes a seat on its GPU's NVDEC
 /// engines (see `nvdec_admission`), held for the run.
-pub(super) fn open_source(
+fn open_source(
     settings: &PipelineSettings,
     options: &RunOptions,
     monitor: &PipelineMonitor,
-) -> Result<(Source, Option<nvdec_admission::NvdecSeat>), PipelineError> {
+) -> Result<(Source, Option<NvdecSeat>), PipelineError> {
     let name = &settings.name;
     let counters = &monitor.counters;
     // An NVDEC decoder is opened once, on the GPU the engine will use (its context is being
@@ -114,7 +200,7 @@ pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Sour
 /// host without a GPU driver) it holds ordinary memory from the start, so decoded pictures
 /// are reused blocks rather than a fresh allocation and a copy each (at 2160p, 12 MB of page
 /// faults and copying per frame). `None` with `pinned_frames = 0`.
-pub(super) fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool> {
+fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool> {
     let frames = pooled_frames(settings);
     if frames == 0 {
         return None;
@@ -148,7 +234,7 @@ fn held_for_gpu(settings: &PipelineSettings) -> usize {
 }
 
 /// The options the engine is made with, for the input's frames.
-pub(super) fn engine_options(
+fn engine_options(
     settings: &PipelineSettings,
     options: &RunOptions,
     info: &SourceInfo,
@@ -173,7 +259,7 @@ pub(super) fn engine_options(
 }
 
 /// Builds the engine for the input's frames (in `pool`, when given) and says so to the monitor.
-pub(super) fn build(
+fn build(
     settings: &PipelineSettings,
     options: &RunOptions,
     monitor: &PipelineMonitor,
@@ -203,7 +289,7 @@ pub(super) fn build(
 
 /// Builds the engine before decoding starts (NVDEC: the decoder's pictures go to the
 /// engine's GPU) and has the source decode into the engine's memory.
-pub(super) fn start_engine(
+fn start_engine(
     settings: &PipelineSettings,
     options: &RunOptions,
     monitor: &PipelineMonitor,
@@ -225,7 +311,7 @@ pub(super) fn start_engine(
 }
 
 /// Opens the output for the input's frames.
-pub(super) fn open_sink(
+fn open_sink(
     settings: &PipelineSettings,
     options: &RunOptions,
     monitor: &PipelineMonitor,

@@ -20,6 +20,7 @@ pub enum SnapshotStage {
 }
 
 impl SnapshotStage {
+    /// `input` or `output`, as the API names it.
     pub fn name(self) -> &'static str {
         match self {
             SnapshotStage::Input => "input",
@@ -31,22 +32,32 @@ impl SnapshotStage {
 /// One plane of a snapshot, its rows packed tightly (`width * channels` samples each).
 #[derive(Debug, Clone)]
 pub struct SnapshotPlane {
+    /// Samples per row, per channel.
     pub width: usize,
+    /// Rows.
     pub height: usize,
+    /// Channels interleaved in a row (3 for packed RGB, else 1).
     pub channels: usize,
+    /// How each sample is stored.
     pub depth: SampleDepth,
+    /// The samples, row after row.
     pub data: Vec<u8>,
 }
 
 /// A copy of one frame's pixels.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// The frame's pixel format.
     pub format: PixelFormat,
+    /// The frame's width, in pixels.
     pub width: usize,
+    /// The frame's height, in pixels.
     pub height: usize,
     /// The frame's position in the stream (decode order, from 0).
     pub index: u64,
+    /// When the copy was made.
     pub taken_at: Instant,
+    /// The frame's planes, in its format's order.
     pub planes: Vec<SnapshotPlane>,
 }
 
@@ -124,11 +135,14 @@ impl SnapshotSlot {
 /// The input and output slots of one pipeline.
 #[derive(Debug, Default)]
 pub struct Snapshots {
+    /// Decoded frames, as the engine is given them.
     pub input: SnapshotSlot,
+    /// Filtered frames, as the sink is given them.
     pub output: SnapshotSlot,
 }
 
 impl Snapshots {
+    /// The slot of `stage`.
     pub fn slot(&self, stage: SnapshotStage) -> &SnapshotSlot {
         match stage {
             SnapshotStage::Input => &self.input,

@@ -2,15 +2,19 @@
 //! as the input is open), the filter and sink threads, and what each returned.
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use indicatif::ProgressBar;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use super::{filter_stage, inject_panic, panic_message, FilterSwitch, PipelineError, PipelineMonitor, RunOptions};
-use super::{FRAME_QUEUE, PACKET_QUEUE};
+use super::capacity::{FRAME_QUEUE, PACKET_QUEUE};
+use super::error::PipelineError;
+use super::filter_stage;
+use super::monitor::{FilterSwitch, PipelineMonitor};
+use super::options::RunOptions;
+use super::panics::{inject_panic, panic_message};
+use super::progress::RunProgress;
 use crate::config::{DropPolicy, PipelineSettings};
-use crate::media::PassthroughPacket;
+use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{self, SinkError, SinkOutcome};
 use crate::source::{DropOldest, Source, SourceError};
 use convstream_core::engine::{trace, Engine, EngineError, TraceSpan};
@@ -96,7 +100,7 @@ pub(super) fn run_threads(
     switches: Receiver<FilterSwitch>,
     stages: Stages,
     queues: Queues,
-    bar: &ProgressBar,
+    progress: Option<Arc<dyn RunProgress>>,
 ) -> Result<Ended, PipelineError> {
     let name = &settings.name;
     let counters = monitor.counters.clone();
@@ -136,13 +140,18 @@ pub(super) fn run_threads(
             .map_err(spawn_error(name))?
     };
     let sink_thread = {
-        let (counters, bar, sink_name) = (counters.clone(), bar.clone(), name.clone());
+        let (counters, sink_name) = (counters.clone(), name.clone());
         thread::Builder::new()
             .name(format!("{name}-sink"))
             .spawn(move || {
                 let _entered = span.enter();
                 inject_panic(&sink_name, "sink");
-                sink.run(&filtered_rx, &packets_rx, &counters, &|| bar.inc(1))
+                let on_frame = || {
+                    if let Some(progress) = &progress {
+                        progress.frame_written();
+                    }
+                };
+                sink.run(&filtered_rx, &packets_rx, &counters, &on_frame)
             })
             .map_err(spawn_error(name))?
     };

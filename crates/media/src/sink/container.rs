@@ -18,7 +18,10 @@ const FRAGMENTING_FLAGS: &[&str] = &["frag_keyframe", "frag_every_frame", "frag_
 pub enum HeaderOptionsError {
     /// `movflags` asks for an index moved to the front, which needs seeking back.
     #[error("movflags {flags:?} needs an output that can seek back (a file): a pipe or a network output cannot; leave faststart out there and the MP4 is fragmented (frag_keyframe+empty_moov), which plays as it comes")]
-    NeedsSeeking { flags: String },
+    NeedsSeeking {
+        /// The `movflags` asked for.
+        flags: String,
+    },
 }
 
 /// The options a header is written with: the user's muxer options, and for an MP4 that

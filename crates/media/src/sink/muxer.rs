@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::container::header_options;
+use super::contract::{OutputOptions, Sink, SinkError};
 use super::encoder::{self, VideoEncoder};
-use super::output_io::OutputIo;
-use super::{OutputOptions, Sink, SinkError};
+use super::output_io::{OutputIo, OutputIoError};
 use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
-use crate::media::{PassthroughPacket, SourceInfo};
+use crate::ffmpeg::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
 
@@ -62,69 +62,11 @@ impl Muxer {
     pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Muxer, SinkError> {
         let target = OutputTarget::of(&config.url);
         let url = config.url.clone();
-        let open_error = |reason: String| SinkError::Open {
-            url: url.clone(),
-            reason,
-        };
-        let format = config
-            .format
-            .clone()
-            .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()))
-            .or_else(|| container_of_scheme(&url).map(str::to_string));
-        let mut output = allocate_output(ffmpeg_url(&url), format.as_deref()).map_err(|e| {
-            let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
-                || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
-            match (&format, unknown_container) {
-                (None, true) => open_error(
-                    "cannot tell the container from the name; use a known extension (.mp4 .mkv .webm .mov .ts .avi .nut .y4m) or set the output format (--format, sink.format in a config)".into(),
-                ),
-                (Some(name), true) => open_error(format!("`{name}` is not an output format this FFmpeg build has")),
-                (_, false) => open_error(e.to_string()),
-            }
-        })?;
-        let video = VideoEncoder::new(config, source, &output).map_err(|e| match e.unsuitable_input {
-            true => SinkError::Unsuitable {
-                url: url.clone(),
-                reason: e.reason,
-            },
-            false => SinkError::Encoder {
-                url: url.clone(),
-                reason: e.reason,
-            },
-        })?;
-        if output.format().name() == "yuv4mpegpipe" {
-            if let Some(reason) = y4m_unwritable(&video.parameters()) {
-                return Err(SinkError::Unsuitable {
-                    url: url.clone(),
-                    reason,
-                });
-            }
-        }
-        let mut stream = output
-            .add_stream(video.codec())
-            .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
-        stream.set_parameters(video.parameters());
-        stream.set_time_base(video.time_base());
-        // Mastering display and light level: Matroska and MP4 write them in their headers.
-        source
-            .hdr
-            .attach_to(&mut stream)
-            .map_err(|e| open_error(format!("cannot attach the HDR metadata: {e}")))?;
-        stream.set_avg_frame_rate(source.frame_rate);
-        if source.aspect_ratio.numerator() > 0 {
-            // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read
-            // the stream's value rather than the codec parameters'.
-            unsafe {
-                (*stream.as_mut_ptr()).sample_aspect_ratio = source.aspect_ratio.into();
-            }
-        }
-        let video_index = stream.index();
+        let mut output = output_context(config)?;
+        let video = video_encoder(config, source, &output)?;
+        let video_index = add_video_stream(&mut output, &video, source, &url)?;
         let copied = add_copied_streams(&mut output, config, source);
         let container = output.format().name().to_string();
-        let output_error = |error: super::OutputIoError| SinkError::Output {
-            url: url.clone(),
-            error,
-        };
         let mut io = OutputIo::attach(
             &mut output,
             &url,
@@ -133,61 +75,19 @@ impl Muxer {
             &how.guard,
             how.stop.clone(),
         )
-        .map_err(output_error)?;
-        if container == "yuv4mpegpipe" {
-            // FFmpeg 5.1 calls y4m's 9- to 16-bit colour spaces (C420p10 and the like)
-            // unofficial and refuses them unless told; x264, dav1d and FFmpeg itself read them.
-            // SAFETY: a plain field of the output context, read when the header is written.
-            unsafe {
-                (*output.as_mut_ptr()).strict_std_compliance = ffmpeg::ffi::FF_COMPLIANCE_UNOFFICIAL;
-            }
-        }
-        // SAFETY: `output` is a valid format context; `pb` is the I/O just attached (or null
-        // for muxers that open their own, such as RTSP); plain fields are read.
-        let seekable = unsafe {
-            let pb = (*output.as_ptr()).pb;
-            !pb.is_null() && (*pb).seekable != 0
-        };
-        let options = match header_options(&container, &config.muxer_options, seekable, how.fragment_mp4) {
-            Ok(options) => options,
+        .map_err(|error| output_error(&url, error))?;
+        let fragmented = match write_header(&mut output, config, how, &container) {
+            Ok(fragmented) => fragmented,
             Err(e) => {
                 io.detach(&mut output);
-                return Err(SinkError::Unsuitable {
-                    url: url.clone(),
-                    reason: e.to_string(),
-                });
+                return Err(e);
             }
         };
-        // A fragmented MP4 is complete at each fragment: flushed as it goes, as Matroska is.
-        let fragmented = options.get("movflags").is_some_and(|flags| flags.contains("frag_"));
-        let header = output.write_header_with(options).map(|unused| {
-            unused
-                .iter()
-                .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
-                .collect::<Vec<String>>()
-        });
-        let unused = match header {
-            Ok(unused) => unused,
-            Err(e) => {
-                io.detach(&mut output);
-                return Err(open_error(format!("cannot write the header: {e}")));
-            }
-        };
-        if !unused.is_empty() {
-            io.detach(&mut output);
-            return Err(SinkError::Unsuitable {
-                url: url.clone(),
-                reason: format!(
-                    "the {container} muxer has no option {} (`ffmpeg -h muxer={container}` lists what it takes)",
-                    unused.join(", ")
-                ),
-            });
-        }
         let path = match io.publish(&mut output) {
             Ok(path) => path,
             Err(error) => {
                 io.detach(&mut output);
-                return Err(output_error(error));
+                return Err(output_error(&url, error));
             }
         };
         if let Some(path) = path.as_ref().filter(|_| io.renamed) {
@@ -213,6 +113,158 @@ impl Muxer {
             last_copied_dts: HashMap::new(),
         })
     }
+}
+
+/// The error of an output whose I/O could not be opened or its file named.
+fn output_error(url: &str, error: OutputIoError) -> SinkError {
+    SinkError::Output {
+        url: url.to_string(),
+        error,
+    }
+}
+
+/// The output's format context, its muxer the one the config names, else YUV4MPEG2 for
+/// stdout, else the one of the URL's scheme, else FFmpeg's guess from the name.
+fn output_context(config: &SinkConfig) -> Result<ffmpeg::format::context::Output, SinkError> {
+    let url = &config.url;
+    let open_error = |reason: String| SinkError::Open {
+        url: url.clone(),
+        reason,
+    };
+    let format = config
+        .format
+        .clone()
+        .or_else(|| (url == "-").then(|| "yuv4mpegpipe".to_string()))
+        .or_else(|| container_of_scheme(url).map(str::to_string));
+    allocate_output(ffmpeg_url(url), format.as_deref()).map_err(|e| {
+        let unknown_container = matches!(e, ffmpeg::Error::MuxerNotFound)
+            || matches!(e, ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL);
+        match (&format, unknown_container) {
+            (None, true) => open_error(
+                "cannot tell the container from the name; use a known extension (.mp4 .mkv .webm .mov .ts .avi .nut .y4m) or set the output format (--format, sink.format in a config)".into(),
+            ),
+            (Some(name), true) => open_error(format!("`{name}` is not an output format this FFmpeg build has")),
+            (_, false) => open_error(e.to_string()),
+        }
+    })
+}
+
+/// The video encoder for the source's frames, checked against what YUV4MPEG2 can write.
+fn video_encoder(
+    config: &SinkConfig,
+    source: &SourceInfo,
+    output: &ffmpeg::format::context::Output,
+) -> Result<VideoEncoder, SinkError> {
+    let url = &config.url;
+    let video = VideoEncoder::new(config, source, output).map_err(|e| match e.unsuitable_input {
+        true => SinkError::Unsuitable {
+            url: url.clone(),
+            reason: e.reason,
+        },
+        false => SinkError::Encoder {
+            url: url.clone(),
+            reason: e.reason,
+        },
+    })?;
+    if output.format().name() == "yuv4mpegpipe" {
+        if let Some(reason) = y4m_unwritable(&video.parameters()) {
+            return Err(SinkError::Unsuitable {
+                url: url.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(video)
+}
+
+/// Adds the video stream with the encoder's parameters, the source's HDR metadata, frame
+/// rate and aspect ratio; returns its index.
+fn add_video_stream(
+    output: &mut ffmpeg::format::context::Output,
+    video: &VideoEncoder,
+    source: &SourceInfo,
+    url: &str,
+) -> Result<usize, SinkError> {
+    let open_error = |reason: String| SinkError::Open {
+        url: url.to_string(),
+        reason,
+    };
+    let mut stream = output
+        .add_stream(video.codec())
+        .map_err(|e| open_error(format!("cannot add the video stream: {e}")))?;
+    stream.set_parameters(video.parameters());
+    stream.set_time_base(video.time_base());
+    // Mastering display and light level: Matroska and MP4 write them in their headers.
+    source
+        .hdr
+        .attach_to(&mut stream)
+        .map_err(|e| open_error(format!("cannot attach the HDR metadata: {e}")))?;
+    stream.set_avg_frame_rate(source.frame_rate);
+    if source.aspect_ratio.numerator() > 0 {
+        // SAFETY: a plain field of the stream just added. Muxers such as YUV4MPEG2 read
+        // the stream's value rather than the codec parameters'.
+        unsafe {
+            (*stream.as_mut_ptr()).sample_aspect_ratio = source.aspect_ratio.into();
+        }
+    }
+    Ok(stream.index())
+}
+
+/// Writes the header with the container's options (the user's muxer options, fragmented
+/// MP4 where asked or where the output cannot seek back); every option the muxer did not
+/// take is the user's error. Returns whether the output is a fragmented MP4. On an error
+/// the caller detaches the I/O.
+fn write_header(
+    output: &mut ffmpeg::format::context::Output,
+    config: &SinkConfig,
+    how: &OutputOptions,
+    container: &str,
+) -> Result<bool, SinkError> {
+    let url = &config.url;
+    if container == "yuv4mpegpipe" {
+        // FFmpeg 5.1 calls y4m's 9- to 16-bit colour spaces (C420p10 and the like)
+        // unofficial and refuses them unless told; x264, dav1d and FFmpeg itself read them.
+        // SAFETY: a plain field of the output context, read when the header is written.
+        unsafe {
+            (*output.as_mut_ptr()).strict_std_compliance = ffmpeg::ffi::FF_COMPLIANCE_UNOFFICIAL;
+        }
+    }
+    // SAFETY: `output` is a valid format context; `pb` is the I/O just attached (or null
+    // for muxers that open their own, such as RTSP); plain fields are read.
+    let seekable = unsafe {
+        let pb = (*output.as_ptr()).pb;
+        !pb.is_null() && (*pb).seekable != 0
+    };
+    let options = header_options(container, &config.muxer_options, seekable, how.fragment_mp4).map_err(|e| {
+        SinkError::Unsuitable {
+            url: url.clone(),
+            reason: e.to_string(),
+        }
+    })?;
+    // A fragmented MP4 is complete at each fragment: flushed as it goes, as Matroska is.
+    let fragmented = options.get("movflags").is_some_and(|flags| flags.contains("frag_"));
+    let unused = output
+        .write_header_with(options)
+        .map(|unused| {
+            unused
+                .iter()
+                .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
+                .collect::<Vec<String>>()
+        })
+        .map_err(|e| SinkError::Open {
+            url: url.clone(),
+            reason: format!("cannot write the header: {e}"),
+        })?;
+    if !unused.is_empty() {
+        return Err(SinkError::Unsuitable {
+            url: url.clone(),
+            reason: format!(
+                "the {container} muxer has no option {} (`ffmpeg -h muxer={container}` lists what it takes)",
+                unused.join(", ")
+            ),
+        });
+    }
+    Ok(fragmented)
 }
 
 /// An output context for `url` with its muxer chosen, and no I/O opened yet.

@@ -4,8 +4,8 @@
 use ffmpeg_next as ffmpeg;
 use std::path::PathBuf;
 
-use super::Sink;
-use crate::media::PassthroughPacket;
+use super::contract::Sink;
+use crate::ffmpeg::PassthroughPacket;
 use crate::stats::Counters;
 use convstream_core::frame::Frame;
 

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::device_pictures::{CudaDecoding, Picture};
+use super::error::SourceError;
 use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
-use super::{sleep_unless_stopped, SourceError};
-use crate::media::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
+use super::watchdog::sleep_unless_stopped;
+use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
 use crate::stats::Counters;
 use convstream_core::frame::{Frame, PixelFormat};
 use convstream_core::host_buffers::BufferPool;
@@ -45,7 +46,9 @@ pub(super) enum DrainEnd {
 /// it ends. Holding a receiver of its own queue, the source cannot see the consumer leave
 /// by a closed channel.
 pub struct DropOldest {
+    /// The receiving end of the source's own frame queue.
     pub queue: Receiver<Frame>,
+    /// Set when the queue's consumer (the filter stage) ends.
     pub consumer_ended: Arc<AtomicBool>,
 }
 

@@ -1,8 +1,8 @@
-//! The video decoder of a source: which FFmpeg decoder a `decoder` setting means, and NVDEC
-//! that never hangs or loses a frame.
+//! The video decoder of a source: the decoder a `decoder` setting means (chosen in
+//! `decoder_choice`) opened for the stream, and NVDEC that never hangs or loses a frame.
 //!
 //! - NVDEC is refused, with the reason, before a decoder is made when the driver says it
-//!   cannot decode the stream ([`crate::nvdec`]).
+//!   cannot decode the stream ([`super::nvdec`]), at the start and when the stream changes.
 //! - A new sequence (size, chroma format, bit depth) is seen at its keyframe
 //!   ([`super::sequence`]): the old decoder is finished and a fresh one starts there.
 //! - Any other failure (damaged data, a change the watch cannot see) makes the decoder anew
@@ -11,8 +11,7 @@
 //! - A decoder that keeps failing, or cannot decode what follows, ends the pipeline with the
 //!   reason; frames already decoded are written.
 //!
-//! One job at some length (about 530 lines): choosing a decoder and keeping NVDEC alive are one
-//! state machine around one `AVCodecContext`; splitting it would pass that context around.
+//! Keeping NVDEC alive is one state machine around one `AVCodecContext`, kept in one file.
 
 use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
@@ -20,14 +19,16 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::decode_state::{DecodeState, DrainEnd};
+use super::decoder_choice::choose_decoder;
 use super::device_pictures::CudaDecoding;
+use super::error::SourceError;
+use super::nvdec::{self, NvdecProbe, StreamTraits};
 use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
-use super::{DecodeState, DrainEnd, SourceError};
 use crate::config::SourceConfig;
-use crate::media::{decoder_named, is_again};
-use crate::nvdec::{self, NvdecProbe, StreamTraits};
+use crate::ffmpeg::is_again;
 use crate::stats::Counters;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
@@ -79,57 +80,7 @@ impl VideoDecoder {
             url: url.clone(),
             reason,
         };
-        let codec_id = parameters.id();
-        let (codec, hardware) = match config.decoder.as_str() {
-            "auto" | "software" => (
-                software_decoder(codec_id, decoder_named).map_err(|reason| SourceError::Unusable {
-                    url: url.clone(),
-                    reason,
-                })?,
-                false,
-            ),
-            "nvdec" => {
-                let name = format!("{}_cuvid", codec_id.name());
-                let found = decoder_named(&name);
-                if found.is_none() {
-                    let reason = match nvdec::codec_of(codec_id) {
-                        None => format!("NVDEC has no decoder for {}", codec_id.name()),
-                        Some(_) => format!("decoder = \"nvdec\" needs FFmpeg's {name} decoder, which this FFmpeg build lacks (build with scripts/build-portable.sh, or use decoder = \"software\")"),
-                    };
-                    return Err(SourceError::Unusable {
-                        url: url.clone(),
-                        reason,
-                    });
-                }
-                (found, true)
-            }
-            // FFmpeg's own av1 decoder, asked for by name, would fail every packet.
-            "av1" => {
-                return Err(SourceError::Unusable {
-                    url: url.clone(),
-                    reason: "FFmpeg's av1 decoder decodes only on hardware, which a software decode does not give it; use decoder = \"libdav1d\" or \"software\" (which picks it), or \"nvdec\"".into(),
-                })
-            }
-            name => {
-                let found = decoder_named(name);
-                if found.is_none() {
-                    return Err(decoder_error(format!(
-                        "this FFmpeg build has no decoder named `{}`",
-                        convstream_core::text::quoted(name)
-                    )));
-                }
-                (found, name.ends_with("_cuvid"))
-            }
-        };
-        let codec =
-            codec.ok_or_else(|| decoder_error(format!("this FFmpeg build cannot decode {}", codec_id.name())))?;
-        if hardware {
-            let traits = StreamTraits::of(&parameters);
-            nvdec::check(&traits, nvdec_probe.as_ref()).map_err(|reason| SourceError::Unusable {
-                url: url.clone(),
-                reason: format!("{reason}; use decoder = \"software\" (or \"auto\")"),
-            })?;
-        }
+        let (codec, hardware) = choose_decoder(config, &parameters, nvdec_probe)?;
         let device = match gpu.filter(|_| hardware).map(CudaDecoding::new) {
             Some(Ok(device)) => Some(device),
             Some(Err(reason)) => {
@@ -138,7 +89,7 @@ impl VideoDecoder {
             }
             None => None,
         };
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let inner = open_codec(
             codec,
             &parameters,
@@ -149,7 +100,7 @@ impl VideoDecoder {
             device.as_ref(),
         )
         .map_err(|e| {
-            decoder_error(crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder: {e}",
                 codec.name()
             )))
@@ -200,7 +151,7 @@ impl VideoDecoder {
             }
         }
         self.device = device;
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         self.inner = open_codec(
             self.codec,
@@ -213,7 +164,7 @@ impl VideoDecoder {
         )
         .map_err(|e| SourceError::Decoder {
             url: url.to_string(),
-            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder on the GPU: {e}",
                 self.codec.name()
             )),
@@ -376,7 +327,7 @@ impl VideoDecoder {
         }
         // FFmpeg's cuvid wrapper logs why it failed ("AVHWFramesContext is already initialized
         // with incompatible parameters"); say it with the failure.
-        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
+        let error = crate::ffmpeg::log::with_ffmpeg_reason(error.to_string());
         let mut earlier = self.replay.take();
         let last_keyframe = earlier.iter().rposition(Packet::is_key).unwrap_or(0);
         let latest = earlier.split_off(last_keyframe);
@@ -484,7 +435,7 @@ impl VideoDecoder {
                 raw.extradata_size = 0;
             }
         }
-        crate::ffmpeg_log::clear_last_error();
+        crate::ffmpeg::log::clear_last_error();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         open_codec(
             self.codec,
@@ -497,7 +448,7 @@ impl VideoDecoder {
         )
         .map_err(|e| SourceError::Decoder {
             url: state.url.clone(),
-            reason: crate::ffmpeg_log::with_ffmpeg_reason(format!(
+            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder again: {e}",
                 self.codec.name()
             )),
@@ -505,7 +456,7 @@ impl VideoDecoder {
     }
 
     fn gave_up(&self, frame: u64, error: &dyn std::fmt::Display, state: &DecodeState) -> SourceError {
-        let error = crate::ffmpeg_log::with_ffmpeg_reason(error.to_string());
+        let error = crate::ffmpeg::log::with_ffmpeg_reason(error.to_string());
         SourceError::Decoder {
             url: state.url.clone(),
             reason: format!(
@@ -572,56 +523,4 @@ fn open_codec(
         }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())
-}
-
-/// Software decoders of AV1, best first. FFmpeg's native `av1` decoder is not one: it
-/// decodes only through a hardware accelerator, which a software decode does not give it,
-/// so without these an AV1 stream would decode to nothing, packet after failed packet.
-const SOFTWARE_AV1_DECODERS: [&str; 2] = ["libdav1d", "libaom-av1"];
-
-/// The decoder `decoder = "software"` (or `auto` without NVDEC) uses for `id`, looked up
-/// with `find` by name; an error when the build has none that decodes it in software.
-fn software_decoder(
-    id: codec::Id,
-    find: impl Fn(&str) -> Option<ffmpeg::Codec>,
-) -> Result<Option<ffmpeg::Codec>, String> {
-    if id != codec::Id::AV1 {
-        return Ok(ffmpeg::decoder::find(id));
-    }
-    SOFTWARE_AV1_DECODERS
-        .iter()
-        .find_map(|name| find(name))
-        .map(Some)
-        .ok_or_else(|| {
-            "this FFmpeg build has no software AV1 decoder (libdav1d or libaom): FFmpeg's own av1 decoder \
-             decodes only on hardware; use decoder = \"nvdec\" (--decoder nvdec) on a GPU that decodes AV1, \
-             or a convstream built against an FFmpeg with libdav1d (Debian's, with `cargo build`)"
-                .to_string()
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn av1_takes_a_software_decoder_or_is_refused_naming_the_fix() {
-        let none = |_: &str| None;
-        let Err(reason) = software_decoder(codec::Id::AV1, none) else {
-            panic!("AV1 without libdav1d or libaom must be refused");
-        };
-        assert!(
-            reason.contains("no software AV1 decoder") && reason.contains("libdav1d"),
-            "{reason}"
-        );
-        assert!(reason.contains("nvdec"), "{reason}");
-        // With libdav1d in the build (the system FFmpeg the tests link has it), it is chosen.
-        if let Some(dav1d) = decoder_named("libdav1d") {
-            let chosen = software_decoder(codec::Id::AV1, decoder_named).unwrap().unwrap();
-            assert_eq!(chosen.name(), dav1d.name());
-        }
-        // Other codecs keep FFmpeg's choice.
-        let h264 = software_decoder(codec::Id::H264, none).unwrap().unwrap();
-        assert_eq!(h264.name(), "h264");
-    }
 }

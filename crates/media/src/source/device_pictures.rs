@@ -17,7 +17,7 @@ use ffmpeg_next as ffmpeg;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::media::ffmpeg_format;
+use crate::ffmpeg::ffmpeg_format;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, PixelLayout};
 use convstream_core::host_buffers::BufferPool;

@@ -2,17 +2,26 @@
 //! frames (converting only formats the engines cannot take) and hands the packets of
 //! other streams (audio, subtitles) to the sink untouched.
 //!
-//! - [`open`]: opening under the interrupt watchdog, choosing the decoder, retrying a live input.
-//! - [`read`]: the read loop, looping a file and reconnecting a live input.
-//! - [`decode_state`]: what lasts across loops and reconnections (timestamps, pacing, the
-//!   drop policy, format conversion).
-//! - [`decoder`]: which decoder, and how NVDEC failures are survived.
+//! - `open`: opening the input, its decoder and its description, retrying a live input;
+//!   `demuxer`: FFmpeg's open and stream probing under the interrupt watchdog (`watchdog`),
+//!   a FIFO read through our own reader (`pipe_input`).
+//! - `read`: the read loop, looping a file and reconnecting a live input.
+//! - `decode_state`: what lasts across loops and reconnections (timestamps, pacing, the
+//!   drop policy, format conversion); `trim`: `start`, `duration`, `frames`.
+//! - `decoder_choice`: which decoder a `decoder` setting means; `decoder`: the decoder, and
+//!   how NVDEC failures are survived (`replay`, `sequence`).
+//! - `pooled_pictures`, `device_pictures`: where decoded pictures live (the engine's pool,
+//!   or the GPU).
+//! - [`nvdec`]: whether NVDEC can decode a stream (pure, so tested without a GPU).
+//! - `error`: [`SourceError`].
 
 mod decode_state;
 mod decoder;
+mod decoder_choice;
+mod demuxer;
 mod device_pictures;
-
-use device_pictures::CudaDecoding;
+mod error;
+pub mod nvdec;
 mod open;
 mod pipe_input;
 mod pooled_pictures;
@@ -23,61 +32,17 @@ mod trim;
 mod watchdog;
 
 use ffmpeg_next as ffmpeg;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use crate::config::SourceConfig;
-use crate::media::SourceInfo;
-use crate::nvdec::NvdecProbe;
+use crate::ffmpeg::SourceInfo;
 use convstream_core::host_buffers::BufferPool;
 pub use decode_state::DropOldest;
-use decode_state::{DecodeState, DrainEnd};
 use decoder::VideoDecoder;
+use device_pictures::CudaDecoding;
+pub use error::SourceError;
+use nvdec::NvdecProbe;
 use watchdog::Watchdog;
-
-/// Why an input could not be opened or read. Each message holds its cause once (callers
-/// print messages whole, not as chains), so no variant has a `source`.
-#[derive(Debug, thiserror::Error)]
-pub enum SourceError {
-    #[error("cannot open input {url}: {reason}")]
-    Open { url: String, reason: String },
-    /// An input that can never be read as asked (an unknown protocol, a stream the chosen
-    /// decoder cannot take): not retried, and a usage error for `run`.
-    #[error("cannot use input {url}: {reason}")]
-    Unusable { url: String, reason: String },
-    /// An input that opened but is no video (a text file): not retried either.
-    #[error("cannot open input {url}: {reason}")]
-    NotVideo { url: String, reason: String },
-    #[error("input {url} has no video stream")]
-    NoVideo { url: String },
-    #[error("unknown input format `{format}` for {url}")]
-    UnknownFormat { url: String, format: String },
-    #[error("input {url}: {reason}")]
-    Decoder { url: String, reason: String },
-    #[error("input {url}: read failed after {frames} frames: {reason}")]
-    Read { url: String, frames: u64, reason: String },
-}
-
-impl SourceError {
-    /// Whether opening again could not help: the input is unusable as configured.
-    pub fn is_permanent(&self) -> bool {
-        matches!(
-            self,
-            SourceError::Unusable { .. }
-                | SourceError::NotVideo { .. }
-                | SourceError::UnknownFormat { .. }
-                | SourceError::NoVideo { .. }
-        )
-    }
-
-    /// Whether the input could never be used as configured, whatever it holds (an unknown
-    /// protocol, a stream the chosen decoder cannot take): a usage error, exit code 2 for
-    /// `run`. An input whose content is wrong (no video in it) is a runtime failure.
-    pub fn is_usage(&self) -> bool {
-        matches!(self, SourceError::Unusable { .. })
-    }
-}
 
 /// An opened input with its video decoder.
 pub struct Source {
@@ -100,6 +65,7 @@ pub struct Source {
 }
 
 impl Source {
+    /// What the input is: its video's size, format, timing and colour, its copied streams.
     pub fn info(&self) -> &SourceInfo {
         &self.info
     }
@@ -148,17 +114,4 @@ impl Source {
         }
         self
     }
-}
-
-/// Sleeps for `time` unless `stop` is set first; false when stopped.
-fn sleep_unless_stopped(time: Duration, stop: &AtomicBool) -> bool {
-    let until = Instant::now() + time;
-    while !stop.load(Ordering::Relaxed) {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return true;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
-    }
-    false
 }

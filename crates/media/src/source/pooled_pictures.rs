@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
-use crate::media::ffmpeg_format;
+use crate::ffmpeg::ffmpeg_format;
 use convstream_core::frame::{Frame, PixelFormat, Plane, PlaneData, POOLED_ROW_ALIGN};
 use convstream_core::host_buffers::BufferPool;
 
@@ -230,8 +230,8 @@ mod tests {
 
     use super::*;
     use crate::config::SourceConfig;
-    use crate::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
     use crate::sample::{generate, SampleSpec};
+    use crate::source::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
     use crate::source::Source;
     use crate::stats::Counters;
     use convstream_core::frame::Frame;

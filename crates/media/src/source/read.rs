@@ -3,15 +3,17 @@
 //! again, its timestamps moved on to follow the frames already sent.
 
 use crossbeam_channel::Sender;
-use ffmpeg::Packet;
+use ffmpeg::{Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::decode_state::{DecodeState, DropOldest};
+use super::error::SourceError;
 use super::trim::Trim;
-use super::{DecodeState, DropOldest, Source, SourceError};
-use crate::media::{is_again, PassthroughPacket};
+use super::Source;
+use crate::ffmpeg::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
 use convstream_core::frame::Frame;
 
@@ -168,43 +170,52 @@ impl Source {
                     return Ok(ReadEnd::Trimmed);
                 }
             } else if let Some(copied) = self.info.passthrough.iter().find(|s| s.index == packet.stream()) {
-                // After a reconnection, copied packets wait for the first video frame, which
-                // fixes how far the new connection's timestamps move.
-                if !state.copy_streams || state.rebase_pending {
-                    continue;
-                }
-                if !state.trim.keeps_packet(self.packet_start(&packet)) {
-                    continue;
-                }
-                let mut outgoing = std::mem::replace(&mut packet, Packet::empty());
-                if state.pts_offset != 0 {
-                    // Looping or reconnected: copied streams move on by the same time as the video.
-                    // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
-                    let shift = unsafe {
-                        ffmpeg::ffi::av_rescale_q(
-                            state.pts_offset,
-                            state.output_time_base.into(),
-                            copied.time_base.into(),
-                        )
-                    };
-                    outgoing.set_pts(outgoing.pts().map(|t| t + shift));
-                    outgoing.set_dts(outgoing.dts().map(|t| t + shift));
-                }
-                // A closed receiver means the sink does not copy this stream; not an error.
-                let _ = packets
-                    .try_send(PassthroughPacket {
-                        stream: outgoing.stream(),
-                        packet: outgoing,
-                    })
-                    .or_else(|e| match e {
-                        crossbeam_channel::TrySendError::Full(p) => send_unless_stopped(packets, p, stop),
-                        crossbeam_channel::TrySendError::Disconnected(_) => Err(()),
-                    });
+                let time_base = copied.time_base;
+                self.pass_packet(packet, time_base, state, packets, stop);
             }
         }
         // Stopped: drain what the decoder still holds; those frames were read.
         self.finish_decoding(state, frames, counters)?;
         Ok(ReadEnd::Stopped)
+    }
+
+    /// Hands a packet of a copied stream (read from a stream of `time_base`) to the sink,
+    /// moved on by the time looping or reconnecting added to the video's.
+    fn pass_packet(
+        &self,
+        packet: Packet,
+        time_base: Rational,
+        state: &DecodeState,
+        packets: &Sender<PassthroughPacket>,
+        stop: &AtomicBool,
+    ) {
+        // After a reconnection, copied packets wait for the first video frame, which
+        // fixes how far the new connection's timestamps move.
+        if !state.copy_streams || state.rebase_pending {
+            return;
+        }
+        if !state.trim.keeps_packet(self.packet_start(&packet)) {
+            return;
+        }
+        let mut outgoing = packet;
+        if state.pts_offset != 0 {
+            // Looping or reconnected: copied streams move on by the same time as the video.
+            // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
+            let shift =
+                unsafe { ffmpeg::ffi::av_rescale_q(state.pts_offset, state.output_time_base.into(), time_base.into()) };
+            outgoing.set_pts(outgoing.pts().map(|t| t + shift));
+            outgoing.set_dts(outgoing.dts().map(|t| t + shift));
+        }
+        // A closed receiver means the sink does not copy this stream; not an error.
+        let _ = packets
+            .try_send(PassthroughPacket {
+                stream: outgoing.stream(),
+                packet: outgoing,
+            })
+            .or_else(|e| match e {
+                crossbeam_channel::TrySendError::Full(p) => send_unless_stopped(packets, p, stop),
+                crossbeam_channel::TrySendError::Disconnected(_) => Err(()),
+            });
     }
 
     /// Sends the frames the decoder still holds.

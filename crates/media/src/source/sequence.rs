@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_change_of_size_or_chroma_is_seen_at_its_keyframe() {
-        crate::media::init();
+        crate::ffmpeg::init();
         let dir = tempfile::tempdir().unwrap();
         let small = clip(dir.path(), "small.ts", "320x240", "yuv420p", "high");
         let large = clip(dir.path(), "large.ts", "640x480", "yuv420p", "high");

@@ -1,5 +1,6 @@
 //! When a source must give up a blocking call: on a stop, or (live inputs) when no data came
-//! for `idle_timeout`. FFmpeg's interrupt callback and the pipe reader both ask it.
+//! for `idle_timeout`. FFmpeg's interrupt callback and the pipe reader both ask it; the
+//! source's own waits (before reconnecting, pacing) end on a stop too.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,4 +54,17 @@ impl Watchdog {
         let seconds = self.idle_timeout.map_or(0.0, |t| t.as_secs_f64());
         format!("no data for {seconds} s (source.idle_timeout)")
     }
+}
+
+/// Sleeps for `time` unless `stop` is set first; false when stopped.
+pub(super) fn sleep_unless_stopped(time: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + time;
+    while !stop.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    false
 }

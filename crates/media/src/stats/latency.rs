@@ -11,7 +11,9 @@ use convstream_core::frame::Timeline;
 /// A part is unset when the frame did not pass the point it starts at (see [`Timeline`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FrameLatency {
+    /// The frame's number from the pipeline's start.
     pub frame: u64,
+    /// From decoded to filtered, in milliseconds.
     #[serde(serialize_with = "super::rounding::milliseconds")]
     pub ms: f64,
     /// Before the filter stage began handing the frame to the engine: in the decoded queue,

@@ -12,7 +12,7 @@ pub const RATE_WINDOW: Duration = Duration::from_secs(5);
 /// is never the one being written.
 const SLOTS: usize = RATE_WINDOW.as_secs() as usize + 2;
 
-/// Events counted per wall-clock second since `origin`, in a ring of [`SLOTS`] seconds.
+/// Events counted per wall-clock second since `origin`, in a ring of `SLOTS` seconds.
 /// One writer (the sink thread) and occasional readers: an uncontended lock per frame costs
 /// tens of nanoseconds, next to milliseconds of encoding.
 #[derive(Debug)]
@@ -29,6 +29,7 @@ impl Default for RecentRate {
 }
 
 impl RecentRate {
+    /// A rate with no events yet, its times counted from `origin`.
     pub fn new(origin: Instant) -> RecentRate {
         RecentRate {
             origin,

@@ -2,15 +2,22 @@
 
 use serde::Serialize;
 
-use super::{EndedEarly, FrameLatency};
+use super::counters::EndedEarly;
+use super::latency::FrameLatency;
+use super::startup::StartupTimes;
 
 /// What a finished pipeline reports, printed as a summary and written by `--stats-json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct PipelineReport {
+    /// The pipeline's name.
     pub pipeline: String,
+    /// The input as configured.
     pub input: String,
+    /// The output as configured.
     pub output: String,
+    /// The engine it ended on, by its name (with the GPU's), or `none` when none was made.
     pub engine: String,
+    /// The filter, as its SPEC or name.
     pub mask: String,
     /// The video encoder, its settings and the container (`None` for the null sink).
     pub output_encoder: Option<String>,
@@ -19,16 +26,25 @@ pub struct PipelineReport {
     /// The encoded video's bitrate over the frames written, at the stream's frame rate.
     #[serde(serialize_with = "super::rounding::optional_thousandths")]
     pub output_kbps: Option<f64>,
+    /// Frames decoded.
     pub frames_in: u64,
+    /// Frames written.
     pub frames_out: u64,
+    /// Frames dropped before the filter (`drop = "oldest"`).
     pub frames_dropped: u64,
+    /// Packets flagged corrupt or rejected by the decoder, skipped.
     pub corrupt_packets: u64,
+    /// Read errors skipped.
     pub read_errors: u64,
+    /// Frames decoded with errors concealed.
     pub damaged_frames: u64,
     /// NVDEC decoders made anew after failing mid-stream (no frame lost by it).
     pub decoder_restarts: u64,
+    /// Where the input ended, when well before the length its container announces.
     pub ended_early: Option<EndedEarly>,
+    /// Packets of copied streams written.
     pub packets_passed_through: u64,
+    /// Seconds from the pipeline's start to its end.
     #[serde(serialize_with = "super::rounding::seconds")]
     pub seconds: f64,
     /// Of `seconds`, the time spent opening the input and output and preparing the engine
@@ -39,19 +55,23 @@ pub struct PipelineReport {
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub time_to_first_frame: Option<f64>,
     /// The steps of the start: input open, engine ready, output open, first frame.
-    pub startup: super::StartupTimes,
+    pub startup: StartupTimes,
+    /// Frames written per second once set up (over `seconds - setup_seconds`).
     #[serde(serialize_with = "super::rounding::thousandths")]
     pub fps: f64,
     /// Time each stage spent working (not waiting on its neighbours), in seconds.
     #[serde(serialize_with = "super::rounding::seconds")]
     pub source_seconds: f64,
+    /// The filter stage's working time, in seconds.
     #[serde(serialize_with = "super::rounding::seconds")]
     pub filter_seconds: f64,
+    /// The sink's working time, in seconds.
     #[serde(serialize_with = "super::rounding::seconds")]
     pub sink_seconds: f64,
     /// From a frame decoded to it filtered (queueing included), median and 99th percentile.
     #[serde(serialize_with = "super::rounding::optional_milliseconds")]
     pub latency_p50_ms: Option<f64>,
+    /// The 99th percentile of that latency.
     #[serde(serialize_with = "super::rounding::optional_milliseconds")]
     pub latency_p99_ms: Option<f64>,
     /// The slowest frames, to tell a start-up tail from one spread over the run.
@@ -61,6 +81,7 @@ pub struct PipelineReport {
 }
 
 impl PipelineReport {
+    /// The summary line `run` prints for the pipeline.
     pub fn summary(&self) -> String {
         let mut text = format!(
             "{}: {} frames in, {} out, {} dropped in {:.2} s ({:.1} fps) on {}; stage time: decode {:.2} s, filter {:.2} s, encode {:.2} s",

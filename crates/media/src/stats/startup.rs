@@ -10,26 +10,35 @@ use std::time::Instant;
 /// The moments a pipeline's start passed, each set once (the stages set them as they go).
 #[derive(Debug, Default)]
 pub struct StartupMarks {
+    /// When the input was open.
     pub input_opened: OnceLock<Instant>,
+    /// When the engine was made.
     pub engine_ready: OnceLock<Instant>,
     /// When the engine that runs the rest of the pipeline took over: the GPU engine after a
     /// start on the CPU (`run` in a fresh process), else the moment the engine was ready.
     pub engine_settled: OnceLock<Instant>,
+    /// When the output was open.
     pub output_opened: OnceLock<Instant>,
+    /// When the first frame was written.
     pub first_frame_written: OnceLock<Instant>,
 }
 
 /// Seconds from a pipeline's start to each step of it (`None`: not reached).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct StartupTimes {
+    /// See [`StartupMarks::input_opened`].
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub input_opened: Option<f64>,
+    /// See [`StartupMarks::engine_ready`].
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub engine_ready: Option<f64>,
+    /// See [`StartupMarks::engine_settled`].
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub engine_settled: Option<f64>,
+    /// See [`StartupMarks::output_opened`].
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub output_opened: Option<f64>,
+    /// See [`StartupMarks::first_frame_written`].
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub first_frame: Option<f64>,
 }

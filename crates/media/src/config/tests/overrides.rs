@@ -31,7 +31,7 @@ fn standalone_builds_one_pipeline_from_flags() {
         lossless: true,
         ..Overrides::default()
     };
-    let settings = overrides.standalone().unwrap().validate(None).unwrap();
+    let settings = overrides.standalone().unwrap().validate(None, log_filter).unwrap();
     let p = &settings.pipelines[0];
     assert_eq!(p.name, "main");
     assert_eq!(p.source.url, "in.mp4");
@@ -111,7 +111,7 @@ fn flag_mask_can_name_a_config_mask() {
     }
     .apply(&mut config, None)
     .unwrap();
-    let settings = config.validate(None).unwrap();
+    let settings = config.validate(None, log_filter).unwrap();
     assert_eq!(settings.pipelines[0].filter.mask.width(), 5);
 }
 
@@ -148,7 +148,7 @@ fn a_typo_of_a_named_mask_suggests_it() {
 fn pinned_frames_cap_the_frame_pool() {
     let pool_for = |filter: &str| {
         let settings = parse(&format!("{MINIMAL}\n[pipeline.filter]\n{filter}\n"))
-            .validate(None)
+            .validate(None, log_filter)
             .unwrap();
         crate::pipeline::pooled_frames(&settings.pipelines[0])
     };

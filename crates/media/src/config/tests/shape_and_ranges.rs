@@ -155,7 +155,11 @@ url = "out.mp4"
         ("3600.0", true),
     ] {
         let text = MINIMAL.replace("url = \"in.mp4\"", &format!("url = \"in.mp4\"\nidle_timeout = {value}"));
-        assert_eq!(parse(&text).validate(None).is_ok(), ok, "idle_timeout = {value}");
+        assert_eq!(
+            parse(&text).validate(None, log_filter).is_ok(),
+            ok,
+            "idle_timeout = {value}"
+        );
     }
 }
 
@@ -175,7 +179,7 @@ fn validated_timeouts_always_convert_to_durations() {
 fn pipeline_names_are_letters_digits_dots_underscores_and_dashes() {
     for good in ["cam1", "a", "Cam-2.main_x", &"n".repeat(64)] {
         let text = MINIMAL.replace("name = \"cam1\"", &format!("name = \"{good}\""));
-        assert!(parse(&text).validate(None).is_ok(), "{good:?}");
+        assert!(parse(&text).validate(None, log_filter).is_ok(), "{good:?}");
     }
     for bad in ["a b", "a/b", "ERROR\\nfake", "caf\u{e9}", "x;y", &"n".repeat(65)] {
         let text = MINIMAL.replace("name = \"cam1\"", &format!("name = \"{bad}\""));
@@ -233,7 +237,7 @@ fn server_folders_must_exist() {
     std::fs::create_dir(dir.path().join("masks")).unwrap();
     let text = format!("[server]\nmask_dir = \"masks\"\n{MINIMAL}");
     assert!(
-        parse(&text).validate(Some(dir.path())).is_ok(),
+        parse(&text).validate(Some(dir.path()), log_filter).is_ok(),
         "relative to the config's folder"
     );
 }

@@ -22,15 +22,15 @@ streams = 2
 }
 
 fn settings(text: &str) -> Settings {
-    ConfigFile::parse(text, "test.toml")
-        .and_then(|config| config.validate(None))
+    ConfigFile::parse(text, "test.toml", log_filter)
+        .and_then(|config| config.validate(None, log_filter))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Every problem of a config, whether found parsing it or validating it.
 fn all_problems(text: &str) -> Vec<String> {
-    let error = ConfigFile::parse(text, "test.toml")
-        .and_then(|config| config.validate(None))
+    let error = ConfigFile::parse(text, "test.toml", log_filter)
+        .and_then(|config| config.validate(None, log_filter))
         .map(|_| ())
         .expect_err("the config should be refused");
     match error {

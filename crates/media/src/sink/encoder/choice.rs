@@ -6,8 +6,8 @@ use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::media::encoders::{default_encoders, encoder_usable, first_usable};
-use crate::media::{
+use crate::ffmpeg::encoders::{default_encoders, encoder_usable, first_usable};
+use crate::ffmpeg::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
 use convstream_core::frame::{PixelFormat, PixelLayout};
@@ -138,4 +138,9 @@ pub(super) fn bits_of(pixel: Pixel) -> u8 {
     pixel
         .descriptor()
         .map_or(8, |desc| unsafe { (*desc.as_ptr()).comp[0].depth } as u8)
+}
+
+/// FFmpeg's name of a pixel format (`yuv420p10le`).
+pub(super) fn pixel_name(pixel: Pixel) -> &'static str {
+    pixel.descriptor().map_or("unknown", |desc| desc.name())
 }

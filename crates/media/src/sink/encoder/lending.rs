@@ -5,7 +5,7 @@ use ffmpeg_next as ffmpeg;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::media::ffmpeg_format;
+use crate::ffmpeg::ffmpeg_format;
 use convstream_core::frame::Frame;
 
 /// A frame as an FFmpeg picture that points at the frame's own planes: each plane becomes

@@ -5,21 +5,19 @@
 mod choice;
 mod lending;
 mod opening;
+mod setup;
 
 use ffmpeg::format::Pixel;
-use ffmpeg::{codec, Dictionary, Packet, Rational};
+use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::media::encoders::default_bit_rate;
-use crate::media::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
-use choice::{bits_of, choose_codec, choose_format};
+use crate::ffmpeg::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
+use choice::{choose_codec, choose_format};
 use convstream_core::frame::Frame;
 use lending::lend_to_ffmpeg;
-use opening::{
-    crf_problem, describe_encoder, encoder_flags, is_uncompressed, odd_size_hint, open_reporting_unused,
-    opens_without_options, sets_rate_control, settings_text,
-};
+use opening::{crf_problem, describe_encoder, is_uncompressed, open_encoder, settings_text};
+use setup::{codec_defaults, context, hdr_params, log_conversion, lossless_mode, time_base_for, user_options};
 
 pub(crate) use choice::container_accepts;
 pub use opening::EncoderSetupError;
@@ -30,6 +28,7 @@ struct Converter(ffmpeg::software::scaling::Context);
 // SAFETY: an SwsContext has no thread affinity; the sink uses it from one thread at a time.
 unsafe impl Send for Converter {}
 
+/// A sink's video encoder, opened for the source's frames.
 pub struct VideoEncoder {
     /// The encoder, its settings and format, for the summary.
     description: String,
@@ -44,6 +43,8 @@ pub struct VideoEncoder {
 }
 
 impl VideoEncoder {
+    /// Chooses and opens the encoder for the source's frames in `output`'s container (see
+    /// the module's steps); the error says whether the input or the choice is at fault.
     pub fn new(
         config: &SinkConfig,
         source: &SourceInfo,
@@ -52,188 +53,21 @@ impl VideoEncoder {
         let codec = choose_codec(config, output)?;
         let container = output.format().name().to_string();
         let format = choose_format(&codec, &container, source.format, source.stream_bits);
-        if bits_of(format) < source.stream_bits {
-            tracing::warn!(
-                output = %config.url,
-                "the {} encoder cannot take {}-bit {}: frames are converted to {} (choose an encoder that keeps the depth, such as ffv1 or libx265, or set --depth to filter at the lower depth)",
-                codec.name(),
-                source.stream_bits,
-                source.format,
-                pixel_name(format)
-            );
-        } else if format != ffmpeg_format(source.format) {
-            tracing::info!(output = %config.url, "frames are converted from {} to {} for the {} encoder", source.format, pixel_name(format), codec.name());
-        }
-        let frame_time_base = source.frame_rate.invert();
-        // Keep the input's time base so timestamps survive exactly, except where the codec or
-        // container needs a frame-rate time base.
-        let time_base = match (codec.name(), container.as_str()) {
-            (_, "yuv4mpegpipe" | "rawvideo") => frame_time_base,
-            ("mpeg1video" | "mpeg2video", _) => frame_time_base,
-            ("mpeg4", _) if source.time_base.denominator() > 65535 => frame_time_base,
-            _ => source.time_base,
-        };
-        let mut encoder = codec::Context::new_with_codec(codec)
-            .encoder()
-            .video()
-            .map_err(|e| format!("cannot set up the {} encoder: {e}", codec.name()))?;
-        encoder.set_width(source.width as u32);
-        encoder.set_height(source.height as u32);
-        encoder.set_format(format);
-        encoder.set_time_base(time_base);
-        encoder.set_frame_rate(Some(source.frame_rate));
-        if source.aspect_ratio.numerator() > 0 {
-            encoder.set_aspect_ratio(source.aspect_ratio);
-        }
-        encoder.set_colorspace(source.color.space);
-        encoder.set_color_range(source.color.range);
-        // SAFETY: `encoder` owns a valid AVCodecContext that is not open yet, so nothing else
-        // reads it; plain fields are written before avcodec_open2 takes them.
-        unsafe {
-            let raw = encoder.as_mut_ptr();
-            (*raw).color_primaries = source.color.primaries.into();
-            (*raw).color_trc = source.color.transfer.into();
-            (*raw).thread_count = 0;
-        }
-        if output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER) {
-            encoder.set_flags(codec::Flags::GLOBAL_HEADER);
-        }
+        log_conversion(config, source, &codec, format);
+        let time_base = time_base_for(&codec, &container, source);
+        let mut encoder = context(codec, source, format, time_base, output)?;
         if let Some(problem) = config.options.get("crf").and_then(|crf| crf_problem(codec.name(), crf)) {
             return Err(EncoderSetupError {
                 reason: problem,
                 unsuitable_input: true,
             });
         }
-        let mut options = Dictionary::new();
-        for (key, value) in &config.options {
-            if let "q" | "qscale" = key.as_str() {
-                // The CLI's `-q:v` / `-qscale:v`: a fixed quantiser, which FFmpeg's library
-                // takes as a flag and a quality, not as an option.
-                let quality: f64 = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|q: &f64| q.is_finite() && (0.0..=1024.0).contains(q))
-                    .ok_or_else(|| {
-                        format!(
-                            "--encoder-opt {key}={value} (sink.options.{key}) is not a quantiser (a number such as 2)"
-                        )
-                    })?;
-                let flags = encoder_flags(&encoder);
-                encoder.set_flags(flags | codec::Flags::QSCALE);
-                encoder.set_global_quality((quality * f64::from(ffmpeg::ffi::FF_QP2LAMBDA)).round() as i32);
-                continue;
-            }
-            options.set(key, value);
-        }
-        match codec.name() {
-            // mpeg4's default 200 kb/s ruins filtered detail; a fixed quantiser keeps it.
-            "mpeg4" | "mpeg2video" if !sets_rate_control(config) => {
-                let flags = encoder_flags(&encoder);
-                encoder.set_flags(flags | codec::Flags::QSCALE);
-                encoder.set_global_quality(2 * ffmpeg::ffi::FF_QP2LAMBDA);
-            }
-            // FFmpeg's own libx264 defaults (preset medium, crf 23) for files. A real-time
-            // input gets what live encoders use: a look-ahead of 40 frames and B-frames would
-            // hold back nearly two seconds of video at 25 fps.
-            "libx264"
-                if source.real_time
-                    && !config.options.contains_key("preset")
-                    && !config.options.contains_key("tune") =>
-            {
-                options.set("preset", "veryfast");
-                options.set("tune", "zerolatency");
-            }
-            // libvpx's own default speed (cpu-used 1) encodes a 1080p picture in about a second;
-            // 4 (row-threaded) is several times faster at a small cost, and a live input gets
-            // its real-time mode.
-            "libvpx-vp9" if !config.options.contains_key("deadline") && !config.options.contains_key("cpu-used") => {
-                let (deadline, speed) = if source.real_time {
-                    ("realtime", "8")
-                } else {
-                    ("good", "4")
-                };
-                options.set("deadline", deadline);
-                options.set("cpu-used", speed);
-                if !config.options.contains_key("row-mt") {
-                    options.set("row-mt", "1");
-                }
-            }
-            // Rate-controlled encoders whose own default (2 Mb/s) starves large pictures.
-            "libopenh264" | "h264_nvenc" | "hevc_nvenc" if !config.options.contains_key("b") => {
-                let fps = f64::from(source.frame_rate);
-                encoder.set_bit_rate(default_bit_rate(source.width, source.height, fps));
-            }
-            _ => {}
-        }
-        if config.lossless {
-            // The encoder's lossless mode, unless the config sets those options itself.
-            for (key, value) in lossless_options(codec.name()).unwrap_or(&[]) {
-                if !config.options.contains_key(*key) {
-                    options.set(key, value);
-                }
-            }
-        }
-        if codec.name() == "libx265" {
-            // HDR metadata into the bitstream too (SEI), where the user's x265-params do not
-            // already set it: what an MPEG-TS output has no other place for.
-            let mut params: Vec<String> = options
-                .get("x265-params")
-                .map(|p| p.split(':').filter(|p| !p.is_empty()).map(String::from).collect())
-                .unwrap_or_default();
-            for param in source.hdr.x265_params() {
-                let key = param.split('=').next().unwrap_or_default();
-                if !params.iter().any(|p| p.split('=').next() == Some(key)) {
-                    params.push(param);
-                }
-            }
-            if !params.is_empty() {
-                options.set("x265-params", &params.join(":"));
-            }
-        }
+        let mut options = user_options(config, &mut encoder)?;
+        codec_defaults(&codec, config, source, &mut encoder, &mut options);
+        lossless_mode(&codec, config, &mut options);
+        hdr_params(&codec, source, &mut options);
         let settings = settings_text(&options);
-        let (encoder, unused) = open_reporting_unused(encoder, codec, options);
-        if !unused.is_empty() {
-            return Err(EncoderSetupError {
-                reason: format!(
-                    "the {} encoder has no option {} (`ffmpeg -h encoder={}` lists what it takes)",
-                    codec.name(),
-                    unused.join(", "),
-                    codec.name()
-                ),
-                unsuitable_input: true,
-            });
-        }
-        let encoder = encoder.map_err(|e| {
-            let hint = odd_size_hint(format, source.width, source.height);
-            let user_options: Vec<String> = config.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            // Options of the right name with a value the encoder refuses (`preset=turbo`) fail
-            // the opening itself: the user's to change when the encoder opens without them.
-            if hint.is_none()
-                && !user_options.is_empty()
-                && opens_without_options(codec, source.width, source.height, format, time_base)
-            {
-                return EncoderSetupError {
-                    reason: format!(
-                        "the {} encoder refused its options ({}): {e}; FFmpeg's line above says which (`ffmpeg -h encoder={}` lists the values it takes)",
-                        codec.name(),
-                        user_options.join(", "),
-                        codec.name()
-                    ),
-                    unsuitable_input: true,
-                };
-            }
-            EncoderSetupError {
-                reason: format!(
-                    "cannot open the {} encoder for {}x{} {format:?}: {e}{}",
-                    codec.name(),
-                    source.width,
-                    source.height,
-                    hint.as_deref().map(|hint| format!("; {hint}")).unwrap_or_default()
-                ),
-                unsuitable_input: hint.is_some(),
-            }
-        })?;
+        let encoder = open_encoder(encoder, codec, options, config, source, format, time_base)?;
         // FFV1 and its kind are lossless whatever they are given; others when asked to be.
         let always_lossless = lossless_options(codec.name()).is_some_and(|options| options.is_empty());
         let description = describe_encoder(&encoder, codec, &settings, format, config.lossless || always_lossless);
@@ -263,14 +97,17 @@ impl VideoEncoder {
         !is_uncompressed(self.codec.name())
     }
 
+    /// The encoder's codec.
     pub fn codec(&self) -> ffmpeg::Codec {
         self.codec
     }
 
+    /// The time base of the packets it makes.
     pub fn time_base(&self) -> Rational {
         self.time_base
     }
 
+    /// Its codec parameters, for the output stream.
     pub fn parameters(&self) -> codec::Parameters {
         codec::Parameters::from(&self.encoder)
     }
@@ -297,6 +134,7 @@ impl VideoEncoder {
         self.encoder.send_frame(&picture)
     }
 
+    /// Tells the encoder no frame follows, so it gives up what it holds.
     pub fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
         self.encoder.send_eof()
     }
@@ -351,9 +189,4 @@ impl RescaleBetween for i64 {
         // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
         unsafe { ffmpeg::ffi::av_rescale_q(self, from.into(), to.into()) }
     }
-}
-
-/// FFmpeg's name of a pixel format (`yuv420p10le`).
-fn pixel_name(pixel: Pixel) -> &'static str {
-    pixel.descriptor().map_or("unknown", |desc| desc.name())
 }

@@ -2,11 +2,12 @@
 //! to open means for the user; how the opened encoder is described in the summary.
 
 use ffmpeg::format::Pixel;
-use ffmpeg::{codec, Dictionary};
+use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 
-use super::pixel_name;
+use super::choice::pixel_name;
 use crate::config::SinkConfig;
+use crate::ffmpeg::SourceInfo;
 
 /// Why the video encoder could not be set up.
 #[derive(Debug)]
@@ -131,6 +132,62 @@ pub(super) fn open_reporting_unused(
         e => Err(ffmpeg::Error::from(e)),
     };
     (opened, unused)
+}
+
+/// Opens `encoder` with `options`. An option it does not take, or options whose values it
+/// refuses (it opens without them), is the user's to change; an odd size for subsampled
+/// chroma is the input's.
+pub(super) fn open_encoder(
+    encoder: ffmpeg::encoder::video::Video,
+    codec: ffmpeg::Codec,
+    options: Dictionary,
+    config: &SinkConfig,
+    source: &SourceInfo,
+    format: Pixel,
+    time_base: Rational,
+) -> Result<ffmpeg::encoder::Video, EncoderSetupError> {
+    let (encoder, unused) = open_reporting_unused(encoder, codec, options);
+    if !unused.is_empty() {
+        return Err(EncoderSetupError {
+            reason: format!(
+                "the {} encoder has no option {} (`ffmpeg -h encoder={}` lists what it takes)",
+                codec.name(),
+                unused.join(", "),
+                codec.name()
+            ),
+            unsuitable_input: true,
+        });
+    }
+    encoder.map_err(|e| {
+        let hint = odd_size_hint(format, source.width, source.height);
+        let user_options: Vec<String> = config.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // Options of the right name with a value the encoder refuses (`preset=turbo`) fail
+        // the opening itself: the user's to change when the encoder opens without them.
+        if hint.is_none()
+            && !user_options.is_empty()
+            && opens_without_options(codec, source.width, source.height, format, time_base)
+        {
+            return EncoderSetupError {
+                reason: format!(
+                    "the {} encoder refused its options ({}): {e}; FFmpeg's line above says which (`ffmpeg -h encoder={}` lists the values it takes)",
+                    codec.name(),
+                    user_options.join(", "),
+                    codec.name()
+                ),
+                unsuitable_input: true,
+            };
+        }
+        EncoderSetupError {
+            reason: format!(
+                "cannot open the {} encoder for {}x{} {format:?}: {e}{}",
+                codec.name(),
+                source.width,
+                source.height,
+                hint.as_deref().map(|hint| format!("; {hint}")).unwrap_or_default()
+            ),
+            unsuitable_input: hint.is_some(),
+        }
+    })
 }
 
 /// The options given to an encoder, as `key=value, ...`.

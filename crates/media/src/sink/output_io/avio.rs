@@ -8,7 +8,8 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 
-use super::{OutputIoError, StopWatch};
+use super::error::OutputIoError;
+use super::stop_watch::StopWatch;
 
 /// The AVIO buffer: FFmpeg's own default size.
 const IO_BUFFER: usize = 32 * 1024;

@@ -11,172 +11,32 @@
 //! - [`staged`]: a local file written under a temporary name and published.
 
 mod avio;
+mod error;
+mod guard;
 mod staged;
+mod stop_watch;
 
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void, CString};
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::OutputTarget;
 use avio::{interrupted, CustomIo, Writer};
 use staged::{open_local, publish, Staged};
 
+pub use error::OutputIoError;
+pub use guard::{FileId, OutputGuard};
 pub use staged::{numbered, WhenExists};
-
-/// Why an output's I/O could not be opened or its file named. Each cause (an OS or FFmpeg
-/// error) is printed in the message, once, and is not also a `source`: the pipeline's
-/// messages are printed whole, not walked as chains.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputIoError {
-    #[error("the URL holds a NUL byte")]
-    NulInUrl,
-    /// FFmpeg's protocol for the URL could not open it.
-    #[error(transparent)]
-    Protocol(ffmpeg::Error),
-    #[error("cannot use stdout: {0}")]
-    Stdout(std::io::Error),
-    #[error("out of memory for the output {0}")]
-    OutOfMemory(&'static str),
-    #[error("{} is a folder; give a file name", .0.display())]
-    Folder(PathBuf),
-    #[error("{} has no file name", .0.display())]
-    NoFileName(PathBuf),
-    #[error("cannot open {}: {error}", path.display())]
-    Open { path: PathBuf, error: std::io::Error },
-    #[error("stopped while waiting for a reader of the FIFO {}", .0.display())]
-    StoppedWaitingForReader(PathBuf),
-    #[error("{} exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it", .0.display())]
-    Exists(PathBuf),
-    #[error("cannot create a file in {}: {error}", folder.display())]
-    CreateTemporary { folder: PathBuf, error: std::io::Error },
-    #[error("{} appeared while the output was opening; it is kept: pass -y / --overwrite to replace it", .0.display())]
-    AppearedMeanwhile(PathBuf),
-    #[error("cannot name the output {}: {error}", path.display())]
-    Name { path: PathBuf, error: std::io::Error },
-    #[error("no free name beside {} (tried .1 to .9999)", .0.display())]
-    NoFreeName(PathBuf),
-    #[error("the output {} was removed or replaced while it was written (its folder deleted?); what was written is lost", .0.display())]
-    Lost(PathBuf),
-    #[error("cannot finish the output {}: {error}", path.display())]
-    Sync { path: PathBuf, error: std::io::Error },
-    #[error("{} is the service's own config file; a pipeline never writes it (choose another sink.url)", .0.display())]
-    Protected(PathBuf),
-}
-
-/// A file by its device and inode: the same file under any name or link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileId {
-    pub device: u64,
-    pub inode: u64,
-}
-
-impl FileId {
-    pub fn of(meta: &std::fs::Metadata) -> FileId {
-        use std::os::unix::fs::MetadataExt;
-        FileId {
-            device: meta.dev(),
-            inode: meta.ino(),
-        }
-    }
-
-    /// The file at `path`, links followed; `None` if there is none.
-    pub fn at(path: &std::path::Path) -> Option<FileId> {
-        std::fs::metadata(path).ok().map(|meta| FileId::of(&meta))
-    }
-}
-
-/// What an output may open. `run` follows a symlink at the output's name to its file;
-/// `serve` follows none (the link is replaced or kept, its target never written) and never
-/// writes its protected files, whatever name or link leads to them.
-#[derive(Debug, Clone)]
-pub struct OutputGuard {
-    pub follow_final_link: bool,
-    pub protected: Vec<FileId>,
-}
-
-impl OutputGuard {
-    /// `run`: links followed, nothing protected (its own checks refuse outputs that are inputs).
-    pub fn command() -> OutputGuard {
-        OutputGuard {
-            follow_final_link: true,
-            protected: Vec::new(),
-        }
-    }
-
-    /// `serve`: no link followed at the output's name, and `protected` never written.
-    pub fn service(protected: Vec<FileId>) -> OutputGuard {
-        OutputGuard {
-            follow_final_link: false,
-            protected,
-        }
-    }
-
-    /// Refuses a FIFO or device that turns out, once opened, to be a protected file.
-    fn check_opened(&self, file: &File, path: &std::path::Path) -> Result<(), OutputIoError> {
-        let meta = file.metadata().map_err(|error| OutputIoError::Open {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        if self.protected.contains(&FileId::of(&meta)) {
-            return Err(OutputIoError::Protected(path.to_path_buf()));
-        }
-        Ok(())
-    }
-}
+pub use stop_watch::StopWatch;
 
 /// Set when the process started with stdout closed (`>&-`): `-o -` then has nowhere to go.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Records that stdout was closed when the process started (see [`STDOUT_CLOSED`]).
+/// Records that stdout was closed when the process started (see `STDOUT_CLOSED`).
 pub fn mark_stdout_closed() {
     STDOUT_CLOSED.store(true, Ordering::Relaxed);
-}
-
-/// How a stop reaches blocked output I/O: once `stop` has been set for `grace`, writes
-/// that cannot go on fail instead of waiting (the drain before that writes normally).
-#[derive(Clone, Debug)]
-pub struct StopWatch {
-    stop: Arc<AtomicBool>,
-    grace: Duration,
-    /// Nanoseconds after `epoch` at which the stop was first seen (0: not yet).
-    seen_at: Arc<AtomicU64>,
-    epoch: Instant,
-}
-
-impl StopWatch {
-    pub fn new(stop: Arc<AtomicBool>, grace: Duration) -> StopWatch {
-        StopWatch {
-            stop,
-            grace,
-            seen_at: Arc::new(AtomicU64::new(0)),
-            epoch: Instant::now(),
-        }
-    }
-
-    /// Whether a stop was asked for.
-    pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    /// Whether the stop has waited its grace: blocked I/O gives up.
-    pub fn expired(&self) -> bool {
-        if !self.stopping() {
-            return false;
-        }
-        let now = self.epoch.elapsed().as_nanos().max(1) as u64;
-        let seen = match self
-            .seen_at
-            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            Ok(_) => now,
-            Err(earlier) => earlier,
-        };
-        Duration::from_nanos(now.saturating_sub(seen)) >= self.grace
-    }
 }
 
 /// The I/O side of an output: attached to a format context before its header is written.

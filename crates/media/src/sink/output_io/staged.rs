@@ -7,7 +7,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{FileId, OutputGuard, OutputIoError, StopWatch};
+use super::error::OutputIoError;
+use super::guard::{FileId, OutputGuard};
+use super::stop_watch::StopWatch;
 
 /// What opening does when a regular file is already at the sink's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

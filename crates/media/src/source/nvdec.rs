@@ -32,10 +32,15 @@ pub fn codec_of(id: codec::Id) -> Option<NvdecCodec> {
 /// What decides whether NVDEC can decode a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamTraits {
+    /// The stream's codec.
     pub codec: codec::Id,
+    /// Its chroma subsampling.
     pub chroma: Chroma,
+    /// Bits per sample.
     pub bit_depth: u32,
+    /// Picture width, in pixels.
     pub width: u32,
+    /// Picture height, in pixels.
     pub height: u32,
 }
 
@@ -110,43 +115,64 @@ fn pixel_format_descriptor(format: i32) -> *const ffmpeg::ffi::AVPixFmtDescripto
 /// Why NVDEC cannot decode a stream, worded for the user.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum NvdecRefusal {
+    /// NVDEC has no decoder for the codec at all.
     #[error("NVDEC has no decoder for {}", .0.name())]
     NoDecoder(codec::Id),
     // The probe's reason is part of the message, not a `source()`: printed once.
+    /// The driver could not be asked (no GPU, no driver).
     #[error("cannot ask NVDEC whether it decodes {}: {reason}", .stream.describe())]
-    CannotAsk { stream: StreamTraits, reason: ProbeError },
+    CannotAsk {
+        /// The stream.
+        stream: StreamTraits,
+        /// Why the driver could not be asked.
+        reason: ProbeError,
+    },
+    /// The GPU's NVDEC does not decode this codec, chroma and depth.
     #[error("NVDEC on this GPU does not decode {}", .0.describe())]
     NotDecoded(StreamTraits),
     #[error(
         "{} would lose half its chroma: convstream takes NVDEC's pictures as 4:2:0 (NV12, P010, P016); software decoding keeps {}",
         .0.describe(), .0.chroma.name()
     )]
+    /// NVDEC would give 4:2:0 pictures of a 4:2:2 or 4:4:4 stream.
     ChromaHalved(StreamTraits),
     #[error(
         "NVDEC on this GPU decodes {} {} from {}x{} up, and this stream is {}x{}",
         .codec.name(), .stream.chroma.name(), .caps.min_width, .caps.min_height, .stream.width, .stream.height
     )]
+    /// The pictures are smaller than NVDEC decodes.
     TooSmall {
+        /// The codec, in NVDEC's terms.
         codec: NvdecCodec,
+        /// The stream.
         stream: StreamTraits,
+        /// What the GPU decodes.
         caps: NvdecCaps,
     },
     #[error(
         "NVDEC on this GPU decodes {} {} up to {}x{}, and this stream is {}x{}",
         .codec.name(), .stream.chroma.name(), .caps.max_width, .caps.max_height, .stream.width, .stream.height
     )]
+    /// The pictures are larger than NVDEC decodes.
     TooLarge {
+        /// The codec, in NVDEC's terms.
         codec: NvdecCodec,
+        /// The stream.
         stream: StreamTraits,
+        /// What the GPU decodes.
         caps: NvdecCaps,
     },
     #[error(
         "{} has {macroblocks} macroblocks a picture, more than the {most} NVDEC on this GPU takes",
         .stream.describe()
     )]
+    /// The pictures hold more macroblocks than NVDEC decodes.
     TooManyMacroblocks {
+        /// The stream.
         stream: StreamTraits,
+        /// Macroblocks in one of its pictures.
         macroblocks: u64,
+        /// The most the GPU decodes.
         most: u32,
     },
 }
@@ -343,7 +369,7 @@ mod tests {
 
     #[test]
     fn traits_come_from_the_pixel_format() {
-        crate::media::init();
+        crate::ffmpeg::init();
         for (format, chroma, depth) in [
             (ffmpeg::format::Pixel::YUV420P, Chroma::Yuv420, 8),
             (ffmpeg::format::Pixel::YUV444P, Chroma::Yuv444, 8),

@@ -15,11 +15,17 @@ use std::path::Path;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct MasteringDisplay {
+    /// The x and y chromaticity of the display's red, green and blue primaries.
     pub display_primaries: [[ffi::AVRational; 2]; 3],
+    /// The x and y chromaticity of its white point.
     pub white_point: [ffi::AVRational; 2],
+    /// Its least luminance, in cd/m^2.
     pub min_luminance: ffi::AVRational,
+    /// Its greatest luminance, in cd/m^2.
     pub max_luminance: ffi::AVRational,
+    /// Non-zero when the primaries and white point are set.
     pub has_primaries: i32,
+    /// Non-zero when the luminances are set.
     pub has_luminance: i32,
 }
 
@@ -27,14 +33,18 @@ pub struct MasteringDisplay {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContentLight {
+    /// The brightest pixel of the content (MaxCLL), in cd/m^2.
     pub max_cll: u32,
+    /// The brightest frame average of the content (MaxFALL), in cd/m^2.
     pub max_fall: u32,
 }
 
 /// The HDR metadata of a video stream; either part may be missing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HdrMetadata {
+    /// The mastering display's colour volume.
     pub mastering: Option<MasteringDisplay>,
+    /// The content light levels.
     pub light: Option<ContentLight>,
 }
 
@@ -42,6 +52,7 @@ pub struct HdrMetadata {
 const PROBE_PACKETS: usize = 200;
 
 impl HdrMetadata {
+    /// Whether neither part is known.
     pub fn is_empty(&self) -> bool {
         self.mastering.is_none() && self.light.is_none()
     }

@@ -6,7 +6,8 @@
 use ffmpeg_next as ffmpeg;
 use std::sync::OnceLock;
 
-use super::encoder_named;
+use super::codecs::encoder_named;
+use super::startup::init;
 
 /// The encoders tried, in order, when the config names none.
 pub const DEFAULT_ENCODERS: &[&str] = &["libx264", "h264_nvenc", "libopenh264", "mpeg4"];
@@ -60,7 +61,7 @@ pub fn nvenc_usable(name: &str) -> Result<(), String> {
 }
 
 fn open_tiny(name: &str) -> Result<(), String> {
-    super::init();
+    init();
     let codec = encoder_named(name).ok_or("not in this FFmpeg build")?;
     let mut encoder = ffmpeg::codec::Context::new_with_codec(codec)
         .encoder()
@@ -70,11 +71,11 @@ fn open_tiny(name: &str) -> Result<(), String> {
     encoder.set_height(144);
     encoder.set_format(ffmpeg::format::Pixel::YUV420P);
     encoder.set_time_base(ffmpeg::Rational::new(1, 25));
-    crate::ffmpeg_log::clear_last_error();
+    super::log::clear_last_error();
     encoder
         .open_as(codec)
         .map(drop)
-        .map_err(|e| crate::ffmpeg_log::with_ffmpeg_reason(format!("cannot open it: {e}")))
+        .map_err(|e| super::log::with_ffmpeg_reason(format!("cannot open it: {e}")))
 }
 
 /// A bit rate for encoders that need one (OpenH264, NVENC) when the config sets none: about

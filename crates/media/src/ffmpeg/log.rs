@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn the_last_error_of_this_thread_is_kept() {
-        crate::media::init();
+        crate::ffmpeg::init();
         clear_last_error();
         // An invalid picture size makes libavutil log an error, as a y4m header with W0 does.
         // SAFETY: a plain FFmpeg call with a null log context.

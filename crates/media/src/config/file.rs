@@ -1,0 +1,128 @@
+//! Reading a configuration: a file's bytes (bounded, and never a FIFO or a device), TOML
+//! parsed into a [`ConfigFile`], and every problem of a text that does not fit the schema.
+
+use std::path::Path;
+
+use super::error::ConfigError;
+use super::log_filter::LogFilterCheck;
+use super::schema::ConfigFile;
+use super::structure;
+
+/// The configuration compiled into the binary, used by `convstream demo`.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../../config/default.toml");
+
+impl ConfigFile {
+    /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
+    /// A text that is TOML but not a valid config gets every type-level problem at once,
+    /// with those of validation (relative mask files resolve from the working directory;
+    /// `log_filter` says which `[log] level` is a log filter).
+    pub fn parse(text: &str, origin: &str, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse_in(text, origin, None, log_filter)
+    }
+
+    fn parse_in(
+        text: &str,
+        origin: &str,
+        base_dir: Option<&Path>,
+        log_filter: LogFilterCheck,
+    ) -> Result<ConfigFile, ConfigError> {
+        let error = match toml::from_str(text) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        let parse_error = ConfigError::Parse {
+            origin: origin.to_string(),
+            message: error.to_string().trim_end().to_string(),
+        };
+        // Bad TOML has one error to show (where the text stops making sense).
+        let Ok(table) = toml::from_str::<toml::Table>(text) else {
+            return Err(parse_error);
+        };
+        let problems = structure::problems(&table, base_dir, log_filter);
+        if problems.is_empty() {
+            Err(parse_error)
+        } else {
+            Err(ConfigError::InvalidFile {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
+    }
+
+    /// Reads and parses the config file at `path` (see [`read_config_bytes`] and
+    /// [`ConfigFile::parse`]); relative mask files resolve from its folder.
+    pub fn load(path: &Path, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
+        let bytes = read_config_bytes(path)?;
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        })?;
+        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent(), log_filter)
+    }
+
+    /// The configuration compiled into the binary ([`DEFAULT_CONFIG`]).
+    pub fn builtin_default() -> ConfigFile {
+        // It is of the schema, so no check of a broken file (nor of its log filter) runs.
+        toml::from_str(DEFAULT_CONFIG).expect("the built-in default config parses")
+    }
+}
+
+/// The most bytes a config file may have: far above any real config, far below what would
+/// hurt the process.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file's bytes: a regular file of at most [`MAX_CONFIG_BYTES`]. It is
+/// opened without blocking and checked before any read, so a FIFO (which would wait for a
+/// writer forever) or a device (`/dev/zero`, endless) is refused at once, and a file that
+/// grows while read is cut at the limit and refused.
+pub fn read_config_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |reason: String| ConfigError::Read {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| error(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| error(e.to_string()))?;
+    if !meta.is_file() {
+        let kind = {
+            use std::os::unix::fs::FileTypeExt;
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                "a folder"
+            } else if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_char_device() || kind.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            }
+        };
+        return Err(error(format!("it is {kind}; a config must be a regular TOML file")));
+    }
+    let too_large = || {
+        error(format!(
+            "larger than {} KiB; a config file is at most {} KiB",
+            MAX_CONFIG_BYTES / 1024,
+            MAX_CONFIG_BYTES / 1024
+        ))
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| error(e.to_string()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,24 @@
+//! How many frames a pipeline holds at once: the queues between its stages, and the pinned
+//! pool sized for everything they, the engine and the decoder can hold together.
+
+use crate::config::PipelineSettings;
+
+/// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
+/// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
+pub(super) const FRAME_QUEUE: usize = 8;
+/// Audio packets run ahead of video by the frames in flight; this holds several seconds.
+pub(super) const PACKET_QUEUE: usize = 1024;
+
+/// Pictures a decoder holds besides those it has output: its reference pictures (up to 16
+/// in H.264 and HEVC) and one being decoded by each frame thread (up to 16).
+const DECODER_PICTURES: usize = 32;
+
+/// Frames the engine's pinned pool may hold: every frame the pipeline can hold at once (both
+/// queues full, the lanes busy, one being encoded, one held by the filter stage, one being
+/// dropped, and the decoder's own pictures, which it decodes into the pool), or fewer if the
+/// config caps it. The pool grows only as far as it is used; past its limit, pictures and
+/// frames go to ordinary memory and are staged through the lanes' own buffers.
+pub fn pooled_frames(settings: &PipelineSettings) -> usize {
+    let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 3 + DECODER_PICTURES;
+    settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
+}

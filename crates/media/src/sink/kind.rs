@@ -1,0 +1,36 @@
+//! Which kind of output a sink config asks for ([`SinkKind`]), and opening it ([`open`]).
+
+use super::contract::{OutputOptions, Sink, SinkError};
+use super::muxer::Muxer;
+use super::null::NullSink;
+use crate::config::{OutputTarget, SinkConfig};
+use crate::ffmpeg::{init, SourceInfo};
+
+/// The kinds of output a sink config can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkKind {
+    /// `url = "null"`: frames are counted and discarded (benchmarks, decode checks).
+    Null,
+    /// Anything else: encoded and muxed into a file, stdout (`-`) or a URL.
+    Encoded,
+}
+
+impl SinkKind {
+    /// The kind a sink's `url` asks for: `null` is the shorthand for the discarding sink.
+    pub fn of(url: &str) -> SinkKind {
+        match OutputTarget::of(url) {
+            OutputTarget::Discard => SinkKind::Null,
+            OutputTarget::Stdout | OutputTarget::File(_) | OutputTarget::Url => SinkKind::Encoded,
+        }
+    }
+}
+
+/// Opens the output `config` asks for (see [`SinkKind::of`]) for the source's video. A
+/// muxer's header is written before this returns (see `Muxer::open`).
+pub fn open(config: &SinkConfig, source: &SourceInfo, how: &OutputOptions) -> Result<Box<dyn Sink>, SinkError> {
+    init();
+    Ok(match SinkKind::of(&config.url) {
+        SinkKind::Null => Box::new(NullSink),
+        SinkKind::Encoded => Box::new(Muxer::open(config, source, how)?),
+    })
+}
