@@ -5,7 +5,7 @@
 use ffmpeg_next as ffmpeg;
 use std::fmt::Write;
 
-use crate::ffmpeg::encoders;
+use convstream_media::ffmpeg::encoders;
 
 const DECODERS: &[&str] = &[
     "h264",
@@ -32,7 +32,7 @@ const ENCODERS: &[&str] = &[
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
-    crate::ffmpeg::init();
+    convstream_media::ffmpeg::init();
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();
@@ -100,8 +100,8 @@ fn cuda_report() -> String {
 
 #[cfg(feature = "cuda")]
 fn cuda_report() -> String {
-    use crate::engine::cuda::{device, kernels};
-    use crate::filter::BorderMode;
+    use convstream_core::engine::cuda::{device, kernels};
+    use convstream_core::filter::BorderMode;
     let mut out = String::new();
     let count = match device::probe() {
         Ok(count) => count,
@@ -149,7 +149,7 @@ fn cuda_report() -> String {
                     1,
                     BorderMode::Reflect,
                     info.max_shared_per_block,
-                    crate::engine::KernelPath::Dense,
+                    convstream_core::engine::KernelPath::Dense,
                     1920 * 1080,
                 );
                 let started = std::time::Instant::now();
@@ -186,11 +186,11 @@ fn cuda_report() -> String {
 /// what needs it and how to get it (which `CUDA: unavailable` alone did not say). `gpu`:
 /// whether a GPU is there to run what it compiles.
 #[cfg(feature = "cuda")]
-fn nvrtc_line(version: Option<Result<(i32, i32), crate::engine::EngineError>>, gpu: bool) -> String {
+fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::engine::EngineError>>, gpu: bool) -> String {
     match version {
         Some(Ok((major, minor))) if gpu => format!(
             "NVRTC: {major}.{minor}; kernel cache: {}",
-            crate::engine::cuda::kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
+            convstream_core::engine::cuda::kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
         ),
         Some(Ok((major, minor))) => {
             format!("NVRTC: {major}.{minor} (kernels can compile, but there is no GPU to run them)")
@@ -204,12 +204,12 @@ fn nvrtc_line(version: Option<Result<(i32, i32), crate::engine::EngineError>>, g
 const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
 
 #[cfg(feature = "cuda")]
-use crate::engine::PIPELINES_PER_NVDEC_ENGINE;
+use convstream_core::engine::PIPELINES_PER_NVDEC_ENGINE;
 
 /// How many NVDEC engines the GPU has and how many live pipelines that predicts.
 #[cfg(feature = "cuda")]
 fn nvdec_capacity(gpu: &str) -> String {
-    match crate::engine::cuda::nvml::decoder_engines(gpu) {
+    match convstream_core::engine::cuda::nvml::decoder_engines(gpu) {
         Some(engines) => format!(
             "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} ({PIPELINES_PER_NVDEC_ENGINE} per engine, as measured on an H100; `convstream bench --suite scale --decoder nvdec` measures this host)",
             engines.count,
@@ -225,7 +225,7 @@ fn nvdec_capacity(gpu: &str) -> String {
 #[cfg(feature = "cuda")]
 fn nvdec_report() -> String {
     use convstream_core::nvdec::{Chroma, NvdecCodec, NvdecProbe};
-    let probe = crate::engine::cuda::nvdec::CudaNvdecProbe::global();
+    let probe = convstream_core::engine::cuda::nvdec::CudaNvdecProbe::global();
     let mut lines = Vec::new();
     for codec in [
         NvdecCodec::H264,

@@ -13,7 +13,12 @@ mod tests {
 
     #[test]
     fn levels_and_directives_are_log_filters_and_an_open_span_is_not() {
-        for good in ["info", "debug", "convstream=debug", "warn,convstream::pipeline=trace"] {
+        for good in [
+            "info",
+            "debug",
+            "convstream=debug",
+            "warn,convstream_media::pipeline=trace",
+        ] {
             assert!(is_log_filter(good), "{good}");
         }
         assert!(!is_log_filter("[nonsense"));

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     let code = match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
-            let message = convstream::text::redact_credentials(&format!("{error:#}")).into_owned();
+            let message = convstream_core::text::redact_credentials(&format!("{error:#}")).into_owned();
             // A run stopped by a signal ended as asked: its line is news, not an error.
             match code {
                 128.. => eprintln!("{message}"),
@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     // A GPU still being set up in the background (a clip that ended first) is let finish:
     // exiting while a thread is inside the driver's initialisation can abort the process.
     // Bounded, so a hung driver cannot keep it.
-    convstream::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3));
+    convstream_core::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3));
     // Last: with JSON logs, the line above is logged as JSON too before stderr is restored.
     cli::logging::finish_logging();
     code
@@ -93,7 +93,7 @@ fn guard_standard_streams() {
                 && stat.st_rdev == libc::makedev(1, 3))
     };
     if closed {
-        convstream::sink::mark_stdout_closed();
+        convstream_media::sink::mark_stdout_closed();
     }
 }
 

@@ -3,11 +3,11 @@
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    Engine(#[from] crate::engine::EngineError),
+    Engine(#[from] convstream_core::engine::EngineError),
     #[error(transparent)]
-    Pipeline(#[from] crate::pipeline::PipelineError),
+    Pipeline(#[from] convstream_media::pipeline::PipelineError),
     #[error(transparent)]
-    Source(#[from] crate::source::SourceError),
+    Source(#[from] convstream_media::source::SourceError),
     #[error("{0}")]
     Other(String),
     #[error("writing {path}: {reason}")]

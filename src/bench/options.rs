@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::engine::{DeviceChoice, GpuTuning};
+use convstream_core::engine::{DeviceChoice, GpuTuning};
 
 /// Which suites to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -7,8 +7,8 @@ use super::args::BenchArgs;
 use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
-use convstream::config::{ConfigFile, LogConfig, Overrides};
 use convstream::log_filter::is_log_filter;
+use convstream_media::config::{ConfigFile, LogConfig, Overrides};
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
@@ -45,12 +45,12 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         return Err(usage(anyhow::anyhow!("--shards {count}: allowed 1..={MAX_SHARDS}")));
     }
     // Inputs that are not there are warned of whatever else is wrong, in the same pass.
-    let table = convstream::config::read_config_bytes(path)
+    let table = convstream_media::config::read_config_bytes(path)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
-    for warning in table.iter().flat_map(convstream::config::missing_inputs) {
-        eprintln!("warning: {}", convstream::text::redact_credentials(&warning));
+    for warning in table.iter().flat_map(convstream_media::config::missing_inputs) {
+        eprintln!("warning: {}", convstream_core::text::redact_credentials(&warning));
     }
     let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
     let settings = file.validate(path.parent(), is_log_filter).map_err(config_failure)?;
@@ -70,7 +70,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
 }
 
 /// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.
-fn shard_assignment(settings: &convstream::config::Settings, count: usize) -> String {
+fn shard_assignment(settings: &convstream_media::config::Settings, count: usize) -> String {
     let mut shards = vec![Vec::new(); count];
     for pipeline in &settings.pipelines {
         shards[convstream::server::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
@@ -91,17 +91,17 @@ fn shard_assignment(settings: &convstream::config::Settings, count: usize) -> St
 }
 
 pub(crate) fn list_masks() -> Result<(), Failure> {
-    print_out(&convstream::mask::preset_list())
+    print_out(&convstream_core::mask::preset_list())
 }
 
 pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
-    let text = convstream::mask::show_spec(spec).map_err(|refused| usage(anyhow::anyhow!("{refused}")))?;
+    let text = convstream_core::mask::show_spec(spec).map_err(|refused| usage(anyhow::anyhow!("{refused}")))?;
     print_out(&text)
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     init_logging(&LogConfig::default());
-    let device = convstream::engine::DeviceChoice::parse(&args.device).ok_or_else(|| {
+    let device = convstream_core::engine::DeviceChoice::parse(&args.device).ok_or_else(|| {
         usage(anyhow::anyhow!(
             "--device {}: use auto, cpu, cuda or cuda:N",
             args.device
@@ -116,7 +116,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         mask_sizes: args.mask_sizes,
         planes: args.plane_sizes,
         depths: args.depths,
-        tuning: convstream::engine::GpuTuning {
+        tuning: convstream_core::engine::GpuTuning {
             spin_us: args.spin_us,
             dense_tiling: args.dense_tiling,
             separable_tiling: args.separable_tiling,
@@ -156,7 +156,7 @@ pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
     if !sample.exists() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         tracing::info!("generating the sample clip {}", sample.display());
-        convstream::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
+        convstream_media::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
     }
     run_settings(&settings, true, None, None, Default::default())?;
     print_out(&format!("filtered video written to {}\n", output.display()))

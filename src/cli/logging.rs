@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
-use convstream::config::{LogConfig, LogFormat};
+use convstream_media::config::{LogConfig, LogFormat};
 
 /// The capture of stderr while JSON logs are on: the thread reading it, ended by
 /// [`finish_logging`].
@@ -38,16 +38,16 @@ pub(crate) fn init_logging(log: &LogConfig) {
             match stderr {
                 // URL credentials (`rtsp://user:pass@...`) never reach a log, whoever quotes the URL.
                 Some(original) => builder
-                    .with_writer(move || convstream::text::RedactingWriter(SharedFile(original.clone())))
+                    .with_writer(move || convstream_core::text::RedactingWriter(SharedFile(original.clone())))
                     .try_init(),
                 None => builder
-                    .with_writer(|| convstream::text::RedactingWriter(std::io::stderr()))
+                    .with_writer(|| convstream_core::text::RedactingWriter(std::io::stderr()))
                     .try_init(),
             }
         }
         // Timestamps to the millisecond, as a log read later (or beside FFmpeg's) needs.
         LogFormat::Pretty => builder
-            .with_writer(|| convstream::text::RedactingWriter(std::io::stderr()))
+            .with_writer(|| convstream_core::text::RedactingWriter(std::io::stderr()))
             .with_target(false)
             .compact()
             .with_timer(tracing_subscriber::fmt::time::ChronoUtc::new("%H:%M:%S%.3f".into()))

@@ -12,7 +12,7 @@ pub(crate) mod run;
 pub(crate) mod spellings;
 pub(crate) mod values;
 
-use convstream::config::ConfigError;
+use convstream_media::config::ConfigError;
 
 /// An error with its exit code.
 pub(crate) struct Failure {

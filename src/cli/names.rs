@@ -1,7 +1,7 @@
 //! A run made of flags alone (no `--config`) is told about its flags, not about the places
 //! of the config those flags fill: `filter.device: ...` is reported as `--device: ...`.
 
-use convstream::config::ConfigError;
+use convstream_media::config::ConfigError;
 
 /// The place a flag fills in the one pipeline (`main`) a run of flags makes, and the flag;
 /// longer places first, so `source.options.video_size` is found before `source.options`.

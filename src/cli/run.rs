@@ -10,9 +10,9 @@ use super::args::RunArgs;
 use super::logging::init_logging;
 use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
-use convstream::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
 use convstream::log_filter::is_log_filter;
-use convstream::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
+use convstream_media::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
+use convstream_media::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
 /// that set it (0 while none came), for the exit code.
@@ -115,7 +115,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     let settings = file.validate(base_dir.as_deref(), is_log_filter).map_err(speak_flags)?;
     // Before anything opens: an existing output is kept unless replacing it was asked for.
-    convstream::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
+    convstream_media::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
     Ok(settings)
 }
 
@@ -158,7 +158,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let problems: Vec<String> = side_outputs
         .into_iter()
         .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
-        .flat_map(|(flag, path)| convstream::config::side_output_problems(flag, path, &pipelines, args.overwrite))
+        .flat_map(|(flag, path)| convstream_media::config::side_output_problems(flag, path, &pipelines, args.overwrite))
         .collect();
     if !problems.is_empty() {
         return Err(config_failure(ConfigError::Invalid(problems)));
@@ -262,7 +262,7 @@ pub(crate) fn run_settings(
             format!(
                 "pipeline {:?}: no frame was written to {} ({why}); pass --allow-empty to accept an empty output",
                 report.pipeline,
-                convstream::text::redact_credentials(&report.output)
+                convstream_core::text::redact_credentials(&report.output)
             )
         })
         .collect();
@@ -274,9 +274,9 @@ pub(crate) fn run_settings(
 
 /// The run's summary on stderr: a line of text, or with JSON logs one JSON event like
 /// every other line, the summary's numbers as fields.
-pub(crate) fn print_summary(report: &convstream::stats::PipelineReport, format: LogFormat) {
+pub(crate) fn print_summary(report: &convstream_media::stats::PipelineReport, format: LogFormat) {
     match format {
-        LogFormat::Pretty => eprintln!("{}", convstream::text::redact_credentials(&report.summary())),
+        LogFormat::Pretty => eprintln!("{}", convstream_core::text::redact_credentials(&report.summary())),
         LogFormat::Json => tracing::info!(
             pipeline = %report.pipeline,
             summary = true,

@@ -119,7 +119,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
                     _ => {
                         return Err(SpellingError(format!(
                             "-stream_loop `{}`: use -1 (start over at the end, for ever: --loop) or 0 (play once); bound a loop with -t TIME or --frames N",
-                            convstream::text::quoted(count)
+                            convstream_core::text::quoted(count)
                         )))
                     }
                 }

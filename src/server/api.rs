@@ -16,9 +16,9 @@ use std::net::SocketAddr;
 use super::guard::{self, log_refusal};
 use super::state::{ApiError, ApiState};
 use super::supervisor::{FilterUpdate, SupervisorError};
-use crate::config::limits::is_valid_name;
-use crate::config::{ConfigError, PipelineConfig};
-use crate::text::quoted;
+use convstream_core::text::quoted;
+use convstream_media::config::limits::is_valid_name;
+use convstream_media::config::{ConfigError, PipelineConfig};
 
 pub fn router(state: ApiState) -> Router {
     let protected = Router::new()
@@ -92,7 +92,7 @@ fn every_shape_problem(body: &Bytes) -> Option<Vec<String>> {
     }
     let json: serde_json::Value = serde_json::from_slice(body).ok()?;
     let value = toml::Value::try_from(without_nulls(json)).ok()?;
-    let problems = crate::config::pipeline_problems(&value);
+    let problems = convstream_media::config::pipeline_problems(&value);
     (!problems.is_empty()).then_some(problems)
 }
 
@@ -269,7 +269,7 @@ async fn switch_filter(
         .plane_masks
         .iter_mut()
         .flatten()
-        .map(|(key, mask)| (format!("plane_masks.{}", crate::text::quoted(key)), mask));
+        .map(|(key, mask)| (format!("plane_masks.{}", convstream_core::text::quoted(key)), mask));
     for (place, mask) in masks.chain(plane_masks) {
         state.policy.check_mask(mask).map_err(|problem| {
             let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("{place}: {problem}"));

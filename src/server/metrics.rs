@@ -16,8 +16,8 @@ use super::gpu_metrics::GpuCollector;
 use super::process_metrics::ProcessCollector;
 use super::shard::{ShardCollector, Sharding};
 use super::supervisor::Supervisor;
-use crate::pipeline::{PipelineMonitor, PipelineState};
-use crate::stats::CounterSnapshot;
+use convstream_media::pipeline::{PipelineMonitor, PipelineState};
+use convstream_media::stats::CounterSnapshot;
 
 /// Counters of the server itself (not of one pipeline).
 #[derive(Debug, Default)]

@@ -10,8 +10,8 @@ use tokio::sync::Notify;
 use super::metrics::{self, ServerCounters};
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
-use crate::config::{ConfigError, ConfigFile};
 use crate::log_filter::is_log_filter;
+use convstream_media::config::{ConfigError, ConfigFile};
 
 /// How often the config file is checked for changes (`server.watch`). Polling the content
 /// (rather than file events) also sees a Kubernetes ConfigMap's symlink swap and editors
@@ -57,7 +57,7 @@ impl Reloader {
         sharding: Option<Arc<Sharding>>,
     ) -> Reloader {
         Reloader {
-            last_seen: crate::config::read_config_bytes(&path).ok(),
+            last_seen: convstream_media::config::read_config_bytes(&path).ok(),
             path,
             supervisor,
             counters,
@@ -70,7 +70,7 @@ impl Reloader {
         // Read as a reload reads it (a regular file, bounded): a config swapped for a FIFO or
         // a device is reported by the reload, once, instead of blocking or filling memory.
         let path = self.path.clone();
-        let content = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path)).await;
+        let content = tokio::task::spawn_blocking(move || convstream_media::config::read_config_bytes(&path)).await;
         let content = match content {
             Ok(Ok(content)) => Some(content),
             // Removed or mid-replacement: the running pipelines stay as they are.
@@ -84,7 +84,7 @@ impl Reloader {
 
     pub(super) async fn reload(&mut self, why: &str) {
         let path = self.path.clone();
-        self.last_seen = tokio::task::spawn_blocking(move || crate::config::read_config_bytes(&path).ok())
+        self.last_seen = tokio::task::spawn_blocking(move || convstream_media::config::read_config_bytes(&path).ok())
             .await
             .ok()
             .flatten();
@@ -150,12 +150,12 @@ impl Reloader {
                     problems.len()
                 );
                 for problem in problems {
-                    tracing::error!("config problem: {}", crate::text::escape_control(problem));
+                    tracing::error!("config problem: {}", convstream_core::text::escape_control(problem));
                 }
             }
             other => tracing::error!(
                 "reload refused, the running pipelines are unchanged: {}",
-                crate::text::escape_control(&other.to_string())
+                convstream_core::text::escape_control(&other.to_string())
             ),
         }
     }

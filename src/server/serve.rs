@@ -15,8 +15,8 @@ use super::reload::{ReloadRequests, Reloader, WATCH_INTERVAL};
 use super::shard::{Sharding, ShardingError};
 use super::state::ApiState;
 use super::supervisor::{Supervisor, SupervisorError};
-use crate::config::{ConfigError, ConfigFile};
 use crate::log_filter::is_log_filter;
+use convstream_media::config::{ConfigError, ConfigFile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

@@ -16,7 +16,7 @@ use super::policy::ApiPolicy;
 use super::reload::ReloadRequests;
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
-use crate::config::ConfigError;
+use convstream_media::config::ConfigError;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -59,7 +59,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         // Credentials of a URL the request or the config holds are never echoed.
-        let redact = |text: &str| crate::text::redact_credentials(text).into_owned();
+        let redact = |text: &str| convstream_core::text::redact_credentials(text).into_owned();
         let mut body = json!({ "error": redact(&self.message) });
         if !self.problems.is_empty() {
             body["problems"] = json!(self.problems.iter().map(|p| redact(p)).collect::<Vec<_>>());
@@ -100,7 +100,7 @@ impl From<SupervisorError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineError, UnsupportedRequest};
+    use convstream_core::engine::{EngineError, UnsupportedRequest};
 
     fn status_of(error: EngineError) -> StatusCode {
         ApiError::from(SupervisorError::Engine {

@@ -15,9 +15,9 @@ use common::{
     audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, plane_of, remuxed_video_pts, run, run_in,
     stats, stream_types, video_pts, video_stream, Clip, Y4m,
 };
-use convstream::filter::BorderMode;
-use convstream::frame::Plane;
-use convstream::mask::Mask;
+use convstream_core::filter::BorderMode;
+use convstream_core::frame::Plane;
+use convstream_core::mask::Mask;
 use convstream_testkit::oracle::oracle;
 use convstream_testkit::tempdir;
 
@@ -278,7 +278,7 @@ fn packed_rgb_input_is_filtered_per_channel() {
     let mask = Mask::from_spec("box:size=3").unwrap();
     for n in 0..4 {
         let plane = Plane {
-            depth: convstream::frame::SampleDepth::EIGHT,
+            depth: convstream_core::frame::SampleDepth::EIGHT,
             width: 33,
             height: 21,
             channels: 3,
@@ -596,7 +596,7 @@ fn version_and_help() {
 #[test]
 fn masks_lists_every_preset() {
     let text = run(&["masks"]).success().stdout_text();
-    for preset in convstream::mask::PRESETS {
+    for preset in convstream_core::mask::PRESETS {
         assert!(text.contains(preset.name), "masks lacks {}:\n{text}", preset.name);
     }
     for preset in [
@@ -767,11 +767,14 @@ fn the_demo_script_announces_each_step_and_builds_visibly() {
 fn the_sharpen_example_states_the_matrix_it_runs() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples/sharpen-y4m-pipe.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let settings =
-        convstream::config::ConfigFile::parse(&text, "sharpen-y4m-pipe.toml", convstream::log_filter::is_log_filter)
-            .unwrap()
-            .validate(None, convstream::log_filter::is_log_filter)
-            .unwrap();
+    let settings = convstream_media::config::ConfigFile::parse(
+        &text,
+        "sharpen-y4m-pipe.toml",
+        convstream::log_filter::is_log_filter,
+    )
+    .unwrap()
+    .validate(None, convstream::log_filter::is_log_filter)
+    .unwrap();
     let mask = &settings.pipelines[0].filter.mask;
     let c = mask.coefficients();
     assert_eq!((mask.width(), mask.height()), (3, 3));

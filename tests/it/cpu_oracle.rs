@@ -12,11 +12,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use convstream::engine::cpu::{convolve_plane, CpuEngine};
-use convstream::engine::Engine;
-use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream::frame::{Frame, PixelFormat, Plane, PlaneShape, SampleDepth};
-use convstream::mask::Mask;
+use convstream_core::engine::cpu::{convolve_plane, CpuEngine};
+use convstream_core::engine::Engine;
+use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::frame::{Frame, PixelFormat, Plane, PlaneShape, SampleDepth};
+use convstream_core::mask::Mask;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -382,7 +382,7 @@ fn engine_reads(mode: BorderMode, values: &[u8], from: i64, to: i64) -> Vec<u8> 
     let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
     let centre = (taps / 2) as i64;
     let plane = Plane {
-        depth: convstream::frame::SampleDepth::EIGHT,
+        depth: convstream_core::frame::SampleDepth::EIGHT,
         width: values.len(),
         height: 1,
         channels: 1,
@@ -417,7 +417,7 @@ fn engine_border_reads_match_hand_written_sequences() {
         );
         // Down a column as well as along a row.
         let column = Plane {
-            depth: convstream::frame::SampleDepth::EIGHT,
+            depth: convstream_core::frame::SampleDepth::EIGHT,
             width: 1,
             height: values.len(),
             channels: 1,
@@ -578,7 +578,7 @@ fn identity_returns_the_plane_exactly() {
 fn box_blur_by_hand() {
     // 3x3 of 0..9, reflect: the centre is the mean of everything, 4.
     let plane = Plane {
-        depth: convstream::frame::SampleDepth::EIGHT,
+        depth: convstream_core::frame::SampleDepth::EIGHT,
         width: 3,
         height: 3,
         channels: 1,
@@ -597,7 +597,7 @@ fn box_blur_by_hand() {
 #[test]
 fn results_are_rounded_half_away_from_zero_and_clamped() {
     let plane = Plane {
-        depth: convstream::frame::SampleDepth::EIGHT,
+        depth: convstream_core::frame::SampleDepth::EIGHT,
         width: 1,
         height: 1,
         channels: 1,

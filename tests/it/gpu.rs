@@ -14,12 +14,12 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
 
-use convstream::engine::cuda::{device, kernels, CudaEngine};
-use convstream::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
-use convstream::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
-use convstream::host_buffers::BufferPool;
-use convstream::mask::Mask;
+use convstream_core::engine::cuda::{device, kernels, CudaEngine};
+use convstream_core::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
+use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
+use convstream_core::host_buffers::BufferPool;
+use convstream_core::mask::Mask;
 
 use convstream_testkit::gpu_requested;
 
@@ -776,13 +776,13 @@ fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
         planes: PlaneSelection::All,
         plane_masks: Default::default(),
     };
-    let error = convstream::engine::build_engine(filter.clone(), &options(4, false, 64, None))
+    let error = convstream_core::engine::build_engine(filter.clone(), &options(4, false, 64, None))
         .err()
         .expect("no GPU here");
     let text = error.to_string();
     assert!(text.contains("no usable GPU"), "{text}");
     let auto = EngineOptions::new(DeviceChoice::Auto, 4, "test");
-    let engine = convstream::engine::build_engine(filter, &auto).unwrap();
+    let engine = convstream_core::engine::build_engine(filter, &auto).unwrap();
     assert_eq!(engine.name(), "cpu");
 }
 
@@ -852,7 +852,7 @@ fn gpu_lane_throughput_1080p() {
             let path = std::env::var("CONVSTREAM_TRACE_OUT")
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|_| std::env::temp_dir().join("convstream-lanes-trace.json"));
-            convstream::engine::trace::write_chrome_trace(&path, "gpu_lane_throughput_1080p", &spans).unwrap();
+            convstream_core::engine::trace::write_chrome_trace(&path, "gpu_lane_throughput_1080p", &spans).unwrap();
             println!("trace of {} spans written to {}", spans.len(), path.display());
         }
         results.push((streams, fps));
@@ -872,16 +872,16 @@ fn dense_13() -> Mask {
 // poisoned, so an unwritten sample shows. Then a switch from one mask to per-plane masks
 // between two frames.
 test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
-    use convstream::filter::PlaneName;
+    use convstream_core::filter::PlaneName;
     let (mut rng, seed) = seeded_rng();
     let (width, height) = (333, 191);
-    let masks = |pairs: &[(PlaneName, &str)]| -> convstream::filter::PlaneMasks {
+    let masks = |pairs: &[(PlaneName, &str)]| -> convstream_core::filter::PlaneMasks {
         pairs
             .iter()
             .map(|(name, spec)| (*name, Mask::from_spec(spec).unwrap()))
             .collect()
     };
-    let cases: Vec<(PixelFormat, convstream::filter::PlaneMasks)> = vec![
+    let cases: Vec<(PixelFormat, convstream_core::filter::PlaneMasks)> = vec![
         (
             PixelFormat::YUV420P,
             masks(&[
@@ -1043,7 +1043,7 @@ fn gradient_magnitudes_match_the_cpu_engine() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn pictures_with_an_output_on_the_gpu_stay_there() {
-    use convstream::frame::{DevicePicture, DevicePlane};
+    use convstream_core::frame::{DevicePicture, DevicePlane};
     use cudarc::driver::DevicePtr;
     use std::sync::Arc;
 

@@ -9,10 +9,10 @@ use proptest::sample::select;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use convstream::config::{ConfigError, ConfigFile, PipelineConfig};
 use convstream::log_filter::is_log_filter;
-use convstream::mask::{Mask, MaskParams, MAX_SIDE};
 use convstream::server::policy::ApiPolicy;
+use convstream_core::mask::{Mask, MaskParams, MAX_SIDE};
+use convstream_media::config::{ConfigError, ConfigFile, PipelineConfig};
 
 /// Far more than any of these inputs needs: a case over it is a hang.
 const TIME_LIMIT: Duration = Duration::from_secs(2);
@@ -291,7 +291,7 @@ proptest! {
                     !std::fs::symlink_metadata(sink).is_ok_and(|m| m.file_type().is_symlink()),
                     "a sink through a link was taken: {body}"
                 );
-                if let convstream::config::MaskSelection::Inline(params) = &pipeline.filter.mask {
+                if let convstream_media::config::MaskSelection::Inline(params) = &pipeline.filter.mask {
                     if let Some(file) = &params.file {
                         prop_assert!(file.starts_with(masks.canonicalize().unwrap()), "{}", file.display());
                     }

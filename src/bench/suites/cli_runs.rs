@@ -11,7 +11,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::bench::results::{CliComparison, CliMeasure, CliRound};
-use crate::engine::DeviceChoice;
+use convstream_core::engine::DeviceChoice;
 
 /// What the whole-command comparison needs, found once per run.
 pub(super) struct CliPrograms {
@@ -277,7 +277,7 @@ fn convstream_args(case: &CliCase) -> Vec<String> {
 
 /// FFmpeg's NVDEC decoder for the clip's codec (`h264_cuvid` for H.264).
 fn cuvid_decoder(clip: &Path) -> Result<String, String> {
-    crate::ffmpeg::init();
+    convstream_media::ffmpeg::init();
     let input = ffmpeg_next::format::input(&clip).map_err(|e| format!("{}: {e}", clip.display()))?;
     let stream = input
         .streams()

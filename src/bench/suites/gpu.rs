@@ -8,11 +8,11 @@ use super::workload::{dense_mask, drive, plane_sizes, separable_mask};
 use crate::bench::error::BenchError;
 use crate::bench::options::BenchOptions;
 use crate::bench::results::{KernelRow, OverlapRow, TransferRow};
-use crate::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
-use crate::engine::cuda::{device, CudaEngine};
-use crate::engine::{DeviceChoice, Engine, EngineOptions, KernelPath};
-use crate::filter::{BorderMode, FilterSpec};
-use crate::frame::{Frame, PixelFormat, PixelLayout};
+use convstream_core::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
+use convstream_core::engine::cuda::{device, CudaEngine};
+use convstream_core::engine::{DeviceChoice, Engine, EngineOptions, KernelPath};
+use convstream_core::filter::{BorderMode, FilterSpec};
+use convstream_core::frame::{Frame, PixelFormat, PixelLayout};
 
 pub fn probe() -> Result<(), BenchError> {
     device::probe().map(|_| ()).map_err(BenchError::from)
@@ -172,7 +172,7 @@ pub fn overlap(
     } = case;
     let engine_options = EngineOptions {
         trace: true,
-        shape: Some(crate::engine::FrameShape {
+        shape: Some(convstream_core::engine::FrameShape {
             format: PixelFormat::YUV420P,
             width,
             height,
@@ -219,10 +219,10 @@ pub fn overlap(
         .into_iter()
         .map(|stage| busy_us_per_frame(&spans, stage, count))
         .fold(host_copy_in_us, f64::max);
-    let default_depth = frames_per_stream == crate::engine::DEFAULT_FRAMES_PER_STREAM;
+    let default_depth = frames_per_stream == convstream_core::engine::DEFAULT_FRAMES_PER_STREAM;
     if streams == 4 && width <= 1920 && frames_in == FramesIn::Pool && default_depth {
         let path = options.out.join("overlap-trace.json");
-        crate::engine::trace::write_chrome_trace(
+        convstream_core::engine::trace::write_chrome_trace(
             &path,
             &format!("bench overlap {width}x{height} streams=4 x {frames_per_stream}"),
             &spans,

@@ -15,12 +15,12 @@ use super::workload::E2E_MASK;
 use crate::bench::error::BenchError;
 use crate::bench::options::BenchOptions;
 use crate::bench::results::{ScaleResults, ScaleRow};
-use crate::config::{DropPolicy, SourceConfig};
-use crate::engine::DeviceChoice;
-use crate::mask::Mask;
-use crate::pipeline::{run_monitored, PipelineMonitor};
-use crate::sample::SampleContent;
-use crate::stats::PipelineReport;
+use convstream_core::engine::DeviceChoice;
+use convstream_core::mask::Mask;
+use convstream_media::config::{DropPolicy, SourceConfig};
+use convstream_media::pipeline::{run_monitored, PipelineMonitor};
+use convstream_media::sample::SampleContent;
+use convstream_media::stats::PipelineReport;
 
 /// A step passes when every pipeline keeps at least this share of the frame rate.
 const MIN_RATE_SHARE: f64 = 0.99;
@@ -106,7 +106,7 @@ pub fn scale(
 /// The clip's frame rate, which each pipeline is paced at: the stream's base rate
 /// (`r_frame_rate`), which timestamps follow, rather than an average from the duration.
 fn clip_frame_rate(clip: &std::path::Path) -> Result<f64, BenchError> {
-    crate::ffmpeg::init();
+    convstream_media::ffmpeg::init();
     let input = ffmpeg_next::format::input(&clip).map_err(|e| BenchError::Other(format!("{}: {e}", clip.display())))?;
     let stream = input
         .streams()
@@ -316,7 +316,7 @@ fn gpu_busy_percent(device: DeviceChoice) -> Option<f64> {
     let DeviceChoice::Cuda(ordinal) = device else {
         return None;
     };
-    crate::engine::gpu_usage()
+    convstream_core::engine::gpu_usage()
         .into_iter()
         .find(|gpu| gpu.index as usize == ordinal)
         .and_then(|gpu| gpu.busy_percent)

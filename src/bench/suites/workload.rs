@@ -4,9 +4,9 @@
 use std::time::Instant;
 
 use crate::bench::error::BenchError;
-use crate::engine::Engine;
-use crate::frame::{Frame, PixelFormat};
-use crate::mask::Mask;
+use convstream_core::engine::Engine;
+use convstream_core::frame::{Frame, PixelFormat};
+use convstream_core::mask::Mask;
 
 /// The dense mask of the overlap and e2e suites: a 13x13 Laplacian of Gaussian (not separable).
 pub(crate) const E2E_MASK: &str = "edge:size=13,sigma=2";

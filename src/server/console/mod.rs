@@ -13,7 +13,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use super::state::ApiState;
-use crate::mask::PRESETS;
+use convstream_core::mask::PRESETS;
 
 /// Nothing but this server's own script, style and pictures (previews are blobs made from
 /// fetched snapshots); no frames, forms, plugins or base rewriting.

@@ -9,8 +9,8 @@ use serde_json::json;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::placement::{resolve, Placement, Surroundings, SHARDS_ENV};
-use crate::config::shard_spec::{ShardError, ShardSpec};
-use crate::config::ConfigFile;
+use convstream_media::config::shard_spec::{ShardError, ShardSpec};
+use convstream_media::config::ConfigFile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardingError {

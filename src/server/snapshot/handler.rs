@@ -14,11 +14,11 @@ use super::limiter::SnapshotLimiter;
 use super::limits::{DEFAULT_WIDTH, FRESH_FOR, POLL_EVERY, WAIT_AT_MOST};
 use super::picture;
 use super::query::parse_query;
-use crate::config::limits::is_valid_name;
-use crate::pipeline::snapshot::{Snapshot, SnapshotStage};
-use crate::pipeline::{PipelineMonitor, PipelineState};
 use crate::server::state::ApiState;
-use crate::text::quoted;
+use convstream_core::text::quoted;
+use convstream_media::config::limits::is_valid_name;
+use convstream_media::pipeline::snapshot::{Snapshot, SnapshotStage};
+use convstream_media::pipeline::{PipelineMonitor, PipelineState};
 
 /// The snapshot route, with the budget its pipelines share.
 pub fn routes() -> axum::Router<ApiState> {

@@ -2,8 +2,8 @@
 //! GBR, 8 to 16 bits) converted to 8-bit RGB at the width asked for, then encoded as JPEG
 //! or PNG. Runs on the HTTP side's blocking pool, never on a pipeline's threads.
 
-use crate::frame::PixelLayout;
-use crate::pipeline::snapshot::{Snapshot, SnapshotPlane};
+use convstream_core::frame::PixelLayout;
+use convstream_media::pipeline::snapshot::{Snapshot, SnapshotPlane};
 
 /// How a snapshot is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn encode(rgb: &Rgb, format: ImageFormat) -> Result<Vec<u8>, PictureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::{PixelFormat, SampleDepth};
+    use convstream_core::frame::{PixelFormat, SampleDepth};
     use std::time::Instant;
 
     fn plane(width: usize, height: usize, channels: usize, depth: SampleDepth, data: Vec<u8>) -> SnapshotPlane {

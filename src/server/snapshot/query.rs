@@ -3,8 +3,8 @@
 use super::error::SnapshotError;
 use super::limits::MAX_WIDTH;
 use super::picture::ImageFormat;
-use crate::pipeline::snapshot::SnapshotStage;
-use crate::text::quoted;
+use convstream_core::text::quoted;
+use convstream_media::pipeline::snapshot::SnapshotStage;
 
 /// What a snapshot request asks for, from its query string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! Why a supervisor call failed; the API maps each variant to its status code.
 
-use crate::config::ConfigError;
-use crate::engine::EngineError;
-use crate::pipeline::PipelineState;
+use convstream_core::engine::EngineError;
+use convstream_media::config::ConfigError;
+use convstream_media::pipeline::PipelineState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {

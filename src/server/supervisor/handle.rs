@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::contract::Origin;
-use crate::config::{PipelineConfig, PipelineSettings};
-use crate::pipeline::{FilterSwitch, PipelineMonitor};
+use convstream_media::config::{PipelineConfig, PipelineSettings};
+use convstream_media::pipeline::{FilterSwitch, PipelineMonitor};
 
 /// One pipeline the supervisor started.
 pub(super) struct Handle {
@@ -62,5 +62,5 @@ pub(super) fn conflict_among(
         }
     }
     let running: Vec<&PipelineConfig> = running.iter().collect();
-    crate::config::conflicts_with_running(pipeline, &running)
+    convstream_media::config::conflicts_with_running(pipeline, &running)
 }

@@ -17,10 +17,12 @@ use super::error::SupervisorError;
 use super::handle::{conflict_among, Handle};
 use super::stopping::stop_and_join;
 use super::view::{view_of, PipelineView};
-use crate::config::{ConfigFile, PipelineConfig, PipelineSettings};
 use crate::log_filter::is_log_filter;
-use crate::pipeline::{run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions};
-use crate::sink::FileId;
+use convstream_media::config::{ConfigFile, PipelineConfig, PipelineSettings};
+use convstream_media::pipeline::{
+    run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions,
+};
+use convstream_media::sink::FileId;
 
 pub struct Supervisor {
     /// The config last applied (its masks resolve names in API requests).
@@ -28,7 +30,7 @@ pub struct Supervisor {
     /// The config file's folder, for relative mask files.
     pub(super) base_dir: Option<PathBuf>,
     pipelines: Mutex<BTreeMap<String, Handle>>,
-    /// Outputs (by [`crate::config::output_key`]) a pipeline of this process has written: a
+    /// Outputs (by [`convstream_media::config::output_key`]) a pipeline of this process has written: a
     /// later start on one of them is a restart, which writes beside what was written instead
     /// of replacing it.
     written: Mutex<HashSet<String>>,
@@ -137,7 +139,7 @@ impl Supervisor {
             .written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(crate::config::output_key(&settings.sink.url));
+            .insert(convstream_media::config::output_key(&settings.sink.url));
         let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
         let stop = Arc::new(AtomicBool::new(false));
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);

@@ -10,9 +10,9 @@ use super::error::SupervisorError;
 use super::handle::Handle;
 use super::lifecycle::Supervisor;
 use super::stopping::stop_and_join;
-use crate::config::{ConfigFile, PipelineSettings};
 use crate::log_filter::is_log_filter;
-use crate::pipeline::PipelineState;
+use convstream_media::config::{ConfigFile, PipelineSettings};
+use convstream_media::pipeline::PipelineState;
 
 impl Supervisor {
     /// Applies a new config file: pipelines it drops are stopped, new ones started, those

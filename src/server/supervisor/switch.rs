@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
-use crate::config::{ConfigError, PipelineSettings};
-use crate::filter::{FilterSpec, PlaneName};
-use crate::frame::PixelFormat;
-use crate::pipeline::{FilterSwitch, PipelineState};
+use convstream_core::filter::{FilterSpec, PlaneName};
+use convstream_core::frame::PixelFormat;
+use convstream_media::config::{ConfigError, PipelineSettings};
+use convstream_media::pipeline::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);

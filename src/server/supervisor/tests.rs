@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::lifecycle::{takes_input, Supervisor};
-use crate::config::ConfigFile;
-use crate::pipeline::PipelineState;
+use convstream_media::config::ConfigFile;
+use convstream_media::pipeline::PipelineState;
 
 #[test]
 fn a_live_pipeline_is_ready_while_it_waits_for_its_sender() {

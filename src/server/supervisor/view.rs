@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering;
 
 use super::contract::Origin;
 use super::handle::Handle;
-use crate::config::FilterConfig;
-use crate::filter::{BorderMode, PlaneSelection};
-use crate::pipeline::PipelineState;
-use crate::stats::CounterSnapshot;
+use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_media::config::FilterConfig;
+use convstream_media::pipeline::PipelineState;
+use convstream_media::stats::CounterSnapshot;
 
 /// What the API shows of a pipeline.
 #[derive(Debug, Clone, Serialize)]
@@ -33,7 +33,7 @@ pub struct PipelineView {
     pub uptime_seconds: f64,
     /// Seconds from the start to the input open, the engine ready, the output open and the
     /// first frame written (`null` until reached).
-    pub startup: crate::stats::StartupTimes,
+    pub startup: convstream_media::stats::StartupTimes,
     pub counters: CounterView,
     pub last_error: Option<String>,
 }
@@ -57,8 +57,8 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         origin: handle.origin,
         state: monitor.state(),
         reconnecting: monitor.reconnecting(),
-        source: crate::text::redact_credentials(&handle.settings.source.url).into_owned(),
-        sink: crate::text::redact_credentials(&handle.settings.sink.url).into_owned(),
+        source: convstream_core::text::redact_credentials(&handle.settings.source.url).into_owned(),
+        sink: convstream_core::text::redact_credentials(&handle.settings.sink.url).into_owned(),
         mask: monitor.filter(),
         border: handle.settings.filter.border,
         planes: handle.settings.filter.planes,
@@ -81,6 +81,6 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         },
         last_error: monitor
             .last_error()
-            .map(|error| crate::text::redact_credentials(&error).into_owned()),
+            .map(|error| convstream_core::text::redact_credentials(&error).into_owned()),
     }
 }

@@ -366,9 +366,9 @@ impl Y4m {
 }
 
 /// A tightly packed one-channel plane holding `data`.
-pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream::frame::Plane {
-    convstream::frame::Plane {
-        depth: convstream::frame::SampleDepth::EIGHT,
+pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream_core::frame::Plane {
+    convstream_core::frame::Plane {
+        depth: convstream_core::frame::SampleDepth::EIGHT,
         width,
         height,
         channels: 1,

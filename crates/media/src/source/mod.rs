@@ -28,6 +28,8 @@ mod pooled_pictures;
 mod read;
 mod replay;
 mod sequence;
+#[cfg(test)]
+mod tests;
 mod trim;
 mod watchdog;
 

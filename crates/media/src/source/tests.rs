@@ -1,0 +1,93 @@
+//! The source as a whole: pictures decoded into a frame pool are the copied ones, without
+//! the copy (the decoder's `get_buffer2` in `pooled_pictures.rs` through `Source::run`).
+
+use crossbeam_channel::unbounded;
+use std::sync::atomic::AtomicBool;
+
+use std::sync::Arc;
+
+use super::pooled_pictures::PLANE_ALIGN;
+use super::Source;
+use crate::config::SourceConfig;
+use crate::sample::{generate, SampleSpec};
+use crate::source::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
+use crate::stats::Counters;
+use convstream_core::frame::Frame;
+use convstream_core::frame::POOLED_ROW_ALIGN;
+use convstream_core::host_buffers::BufferPool;
+use convstream_core::host_buffers::HeapMemory;
+
+struct NoNvdec;
+impl NvdecProbe for NoNvdec {
+    fn capabilities(&self, _: NvdecCodec, _: Chroma, _: u32) -> Result<NvdecCaps, ProbeError> {
+        Err(ProbeError::new(std::io::Error::other("no NVDEC in unit tests")))
+    }
+}
+
+/// Every frame of `path`, decoded with frame threads, into `pool` if given.
+fn decode(path: &std::path::Path, pool: Option<Arc<BufferPool>>) -> Vec<Frame> {
+    let config = SourceConfig {
+        threads: 4,
+        ..SourceConfig::from_url(&path.display().to_string())
+    };
+    let probe: Arc<dyn NvdecProbe> = Arc::new(NoNvdec);
+    let stop = Arc::new(AtomicBool::new(false));
+    let source = Source::open(&config, stop.clone(), &probe, None).expect("the sample opens");
+    let (frames, received) = unbounded();
+    let (packets, _) = unbounded();
+    let counters = Counters::default();
+    source
+        .with_frame_pool(pool)
+        .run(&frames, &packets, &stop, &counters, None)
+        .expect("the sample decodes");
+    drop(frames);
+    received.into_iter().collect()
+}
+
+#[test]
+fn pictures_decoded_into_the_pool_are_the_copied_ones_without_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.mp4");
+    // An odd size: FFmpeg pads rows and heights, the pool rounds rows to the GPU pitch.
+    let spec = SampleSpec {
+        width: 322,
+        height: 182,
+        fps: 25,
+        frames: 40,
+        prefer_h264: true,
+    };
+    generate(&path, spec).unwrap();
+    let copied = decode(&path, None);
+    let pool = BufferPool::new(Box::new(HeapMemory), 1 << 30);
+    let lent = decode(&path, Some(pool.clone()));
+    assert!(copied.len() >= 30, "the sample has its frames ({})", copied.len());
+    assert_eq!(lent.len(), copied.len());
+    for (a, b) in copied.iter().zip(&lent) {
+        assert_eq!((a.pts, a.index), (b.pts, b.index));
+        assert!(
+            a.planes.iter().zip(&b.planes).all(|(x, y)| x.same_pixels(y)),
+            "frame {} differs",
+            a.index
+        );
+    }
+    let copied_anyway: Vec<u64> = lent
+        .iter()
+        .filter(|f| !f.planes.iter().all(|p| p.data.is_lent()))
+        .map(|f| f.index)
+        .collect();
+    assert_eq!(copied_anyway, Vec::<u64>::new(), "every picture came from the pool");
+    assert!(lent.iter().all(|f| f.planes[0].stride % POOLED_ROW_ALIGN == 0));
+    assert!(
+        lent.iter()
+            .flat_map(|f| &f.planes)
+            .all(|p| (p.data.as_ptr() as usize).is_multiple_of(PLANE_ALIGN)),
+        "every plane starts on a {PLANE_ALIGN}-byte boundary, even in heap blocks"
+    );
+    assert!(pool.allocated_bytes() > 0);
+    drop(lent);
+    // Every block went back: a new decode needs no new memory.
+    let allocated = pool.allocated_bytes();
+    let again = decode(&path, Some(pool.clone()));
+    assert_eq!(again.len(), copied.len());
+    assert_eq!(pool.allocated_bytes(), allocated, "the blocks were reused");
+}
