@@ -1,6 +1,7 @@
 //! The integration tests, one binary: every module below links FFmpeg, cudarc and axum once
 //! instead of once per file. Run one part with a module filter, e.g.
-//! `cargo test --release --test it -- serve::` or, on a GPU host, `it gpu:: --test-threads=1`.
+//! `cargo test --release --test it -- serve::`. The engines' own tests (the GPU tests, the CPU
+//! oracle, the mask properties) are core's: `crates/core/tests/engines/`.
 //!
 //! The tests share one process: none may change process-wide state (environment variables,
 //! the current directory, signal handlers, FFmpeg's global log level). They pass what the
@@ -14,13 +15,11 @@ mod common;
 mod config_check;
 mod confinement;
 mod console;
-mod cpu_oracle;
 mod data_kept;
 mod deploy;
 mod depth;
 mod ffmpeg_language;
 mod flags;
-mod gpu;
 mod outputs;
 mod peers;
 mod properties;

@@ -1,9 +1,11 @@
-//! Property tests over everything a user or a client hands convstream to parse: mask
-//! SPECs, mask files, TOML configs and API request bodies. Whatever the input, the answer
+//! Property tests over everything a user or a client hands convstream to parse: TOML
+//! configs and API request bodies (mask SPECs and files are core's:
+//! `crates/core/tests/engines/mask_properties.rs`). Whatever the input, the answer
 //! is a value or an error, never a panic, in bounded time; a valid result keeps its
 //! promises (odd mask sides, finite taps, timeouts that convert to durations, API files
 //! inside their folders); and errors stay short (they quote no more than a cut token).
 
+use convstream_testkit::hostile::{config, mask_spec, text, value_text, MESSAGE_LIMIT, TIME_LIMIT};
 use proptest::prelude::*;
 use proptest::sample::select;
 use std::path::Path;
@@ -11,66 +13,7 @@ use std::time::{Duration, Instant};
 
 use convstream::log_filter::is_log_filter;
 use convstream::server::policy::ApiPolicy;
-use convstream_core::mask::{Mask, MaskParams, MAX_SIDE};
 use convstream_media::config::{ConfigError, ConfigFile, PipelineConfig};
-
-/// Far more than any of these inputs needs: a case over it is a hang.
-const TIME_LIMIT: Duration = Duration::from_secs(2);
-/// The longest single problem message (a quoted value is cut to 48 characters).
-const MESSAGE_LIMIT: usize = 600;
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        // PROPTEST_CASES runs more (a longer search before a release).
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(256),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// Values a careless user or an attacker would type for a number or a name.
-fn value_text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        select(vec![
-            "0",
-            "1",
-            "3",
-            "4",
-            "13",
-            "63",
-            "64",
-            "65",
-            "-1",
-            "1e20",
-            "-1e20",
-            "1e-300",
-            "nan",
-            "inf",
-            "-inf",
-            "0.5",
-            "2.5",
-            "true",
-            "x",
-            "",
-            "99999999999999999999",
-            "4294967297",
-            "/dev/zero",
-            "../../etc/shadow",
-        ])
-        .prop_map(str::to_string),
-        any::<f64>().prop_map(|v| v.to_string()),
-        any::<u64>().prop_map(|v| v.to_string()),
-        text(12),
-    ]
-}
-
-/// Any text of up to `max` characters (control characters and all).
-fn text(max: usize) -> impl Strategy<Value = String> {
-    proptest::collection::vec(any::<char>(), 0..=max).prop_map(|chars| chars.into_iter().collect())
-}
 
 fn toml_string(value: &str) -> String {
     toml::Value::String(value.to_string()).to_string()
@@ -80,110 +23,8 @@ fn json_string(value: &str) -> String {
     serde_json::to_string(value).unwrap()
 }
 
-fn mask_spec() -> impl Strategy<Value = String> {
-    let presets = select(vec![
-        "identity",
-        "box",
-        "gaussian",
-        "sharpen",
-        "unsharp",
-        "laplacian",
-        "sobel-x",
-        "emboss",
-        "motion-blur",
-        "edge",
-        "custom",
-        "gausian",
-        "",
-        "soft",
-    ]);
-    let keys = select(vec![
-        "size",
-        "width",
-        "height",
-        "sigma",
-        "amount",
-        "angle",
-        "neighbours",
-        "divisor",
-        "normalize",
-        "bias",
-        "sise",
-        "",
-        "file",
-    ]);
-    let pairs = proptest::collection::vec((keys, value_text()), 0..5);
-    prop_oneof![
-        (presets, pairs).prop_map(|(preset, pairs)| {
-            let pairs: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            if pairs.is_empty() {
-                preset.to_string()
-            } else {
-                format!("{preset}:{}", pairs.join(","))
-            }
-        }),
-        text(40),
-    ]
-}
-
-fn assert_mask_promises(mask: &Mask) {
-    assert!(mask.width() % 2 == 1 && mask.width() <= MAX_SIDE, "{}", mask.width());
-    assert!(mask.height() % 2 == 1 && mask.height() <= MAX_SIDE, "{}", mask.height());
-    assert!(mask.coefficients().iter().all(|c| c.is_finite()));
-    assert!(mask.bias().is_finite());
-}
-
 proptest! {
     #![proptest_config(config())]
-
-    #[test]
-    fn mask_specs_build_or_say_why(spec in mask_spec()) {
-        // Files in SPECs are left to the mask-file property: here they would read the disk.
-        prop_assume!(!spec.contains("file"));
-        let started = Instant::now();
-        match MaskParams::parse_spec(&spec).and_then(|params| Mask::build(&params, None)) {
-            Ok(mask) => assert_mask_promises(&mask),
-            Err(errors) => {
-                prop_assert!(!errors.is_empty());
-                for error in errors {
-                    prop_assert!(error.to_string().len() < MESSAGE_LIMIT + spec.len(), "{error}");
-                }
-            }
-        }
-        prop_assert!(started.elapsed() < TIME_LIMIT, "{spec:?} took {:?}", started.elapsed());
-    }
-
-    #[test]
-    fn mask_files_build_or_say_why_without_quoting_them(
-        lines in proptest::collection::vec(
-            prop_oneof![
-                proptest::collection::vec(value_text(), 0..70).prop_map(|t| t.join(" ")),
-                text(300),
-                Just("SECRET-CONTENT-LINE root:$6$hash".to_string()),
-            ],
-            0..70,
-        )
-    ) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mask.txt");
-        let text = lines.join("\n");
-        std::fs::write(&path, &text).unwrap();
-        let params = MaskParams { file: Some(path), ..MaskParams::default() };
-        let started = Instant::now();
-        match Mask::build(&params, None) {
-            Ok(mask) => assert_mask_promises(&mask),
-            Err(errors) => {
-                // At most three quoted tokens, then a count; each cut short.
-                prop_assert!(errors.len() <= 4, "{} errors", errors.len());
-                for error in &errors {
-                    let message = error.to_string();
-                    prop_assert!(message.len() < MESSAGE_LIMIT, "{message}");
-                    prop_assert!(!message.contains("SECRET-CONTENT-LINE root"), "{message}");
-                }
-            }
-        }
-        prop_assert!(started.elapsed() < TIME_LIMIT);
-    }
 
     #[test]
     fn configs_parse_and_validate_or_list_their_problems(

@@ -1,11 +1,13 @@
 //! What the workspace's tests share, written once: temporary folders, YUV4MPEG2 files, a seeded
-//! source of random samples, the CPU oracle (a convolution from the definition, sharing no code
-//! with the engines), and how a test that needs a GPU says so.
+//! source of random samples, hostile inputs for property tests, the CPU oracle (a
+//! convolution from the definition, sharing no code with the engines), and how a test that
+//! needs a GPU says so.
 //!
 //! A test that needs a GPU is `#[ignore = "needs a GPU"]`: without one it is reported as
 //! ignored, never as passed, and a GPU host runs it with `cargo test -- --include-ignored`
 //! (or the test binary with `--include-ignored`).
 
+pub mod hostile;
 pub mod oracle;
 pub mod random;
 pub mod y4m;

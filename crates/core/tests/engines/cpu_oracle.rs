@@ -1,4 +1,4 @@
-//! The CPU engine against the oracle of `common/oracle.rs`, a brute-force true convolution
+//! The CPU engine against the oracle of `convstream_testkit::oracle`, a brute-force true convolution
 //! written from the definition (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`)
 //! that shares no code with the engine. The engine must match it bit for bit, on random
 //! planes of odd sizes (some smaller than the mask), every border mode, 1 to 3 channels,
@@ -549,7 +549,8 @@ fn sobel_and_prewitt_are_gradient_magnitudes() {
             }
         }
     });
-    let shown = crate::common::run(&["masks", "show", "sobel"]).success().stdout_text();
+    // What `masks show` prints for it.
+    let shown = convstream_core::mask::show_spec("sobel").expect("sobel is a preset");
     assert!(
         shown.contains("magnitude sqrt(a^2 + b^2)") && shown.contains("separable: no"),
         "{shown}"

@@ -1,0 +1,8 @@
+//! The core crate's own integration tests, one binary: the CPU engine against the oracle,
+//! the mask parser's properties, and the GPU tests (ignored without a GPU; on a GPU host
+//! `engines gpu:: --include-ignored --test-threads=1`). Nothing here needs FFmpeg.
+
+mod cpu_oracle;
+#[cfg(feature = "cuda")]
+mod gpu;
+mod mask_properties;
