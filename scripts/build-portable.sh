@@ -379,9 +379,11 @@ build_binary() {
         log "building the test executables"
         # The JSON messages name each test executable; cargo itself prints only a summary.
         local tests_json
-        tests_json="$(cargo test --release --features static-ffmpeg --no-run --message-format=json)"
-        # Keep the integration tests (one executable, tests/it/main.rs) and the unit-test binaries of
-        # gpu*/engine* targets.
+        # The binary's integration tests (tests/it/main.rs -> it) and core's own, the engines' and
+        # GPU tests (crates/core/tests/engines/main.rs -> engines).
+        tests_json="$(cargo test --release -p convstream -p convstream-core --features convstream/static-ffmpeg \
+            --no-run --message-format=json)"
+        # Keep the integration tests and the unit-test binaries of gpu*/engine* targets.
         ensure_packages jq
         mapfile -t test_exes < <(jq -r '
             select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks from the portable build (scripts/build-portable.sh), run on a GPU host:
-# the GPU tests (`tests/it gpu::`: parity with the CPU engine, lane order, throughput with a trace),
+# the GPU tests (core's `tests/engines gpu::`: parity with the CPU engine, lane order, throughput with a trace),
 # compute-sanitizer memcheck and racecheck on a quick parity run, and end-to-end runs on a
 # generated clip: CPU vs CUDA output, streams 1 to 8 with 1 to 4 frames each, audio kept,
 # NVDEC decode, and NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh).
@@ -34,19 +34,19 @@ step "host"
 if ! $end_to_end_only; then
 step "GPU tests (CONVSTREAM_TEST_GPU=1)"
 CONVSTREAM_TEST_GPU=1 CONVSTREAM_TRACE_OUT="$out/lanes-trace.json" \
-    "$dist/tests/it" gpu:: --include-ignored --test-threads=1 --nocapture 2>&1 | tee -a "$log"
+    "$dist/tests/engines" gpu:: --include-ignored --test-threads=1 --nocapture 2>&1 | tee -a "$log"
 [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
 
 for tool in memcheck racecheck; do
     step "compute-sanitizer --tool $tool (quick parity run)"
     CONVSTREAM_TEST_GPU=1 CONVSTREAM_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 3 \
-        "$dist/tests/it" gpu::gpu_parity_with_cpu_on_random_planes --include-ignored --test-threads=1 --nocapture 2>&1 | tail -n 25 | tee -a "$log"
+        "$dist/tests/engines" gpu::gpu_parity_with_cpu_on_random_planes --include-ignored --test-threads=1 --nocapture 2>&1 | tail -n 25 | tee -a "$log"
     [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
 done
 
 step "compute-sanitizer --tool memcheck (frames from the pinned pool, copied directly)"
 CONVSTREAM_TEST_GPU=1 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$dist/tests/it" gpu::pooled_frames_go_direct_and_match_the_cpu --include-ignored --test-threads=1 --nocapture 2>&1 | tail -n 5 | tee -a "$log"
+    "$dist/tests/engines" gpu::pooled_frames_go_direct_and_match_the_cpu --include-ignored --test-threads=1 --nocapture 2>&1 | tail -n 5 | tee -a "$log"
 [[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
 
 fi
