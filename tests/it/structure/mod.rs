@@ -1,6 +1,6 @@
 //! The workspace's shape, checked on its sources: no circle of imports among the files of
 //! any crate, no function over 120 lines, and no file over 600 lines whose header does not
-//! say why it is kept whole.
+//! say why it is kept whole (and a header that states a length states it truly).
 
 mod imports;
 
@@ -12,8 +12,11 @@ use syn::visit::Visit;
 const MAX_FUNCTION_LINES: usize = 120;
 /// Longest file without a reason at its top.
 const MAX_FILE_LINES: usize = 600;
-/// What a long file's `//!` header says when it is one job kept whole on purpose.
-const KEPT_WHOLE: &str = "kept whole";
+/// What a long file's `//!` header says when it is one job kept whole on purpose: "kept
+/// whole", or "at some length (about N lines)".
+const REASONS: [&str; 2] = ["kept whole", "at some length"];
+/// How far a header's "about N lines" may be from the file's length.
+const LENGTH_SLACK: f64 = 0.1;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -171,14 +174,39 @@ fn files_over_600_lines_say_why_at_their_top() {
     for file in rust_files() {
         let text = std::fs::read_to_string(&file).expect("reading a source file");
         let lines = text.lines().count();
-        let header: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
-        if lines > MAX_FILE_LINES && !header.iter().any(|l| l.to_lowercase().contains(KEPT_WHOLE)) {
-            unexplained.push(format!("  {}: {lines} lines", shown(&file)));
+        let header = text
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
+        if lines > MAX_FILE_LINES && !REASONS.iter().any(|reason| header.contains(reason)) {
+            unexplained.push(format!("  {}: {lines} lines, no reason", shown(&file)));
+        }
+        if let Some(said) = stated_length(&header) {
+            if (said as f64 - lines as f64).abs() > LENGTH_SLACK * lines as f64 {
+                unexplained.push(format!(
+                    "  {}: {lines} lines, its header says about {said}",
+                    shown(&file)
+                ));
+            }
         }
     }
     assert!(
         unexplained.is_empty(),
-        "files over {MAX_FILE_LINES} lines whose `//!` header has no line saying why they are {KEPT_WHOLE:?}:\n{}",
+        "files over {MAX_FILE_LINES} lines need a `//!` line saying why ({REASONS:?}), and a stated length must be true:\n{}",
         unexplained.join("\n")
     );
+}
+
+/// The N of "about N lines" in a header (commas allowed).
+fn stated_length(header: &str) -> Option<usize> {
+    header.match_indices("about ").find_map(|(at, word)| {
+        let rest = &header[at + word.len()..];
+        let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
+        rest[number.len()..]
+            .starts_with(" lines")
+            .then(|| number.replace(',', "").parse().ok())
+            .flatten()
+    })
 }

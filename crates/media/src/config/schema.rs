@@ -89,7 +89,7 @@ pub struct ServerConfig {
     pub max_pipelines: usize,
     /// Run only this replica's share of the pipelines: `"auto"` (the index from a
     /// StatefulSet pod's hostname `name-N`, the count from `shards` or `CONVSTREAM_SHARDS`)
-    /// or `"INDEX/COUNT"`. Unset: every pipeline. See [`super::shard`].
+    /// or `"INDEX/COUNT"`. Unset: every pipeline. See [`super::shard_spec`]; the placement itself is the server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     /// How many replicas share the pipelines, for `shard = "auto"`.
