@@ -13,10 +13,10 @@ use std::time::Duration;
 use super::decoder::VideoDecoder;
 use super::demuxer::{frame_size_problem, open_input};
 use super::error::SourceError;
+use super::input::Source;
 use super::nvdec::NvdecProbe;
 use super::watchdog::sleep_unless_stopped;
 use super::watchdog::Watchdog;
-use super::Source;
 use crate::config::SourceConfig;
 use crate::ffmpeg::{
     engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::decode_state::{DecodeState, DropOldest};
 use super::error::SourceError;
+use super::input::Source;
 use super::trim::Trim;
-use super::Source;
 use crate::ffmpeg::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
 use convstream_core::frame::Frame;

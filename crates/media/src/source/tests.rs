@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 
 use std::sync::Arc;
 
+use super::input::Source;
 use super::pooled_pictures::PLANE_ALIGN;
-use super::Source;
 use crate::config::SourceConfig;
 use crate::sample::{generate, SampleSpec};
 use crate::source::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};

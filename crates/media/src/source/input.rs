@@ -1,0 +1,86 @@
+//! [`Source`]: an opened input with its video decoder, what it tells of the input, and the
+//! builders applied before it runs (delivered format, frame pool, pictures left on the GPU).
+
+use ffmpeg_next as ffmpeg;
+use std::sync::Arc;
+
+use super::decoder::VideoDecoder;
+use super::device_pictures::CudaDecoding;
+use super::nvdec::NvdecProbe;
+use super::pipe_input;
+use super::watchdog::Watchdog;
+use crate::config::SourceConfig;
+use crate::ffmpeg::SourceInfo;
+use convstream_core::host_buffers::BufferPool;
+
+/// An opened input with its video decoder.
+pub struct Source {
+    pub(super) decoder: VideoDecoder,
+    pub(super) input: ffmpeg::format::context::Input,
+    /// Our reader of a FIFO input: declared after `input`, so dropped after it.
+    #[allow(dead_code)] // held, never read: FFmpeg reads through it
+    pub(super) pipe: Option<pipe_input::PipeInput>,
+    /// What the interrupt callback reads; kept alive as long as `input`.
+    pub(super) watchdog: Arc<Watchdog>,
+    pub(super) video_index: usize,
+    pub(super) info: SourceInfo,
+    pub(super) config: SourceConfig,
+    /// Where decoded frames are made (the engine's pinned buffers), if anywhere special.
+    pub(super) frame_pool: Option<Arc<BufferPool>>,
+    /// Asked before NVDEC is chosen; kept for reconnections.
+    pub(super) nvdec_probe: Arc<dyn NvdecProbe>,
+    /// The GPU an NVDEC decoder leaves its pictures on (see [`Source::with_device_pictures`]).
+    pub(super) device: Option<Arc<CudaDecoding>>,
+}
+
+impl Source {
+    /// What the input is: its video's size, format, timing and colour, its copied streams.
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    /// Delivers frames in `format` instead of the layout the decoder gives (see
+    /// [`convstream_core::filter::FilterSpec::planar_format_for`]); each picture is converted, as a
+    /// size change is, and NVDEC pictures come through host memory.
+    pub fn with_format(mut self, format: convstream_core::frame::PixelFormat, why: &str) -> Source {
+        if format != self.info.format {
+            tracing::info!(input = %self.config.url, "{} pictures are converted to {format}: {why}", self.info.format);
+            if format.bits() != self.info.format.bits() {
+                self.info.stream_bits = format.bits();
+            }
+            self.info.format = format;
+        }
+        self
+    }
+
+    /// Makes decoded frames in `pool`'s buffers (the engine's page-locked memory, so the
+    /// engine copies nothing on the way to the GPU).
+    pub fn with_frame_pool(mut self, pool: Option<Arc<BufferPool>>) -> Source {
+        self.frame_pool = pool;
+        self
+    }
+
+    /// With NVDEC, leaves decoded pictures on the GPU, in `context` (the CUDA engine's),
+    /// so that a frame crosses PCIe once, filtered; `None`, or a software decoder, changes
+    /// nothing. When the GPU cannot be opened for NVDEC, pictures come to host memory as
+    /// before, with a warning.
+    pub fn with_device_pictures(mut self, context: Option<convstream_core::engine::GpuContext>) -> Source {
+        let Some(context) = context.filter(|_| self.decoder.is_hardware()) else {
+            return self;
+        };
+        if self
+            .device
+            .as_ref()
+            .is_some_and(|device| device.ordinal() == context.ordinal)
+        {
+            return self; // the decoder was opened there
+        }
+        match CudaDecoding::new(context) {
+            Ok(device) => self.device = Some(device),
+            Err(reason) => {
+                tracing::warn!(input = %self.config.url, "{reason}; decoded pictures go through host memory")
+            }
+        }
+        self
+    }
+}
