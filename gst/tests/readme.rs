@@ -10,8 +10,9 @@
 //! know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
 //! config/ must pass `convstream check`.
 //!
-//! One test file at some length (about 730 lines): reading the README's examples and the
-//! stage they run on (clips, servers, a display) are one harness.
+//! One job, kept whole: reading the README's examples and the stage they run on (clips,
+//! servers, a display) are one harness; a split would part each kind of example from the
+//! stage it needs.
 
 mod common;
 

@@ -5,8 +5,9 @@
 //! thread count must come back), and panics injected in every pipeline thread. Requests are
 //! written by hand over TCP, so every header is the test's own. CPU engine: no GPU needed.
 //!
-//! One test file at some length (about 650 lines): the API's hostile requests share one server
-//! set-up.
+//! One job, kept whole: the API's hostile requests, each test on a `serve` started the same
+//! way (`start_serve`, `looping`, the planted secrets) and judged by `assert_refused`; a
+//! split by attack would scatter that set-up.
 
 use crate::common;
 

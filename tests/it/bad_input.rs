@@ -6,8 +6,9 @@
 //! `CONVSTREAM_BAD_INPUT_LOG=FILE cargo test --test it -- bad_input:: --test-threads=1` appends
 //! every case's command, exit code and exact stderr to FILE.
 //!
-//! One test file at some length (about 780 lines): the hostile inputs, one case after another,
-//! with shared expectations.
+//! One job, kept whole: the hostile inputs, one case after another; the table of cases, the
+//! damaged-media tests and the expectations they share (`expect_failure`, `assert_mentions`)
+//! read together, and a split would part the cases from their checks.
 
 use crate::common;
 

@@ -2,8 +2,9 @@
 //! and audio survive; identity is lossless where the output is; filtered pixels are what
 //! the oracle says; the small commands work.
 //!
-//! One test file at some length (about 960 lines): the command line's behaviour, one flag after
-//! another, with shared runs and clips.
+//! One job, kept whole: the command line's end-to-end cases, one flag or command after
+//! another, each reading alone; split by topic would scatter the shared clip size, run and
+//! oracle check (`W`, `H`, `FRAMES`, `filter`, `assert_filtered_as_oracle`).
 
 use crate::common;
 

@@ -4,8 +4,9 @@
 //! reload by file change and by SIGHUP, token auth, bad requests, reconnection and a
 //! graceful stop that leaves playable outputs. CPU engine: no GPU needed.
 //!
-//! One test file at some length (about 910 lines): `serve` as a process, its API, metrics,
-//! reloads and signals share the server helpers.
+//! One job, kept whole: `serve` as a process, through its API, metrics, reloads and signals;
+//! the tests share the config writer, the looping pipeline and the log readers
+//! (`write_config`, `looping`, `summary_counts`), which a split by topic would scatter.
 
 use crate::common;
 
@@ -98,9 +99,18 @@ sink = {{ url = "live.mkv" }}
 "#
         ),
     );
-    let mut sender = send_udp(udp, 3);
+    let sender = send_udp(udp, 3);
     let server = Server::start(dir.path(), &[]);
 
+    check_both_pipelines_run(&server, udp);
+    check_metrics_move(&server);
+    check_metric_families(&server);
+    check_reconnection(&server, udp, sender);
+    check_graceful_stop(server, dir.path());
+}
+
+/// Ready, both pipelines listed in order, and `live` running as configured.
+fn check_both_pipelines_run(server: &Server, udp: u16) {
     server.wait_for("/readyz", Duration::from_secs(20), || {
         server.request("GET", "/readyz", None).0 == 200
     });
@@ -121,8 +131,10 @@ sink = {{ url = "live.mkv" }}
     assert_eq!(live["device"], "cpu");
     assert_eq!(live["source"], format!("udp://127.0.0.1:{udp}"));
     assert_eq!(live["mask"], "gaussian:size=5");
+}
 
-    // The metrics parse as Prometheus text and move.
+/// The metrics parse as Prometheus text and move.
+fn check_metrics_move(server: &Server) {
     let first = server.metric("convstream_frames_written_total", "live").unwrap_or(0.0);
     std::thread::sleep(Duration::from_millis(1200));
     let second = server.metric("convstream_frames_written_total", "live").unwrap();
@@ -135,6 +147,10 @@ sink = {{ url = "live.mkv" }}
     );
     let file_written = server.metric("convstream_frames_written_total", "file").unwrap();
     assert!(file_written > 0.0);
+}
+
+/// Every metric family is exported; pinned bytes and stage timings add up.
+fn check_metric_families(server: &Server) {
     let scrape = server.scrape();
     for family in [
         "convstream_frames_decoded_total",
@@ -200,8 +216,10 @@ sink = {{ url = "live.mkv" }}
     for stage in ["decode", "cpu_filter", "encode"] {
         assert!(stage_count(stage) > 0.0, "stage {stage} is timed");
     }
+}
 
-    // The sender goes away; the input is lost after idle_timeout and comes back.
+/// The sender goes away; the input is lost after idle_timeout and comes back.
+fn check_reconnection(server: &Server, udp: u16, mut sender: Child) {
     sender.wait().unwrap();
     let before_gap = server.counter("live", "frames_written");
     server.wait_for("the live input to count as lost", Duration::from_secs(10), || {
@@ -219,8 +237,10 @@ sink = {{ url = "live.mkv" }}
     );
     assert!(server.metric("convstream_source_reconnects_total", "live").unwrap() >= 1.0);
     sender.wait().unwrap();
+}
 
-    // SIGTERM with the file pipeline mid-stream: everything read is written, outputs play.
+/// SIGTERM with the file pipeline mid-stream: everything read is written, outputs play.
+fn check_graceful_stop(server: Server, dir: &Path) {
     assert_eq!(server.pipeline("file")["state"], "running");
     let (code, log) = server.terminate();
     assert_eq!(code, Some(0), "a stop by signal is a normal end:\n{log}");
@@ -228,7 +248,7 @@ sink = {{ url = "live.mkv" }}
     for (pipeline, output) in [("file", "file.mkv"), ("live", "live.mkv")] {
         let (decoded, written) = summary_counts(&log, pipeline);
         assert_eq!(decoded, written, "{pipeline}: every decoded frame is written:\n{log}");
-        let played = video_pts(&dir.path().join(output)).len() as u64;
+        let played = video_pts(&dir.join(output)).len() as u64;
         assert_eq!(played, written, "{output} is finalised and plays every frame");
     }
     let (file_frames, _) = summary_counts(&log, "file");
@@ -591,7 +611,13 @@ fn token_auth_and_bad_requests_get_clear_answers() {
     );
     let mut server = Server::start(dir.path(), &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
 
-    // /healthz is open; everything else needs the token.
+    check_token_auth(&mut server);
+    check_bad_requests(&server);
+    check_api_pipeline_runs_and_is_deleted(server);
+}
+
+/// /healthz is open; everything else needs the token, and refusals are logged without it.
+fn check_token_auth(server: &mut Server) {
     assert_eq!(server.request_with("GET", "/healthz", None, None).0, 200);
     for path in ["/readyz", "/metrics", "/pipelines", "/pipelines/one"] {
         assert_eq!(
@@ -618,7 +644,10 @@ fn token_auth_and_bad_requests_get_clear_answers() {
         !log.contains(TOKEN) && !log.contains("guessed-token-7"),
         "tokens are never logged:\n{log}"
     );
+}
 
+/// Malformed, invalid and conflicting requests get a JSON answer that says what is wrong.
+fn check_bad_requests(server: &Server) {
     let expect = |method: &str, path: &str, body: &str, status: u16, says: &str| {
         let (got, text) = server.request(method, path, Some(body));
         assert_eq!(got, status, "{method} {path} {body}: {text}");
@@ -690,8 +719,10 @@ fn token_auth_and_bad_requests_get_clear_answers() {
     assert_eq!(server.request("GET", "/pipelines/nope", None).0, 404);
     assert_eq!(server.request("DELETE", "/pipelines/nope", None).0, 404);
     assert_eq!(server.request("GET", "/no/such/endpoint", None).0, 404);
+}
 
-    // A pipeline started through the API runs, and DELETE drains and removes it.
+/// A pipeline started through the API runs, and DELETE drains and removes it.
+fn check_api_pipeline_runs_and_is_deleted(server: Server) {
     let (status, body) = server.request(
         "POST",
         "/pipelines",
