@@ -1,8 +1,8 @@
-//! `convstream bench`: makes speed a measured, reproducible property. Four suites (kernel,
-//! transfer, overlap, e2e), each with a baseline measured in the same run, written as
-//! `results.json`, `results.md`, SVG and PNG plots and a Chrome trace of one overlap run.
-//! What is asked is `options.rs`, what comes back `results.rs`; the suites measure, the
-//! report writes.
+//! `convstream bench`: makes speed a measured, reproducible property. Five suites (kernel,
+//! transfer, overlap and e2e, each with a baseline measured in the same run, and scale), run
+//! in turn by [`run`] here and written as `results.json`, `results.md`, SVG and PNG plots and
+//! a Chrome trace of one overlap run. What is asked is `options.rs`, what comes back
+//! `results.rs`; the suites measure, the report writes.
 
 mod error;
 mod options;

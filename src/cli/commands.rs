@@ -1,4 +1,5 @@
-//! The subcommands other than `run`: `serve`, `check`, `masks`, `bench`, `demo`.
+//! The subcommands other than `run`: `serve`, `check`, `masks`, `bench`, `demo`, and the
+//! printing of `doctor`'s report.
 
 use anyhow::Context;
 use std::path::{Path, PathBuf};

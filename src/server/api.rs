@@ -1,7 +1,8 @@
-//! The HTTP API (axum): health, readiness, metrics, and the pipelines — list, inspect,
-//! start, stop, switch filter. Handlers never block the runtime: supervisor calls that
-//! wait on pipelines run on the blocking pool. Bodies are parsed by hand so that every
-//! malformed request gets a 400 with the parser's own words.
+//! The HTTP API (axum, [`router`]): health, readiness, metrics, and the pipelines — list,
+//! inspect, add, delete, start, stop, switch filter — behind the bearer token, with the
+//! snapshot, console and shard routes merged in. Handlers never block the runtime:
+//! supervisor calls that wait on pipelines run on the blocking pool. Bodies are parsed by
+//! hand so that every malformed request gets a 400 with the parser's own words.
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, Request, State};

@@ -1,6 +1,8 @@
 //! `/metrics`: every pipeline's counters, gauges and histograms in the Prometheus
 //! (OpenMetrics) text format, read from the pipelines' monitors at scrape time through a
-//! prometheus-client collector, so a removed pipeline simply stops being reported.
+//! prometheus-client collector, so a removed pipeline simply stops being reported. The
+//! [`registry`] adds the server's own counters ([`ServerCounters`]), the build, and the
+//! process, GPU and shard collectors.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};

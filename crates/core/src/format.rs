@@ -1,7 +1,8 @@
-//! Pixel formats as the engines take them: how planes are laid out ([`PixelLayout`]), how a
-//! plane stores its samples ([`SampleDepth`]), the shape of each plane ([`PlaneShape`]), and
-//! the names of planes and channels a per-plane mask can take ([`PlaneName`]). Frames
-//! ([`crate::frame`]) are made of these; filters ([`crate::filter`]) name them.
+//! Pixel formats as the engines take them ([`PixelFormat`]): how planes are laid out
+//! ([`PixelLayout`]), how a plane stores its samples ([`SampleDepth`]), the shape of each
+//! plane ([`PlaneShape`]), and the names of planes and channels a per-plane mask can take
+//! ([`PlaneName`]). Frames ([`crate::frame`]) are made of these; filters ([`crate::filter`])
+//! name them.
 
 use std::fmt;
 

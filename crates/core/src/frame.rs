@@ -1,6 +1,7 @@
-//! Decoded frames as the engines see them: planes of 8- to 16-bit samples with their geometry, plus the
-//! presentation timestamp and position in the stream. What a pixel format is lives in
-//! [`crate::format`].
+//! Decoded frames as the engines see them ([`Frame`]): [`Plane`]s of 8- to 16-bit samples
+//! with their geometry, the presentation timestamp, the position in the stream and the
+//! [`Timeline`] latency is split by; a picture NVDEC left on the GPU ([`DevicePicture`]).
+//! What a pixel format is lives in [`crate::format`].
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
-//! The benchmark suites, one module each. GPU figures come from `engine::cuda::measure`
+//! The benchmark suites, one module each, beside their helpers (`workload`, `run_info`,
+//! `cpu_info`, `overlap_runs`, `cli_runs`). GPU figures come from `engine::cuda::measure`
 //! (CUDA events) through [`gpu`], the one module built only with CUDA support; CPU figures
-//! from wall-clock medians. Each suite measures its baseline in the same run.
+//! from wall-clock medians. The kernel, transfer, overlap and e2e suites measure their
+//! baseline in the same run.
 
 mod cli_runs;
 mod cpu_info;

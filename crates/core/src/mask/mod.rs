@@ -6,8 +6,8 @@
 //!
 //! Here: the modules and what they give the crates above. The `Mask` type and its
 //! constructors are in `matrix.rs`, the presets in `presets.rs`, the SPEC grammar's keys in
-//! `params.rs`, the errors in `error.rs`, the size limits in `limits.rs`, the catalogue's text (preset
-//! list, `masks show`) in `describe.rs`.
+//! `params.rs`, the errors in `error.rs`, the size limits in `limits.rs`, the catalogue's
+//! text (preset list, `masks show`) in `describe.rs`.
 
 mod describe;
 mod error;

@@ -1,5 +1,6 @@
-//! The user-facing description of a mask: the keys shared by the SPEC grammar
-//! (`gaussian:size=13,sigma=2.5`) and by TOML tables (`[masks.NAME]`, `filter.mask = {..}`).
+//! The user-facing description of a mask ([`MaskParams`]): the keys shared by the SPEC grammar
+//! (`gaussian:size=13,sigma=2.5`) and by TOML tables (`[masks.NAME]`, `filter.mask = {..}`),
+//! and how the taps are oriented ([`MaskMode`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,8 +1,9 @@
-//! The CPU engine against the oracle of `convstream_testkit::oracle`, a brute-force true convolution
-//! written from the definition (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`)
-//! that shares no code with the engine. The engine must match it bit for bit, on random
-//! planes of odd sizes (some smaller than the mask), every border mode, 1 to 3 channels,
-//! square and rectangular masks up to 63x63, dense and separable.
+//! The CPU engine against the oracle of `convstream_testkit::oracle`, a brute-force true
+//! convolution written from the definition
+//! (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`) that shares no code with the
+//! engine. The engine must match it bit for bit, on random planes of odd sizes (some smaller
+//! than the mask), every border mode, 1 to 3 channels, square and rectangular masks up to
+//! 63x63, dense and separable.
 //!
 //! Every randomised test runs twice: with a fixed seed and with one taken from the clock.
 //! A failure prints the seed; `CONVSTREAM_TEST_SEED=N` replays it.

@@ -1,5 +1,6 @@
 //! Reading a configuration: a file's bytes (bounded, and never a FIFO or a device), TOML
-//! parsed into a [`ConfigFile`], and every problem of a text that does not fit the schema.
+//! parsed into a [`ConfigFile`] (a text that does not fit the schema refused with every
+//! problem `structure` finds), and the built-in default config.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
-//! The allowed range of every numeric setting, what names and other strings may contain,
-//! and how user strings are shown in messages and logs (control characters escaped, long
-//! values cut), so that no value in a config or an API request can exhaust, hang or
-//! confuse the process or its log.
+//! The allowed range of every numeric setting and what names and other strings may contain,
+//! so that no value in a config or an API request can exhaust, hang or confuse the process
+//! or its log. How user strings are shown in messages (`escape_control`, `quoted`) is
+//! `convstream_core::text`, re-exported here.
 
 pub use convstream_core::text::{escape_control, quoted};
 

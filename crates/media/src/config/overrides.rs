@@ -1,4 +1,5 @@
-//! Command-line flags laid over a config file (or over nothing, when only flags are given).
+//! Command-line flags laid over a config file (or over nothing, when only flags are given):
+//! [`Overrides`].
 
 use super::error::ConfigError;
 use super::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};

@@ -1,4 +1,5 @@
-//! The shape of the TOML file, field by field, with defaults.
+//! The shape of the TOML file ([`ConfigFile`] and its sections), field by field, with
+//! defaults.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;

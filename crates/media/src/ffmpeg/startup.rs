@@ -1,4 +1,5 @@
-//! FFmpeg started once for the process, its log lines sent through tracing (see [`log`](super::log)).
+//! FFmpeg started once for the process ([`init`]), its log lines sent through tracing (see
+//! [`log`](super::log)).
 
 use ffmpeg_next as ffmpeg;
 use std::sync::Once;

@@ -1,4 +1,4 @@
-//! The encoded output: an FFmpeg muxer with the video encoder and the copied streams,
+//! The encoded output ([`Muxer`]): an FFmpeg muxer with the video encoder and the copied streams,
 //! writing a file, stdout (YUV4MPEG2 unless a format is set) or a URL, flushed as it goes
 //! where the container allows, so that a crash leaves a readable file.
 

@@ -1,9 +1,10 @@
 //! NVDEC pictures that stay on the GPU. When the engine is CUDA, the cuvid decoder is given
-//! an FFmpeg CUDA device on the engine's own context, so it outputs CUDA frames instead of copying each picture to
-//! host memory. A decoded picture then becomes a frame that carries its device planes
-//! ([`DevicePicture`]) and unwritten host planes: the engine copies the picture into its
-//! lane on the GPU and brings back only the filtered result, so each frame crosses PCIe
-//! once instead of three times (decoder to host, host to engine, engine to host).
+//! an FFmpeg CUDA device on the engine's own context ([`CudaDecoding`]), so it outputs CUDA
+//! frames instead of copying each picture to host memory. A decoded picture then becomes a
+//! frame that carries its device planes ([`DevicePicture`]) and unwritten host planes: the
+//! engine copies the picture into its lane on the GPU and brings back only the filtered
+//! result, so each frame crosses PCIe once instead of three times (decoder to host, host to
+//! engine, engine to host).
 //!
 //! One context per device also means NVDEC pipelines no longer each create a CUDA context
 //! of their own (what cuvid does without a device), which costs GPU memory and start-up time.

@@ -3,9 +3,9 @@
 //!
 //! The decision is pure so that it is tested without a GPU; NVDEC's own vocabulary and the
 //! driver query behind [`NvdecProbe`] live in the core crate (`convstream_core::nvdec`, and
-//! `engine::cuda::nvdec` with the other CUDA calls). FFmpeg's cuvid
-//! wrapper checks only 4:2:0 before creating a decoder, so without this check a 4:4:4 H.264
-//! stream fails inside the decoder instead of with a reason.
+//! `engine::cuda::nvdec` with the other CUDA calls). FFmpeg's cuvid wrapper checks only 4:2:0
+//! before creating a decoder, so without this check a 4:4:4 H.264 stream fails inside the
+//! decoder instead of with a reason.
 
 use ffmpeg::codec;
 use ffmpeg_next as ffmpeg;

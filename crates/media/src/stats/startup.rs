@@ -1,7 +1,7 @@
 //! A pipeline's start, step by step: when its input was open, its engine ready (and settled:
 //! the GPU taking over from a start on the CPU), its output open and its first frame
-//! written, each counted from the pipeline's start. The last one is
-//! the time to first frame that users of short clips and operators starting cameras feel.
+//! written, each counted from the pipeline's start. The last one is the time to first frame
+//! that users of short clips and operators starting cameras feel.
 
 use serde::Serialize;
 use std::sync::OnceLock;

@@ -5,9 +5,10 @@
 //! directions overlap other streams' kernels, and each stream has its next frame queued
 //! while the host collects the last one.
 //!
-//! The engine lends a pool of page-locked frame buffers ([`Engine::frame_pool`](crate::engine::Engine::frame_pool)): frames
-//! decoded into it go to the GPU and come back into the same memory with no CPU copy. Other
-//! frames are staged through the lanes' own pinned buffers (one CPU copy each way).
+//! The engine lends a pool of page-locked frame buffers
+//! ([`Engine::frame_pool`](crate::engine::Engine::frame_pool)): frames decoded into it go to
+//! the GPU and come back into the same memory with no CPU copy. Other frames are staged
+//! through the lanes' own pinned buffers (one CPU copy each way).
 //!
 //! Here: the modules and what they give the crates above. The engine itself is in
 //! `engine.rs`; apart: kernel planning (`plan.rs`), the lane protocol and the completion

@@ -202,7 +202,8 @@ fn a_file_that_is_not_a_mask_is_not_quoted_beyond_a_few_cut_tokens() {
 
 #[test]
 fn a_bias_beyond_f32_is_rejected_rather_than_made_infinite() {
-    // Found by tests/it/properties.rs: 1.98e108 is a finite f64 but an infinite f32.
+    // Found by the mask properties (tests/engines/mask_properties.rs): 1.98e108 is a finite
+    // f64 but an infinite f32.
     let text = messages(&errors("identity:bias=1.98e108"));
     assert!(text.contains("bias, within the range of a 32-bit float"), "{text}");
     assert_eq!(mask("identity:bias=3e38").bias(), 3e38);

@@ -1,5 +1,6 @@
-//! Unit tests of the configuration: parsing, validation that reports every problem with
-//! its location, named and inline masks, and command-line overrides.
+//! Unit tests of the configuration: parsing, the examples, validation that reports every
+//! problem with its location, named and inline masks. The helpers here serve the modules
+//! beside it too: command-line overrides, type-level mistakes and ranges, GPU tuning.
 
 use super::*;
 use convstream_core::engine::DeviceChoice;

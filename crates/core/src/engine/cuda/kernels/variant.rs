@@ -1,6 +1,7 @@
-//! Kernel variants and the tiling policy: what one compiled module is specialised on (mask
-//! size, channels, border, sample depth, tiling), the tiling that measured fastest for each case, and the
-//! shared memory each tiled kernel then needs. Pure: no CUDA call, no environment.
+//! Kernel variants and the tiling policy: what one compiled module is specialised on
+//! ([`Variant`]: mask size, channels, border, sample depth, [`Tiling`]), the tiling that
+//! measured fastest for each case, and the shared memory each tiled kernel then needs. Pure:
+//! no CUDA call, no environment.
 
 use crate::engine::{GpuTuning, KernelPath, TileShape};
 use crate::filter::BorderMode;
