@@ -38,6 +38,7 @@ from ._convstream import (
     NativeFilter,
     NativeReader,
     mask_coefficients as _mask_coefficients,
+    masks_text as _masks_text,
     presets as _presets,
     run as _run,
     show_mask as _show_mask,
@@ -87,15 +88,7 @@ def masks() -> List[MaskPreset]:
 
 def masks_text() -> str:
     """The text ``convstream masks`` prints."""
-    lines = [
-        "Presets (SPEC: name or name:key=value,...; every mask also takes divisor, normalize, "
-        "bias and mode = convolve|correlate):"
-    ]
-    for preset in masks():
-        keys = ", ".join(preset.keys) if preset.keys else "-"
-        lines.append(f"  {preset.name:<12} keys: {keys:<22} {preset.summary}")
-    lines.append("Show the exact matrix with: convstream masks show SPEC")
-    return "\n".join(lines) + "\n"
+    return _masks_text()
 
 
 def show_mask(spec: str) -> str:

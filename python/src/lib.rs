@@ -8,7 +8,7 @@ mod filter;
 mod settings;
 mod video;
 
-use convstream_core::mask::{show_spec, Mask, SpecRefused, PRESETS};
+use convstream_core::mask::{preset_list, show_spec, Mask, SpecRefused, PRESETS};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -33,6 +33,12 @@ fn presets() -> Vec<(String, Vec<String>, String)> {
             )
         })
         .collect()
+}
+
+/// What `convstream masks` prints: the preset list.
+#[pyfunction]
+fn masks_text() -> String {
+    preset_list()
 }
 
 /// What `convstream masks show SPEC` prints: the matrix, the taps as written for
@@ -66,6 +72,7 @@ fn wait_for_gpu_starts(py: Python<'_>) -> bool {
 fn _convstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GpuUnavailableError", m.py().get_type::<GpuUnavailableError>())?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(masks_text, m)?)?;
     m.add_function(wrap_pyfunction!(show_mask, m)?)?;
     m.add_function(wrap_pyfunction!(mask_coefficients, m)?)?;
     m.add_function(wrap_pyfunction!(wait_for_gpu_starts, m)?)?;
