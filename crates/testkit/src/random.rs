@@ -1,22 +1,31 @@
 //! Random samples for tests: fresh on every run, reproducible from the seed printed when a
 //! generator is made (set `CONVSTREAM_TEST_SEED` to replay one).
 
+/// The seed a randomised test runs with: `CONVSTREAM_TEST_SEED` when set (a replay), else
+/// one from the clock.
+pub fn seed() -> u64 {
+    replayed_seed().unwrap_or_else(clock_seed)
+}
+
+/// The seed in `CONVSTREAM_TEST_SEED`, if set: a failed run's, to replay it.
+pub fn replayed_seed() -> Option<u64> {
+    std::env::var("CONVSTREAM_TEST_SEED").ok().and_then(|s| s.parse().ok())
+}
+
+/// A fresh seed from the clock.
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
 /// A small xorshift generator.
 pub struct Random(u64);
 
 impl Random {
     /// Seeded from `CONVSTREAM_TEST_SEED` or the clock; prints the seed.
     pub fn seeded() -> Random {
-        let seed = std::env::var("CONVSTREAM_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
-            })
-            | 1;
+        let seed = seed() | 1;
         println!("seed {seed} (CONVSTREAM_TEST_SEED={seed} replays it)");
         Random(seed)
     }

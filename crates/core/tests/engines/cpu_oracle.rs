@@ -11,8 +11,6 @@
 //! One test file at some length (about 720 lines): every engine path against the oracle shares
 //! the random planes and masks above the tests.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use convstream_core::engine::cpu::{convolve_plane, CpuEngine};
 use convstream_core::engine::Engine;
 use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
@@ -22,19 +20,17 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use convstream_testkit::oracle::{oracle, oracle_index};
+use convstream_testkit::random::{clock_seed, replayed_seed};
 
 const FIXED_SEED: u64 = 0x00c0_ffee_5eed;
 
 /// The seeds a randomised test runs with: the fixed one and one from the clock (or only
 /// the one in `CONVSTREAM_TEST_SEED`).
 fn seeds() -> Vec<u64> {
-    if let Some(seed) = std::env::var("CONVSTREAM_TEST_SEED").ok().and_then(|s| s.parse().ok()) {
-        return vec![seed];
+    match replayed_seed() {
+        Some(seed) => vec![seed],
+        None => vec![FIXED_SEED, clock_seed()],
     }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64);
-    vec![FIXED_SEED, now]
 }
 
 /// Runs `body` with each seed; a panic inside is reported with the seed that caused it.

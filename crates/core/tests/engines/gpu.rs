@@ -53,15 +53,7 @@ macro_rules! test_device {
 }
 
 fn seeded_rng() -> (rand::rngs::StdRng, u64) {
-    let seed = std::env::var("CONVSTREAM_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
+    let seed = convstream_testkit::random::seed();
     println!("random seed {seed} (CONVSTREAM_TEST_SEED={seed} repeats it)");
     (rand::rngs::StdRng::seed_from_u64(seed), seed)
 }
