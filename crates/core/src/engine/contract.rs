@@ -78,6 +78,12 @@ pub trait Engine: Send {
     /// No more frames will be submitted: what is in flight is all there is to finish, so an
     /// engine holding frames back (for a GPU still starting) should filter them now.
     fn input_ended(&mut self) {}
+    /// The run is over and every frame has been received. An engine still waiting for a GPU
+    /// the caller asked for by name learns here whether it came: a GPU that cannot be made
+    /// fails the run even when the frames were all filtered on the CPU before it answered.
+    fn finish(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Whether the engine will go on as it is now: false while a [`StartingEngine`](super::starting::StartingEngine)
     /// filters on the CPU for a GPU engine not ready yet (its name, device and preparer
     /// change at the switch).

@@ -43,6 +43,10 @@ pub use super::contract::HELD_BYTES;
 /// that the caller takes the next decoded frame (or a filter switch) without a delay.
 const GPU_POLL: Duration = Duration::from_millis(2);
 
+/// How long `finish` waits for the GPU engine's start to end, when the run was over first:
+/// a start takes about 0.2 s; one that takes longer than this is not held against the run.
+const GPU_VERDICT_WAIT: Duration = Duration::from_secs(10);
+
 /// Frames handed to the GPU from those held for each new frame taken, once it is ready.
 const DRAIN_PER_FRAME: usize = 4;
 
@@ -293,6 +297,21 @@ impl Engine for StartingEngine {
     }
     fn input_ended(&mut self) {
         self.input_ended = true;
+    }
+    fn finish(&mut self) -> Result<(), EngineError> {
+        // A clip shorter than the GPU's start: the GPU asked for (`cuda:N`) must exist for
+        // the run to succeed, even though the CPU engine gave the same frames.
+        if self.fall_back || !matches!(self.gpu, Gpu::Coming(_)) {
+            return Ok(());
+        }
+        self.look_for_the_gpu(GPU_VERDICT_WAIT)?;
+        if matches!(self.gpu, Gpu::Coming(_)) {
+            tracing::warn!(
+                "the GPU engine had not started {} s after the input ended; every frame was filtered on the CPU",
+                GPU_VERDICT_WAIT.as_secs()
+            );
+        }
+        Ok(())
     }
     fn take_trace(&mut self) -> Vec<TraceSpan> {
         let mut spans = self.cpu.take_trace();
@@ -590,6 +609,28 @@ mod tests {
             .send(Err(EngineError::Unsupported { request: too_big }))
             .unwrap();
         assert!(failing.submit(frame(0)).is_err(), "only a missing GPU falls back");
+
+        // A clip over before the GPU answers: the CPU gave every frame, and the GPU's
+        // answer still decides the run when it was asked for by name.
+        let (mut short_strict, deliver) = starting("box:size=3", false, 100);
+        let out = submit_all(&mut short_strict, 0..3)
+            .into_iter()
+            .chain(finish(&mut short_strict));
+        assert_in_order_and_right(&out.collect::<Vec<_>>(), "box:size=3", 3);
+        let answer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            deliver.send(Err(none_here())).unwrap();
+        });
+        let error = short_strict.finish().unwrap_err();
+        assert!(error.to_string().contains("none here"), "{error}");
+        answer.join().unwrap();
+        let (mut short_allowed, deliver) = starting("box:size=3", true, 100);
+        let out = submit_all(&mut short_allowed, 0..3)
+            .into_iter()
+            .chain(finish(&mut short_allowed));
+        assert_eq!(out.count(), 3);
+        deliver.send(Err(none_here())).unwrap();
+        short_allowed.finish().unwrap();
 
         let (mut orphaned, deliver) = starting("box:size=3", true, 100);
         drop(deliver);

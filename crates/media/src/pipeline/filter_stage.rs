@@ -79,6 +79,9 @@ pub fn run_engine(
             break;
         }
     }
+    // A GPU asked for by name that turned out missing fails the run, even when the input
+    // ended before it answered.
+    engine.finish()?;
     note_settled(engine.as_ref(), &mut settled, monitor);
     Ok(engine.take_trace())
 }
