@@ -51,7 +51,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
     for warning in table.iter().flat_map(convstream_media::config::missing_inputs) {
-        eprintln!("warning: {}", convstream_core::text::redact_credentials(&warning));
+        eprintln!("warning: {}", convstream_core::text::for_terminal(&warning));
     }
     let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
     let settings = file.validate(path.parent(), is_log_filter).map_err(config_failure)?;
@@ -61,13 +61,16 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         // Legal but likely not meant (a custom matrix that changes brightness): said here,
         // before a run, as well as when the pipeline starts.
         for warning in pipeline.filter.mask_warnings() {
-            eprintln!("warning: pipeline {:?}: {warning}", pipeline.name);
+            eprintln!(
+                "warning: {}",
+                convstream_core::text::for_terminal(&format!("pipeline {:?}: {warning}", pipeline.name))
+            );
         }
     }
     if let Some(count) = shards.or(file.server.shards) {
         text.push_str(&shard_assignment(&settings, count));
     }
-    print_out(&text)
+    print_out(&convstream_core::text::for_terminal(&text))
 }
 
 /// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.

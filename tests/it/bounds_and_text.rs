@@ -184,3 +184,68 @@ fn realtime_pacing_keeps_the_pace_of_a_slow_stream() {
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(3500), "2 frames at 0.25 fps in {took:?}");
 }
+
+#[test]
+fn secret_query_values_and_rtmp_stream_keys_are_shown_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join("config.toml"),
+        r#"
+[[pipeline]]
+name = "srtcam"
+source = { url = "srt://127.0.0.1:9?mode=caller&passphrase=srt-pass-secret&streamid=#!::r=live/sid-secret", reconnect = { initial = 0.1, max = 0.2 } }
+filter = { device = "cpu" }
+sink = { url = "null" }
+"#,
+    )
+    .unwrap();
+    let serve = Server::start(root, &[]);
+    let body = r#"{"name": "api", "source": {"url": "rtmp://127.0.0.1:9/live/in-key-secret?token=tok-secret"}, "filter": {"device": "cpu"}, "sink": {"url": "rtmp://127.0.0.1:9/app/out-key-secret", "format": "flv"}}"#;
+    let (status, posted) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 201, "{posted}");
+    serve.wait_for("both inputs to fail and be logged", Duration::from_secs(30), || {
+        let log = serve.log_text();
+        log.contains("cannot open input rtmp://") && log.contains("cannot open input srt://")
+    });
+    let (_, listed) = serve.request("GET", "/pipelines", None);
+    let (_, console) = serve.request("GET", "/console/status", None);
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    let secrets = [
+        "srt-pass-secret",
+        "sid-secret",
+        "in-key-secret",
+        "tok-secret",
+        "out-key-secret",
+    ];
+    for secret in secrets {
+        for (what, text) in [
+            ("the POST answer", &posted),
+            ("GET /pipelines", &listed),
+            ("/console/status", &console),
+            ("the log", &log),
+        ] {
+            assert!(!text.contains(secret), "{what} shows {secret:?}:\n{text}");
+        }
+    }
+    assert!(
+        listed.contains("rtmp://127.0.0.1:9/live/***?token=***") && listed.contains("passphrase=***"),
+        "the URLs are shown without their secrets: {listed}"
+    );
+
+    // `run`'s error line and log.
+    std::fs::write(
+        root.join("run.toml"),
+        "[[pipeline]]\nname = \"r\"\nsource = { url = \"rtmp://127.0.0.1:9/live/run-key-secret?auth=run-auth-secret\", live = false }\n\
+         filter = { device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    )
+    .unwrap();
+    let run = run_within(root, &["run", "--config", "run.toml"], Duration::from_secs(60));
+    assert_ne!(run.code, Some(0));
+    run.assert_no_panic();
+    assert!(run.stderr.contains("127.0.0.1:9/live/***"), "{}", run.stderr);
+    for secret in ["run-key-secret", "run-auth-secret"] {
+        assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    }
+}
