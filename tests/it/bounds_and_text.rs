@@ -19,8 +19,14 @@ use common::{make_clip, Clip, Run};
 /// `convstream ARGS` in `dir`, killed (and the test failed) if it runs past `limit`: a
 /// run that never ends fails here instead of holding CI.
 fn run_within(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    run_within_env(dir, args, &[], limit)
+}
+
+/// [`run_within`] with `env` added to the environment.
+fn run_within_env(dir: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Run {
     let mut child = common::convstream()
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -247,5 +253,61 @@ sink = { url = "null" }
     assert!(run.stderr.contains("127.0.0.1:9/live/***"), "{}", run.stderr);
     for secret in ["run-key-secret", "run-auth-secret"] {
         assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    }
+}
+
+/// Asserts that `text` holds no raw control character but line breaks, and no line that
+/// starts with `forged`.
+fn assert_escaped(what: &str, text: &str, forged: &str) {
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{what} holds a raw control character:\n{text:?}"
+    );
+    assert!(
+        !text.lines().any(|line| line.starts_with(forged)),
+        "{what} holds a forged line:\n{text}"
+    );
+}
+
+#[test]
+fn untrusted_text_reaches_logs_and_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A hostname that would write a line of its own into the log.
+    std::fs::write(
+        root.join("sharded.toml"),
+        "[server]\nshard = \"auto\"\nlisten = \"127.0.0.1:0\"\n[[pipeline]]\nname = \"cam\"\n\
+         source = { url = \"udp://127.0.0.1:9\" }\nfilter = { device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    )
+    .unwrap();
+    let env = [
+        (
+            "HOSTNAME",
+            "x\n12:00:00.000 ERROR FAKE all pipelines deleted\u{1b}[2J-0",
+        ),
+        ("CONVSTREAM_SHARDS", "1"),
+    ];
+    let serve = run_within_env(
+        root,
+        &["serve", "--config", "sharded.toml"],
+        &env,
+        Duration::from_secs(30),
+    );
+    assert_eq!(serve.code, Some(2), "{}", serve.stderr);
+    serve.assert_no_panic();
+    assert!(serve.stderr.contains("is not a hostname"), "{}", serve.stderr);
+    assert_escaped("serve's output", &serve.stderr, "12:00:00.000");
+
+    // A config whose bytes hold ESC, NUL and CR: TOML's error quotes the line.
+    std::fs::write(root.join("bad.toml"), "[[pipeline]]\nname = \"a\u{1b}[2J\u{0}\rb\"\n").unwrap();
+    for command in ["check", "run"] {
+        let run = run_within(root, &[command, "--config", "bad.toml"], Duration::from_secs(30));
+        assert_eq!(run.code, Some(2), "{command}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("\\u{1b}[2J"),
+            "{command} shows the escape escaped: {}",
+            run.stderr
+        );
+        assert_escaped(command, &run.stderr, "b\"");
     }
 }
