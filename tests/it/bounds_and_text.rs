@@ -148,7 +148,7 @@ fn an_api_pipeline_with_loop_and_duration_finishes() {
     serve.wait_for("the looped pipeline to finish", Duration::from_secs(60), || {
         serve.pipeline("looped")["state"] == "finished"
     });
-    let sent = serve.counter("looped", "frames_out");
+    let sent = serve.counter("looped", "frames_written");
     assert!(sent.abs_diff(50) <= 1, "{sent} frames, not 50");
     let (code, log) = serve.terminate();
     assert_eq!(code, Some(0), "{log}");
@@ -310,4 +310,57 @@ fn untrusted_text_reaches_logs_and_the_terminal_escaped() {
         );
         assert_escaped(command, &run.stderr, "b\"");
     }
+}
+
+#[test]
+fn usage_mistakes_exit_2_and_serve_runs_a_config_without_pipelines() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    make_clip(root, "v.y4m", Clip::Y4m, 64, 48, 5);
+    let limit = Duration::from_secs(60);
+    let cpu = ["--device", "cpu", "--no-progress"];
+    for (what, args, output) in [
+        (
+            "a decoder this build lacks",
+            vec!["run", "-i", "v.y4m", "--decoder", "nosuch", "-o", "a.mkv"],
+            "a.mkv",
+        ),
+        (
+            "a muxer option's bad value",
+            vec!["run", "-i", "v.y4m", "-movflags", "+bogus", "-o", "b.mp4"],
+            "b.mp4",
+        ),
+    ] {
+        let run = run_within(root, &[&args[..], &cpu[..]].concat(), limit);
+        assert_eq!(run.code, Some(2), "{what}: {}", run.stderr);
+        run.assert_no_panic();
+        assert!(!root.join(output).exists(), "{what}: {output} was written");
+    }
+    std::fs::write(root.join("config.toml"), "[server]\n").unwrap();
+    let port = common::server::free_tcp_port().to_string();
+    let named = run_within(
+        root,
+        &[
+            "serve",
+            "--config",
+            "config.toml",
+            "--listen",
+            &format!("localhost:{port}"),
+        ],
+        limit,
+    );
+    assert_eq!(named.code, Some(2), "{}", named.stderr);
+    assert!(
+        named.stderr.contains("127.0.0.1:8686"),
+        "the fix is named: {}",
+        named.stderr
+    );
+
+    // No [[pipeline]]: an API-only server, not a refused config.
+    let serve = Server::start(root, &[]);
+    assert_eq!(serve.names(), Vec::<String>::new());
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    let check = run_within(root, &["check", "--config", "config.toml"], limit);
+    assert_eq!(check.code, Some(0), "{}", check.stderr);
 }
