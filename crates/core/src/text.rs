@@ -74,7 +74,7 @@ const HIDDEN: &str = "***";
 /// `text` with the credentials of every URL in it hidden: the userinfo
 /// (`rtsp://user:pass@cam/x` becomes `rtsp://***@cam/x`), the values of query keys that
 /// hold secrets (`srt://h:9000?passphrase=***&streamid=***`, `?token=***`, see
-/// [`SECRET_QUERY_KEYS`]) and an RTMP stream key (`rtmp://host/app/***`). Applied where
+/// `SECRET_QUERY_KEYS`) and an RTMP stream key (`rtmp://host/app/***`). Applied where
 /// text leaves the process (log lines, API answers, what the CLI prints), so a secret in a
 /// source or sink URL is shown nowhere, whichever message (ours or FFmpeg's) quotes it.
 pub fn redact_credentials(text: &str) -> Cow<'_, str> {
