@@ -19,7 +19,8 @@ fn main() -> ExitCode {
     let code = match try_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
-            let message = convstream_core::text::redact_credentials(&format!("{error:#}")).into_owned();
+            // Credentials hidden, control characters escaped: a message may quote a config's bytes.
+            let message = convstream_core::text::for_terminal(&format!("{error:#}"));
             // A run stopped by a signal ended as asked: its line is news, not an error.
             match code {
                 128.. => eprintln!("{message}"),
@@ -55,7 +56,7 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
         })
         .unwrap_or_default();
     let rewritten = cli::spellings::rewrite(std::env::args_os().collect(), &value_flags).map_err(|e| {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", convstream_core::text::for_terminal(&e.to_string()));
         ExitCode::from(2)
     })?;
     Cli::try_parse_from(&rewritten.args).map_err(|error| {
@@ -65,7 +66,7 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
             return ExitCode::SUCCESS;
         }
         let text = cli::spellings::as_typed(&error.render().to_string(), &rewritten.typed);
-        eprint!("{text}");
+        eprint!("{}", convstream_core::text::for_terminal(&text));
         ExitCode::from(2)
     })
 }

@@ -19,12 +19,14 @@ pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<
         file.server.shard = shard;
     }
     let settings = file
-        .validate(config_path.parent(), is_log_filter)
+        .validate_for_serve(config_path.parent(), is_log_filter)
         .map_err(config_failure)?;
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
-        ServeError::MissingToken(_) | ServeError::NoToken(_) | ServeError::Shard(_) => usage(e),
+        ServeError::MissingToken(_) | ServeError::NoToken(_) | ServeError::NotAnAddress(_) | ServeError::Shard(_) => {
+            usage(e)
+        }
         other => anyhow::Error::new(other).into(),
     })
 }
@@ -51,23 +53,32 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
     for warning in table.iter().flat_map(convstream_media::config::missing_inputs) {
-        eprintln!("warning: {}", convstream_core::text::redact_credentials(&warning));
+        eprintln!("warning: {}", convstream_core::text::for_terminal(&warning));
     }
     let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
-    let settings = file.validate(path.parent(), is_log_filter).map_err(config_failure)?;
+    // A config without pipelines is a server's whose pipelines all come through the API.
+    let settings = file
+        .validate_for_serve(path.parent(), is_log_filter)
+        .map_err(config_failure)?;
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
+    if settings.pipelines.is_empty() {
+        text.push_str("  none: `serve` runs it as an API-only server; `run` needs at least one\n");
+    }
     for pipeline in &settings.pipelines {
         text.push_str(&format!("  {}\n", pipeline.describe()));
         // Legal but likely not meant (a custom matrix that changes brightness): said here,
         // before a run, as well as when the pipeline starts.
         for warning in pipeline.filter.mask_warnings() {
-            eprintln!("warning: pipeline {:?}: {warning}", pipeline.name);
+            eprintln!(
+                "warning: {}",
+                convstream_core::text::for_terminal(&format!("pipeline {:?}: {warning}", pipeline.name))
+            );
         }
     }
     if let Some(count) = shards.or(file.server.shards) {
         text.push_str(&shard_assignment(&settings, count));
     }
-    print_out(&text)
+    print_out(&convstream_core::text::for_terminal(&text))
 }
 
 /// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.

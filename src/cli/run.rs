@@ -218,7 +218,7 @@ pub(crate) fn run_settings(
             // Stopped by a signal before its input opened: the user's wish, not a failure
             // (the exit code below still says a signal ended the run).
             Err(e) if e.is_stop() => match settings.log.format {
-                LogFormat::Pretty => eprintln!("{e}"),
+                LogFormat::Pretty => eprintln!("{}", convstream_core::text::for_terminal(&e.to_string())),
                 LogFormat::Json => tracing::info!("{e}"),
             },
             Err(e) => {
@@ -230,7 +230,9 @@ pub(crate) fn run_settings(
     if let Some(path) = stats_json {
         let json = serde_json::json!({ "pipelines": reports, "failures": failures });
         let text = serde_json::to_string_pretty(&json).context("encoding the stats")?;
-        std::fs::write(path, text).with_context(|| format!("writing stats to {}", path.display()))?;
+        // The outputs and failures it names may quote URLs: their credentials stay hidden.
+        let text = convstream_core::text::redact_credentials(&text);
+        std::fs::write(path, text.as_bytes()).with_context(|| format!("writing stats to {}", path.display()))?;
     }
     if !failures.is_empty() {
         return match all_usage {
@@ -276,7 +278,7 @@ pub(crate) fn run_settings(
 /// every other line, the summary's numbers as fields.
 pub(crate) fn print_summary(report: &convstream_media::stats::PipelineReport, format: LogFormat) {
     match format {
-        LogFormat::Pretty => eprintln!("{}", convstream_core::text::redact_credentials(&report.summary())),
+        LogFormat::Pretty => eprintln!("{}", convstream_core::text::for_terminal(&report.summary())),
         LogFormat::Json => tracing::info!(
             pipeline = %report.pipeline,
             summary = true,

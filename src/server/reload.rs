@@ -96,7 +96,7 @@ impl Reloader {
         if let Some(sharding) = &self.sharding {
             sharding.keep_settings(&mut config);
         }
-        if let Err(e) = config.validate(self.path.parent(), is_log_filter) {
+        if let Err(e) = config.validate_for_serve(self.path.parent(), is_log_filter) {
             return self.reject(e);
         }
         if let Some(sharding) = &self.sharding {

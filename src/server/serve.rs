@@ -26,6 +26,8 @@ pub enum ServeError {
     MissingToken(String),
     #[error("refusing to serve the API on {0} without a token: anyone who reaches that address would control the pipelines; set [server] token_env (a bearer token), listen on loopback (127.0.0.1), or set [server] insecure_no_token = true to accept that")]
     NoToken(SocketAddr),
+    #[error("cannot listen on `{0}`: not an IP address and port such as 127.0.0.1:8686 (names such as localhost are not resolved)")]
+    NotAnAddress(String),
     #[error("cannot listen on {address}: {reason}")]
     Bind { address: String, reason: String },
     #[error(transparent)]
@@ -49,7 +51,8 @@ pub struct ServeOptions {
 /// exits at once.
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
-    config.validate(options.config_path.parent(), is_log_filter)?;
+    // No pipelines is an API-only server.
+    config.validate_for_serve(options.config_path.parent(), is_log_filter)?;
     let sharding = Sharding::from_config(&config)?.map(Arc::new);
     let config = match &sharding {
         Some(sharding) => sharding.select(config)?,
@@ -57,10 +60,9 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
     };
     let server = config.server.clone();
     let address = options.listen.clone().unwrap_or_else(|| server.listen.clone());
-    let address: SocketAddr = address.parse().map_err(|_| ServeError::Bind {
-        address: address.clone(),
-        reason: "not an address and port such as 127.0.0.1:8686".into(),
-    })?;
+    let address: SocketAddr = address
+        .parse()
+        .map_err(|_| ServeError::NotAnAddress(convstream_core::text::quoted(&address)))?;
     let token = match &server.token_env {
         Some(name) => match std::env::var(name) {
             Ok(value) if !value.is_empty() => Some(Arc::<str>::from(value)),

@@ -10,6 +10,7 @@
 mod api_safety;
 mod bad_input;
 mod bench;
+mod bounds_and_text;
 mod cli;
 mod common;
 mod config_check;

@@ -44,8 +44,22 @@ impl Placement {
     }
 }
 
-/// A hostname's `name-N`: the name and N.
+/// Whether `name` is a hostname: letters, digits, `-` and `.` (RFC 1123), so that it can
+/// name a pod in a header, a metric or a log line as it is.
+fn is_hostname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+}
+
+/// A hostname's `name-N`: the name and N. A value that is no hostname (`$HOSTNAME` holding
+/// a line break or an escape sequence) has neither.
 fn split_hostname(hostname: &str) -> Option<(&str, usize)> {
+    if !is_hostname(hostname) {
+        return None;
+    }
     let (prefix, index) = hostname.rsplit_once('-')?;
     if prefix.is_empty() || index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -122,6 +136,13 @@ pub fn resolve(spec: ShardSpec, around: Surroundings) -> Result<Placement, Shard
                     problems.push("shard = \"auto\" takes the index from the hostname, but it is unknown; set --shard INDEX/COUNT".into());
                     None
                 }
+                (Some(name), None) if !is_hostname(name) => {
+                    problems.push(format!(
+                        "shard = \"auto\" takes the index from the hostname, but `{}` is not a hostname (letters, digits, `-` and `.`); set --shard INDEX/COUNT instead",
+                        quoted(name)
+                    ));
+                    None
+                }
                 (Some(name), None) => {
                     problems.push(format!(
                         "shard = \"auto\" takes the index from the hostname, but `{}` does not end in `-N` (a StatefulSet pod's name, such as convstream-2); set --shard INDEX/COUNT instead",
@@ -194,6 +215,20 @@ mod tests {
         .unwrap();
         assert_eq!(placement.pod_prefix.as_deref(), Some("cams-east"));
         assert!(placement.describe_owner("x").starts_with("shard "));
+    }
+
+    #[test]
+    fn a_hostname_that_is_no_hostname_is_refused_escaped() {
+        let around = Surroundings {
+            configured_count: None,
+            env_count: Some("1"),
+            hostname: Some("x\n12:00:00.000 ERROR forged\u{1b}[2J-0"),
+        };
+        let error = resolve(ShardSpec::Auto, around).unwrap_err().to_string();
+        assert!(error.contains("is not a hostname"), "{error}");
+        assert!(!error.contains('\n') && !error.contains('\u{1b}'), "{error}");
+        let fixed = resolve(ShardSpec::parse("0/1").unwrap(), around).unwrap();
+        assert_eq!(fixed.pod_prefix, None, "no pod is named after it");
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl Supervisor {
     pub fn start_configured(&self) -> Result<(), SupervisorError> {
         let config = self.config().clone();
         let settings = config
-            .validate(self.base_dir.as_deref(), is_log_filter)
+            .validate_for_serve(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         for pipeline in settings.pipelines {
             self.start(pipeline, Origin::ConfigFile)?;

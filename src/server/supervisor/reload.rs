@@ -22,7 +22,7 @@ impl Supervisor {
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
         let settings = new
-            .validate(self.base_dir.as_deref(), is_log_filter)
+            .validate_for_serve(self.base_dir.as_deref(), is_log_filter)
             .map_err(SupervisorError::Invalid)?;
         let mut summary = ReloadSummary::default();
         let old = self.config().clone();

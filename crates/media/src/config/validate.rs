@@ -18,10 +18,38 @@ use convstream_core::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
 
+/// Whether a config must define a pipeline: a run's must, a server's need not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    Pipeline,
+    Nothing,
+}
+
 impl ConfigFile {
     /// Checks everything and builds every mask. `base_dir` resolves relative mask files
     /// (the config file's folder); `log_filter` says whether `[log] level` is a log filter.
+    /// A config without pipelines is refused: a run would have nothing to do.
     pub fn validate(&self, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Result<Settings, ConfigError> {
+        self.validate_as(base_dir, log_filter, Needs::Pipeline)
+    }
+
+    /// [`ConfigFile::validate`] for `serve` (and `check`, which cannot tell what a config is
+    /// for): a config without pipelines is an API-only server, whose pipelines all come
+    /// through the API.
+    pub fn validate_for_serve(
+        &self,
+        base_dir: Option<&Path>,
+        log_filter: LogFilterCheck,
+    ) -> Result<Settings, ConfigError> {
+        self.validate_as(base_dir, log_filter, Needs::Nothing)
+    }
+
+    fn validate_as(
+        &self,
+        base_dir: Option<&Path>,
+        log_filter: LogFilterCheck,
+        needs: Needs,
+    ) -> Result<Settings, ConfigError> {
         let mut problems = Vec::new();
         let named = build_named_masks(&self.masks, base_dir, &mut problems);
         if let Some(level) = &self.log.level {
@@ -33,7 +61,7 @@ impl ConfigFile {
         // A shard may own none of the pipelines, and holds only its own against
         // max_pipelines: `serve` checks both once it knows which shard it is.
         let sharded = self.server.shard.is_some();
-        if self.pipelines.is_empty() && !sharded {
+        if self.pipelines.is_empty() && !sharded && needs == Needs::Pipeline {
             problems.push(NO_PIPELINE.to_string());
         }
         if self.pipelines.len() > self.server.max_pipelines && !sharded {

@@ -251,9 +251,27 @@ fn write_header(
                 .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
                 .collect::<Vec<String>>()
         })
-        .map_err(|e| SinkError::Open {
-            url: url.clone(),
-            reason: format!("cannot write the header: {e}"),
+        .map_err(|e| match e {
+            // The muxer refuses a value of an option the user gave (`movflags=+bogus`): the
+            // request's fault, named with the options that may hold it.
+            ffmpeg::Error::Other { errno } if errno == ffmpeg::util::error::EINVAL && !config.muxer_options.is_empty() => {
+                SinkError::Unsuitable {
+                    url: url.clone(),
+                    reason: format!(
+                        "the {container} muxer refuses the value of an option among {} ({e}; `ffmpeg -h muxer={container}` lists what each takes)",
+                        config
+                            .muxer_options
+                            .keys()
+                            .map(|key| format!("`{}`", convstream_core::text::quoted(key)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            }
+            e => SinkError::Open {
+                url: url.clone(),
+                reason: format!("cannot write the header: {e}"),
+            },
         })?;
     if !unused.is_empty() {
         return Err(SinkError::Unsuitable {

@@ -26,9 +26,27 @@ const MAX_CONSECUTIVE_DECODE_ERRORS: u32 = 64;
 /// How long decoded frames still wait for room in the queue after a stop, before they are
 /// let go: the filter normally takes them at once, but a stop must end even if it is stuck.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// A realtime input whose timestamps jump by more than this (forward or back) is taken as
+/// A realtime input whose timestamps jump by more than this (forward or back), or by more
+/// than [`PACING_JUMP_FRAMES`] of its own frame intervals if that is longer, is taken as
 /// discontinuous, and pacing starts again from the frame after the jump.
-const MAX_PACING_JUMP: Duration = Duration::from_secs(3);
+const MIN_PACING_JUMP: Duration = Duration::from_secs(3);
+/// How many of a stream's frame intervals its timestamps may move at once and still be paced:
+/// a 0.2 fps clip waits 5 s between frames, which is its pace, not a jump.
+const PACING_JUMP_FRAMES: f64 = 4.0;
+/// The longest wait pacing holds for one frame, whatever a stream's announced rate: a
+/// timestamp hours ahead re-anchors pacing instead of stalling the input.
+const MAX_PACING_JUMP: Duration = Duration::from_secs(600);
+
+/// How far a realtime frame may be from its due time before pacing takes it as a jump in
+/// the timestamps, for a stream whose frames are `frame_seconds` apart: several frame
+/// intervals, at least [`MIN_PACING_JUMP`] and at most [`MAX_PACING_JUMP`].
+fn pacing_jump(frame_seconds: f64) -> Duration {
+    let frames = frame_seconds * PACING_JUMP_FRAMES;
+    if !frames.is_finite() || frames <= MIN_PACING_JUMP.as_secs_f64() {
+        return MIN_PACING_JUMP;
+    }
+    Duration::try_from_secs_f64(frames).map_or(MAX_PACING_JUMP, |jump| jump.min(MAX_PACING_JUMP))
+}
 
 /// How a decoder's frames were taken.
 pub(super) enum DrainEnd {
@@ -72,6 +90,9 @@ pub(super) struct DecodeState {
     /// Whether packets of copied streams go on (false when a reconnected input's streams differ).
     pub(super) copy_streams: bool,
     realtime: Option<(Instant, f64)>,
+    /// How far a realtime frame may be from its due time before it counts as a jump in
+    /// the timestamps (see [`pacing_jump`]).
+    pacing_jump: Duration,
     time_base: f64,
     pub(super) url: String,
     /// With `drop = "oldest"`: how to make room in a full frame queue.
@@ -119,6 +140,7 @@ impl DecodeState {
             rebase_pending: false,
             copy_streams: true,
             realtime: realtime.then(|| (Instant::now(), 0.0)),
+            pacing_jump: pacing_jump(per_frame * f64::from(info.time_base)),
             time_base: f64::from(info.time_base),
             url: info.url.clone(),
             drop_oldest,
@@ -145,14 +167,18 @@ impl DecodeState {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Looping: the next pass starts one frame after the last frame sent.
-    pub(super) fn start_new_pass(&mut self) {
+    /// Looping: the next pass starts one frame after the last frame sent. False when the
+    /// run has sent all it may (`frames`, or `duration` counted over every pass).
+    pub(super) fn start_new_pass(&mut self) -> bool {
         if let (Some(last), Some(first)) = (self.last_pts, self.first_pts_of_pass) {
             self.pts_offset = last + self.frame_duration - (first - self.pts_offset);
         }
         self.first_pts_of_pass = None;
         self.last_raw_timestamp = None;
-        self.trim.start_new_pass();
+        // The offset moves the pass's timestamps past what the run sent; less the first
+        // pass's own shift (the origin), it is the media time sent so far.
+        let consumed = self.pts_offset + self.trim.timestamp_origin();
+        self.trim.start_new_pass(consumed, self.next_index)
     }
 
     /// Reconnected: the new input's clock is unrelated to the old one's, so its first frame
@@ -347,7 +373,7 @@ impl DecodeState {
         }
         let due = seconds - *first;
         let now = start.elapsed().as_secs_f64();
-        if !due.is_finite() || (due - now).abs() > MAX_PACING_JUMP.as_secs_f64() {
+        if !due.is_finite() || (due - now).abs() > self.pacing_jump.as_secs_f64() {
             // A jump in the timestamps (a splice, a wrap, a damaged packet): pace on from
             // this frame rather than sleep until its far-off time or rush to catch up.
             tracing::debug!(input = %self.url, "timestamps jumped by {:.1} s; pacing starts again here", due - now);
@@ -416,5 +442,19 @@ impl DecodeState {
             reason: format!("conversion failed: {e}"),
         })?;
         Ok(frame_from_ffmpeg(&converted, format, self.frame_pool.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pacing_jump_is_judged_by_the_streams_own_frame_interval() {
+        assert_eq!(pacing_jump(1.0 / 25.0), MIN_PACING_JUMP, "25 fps: 3 s");
+        assert_eq!(pacing_jump(5.0), Duration::from_secs(20), "0.2 fps: 4 frames");
+        assert_eq!(pacing_jump(1e9), MAX_PACING_JUMP, "bounded");
+        assert_eq!(pacing_jump(f64::NAN), MIN_PACING_JUMP);
+        assert_eq!(pacing_jump(f64::INFINITY), MIN_PACING_JUMP);
     }
 }

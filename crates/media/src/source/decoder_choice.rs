@@ -58,10 +58,14 @@ pub(super) fn choose_decoder(
         name => {
             let found = decoder_named(name);
             if found.is_none() {
-                return Err(decoder_error(format!(
-                    "this FFmpeg build has no decoder named `{}`",
-                    convstream_core::text::quoted(name)
-                )));
+                // A name the build does not know is the setting's fault, not the input's.
+                return Err(SourceError::Unusable {
+                    url: url.clone(),
+                    reason: format!(
+                        "this FFmpeg build has no decoder named `{}` (`ffmpeg -decoders` lists them; or use decoder = \"auto\")",
+                        convstream_core::text::quoted(name)
+                    ),
+                });
             }
             (found, name.ends_with("_cuvid"))
         }

@@ -111,8 +111,10 @@ impl Source {
                 Ok(()) => consecutive_errors = 0,
                 Err(ffmpeg::Error::Eof) => {
                     if self.config.looping && state.next_index > 0 {
-                        self.restart(state, frames, counters)?;
-                        continue;
+                        if self.restart(state, frames, counters)? {
+                            continue;
+                        }
+                        return Ok(ReadEnd::Trimmed);
                     }
                     self.finish_decoding(state, frames, counters)?;
                     self.check_length(last_end, counters);
@@ -162,9 +164,11 @@ impl Source {
                     return Ok(ReadEnd::DownstreamGone);
                 }
                 if state.trim.ended() {
-                    if self.config.looping && !state.trim.frames_exhausted(state.next_index) {
-                        self.restart(state, frames, counters)?;
-                        continue;
+                    if self.config.looping {
+                        if self.restart(state, frames, counters)? {
+                            continue;
+                        }
+                        return Ok(ReadEnd::Trimmed);
                     }
                     self.finish_decoding(state, frames, counters)?;
                     return Ok(ReadEnd::Trimmed);
@@ -277,13 +281,17 @@ impl Source {
     }
 
     /// Seeks back to the start for `loop = true`, shifting timestamps past the last frame.
+    /// False, with nothing sought, when the run has sent all it may (`frames`, `duration`).
     fn restart(
         &mut self,
         state: &mut DecodeState,
         frames: &Sender<Frame>,
         counters: &Counters,
-    ) -> Result<(), SourceError> {
+    ) -> Result<bool, SourceError> {
         self.decoder.finish(state, frames, counters)?;
+        if !state.start_new_pass() {
+            return Ok(false);
+        }
         match state.trim.seek_to_us {
             Some(to) => self.seek_to(to, state.next_index)?,
             None => self
@@ -297,8 +305,7 @@ impl Source {
                 })?,
         }
         self.decoder.flush();
-        state.start_new_pass();
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The part of an input a pipeline filters (`start`, `duration`, `frames`, as FFmpeg's
 //! `-ss`, `-t` and `-frames:v`): where reading starts, which decoded frames and copied
-//! packets are dropped, and when the input counts as ended.
+//! packets are dropped, and when the input counts as ended. A looped input's `duration`
+//! counts media time over every pass, as FFmpeg's `-stream_loop -1 -t` does.
 
 use ffmpeg::Rational;
 use ffmpeg_next as ffmpeg;
@@ -15,8 +16,15 @@ pub(super) struct Trim {
     pub(super) seek_to_us: Option<i64>,
     /// Frames earlier than this are dropped (video time base).
     first: Option<i64>,
-    /// Frames at or after this end the pass (video time base).
+    /// Frames at or after this end the pass (video time base), on the first pass's clock.
     end: Option<i64>,
+    /// Where each pass starts (video time base): `start`, or the container's start.
+    pass_start: i64,
+    /// Media time the passes before this one sent (video time base): a looped pass ends
+    /// this much earlier on its own clock, so that `duration` bounds the whole run.
+    consumed: i64,
+    /// One tick of the video time base, in seconds.
+    tick_seconds: f64,
     /// The same bounds in seconds, for copied packets of other streams.
     first_seconds: Option<f64>,
     end_seconds: Option<f64>,
@@ -46,6 +54,9 @@ impl Trim {
             seek_to_us: trims_start.then_some(first_us),
             first: trims_start.then(|| to_stream(first_us)),
             end: end_us.map(to_stream),
+            pass_start: to_stream(first_us),
+            consumed: 0,
+            tick_seconds: f64::from(time_base),
             first_seconds: trims_start.then_some(first_us as f64 / 1e6),
             origin: if config.copyts { 0 } else { to_stream(first_us) },
             end_seconds: end_us.map(|us| us as f64 / 1e6),
@@ -72,7 +83,7 @@ impl Trim {
             return false;
         }
         let Some(t) = timestamp else { return true };
-        if self.end.is_some_and(|end| t >= end) {
+        if self.end.is_some_and(|end| t >= end - self.consumed) {
             self.ended = true;
             return false;
         }
@@ -82,7 +93,9 @@ impl Trim {
     /// Whether a copied packet starting at `seconds` (on the container's clock) is kept.
     pub(super) fn keeps_packet(&self, seconds: Option<f64>) -> bool {
         let Some(t) = seconds else { return !self.ended };
-        self.first_seconds.is_none_or(|first| t >= first) && self.end_seconds.is_none_or(|end| t < end)
+        let consumed_seconds = self.consumed as f64 * self.tick_seconds;
+        self.first_seconds.is_none_or(|first| t >= first)
+            && self.end_seconds.is_none_or(|end| t < end - consumed_seconds)
     }
 
     /// Whether the pass has reached its end (`duration`) or the run its last frame.
@@ -95,9 +108,15 @@ impl Trim {
         self.max_frames.is_some_and(|max| sent >= max)
     }
 
-    /// A new pass of a looped input starts at `start` again.
-    pub(super) fn start_new_pass(&mut self) {
-        self.ended = false;
+    /// A new pass of a looped input starts at `start` again, `consumed` (video time base)
+    /// into the run: the output timestamp its first frame gets, less the first pass's.
+    /// False when the run has nothing left to send (every frame or all its `duration`):
+    /// looping then ends, as FFmpeg's `-stream_loop -1 -t` and `-frames:v` end it.
+    pub(super) fn start_new_pass(&mut self, consumed: i64, sent: u64) -> bool {
+        self.consumed = consumed.max(0);
+        let duration_left = self.end.is_none_or(|end| end - self.consumed > self.pass_start);
+        self.ended = self.frames_exhausted(sent) || !duration_left;
+        !self.ended
     }
 }
 
@@ -131,11 +150,17 @@ mod tests {
         assert!(!trim.keeps_frame(Some(396_000), 2), "at the end");
         assert!(trim.ended());
         assert!(!trim.keeps_frame(Some(310_000), 2), "nothing after the end");
-        trim.start_new_pass();
-        assert!(trim.keeps_frame(Some(306_000), 2), "a looped pass starts again");
         assert!(!trim.keeps_packet(Some(3.39)));
         assert!(trim.keeps_packet(Some(3.4)));
         assert!(!trim.keeps_packet(Some(4.4)));
+        // Looped after 0.4 s of media: the next pass keeps the 0.6 s the duration has left.
+        assert!(trim.start_new_pass(36_000, 2), "a looped pass starts again");
+        assert!(trim.keeps_frame(Some(306_000), 2));
+        assert!(trim.keeps_frame(Some(359_999), 3));
+        assert!(trim.keeps_packet(Some(3.99)) && !trim.keeps_packet(Some(4.0)));
+        assert!(!trim.keeps_frame(Some(360_000), 4), "the duration is spent");
+        assert!(!trim.start_new_pass(90_000, 5), "no pass after the whole duration");
+        assert!(trim.ended());
     }
 
     #[test]
@@ -147,6 +172,7 @@ mod tests {
         assert!(trim.keeps_frame(None, 1));
         assert!(!trim.keeps_frame(Some(2), 2));
         assert!(trim.ended() && trim.frames_exhausted(2));
+        assert!(!trim.start_new_pass(2, 2), "no pass after the last frame");
     }
 
     #[test]
