@@ -83,9 +83,14 @@ impl Supervisor {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
                         // The old run stays listed (as stopping) until the new one takes
                         // its place, so the pipeline never vanishes from the API meanwhile.
-                        let stopping = self.pipelines().get_mut(&name).map(Handle::take_for_stop);
-                        if let Some(handle) = stopping {
-                            stop_and_join(&mut [handle], timeout);
+                        let stopping = self.pipelines().get(&name).map(Handle::share_for_stop);
+                        let late = stopping.map_or_else(Vec::new, |handle| stop_and_join(&mut [handle], timeout));
+                        if !late.is_empty() {
+                            // Two runs would write its files: the new one waits for a later reload.
+                            summary.problems.push(format!(
+                                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it is not started again"
+                            ));
+                            continue;
                         }
                         match self.start(next, Origin::ConfigFile) {
                             Ok(()) => {
