@@ -119,3 +119,72 @@ fn a_name_is_free_only_once_its_threads_have_ended_and_a_stop_on_a_pipe_is_a_sto
         assert!(error_lines_about(&log, name).is_empty(), "{log}");
     }
 }
+
+/// One GET written by hand with `headers`; returns the status and the answer's head (its
+/// header lines, lower-cased).
+fn raw_get(serve: &Server, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", serve.port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = format!("GET {path} HTTP/1.1\r\nConnection: close\r\nHost: {}\r\n", serve.host());
+    for (key, value) in headers {
+        head.push_str(&format!("{key}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let head = answer.split_once("\r\n\r\n").map_or(answer.as_str(), |(h, _)| h);
+    (status, head.to_ascii_lowercase())
+}
+
+const LOOPING_CONFIG: &str = r#"
+[[pipeline]]
+name = "cam"
+source = { url = "clip.y4m", realtime = true, loop = true }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "null" }
+"#;
+
+#[test]
+fn another_sites_page_learns_nothing_from_a_snapshot_and_spends_no_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    make_clip(root, "clip.y4m", Clip::Y4m, 64, 48, 25);
+    // No token: the loopback default.
+    let serve = start_serve(root, LOOPING_CONFIG);
+    serve.wait_for("cam to run", Duration::from_secs(20), || serve.pipeline("cam")["state"] == "running");
+    const CORP: &str = "cross-origin-resource-policy: same-origin";
+    // What a browser sends for `<img src=http://127.0.0.1:PORT/pipelines/NAME/snapshot>` on
+    // another site's page, with and without its Referer; and a Referer alone.
+    let image = [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Dest", "image")];
+    let from_pages: [&[(&str, &str)]; 4] = [
+        &[image[0], image[1], image[2], ("Referer", "http://evil.example/page.html")],
+        &image,
+        &[("Sec-Fetch-Site", "same-site"), ("Sec-Fetch-Dest", "image")],
+        &[("Referer", "http://evil.example/page.html")],
+    ];
+    for headers in from_pages {
+        // More than the budget of 10 a second: none of them may spend it.
+        for _ in 0..4 {
+            for name in ["cam", "nothing-by-this-name"] {
+                let (status, head) = raw_get(&serve, &format!("/pipelines/{name}/snapshot"), headers);
+                assert_eq!(status, 403, "{headers:?} {name}: {head}");
+                assert!(head.contains(CORP), "{head}");
+            }
+        }
+    }
+    // The operator's own requests: served, the budget whole, and marked same-origin too.
+    let (status, head) = raw_get(
+        &serve,
+        "/pipelines/cam/snapshot?format=png",
+        &[("Sec-Fetch-Site", "same-origin"), ("Referer", &serve.url("/"))],
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains(CORP), "{head}");
+    for path in ["/pipelines", "/pipelines/cam", "/healthz", "/nowhere"] {
+        let (_, head) = raw_get(&serve, path, &[]);
+        assert!(head.contains(CORP), "{path}: {head}");
+    }
+}
