@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use convstream_core::mask::MaskParams;
 use convstream_core::text::quoted;
 use convstream_media::config::{MaskSelection, PipelineConfig, ServerConfig};
-use convstream_media::sink::SinkKind;
+use convstream_media::sink::{FileId, SinkKind};
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.
 const NETWORK_PROTOCOLS: &[&str] = &[
@@ -53,7 +53,6 @@ const API_FILE_DEMUXERS: &[&str] = &[
     "flv",
     "nut",
     "yuv4mpegpipe",
-    "rawvideo",
     "h264",
     "hevc",
     "m4v",
@@ -63,6 +62,15 @@ const API_FILE_DEMUXERS: &[&str] = &[
     "mxf",
     "asf",
     "dv",
+];
+
+/// Demuxers that read any file's bytes as pictures (or as text drawn into pictures): through
+/// the API, a file under `allow_paths` read with one would come back as a snapshot's pixels.
+/// Refused, as a `source.format` and by `format_whitelist`, unless `[server]
+/// allow_raw_sources` is on. FFmpeg's names: raw video (`rawvideo`, `v210`, `v210x`, `bitpacked`)
+/// and the binary-text ones (`bin`, `tty`, `data`, `idf`, `adf`, `xbin`).
+const RAW_BYTE_DEMUXERS: &[&str] = &[
+    "rawvideo", "v210", "v210x", "bitpacked", "bin", "tty", "data", "idf", "adf", "xbin",
 ];
 
 /// Muxers an API pipeline may write with: containers whose bytes no demuxer reads as a
@@ -239,6 +247,8 @@ pub struct ApiPolicy {
     config_file: Option<PathBuf>,
     /// Where relative media paths resolve from (the service's working directory).
     working_dir: PathBuf,
+    /// `[server] allow_raw_sources`: whether API sources may use [`RAW_BYTE_DEMUXERS`].
+    allow_raw_sources: bool,
 }
 
 impl ApiPolicy {
@@ -252,6 +262,7 @@ impl ApiPolicy {
             allow_paths: server.allow_paths.iter().filter_map(|dir| resolve(dir)).collect(),
             config_file: config_path.canonicalize().ok(),
             working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            allow_raw_sources: server.allow_raw_sources,
         }
     }
 
@@ -276,6 +287,12 @@ impl ApiPolicy {
         }
         if let Some(format) = &source.format {
             format_problem("source.format", format, &mut problems);
+            if !self.allow_raw_sources && RAW_BYTE_DEMUXERS.contains(&format.to_ascii_lowercase().as_str()) {
+                problems.push(format!(
+                    "source.format: `{}` reads any file's bytes as pictures, so API pipelines may use it only with [server] allow_raw_sources = true",
+                    quoted(format)
+                ));
+            }
         }
         for key in source.options.keys() {
             if !API_SOURCE_OPTIONS.contains(&key.as_str()) {
@@ -296,7 +313,10 @@ impl ApiPolicy {
         // by every open it makes on the source's behalf).
         let (protocols, formats) = match target_of(&source.url, false) {
             Target::Protocol(scheme) => (network_protocols_for(&scheme).to_string(), None),
-            _ => ("file".to_string(), Some(API_FILE_DEMUXERS.join(","))),
+            _ => {
+                let raw: &[&str] = if self.allow_raw_sources { RAW_BYTE_DEMUXERS } else { &[] };
+                ("file".to_string(), Some([API_FILE_DEMUXERS, raw].concat().join(",")))
+            }
         };
         source.options.insert("protocol_whitelist".into(), protocols);
         if let Some(formats) = formats {
@@ -453,7 +473,13 @@ impl ApiPolicy {
         if !self.allow_paths.iter().any(|root| resolved.starts_with(root)) {
             return Err(refused());
         }
-        if self.config_file.as_deref() == Some(resolved.as_path()) {
+        // By device and inode too: a hard link to the config file has a name of its own.
+        let config_file = self.config_file.as_deref();
+        let same_file = || {
+            let config = config_file.and_then(FileId::at)?;
+            Some(FileId::at(&resolved)? == config)
+        };
+        if config_file == Some(resolved.as_path()) || same_file() == Some(true) {
             return Err("that is the service's config file".into());
         }
         if is_sink && !overwrite {

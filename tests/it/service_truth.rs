@@ -188,3 +188,58 @@ fn another_sites_page_learns_nothing_from_a_snapshot_and_spends_no_budget() {
         assert!(head.contains(CORP), "{path}: {head}");
     }
 }
+
+#[test]
+fn no_file_comes_back_as_pixels_and_the_config_file_is_never_a_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("media")).unwrap();
+    make_clip(root, "media/clip.y4m", Clip::Y4m, 64, 48, 5);
+    // 16x5 rgb24: any 240 bytes are a picture to the raw demuxers.
+    std::fs::write(root.join("media/secret.bin"), [b'S'; 240]).unwrap();
+    let config = r#"
+[server]
+allow_paths = ["media"]
+
+[[pipeline]]
+name = "peek"
+source = { url = "media/settings.toml" }
+filter = { mask = "box", device = "cpu" }
+sink = { url = "null" }
+"#;
+    std::fs::write(root.join("config.toml"), config).unwrap();
+    // A second name for the config file, inside allow_paths.
+    std::fs::hard_link(root.join("config.toml"), root.join("media/settings.toml")).unwrap();
+    let serve = Server::start(root, &[]);
+    let raw = |format: &str, url: &str| {
+        format!(
+            r#"{{"name": "raw", "source": {{"url": "{url}", "format": "{format}", "options": {{"video_size": "16x5", "pixel_format": "rgb24"}}}}, "filter": {{"device": "cpu"}}, "sink": {{"url": "null"}}}}"#
+        )
+    };
+    for format in ["rawvideo", "RawVideo", "bin", "tty", "data", "v210"] {
+        let (status, text) = serve.json("POST", "/pipelines", &raw(format, "media/secret.bin"));
+        assert_eq!(status, 400, "{format}: {text}");
+        assert!(text.contains("allow_raw_sources"), "{format}: {text}");
+    }
+    // Without a format, probing may not pick a raw demuxer either: the file does not open.
+    let body = r#"{"name": "probed", "source": {"url": "media/secret.bin"}, "filter": {"device": "cpu"}, "sink": {"url": "null"}}"#;
+    let (status, text) = serve.json("POST", "/pipelines", body);
+    if status == 201 {
+        serve.wait_for("probed to end", Duration::from_secs(20), || {
+            ["failed", "finished"].contains(&serve.pipeline("probed")["state"].as_str().unwrap_or(""))
+        });
+        assert_eq!(serve.pipeline("probed")["state"], "failed", "{text}");
+    }
+    // The config file by its second name: refused by the API, and never opened by a
+    // pipeline of the file (found by device and inode when it starts).
+    let body = r#"{"name": "cfg", "source": {"url": "media/settings.toml"}, "filter": {"device": "cpu"}, "sink": {"url": "null"}}"#;
+    let (status, text) = serve.json("POST", "/pipelines", body);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("config file"), "{text}");
+    serve.wait_for("peek to end", Duration::from_secs(20), || serve.pipeline("peek")["state"] == "failed");
+    let peek = serve.pipeline("peek");
+    assert!(
+        peek["last_error"].as_str().unwrap_or("").contains("config file"),
+        "{peek}"
+    );
+}
