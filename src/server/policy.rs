@@ -473,13 +473,7 @@ impl ApiPolicy {
         if !self.allow_paths.iter().any(|root| resolved.starts_with(root)) {
             return Err(refused());
         }
-        // By device and inode too: a hard link to the config file has a name of its own.
-        let config_file = self.config_file.as_deref();
-        let same_file = || {
-            let config = config_file.and_then(FileId::at)?;
-            Some(FileId::at(&resolved)? == config)
-        };
-        if config_file == Some(resolved.as_path()) || same_file() == Some(true) {
+        if self.config_file.as_deref() == Some(resolved.as_path()) {
             return Err("that is the service's config file".into());
         }
         if is_sink && !overwrite {
@@ -499,6 +493,11 @@ impl ApiPolicy {
             return Err(
                 "is a symbolic link; an API pipeline never writes through a link (give the name of a new file)".into(),
             );
+        }
+        // By device and inode too: a hard link to the config file has a name of its own.
+        let config = self.config_file.as_deref().and_then(FileId::at);
+        if config.is_some() && FileId::at(&resolved) == config {
+            return Err("that is the service's config file (the same device and inode)".into());
         }
         Ok(resolved.to_string_lossy().into_owned())
     }
