@@ -266,7 +266,11 @@ fn refusal(guard: &RequestGuard, request: &Request) -> Option<Response> {
 /// `same-site` (another port of this host is another origin), or a `Referer` that is
 /// neither this server (by the `host` it was sent to) nor an allowed origin.
 fn another_sites_page(guard: &RequestGuard, headers: &HeaderMap, host: &str) -> Option<String> {
-    let text = |name: &str| headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
     if let Some(site) = text("sec-fetch-site") {
         let site = site.trim().to_ascii_lowercase();
         if site == "cross-site" || site == "same-site" {

@@ -5,7 +5,7 @@
 //! Every path is checked after resolving links, and rewritten to the resolved path so that
 //! what is opened is what was checked.
 //!
-//! One job at some length (about 570 lines): every rule an API-made pipeline is held to (files,
+//! One job at some length (about 600 lines): every rule an API-made pipeline is held to (files,
 //! protocols, formats, options, hosts, masks) is checked here, in one place read whole.
 
 use std::path::{Component, Path, PathBuf};
@@ -70,7 +70,16 @@ const API_FILE_DEMUXERS: &[&str] = &[
 /// allow_raw_sources` is on. FFmpeg's names: raw video (`rawvideo`, `v210`, `v210x`, `bitpacked`)
 /// and the binary-text ones (`bin`, `tty`, `data`, `idf`, `adf`, `xbin`).
 const RAW_BYTE_DEMUXERS: &[&str] = &[
-    "rawvideo", "v210", "v210x", "bitpacked", "bin", "tty", "data", "idf", "adf", "xbin",
+    "rawvideo",
+    "v210",
+    "v210x",
+    "bitpacked",
+    "bin",
+    "tty",
+    "data",
+    "idf",
+    "adf",
+    "xbin",
 ];
 
 /// Muxers an API pipeline may write with: containers whose bytes no demuxer reads as a

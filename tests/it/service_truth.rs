@@ -81,7 +81,9 @@ fn a_name_is_free_only_once_its_threads_have_ended_and_a_stop_on_a_pipe_is_a_sto
         let body = fifo_pipeline(name, &format!("{name}.y4m"));
         let (status, text) = serve.json("POST", "/pipelines", &body);
         assert_eq!(status, 201, "{text}");
-        serve.wait_for("its run thread", Duration::from_secs(10), || run_threads(&serve, name) == 1);
+        serve.wait_for("its run thread", Duration::from_secs(10), || {
+            run_threads(&serve, name) == 1
+        });
         std::thread::sleep(Duration::from_millis(500)); // blocked in the pipe by now
         let started = Instant::now();
         let (status, text) = serve.json("POST", &format!("/pipelines/{name}/stop"), "{}");
@@ -154,13 +156,24 @@ fn another_sites_page_learns_nothing_from_a_snapshot_and_spends_no_budget() {
     make_clip(root, "clip.y4m", Clip::Y4m, 64, 48, 25);
     // No token: the loopback default.
     let serve = start_serve(root, LOOPING_CONFIG);
-    serve.wait_for("cam to run", Duration::from_secs(20), || serve.pipeline("cam")["state"] == "running");
+    serve.wait_for("cam to run", Duration::from_secs(20), || {
+        serve.pipeline("cam")["state"] == "running"
+    });
     const CORP: &str = "cross-origin-resource-policy: same-origin";
     // What a browser sends for `<img src=http://127.0.0.1:PORT/pipelines/NAME/snapshot>` on
     // another site's page, with and without its Referer; and a Referer alone.
-    let image = [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Dest", "image")];
+    let image = [
+        ("Sec-Fetch-Site", "cross-site"),
+        ("Sec-Fetch-Mode", "no-cors"),
+        ("Sec-Fetch-Dest", "image"),
+    ];
     let from_pages: [&[(&str, &str)]; 4] = [
-        &[image[0], image[1], image[2], ("Referer", "http://evil.example/page.html")],
+        &[
+            image[0],
+            image[1],
+            image[2],
+            ("Referer", "http://evil.example/page.html"),
+        ],
         &image,
         &[("Sec-Fetch-Site", "same-site"), ("Sec-Fetch-Dest", "image")],
         &[("Referer", "http://evil.example/page.html")],
@@ -236,7 +249,9 @@ sink = { url = "null" }
     let (status, text) = serve.json("POST", "/pipelines", body);
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("config file"), "{text}");
-    serve.wait_for("peek to end", Duration::from_secs(20), || serve.pipeline("peek")["state"] == "failed");
+    serve.wait_for("peek to end", Duration::from_secs(20), || {
+        serve.pipeline("peek")["state"] == "failed"
+    });
     let peek = serve.pipeline("peek");
     assert!(
         peek["last_error"].as_str().unwrap_or("").contains("config file"),

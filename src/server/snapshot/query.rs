@@ -99,7 +99,10 @@ mod tests {
         assert_eq!(q.format, ImageFormat::Png);
         assert_eq!(q.width, Some(320));
         let escaped = parse_query(Some("stage=inp%75t&%66ormat=p%6Eg")).unwrap();
-        assert_eq!((escaped.stage, escaped.format), (SnapshotStage::Input, ImageFormat::Png));
+        assert_eq!(
+            (escaped.stage, escaped.format),
+            (SnapshotStage::Input, ImageFormat::Png)
+        );
         let default = parse_query(None).unwrap();
         assert_eq!(
             (default.stage, default.format, default.width),

@@ -93,11 +93,13 @@ impl Supervisor {
         let name = settings.name.clone();
         let mut pipelines = self.pipelines();
         if let Some(listed) = pipelines.get(&name) {
-            return Err(if listed.thread_running() && listed.monitor.state() != PipelineState::Running {
-                SupervisorError::StillEnding(name)
-            } else {
-                SupervisorError::Exists(name)
-            });
+            return Err(
+                if listed.thread_running() && listed.monitor.state() != PipelineState::Running {
+                    SupervisorError::StillEnding(name)
+                } else {
+                    SupervisorError::Exists(name)
+                },
+            );
         }
         if pipelines.len() >= max {
             return Err(SupervisorError::TooMany {
