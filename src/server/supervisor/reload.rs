@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::contract::{Origin, ReloadSummary, Switched};
@@ -35,17 +36,36 @@ impl Supervisor {
         let wanted: BTreeMap<String, PipelineSettings> =
             settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
 
+        // Stopped while still listed, and forgotten only once their threads have ended: a
+        // name is free only then.
         let mut gone: Vec<Handle> = {
-            let mut pipelines = self.pipelines();
-            let names: Vec<String> = pipelines
+            let pipelines = self.pipelines();
+            let gone: Vec<Handle> = pipelines
                 .iter()
                 .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
-                .map(|(name, _)| name.clone())
+                .map(|(_, h)| h.share_for_stop())
                 .collect();
-            summary.stopped.extend(names.iter().cloned());
-            names.iter().filter_map(|name| pipelines.remove(name)).collect()
+            summary.stopped.extend(gone.iter().map(|h| h.monitor.name.clone()));
+            gone
         };
-        stop_and_join(&mut gone, timeout);
+        let late = stop_and_join(&mut gone, timeout);
+        {
+            let mut pipelines = self.pipelines();
+            for handle in &gone {
+                let name = &handle.monitor.name;
+                let same_run = pipelines
+                    .get(name)
+                    .is_some_and(|listed| Arc::ptr_eq(&listed.monitor, &handle.monitor));
+                if same_run && !late.contains(name) {
+                    pipelines.remove(name);
+                }
+            }
+        }
+        for name in &late {
+            summary.problems.push(format!(
+                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it stays listed until they do"
+            ));
+        }
 
         for (name, next) in wanted {
             let current = self
