@@ -5,7 +5,7 @@
 //! Every path is checked after resolving links, and rewritten to the resolved path so that
 //! what is opened is what was checked.
 //!
-//! One job at some length (about 600 lines): every rule an API-made pipeline is held to (files,
+//! One job at some length (about 630 lines): every rule an API-made pipeline is held to (files,
 //! protocols, formats, options, hosts, masks) is checked here, in one place read whole.
 
 use std::path::{Component, Path, PathBuf};
@@ -589,6 +589,30 @@ mod tests {
         for opener in ["hls", "concat", "sdp", "image2", "lavfi"] {
             assert!(!formats.split(',').any(|f| f == opener), "{opener} in {formats}");
         }
+        // Raw-byte demuxers: neither forced nor probed, unless the operator allows them.
+        for raw in RAW_BYTE_DEMUXERS {
+            assert!(!formats.split(',').any(|f| f == *raw), "{raw} in {formats}");
+        }
+        let mut forced = pipeline(&dir.join("clip.ts").display().to_string());
+        forced.source.format = Some("rawvideo".into());
+        assert_eq!(policy.check_pipeline(&mut forced).len(), 1);
+        let allowing = ApiPolicy::new(
+            &ServerConfig {
+                allow_raw_sources: true,
+                ..server
+            },
+            Path::new("/nonexistent/config.toml"),
+        );
+        let mut forced = pipeline(&dir.join("clip.ts").display().to_string());
+        forced.source.format = Some("rawvideo".into());
+        assert_eq!(allowing.check_pipeline(&mut forced), Vec::<String>::new());
+        let formats = forced
+            .source
+            .options
+            .get("format_whitelist")
+            .cloned()
+            .unwrap_or_default();
+        assert!(formats.split(',').any(|f| f == "rawvideo"), "{formats}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
