@@ -36,36 +36,7 @@ impl Supervisor {
         let wanted: BTreeMap<String, PipelineSettings> =
             settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
 
-        // Stopped while still listed, and forgotten only once their threads have ended: a
-        // name is free only then.
-        let mut gone: Vec<Handle> = {
-            let pipelines = self.pipelines();
-            let gone: Vec<Handle> = pipelines
-                .iter()
-                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
-                .map(|(_, h)| h.share_for_stop())
-                .collect();
-            summary.stopped.extend(gone.iter().map(|h| h.monitor.name.clone()));
-            gone
-        };
-        let late = stop_and_join(&mut gone, timeout);
-        {
-            let mut pipelines = self.pipelines();
-            for handle in &gone {
-                let name = &handle.monitor.name;
-                let same_run = pipelines
-                    .get(name)
-                    .is_some_and(|listed| Arc::ptr_eq(&listed.monitor, &handle.monitor));
-                if same_run && !late.contains(name) {
-                    pipelines.remove(name);
-                }
-            }
-        }
-        for name in &late {
-            summary.problems.push(format!(
-                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it stays listed until they do"
-            ));
-        }
+        self.stop_dropped(&wanted, timeout, &mut summary);
 
         for (name, next) in wanted {
             let current = self
@@ -141,5 +112,43 @@ impl Supervisor {
             }
         }
         Ok(summary)
+    }
+
+    /// Stops the config's pipelines the file no longer has. They stay listed while they
+    /// stop, and are forgotten only once their threads have ended: a name is free only then.
+    fn stop_dropped(
+        &self,
+        wanted: &BTreeMap<String, PipelineSettings>,
+        timeout: Duration,
+        summary: &mut ReloadSummary,
+    ) {
+        let mut gone: Vec<Handle> = {
+            let pipelines = self.pipelines();
+            let gone: Vec<Handle> = pipelines
+                .iter()
+                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
+                .map(|(_, h)| h.share_for_stop())
+                .collect();
+            summary.stopped.extend(gone.iter().map(|h| h.monitor.name.clone()));
+            gone
+        };
+        let late = stop_and_join(&mut gone, timeout);
+        {
+            let mut pipelines = self.pipelines();
+            for handle in &gone {
+                let name = &handle.monitor.name;
+                let same_run = pipelines
+                    .get(name)
+                    .is_some_and(|listed| Arc::ptr_eq(&listed.monitor, &handle.monitor));
+                if same_run && !late.contains(name) {
+                    pipelines.remove(name);
+                }
+            }
+        }
+        for name in &late {
+            summary.problems.push(format!(
+                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it stays listed until they do"
+            ));
+        }
     }
 }
