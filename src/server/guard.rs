@@ -1,11 +1,13 @@
 //! What a request must carry before any handler sees it, so that a web page the operator
 //! visits cannot drive the API: a `Host` that is this server (no DNS rebinding), no
 //! `Origin` but those allowed (no cross-site requests), and a JSON content type on every
-//! request with a body (no form or text/plain posts, which browsers send without asking).
+//! request with a body (no form or text/plain posts, which browsers send without asking),
+//! nothing another site's page sends without an `Origin` (`Sec-Fetch-Site`, `Referer`), and
+//! `Cross-Origin-Resource-Policy: same-origin` on every answer.
 //! Refusals are logged at a limited rate, so a flood cannot fill the disk.
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -171,63 +173,129 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Refuses requests from elsewhere (Host, Origin) and bodies that are not JSON. `/healthz`
-/// answers any Host, for probes that call it by a name the server does not know.
+/// Refuses requests from elsewhere (Host, Origin, another site's page) and bodies that are
+/// not JSON, before any handler runs (so a refused snapshot spends no budget). Every answer,
+/// refusals too, carries `Cross-Origin-Resource-Policy: same-origin`: no other site's page
+/// may even embed one, so an `<img>` of a snapshot tells that page nothing (not whether it
+/// loaded, nor its size).
 pub async fn check_request(State(guard): State<Arc<RequestGuard>>, request: Request, next: Next) -> Response {
-    let guard = &*guard;
+    let mut response = match refusal(&guard, &request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    };
+    response.headers_mut().insert(
+        HeaderName::from_static("cross-origin-resource-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+/// Why `request` is refused, as its answer; `None` when it may go on. `/healthz` answers any
+/// Host and any page, for probes that call it by a name the server does not know.
+fn refusal(guard: &RequestGuard, request: &Request) -> Option<Response> {
     let headers = request.headers();
-    let path = request.uri().path().to_string();
+    let path = request.uri().path();
     if path != "/healthz" {
         let host = headers
             .get(header::HOST)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let host_ok = host.as_deref().is_some_and(|h| guard.host_allowed(h));
-        if !host_ok {
-            let shown = host.as_deref().map_or("(none)".to_string(), quoted);
+        let Some(host) = host.filter(|h| guard.host_allowed(h)) else {
+            let shown = headers
+                .get(header::HOST)
+                .map_or("(none)".to_string(), |h| quoted(&String::from_utf8_lossy(h.as_bytes())));
             log_refusal(
                 guard,
                 format_args!(
                     "refused {} {}: Host `{shown}` is not this server",
                     request.method(),
-                    quoted(&path)
+                    quoted(path)
                 ),
             );
-            return refuse(
+            return Some(refuse(
                 StatusCode::FORBIDDEN,
                 format!(
                     "the Host header `{shown}` does not name this server; use {} or localhost:{}, or add it to [server] allowed_hosts",
                     guard.listen,
                     guard.listen.port()
                 ),
-            );
-        }
+            ));
+        };
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
-            let own_page = host.as_deref().is_some_and(|h| guard.is_console_origin(&origin, h));
-            if !guard.origin_allowed(&origin) && !own_page {
+            if !guard.origin_allowed(&origin) && !guard.is_console_origin(&origin, &host) {
                 let shown = quoted(&origin);
                 log_refusal(
                     guard,
                     format_args!(
                         "refused {} {}: Origin `{shown}` is not allowed",
                         request.method(),
-                        quoted(&path)
+                        quoted(path)
                     ),
                 );
-                return refuse(
+                return Some(refuse(
                     StatusCode::FORBIDDEN,
                     format!("requests from web pages at `{shown}` are not allowed; add the origin to [server] allowed_origins to allow them"),
-                );
+                ));
             }
+        } else if let Some(site) = another_sites_page(guard, headers, &host) {
+            log_refusal(
+                guard,
+                format_args!(
+                    "refused {} {}: sent by another site's page ({site})",
+                    request.method(),
+                    quoted(path)
+                ),
+            );
+            return Some(refuse(
+                StatusCode::FORBIDDEN,
+                format!("requests from another site's page are not allowed ({site}); add its origin to [server] allowed_origins to allow them"),
+            ));
         }
     }
     if has_body(request.method(), headers) && !is_json(headers) {
-        return refuse(
+        return Some(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "a request with a body must be JSON: send `Content-Type: application/json`".into(),
-        );
+        ));
     }
-    next.run(request).await
+    None
+}
+
+/// What shows that a request without an `Origin` (an `<img>`, a link, a plain GET) was sent
+/// by another site's page: the browser's `Sec-Fetch-Site` saying `cross-site` or
+/// `same-site` (another port of this host is another origin), or a `Referer` that is
+/// neither this server (by the `host` it was sent to) nor an allowed origin.
+fn another_sites_page(guard: &RequestGuard, headers: &HeaderMap, host: &str) -> Option<String> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    if let Some(site) = text("sec-fetch-site") {
+        let site = site.trim().to_ascii_lowercase();
+        if site == "cross-site" || site == "same-site" {
+            return Some(format!("Sec-Fetch-Site `{}`", quoted(&site)));
+        }
+    }
+    let referer = text(header::REFERER.as_str())?;
+    let origin = origin_of_url(&referer);
+    let own = ["http", "https"]
+        .iter()
+        .any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")));
+    (!own && !guard.origin_allowed(&origin)).then(|| format!("Referer `{}`", quoted(&origin)))
+}
+
+/// `scheme://authority` of a URL (what an `Origin` header would say), the whole text when
+/// it has no `://`.
+fn origin_of_url(url: &str) -> String {
+    match url.find("://") {
+        Some(at) => {
+            let rest = &url[at + 3..];
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            format!("{}://{}", &url[..at], &rest[..end])
+        }
+        None => url.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +362,37 @@ mod tests {
         let elsewhere = guard("0.0.0.0:8686", &[], &[]);
         assert!(!elsewhere.console, "off by default beyond loopback");
         assert!(!elsewhere.is_console_origin("http://10.0.0.1:8686", "10.0.0.1:8686"));
+    }
+
+    #[test]
+    fn pages_of_other_sites_are_known_by_their_fetch_site_or_referer() {
+        let g = guard("127.0.0.1:8686", &[], &["http://localhost:3000"]);
+        let host = "127.0.0.1:8686";
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(*name, HeaderValue::from_static(value));
+            }
+            another_sites_page(&g, &headers, host)
+        };
+        for foreign in [
+            &[("sec-fetch-site", "cross-site")][..],
+            &[("sec-fetch-site", "same-site")],
+            &[("referer", "http://evil.example/page.html")],
+            &[("referer", "http://127.0.0.1:9999/")],
+            &[("referer", "http://127.0.0.1:8686.evil.example/")],
+        ] {
+            assert!(with(foreign).is_some(), "{foreign:?}");
+        }
+        for own in [
+            &[][..],
+            &[("sec-fetch-site", "same-origin")],
+            &[("sec-fetch-site", "none")],
+            &[("referer", "http://127.0.0.1:8686/")],
+            &[("referer", "http://localhost:3000/dashboard?x=1")],
+        ] {
+            assert!(with(own).is_none(), "{own:?}");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Every path is checked after resolving links, and rewritten to the resolved path so that
 //! what is opened is what was checked.
 //!
-//! One job at some length (about 570 lines): every rule an API-made pipeline is held to (files,
+//! One job at some length (about 630 lines): every rule an API-made pipeline is held to (files,
 //! protocols, formats, options, hosts, masks) is checked here, in one place read whole.
 
 use std::path::{Component, Path, PathBuf};
@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use convstream_core::mask::MaskParams;
 use convstream_core::text::quoted;
 use convstream_media::config::{MaskSelection, PipelineConfig, ServerConfig};
-use convstream_media::sink::SinkKind;
+use convstream_media::sink::{FileId, SinkKind};
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.
 const NETWORK_PROTOCOLS: &[&str] = &[
@@ -53,7 +53,6 @@ const API_FILE_DEMUXERS: &[&str] = &[
     "flv",
     "nut",
     "yuv4mpegpipe",
-    "rawvideo",
     "h264",
     "hevc",
     "m4v",
@@ -63,6 +62,24 @@ const API_FILE_DEMUXERS: &[&str] = &[
     "mxf",
     "asf",
     "dv",
+];
+
+/// Demuxers that read any file's bytes as pictures (or as text drawn into pictures): through
+/// the API, a file under `allow_paths` read with one would come back as a snapshot's pixels.
+/// Refused, as a `source.format` and by `format_whitelist`, unless `[server]
+/// allow_raw_sources` is on. FFmpeg's names: raw video (`rawvideo`, `v210`, `v210x`, `bitpacked`)
+/// and the binary-text ones (`bin`, `tty`, `data`, `idf`, `adf`, `xbin`).
+const RAW_BYTE_DEMUXERS: &[&str] = &[
+    "rawvideo",
+    "v210",
+    "v210x",
+    "bitpacked",
+    "bin",
+    "tty",
+    "data",
+    "idf",
+    "adf",
+    "xbin",
 ];
 
 /// Muxers an API pipeline may write with: containers whose bytes no demuxer reads as a
@@ -239,6 +256,8 @@ pub struct ApiPolicy {
     config_file: Option<PathBuf>,
     /// Where relative media paths resolve from (the service's working directory).
     working_dir: PathBuf,
+    /// `[server] allow_raw_sources`: whether API sources may use [`RAW_BYTE_DEMUXERS`].
+    allow_raw_sources: bool,
 }
 
 impl ApiPolicy {
@@ -252,6 +271,7 @@ impl ApiPolicy {
             allow_paths: server.allow_paths.iter().filter_map(|dir| resolve(dir)).collect(),
             config_file: config_path.canonicalize().ok(),
             working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            allow_raw_sources: server.allow_raw_sources,
         }
     }
 
@@ -276,6 +296,12 @@ impl ApiPolicy {
         }
         if let Some(format) = &source.format {
             format_problem("source.format", format, &mut problems);
+            if !self.allow_raw_sources && RAW_BYTE_DEMUXERS.contains(&format.to_ascii_lowercase().as_str()) {
+                problems.push(format!(
+                    "source.format: `{}` reads any file's bytes as pictures, so API pipelines may use it only with [server] allow_raw_sources = true",
+                    quoted(format)
+                ));
+            }
         }
         for key in source.options.keys() {
             if !API_SOURCE_OPTIONS.contains(&key.as_str()) {
@@ -296,7 +322,10 @@ impl ApiPolicy {
         // by every open it makes on the source's behalf).
         let (protocols, formats) = match target_of(&source.url, false) {
             Target::Protocol(scheme) => (network_protocols_for(&scheme).to_string(), None),
-            _ => ("file".to_string(), Some(API_FILE_DEMUXERS.join(","))),
+            _ => {
+                let raw: &[&str] = if self.allow_raw_sources { RAW_BYTE_DEMUXERS } else { &[] };
+                ("file".to_string(), Some([API_FILE_DEMUXERS, raw].concat().join(",")))
+            }
         };
         source.options.insert("protocol_whitelist".into(), protocols);
         if let Some(formats) = formats {
@@ -474,6 +503,11 @@ impl ApiPolicy {
                 "is a symbolic link; an API pipeline never writes through a link (give the name of a new file)".into(),
             );
         }
+        // By device and inode too: a hard link to the config file has a name of its own.
+        let config = self.config_file.as_deref().and_then(FileId::at);
+        if config.is_some() && FileId::at(&resolved) == config {
+            return Err("that is the service's config file (the same device and inode)".into());
+        }
         Ok(resolved.to_string_lossy().into_owned())
     }
 }
@@ -555,6 +589,30 @@ mod tests {
         for opener in ["hls", "concat", "sdp", "image2", "lavfi"] {
             assert!(!formats.split(',').any(|f| f == opener), "{opener} in {formats}");
         }
+        // Raw-byte demuxers: neither forced nor probed, unless the operator allows them.
+        for raw in RAW_BYTE_DEMUXERS {
+            assert!(!formats.split(',').any(|f| f == *raw), "{raw} in {formats}");
+        }
+        let mut forced = pipeline(&dir.join("clip.ts").display().to_string());
+        forced.source.format = Some("rawvideo".into());
+        assert_eq!(policy.check_pipeline(&mut forced).len(), 1);
+        let allowing = ApiPolicy::new(
+            &ServerConfig {
+                allow_raw_sources: true,
+                ..server
+            },
+            Path::new("/nonexistent/config.toml"),
+        );
+        let mut forced = pipeline(&dir.join("clip.ts").display().to_string());
+        forced.source.format = Some("rawvideo".into());
+        assert_eq!(allowing.check_pipeline(&mut forced), Vec::<String>::new());
+        let formats = forced
+            .source
+            .options
+            .get("format_whitelist")
+            .cloned()
+            .unwrap_or_default();
+        assert!(formats.split(',').any(|f| f == "rawvideo"), "{formats}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

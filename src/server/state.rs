@@ -73,6 +73,7 @@ impl From<SupervisorError> for ApiError {
         let status = match &error {
             SupervisorError::NotFound(_) => StatusCode::NOT_FOUND,
             SupervisorError::Exists(_)
+            | SupervisorError::StillEnding(_)
             | SupervisorError::NotRunning { .. }
             | SupervisorError::WrongState { .. }
             | SupervisorError::OutputInUse(_) => StatusCode::CONFLICT,

@@ -12,7 +12,9 @@ assertion (exit 1 on the first that fails):
 - selecting the first pipeline shows input and output previews that are pictures;
 - the mask picker switches the mask (a preset, then a custom matrix): the answer names the
   frame it applies from, and the output preview's pixels change to match from that frame on;
-- Stop (confirmed) leaves the first pipeline listed as stopped, and Start runs it again.
+- Stop (confirmed) leaves the first pipeline listed as stopped, and Start runs it again;
+- with CONSOLE_FAILED=NAME=TEXT, pipeline NAME is shown failed with its reason (holding
+  TEXT) as text.
 """
 
 import os
@@ -170,6 +172,14 @@ def run(driver, base, secret, folder, pipelines):
     print(f"table: {cells}")
     if os.environ.get("CONSOLE_INJECTED") == "1":
         assert "<img" in cells, "the markup in an input name is shown as text"
+    # A failed pipeline shows its last_error beside its state, as text.
+    failed = os.environ.get("CONSOLE_FAILED")
+    if failed:
+        name, reason = failed.split("=", 1)
+        state = lambda d: d.find_element(By.CSS_SELECTOR, f"tr[data-name='{name}'] td").text
+        wait(driver, f"{name} to show why it failed", lambda d: state(d).startswith("failed") and reason in state(d))
+        print(f"failed state: {state(driver)!r}")
+        not_injected(driver)
 
     # Previews of the first pipeline.
     first = pipelines[0]

@@ -329,7 +329,8 @@ fn the_console_works_in_headless_chromium() {
     std::fs::copy(dir.path().join("clip.y4m"), dir.path().join(INJECTED_INPUT)).unwrap();
     let masks = format!("[masks.'{INJECTED_MASK}']\npreset = \"box\"\n");
     let pipelines = looping_pipeline("cam-north", "clip.y4m", "box")
-        + &looping_pipeline("cam-south", INJECTED_INPUT, INJECTED_MASK);
+        + &looping_pipeline("cam-south", INJECTED_INPUT, INJECTED_MASK)
+        + &looping_pipeline("cam-broken", "absent-input.y4m", "box");
     let server = server_with(dir.path(), &masks, &pipelines, "cam-north");
     let shots = screenshot_dir();
     let _ = std::fs::remove_dir_all(&shots);
@@ -342,8 +343,10 @@ fn the_console_works_in_headless_chromium() {
             shots.to_str().unwrap(),
             "cam-north",
             "cam-south",
+            "cam-broken",
         ])
         .env("CONSOLE_INJECTED", "1")
+        .env("CONSOLE_FAILED", "cam-broken=absent-input.y4m")
         .output()
         .expect("python3 runs");
     let said = format!(

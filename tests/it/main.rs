@@ -26,6 +26,7 @@ mod peers;
 mod properties;
 mod runaways;
 mod serve;
+mod service_truth;
 mod shards;
 mod stop_start;
 mod stops;

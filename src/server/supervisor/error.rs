@@ -10,6 +10,10 @@ pub enum SupervisorError {
     NotFound(String),
     #[error("a pipeline named {0:?} exists already")]
     Exists(String),
+    /// A stopped or deleted run whose threads have not ended (blocked in I/O) still holds
+    /// its name and files.
+    #[error("pipeline {0:?} was stopped, but its threads have not ended yet (blocked in I/O); its name and files stay taken until they do: DELETE it again, or try later")]
+    StillEnding(String),
     /// The pipeline would write a file another running pipeline reads or writes.
     #[error("{0}")]
     OutputInUse(String),

@@ -18,25 +18,33 @@ pub(super) struct Handle {
     pub(super) monitor: Arc<PipelineMonitor>,
     pub(super) stop: Arc<AtomicBool>,
     pub(super) switches: Sender<FilterSwitch>,
-    pub(super) thread: Option<JoinHandle<()>>,
+    /// The run's thread, shared with a stop in progress: every holder of the name sees
+    /// whether it still runs, whoever waits for it.
+    pub(super) thread: Option<Arc<JoinHandle<()>>>,
     /// Stopped through `POST /pipelines/{name}/stop`: kept listed with its settings, so
     /// that a start runs it again.
     pub(super) operator_stopped: bool,
 }
 
 impl Handle {
-    /// A handle to stop this run with, holding its thread; the one left behind shares its
-    /// monitor, so it shows the run stopping and then ended.
-    pub(super) fn take_for_stop(&mut self) -> Handle {
+    /// A handle to stop this run with, sharing its thread and monitor with the one left
+    /// listed, so that the listed one shows the run stopping, then ended, and keeps its name
+    /// and files taken while the thread still runs.
+    pub(super) fn share_for_stop(&self) -> Handle {
         Handle {
             settings: self.settings.clone(),
             origin: self.origin,
             monitor: self.monitor.clone(),
             stop: self.stop.clone(),
             switches: self.switches.clone(),
-            thread: self.thread.take(),
+            thread: self.thread.clone(),
             operator_stopped: self.operator_stopped,
         }
+    }
+
+    /// Whether the run's thread has not ended yet (it may outlive a stop, blocked in I/O).
+    pub(super) fn thread_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|thread| !thread.is_finished())
     }
 }
 
@@ -49,7 +57,8 @@ pub(super) fn conflict_among(
 ) -> Option<String> {
     let mut running: Vec<PipelineConfig> = Vec::new();
     for handle in pipelines.values() {
-        let active = !handle.monitor.state().has_ended();
+        // A run whose thread outlives its stop may still write its files.
+        let active = !handle.monitor.state().has_ended() || handle.thread_running();
         if handle.settings.name == pipeline.name || !active || !among(handle) {
             continue;
         }

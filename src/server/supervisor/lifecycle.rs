@@ -20,7 +20,7 @@ use super::view::{view_of, PipelineView};
 use crate::log_filter::is_log_filter;
 use convstream_media::config::{ConfigFile, PipelineConfig, PipelineSettings};
 use convstream_media::pipeline::{
-    run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions,
+    cut_short_by_stop, run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions,
 };
 use convstream_media::sink::FileId;
 
@@ -92,8 +92,14 @@ impl Supervisor {
         let max = self.config().server.max_pipelines;
         let name = settings.name.clone();
         let mut pipelines = self.pipelines();
-        if pipelines.contains_key(&name) {
-            return Err(SupervisorError::Exists(name));
+        if let Some(listed) = pipelines.get(&name) {
+            return Err(
+                if listed.thread_running() && listed.monitor.state() != PipelineState::Running {
+                    SupervisorError::StillEnding(name)
+                } else {
+                    SupervisorError::Exists(name)
+                },
+            );
         }
         if pipelines.len() >= max {
             return Err(SupervisorError::TooMany {
@@ -164,6 +170,11 @@ impl Supervisor {
                         Ok(report) => tracing::info!("{}", report.summary()),
                         // The operator stopped it before it opened: said, not alarmed about.
                         Err(e) if e.is_stop() => tracing::info!("{e}"),
+                        // What the stop did to its input or output (a pipe's reader gone):
+                        // a stop, said as one.
+                        Err(e) if cut_short_by_stop(&e, &options.stop) => {
+                            tracing::info!("stopped; the stop cut its input or output short: {e}")
+                        }
                         Err(e) => tracing::error!("{e}"),
                     }
                 })
@@ -181,29 +192,45 @@ impl Supervisor {
                 monitor,
                 stop,
                 switches: switches_tx,
-                thread: Some(thread),
+                thread: Some(Arc::new(thread)),
                 operator_stopped: false,
             },
         );
         Ok(())
     }
 
-    /// Stops a pipeline (drain, finalise the output) and forgets it. Blocks until it has
-    /// finished or `timeout` passed.
+    /// Stops a pipeline (drain, finalise the output) and forgets it once its threads have
+    /// ended. Blocks until they have or `timeout` passed. The name stays listed (and its
+    /// files taken) during the wait, and after it while the threads still run: a name is
+    /// free only when no thread of its run is left.
     /// Returns its last state, and whether its threads ended (false: still blocked after
-    /// `timeout` and the pipe unblocking, see [`stop_and_join`]).
+    /// `timeout` and the pipe unblocking, see [`stop_and_join`]; it is then kept listed).
     pub fn remove(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
-        let handle = self
-            .pipelines()
-            .remove(name)
-            .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
-        let mut stopped = [handle];
-        let ended = stop_and_join(&mut stopped, timeout).is_empty();
-        let view = view_of(&stopped[0]);
+        let mut stopping = {
+            let pipelines = self.pipelines();
+            let handle = pipelines
+                .get(name)
+                .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
+            handle.share_for_stop()
+        };
+        let ended = stop_and_join(std::slice::from_mut(&mut stopping), timeout).is_empty();
+        let view = {
+            let mut pipelines = self.pipelines();
+            let same_run = pipelines
+                .get(name)
+                .is_some_and(|listed| Arc::ptr_eq(&listed.monitor, &stopping.monitor));
+            if ended && same_run {
+                pipelines.remove(name);
+            }
+            match pipelines.get(name).filter(|_| same_run) {
+                Some(listed) => view_of(listed),
+                None => view_of(&stopping),
+            }
+        };
         if ended {
             tracing::info!("pipeline {name:?} stopped and removed");
         } else {
-            tracing::warn!("pipeline {name:?} removed, but its threads are still blocked");
+            tracing::warn!("pipeline {name:?} is stopping, but its threads are still blocked; it stays listed, and its name and files taken, until they end");
         }
         Ok((view, ended))
     }
@@ -230,7 +257,7 @@ impl Supervisor {
             handle.operator_stopped = true;
             // Marked here, under the lock, so a start racing this stop is refused.
             handle.monitor.set_state(PipelineState::Stopping);
-            handle.take_for_stop()
+            handle.share_for_stop()
         };
         let ended = stop_and_join(std::slice::from_mut(&mut stopping), timeout).is_empty();
         if ended {
@@ -253,7 +280,7 @@ impl Supervisor {
             .get(name)
             .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
         let state = handle.monitor.state();
-        if !state.has_ended() || handle.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+        if !state.has_ended() || handle.thread_running() {
             return Err(SupervisorError::WrongState {
                 name: name.to_string(),
                 state,
@@ -266,7 +293,9 @@ impl Supervisor {
             return Err(SupervisorError::OutputInUse(conflict));
         }
         if let Some(old) = pipelines.get_mut(name).and_then(|h| h.thread.take()) {
-            let _ = old.join(); // finished, checked above
+            if let Ok(old) = Arc::try_unwrap(old) {
+                let _ = old.join(); // finished, checked above
+            }
         }
         self.start_in(&mut pipelines, settings, origin)?;
         let handle = pipelines

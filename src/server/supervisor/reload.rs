@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::contract::{Origin, ReloadSummary, Switched};
@@ -35,17 +36,7 @@ impl Supervisor {
         let wanted: BTreeMap<String, PipelineSettings> =
             settings.pipelines.into_iter().map(|p| (p.name.clone(), p)).collect();
 
-        let mut gone: Vec<Handle> = {
-            let mut pipelines = self.pipelines();
-            let names: Vec<String> = pipelines
-                .iter()
-                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
-                .map(|(name, _)| name.clone())
-                .collect();
-            summary.stopped.extend(names.iter().cloned());
-            names.iter().filter_map(|name| pipelines.remove(name)).collect()
-        };
-        stop_and_join(&mut gone, timeout);
+        self.stop_dropped(&wanted, timeout, &mut summary);
 
         for (name, next) in wanted {
             let current = self
@@ -83,9 +74,14 @@ impl Supervisor {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;
                         // The old run stays listed (as stopping) until the new one takes
                         // its place, so the pipeline never vanishes from the API meanwhile.
-                        let stopping = self.pipelines().get_mut(&name).map(Handle::take_for_stop);
-                        if let Some(handle) = stopping {
-                            stop_and_join(&mut [handle], timeout);
+                        let stopping = self.pipelines().get(&name).map(Handle::share_for_stop);
+                        let late = stopping.map_or_else(Vec::new, |handle| stop_and_join(&mut [handle], timeout));
+                        if !late.is_empty() {
+                            // Two runs would write its files: the new one waits for a later reload.
+                            summary.problems.push(format!(
+                                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it is not started again"
+                            ));
+                            continue;
                         }
                         match self.start(next, Origin::ConfigFile) {
                             Ok(()) => {
@@ -116,5 +112,43 @@ impl Supervisor {
             }
         }
         Ok(summary)
+    }
+
+    /// Stops the config's pipelines the file no longer has. They stay listed while they
+    /// stop, and are forgotten only once their threads have ended: a name is free only then.
+    fn stop_dropped(
+        &self,
+        wanted: &BTreeMap<String, PipelineSettings>,
+        timeout: Duration,
+        summary: &mut ReloadSummary,
+    ) {
+        let mut gone: Vec<Handle> = {
+            let pipelines = self.pipelines();
+            let gone: Vec<Handle> = pipelines
+                .iter()
+                .filter(|(name, h)| h.origin == Origin::ConfigFile && !wanted.contains_key(*name))
+                .map(|(_, h)| h.share_for_stop())
+                .collect();
+            summary.stopped.extend(gone.iter().map(|h| h.monitor.name.clone()));
+            gone
+        };
+        let late = stop_and_join(&mut gone, timeout);
+        {
+            let mut pipelines = self.pipelines();
+            for handle in &gone {
+                let name = &handle.monitor.name;
+                let same_run = pipelines
+                    .get(name)
+                    .is_some_and(|listed| Arc::ptr_eq(&listed.monitor, &handle.monitor));
+                if same_run && !late.contains(name) {
+                    pipelines.remove(name);
+                }
+            }
+        }
+        for name in &late {
+            summary.problems.push(format!(
+                "pipeline {name:?}: its threads have not ended within the stop timeout (blocked in I/O); it stays listed until they do"
+            ));
+        }
     }
 }

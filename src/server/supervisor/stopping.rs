@@ -26,7 +26,7 @@ pub(super) fn stop_and_join(handles: &mut [Handle], timeout: Duration) -> Vec<St
     let deadline = Instant::now() + timeout;
     let mut late = Vec::new();
     for handle in handles.iter_mut() {
-        let Some(thread) = handle.thread.take() else { continue };
+        let Some(thread) = handle.thread.clone() else { continue };
         wait_for_end(&thread, deadline);
         if !thread.is_finished() {
             if let Some(drain) = PipeDrain::start(&handle.settings.sink.url) {
@@ -39,14 +39,17 @@ pub(super) fn stop_and_join(handles: &mut [Handle], timeout: Duration) -> Vec<St
             }
         }
         if thread.is_finished() {
-            let _ = thread.join();
+            handle.thread = None;
+            // Joined by the last holder; a finished thread dropped elsewhere is done anyway.
+            if let Ok(thread) = Arc::try_unwrap(thread) {
+                let _ = thread.join();
+            }
         } else {
             tracing::warn!(
                 "pipeline {:?} did not finish within {:.1} s",
                 handle.monitor.name,
                 timeout.as_secs_f64()
             );
-            handle.thread = Some(thread);
             late.push(handle.monitor.name.clone());
         }
     }

@@ -84,6 +84,12 @@ pub struct ServerConfig {
     /// reaches the address then drives the pipelines. Off: such a `serve` refuses to start.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure_no_token: bool,
+    /// Let API pipelines read files with demuxers that take any bytes as pictures
+    /// (`rawvideo`, `bin`, `tty`, `data`, `v210`, ...). Off: any file under `allow_paths`
+    /// would come back as a snapshot's pixels, so the API refuses them; the config file may
+    /// always use them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_raw_sources: bool,
     /// The most pipelines `serve` holds at once, the config's and the API's together (a
     /// finished API pipeline counts until it is deleted); a POST beyond it gets 429.
     #[serde(default = "default_max_pipelines")]
@@ -114,6 +120,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             insecure_no_token: false,
+            allow_raw_sources: false,
             max_pipelines: default_max_pipelines(),
             shard: None,
             shards: None,

@@ -60,6 +60,15 @@ pub enum PipelineError {
         /// The panic's message.
         message: String,
     },
+    /// The input is a file the service never reads as media (its config file), under
+    /// whatever name or link.
+    #[error("pipeline {pipeline:?}: the input {path:?} is the service's config file (the same device and inode); it is never read as media")]
+    ProtectedInput {
+        /// The pipeline's name.
+        pipeline: String,
+        /// The input's path as given.
+        path: String,
+    },
     /// A stop came while the input was still opening (a live input that has not sent, a
     /// FIFO with no writer): nothing went wrong, and nothing was written. An error only in
     /// that there is no report to give.

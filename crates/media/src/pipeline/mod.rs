@@ -31,4 +31,4 @@ pub use opening::fit_to_filter;
 pub use options::{OutputPolicy, RunOptions};
 pub use panics::panic_message;
 pub use progress::{Progress, RunProgress};
-pub use run::{run_all, run_monitored, run_pipeline};
+pub use run::{cut_short_by_stop, run_all, run_monitored, run_pipeline};

@@ -12,8 +12,9 @@ use super::monitor::{EngineStatus, PipelineMonitor};
 use super::nvdec_admission::{self, NvdecSeat};
 use super::options::{OutputPolicy, RunOptions};
 use super::threads::{spawn_source, Queues, Stages};
-use crate::config::{PipelineSettings, SourceConfig};
+use crate::config::{OutputTarget, PipelineSettings, SourceConfig};
 use crate::ffmpeg::SourceInfo;
+use crate::sink::FileId;
 use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;
@@ -130,6 +131,7 @@ fn open_source(
         }
         None => None,
     };
+    refuse_protected_input(settings, options)?;
     // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
     // wait for a live sender cut short) is the stop, not a fault of the input.
     let source = Source::connect(
@@ -162,6 +164,24 @@ fn open_source(
     }
     monitor.set_format(info.format);
     Ok((source, seat))
+}
+
+/// Refuses an input that is one of the files the run may never touch (the service's config
+/// file), by device and inode, so that no name or hard link leads a pipeline to read it.
+fn refuse_protected_input(settings: &PipelineSettings, options: &RunOptions) -> Result<(), PipelineError> {
+    if options.protected.is_empty() {
+        return Ok(());
+    }
+    let OutputTarget::File(path) = OutputTarget::of(&settings.source.url) else {
+        return Ok(());
+    };
+    match FileId::at(&path) {
+        Some(id) if options.protected.contains(&id) => Err(PipelineError::ProtectedInput {
+            pipeline: settings.name.clone(),
+            path: path.display().to_string(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The source as the filter needs its frames: at the bit depth the settings ask for, and

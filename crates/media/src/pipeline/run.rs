@@ -4,7 +4,7 @@
 
 use crossbeam_channel::{bounded, Receiver};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -55,7 +55,7 @@ pub fn run_monitored(
     });
     match &result {
         // An operator's stop is no failure: `last_error` stays empty.
-        Err(e) if e.is_stop() => monitor.set_state(PipelineState::Stopped),
+        Err(e) if e.is_stop() || cut_short_by_stop(e, &options.stop) => monitor.set_state(PipelineState::Stopped),
         Ok(_) if options.stop.load(Ordering::Relaxed) => monitor.set_state(PipelineState::Stopped),
         Ok(_) => monitor.set_state(PipelineState::Finished),
         Err(e) => {
@@ -64,6 +64,14 @@ pub fn run_monitored(
         }
     }
     result
+}
+
+/// Whether `error` is what a stop does to a run's input or output: the stop came first, and
+/// the error is the input's or output's (a named pipe whose reader never came or was given
+/// one that left, I/O given up after the stop's grace, a read the stop interrupted). Such a
+/// run was stopped, not failed. A panic or an engine error stays a failure.
+pub fn cut_short_by_stop(error: &PipelineError, stop: &AtomicBool) -> bool {
+    stop.load(Ordering::SeqCst) && matches!(error, PipelineError::Source { .. } | PipelineError::Sink { .. })
 }
 
 /// The run itself: its parts opened, its stages' threads run to the end, its report.

@@ -149,6 +149,15 @@
       const c = entry.cells;
       c.state.textContent = String(p.state) + (p.reconnecting ? ' (reconnecting)' : '');
       c.state.className = 'state-' + String(p.state).replace(/[^a-z]/g, '');
+      // A failed pipeline says why, as text: the error may quote an input's name.
+      const reason = String(p.state) === 'failed' && p.last_error != null ? String(p.last_error) : '';
+      if (reason) {
+        const why = document.createElement('span');
+        why.className = 'reason';
+        why.textContent = reason;
+        c.state.append(document.createElement('br'), why);
+      }
+      c.state.title = reason;
       const ended = ['finished', 'stopped', 'failed'].includes(String(p.state));
       c.stop.disabled = !['starting', 'running'].includes(String(p.state));
       c.start.disabled = !ended;
