@@ -457,6 +457,8 @@ fn run<'py>(
         protected: Vec::new(),
         // As the CLI's `run`: frames taken while a fresh process's GPU starts (engine::starting).
         overlap_gpu_start: true,
+        // An empty run is an error below, and its output is discarded (an old file kept).
+        keep_empty_outputs: false,
     };
     let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
         if e.is_usage() {
@@ -465,6 +467,13 @@ fn run<'py>(
             PyRuntimeError::new_err(e.to_string())
         }
     })?;
+    if report.frames_out == 0 && report.stopped_early.is_none() {
+        return Err(PyRuntimeError::new_err(format!(
+            "no frame was written to {} (the input had none in the part asked for, or none decoded); \
+             the output was not written, and a file already there is kept",
+            convstream_core::text::redact_credentials(&report.output)
+        )));
+    }
     let json = serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     let loads = py.import("json")?.getattr("loads")?;
     loads

@@ -203,6 +203,7 @@ pub(crate) fn run_settings(
                 .unwrap_or(std::time::Duration::MAX),
             protected: Vec::new(),
             overlap_gpu_start: true,
+            keep_empty_outputs: ending.allow_empty,
         },
     );
     let mut reports = Vec::new();
@@ -262,7 +263,7 @@ pub(crate) fn run_settings(
                 n => format!("none of its {n} packets decoded: does this decoder decode this stream?"),
             };
             format!(
-                "pipeline {:?}: no frame was written to {} ({why}); pass --allow-empty to accept an empty output",
+                "pipeline {:?}: no frame was written to {} ({why}); it was left as it was (a file there is kept, none is created); pass --allow-empty to accept an empty output",
                 report.pipeline,
                 convstream_core::text::redact_credentials(&report.output)
             )

@@ -19,6 +19,7 @@ mod console;
 mod data_kept;
 mod deploy;
 mod depth;
+mod empty_runs;
 mod ffmpeg_language;
 mod flags;
 mod outputs;

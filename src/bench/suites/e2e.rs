@@ -173,6 +173,7 @@ pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
         io_grace: std::time::Duration::from_secs(5),
         protected: Vec::new(),
         overlap_gpu_start: false,
+        keep_empty_outputs: false,
     }
 }
 

@@ -158,6 +158,8 @@ impl Supervisor {
             io_grace: self.io_grace,
             protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
             overlap_gpu_start: false,
+            // A pipeline stopped before its first frame leaves no empty file behind.
+            keep_empty_outputs: false,
         };
         let thread = {
             let (settings, monitor) = (settings.clone(), monitor.clone());

@@ -345,6 +345,7 @@ fn open_sink(
             OutputPolicy::Command => OutputGuard::command(),
             OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
         },
+        keep_empty: options.keep_empty_outputs,
     };
     // An output that nobody came to read before the stop stays an error (its message says
     // so): unlike a live input that has not sent yet, a consumer was expected to be there.

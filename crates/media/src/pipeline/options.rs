@@ -32,6 +32,9 @@ pub struct RunOptions {
     /// `serve` leaves it off: its GPU context is made once for all its pipelines, and many
     /// starting at once would each hold frames.
     pub overlap_gpu_start: bool,
+    /// Keep an output no frame was written to (`run --allow-empty`). Otherwise such an output
+    /// is discarded at the end: it never replaces an existing file and leaves no file behind.
+    pub keep_empty_outputs: bool,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.

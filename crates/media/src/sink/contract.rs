@@ -21,6 +21,8 @@ pub struct OutputOptions {
     pub stop: StopWatch,
     /// Whether a link at the output's name is followed, and which files are never written.
     pub guard: OutputGuard,
+    /// Keep the output when no frame was written to it (see [`Sink::discard`]).
+    pub keep_empty: bool,
 }
 
 /// Why an output could not be opened or written. Each message holds its cause once
@@ -128,5 +130,15 @@ pub trait Sink: Send {
     /// where it was named (see `OutputIo::complete`).
     fn complete(&mut self) -> Result<(), SinkError> {
         Ok(())
+    }
+
+    /// After `finish`, instead of `complete`, for an output no frame was written to: a file
+    /// it would replace stays as it is, and a file it created is removed. Nothing for outputs
+    /// that are not files of ours (pipes, devices, network streams).
+    fn discard(&mut self) {}
+
+    /// Whether an output no frame was written to is kept anyway (`run --allow-empty`).
+    fn keeps_empty(&self) -> bool {
+        false
     }
 }

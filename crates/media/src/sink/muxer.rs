@@ -43,6 +43,8 @@ pub struct Muxer {
     copied: HashMap<usize, (usize, Rational)>,
     /// The last decoding time written per copied output stream.
     last_copied_dts: HashMap<usize, i64>,
+    /// Keep the output when no frame was written to it (`run --allow-empty`).
+    keep_empty: bool,
 }
 
 /// The FFmpeg name of a sink URL (`-` is stdout).
@@ -111,6 +113,7 @@ impl Muxer {
             video_index,
             copied,
             last_copied_dts: HashMap::new(),
+            keep_empty: how.keep_empty,
         })
     }
 }
@@ -449,6 +452,14 @@ impl Sink for Muxer {
             url: self.url.clone(),
             error,
         })
+    }
+
+    fn discard(&mut self) {
+        self.io.discard(&mut self.output);
+    }
+
+    fn keeps_empty(&self) -> bool {
+        self.keep_empty
     }
 }
 

@@ -179,6 +179,21 @@ impl OutputIo {
         Ok(())
     }
 
+    /// Instead of [`OutputIo::complete`], for an output nothing was written to: a file kept
+    /// under its temporary name (it would have replaced one) is removed with it, and a file
+    /// named at the start is removed if that name is still this file. The old file, if any,
+    /// stays as it was.
+    pub fn discard(&mut self, output: &mut ffmpeg::format::context::Output) {
+        let (Some(staged), Some(custom)) = (self.staged.as_mut(), self.custom.as_ref()) else {
+            return;
+        };
+        if let Some(named) = self.path.take().filter(|_| staged.published) {
+            staged.remove_published(custom.file(), &named);
+        }
+        // The muxer must not reopen a name that is gone (MP4 faststart at its end).
+        set_url(output, staged.temporary());
+    }
+
     /// Whether our own I/O writes this output (so `flush` reaches the file).
     pub fn is_file_like(&self) -> bool {
         self.custom.is_some()

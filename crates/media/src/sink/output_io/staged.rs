@@ -69,6 +69,18 @@ impl Staged {
     }
 }
 
+impl Staged {
+    /// Removes the file this output gave the name `named` at its start, if that name is
+    /// still this file (`written`): never a file that took the name meanwhile.
+    pub(super) fn remove_published(&mut self, written: &File, named: &Path) {
+        let ours = written.metadata().map(|meta| FileId::of(&meta)).ok();
+        let now = std::fs::symlink_metadata(named).ok().map(|meta| FileId::of(&meta));
+        if ours.is_some() && now == ours {
+            let _ = std::fs::remove_file(named);
+        }
+    }
+}
+
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.published {
