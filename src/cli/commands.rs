@@ -9,7 +9,7 @@ use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
 use convstream::log_filter::is_log_filter;
-use convstream_media::config::{ConfigFile, LogConfig, Overrides};
+use convstream_media::config::{ConfigError, ConfigFile, LogConfig, Overrides};
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
@@ -56,6 +56,10 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         eprintln!("warning: {}", convstream_core::text::for_terminal(&warning));
     }
     let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
+    let problems = convstream_media::config::config_file_problems(path, &file.pipelines);
+    if !problems.is_empty() {
+        return Err(config_failure(ConfigError::Invalid(problems)));
+    }
     // A config without pipelines is a server's whose pipelines all come through the API.
     let settings = file
         .validate_for_serve(path.parent(), is_log_filter)

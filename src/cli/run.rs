@@ -113,6 +113,13 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         Some(_) => config_failure(error),
         None => config_failure(names::as_flags(error)),
     };
+    // The config file is an input of its own run: no sink may write it.
+    if let Some(path) = &args.config {
+        let problems = convstream_media::config::config_file_problems(path, &file.pipelines);
+        if !problems.is_empty() {
+            return Err(config_failure(ConfigError::Invalid(problems)));
+        }
+    }
     let settings = file.validate(base_dir.as_deref(), is_log_filter).map_err(speak_flags)?;
     // Before anything opens: an existing output is kept unless replacing it was asked for.
     convstream_media::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
@@ -160,6 +167,15 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
         .flat_map(|(flag, path)| convstream_media::config::side_output_problems(flag, path, &pipelines, args.overwrite))
         .collect();
+    let mut problems = problems;
+    if let (Some(stats), Some(trace)) = (&args.stats_json, &args.trace) {
+        if same_file(stats, trace) {
+            problems.push(format!(
+                "--stats-json and --trace name one file ({}): one would overwrite the other; give each its own",
+                convstream_core::text::quoted(&stats.display().to_string())
+            ));
+        }
+    }
     if !problems.is_empty() {
         return Err(config_failure(ConfigError::Invalid(problems)));
     }
@@ -174,6 +190,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         args.trace,
         ending,
     )
+}
+
+/// Whether two paths name one file: the same file on disk (a link, a hard link), or the
+/// same name once made absolute.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => std::path::absolute(a)
+            .ok()
+            .is_some_and(|a| std::path::absolute(b).ok() == Some(a)),
+    }
 }
 
 /// How a finished run counts beyond its failures.
@@ -233,7 +261,9 @@ pub(crate) fn run_settings(
         let text = serde_json::to_string_pretty(&json).context("encoding the stats")?;
         // The outputs and failures it names may quote URLs: their credentials stay hidden.
         let text = convstream_core::text::redact_credentials(&text);
-        std::fs::write(path, text.as_bytes()).with_context(|| format!("writing stats to {}", path.display()))?;
+        // Whole or not at all: a full disk leaves an older stats file as it was.
+        convstream_core::side_file::write_whole(path, text.as_bytes())
+            .with_context(|| format!("writing stats to {}", path.display()))?;
     }
     if !failures.is_empty() {
         return match all_usage {

@@ -17,6 +17,7 @@ mod config_check;
 mod confinement;
 mod console;
 mod data_kept;
+mod data_loss;
 mod deploy;
 mod depth;
 mod empty_runs;

@@ -12,4 +12,5 @@ pub mod frame;
 pub mod host_buffers;
 pub mod mask;
 pub mod nvdec;
+pub mod side_file;
 pub mod text;

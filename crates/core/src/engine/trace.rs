@@ -47,7 +47,8 @@ pub fn write_chrome_trace(path: &Path, pipeline: &str, spans: &[TraceSpan]) -> s
     }
     events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": 1, "args": {"name": format!("convstream {pipeline}")}}));
     let text = serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))?;
-    std::fs::write(path, text)
+    // Whole or not at all: a full disk leaves an older trace as it was.
+    crate::side_file::write_whole(path, text.as_bytes())
 }
 
 /// Where a span ran: `cpu` for the CPU engine's filtering, else `gpu`.

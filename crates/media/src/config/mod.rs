@@ -25,8 +25,8 @@ pub use file::{read_config_bytes, DEFAULT_CONFIG, MAX_CONFIG_BYTES};
 pub use inputs::missing_inputs;
 pub use log_filter::LogFilterCheck;
 pub use outputs::{
-    check_outputs, conflicts_with_running, container_of_scheme, output_key, refuse_existing_outputs,
-    side_output_problems, FileIdentity, OutputTarget,
+    check_outputs, config_file_problems, conflicts_with_running, container_of_scheme, output_key,
+    refuse_existing_outputs, side_output_problems, FileIdentity, OutputTarget,
 };
 pub use overrides::Overrides;
 pub use schema::{

@@ -201,6 +201,74 @@ fn input_identities(url: &str) -> Vec<FileIdentity> {
     }
 }
 
+/// Every local file a source reads: [`input_identities`] of its URL and, when the concat
+/// demuxer reads it (`format = "concat"`, or a file that opens with `ffconcat version`,
+/// which FFmpeg picks by itself), every file its list names. Without them
+/// `--input-format concat -i list.txt -o v.ts -y` replaced a file the list named.
+fn source_identities(source: &crate::config::SourceConfig) -> Vec<FileIdentity> {
+    let mut found = input_identities(&source.url);
+    let OutputTarget::File(list) = OutputTarget::of(source.url.trim()) else {
+        return found;
+    };
+    let Some(text) = read_list(&list) else { return found };
+    let asked = source
+        .format
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("concat"));
+    if asked || text.trim_start().starts_with("ffconcat version") {
+        let folder = list.parent().map(Path::to_path_buf).unwrap_or_default();
+        found.extend(concat_list_files(&text).iter().flat_map(|named| {
+            // The demuxer reads a relative name beside the list, not the working folder.
+            let path = Path::new(named);
+            match path.is_relative() && !has_protocol(named) {
+                true => input_identities(&folder.join(path).to_string_lossy()),
+                false => input_identities(named),
+            }
+        }));
+    }
+    found
+}
+
+/// The start of a local file, if it is a regular one: enough of a concat list (the demuxer
+/// itself reads no list longer than this is worth checking; one that is, is checked as far).
+fn read_list(path: &Path) -> Option<String> {
+    use std::io::Read;
+    const LIST_BYTES: u64 = 1 << 20;
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(LIST_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The names in a concat list's `file` lines, unquoted as the demuxer does (`'it'\''s.ts'`).
+fn concat_list_files(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("file"))
+        .filter(|rest| rest.starts_with(char::is_whitespace))
+        .map(|rest| unquote(rest.trim()))
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// A concat list's token: single quotes keep what they hold, a backslash the next character.
+fn unquote(token: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => quoted = !quoted,
+            '\\' if !quoted => out.extend(chars.next()),
+            c if c.is_whitespace() && !quoted => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The file a sink URL writes, if it writes one (or stdout, `pipe:N` or `fd:` redirected to one).
 fn output_identity(url: &str) -> Option<FileIdentity> {
     if url.trim().is_empty() {
@@ -226,7 +294,7 @@ pub fn side_output_problems(flag: &str, path: &Path, pipelines: &[PipelineConfig
     let shown = quoted(&path.to_string_lossy());
     let mut problems = Vec::new();
     for pipeline in pipelines {
-        if input_identities(&pipeline.source.url).contains(&identity) {
+        if source_identities(&pipeline.source).contains(&identity) {
             problems.push(format!(
                 "{flag} `{shown}` is the input of pipeline {:?} (source.url `{}`); writing it would destroy that input; choose another file",
                 pipeline.name,
@@ -249,12 +317,29 @@ pub fn side_output_problems(flag: &str, path: &Path, pipelines: &[PipelineConfig
     problems
 }
 
+/// Every sink that would write the config file itself (under any name: a link, a hard
+/// link), one problem each: `run --config cfg.toml` with `overwrite = true` replaced it.
+pub fn config_file_problems(config: &Path, pipelines: &[PipelineConfig]) -> Vec<String> {
+    let identity = FileIdentity::of(config);
+    pipelines
+        .iter()
+        .filter(|pipeline| output_identity(&pipeline.sink.url).as_ref() == Some(&identity))
+        .map(|pipeline| {
+            format!(
+                "pipeline {:?}: sink.url `{}` is the config file itself; writing it would destroy the config; choose another output",
+                pipeline.name,
+                quoted(&pipeline.sink.url)
+            )
+        })
+        .collect()
+}
+
 /// Every output that would overwrite an input or another pipeline's output, one problem
 /// each, naming both pipelines.
 pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
     let mut problems = Vec::new();
     let inputs: Vec<(&PipelineConfig, Vec<FileIdentity>)> =
-        pipelines.iter().map(|p| (p, input_identities(&p.source.url))).collect();
+        pipelines.iter().map(|p| (p, source_identities(&p.source))).collect();
     let mut outputs: Vec<(&PipelineConfig, FileIdentity)> = Vec::new();
     let mut stdout_writer: Option<&PipelineConfig> = None;
     for pipeline in pipelines {

@@ -62,7 +62,12 @@ impl Staged {
             return Ok(path);
         }
         let now = std::fs::metadata(named).ok().map(|meta| FileId::of(&meta));
-        if ours.is_some() && now != ours {
+        // No name left at all (its folder removed, even if one of that name came back).
+        let unlinked = written.metadata().is_ok_and(|meta| {
+            use std::os::unix::fs::MetadataExt;
+            meta.nlink() == 0
+        });
+        if ours.is_some() && (now != ours || unlinked) {
             return Err(OutputIoError::Lost(named.to_path_buf()));
         }
         Ok(named.to_path_buf())
