@@ -249,8 +249,9 @@ pub(crate) struct RunArgs {
     /// at 0, as FFmpeg's does.
     #[arg(long)]
     pub(crate) copyts: bool,
-    /// A run that writes no frame is a success (by default it is an error, exit 1, as when
-    /// --ss is past the input's end).
+    /// A run that writes no frame is a success, and its empty output is kept (by default it
+    /// is an error, exit 1, as when --ss is past the input's end, and the output is not
+    /// written: an existing file stays as it was).
     #[arg(long)]
     pub(crate) allow_empty: bool,
     /// Replace output files that exist already (without it, an existing output is an error).
