@@ -35,7 +35,7 @@ pub struct GpuSeats {
     pub capacity: Option<usize>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Board {
     /// Seats taken per GPU ordinal, and each GPU's capacity as last told.
     gpus: BTreeMap<usize, GpuSeats>,
@@ -44,7 +44,7 @@ struct Board {
 }
 
 /// The NVDEC seats of a set of GPUs (the process's: [`SeatBoard::global`]).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct SeatBoard {
     board: Mutex<Board>,
     freed: Condvar,
@@ -85,6 +85,22 @@ impl SeatBoard {
 
     fn lock(&self) -> MutexGuard<'_, Board> {
         self.board.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why pipelines wait, when some do: "N pipelines wait for an NVDEC seat: ..." naming
+    /// how many NVDEC pipelines are asked for and how many the host's GPUs seat.
+    pub fn waiting_reason(&self) -> Option<String> {
+        let (gpus, waiting) = self.snapshot();
+        if waiting == 0 {
+            return None;
+        }
+        let asked = waiting + gpus.iter().map(|gpu| gpu.taken).sum::<usize>();
+        let seated: usize = gpus.iter().filter_map(|gpu| gpu.capacity).sum();
+        Some(format!(
+            "{waiting} pipelines wait for an NVDEC seat: the config asks more NVDEC pipelines ({asked}) than this \
+             host's GPUs seat ({seated} on {} GPUs); decoder = \"software\" decodes the rest on the CPU",
+            gpus.len()
+        ))
     }
 
     /// Every GPU's seats (taken and capacity) and how many pipelines wait for one.

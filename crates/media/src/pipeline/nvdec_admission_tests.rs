@@ -175,3 +175,24 @@ fn a_gpu_the_host_lacks_is_refused_at_once() {
     let board = Arc::new(SeatBoard::default());
     assert!(admit_now(&board, &gpus(1, 1), SeatWanted::Gpu(3)).is_none());
 }
+
+#[test]
+fn the_reason_names_the_pipelines_asked_for_and_the_seats_of_every_gpu() {
+    let board = Arc::new(SeatBoard::default());
+    let inventory = gpus(2, 1);
+    let _held: Vec<NvdecSeat> = (0..2)
+        .filter_map(|_| admit_now(&board, &inventory, SeatWanted::AnyGpu))
+        .collect();
+    assert_eq!(board.waiting_reason(), None, "none waits yet");
+    let waiter = start(&board, &inventory, SeatWanted::AnyGpu);
+    waiter.waits.recv_timeout(BOUND).expect("it waits");
+    assert_eq!(
+        board.waiting_reason().as_deref(),
+        Some(
+            "1 pipelines wait for an NVDEC seat: the config asks more NVDEC pipelines (3) than this host's GPUs \
+             seat (2 on 2 GPUs); decoder = \"software\" decodes the rest on the CPU"
+        )
+    );
+    waiter.stop.store(true, Ordering::Relaxed);
+    waiter.seated.recv_timeout(BOUND).expect("ended in time");
+}
