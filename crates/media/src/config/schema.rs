@@ -127,7 +127,7 @@ fn default_listen() -> String {
 }
 
 fn default_max_pipelines() -> usize {
-    64
+    super::limits::DEFAULT_MAX_PIPELINES
 }
 
 fn default_shutdown_timeout() -> f64 {
