@@ -22,10 +22,6 @@ pub const MAX_DECODER_THREADS: usize = 64;
 pub const MAX_ENCODER_THREADS: u64 = 64;
 /// `[server] max_pipelines`: each pipeline holds threads, frames and an encoder.
 pub const MAX_PIPELINES: usize = 4096;
-/// `[server] max_pipelines` when the config says nothing: above what an 8-GPU host runs
-/// (8 x 56 NVDEC pipelines, plus the software ones its cores decode), so only an explicit
-/// value refuses a config for what the host really carries.
-pub const DEFAULT_MAX_PIPELINES: usize = 1024;
 /// The largest `pinned_frames` cap (a pipeline never holds more than a few dozen frames).
 pub const MAX_PINNED_FRAMES: usize = 1024;
 /// Pipeline names: letters, digits, `.`, `_`, `-`, at most this many characters.

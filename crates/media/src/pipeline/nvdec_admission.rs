@@ -192,5 +192,4 @@ impl SeatBoard {
 }
 
 #[cfg(test)]
-#[path = "nvdec_admission_tests.rs"]
 mod tests;
