@@ -180,7 +180,13 @@ async fn readyz(State(state): State<ApiState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(json!({ "ready": ready, "pipelines": pipelines }))).into_response()
+    // A pipeline waiting for an NVDEC seat is not ready: the body says so, naming how many
+    // NVDEC pipelines the config asks for and how many the host's GPUs seat.
+    let mut body = json!({ "ready": ready, "pipelines": pipelines });
+    if let Some(reason) = convstream_media::pipeline::SeatBoard::global().waiting_reason() {
+        body["reason"] = json!(reason);
+    }
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(state): State<ApiState>) -> Response {

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::gpu_metrics::GpuCollector;
+use super::nvdec_metrics::NvdecSeatCollector;
 use super::process_metrics::ProcessCollector;
 use super::shard::{ShardCollector, Sharding};
 use super::supervisor::Supervisor;
@@ -59,6 +60,7 @@ pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters, shard: Opt
     registry.register_collector(Box::new(PipelineCollector { supervisor }));
     registry.register_collector(Box::new(ProcessCollector));
     registry.register_collector(Box::new(GpuCollector));
+    registry.register_collector(Box::new(NvdecSeatCollector::global()));
     if let Some(shard) = shard {
         registry.register_collector(Box::new(ShardCollector(shard)));
     }

@@ -10,6 +10,7 @@ mod console;
 mod gpu_metrics;
 pub mod guard;
 pub mod metrics;
+mod nvdec_metrics;
 pub mod policy;
 mod process_metrics;
 pub mod reload;

@@ -36,6 +36,8 @@ pub struct PipelineView {
     pub startup: convstream_media::stats::StartupTimes,
     pub counters: CounterView,
     pub last_error: Option<String>,
+    /// What a starting pipeline waits for (an NVDEC seat while the host's are taken).
+    pub waiting_for: Option<String>,
 }
 
 /// A pipeline's counters in the API: every counter of its current run, and the restarts
@@ -82,5 +84,6 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         last_error: monitor
             .last_error()
             .map(|error| convstream_core::text::redact_credentials(&error).into_owned()),
+        waiting_for: monitor.waiting_for(),
     }
 }

@@ -199,6 +199,53 @@ pub fn likely_gpu_context(device: DeviceChoice) -> Option<GpuContext> {
     })
 }
 
+/// The CUDA context of GPU `ordinal` (shared by the process's pipelines), for an NVDEC
+/// decoder seated there to leave its pictures in; `None` when it cannot be opened.
+#[cfg(feature = "cuda")]
+pub fn gpu_context(ordinal: usize) -> Option<GpuContext> {
+    let context = cuda::device::open(ordinal).ok()?;
+    Some(GpuContext {
+        ordinal,
+        handle: context.cu_ctx() as usize,
+        keeper: context,
+    })
+}
+
+/// Without CUDA support there is no GPU context.
+#[cfg(not(feature = "cuda"))]
+pub fn gpu_context(_ordinal: usize) -> Option<GpuContext> {
+    None
+}
+
+/// Every GPU of the host with its predicted NVDEC capacity (see [`nvdec_capacity`]), in
+/// ordinal order; empty without a driver.
+#[cfg(feature = "cuda")]
+pub fn gpu_inventory() -> Vec<GpuNvdec> {
+    let devices = cuda::device::probe().unwrap_or(0);
+    (0..devices)
+        .map(|ordinal| GpuNvdec {
+            ordinal,
+            nvdec_capacity: nvdec_capacity(ordinal),
+        })
+        .collect()
+}
+
+/// Without CUDA support: no GPU.
+#[cfg(not(feature = "cuda"))]
+pub fn gpu_inventory() -> Vec<GpuNvdec> {
+    Vec::new()
+}
+
+/// One GPU as NVDEC admission sees it: its ordinal and how many live NVDEC pipelines it
+/// carries (`None`: unknown, so no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuNvdec {
+    /// The GPU's CUDA ordinal.
+    pub ordinal: usize,
+    /// Live NVDEC pipelines it carries; `None`: unknown.
+    pub nvdec_capacity: Option<usize>,
+}
+
 /// How many live NVDEC pipelines GPU `ordinal` carries, predicted from its NVDEC engines
 /// ([`PIPELINES_PER_NVDEC_ENGINE`] each); `None` when that is unknown.
 #[cfg(feature = "cuda")]

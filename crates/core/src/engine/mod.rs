@@ -19,7 +19,8 @@ pub mod trace;
 mod tuning;
 
 pub use build::{
-    build_engine, gpu_driver_present, gpu_usage, likely_gpu_context, nvdec_capacity, nvdec_probe, warm_up,
+    build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, likely_gpu_context, nvdec_capacity,
+    nvdec_probe, warm_up, GpuNvdec,
 };
 pub use contract::{
     DeviceChoice, Engine, EngineOptions, FilterPreparer, FrameShape, GpuContext, GpuUsage, StageTimes,

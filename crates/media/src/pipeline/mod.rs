@@ -27,6 +27,7 @@ pub use capacity::pooled_frames;
 pub use decode_only::decode_only;
 pub use error::PipelineError;
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
+pub use nvdec_admission::{GpuSeats, NvdecSeat, SeatBoard, SeatWanted};
 pub use opening::fit_to_filter;
 pub use options::{OutputPolicy, RunOptions};
 pub use panics::panic_message;

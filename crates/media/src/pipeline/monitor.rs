@@ -83,6 +83,8 @@ pub struct PipelineMonitor {
     format: Mutex<Option<convstream_core::frame::PixelFormat>>,
     preparer: Mutex<Option<FilterPreparer>>,
     last_error: Mutex<Option<String>>,
+    /// What a starting pipeline waits for (an NVDEC seat while the host's are taken).
+    waiting_for: Mutex<Option<String>>,
     /// The file the output went to, once open (a numbered name when the one asked for was kept).
     output_path: Mutex<Option<std::path::PathBuf>>,
     /// Times the supervisor started this pipeline again (a changed source or sink).
@@ -109,6 +111,7 @@ impl PipelineMonitor {
             format: Mutex::new(None),
             preparer: Mutex::new(None),
             last_error: Mutex::new(None),
+            waiting_for: Mutex::new(None),
             output_path: Mutex::new(None),
             restarts: AtomicU64::new(0),
             snapshots: Default::default(),
@@ -188,6 +191,18 @@ impl PipelineMonitor {
         match preparer {
             Some(prepare) => prepare(filter),
             None => Ok(()),
+        }
+    }
+
+    /// What the starting pipeline waits for, if it waits.
+    pub fn waiting_for(&self) -> Option<String> {
+        self.waiting_for.lock().ok().and_then(|w| w.clone())
+    }
+
+    /// Records what the starting pipeline waits for (`None`: it no longer waits).
+    pub fn set_waiting_for(&self, what: Option<String>) {
+        if let Ok(mut slot) = self.waiting_for.lock() {
+            *slot = what;
         }
     }
 

@@ -1,122 +1,195 @@
-//! Admission of NVDEC pipelines. A GPU's NVDEC engines carry only so many live streams
-//! (about 8 live 1080p25 H.264 streams each on an H100); one more makes every pipeline on
-//! them fall behind and drop frames, where before it each kept its rate. So a pipeline asking
-//! for NVDEC takes a seat on its GPU first, and past the GPU's predicted capacity waits for
-//! one (stopping ends the wait) instead of opening a decoder that would slow the others.
+//! Admission of NVDEC pipelines over every GPU of the host. A GPU's NVDEC engines carry only
+//! so many live streams (about 8 live 1080p25 H.264 streams each on an H100); one more makes
+//! every pipeline on them fall behind and drop frames, where before it each kept its rate.
+//! So a pipeline asking for NVDEC takes a seat first, in ONE step under one lock: `cuda:N`
+//! a seat on GPU N, `auto`/`cuda` a seat on whichever GPU has one free and the fewest NVDEC
+//! pipelines (ties: the fewest filter engines), reserved at once so pipelines starting
+//! together spread over the GPUs. Its decoder and engine then run on that GPU. Past every
+//! seat it waits (saying why; stopping ends the wait) instead of slowing the others, and
+//! takes the first seat given back on any GPU it may use.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-/// NVDEC pipelines running on each GPU, and the wake-up for those waiting for a seat.
-#[derive(Default)]
-struct Seats {
-    taken: Mutex<HashMap<usize, usize>>,
-    freed: Condvar,
+pub use convstream_core::engine::GpuNvdec;
+
+/// Which GPU's seat a pipeline may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeatWanted {
+    /// `auto` or `cuda`: any GPU's.
+    AnyGpu,
+    /// `cuda:N`: GPU N's only.
+    Gpu(usize),
 }
 
-fn seats() -> &'static Seats {
-    static SEATS: OnceLock<Seats> = OnceLock::new();
-    SEATS.get_or_init(Seats::default)
+/// One GPU's seats as the board counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuSeats {
+    /// The GPU's CUDA ordinal.
+    pub ordinal: usize,
+    /// NVDEC pipelines seated on it now.
+    pub taken: usize,
+    /// `None`: unknown, so no limit.
+    pub capacity: Option<usize>,
+}
+
+#[derive(Debug, Default)]
+struct Board {
+    /// Seats taken per GPU ordinal, and each GPU's capacity as last told.
+    gpus: BTreeMap<usize, GpuSeats>,
+    /// Pipelines waiting for a seat now.
+    waiting: usize,
+}
+
+/// The NVDEC seats of a set of GPUs (the process's: [`SeatBoard::global`]).
+#[derive(Debug, Default)]
+pub struct SeatBoard {
+    board: Mutex<Board>,
+    freed: Condvar,
 }
 
 /// One pipeline's seat on a GPU's NVDEC engines, given back when dropped.
 pub struct NvdecSeat {
+    board: Arc<SeatBoard>,
     ordinal: usize,
+}
+
+impl NvdecSeat {
+    /// The GPU the seat is on: the pipeline's decoder and engine run there.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
 }
 
 impl Drop for NvdecSeat {
     fn drop(&mut self) {
-        let seats = seats();
-        let mut taken = seats.taken.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = taken.get_mut(&self.ordinal) {
-            *count = count.saturating_sub(1);
+        let mut board = self.board.lock();
+        if let Some(gpu) = board.gpus.get_mut(&self.ordinal) {
+            gpu.taken = gpu.taken.saturating_sub(1);
         }
-        seats.freed.notify_all();
+        self.board.freed.notify_all();
     }
 }
 
 /// How long a waiting pipeline sleeps between looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
-/// A seat on GPU `ordinal`'s NVDEC engines, which carry `capacity` pipelines (`None`:
-/// unknown, so no limit): at once when one is free, else once another pipeline gives its
-/// seat back. `None` when `stop` was set first.
-pub fn admit(ordinal: usize, capacity: Option<usize>, stop: &AtomicBool) -> Option<NvdecSeat> {
-    let seats = seats();
-    let mut taken = seats.taken.lock().unwrap_or_else(|e| e.into_inner());
-    let mut said = false;
-    loop {
-        if stop.load(Ordering::Relaxed) {
+impl SeatBoard {
+    /// The process's board, shared by every pipeline.
+    pub fn global() -> Arc<SeatBoard> {
+        static GLOBAL: OnceLock<Arc<SeatBoard>> = OnceLock::new();
+        GLOBAL.get_or_init(|| Arc::new(SeatBoard::default())).clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Board> {
+        self.board.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why pipelines wait, when some do: "N pipelines wait for an NVDEC seat: ..." naming
+    /// how many NVDEC pipelines are asked for and how many the host's GPUs seat.
+    pub fn waiting_reason(&self) -> Option<String> {
+        let (gpus, waiting) = self.snapshot();
+        if waiting == 0 {
             return None;
         }
-        let count = taken.entry(ordinal).or_default();
-        if capacity.is_none_or(|capacity| *count < capacity) {
-            *count += 1;
-            return Some(NvdecSeat { ordinal });
+        let asked = waiting + gpus.iter().map(|gpu| gpu.taken).sum::<usize>();
+        let seated: usize = gpus.iter().filter_map(|gpu| gpu.capacity).sum();
+        Some(format!(
+            "{waiting} pipelines wait for an NVDEC seat: the config asks more NVDEC pipelines ({asked}) than this \
+             host's GPUs seat ({seated} on {} GPUs); decoder = \"software\" decodes the rest on the CPU",
+            gpus.len()
+        ))
+    }
+
+    /// Every GPU's seats (taken and capacity) and how many pipelines wait for one.
+    pub fn snapshot(&self) -> (Vec<GpuSeats>, usize) {
+        let board = self.lock();
+        (board.gpus.values().copied().collect(), board.waiting)
+    }
+
+    /// A seat on one of `inventory`'s GPUs that `wanted` allows: at once when one is free,
+    /// else once another pipeline gives one back. `engines[ordinal]` (filter engines per GPU)
+    /// breaks ties. `on_wait` hears, once, why it waits. `None` when `stop` was set first,
+    /// or when `wanted` names a GPU the inventory lacks.
+    pub fn admit(
+        self: &Arc<Self>,
+        inventory: &[GpuNvdec],
+        wanted: SeatWanted,
+        engines: &[usize],
+        stop: &AtomicBool,
+        on_wait: &mut dyn FnMut(&str),
+    ) -> Option<NvdecSeat> {
+        let mut board = self.lock();
+        for gpu in inventory {
+            let seats = board.gpus.entry(gpu.ordinal).or_insert(GpuSeats {
+                ordinal: gpu.ordinal,
+                taken: 0,
+                capacity: gpu.nvdec_capacity,
+            });
+            seats.capacity = gpu.nvdec_capacity;
         }
-        if !said {
-            tracing::warn!(
-                "NVDEC on cuda:{ordinal} carries about {} live pipelines, and that many run: waiting for one to end \
-                 (decoder = \"software\" decodes on the CPU instead)",
-                capacity.unwrap_or_default()
-            );
-            said = true;
+        let allowed = |ordinal: usize| match wanted {
+            SeatWanted::AnyGpu => inventory.iter().any(|gpu| gpu.ordinal == ordinal),
+            SeatWanted::Gpu(n) => n == ordinal,
+        };
+        if !board.gpus.keys().any(|&ordinal| allowed(ordinal)) {
+            return None;
         }
-        taken = seats
-            .freed
-            .wait_timeout(taken, STOP_CHECK)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        // Counted among the waiting (under the same lock) from its first wait to its return.
+        let mut waiting = false;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                board.waiting -= usize::from(waiting);
+                return None;
+            }
+            let free = board
+                .gpus
+                .values()
+                .filter(|gpu| allowed(gpu.ordinal) && gpu.capacity.is_none_or(|capacity| gpu.taken < capacity))
+                .min_by_key(|gpu| (gpu.taken, engines.get(gpu.ordinal).copied().unwrap_or(0), gpu.ordinal))
+                .map(|gpu| gpu.ordinal);
+            if let Some(ordinal) = free {
+                board.waiting -= usize::from(waiting);
+                if let Some(gpu) = board.gpus.get_mut(&ordinal) {
+                    gpu.taken += 1;
+                }
+                return Some(NvdecSeat {
+                    board: self.clone(),
+                    ordinal,
+                });
+            }
+            if !waiting {
+                board.waiting += 1;
+                waiting = true;
+                let seats: Vec<String> = board
+                    .gpus
+                    .values()
+                    .filter(|gpu| allowed(gpu.ordinal))
+                    .map(|gpu| {
+                        format!(
+                            "cuda:{} {}/{}",
+                            gpu.ordinal,
+                            gpu.taken,
+                            gpu.capacity.unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                // Told outside the lock: what hears it may log or take locks of its own.
+                drop(board);
+                on_wait(&format!("an NVDEC seat ({})", seats.join(", ")));
+                board = self.lock();
+                continue;
+            }
+            board = self
+                .freed
+                .wait_timeout(board, STOP_CHECK)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-    use std::time::Instant;
-
-    // Each test uses its own GPU number: the seats are the process's.
-
-    #[test]
-    fn seats_up_to_the_capacity_are_given_at_once_and_the_next_waits_for_one_back() {
-        let stop = AtomicBool::new(false);
-        let first = admit(1000, Some(2), &stop).expect("a free seat");
-        let _second = admit(1000, Some(2), &stop).expect("a free seat");
-        let waiting = std::thread::spawn(|| {
-            let started = Instant::now();
-            let seat = admit(1000, Some(2), &AtomicBool::new(false));
-            (seat.is_some(), started.elapsed())
-        });
-        std::thread::sleep(Duration::from_millis(300));
-        drop(first);
-        let (seated, waited) = waiting.join().unwrap();
-        assert!(seated);
-        assert!(
-            waited >= Duration::from_millis(250),
-            "it waited for the seat: {waited:?}"
-        );
-    }
-
-    #[test]
-    fn a_stop_ends_the_wait_without_a_seat() {
-        let stop = Arc::new(AtomicBool::new(false));
-        let _only = admit(1001, Some(1), &stop).expect("a free seat");
-        let waiting = {
-            let stop = stop.clone();
-            std::thread::spawn(move || admit(1001, Some(1), &stop).is_some())
-        };
-        std::thread::sleep(Duration::from_millis(150));
-        stop.store(true, Ordering::Relaxed);
-        assert!(!waiting.join().unwrap(), "stopped, not seated");
-    }
-
-    #[test]
-    fn an_unknown_capacity_admits_every_pipeline() {
-        let stop = AtomicBool::new(false);
-        let seats: Vec<_> = (0..100).filter_map(|_| admit(1002, None, &stop)).collect();
-        assert_eq!(seats.len(), 100);
-    }
-}
+mod tests;

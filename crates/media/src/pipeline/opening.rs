@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::capacity::pooled_frames;
 use super::error::PipelineError;
 use super::monitor::{EngineStatus, PipelineMonitor};
-use super::nvdec_admission::{self, NvdecSeat};
+use super::nvdec_admission::{NvdecSeat, SeatBoard, SeatWanted};
 use super::options::{OutputPolicy, RunOptions};
 use super::threads::{spawn_source, Queues, Stages};
 use crate::config::{OutputTarget, PipelineSettings, SourceConfig};
@@ -47,6 +47,18 @@ pub(super) fn open(
     // 0.2-0.4 s) goes on while the input is opened and probed.
     convstream_core::engine::warm_up(settings.device);
     let (source, nvdec_seat) = open_source(settings, options, monitor)?;
+    // The engine runs on the GPU whose NVDEC seat the pipeline holds: its decoder's context.
+    let on_seat_gpu;
+    let settings = match &nvdec_seat {
+        Some(seat) => {
+            on_seat_gpu = PipelineSettings {
+                device: convstream_core::engine::DeviceChoice::Cuda(seat.ordinal()),
+                ..settings.clone()
+            };
+            &on_seat_gpu
+        }
+        None => settings,
+    };
     let info = source.info().clone();
     let queues = Queues::new();
     let filter_ended = Arc::new(AtomicBool::new(false));
@@ -116,22 +128,24 @@ fn open_source(
 ) -> Result<(Source, Option<NvdecSeat>), PipelineError> {
     let name = &settings.name;
     let counters = &monitor.counters;
-    // An NVDEC decoder is opened once, on the GPU the engine will use (its context is being
-    // made by the warm-up), rather than on a context of its own and again on the engine's.
-    let gpu = asks_for_nvdec(&settings.source)
-        .then(|| convstream_core::engine::likely_gpu_context(settings.device))
-        .flatten();
-    let seat = match &gpu {
-        Some(gpu) => {
-            let capacity = convstream_core::engine::nvdec_capacity(gpu.ordinal);
-            match nvdec_admission::admit(gpu.ordinal, capacity, &options.stop) {
-                Some(seat) => Some(seat),
-                None => return Err(PipelineError::StoppedBeforeInput { pipeline: name.clone() }),
+    // An NVDEC pipeline takes its seat first; its decoder is opened once, in the seat's GPU
+    // context (the engine's too: see `open`), rather than on a context of its own and again
+    // on the engine's.
+    let seat = if asks_for_nvdec(&settings.source) {
+        match take_nvdec_seat(settings, options, monitor) {
+            Some(seat) => Some(seat),
+            None if options.stop.load(Ordering::Relaxed) => {
+                return Err(PipelineError::StoppedBeforeInput { pipeline: name.clone() })
             }
+            None => None,
         }
-        None => None,
+    } else {
+        None
     };
     refuse_protected_input(settings, options)?;
+    let gpu = seat
+        .as_ref()
+        .and_then(|seat| convstream_core::engine::gpu_context(seat.ordinal()));
     // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
     // wait for a live sender cut short) is the stop, not a fault of the input.
     let source = Source::connect(
@@ -213,6 +227,34 @@ pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Sour
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// A seat on the NVDEC engines of the GPU the pipeline's device allows (see
+/// `nvdec_admission`): `cuda:N` waits for GPU N's, `auto`/`cuda` take any GPU's. While it
+/// waits, the monitor and one warning say why. `None` on the CPU, without a GPU, or when
+/// stopped first.
+fn take_nvdec_seat(settings: &PipelineSettings, options: &RunOptions, monitor: &PipelineMonitor) -> Option<NvdecSeat> {
+    use convstream_core::engine::DeviceChoice;
+    let wanted = match settings.device {
+        DeviceChoice::Cpu => return None,
+        DeviceChoice::Cuda(ordinal) => SeatWanted::Gpu(ordinal),
+        DeviceChoice::Auto | DeviceChoice::AnyCuda => SeatWanted::AnyGpu,
+    };
+    let inventory = convstream_core::engine::gpu_inventory();
+    if inventory.is_empty() {
+        return None;
+    }
+    let engines = convstream_core::engine::placement::Placements::global().active();
+    let seat = SeatBoard::global().admit(&inventory, wanted, &engines, &options.stop, &mut |why| {
+        tracing::warn!(
+            "pipeline {} waits for {why}: every NVDEC seat it may take is taken (decoder = \"software\" decodes \
+             on the CPU instead)",
+            settings.name
+        );
+        monitor.set_waiting_for(Some(why.to_string()));
+    });
+    monitor.set_waiting_for(None);
+    seat
 }
 
 /// The pool a pipeline's frames are decoded into from the first one, before the engine is

@@ -256,3 +256,35 @@ fn parser_messages_quoting_a_value_stay_on_one_short_line() {
     );
     assert!(found.iter().all(|p| !p.contains('\n') && p.len() < 400), "{found:?}");
 }
+
+/// `n` NVDEC pipelines writing to the null sink, without a `[server]` table.
+fn nvdec_pipelines(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "[[pipeline]]\nname = \"cam{i}\"\n[pipeline.source]\nurl = \"in.mp4\"\ndecoder = \"nvdec\"\n\
+                 [pipeline.sink]\nurl = \"null\"\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_max_pipelines_holds_what_a_two_gpu_host_runs() {
+    // 2 x 56 NVDEC pipelines and 64 software ones.
+    let settings = parse(&nvdec_pipelines(2 * 56 + 64))
+        .validate(None, log_filter)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(settings.pipelines.len(), 176);
+}
+
+#[test]
+fn an_explicit_max_pipelines_still_refuses_more_and_says_how_far_it_goes() {
+    let found = problems(&format!("[server]\nmax_pipelines = 2\n{}", nvdec_pipelines(3)));
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("3 pipelines, more than server.max_pipelines (2); raise it (up to 4096")),
+        "{found:?}"
+    );
+}
