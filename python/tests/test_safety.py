@@ -113,3 +113,44 @@ def test_ctrl_c_ends_read_of_a_refused_http_input():
     # The source retries a refused connection: Ctrl-C ends the retries.
     port = free_port(socket.SOCK_STREAM)
     interrupted_within(f"next(iter(convstream.read('http://127.0.0.1:{port}/video.ts', mask='box')))")
+
+
+def test_a_plane_that_cannot_fit_raises_memory_error():
+    # 1 x (2**31 + 8) bytes under a 6 GB address-space limit: MemoryError, the interpreter alive.
+    process = child(
+        """
+        import resource, numpy as np, convstream
+        limit = 6 << 30
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        array = np.zeros((1, (1 << 31) + 8), np.uint8)
+        try:
+            convstream.Filter("box", device="cpu")(array)
+        except MemoryError as error:
+            print("MemoryError", error, flush=True)
+        """
+    )
+    output, _ = process.communicate(timeout=DEADLINE)
+    assert process.returncode == 0, f"exit {process.returncode}: {output}"
+    assert "MemoryError" in output, output
+
+
+@pytest.mark.parametrize(
+    "arguments, name",
+    [({"planes": [0.9]}, "planes"), ({"planes": [True]}, "planes"), ({"bit_depth": 10.7}, "bit_depth")],
+)
+def test_arguments_that_are_not_whole_numbers_are_refused_by_name(arguments, name):
+    with pytest.raises(TypeError, match=name):
+        convstream.Filter("box", device="cpu", **arguments)
+
+
+def test_a_call_bit_depth_that_is_not_a_whole_number_is_refused():
+    with pytest.raises(TypeError, match="bit_depth"):
+        convstream.Filter("box", device="cpu")(np.zeros((4, 4), np.uint16), bit_depth=10.7)
+
+
+def test_a_single_row_with_a_negative_stride_is_filtered():
+    row = np.arange(64, dtype=np.uint8).reshape(1, 64)
+    flipped = row[::-1]
+    assert flipped.flags.c_contiguous and flipped.strides[0] < 0
+    box = convstream.Filter("box", device="cpu")
+    np.testing.assert_array_equal(box(flipped), box(row.copy()))
