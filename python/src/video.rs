@@ -4,7 +4,7 @@
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
 //!
-//! One file at some length (about 470 lines): `read` and `run` share the arguments, the
+//! One file at some length (about 490 lines): `read` and `run` share the arguments, the
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
@@ -165,7 +165,7 @@ impl NativeReader {
             return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
         };
         let next = py.detach(|| recv_interruptibly(&decoded));
-        let Some(mut frame) = self.stop_on_error(&mut *state, next)? else {
+        let Some(mut frame) = self.stop_on_error(&mut state, next)? else {
             drop(state);
             let frame = py.detach(|| self.next_filtered())?;
             return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
