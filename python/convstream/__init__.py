@@ -141,6 +141,14 @@ def _dtype_name(array: Any) -> str:
     return str(getattr(array, "dtype", type(array).__name__))
 
 
+def _whole_number(name: str, value: Any) -> int:
+    """`value` as an int, refused (naming the argument) when it is a bool or not a whole number:
+    ``int()`` would quietly take ``True`` as 1 and ``10.7`` as 10."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{name}: takes whole numbers, not {value!r} ({type(value).__name__})")
+    return value.__index__()
+
+
 class Filter:
     """A 2D convolution filter: a mask, a border mode and an engine.
 
@@ -214,8 +222,9 @@ class Filter:
                 )
             self._channels: Optional[Tuple[int, ...]] = None
         else:
-            self._channels = tuple(int(c) for c in planes)
-        if bit_depth is not None and not (8 <= int(bit_depth) <= 16):
+            self._channels = tuple(_whole_number("planes", c) for c in planes)
+        bit_depth = None if bit_depth is None else _whole_number("bit_depth", bit_depth)
+        if bit_depth is not None and not (8 <= bit_depth <= 16):
             raise ValueError(f"bit_depth: {bit_depth} is out of range; allowed 8..=16")
         self._bit_depth = bit_depth
         self._native = NativeFilter(
@@ -261,7 +270,7 @@ class Filter:
         )
 
     def _depth(self, itemsize: int, bit_depth: Optional[int]) -> int:
-        depth = bit_depth if bit_depth is not None else self._bit_depth
+        depth = _whole_number("bit_depth", bit_depth) if bit_depth is not None else self._bit_depth
         if itemsize == 1:
             if depth not in (None, 8):
                 raise ValueError(f"bit_depth={depth} needs a uint16 array; uint8 samples have 8 bits")
@@ -343,9 +352,10 @@ class Filter:
         target = out.__array_interface__["data"][0]
         itemsize = array.itemsize
         planes = [(source + c * itemsize, target + c * itemsize) for c in sorted(set(selected))]
-        self._native.filter_host(
-            planes, height, width, itemsize, depth, array.strides[0], channels * itemsize
-        )
+        # A C-contiguous array's rows are packed: its first stride is the row's size, except that
+        # a single row may carry any stride (even a negative one), which no row is read with.
+        row_pitch = width * channels * itemsize
+        self._native.filter_host(planes, height, width, itemsize, depth, row_pitch, channels * itemsize)
         return out
 
     def _device_call(self, array: Any, bit_depth: Optional[int]) -> Any:

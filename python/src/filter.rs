@@ -12,7 +12,7 @@ use convstream_core::engine::{Engine, EngineOptions};
 use convstream_core::filter::{FilterSpec, PlaneSelection};
 use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
 use convstream_core::frame::{Frame, Plane};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::settings::Request;
@@ -214,6 +214,7 @@ impl NativeFilter {
         sample_pitch: usize,
     ) -> PyResult<()> {
         let shape = gray_planes(height, width, itemsize, bit_depth)?;
+        self.reserve_host_memory(height, width, itemsize)?;
         let at = |address| PlaneAt {
             address,
             row_pitch,
@@ -260,6 +261,25 @@ impl NativeFilter {
 }
 
 impl NativeFilter {
+    /// Refuses with `MemoryError` a plane whose filtering cannot get the memory it takes: the
+    /// copy in, the result, and the f32 rows of the CPU engine (the padded source and the
+    /// sums, three times the samples as f32 at most), reserved (not touched) and let go here,
+    /// because an allocation that fails inside the engine aborts the process.
+    fn reserve_host_memory(&self, height: usize, width: usize, itemsize: usize) -> PyResult<()> {
+        let padded_width = width.checked_add(self.filter.mask.width());
+        let needed = padded_width
+            .and_then(|w| w.checked_mul(height))
+            .and_then(|samples| samples.checked_mul(2 * itemsize + 3 * std::mem::size_of::<f32>()));
+        let refused = || {
+            PyMemoryError::new_err(format!(
+                "a {height} x {width} plane of {itemsize}-byte samples needs more memory than can be had"
+            ))
+        };
+        let needed = needed.ok_or_else(refused)?;
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(needed).map_err(|_| refused())
+    }
+
     fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Option<Held>>> {
         self.engine
             .lock()

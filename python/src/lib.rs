@@ -5,6 +5,7 @@
 //! GIL while it works.
 
 mod filter;
+mod interrupt;
 mod settings;
 mod video;
 

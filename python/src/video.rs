@@ -4,7 +4,7 @@
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
 //!
-//! One file at some length (about 470 lines): `read` and `run` share the arguments, the
+//! One file at some length (about 490 lines): `read` and `run` share the arguments, the
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
@@ -26,6 +26,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyDict};
 
 use crate::filter::engine_error;
+use crate::interrupt::{recv_interruptibly, run_interruptibly};
 use crate::settings::Request;
 
 /// `(width, height, format, time_base, frame_rate, bits, engine)` of a video's frames.
@@ -100,7 +101,8 @@ impl NativeReader {
         }
         .resolve()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let started = py.detach(|| open(&settings, &stop))?;
+        let opener_stop = stop.clone();
+        let started = run_interruptibly(py, &stop, move || open(&settings, &opener_stop))??;
         Ok(NativeReader {
             info: started.info,
             state: Mutex::new(ReaderState {
@@ -162,7 +164,8 @@ impl NativeReader {
             let frame = py.detach(|| self.next_filtered())?;
             return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
         };
-        let Some(mut frame) = py.detach(|| decoded.recv().ok()) else {
+        let next = py.detach(|| recv_interruptibly(&decoded));
+        let Some(mut frame) = self.stop_on_error(&mut state, next)? else {
             drop(state);
             let frame = py.detach(|| self.next_filtered())?;
             return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
@@ -233,6 +236,16 @@ impl NativeReader {
 }
 
 impl NativeReader {
+    /// `result`, after stopping the decoder when it is an error (Ctrl-C while waiting for a
+    /// frame): its thread ends on its own, and the iterator ends with it.
+    fn stop_on_error<T>(&self, state: &mut ReaderState, result: PyResult<T>) -> PyResult<T> {
+        if result.is_err() {
+            self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            state.decoded = None;
+        }
+        result
+    }
+
     fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, ReaderState>> {
         self.state
             .lock()
@@ -249,7 +262,8 @@ impl NativeReader {
                 if let Some(decoded) = &state.decoded {
                     // Waits for a frame only when nothing is in flight to return meanwhile.
                     let next = if state.engine.in_flight() == 0 {
-                        decoded.recv().ok()
+                        let next = recv_interruptibly(decoded);
+                        self.stop_on_error(state, next)?
                     } else {
                         match decoded.recv_timeout(Duration::ZERO) {
                             Ok(frame) => Some(frame),
@@ -460,7 +474,8 @@ fn run<'py>(
         // An empty run is an error below, and its output is discarded (an old file kept).
         keep_empty_outputs: false,
     };
-    let report = py.detach(|| run_pipeline(&settings, &options)).map_err(|e| {
+    let stop = options.stop.clone();
+    let report = run_interruptibly(py, &stop, move || run_pipeline(&settings, &options))?.map_err(|e| {
         if e.is_usage() {
             PyValueError::new_err(e.to_string())
         } else {
