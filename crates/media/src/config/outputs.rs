@@ -233,8 +233,18 @@ fn source_identities(source: &crate::config::SourceConfig) -> Vec<FileIdentity> 
 /// itself reads no list longer than this is worth checking; one that is, is checked as far).
 fn read_list(path: &Path) -> Option<String> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     const LIST_BYTES: u64 = 1 << 20;
-    let file = std::fs::File::open(path).ok()?;
+    // Never open a FIFO or a device to look: opening a FIFO with no writer would block the
+    // check (and a stop) for as long as none comes. O_NONBLOCK covers a swap after the look.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
     if !file.metadata().ok()?.is_file() {
         return None;
     }
