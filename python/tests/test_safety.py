@@ -98,13 +98,36 @@ def test_ctrl_c_ends_run_of_a_fifo_without_writer(tmp_path: Path):
 
 
 def test_ctrl_c_ends_a_long_run_and_finishes_its_output(tmp_path: Path):
-    source = tmp_path / "long.y4m"
-    rng = np.random.default_rng(7)
-    frame = rng.integers(0, 256, (64, 64), dtype=np.uint8)
-    write_y4m(source, [frame] * 2000, 8)
+    # A run with frames flowing for as long as it reads (a writer that never ends), so it is
+    # busy filtering when Ctrl-C comes, however fast the host.
+    source = tmp_path / "endless.y4m"
+    os.mkfifo(source)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import os, time
+                frame = b"FRAME\\n" + os.urandom(64 * 64)
+                with open({str(source)!r}, "wb") as out:
+                    out.write(b"YUV4MPEG2 W64 H64 F25:1 Ip A1:1 Cmono\\n")
+                    while True:
+                        out.write(frame * 25)
+                        out.flush()
+                        time.sleep(0.01)
+                """
+            ),
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     out = tmp_path / "out.y4m"
-    # The pipeline winds down as `convstream run` does on SIGINT, its I/O given a 5 s grace.
-    interrupted_within(f"convstream.run({str(source)!r}, {str(out)!r}, mask='edge:size=63', device='cpu')", 9.0)
+    try:
+        # The pipeline winds down as `convstream run` does on SIGINT, its I/O given a 5 s grace.
+        interrupted_within(f"convstream.run({str(source)!r}, {str(out)!r}, mask='edge:size=63', device='cpu')", 9.0)
+    finally:
+        writer.kill()
+        writer.wait()
     # The output was finished as Ctrl-C finishes it for the command line: a readable file.
     assert out.read_bytes().startswith(b"YUV4MPEG2 ")
 
