@@ -11,7 +11,7 @@ use super::logging::init_logging;
 use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
 use convstream::log_filter::is_log_filter;
-use convstream_media::config::{ConfigError, ConfigFile, LogFormat, Overrides, Settings};
+use convstream_media::config::{ConfigError, ConfigFile, FileIdentity, LogFormat, Overrides, Settings};
 use convstream_media::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
@@ -169,7 +169,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .collect();
     let mut problems = problems;
     if let (Some(stats), Some(trace)) = (&args.stats_json, &args.trace) {
-        if same_file(stats, trace) {
+        // One file under any name: a link, a hard link, `./x`, a folder through a link.
+        if FileIdentity::of(stats) == FileIdentity::of(trace) {
             problems.push(format!(
                 "--stats-json and --trace name one file ({}): one would overwrite the other; give each its own",
                 convstream_core::text::quoted(&stats.display().to_string())
@@ -190,18 +191,6 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         args.trace,
         ending,
     )
-}
-
-/// Whether two paths name one file: the same file on disk (a link, a hard link), or the
-/// same name once made absolute.
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => std::path::absolute(a)
-            .ok()
-            .is_some_and(|a| std::path::absolute(b).ok() == Some(a)),
-    }
 }
 
 /// How a finished run counts beyond its failures.
