@@ -12,7 +12,6 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::server::{free_tcp_port, Server};
@@ -462,21 +461,6 @@ fn names_and_strings_cannot_forge_log_lines_or_outgrow_the_api() {
     );
 }
 
-/// Opens a named pipe for reading without waiting for a writer, and never reads it: the
-/// writer fills the pipe and then blocks.
-fn idle_reader(path: &Path) -> std::fs::File {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .unwrap()
-}
-
-fn mkfifo(path: &Path) {
-    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
-}
-
 #[test]
 fn delete_and_shutdown_end_the_threads_of_pipelines_blocked_in_their_sink() {
     let dir = tempfile::tempdir().unwrap();
@@ -507,11 +491,11 @@ sink = { url = "null" }
     let mut readers = Vec::new();
     for attempt in 0..4 {
         let fifo = root.join(format!("out/stuck{attempt}.y4m"));
-        mkfifo(&fifo);
+        common::mkfifo(&fifo);
         // Half the attempts block in opening the pipe (nobody reads it), half in writing
         // to it (a reader that never reads).
         if attempt % 2 == 1 {
-            readers.push(idle_reader(&fifo));
+            readers.push(common::idle_reader(&fifo));
         }
         let name = format!("stuck{attempt}");
         let body = format!(
@@ -551,8 +535,8 @@ sink = { url = "null" }
 
     // Shutdown ends a pipeline blocked the same way, within its timeout and the grace.
     let fifo = root.join("out/last.y4m");
-    mkfifo(&fifo);
-    readers.push(idle_reader(&fifo));
+    common::mkfifo(&fifo);
+    readers.push(common::idle_reader(&fifo));
     let body = r#"{"name": "last", "source": {"url": "out/clip.y4m", "loop": true}, "filter": {"device": "cpu"}, "sink": {"url": "out/last.y4m"}}"#;
     assert_eq!(serve.json("POST", "/pipelines", body).0, 201);
     std::thread::sleep(Duration::from_millis(700));

@@ -9,7 +9,6 @@ use crate::common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::server::Server;
@@ -19,20 +18,6 @@ use serde_json::Value;
 fn start_serve(dir: &Path, config: &str) -> Server {
     std::fs::write(dir.join("config.toml"), config).unwrap();
     Server::start(dir, &[])
-}
-
-fn mkfifo(path: &Path) {
-    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
-}
-
-/// A reader of `path` that never reads: the pipe fills and its writer blocks.
-fn stalled_reader(path: &Path) -> std::fs::File {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .unwrap()
 }
 
 /// How many threads of the run of pipeline `name` the process has (named `NAME-run`).
@@ -76,8 +61,8 @@ fn a_name_is_free_only_once_its_threads_have_ended_and_a_stop_on_a_pipe_is_a_sto
     // A pipe with no reader yet, and one whose reader stalled.
     for (name, stalled) in [("noreader", false), ("stalled", true)] {
         let fifo = root.join(format!("out/{name}.y4m"));
-        mkfifo(&fifo);
-        let _reader = stalled.then(|| stalled_reader(&fifo));
+        common::mkfifo(&fifo);
+        let _reader = stalled.then(|| common::idle_reader(&fifo));
         let body = fifo_pipeline(name, &format!("{name}.y4m"));
         let (status, text) = serve.json("POST", "/pipelines", &body);
         assert_eq!(status, 201, "{text}");

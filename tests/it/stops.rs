@@ -13,11 +13,6 @@ use std::time::{Duration, Instant};
 use common::server::Server;
 use common::{convstream, make_clip, Clip};
 
-fn mkfifo(path: &Path) {
-    let status = Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(status.success(), "mkfifo {}", path.display());
-}
-
 /// A process holding `fifo` open for writing and never writing (until killed).
 fn silent_writer(fifo: &Path) -> Child {
     Command::new("sh")
@@ -65,7 +60,7 @@ fn run_from(dir: &Path, input: &str) -> Child {
 fn sigterm_ends_a_run_whose_input_fifo_has_no_writer_or_a_silent_one() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("in.y4m");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     // No writer at all: FFmpeg's open() of the FIFO used to block here. A stop before the
     // input opened is the user's, not a failure: no error, and it says so; the exit code
     // says a signal ended the run (143), as a shell expects.
@@ -115,7 +110,7 @@ fn sigterm_ends_a_run_whose_input_fifo_has_no_writer_or_a_silent_one() {
 fn check_refuses_a_config_that_is_a_fifo_a_device_or_too_large_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("config.toml");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     let big = dir.path().join("big.toml");
     std::fs::write(&big, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
     for (config, says) in [
@@ -158,8 +153,8 @@ fn delete_and_sigterm_end_serve_pipelines_reading_a_fifo_without_data() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir(root.join("media")).unwrap();
-    mkfifo(&root.join("media/nowriter.y4m"));
-    mkfifo(&root.join("media/silent.y4m"));
+    common::mkfifo(&root.join("media/nowriter.y4m"));
+    common::mkfifo(&root.join("media/silent.y4m"));
     let mut writer = silent_writer(&root.join("media/silent.y4m"));
     let config = r#"
 [server]

@@ -397,3 +397,19 @@ pub fn readable_frames(path: &Path) -> usize {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .count()
 }
+
+/// Makes a named pipe at `path`.
+pub fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// Opens a named pipe for reading without waiting for a writer, and never reads it: the
+/// writer fills the pipe and then blocks (a stalled reader).
+pub fn idle_reader(path: &Path) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap()
+}
