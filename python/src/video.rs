@@ -473,6 +473,7 @@ fn run<'py>(
         overlap_gpu_start: true,
         // An empty run is an error below, and its output is discarded (an old file kept).
         keep_empty_outputs: false,
+        start_gate: None,
     };
     let stop = options.stop.clone();
     let report = run_interruptibly(py, &stop, move || run_pipeline(&settings, &options))?.map_err(|e| {

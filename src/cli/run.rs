@@ -221,6 +221,7 @@ pub(crate) fn run_settings(
             protected: Vec::new(),
             overlap_gpu_start: true,
             keep_empty_outputs: ending.allow_empty,
+            start_gate: None,
         },
     );
     let mut reports = Vec::new();

@@ -168,7 +168,8 @@ async fn healthz() -> Json<serde_json::Value> {
 }
 
 async fn readyz(State(state): State<ApiState>) -> Response {
-    let ready = state.supervisor.ready();
+    let not_ready = state.supervisor.not_ready();
+    let ready = not_ready.is_empty();
     let pipelines: serde_json::Map<String, serde_json::Value> = state
         .supervisor
         .views()
@@ -180,9 +181,13 @@ async fn readyz(State(state): State<ApiState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    // A pipeline waiting for an NVDEC seat is not ready: the body says so, naming how many
-    // NVDEC pipelines the config asks for and how many the host's GPUs seat.
+    // Every pipeline not ready yet says what it waits for (its turn to start, an NVDEC
+    // seat, frames without drops); pipelines waiting for an NVDEC seat also get the host's
+    // count: how many NVDEC pipelines the config asks for and how many its GPUs seat.
     let mut body = json!({ "ready": ready, "pipelines": pipelines });
+    if !ready {
+        body["not_ready"] = json!(not_ready);
+    }
     if let Some(reason) = convstream_media::pipeline::SeatBoard::global().waiting_reason() {
         body["reason"] = json!(reason);
     }

@@ -159,6 +159,11 @@ const GAUGES: &[(&str, &str, Read)] = &[
         |p| p.counted.pinned_bytes,
     ),
     (
+        "convstream_gpu_memory_bytes",
+        "GPU memory the engine's frames go through (its lanes' input and output buffers)",
+        |p| p.counted.gpu_memory_bytes,
+    ),
+    (
         "convstream_reconnecting",
         "1 while a live input is lost and being reconnected",
         |p| p.monitor.reconnecting() as u64,
@@ -232,6 +237,26 @@ fn encode_pinned_by_device(encoder: &mut DescriptorEncoder, scraped: &[Scraped])
         family
             .encode_family(&vec![("device", device)])?
             .encode_gauge(&(bytes as i64))?;
+    }
+    // The process's whole page-locked memory against its budget ([server] pinned_memory_mb):
+    // past it, frame pools lend ordinary memory.
+    let budget = convstream_core::host_buffers::pinned_budget::PinnedBudget::host();
+    let host_wide = [
+        (
+            "convstream_pinned_memory_budget_bytes",
+            "Page-locked host memory the frame pools may hold together ([server] pinned_memory_mb)",
+            budget.limit().min(i64::MAX as usize) as i64,
+        ),
+        (
+            "convstream_pinned_memory_used_bytes",
+            "Page-locked host memory the process holds now (frame pools and staging buffers)",
+            budget.in_use() as i64,
+        ),
+    ];
+    for (name, help, value) in host_wide {
+        encoder
+            .encode_descriptor(name, help, None, MetricType::Gauge)?
+            .encode_gauge(&value)?;
     }
     Ok(())
 }

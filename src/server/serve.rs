@@ -59,6 +59,8 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         None => config,
     };
     let server = config.server.clone();
+    convstream_core::host_buffers::pinned_budget::PinnedBudget::host()
+        .set_limit(server.pinned_memory_mb.map(|mb| mb.saturating_mul(1 << 20)));
     let address = options.listen.clone().unwrap_or_else(|| server.listen.clone());
     let address: SocketAddr = address
         .parse()

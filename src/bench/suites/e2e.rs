@@ -174,6 +174,7 @@ pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
         protected: Vec::new(),
         overlap_gpu_start: false,
         keep_empty_outputs: false,
+        start_gate: None,
     }
 }
 

@@ -24,6 +24,8 @@ pub(super) struct Handle {
     /// Stopped through `POST /pipelines/{name}/stop`: kept listed with its settings, so
     /// that a start runs it again.
     pub(super) operator_stopped: bool,
+    /// Set once the run counted as ready (see `readiness`): it stays ready.
+    pub(super) was_ready: Arc<AtomicBool>,
 }
 
 impl Handle {
@@ -39,6 +41,7 @@ impl Handle {
             switches: self.switches.clone(),
             thread: self.thread.clone(),
             operator_stopped: self.operator_stopped,
+            was_ready: self.was_ready.clone(),
         }
     }
 

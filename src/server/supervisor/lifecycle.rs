@@ -20,7 +20,7 @@ use super::view::{view_of, PipelineView};
 use crate::log_filter::is_log_filter;
 use convstream_media::config::{ConfigFile, PipelineConfig, PipelineSettings};
 use convstream_media::pipeline::{
-    cut_short_by_stop, run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions,
+    cut_short_by_stop, run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions, StartGate,
 };
 use convstream_media::sink::FileId;
 
@@ -39,11 +39,19 @@ pub struct Supervisor {
     /// Files no pipeline may write (the service's config file): looked up at each start, so
     /// a config file replaced since (a ConfigMap's swap) is the one protected.
     protected: Vec<PathBuf>,
+    /// Pipelines start through it a few at a time (`[server] starting_at_once`).
+    start_gate: Arc<StartGate>,
 }
 
 impl Supervisor {
     pub fn new(config: ConfigFile, base_dir: Option<PathBuf>) -> Supervisor {
         let io_grace = Duration::try_from_secs_f64(config.server.shutdown_timeout / 2.0).unwrap_or(Duration::MAX);
+        let start_gate = StartGate::new(
+            config
+                .server
+                .starting_at_once
+                .unwrap_or_else(StartGate::default_at_once),
+        );
         Supervisor {
             config: Mutex::new(config),
             base_dir,
@@ -51,6 +59,7 @@ impl Supervisor {
             written: Mutex::new(HashSet::new()),
             io_grace,
             protected: Vec::new(),
+            start_gate,
         }
     }
 
@@ -158,6 +167,7 @@ impl Supervisor {
             io_grace: self.io_grace,
             protected: self.protected.iter().filter_map(|path| FileId::at(path)).collect(),
             overlap_gpu_start: false,
+            start_gate: Some(self.start_gate.clone()),
             // A pipeline stopped before its first frame leaves no empty file behind.
             keep_empty_outputs: false,
         };
@@ -196,6 +206,7 @@ impl Supervisor {
                 switches: switches_tx,
                 thread: Some(Arc::new(thread)),
                 operator_stopped: false,
+                was_ready: Arc::new(AtomicBool::new(false)),
             },
         );
         Ok(())
@@ -334,22 +345,29 @@ impl Supervisor {
         self.pipelines().values().map(view_of).collect()
     }
 
-    /// Ready once every pipeline can take its input: a file pipeline once it has started
-    /// (engine built, kernels compiled), a live one from the start. A live pipeline stays
-    /// starting until its sender's first frames size the engine, so waiting for it to leave
-    /// that state would keep senders that are routed to ready instances only (a Kubernetes
-    /// Service) from ever reaching it. A pipeline stopped on request counts as ready: the
-    /// operator chose to stop it.
+    /// Ready once every pipeline keeps up (see `readiness`).
     pub fn ready(&self) -> bool {
-        self.pipelines()
-            .values()
-            .all(|h| takes_input(h.settings.source.is_live(), h.monitor.state()))
+        self.not_ready().is_empty()
     }
-}
 
-/// Whether a pipeline in `state` counts as ready (see [`Supervisor::ready`]).
-pub(super) fn takes_input(live: bool, state: PipelineState) -> bool {
-    live || state != PipelineState::Starting
+    /// The pipelines not ready yet, each with what it waits for (see `readiness`). A run
+    /// that was ready once stays ready.
+    pub fn not_ready(&self) -> BTreeMap<String, String> {
+        let now = std::time::Instant::now();
+        let mut waiting = BTreeMap::new();
+        for (name, handle) in self.pipelines().iter() {
+            if handle.was_ready.load(Ordering::Relaxed) {
+                continue;
+            }
+            match super::readiness::readiness(handle.settings.source.is_live(), &handle.monitor, now) {
+                Ok(()) => handle.was_ready.store(true, Ordering::Relaxed),
+                Err(why) => {
+                    waiting.insert(name.clone(), why);
+                }
+            }
+        }
+        waiting
+    }
 }
 
 impl std::fmt::Debug for Supervisor {

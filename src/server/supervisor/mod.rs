@@ -7,6 +7,7 @@ mod contract;
 mod error;
 mod handle;
 mod lifecycle;
+mod readiness;
 mod reload;
 mod stopping;
 mod switch;
@@ -15,6 +16,7 @@ mod view;
 pub use contract::{FilterUpdate, Origin, ReloadSummary, Switched};
 pub use error::SupervisorError;
 pub use lifecycle::Supervisor;
+pub use readiness::STEADY_FOR;
 pub use view::{CounterView, PipelineView};
 
 #[cfg(test)]

@@ -58,6 +58,10 @@ pub trait Engine: Send {
     fn pinned_bytes(&self) -> usize {
         0
     }
+    /// GPU memory the engine's frames go through (its lanes' buffers), in bytes.
+    fn device_bytes(&self) -> usize {
+        0
+    }
     /// Buffers to make frames in so that `submit` needs no copy (the CUDA engine lends
     /// page-locked memory, once it knows the frame geometry: [`EngineOptions::shape`] or
     /// the first frame); `None` when any memory serves as well.

@@ -335,6 +335,9 @@ impl Engine for StartingEngine {
     fn pinned_bytes(&self) -> usize {
         self.gpu_ref().map_or(0, |engine| engine.pinned_bytes())
     }
+    fn device_bytes(&self) -> usize {
+        self.gpu_ref().map_or(0, |engine| engine.device_bytes())
+    }
     fn preparer(&self) -> FilterPreparer {
         match self.gpu_ref() {
             Some(engine) => engine.preparer(),

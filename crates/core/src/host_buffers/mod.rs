@@ -13,17 +13,18 @@
 //!
 //! Here: the modules and what they give the crates above. Where memory comes from is
 //! `memory.rs`, the pool `pool.rs`, a plane's bytes `plane_data.rs`, a pool whose memory
-//! arrives late `late.rs`.
+//! arrives late `late.rs`, the process's budget of page-locked memory [`pinned_budget`].
 
 mod late;
 mod memory;
+pub mod pinned_budget;
 mod plane_data;
 mod pool;
 
 pub use late::{LateMemory, LatePool};
 pub use memory::{AllocationError, HeapMemory, HostBlock, HostMemory};
 pub use plane_data::PlaneData;
-pub use pool::BufferPool;
+pub use pool::{BufferPool, IDLE_WINDOW};
 
 #[cfg(test)]
 mod tests;

@@ -1,17 +1,24 @@
 //! The pool that lends reusable blocks by size ([`BufferPool`]): up to a limit, from memory
 //! allocated on the frame path or, for slow (pinned) memory, on a thread of its own; past the
-//! limit or while memory grows, the caller falls back to the heap. Lending a block as a
-//! plane's bytes (`BufferPool::take`) is in `plane_data.rs`, beside the plane that gives it
-//! back.
+//! limit or while memory grows, the caller falls back to the heap. The pool holds what its
+//! frames in flight need, not its limit: blocks that stayed free through a whole window
+//! ([`IDLE_WINDOW`]) are given back to the system. Lending a block as a plane's bytes
+//! (`BufferPool::take`) is in `plane_data.rs`, beside the plane that gives it back.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::memory::{AllocationError, HostBlock, HostMemory};
+
+/// How long a free block may stay unused before the pool gives it back: long enough that a
+/// pipeline's steady use (a frame every 17-40 ms, bursts at a keyframe or a seek) keeps its
+/// blocks, short enough that memory a pipeline no longer needs (its decoder's start, a
+/// stalled output drained) returns within seconds.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 /// Reusable blocks, by size. Lending past `limit` bytes (or a failed allocation) falls
 /// back to the heap, so a stalled consumer costs speed, never memory it cannot get back.
@@ -20,28 +27,94 @@ pub struct BufferPool {
     limit: usize,
     state: Mutex<PoolState>,
     fallbacks: AtomicU64,
-    /// Block sizes for the growing thread to allocate (see [`HostMemory::grows_in_background`]);
-    /// started with the first request. Dropping the pool closes it, which ends the thread.
-    grower: Mutex<Option<Sender<usize>>>,
+    /// Whether an allocation failure was logged: said once per pool, not once per frame.
+    warned: AtomicBool,
+    /// See [`IDLE_WINDOW`]; shorter in tests.
+    idle_window: Duration,
+    /// Work for the growing thread (see [`HostMemory::grows_in_background`]); started with
+    /// the first request. Dropping the pool closes it, which ends the thread.
+    grower: Mutex<Option<Sender<PoolChore>>>,
 }
 
-#[derive(Default)]
+/// What the growing thread does for its pool, off the frame path: both allocating and
+/// freeing page-locked memory are slow.
+enum PoolChore {
+    /// Allocate a block of this many bytes and add it to the free ones.
+    Grow(usize),
+    /// Free these blocks (given back as idle).
+    Free(Vec<Box<dyn HostBlock>>),
+}
+
 struct PoolState {
     free: HashMap<usize, Vec<Box<dyn HostBlock>>>,
     /// Bytes of every block this pool allocated, lent or free.
     allocated: usize,
     /// Bytes asked of the growing thread and not allocated yet (they count against the limit).
     growing: usize,
+    /// The fewest free blocks of each size seen since `window_began`: that many were never
+    /// needed during the window.
+    fewest_free: HashMap<usize, usize>,
+    window_began: Instant,
+}
+
+impl PoolState {
+    fn new() -> PoolState {
+        PoolState {
+            free: HashMap::new(),
+            allocated: 0,
+            growing: 0,
+            fewest_free: HashMap::new(),
+            window_began: Instant::now(),
+        }
+    }
+
+    /// Notes how many free blocks of `len` bytes are left after a lending (0 when none was).
+    fn note_free(&mut self, len: usize) {
+        let left = self.free.get(&len).map_or(0, Vec::len);
+        let fewest = self.fewest_free.entry(len).or_insert(left);
+        *fewest = (*fewest).min(left);
+    }
+
+    /// Takes out the blocks no lending needed since the window began (the fewest free of
+    /// each size), and begins a new window.
+    fn take_idle(&mut self) -> Vec<Box<dyn HostBlock>> {
+        let mut idle = Vec::new();
+        for (len, blocks) in &mut self.free {
+            let unused = self
+                .fewest_free
+                .get(len)
+                .copied()
+                .unwrap_or(blocks.len())
+                .min(blocks.len());
+            for _ in 0..unused {
+                if let Some(block) = blocks.pop() {
+                    self.allocated -= len;
+                    idle.push(block);
+                }
+            }
+        }
+        self.free.retain(|_, blocks| !blocks.is_empty());
+        self.fewest_free = self.free.iter().map(|(len, blocks)| (*len, blocks.len())).collect();
+        self.window_began = Instant::now();
+        idle
+    }
 }
 
 impl BufferPool {
     /// A pool lending blocks of `memory`, at most `limit` bytes of them.
     pub fn new(memory: Box<dyn HostMemory>, limit: usize) -> Arc<BufferPool> {
+        BufferPool::with_idle_window(memory, limit, IDLE_WINDOW)
+    }
+
+    /// A pool as [`BufferPool::new`] makes, giving back blocks unused for `idle_window`.
+    pub fn with_idle_window(memory: Box<dyn HostMemory>, limit: usize, idle_window: Duration) -> Arc<BufferPool> {
         Arc::new(BufferPool {
             memory: Arc::from(memory),
             limit,
-            state: Mutex::new(PoolState::default()),
+            state: Mutex::new(PoolState::new()),
             fallbacks: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+            idle_window,
             grower: Mutex::new(None),
         })
     }
@@ -50,8 +123,10 @@ impl BufferPool {
     /// when the caller must do without (a background allocation may have been asked for).
     pub(super) fn take_block(self: &Arc<Self>, len: usize) -> Option<Box<dyn HostBlock>> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(block) = state.free.get_mut(&len).and_then(Vec::pop) {
-            return Some(block);
+        let block = state.free.get_mut(&len).and_then(Vec::pop);
+        state.note_free(len);
+        if block.is_some() {
+            return block;
         }
         if state.allocated + state.growing + len > self.limit || !self.memory.ready() {
             return None;
@@ -68,9 +143,21 @@ impl BufferPool {
                 Some(block)
             }
             Err(reason) => {
-                tracing::warn!("cannot allocate a {len}-byte frame buffer ({reason}); using ordinary memory");
+                drop(state);
+                self.warn_once(len, &reason);
                 None
             }
+        }
+    }
+
+    /// Says why a block could not be allocated, the first time only: the frames go on in
+    /// ordinary memory, and a message per frame would bury the log.
+    fn warn_once(&self, len: usize, reason: &AllocationError) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "cannot allocate a {len}-byte frame buffer ({reason}); frames that find no free buffer use ordinary memory \
+                 (said once)"
+            );
         }
     }
 
@@ -113,9 +200,18 @@ impl BufferPool {
 
     /// Hands one block size to the growing thread, starting it if need be.
     fn grow(self: &Arc<Self>, len: usize) {
+        if !self.send_chore(PoolChore::Grow(len)) {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.growing -= len;
+        }
+    }
+
+    /// Hands `chore` to the growing thread, starting it if need be; false when there is no
+    /// thread to take it.
+    fn send_chore(self: &Arc<Self>, chore: PoolChore) -> bool {
         let mut grower = self.grower.lock().unwrap_or_else(|e| e.into_inner());
         if grower.is_none() {
-            let (requests, received) = channel::<usize>();
+            let (requests, received) = channel::<PoolChore>();
             let pool = Arc::downgrade(self);
             let started = std::thread::Builder::new()
                 .name("buffer-pool-grow".into())
@@ -127,11 +223,7 @@ impl BufferPool {
                 }
             }
         }
-        let sent = grower.as_ref().is_some_and(|requests| requests.send(len).is_ok());
-        if !sent {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.growing -= len;
-        }
+        grower.as_ref().is_some_and(|requests| requests.send(chore).is_ok())
     }
 
     /// Waits up to `timeout` for the blocks asked of the growing thread; true when none is
@@ -149,10 +241,46 @@ impl BufferPool {
         }
     }
 
-    /// A lent block back among the free ones.
-    pub(super) fn give_back(&self, len: usize, block: Box<dyn HostBlock>) {
+    /// A lent block back among the free ones; once a window is over, the blocks no lending
+    /// needed during it go back to the system (see [`IDLE_WINDOW`]).
+    pub(super) fn give_back(self: &Arc<Self>, len: usize, block: Box<dyn HostBlock>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.free.entry(len).or_default().push(block);
+        if state.window_began.elapsed() < self.idle_window {
+            return;
+        }
+        let idle = state.take_idle();
+        drop(state);
+        self.release(idle);
+    }
+
+    /// Gives back the blocks that stayed free since the last window began, now: for a
+    /// pipeline that goes idle (a live input with no sender), whose frames no longer come
+    /// back to give the pool its chance. Returns the bytes given back.
+    pub fn release_idle(self: &Arc<Self>) -> usize {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.window_began.elapsed() < self.idle_window {
+            return 0;
+        }
+        let before = state.allocated;
+        let idle = state.take_idle();
+        let released = before - state.allocated;
+        drop(state);
+        self.release(idle);
+        released
+    }
+
+    /// Frees `blocks`: slow memory on the growing thread, so the frame path never waits for
+    /// the driver; other memory here.
+    fn release(self: &Arc<Self>, blocks: Vec<Box<dyn HostBlock>>) {
+        if blocks.is_empty() {
+            return;
+        }
+        tracing::debug!("frame pool: {} idle buffer(s) given back", blocks.len());
+        if self.memory.grows_in_background() {
+            // A thread that cannot take them leaves them to be freed here, by the drop.
+            let _ = self.send_chore(PoolChore::Free(blocks));
+        }
     }
 
     /// The most bytes this pool allocates.
@@ -181,10 +309,18 @@ impl BufferPool {
     }
 }
 
-/// The growing thread: allocates each requested block and adds it to the free blocks, for as
-/// long as the pool lives (a dropped pool ends the requests, and the thread with them).
-fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = usize>) {
-    for len in requests {
+/// The growing thread: allocates each requested block and adds it to the free blocks, and
+/// frees the blocks given back, for as long as the pool lives (a dropped pool ends the
+/// requests, and the thread with them).
+fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = PoolChore>) {
+    for chore in requests {
+        let len = match chore {
+            PoolChore::Grow(len) => len,
+            PoolChore::Free(blocks) => {
+                drop(blocks);
+                continue;
+            }
+        };
         let Some(pool) = pool.upgrade() else { return };
         // Allocated outside the lock: lending and giving back go on meanwhile.
         let block = pool.memory.allocate(len);
@@ -197,7 +333,7 @@ fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = usi
             }
             Err(reason) => {
                 drop(state);
-                tracing::warn!("cannot allocate a {len}-byte frame buffer ({reason}); using ordinary memory");
+                pool.warn_once(len, &reason);
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Unit tests of plane memory: reuse, limits, the heap fallback, lent bytes, growing in
-//! the background and late memory.
+//! the background and late memory. Idle blocks given back.
 
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -183,4 +183,50 @@ fn buffers_outlive_their_pool_handle() {
     // The buffer holds the pool alive and gives its block back on drop without panicking.
     assert_eq!(data.len(), 64);
     drop(data);
+}
+
+#[test]
+fn blocks_a_window_did_not_need_go_back_and_an_idle_pool_empties() {
+    let window = Duration::from_millis(30);
+    let pool = BufferPool::with_idle_window(Box::new(HeapMemory), 1 << 20, window);
+    // A burst (a decoder's start) takes eight blocks at once.
+    drop((0..8).map(|_| pool.take(100)).collect::<Vec<_>>());
+    std::thread::sleep(window + Duration::from_millis(10));
+    // Then steady use holds two at a time: what the burst added goes back.
+    for _ in 0..3 {
+        drop((0..2).map(|_| pool.take(100)).collect::<Vec<_>>());
+        std::thread::sleep(window + Duration::from_millis(10));
+    }
+    assert!(
+        pool.allocated_bytes() <= 200,
+        "steady use of two blocks keeps two at most, not the burst's eight: {} bytes",
+        pool.allocated_bytes()
+    );
+    assert_eq!(pool.fallbacks(), 0, "the limit was never reached");
+    // Idle: nothing comes back to the pool, so it is asked; within two windows it is empty.
+    pool.release_idle();
+    std::thread::sleep(window + Duration::from_millis(10));
+    pool.release_idle();
+    assert_eq!(pool.allocated_bytes(), 0, "an idle pool holds nothing");
+    // And it lends again as before.
+    let again = pool.take(100);
+    assert_eq!((again.len(), pool.allocated_bytes()), (100, 100));
+}
+
+#[test]
+fn blocks_in_use_through_every_window_are_kept() {
+    let pool = BufferPool::with_idle_window(Box::new(HeapMemory), 1 << 20, Duration::ZERO);
+    // Every give-back ends a window; four blocks lent and given back in turn are each
+    // needed again before the next one comes back.
+    let mut lent: std::collections::VecDeque<PlaneData> = (0..4).map(|_| pool.take(100)).collect();
+    for _ in 0..100 {
+        lent.pop_front();
+        lent.push_back(pool.take(100));
+    }
+    assert!(
+        pool.allocated_bytes() <= 500,
+        "four in use and at most one free: {} bytes",
+        pool.allocated_bytes()
+    );
+    assert!(pool.allocated_bytes() >= 400, "what is in use stays allocated");
 }

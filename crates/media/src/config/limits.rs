@@ -22,6 +22,8 @@ pub const MAX_DECODER_THREADS: usize = 64;
 pub const MAX_ENCODER_THREADS: u64 = 64;
 /// `[server] max_pipelines`: each pipeline holds threads, frames and an encoder.
 pub const MAX_PIPELINES: usize = 4096;
+/// `[server] pinned_memory_mb`: 16 TiB, past any host's memory.
+pub const MAX_PINNED_MB: usize = 16 << 20;
 /// The largest `pinned_frames` cap (a pipeline never holds more than a few dozen frames).
 pub const MAX_PINNED_FRAMES: usize = 1024;
 /// Pipeline names: letters, digits, `.`, `_`, `-`, at most this many characters.

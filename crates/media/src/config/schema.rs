@@ -94,6 +94,16 @@ pub struct ServerConfig {
     /// finished API pipeline counts until it is deleted); a POST beyond it gets 429.
     #[serde(default = "default_max_pipelines")]
     pub max_pipelines: usize,
+    /// Megabytes of page-locked host memory the frame pools of every pipeline may hold
+    /// together; a pool past it lends ordinary memory (a staged copy per frame). Unset: a
+    /// quarter of the host's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_memory_mb: Option<usize>,
+    /// How many pipelines may be starting at once (input opening, decoder and engine made,
+    /// first frames through); the others wait their turn, so a full host's start does not
+    /// starve every pipeline at once. Unset: half the host's cores, at least 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting_at_once: Option<usize>,
     /// Run only this replica's share of the pipelines: `"auto"` (the index from a
     /// StatefulSet pod's hostname `name-N`, the count from `shards` or `CONVSTREAM_SHARDS`)
     /// or `"INDEX/COUNT"`. Unset: every pipeline. See [`super::shard_spec`]; the placement itself is the server's.
@@ -122,6 +132,8 @@ impl Default for ServerConfig {
             insecure_no_token: false,
             allow_raw_sources: false,
             max_pipelines: default_max_pipelines(),
+            pinned_memory_mb: None,
+            starting_at_once: None,
             shard: None,
             shards: None,
             console: None,

@@ -264,6 +264,22 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
             limits::MAX_PIPELINES
         ));
     }
+    if server.pinned_memory_mb == Some(0) || server.pinned_memory_mb.is_some_and(|mb| mb > limits::MAX_PINNED_MB) {
+        problems.push(format!(
+            "server.pinned_memory_mb: {} is out of range; allowed 1..={} (leave it out for a quarter of the host's memory)",
+            server.pinned_memory_mb.unwrap_or(0),
+            limits::MAX_PINNED_MB
+        ));
+    }
+    if let Some(count) = server
+        .starting_at_once
+        .filter(|n| !(1..=limits::MAX_PIPELINES).contains(n))
+    {
+        problems.push(format!(
+            "server.starting_at_once: {count} is out of range; allowed 1..={}",
+            limits::MAX_PIPELINES
+        ));
+    }
     super::shard_spec::config_problems(server.shard.as_deref(), server.shards, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');

@@ -1,6 +1,7 @@
 //! The filter stage: keeps the engine's lanes full, passes frames on in order, and applies
 //! live filter switches between two frames.
 
+use convstream_core::host_buffers::IDLE_WINDOW;
 use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
@@ -47,6 +48,15 @@ pub fn run_engine(
                         // Nobody can switch any more: stop listening.
                         Err(_) => switches = never(),
                     }
+                    continue;
+                },
+                // No frame for a while (a live input with no sender, a stalled source): the
+                // frame pool's idle buffers go back now, as no frame will give it the chance.
+                default(IDLE_WINDOW) => {
+                    if let Some(pool) = engine.frame_pool() {
+                        pool.release_idle();
+                    }
+                    Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
                     continue;
                 },
             },
@@ -133,6 +143,7 @@ fn forward(
         counters.record_latency(latency);
     }
     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
+    Counters::set(&counters.gpu_memory_bytes, engine.device_bytes() as u64);
     monitor.snapshots.output.offer(&frame);
     let sent = filtered.send(frame).is_ok();
     Counters::set(&counters.filtered_queue, filtered.len() as u64);

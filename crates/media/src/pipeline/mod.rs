@@ -3,8 +3,8 @@
 //! encoder and writes the trailer. A stop flag (signals) ends reading the same way.
 //!
 //! The run's steps are modules of their own: `run` (the order of a run's steps), `opening`
-//! (warm-up, input, frame pool, engine, output), `threads` (the stages' threads and
-//! queues), `filter_stage`, `monitor`, `report`; its options, errors, progress and sizes
+//! (warm-up, input, its turn through `start_gate`, frame pool, engine, output), `threads`
+//! (the stages' threads and queues), `filter_stage`, `monitor`, `report`; its options, errors, progress and sizes
 //! are in leaf modules every step imports. This file declares them and re-exports the
 //! public ones.
 
@@ -21,6 +21,7 @@ mod progress;
 mod report;
 mod run;
 pub mod snapshot;
+mod start_gate;
 mod threads;
 
 pub use capacity::pooled_frames;
@@ -33,3 +34,4 @@ pub use options::{OutputPolicy, RunOptions};
 pub use panics::panic_message;
 pub use progress::{Progress, RunProgress};
 pub use run::{cut_short_by_stop, run_all, run_monitored, run_pipeline};
+pub use start_gate::{StartGate, StartTurn, LONGEST_TURN};

@@ -1,6 +1,6 @@
 //! A pipeline's start, in its order ([`open`]): the GPU's warm-up, the input opened in the
 //! layout the filter needs (an NVDEC pipeline first takes a seat on its GPU's NVDEC
-//! engines), decoding started into a frame pool made before the engine exists, the engine,
+//! engines), its turn among the pipelines starting (`start_gate`), decoding started into a frame pool made before the engine exists, the engine,
 //! and the output. Each step is a function of its own below.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +30,9 @@ pub(super) struct Opened {
     pub(super) queues: Queues,
     /// An NVDEC pipeline's seat on its GPU's NVDEC engines, held for the run.
     pub(super) nvdec_seat: Option<NvdecSeat>,
+    /// Its turn among the pipelines starting (see `start_gate`), held for the run: the
+    /// first frame written ends it sooner.
+    pub(super) start_turn: Option<super::start_gate::StartTurn>,
 }
 
 /// Starts a pipeline's parts in their order. The GPU's set-up that needs nothing of the
@@ -47,6 +50,19 @@ pub(super) fn open(
     // 0.2-0.4 s) goes on while the input is opened and probed.
     convstream_core::engine::warm_up(settings.device);
     let (source, nvdec_seat) = open_source(settings, options, monitor)?;
+    // The costly part of a start (decoder threads, the engine, the frame pool's first
+    // pinned buffers, the first frames) waits for its turn among the pipelines starting.
+    let start_turn = match &options.start_gate {
+        Some(gate) => match gate.wait_for_turn(monitor, &options.stop) {
+            Some(turn) => Some(turn),
+            None => {
+                return Err(PipelineError::StoppedBeforeInput {
+                    pipeline: settings.name.clone(),
+                })
+            }
+        },
+        None => None,
+    };
     // The engine runs on the GPU whose NVDEC seat the pipeline holds: its decoder's context.
     let on_seat_gpu;
     let settings = match &nvdec_seat {
@@ -110,6 +126,7 @@ pub(super) fn open(
         stages,
         queues,
         nvdec_seat,
+        start_turn,
     })
 }
 

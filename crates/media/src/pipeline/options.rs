@@ -35,6 +35,8 @@ pub struct RunOptions {
     /// Keep an output no frame was written to (`run --allow-empty`). Otherwise such an output
     /// is discarded at the end: it never replaces an existing file and leaves no file behind.
     pub keep_empty_outputs: bool,
+    /// Pipelines start through this gate, a few at a time (`serve`); `None` starts at once.
+    pub start_gate: Option<Arc<super::start_gate::StartGate>>,
 }
 
 /// Who runs the pipeline, which decides what happens to a file already at its output.

@@ -40,6 +40,8 @@ pub fn run_monitored(
     monitor: &Arc<PipelineMonitor>,
     switches: Receiver<FilterSwitch>,
 ) -> Result<PipelineReport, PipelineError> {
+    // Counted among the pipelines sharing the host's cores while it runs.
+    let _share = crate::source::PipelineShare::join();
     // A panic anywhere in the pipeline ends this pipeline only: it is failed, with the
     // panic's message, and the process and the other pipelines go on.
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -88,6 +90,7 @@ fn run_stages(
         stages,
         queues,
         nvdec_seat: _nvdec_seat,
+        start_turn: _start_turn,
     } = opening::open(settings, options, monitor)?;
     monitor.set_state(PipelineState::Running);
     let setup_seconds = started.elapsed().as_secs_f64();

@@ -208,7 +208,7 @@ impl DecodeState {
                         }
                         Err(crossbeam_channel::TrySendError::Full(back)) => {
                             if queue.try_recv().is_ok() {
-                                Counters::add(&counters.frames_dropped, 1);
+                                counters.count_drop();
                             }
                             frame = back;
                         }

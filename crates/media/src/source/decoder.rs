@@ -89,29 +89,24 @@ impl VideoDecoder {
             }
             None => None,
         };
+        // Fixed when the decoder opens: a fresh decoder later (NVDEC's recovery, a new
+        // sequence) keeps it.
+        let threads = super::decoder_threads::decoder_threads(config.threads);
         crate::ffmpeg::log::clear_last_error();
-        let inner = open_codec(
-            codec,
-            &parameters,
-            time_base,
-            config.threads,
-            hardware,
-            None,
-            device.as_ref(),
-        )
-        .map_err(|e| {
-            decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
-                "cannot open the {} decoder: {e}",
-                codec.name()
-            )))
-        })?;
+        let inner =
+            open_codec(codec, &parameters, time_base, threads, hardware, None, device.as_ref()).map_err(|e| {
+                decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
+                    "cannot open the {} decoder: {e}",
+                    codec.name()
+                )))
+            })?;
         Ok(VideoDecoder {
             inner,
             pictures: None,
             device,
             codec,
             time_base,
-            threads: config.threads,
+            threads,
             hardware,
             replay: ReplayBuffer::default(),
             fruitless_restarts: 0,

@@ -10,7 +10,8 @@
 //! - `decode_state`: what lasts across loops and reconnections (timestamps, pacing, the
 //!   drop policy, format conversion); `trim`: `start`, `duration`, `frames`.
 //! - `decoder_choice`: which decoder a `decoder` setting means; `decoder`: the decoder, and
-//!   how NVDEC failures are survived (`replay`, `sequence`).
+//!   how NVDEC failures are survived (`replay`, `sequence`); `decoder_threads`: a software
+//!   decoder's frame threads, shared out when many pipelines run.
 //! - `pooled_pictures`, `device_pictures`: where decoded pictures live (the engine's pool,
 //!   or the GPU).
 //! - [`nvdec`]: whether NVDEC can decode a stream (pure, so tested without a GPU).
@@ -19,6 +20,7 @@
 mod decode_state;
 mod decoder;
 mod decoder_choice;
+mod decoder_threads;
 mod demuxer;
 mod device_pictures;
 mod error;
@@ -36,5 +38,6 @@ mod trim;
 mod watchdog;
 
 pub use decode_state::DropOldest;
+pub use decoder_threads::PipelineShare;
 pub use error::SourceError;
 pub use input::Source;

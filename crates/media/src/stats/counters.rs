@@ -29,8 +29,11 @@ pub struct Counters {
     pub frames_written: AtomicU64,
     /// Frames written per second lately (the `fps` of the API and the metrics).
     pub written_rate: RecentRate,
-    /// Decoded frames dropped from a full queue before the filter (`drop = "oldest"`).
+    /// Decoded frames dropped from a full queue before the filter (`drop = "oldest"`):
+    /// count them with [`Counters::count_drop`], which also notes when.
     pub frames_dropped: AtomicU64,
+    /// When a frame was last dropped (readiness waits for a while without drops).
+    pub last_drop: Mutex<Option<Instant>>,
     /// Packets the demuxer flagged corrupt or the decoder rejected; skipped.
     pub corrupt_packets: AtomicU64,
     /// Read errors from the input that were skipped.
@@ -59,6 +62,8 @@ pub struct Counters {
     pub filtered_queue: AtomicU64,
     /// Page-locked host memory the engine holds, as last seen by the filter stage.
     pub pinned_bytes: AtomicU64,
+    /// GPU memory the engine's frames go through, as last seen by the filter stage.
+    pub gpu_memory_bytes: AtomicU64,
     /// Nanoseconds the source spent reading and decoding.
     pub source_busy_ns: AtomicU64,
     /// Nanoseconds the filter stage spent on frames.
@@ -126,6 +131,17 @@ impl Default for StageHistograms {
 }
 
 impl Counters {
+    /// Counts a frame dropped before the filter (see [`Counters::frames_dropped`]).
+    pub fn count_drop(&self) {
+        self.frames_dropped.fetch_add(1, Ordering::Relaxed);
+        *self.last_drop.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// When a frame was last dropped, if one was.
+    pub fn last_drop(&self) -> Option<Instant> {
+        *self.last_drop.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Counts a frame the sink has written.
     pub fn count_written(&self) {
         StartupMarks::mark(&self.startup.first_frame_written);
@@ -245,6 +261,8 @@ pub struct CounterSnapshot {
     pub filtered_queue: u64,
     /// Page-locked host memory the engine holds.
     pub pinned_bytes: u64,
+    /// See [`Counters::gpu_memory_bytes`].
+    pub gpu_memory_bytes: u64,
     /// Time each stage spent working, in nanoseconds.
     pub source_busy_ns: u64,
     /// See [`Counters::filter_busy_ns`].
@@ -277,6 +295,7 @@ impl Counters {
             decoded_queue: get(&self.decoded_queue),
             filtered_queue: get(&self.filtered_queue),
             pinned_bytes: get(&self.pinned_bytes),
+            gpu_memory_bytes: get(&self.gpu_memory_bytes),
             source_busy_ns: get(&self.source_busy_ns),
             filter_busy_ns: get(&self.filter_busy_ns),
             sink_busy_ns: get(&self.sink_busy_ns),
@@ -414,6 +433,7 @@ mod tests {
             &counters.decoded_queue,
             &counters.filtered_queue,
             &counters.pinned_bytes,
+            &counters.gpu_memory_bytes,
             &counters.source_busy_ns,
             &counters.filter_busy_ns,
             &counters.sink_busy_ns,
@@ -443,11 +463,12 @@ mod tests {
             snapshot.decoded_queue,
             snapshot.filtered_queue,
             snapshot.pinned_bytes,
+            snapshot.gpu_memory_bytes,
             snapshot.source_busy_ns,
             snapshot.filter_busy_ns,
             snapshot.sink_busy_ns,
         ];
-        assert_eq!(read.to_vec(), (1..=18).collect::<Vec<u64>>());
+        assert_eq!(read.to_vec(), (1..=19).collect::<Vec<u64>>());
         assert_eq!(snapshot.ended_early, Some(ended));
     }
 }

@@ -53,6 +53,8 @@ pub struct CudaEngine {
     pool_shape: Option<FrameShape>,
     /// Pinned bytes of the lanes' staging buffers.
     staging_bytes: Arc<AtomicUsize>,
+    /// GPU memory of the lanes' input and output buffers, as laid out last.
+    lane_device_bytes: usize,
     /// This engine's place in the per-GPU pipeline count, held while it lives.
     _seat: Option<Seat>,
 }
@@ -100,6 +102,7 @@ impl CudaEngine {
             pool: None,
             pool_shape: None,
             staging_bytes: Arc::new(AtomicUsize::new(0)),
+            lane_device_bytes: 0,
             _seat: None,
         };
         if let Some(shape) = options.shape {
@@ -197,6 +200,7 @@ impl CudaEngine {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let stream = lanes[0].stream.clone();
+        self.lane_device_bytes = lanes.len() * 2 * layout.bytes;
         let lanes_made = Instant::now();
         let kernels = FilterKernels::build(&self.context, &stream, &self.planner(), &self.filter, &layout)?;
         let kernels_loaded = Instant::now();
@@ -492,6 +496,10 @@ impl Engine for CudaEngine {
 
     fn pinned_bytes(&self) -> usize {
         CudaEngine::pinned_bytes(self)
+    }
+
+    fn device_bytes(&self) -> usize {
+        self.lane_device_bytes
     }
 
     fn frame_pool(&self) -> Option<Arc<BufferPool>> {

@@ -10,12 +10,15 @@ use std::sync::Arc;
 
 use super::engine_error::CudaResultExt;
 use crate::engine::EngineError;
+use crate::host_buffers::pinned_budget::{PinnedBudget, PinnedCharge};
 use crate::host_buffers::{AllocationError, HostBlock, HostMemory};
 
 /// One page-locked allocation with a stable address.
 pub struct PinnedBlock {
     /// Owns the allocation (freed on drop, in its context).
     _allocation: PinnedHostSlice<u8>,
+    /// The block's bytes counted in the process's page-locked budget until it is freed.
+    _charge: PinnedCharge,
     address: *mut u8,
     len: usize,
 }
@@ -29,13 +32,26 @@ unsafe impl Send for PinnedBlock {}
 unsafe impl Sync for PinnedBlock {}
 
 impl PinnedBlock {
-    /// Allocates `len` page-locked bytes, zeroed. `write_combined` suits memory the CPU only
+    /// Allocates `len` page-locked bytes, zeroed, counted in the process's budget but never
+    /// refused by it (a lane's staging buffers). `write_combined` suits memory the CPU only
     /// writes (faster to write and for the GPU to read, very slow for the CPU to read).
     pub fn new(
         context: &Arc<CudaContext>,
         len: usize,
         write_combined: bool,
         what: String,
+    ) -> Result<PinnedBlock, EngineError> {
+        let charge = PinnedBudget::host().charge_always(len.max(1));
+        PinnedBlock::charged(context, len, write_combined, what, charge)
+    }
+
+    /// Allocates `len` page-locked bytes with `charge` already taken for them.
+    fn charged(
+        context: &Arc<CudaContext>,
+        len: usize,
+        write_combined: bool,
+        what: String,
+        charge: PinnedCharge,
     ) -> Result<PinnedBlock, EngineError> {
         // Portable: the block counts as pinned for every context, so frames from a pool can
         // go to any GPU.
@@ -50,6 +66,7 @@ impl PinnedBlock {
         let address = allocation.as_mut_ptr().context(|| what.clone())?;
         let mut block = PinnedBlock {
             _allocation: allocation,
+            _charge: charge,
             address,
             len,
         };
@@ -78,10 +95,15 @@ pub struct PinnedMemory {
 }
 
 impl HostMemory for PinnedMemory {
-    /// Fails with the [`EngineError`] of the allocation, which keeps the driver's error.
+    /// Fails with the [`EngineError`] of the allocation, which keeps the driver's error, or
+    /// with [`BudgetSpent`](crate::host_buffers::pinned_budget::BudgetSpent) when the block
+    /// would pass the process's page-locked budget.
     fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+        let charge = PinnedBudget::host()
+            .charge_pool_block(len.max(1))
+            .map_err(AllocationError::new)?;
         let what = format!("pipeline {:?}: allocating a pinned frame buffer", self.pipeline);
-        PinnedBlock::new(&self.context, len, false, what)
+        PinnedBlock::charged(&self.context, len, false, what, charge)
             .map(|block| Box::new(block) as Box<dyn HostBlock>)
             .map_err(AllocationError::new)
     }
