@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A full host in one `serve`, as an operator runs it: NVDEC pipelines and software-decoded
+# pipelines looping a 1080p25 H.264 clip (scripts/nvdec-oversubscribe.sh --make-clip) in real
+# time, a 13x13 Gaussian on every plane on the GPU, drop = "oldest", null sinks. Reports:
+# - how long /readyz took to turn 200, and what it said until then;
+# - frames dropped over the WINDOW seconds after ready (0 is the target), and the fps;
+# - the process's RSS and page-locked memory, per pipeline; GPU memory (nvidia-smi);
+# - NVDEC seats per GPU (/metrics) and where the pipelines run;
+# - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, first and last.
+# Then SIGTERM (exit 0 expected). DEVICE=cpu MASK=identity check the script itself on any host.
+#
+#   scripts/host-fill-check.sh BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
+#       results in $OUT/host-fill-NVDEC-SOFTWARE-<binary name>/ (or ./host-fill-results)
+set -uo pipefail
+bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+clip="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+nvdec="$3" software="$4" window="${5:-20}" soak="${6:-0}"
+out="${OUT:-./host-fill-results}/host-fill-$nvdec-$software-$(basename "$bin")"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+log="$out/summary.log"
+work="$(mktemp -d)" && cd "$work" || exit 1
+port=18690
+say() { echo "$*" | tee -a "$log"; }
+
+pipeline() { # NAME DECODER
+    printf '[[pipeline]]\nname = "%s"\n[pipeline.source]\nurl = "%s"\ndecoder = "%s"\n' "$1" "$clip" "$2"
+    printf 'loop = true\nrealtime = true\ndrop = "oldest"\n'
+    printf '[pipeline.filter]\nmask = "%s"\ndevice = "%s"\n[pipeline.sink]\nurl = "null"\n' "${MASK:-gaussian:size=13,sigma=3}" "${DEVICE:-cuda}"
+}
+{
+    printf '[server]\nlisten = "127.0.0.1:%s"\nshutdown_timeout = 30.0\nwatch = false\n' "$port"
+    for i in $(seq 1 "$nvdec"); do pipeline "nv$i" nvdec; done
+    for i in $(seq 1 "$software"); do pipeline "sw$i" software; done
+} >serve.toml
+
+say "== $(basename "$bin"): $nvdec NVDEC + $software software pipelines, $(nproc) cores"
+nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader 2>&1 | tee -a "$log"
+gpu_memory() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | awk "{s += \$1} END {print s + 0}"; }
+idle_gpu=$(gpu_memory)
+"$bin" serve --config serve.toml >serve.log 2>&1 &
+pid=$!
+started=$SECONDS ready=""
+for _ in $(seq 1800); do
+    sleep 0.1
+    kill -0 "$pid" 2>/dev/null || { say "serve ended before it was ready: $(tail -n 3 serve.log)"; exit 1; }
+    code=$(curl -s -m 2 -o readyz.json -w '%{http_code}' "http://127.0.0.1:$port/readyz") || continue
+    [[ $code == 200 ]] && { ready=$((SECONDS - started)); break; }
+    ((SECONDS - started >= 120)) && break
+done
+if [[ -n $ready ]]; then
+    say "/readyz: 200 after $ready s"
+else
+    say "/readyz: not 200 within 120 s; body: $(cut -c1-800 readyz.json)"
+fi
+
+snapshot() { # FILE: counters, memory and seats now
+    python3 - "$port" "$pid" >"$1" <<'EOF'
+import collections, json, sys, time, urllib.request
+port, pid = sys.argv[1], sys.argv[2]
+get = lambda path: urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20).read().decode()
+metrics = get("/metrics")
+pipelines = json.loads(get("/pipelines"))["pipelines"]
+rss_kb = int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:")))
+counted = [p["counters"] for p in pipelines]
+print(json.dumps({
+    "time": time.monotonic(),
+    "rss_mb": rss_kb / 1024,
+    "dropped": sum(c["frames_dropped"] for c in counted),
+    "written": sum(c["frames_written"] for c in counted),
+    "pinned_mb": sum(c["pinned_bytes"] for c in counted) / 2**20,
+    "lane_gpu_mb": sum(c.get("gpu_memory_bytes", 0) for c in counted) / 2**20,
+    "fps_mean": sum(p["fps"] for p in pipelines) / max(1, len(pipelines)),
+    "states": collections.Counter(p["state"] for p in pipelines),
+    "devices": collections.Counter(str(p.get("device")) for p in pipelines),
+    "waiting_for": collections.Counter(p["waiting_for"] for p in pipelines if p.get("waiting_for")),
+    "seats": [l for l in metrics.splitlines() if l.startswith("convstream_nvdec_seats")],
+    "pinned_budget": [l for l in metrics.splitlines() if l.startswith("convstream_pinned_memory")],
+}))
+EOF
+}
+count=$((nvdec + software))
+if snapshot at-ready.json; then
+    sleep "$window"
+    snapshot after-window.json
+    python3 - "$count" "$window" "$(gpu_memory)" "$idle_gpu" <<'EOF' | tee -a "$log"
+import json, sys
+count, window, gpu, idle = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+a, b = json.load(open("at-ready.json")), json.load(open("after-window.json"))
+elapsed = b["time"] - a["time"]
+print(f"after ready, {elapsed:.1f} s: {b['dropped'] - a['dropped']} frames dropped, "
+      f"{(b['written'] - a['written']) / elapsed / count:.1f} fps per pipeline (mean of the API's: {b['fps_mean']:.1f})")
+print(f"RSS {b['rss_mb']:.0f} MB = {b['rss_mb'] / count:.1f} MB per pipeline; page-locked "
+      f"{b['pinned_mb']:.0f} MB = {b['pinned_mb'] / count:.1f} MB per pipeline; lanes' GPU memory "
+      f"{b['lane_gpu_mb']:.0f} MB; GPU memory used {gpu - idle:.0f} MiB over idle")
+print(f"states {b['states']}, devices {b['devices']}, waiting {b['waiting_for']}")
+for line in b["seats"] + b["pinned_budget"]:
+    print("  " + line)
+EOF
+fi
+if ((soak > 0)); then
+    say "soak: $soak s, sampled every 30 s (s, RSS MB, GPU MiB, dropped in all)"
+    first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
+    for ((t = 0; t <= soak; t += 30)); do
+        snapshot soak.json && say "  $t $(python3 -c "import json; s=json.load(open('soak.json')); print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop)")"
+        ((t < soak)) && sleep 30
+    done
+fi
+kill -TERM "$pid"
+stop=$SECONDS
+wait "$pid"
+say "SIGTERM: exit $? after $((SECONDS - stop)) s"
+grep -ciE "panic|SIGSEGV" serve.log | sed 's/^/panics in the log: /' | tee -a "$log"
+grep -E " (WARN|ERROR) " serve.log | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -5 | tee -a "$log"
+cp serve.toml readyz.json ./*.json "$out/" 2>/dev/null
+tail -n 200 serve.log >"$out/serve-tail.log"
