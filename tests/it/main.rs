@@ -23,6 +23,7 @@ mod depth;
 mod empty_runs;
 mod ffmpeg_language;
 mod flags;
+mod host_fill;
 mod outputs;
 mod peers;
 mod properties;

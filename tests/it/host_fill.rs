@@ -1,0 +1,128 @@
+//! A host full of pipelines, as `serve` runs them: `/readyz` turns 200 only once every
+//! pipeline has written frames for a while without dropping one (and says what each waits
+//! for until then), pipelines start a few at a time (`[server] starting_at_once`), and the
+//! page-locked memory budget (`[server] pinned_memory_mb`) is in the metrics. CPU engine.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::server::Server;
+use common::{make_clip, Clip};
+use convstream_testkit::tempdir;
+use serde_json::Value;
+
+/// `count` looping real-time pipelines on the CPU, with `server` settings first.
+fn config(server: &str, count: usize) -> String {
+    let mut text = format!("[server]\n{server}\n");
+    for i in 0..count {
+        text.push_str(&format!(
+            "[[pipeline]]\nname = \"cam{i}\"\nsource = {{ url = \"clip.y4m\", realtime = true, loop = true, drop = \"oldest\" }}\nfilter = {{ mask = \"box\", device = \"cpu\" }}\nsink = {{ url = \"null\" }}\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn ready_waits_for_frames_without_drops_and_says_what_each_pipeline_waits_for() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    std::fs::write(
+        dir.path().join("config.toml"),
+        config("starting_at_once = 1\npinned_memory_mb = 64", 3),
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let began = Instant::now();
+    let mut reasons: Vec<String> = Vec::new();
+    let ready_at = loop {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "never ready; said: {reasons:?}"
+        );
+        let (status, body) = server.request("GET", "/readyz", None);
+        let answer: Value = serde_json::from_str(&body).unwrap_or_default();
+        if status == 200 {
+            assert_eq!(answer["ready"], true, "{body}");
+            break began.elapsed();
+        }
+        assert_eq!(status, 503, "{body}");
+        let waiting = answer["not_ready"].as_object().cloned().unwrap_or_default();
+        assert!(!waiting.is_empty(), "a 503 names the pipelines not ready: {body}");
+        reasons.extend(waiting.values().filter_map(|why| why.as_str().map(String::from)));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Each pipeline had written frames for 3 s (STEADY_FOR) by then.
+    for i in 0..3 {
+        let view = server.pipeline(&format!("cam{i}"));
+        let first_frame = view["startup"]["first_frame"].as_f64().expect("a first frame");
+        let uptime = view["uptime_seconds"].as_f64().unwrap();
+        assert!(
+            uptime - first_frame >= 3.0,
+            "cam{i} counted as ready {:.2} s after its first frame",
+            uptime - first_frame
+        );
+    }
+    assert!(ready_at >= Duration::from_secs(3), "ready after {ready_at:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|why| why.contains("warming up") || why.contains("no frame written yet")),
+        "a pipeline with frames, not yet steady, says so: {reasons:?}"
+    );
+    // Ready stays ready, and the budget is the config's.
+    assert_eq!(server.request("GET", "/readyz", None).0, 200);
+    let scrape = server.scrape();
+    let budget = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "convstream_pinned_memory_budget_bytes")
+        .map(|s| match s.value {
+            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        });
+    assert_eq!(budget, Some(64.0 * 1024.0 * 1024.0));
+    assert!(
+        scrape.samples.iter().any(|s| s.metric == "convstream_gpu_memory_bytes"),
+        "the lanes' GPU memory is a gauge per pipeline"
+    );
+}
+
+#[test]
+fn pipelines_start_one_at_a_time_when_asked_and_the_next_says_it_waits_its_turn() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    // The first pipeline writes to a FIFO nobody reads: its output never opens, so it holds
+    // its turn for the longest turn (5 s) and the second one waits, saying so.
+    common::mkfifo(&dir.path().join("nobody-reads.fifo"));
+    let text = config("starting_at_once = 1", 2).replacen(
+        "sink = { url = \"null\" }",
+        "sink = { url = \"nobody-reads.fifo\", format = \"nut\" }",
+        1,
+    );
+    std::fs::write(dir.path().join("config.toml"), text).unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let began = Instant::now();
+    server.wait_for("cam1 to wait for its turn", Duration::from_secs(20), || {
+        server.pipeline("cam1")["waiting_for"]
+            .as_str()
+            .is_some_and(|why| why.contains("its turn to start") && why.contains("starting_at_once"))
+    });
+    assert_eq!(server.pipeline("cam1")["state"], "starting");
+    let (status, body) = server.request("GET", "/readyz", None);
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("its turn to start"),
+        "/readyz says what cam1 waits for: {body}"
+    );
+    // The longest turn over, cam1 starts and writes frames though cam0 is still stuck.
+    server.wait_for("cam1 to write frames", Duration::from_secs(30), || {
+        server.counter("cam1", "frames_written") > 0
+    });
+    assert!(
+        began.elapsed() >= Duration::from_secs(4),
+        "cam1 waited for cam0's turn to end ({:?})",
+        began.elapsed()
+    );
+    assert_eq!(server.counter("cam0", "frames_written"), 0);
+}
