@@ -7,7 +7,8 @@
 # - the process's RSS and page-locked memory, per pipeline; GPU memory (nvidia-smi);
 # - NVDEC seats per GPU (/metrics) and where the pipelines run;
 # - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, first and last.
-# Then SIGTERM (exit 0 expected). DEVICE=cpu MASK=identity check the script itself on any host.
+# Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings;
+# DEVICE=cpu MASK=identity check the script itself on any host.
 #
 #   scripts/host-fill-check.sh BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
 #       results in $OUT/host-fill-NVDEC-SOFTWARE-<binary name>/ (or ./host-fill-results)
@@ -28,12 +29,12 @@ pipeline() { # NAME DECODER
     printf '[pipeline.filter]\nmask = "%s"\ndevice = "%s"\n[pipeline.sink]\nurl = "null"\n' "${MASK:-gaussian:size=13,sigma=3}" "${DEVICE:-cuda}"
 }
 {
-    printf '[server]\nlisten = "127.0.0.1:%s"\nshutdown_timeout = 30.0\nwatch = false\n' "$port"
+    printf '[server]\nlisten = "127.0.0.1:%s"\nshutdown_timeout = 30.0\nwatch = false\n%b\n' "$port" "${SERVER:-}"
     for i in $(seq 1 "$nvdec"); do pipeline "nv$i" nvdec; done
     for i in $(seq 1 "$software"); do pipeline "sw$i" software; done
 } >serve.toml
 
-say "== $(basename "$bin"): $nvdec NVDEC + $software software pipelines, $(nproc) cores"
+say "== $(basename "$bin"): $nvdec NVDEC + $software software pipelines, $(nproc) cores${SERVER:+; [server] $SERVER}"
 nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader 2>&1 | tee -a "$log"
 gpu_memory() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | awk "{s += \$1} END {print s + 0}"; }
 idle_gpu=$(gpu_memory)

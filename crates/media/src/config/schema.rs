@@ -99,6 +99,12 @@ pub struct ServerConfig {
     /// quarter of the host's memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_memory_mb: Option<usize>,
+    /// NVDEC pipelines each GPU seats, as measured on this host (`convstream bench --suite
+    /// scale`, or `scripts/host-fill-check.sh`): replaces the prediction from the GPU's NVDEC
+    /// engines, which assumes 1080p25 H.264 and may be high for other streams. Unset: the
+    /// prediction (`convstream doctor` shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvdec_seats_per_gpu: Option<usize>,
     /// How many pipelines may be starting at once (input opening, decoder and engine made,
     /// first frames through); the others wait their turn, so a full host's start does not
     /// starve every pipeline at once. Unset: half the host's cores, at least 2.
@@ -133,6 +139,7 @@ impl Default for ServerConfig {
             allow_raw_sources: false,
             max_pipelines: default_max_pipelines(),
             pinned_memory_mb: None,
+            nvdec_seats_per_gpu: None,
             starting_at_once: None,
             shard: None,
             shards: None,

@@ -6,7 +6,10 @@
 //! pipelines (ties: the fewest filter engines), reserved at once so pipelines starting
 //! together spread over the GPUs. Its decoder and engine then run on that GPU. Past every
 //! seat it waits (saying why; stopping ends the wait) instead of slowing the others, and
-//! takes the first seat given back on any GPU it may use.
+//! takes the first seat given back on any GPU it may use. Each GPU's seats are the
+//! prediction of `engine::nvdec_capacity` (its NVDEC engines x a per-engine figure) unless
+//! the operator measured and set them (`[server] nvdec_seats_per_gpu`:
+//! [`SeatBoard::set_seats_per_gpu`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +44,8 @@ struct Board {
     gpus: BTreeMap<usize, GpuSeats>,
     /// Pipelines waiting for a seat now.
     waiting: usize,
+    /// Seats per GPU the operator set, in place of the prediction.
+    seats_per_gpu: Option<usize>,
 }
 
 /// The NVDEC seats of a set of GPUs (the process's: [`SeatBoard::global`]).
@@ -87,6 +92,20 @@ impl SeatBoard {
         self.board.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Seats per GPU from now on: `Some(n)` for what the operator measured (every GPU
+    /// seats `n`), `None` for each GPU's predicted capacity. Waiting pipelines look again.
+    pub fn set_seats_per_gpu(&self, seats: Option<usize>) {
+        let mut board = self.lock();
+        board.seats_per_gpu = seats;
+        if let Some(seats) = seats {
+            for gpu in board.gpus.values_mut() {
+                gpu.capacity = Some(seats);
+            }
+        }
+        drop(board);
+        self.freed.notify_all();
+    }
+
     /// Why pipelines wait, when some do: "N pipelines wait for an NVDEC seat: ..." naming
     /// how many NVDEC pipelines are asked for and how many the host's GPUs seat.
     pub fn waiting_reason(&self) -> Option<String> {
@@ -122,13 +141,15 @@ impl SeatBoard {
         on_wait: &mut dyn FnMut(&str),
     ) -> Option<NvdecSeat> {
         let mut board = self.lock();
+        let set = board.seats_per_gpu;
         for gpu in inventory {
+            let capacity = set.or(gpu.nvdec_capacity);
             let seats = board.gpus.entry(gpu.ordinal).or_insert(GpuSeats {
                 ordinal: gpu.ordinal,
                 taken: 0,
-                capacity: gpu.nvdec_capacity,
+                capacity,
             });
-            seats.capacity = gpu.nvdec_capacity;
+            seats.capacity = capacity;
         }
         let allowed = |ordinal: usize| match wanted {
             SeatWanted::AnyGpu => inventory.iter().any(|gpu| gpu.ordinal == ordinal),

@@ -196,3 +196,31 @@ fn the_reason_names_the_pipelines_asked_for_and_the_seats_of_every_gpu() {
     waiter.stop.store(true, Ordering::Relaxed);
     waiter.seated.recv_timeout(BOUND).expect("ended in time");
 }
+
+#[test]
+fn seats_the_operator_measured_replace_the_prediction_and_a_raise_admits_waiters() {
+    let board = Arc::new(SeatBoard::default());
+    let inventory = gpus(2, 56);
+    board.set_seats_per_gpu(Some(2));
+    let held: Vec<NvdecSeat> = (0..4)
+        .map(|_| admit_now(&board, &inventory, SeatWanted::AnyGpu).expect("a free seat"))
+        .collect();
+    let waiter = start(&board, &inventory, SeatWanted::AnyGpu);
+    let why = waiter.waits.recv_timeout(BOUND).expect("it says why it waits");
+    assert_eq!(
+        why, "an NVDEC seat (cuda:0 2/2, cuda:1 2/2)",
+        "2 measured seats, not 56 predicted"
+    );
+    assert!(waiter.seated.recv_timeout(SETTLE).is_err(), "no seat was free");
+    board.set_seats_per_gpu(Some(3));
+    assert!(
+        waiter.seated.recv_timeout(BOUND).expect("seated in time").is_some(),
+        "a raised count seats the waiter"
+    );
+    // Back to the prediction: 56 each.
+    board.set_seats_per_gpu(None);
+    let more = admit_now(&board, &inventory, SeatWanted::AnyGpu);
+    assert!(more.is_some());
+    assert!(board.snapshot().0.iter().all(|gpu| gpu.capacity == Some(56)));
+    drop(held);
+}
