@@ -83,12 +83,12 @@ count=$((nvdec + software))
 if snapshot at-ready.json; then
     sleep "$window"
     snapshot after-window.json
-    python3 - "$count" "$window" "$(gpu_memory)" "$idle_gpu" <<'EOF' | tee -a "$log"
+    python3 - "$count" "${ready:+after ready}" "$(gpu_memory)" "$idle_gpu" <<'EOF' | tee -a "$log"
 import json, sys
-count, window, gpu, idle = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+count, when, gpu, idle = int(sys.argv[1]), sys.argv[2] or "never ready; after 120 s", float(sys.argv[3]), float(sys.argv[4])
 a, b = json.load(open("at-ready.json")), json.load(open("after-window.json"))
 elapsed = b["time"] - a["time"]
-print(f"after ready, {elapsed:.1f} s: {b['dropped'] - a['dropped']} frames dropped, "
+print(f"{when}, {elapsed:.1f} s: {b['dropped'] - a['dropped']} frames dropped, "
       f"{(b['written'] - a['written']) / elapsed / count:.1f} fps per pipeline (mean of the API's: {b['fps_mean']:.1f})")
 print(f"RSS {b['rss_mb']:.0f} MB = {b['rss_mb'] / count:.1f} MB per pipeline; page-locked "
       f"{b['pinned_mb']:.0f} MB = {b['pinned_mb'] / count:.1f} MB per pipeline; lanes' GPU memory "

@@ -3,7 +3,6 @@
 //! configuration error). The flags and handlers live in [`cli`].
 
 mod cli;
-mod heap;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -12,7 +11,6 @@ use cli::args::{Cli, Command, MasksAction};
 use cli::{commands, run, Failure};
 
 fn main() -> ExitCode {
-    heap::give_large_blocks_back();
     guard_standard_streams();
     let cli = match parse_command_line() {
         Ok(cli) => cli,
