@@ -173,6 +173,7 @@ fn cuda_report() -> String {
             }
         }
     }
+    let _ = writeln!(out, "{}", host_nvdec_seats());
     let _ = writeln!(
         out,
         "--device auto would use: {}",
@@ -218,6 +219,22 @@ fn nvdec_capacity(gpu: &str) -> String {
         ),
         None => "NVDEC engines: unknown (NVML has no instance profile for this GPU and it is not in the published table); `convstream bench --suite scale --decoder nvdec` measures how many live pipelines it carries".into(),
     }
+}
+
+/// The host's NVDEC seats: every GPU's, which is what `serve` admits NVDEC pipelines to.
+#[cfg(feature = "cuda")]
+fn host_nvdec_seats() -> String {
+    let inventory = convstream_core::engine::gpu_inventory();
+    let predicted: Vec<usize> = inventory.iter().filter_map(|gpu| gpu.nvdec_capacity).collect();
+    if predicted.len() < inventory.len() || inventory.is_empty() {
+        return "host NVDEC seats: unknown for some GPU (`[server] nvdec_seats_per_gpu` sets them)".into();
+    }
+    format!(
+        "host NVDEC seats: {} on {} GPU(s) ({}); `scripts/host-fill-check.sh` measures what this host keeps up with and `[server] nvdec_seats_per_gpu` sets it",
+        predicted.iter().sum::<usize>(),
+        inventory.len(),
+        predicted.iter().map(usize::to_string).collect::<Vec<_>>().join(" + ")
+    )
 }
 
 /// What NVDEC on cuda:0 (where FFmpeg's cuvid decoders run) decodes, as the driver says:

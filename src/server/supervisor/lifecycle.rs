@@ -350,20 +350,26 @@ impl Supervisor {
         self.not_ready().is_empty()
     }
 
-    /// The pipelines not ready yet, each with what it waits for (see `readiness`). A run
-    /// that was ready once stays ready.
+    /// The pipelines not ready yet, each with what it waits for (see `readiness`). Runs
+    /// count as ready together: only when every pipeline is steady at one moment are they
+    /// all marked ready for good, so a pipeline steady while the others were still starting
+    /// (and then slowed by them) does not make the service ready early. A pipeline added
+    /// later must be steady itself.
     pub fn not_ready(&self) -> BTreeMap<String, String> {
         let now = std::time::Instant::now();
-        let mut waiting = BTreeMap::new();
-        for (name, handle) in self.pipelines().iter() {
-            if handle.was_ready.load(Ordering::Relaxed) {
-                continue;
-            }
-            match super::readiness::readiness(handle.settings.source.is_live(), &handle.monitor, now) {
-                Ok(()) => handle.was_ready.store(true, Ordering::Relaxed),
-                Err(why) => {
-                    waiting.insert(name.clone(), why);
-                }
+        let pipelines = self.pipelines();
+        let waiting: BTreeMap<String, String> = pipelines
+            .iter()
+            .filter(|(_, handle)| !handle.was_ready.load(Ordering::Relaxed))
+            .filter_map(|(name, handle)| {
+                super::readiness::readiness(handle.settings.source.is_live(), &handle.monitor, now)
+                    .err()
+                    .map(|why| (name.clone(), why))
+            })
+            .collect();
+        if waiting.is_empty() {
+            for handle in pipelines.values() {
+                handle.was_ready.store(true, Ordering::Relaxed);
             }
         }
         waiting

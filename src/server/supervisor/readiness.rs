@@ -2,10 +2,10 @@
 //! is ready from its start, since senders routed to ready instances only (a Kubernetes
 //! Service) would otherwise never reach it. Any other pipeline is ready once it has written
 //! frames for [`STEADY_FOR`] without dropping one: the seconds after a full host's start,
-//! when every decoder and engine warms up at once, are not "ready". A pipeline that counted
-//! as ready stays so (later drops are for the metrics and the logs to show, not a reason to
-//! take the instance out of service); one that ended (finished, stopped, failed) counts as
-//! ready, as the operator or its input chose that.
+//! when every decoder and engine warms up at once, are not "ready". Once every pipeline is
+//! steady at the same moment they all count as ready for good (later drops are for the
+//! metrics and the logs to show, not a reason to take the instance out of service); one that
+//! ended (finished, stopped, failed) counts as ready, as the operator or its input chose that.
 
 use std::time::{Duration, Instant};
 
