@@ -9,6 +9,7 @@ pub mod api;
 mod console;
 mod gpu_metrics;
 pub mod guard;
+pub mod history;
 pub mod metrics;
 mod nvdec_metrics;
 pub mod policy;

@@ -5,6 +5,7 @@
 
 mod contract;
 mod error;
+mod filter_choice;
 mod handle;
 mod lifecycle;
 mod reload;
@@ -14,6 +15,7 @@ mod view;
 
 pub use contract::{FilterUpdate, Origin, ReloadSummary, Switched};
 pub use error::SupervisorError;
+pub use filter_choice::FilterChoice;
 pub use lifecycle::Supervisor;
 pub use view::{CounterView, PipelineView};
 
