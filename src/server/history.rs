@@ -16,6 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::pipeline_logs::PipelineLogs;
 use super::state::{ApiError, ApiState};
 use super::supervisor::Supervisor;
 use convstream_core::text::quoted;
@@ -124,13 +125,16 @@ impl PipelineHistory {
     }
 
     /// Takes a point of every pipeline now and then every [`HISTORY_INTERVAL`], for as long
-    /// as the task runs (`serve` ends it).
+    /// as the task runs (`serve` ends it), and forgets the log lines of pipelines gone.
     pub async fn keep(self: Arc<Self>, supervisor: Arc<Supervisor>) {
         let mut ticker = tokio::time::interval(HISTORY_INTERVAL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            self.sample(&supervisor.monitors(), Instant::now(), SystemTime::now());
+            let monitors = supervisor.monitors();
+            self.sample(&monitors, Instant::now(), SystemTime::now());
+            // The last log lines of pipelines gone go with them.
+            PipelineLogs::global().retain(|name| monitors.iter().any(|m| m.name == name));
         }
     }
 }

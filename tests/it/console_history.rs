@@ -2,8 +2,9 @@
 //! CPU engine: the history the server keeps of each pipeline (`GET /pipelines/{name}/history`:
 //! points every 5 s, bounded, surviving any client), the filter as the mask picker opens on
 //! it (`GET /console/status`: each pipeline's own mask with its keys, per-plane masks, border,
-//! planes), the warnings of a filter switch (a zero-sum mask on chroma) and the mask preview
-//! (`POST /console/mask-preview`, the matrix `masks show` prints).
+//! planes) with each pipeline's last log lines, the warnings of a filter switch (a zero-sum
+//! mask on chroma) and the mask preview (`POST /console/mask-preview`, the matrix `masks show`
+//! prints).
 
 use std::time::Duration;
 
@@ -21,7 +22,8 @@ fn serve_two(dir: &std::path::Path) -> Server {
         [[pipeline]]\nname = \"north\"\nsource = { url = 'clip.y4m', loop = true, realtime = true }\n\
         filter = { mask = 'box:size=5', border = 'wrap', device = \"cpu\" }\nsink = { url = \"null\" }\n\
         [[pipeline]]\nname = \"south\"\nsource = { url = 'clip.y4m', loop = true, realtime = true }\n\
-        filter = { mask = 'soft', planes = 'luma', plane_masks = { uv = 'neutral' }, device = \"cpu\" }\nsink = { url = \"null\" }\n";
+        filter = { mask = 'soft', planes = 'luma', plane_masks = { uv = 'neutral' }, device = \"cpu\" }\nsink = { url = \"null\" }\n\
+        [[pipeline]]\nname = \"broken\"\nsource = { url = 'absent-input.y4m' }\nfilter = { device = \"cpu\" }\nsink = { url = \"null\" }\n";
     std::fs::write(dir.join("config.toml"), config).unwrap();
     let mut server = Server::start(dir, &[("HISTORY_TOKEN", TOKEN)]);
     server.token = Some(TOKEN.to_string());
@@ -98,6 +100,25 @@ fn the_picker_opens_on_each_pipelines_own_filter_and_a_switch_says_its_warnings(
     assert_eq!(south["mask"]["sigma"], 1.5, "{south}");
     assert_eq!(south["planes"], "luma", "{south}");
     assert_eq!(south["plane_masks"]["uv"]["preset"], "neutral", "per plane: {south}");
+    // A failed pipeline's last log lines come with its reason.
+    server.wait_for("broken to fail", Duration::from_secs(10), || {
+        server.pipeline("broken")["state"] == "failed"
+    });
+    let status = server.get("/console/status");
+    let log = status_of(&status, "broken")["log"].as_array().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|line| line["level"] == "ERROR" && line["text"].as_str().unwrap().contains("absent-input.y4m")),
+        "{log:?}"
+    );
+    assert!(
+        status_of(&status, "north")["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|line| !line["text"].as_str().unwrap().contains("absent-input")),
+        "each pipeline's own lines"
+    );
     for choice in ["borders", "planes", "plane_keys", "modes", "presets"] {
         assert!(!status[choice].as_array().unwrap().is_empty(), "{choice}: {status}");
     }

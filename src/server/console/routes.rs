@@ -9,6 +9,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use crate::server::pipeline_logs::PipelineLogs;
 use crate::server::state::ApiState;
 use convstream_core::filter::{BorderMode, PlaneName, PlaneSelection};
 use convstream_core::mask::{MaskMode, PRESETS};
@@ -78,7 +79,8 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// Every pipeline's view with its p99 latency (read from its latency histogram: no sort)
-/// and its filter as the mask picker edits it, and the mask presets with their keys.
+/// its filter as the mask picker edits it and its last log lines, and the mask presets with
+/// their keys.
 async fn status(State(state): State<ApiState>) -> Response {
     let supervisor = &state.supervisor;
     let monitors = supervisor.monitors();
@@ -94,6 +96,7 @@ async fn status(State(state): State<ApiState>) -> Response {
             let mut value = serde_json::to_value(&view).unwrap_or_default();
             value["latency_p99_ms"] = json!(p99);
             value["filter"] = json!(filter);
+            value["log"] = json!(PipelineLogs::global().lines(&view.name));
             value
         })
         .collect();
