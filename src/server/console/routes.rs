@@ -97,6 +97,9 @@ async fn status(State(state): State<ApiState>) -> Response {
             value["latency_p99_ms"] = json!(p99);
             value["filter"] = json!(filter);
             value["log"] = json!(PipelineLogs::global().lines(&view.name));
+            // The table's sparkline: the server's own points, so a reloaded page has them.
+            let fps: Vec<f64> = state.history.points(&view.name).iter().map(|p| p.fps).collect();
+            value["fps_history"] = json!(fps);
             value
         })
         .collect();
