@@ -367,7 +367,7 @@
     for (const before of [span, span / 2, 0]) {
       const anchor = before === span ? 'start' : before === 0 ? 'end' : 'middle';
       const label = svgElement('text', { x: x(now - before), y: height - 8, 'text-anchor': anchor });
-      label.textContent = before === 0 ? 'now' : '−' + formatTick(before / 60) + ' min';
+      label.textContent = before === 0 ? 'now' : '−' + (before % 60 === 0 ? before / 60 + ' min' : before + ' s');
       svg.appendChild(label);
     }
     const unitLabel = svgElement('text', { x: 2, y: 11, class: 'unit' });
@@ -399,7 +399,7 @@
   }
 
   function formatTick(v) {
-    return Number.isInteger(v) ? String(v) : v.toFixed(v < 10 ? 1 : 0);
+    return Number.isInteger(v) ? String(v) : String(Number(v.toFixed(v < 10 ? 2 : 1)));
   }
 
   async function refreshHistory() {
