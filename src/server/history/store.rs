@@ -1,26 +1,15 @@
-//! Every pipeline's recent past, kept by the server so that any client (the console after a
-//! reload, a script) reads the same: one point every [`HISTORY_INTERVAL`] with the frame
-//! rate, the frames dropped and the 99th-percentile filter latency of that interval, at
-//! most [`HISTORY_POINTS`] per pipeline (10 minutes). Memory is bounded by the pipeline
-//! count: a ring of points and one copy of the latency histogram's counts each. Served at
-//! `GET /pipelines/{name}/history`.
+//! Every pipeline's recent past ([`PipelineHistory`]): one point every [`HISTORY_INTERVAL`]
+//! with the frame rate, the frames dropped and the 99th-percentile filter latency of that
+//! interval, at most [`HISTORY_POINTS`] per pipeline (10 minutes). Memory is bounded by the
+//! pipeline count: a ring of points and one copy of the latency histogram's counts each.
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
-use serde_json::json;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::pipeline_logs::PipelineLogs;
-use super::state::{ApiError, ApiState};
-use super::supervisor::Supervisor;
-use convstream_core::text::quoted;
-use convstream_media::config::limits::is_valid_name;
+use crate::server::pipeline_logs::PipelineLogs;
+use crate::server::supervisor::Supervisor;
 use convstream_media::pipeline::{PipelineMonitor, PipelineState};
 use convstream_media::stats::{quantile_ms_of, Counters};
 
@@ -139,29 +128,6 @@ impl PipelineHistory {
     }
 }
 
-/// `GET /pipelines/{name}/history` (token required).
-pub fn routes() -> Router<ApiState> {
-    Router::new().route("/pipelines/{name}/history", get(history))
-}
-
-async fn history(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let listed = is_valid_name(&name) && state.supervisor.monitors().iter().any(|m| m.name == name);
-    if !listed {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no pipeline named `{}`", quoted(&name)),
-        ));
-    }
-    let points = state.history.points(&name);
-    Ok(Json(json!({
-        "pipeline": name,
-        "interval_seconds": HISTORY_INTERVAL.as_secs_f64(),
-        "capacity": HISTORY_POINTS,
-        "points": points,
-    }))
-    .into_response())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,12 +163,12 @@ mod tests {
         let start = cam.started_at;
         let wall = SystemTime::now();
         frames(&cam, 50, 40.0);
-        history.sample(&[cam.clone()], start + HISTORY_INTERVAL, wall);
+        history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL, wall);
         frames(&cam, 100, 2.0);
         cam.counters
             .frames_dropped
             .store(7, std::sync::atomic::Ordering::Relaxed);
-        history.sample(&[cam.clone()], start + HISTORY_INTERVAL * 2, wall);
+        history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL * 2, wall);
         let points = history.points("cam");
         assert_eq!(points.len(), 2);
         assert!((points[0].fps - 10.0).abs() < 1e-9, "{points:?}");
@@ -215,7 +181,7 @@ mod tests {
         assert_eq!((points[0].frames_dropped, points[1].frames_dropped), (0, 7));
 
         for step in 3..500u32 {
-            history.sample(&[cam.clone()], start + HISTORY_INTERVAL * step, wall);
+            history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL * step, wall);
         }
         let points = history.points("cam");
         assert_eq!(points.len(), HISTORY_POINTS, "bounded");
@@ -229,10 +195,14 @@ mod tests {
         let first = monitor("cam");
         frames(&first, 500, 5.0);
         let wall = SystemTime::now();
-        history.sample(&[first.clone()], first.started_at + HISTORY_INTERVAL, wall);
+        history.sample(std::slice::from_ref(&first), first.started_at + HISTORY_INTERVAL, wall);
         let second = monitor("cam");
         frames(&second, 25, 5.0);
-        history.sample(&[second.clone()], second.started_at + HISTORY_INTERVAL, wall);
+        history.sample(
+            std::slice::from_ref(&second),
+            second.started_at + HISTORY_INTERVAL,
+            wall,
+        );
         let points = history.points("cam");
         assert_eq!(points.len(), 2, "one track for the name across runs");
         assert!((points[1].fps - 5.0).abs() < 1e-9, "{points:?}");
