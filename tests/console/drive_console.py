@@ -401,9 +401,10 @@ def run(driver, base, secret, folder, pipelines):
     shot(driver, folder, "08-desktop")
     driver.set_window_size(390, 1400)
     time.sleep(0.5)
-    shot(driver, folder, "09-phone-detail")
     driver.execute_script("window.scrollTo(0, 0)")
-    shot(driver, folder, "10-phone")
+    shot(driver, folder, "09-phone")
+    driver.execute_script("document.getElementById('detail-heading').scrollIntoView()")
+    shot(driver, folder, "10-phone-detail")
     driver.set_window_size(1440, 1000)
 
     # A page elsewhere (here a data: URL, Origin `null`) that knows the token can neither read

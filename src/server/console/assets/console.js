@@ -494,7 +494,7 @@
     }
     params.appendChild(field('normalize', selectOf([['', 'default'], ['true', 'yes'], ['false', 'no']])));
     const modes = choices ? choices.modes : ['convolve', 'correlate'];
-    params.appendChild(field('mode', selectOf([['', 'default (convolve)'], ...modes.map((m) => [m, m])])));
+    params.appendChild(field('mode', selectOf([['', 'default'], ...modes.map((m) => [m, m])])));
     if (preset.name === 'custom') {
       const file = document.createElement('input');
       file.type = 'text';
@@ -672,6 +672,8 @@
         li.append(document.createTextNode('Warning: '), ...breakable(String(w)));
         return li;
       }));
+      // The answer stays in sight, below the button that asked for it.
+      warnings.scrollIntoView({ block: 'nearest' });
       await refresh();
       if (name === selected && latest.get(name)) fillPicker(latest.get(name).filter);
     } catch (e) {
