@@ -373,6 +373,14 @@ def run(driver, base, secret, folder, pipelines):
     wait(driver, f"{first} to be stopped", lambda d: state_of(d) == "stopped" and button(d, "Start").is_enabled())
     assert not button(driver, "Stop").is_enabled(), "Stop is disabled once stopped"
     looks_disabled(driver, button(driver, "Stop"))
+    # States differ in shape as well as colour: each word has a mark of its own.
+    marks = driver.execute_script(
+        "return [...document.querySelectorAll('#pipeline-rows .state-word')].map((w) => [w.textContent, getComputedStyle(w, '::before').content]);"
+    )
+    print(f"state marks: {marks}")
+    by_state = {word.split(" ")[0]: mark for word, mark in marks}
+    assert len({by_state["stopped"], by_state["running"], by_state["failed"]}) == 3, f"a mark per state: {marks}"
+    assert all(mark not in ("none", "", '""') for mark in by_state.values()), f"every state marked: {marks}"
     shot(driver, folder, "07-stopped")
     button(driver, "Start").send_keys(Keys.ENTER)
     wait(driver, "the confirmation", lambda d: d.find_element(By.ID, "confirm").is_displayed())
