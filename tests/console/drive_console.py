@@ -25,10 +25,12 @@ assertion (exit 1 on the first that fails):
   TEXT) as text, and its last log lines.
 """
 
+import json
 import os
 import sys
 import tempfile
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -154,6 +156,18 @@ def output_after(driver, frame, accept, what):
         return stats if stats and stats[2] >= frame and accept(stats) else None
 
     return wait(driver, what, ready, seconds=30)
+
+
+def server_points(base, secret, name, wanted, seconds=30):
+    """Waits until the server's history of `name` holds `wanted` points."""
+    request = urllib.request.Request(f"{base}/pipelines/{name}/history", headers={"Authorization": f"Bearer {secret}"})
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            if len(json.load(response)["points"]) >= wanted:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"the server's history of {name} never reached {wanted} points")
 
 
 def select_pipeline(driver, name):
@@ -388,7 +402,9 @@ def run(driver, base, secret, folder, pipelines):
     wait(driver, f"{first} to run again", lambda d: state_of(d) == "running")
     not_injected(driver)
 
-    # A reload of the page: the plots come from the server's history at once.
+    # A reload of the page: the plots come from the server's history at once. The server has
+    # three points first (one every 5 s), more than a page open for under 5 s could have seen.
+    server_points(base, secret, first, 3)
     driver.refresh()
     wait(driver, "the table after the reload", lambda d: d.find_elements(By.CSS_SELECTOR, f"tr[data-name='{first}']"))
     opened = time.monotonic()
