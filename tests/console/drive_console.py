@@ -413,7 +413,8 @@ def run(driver, base, secret, folder, pipelines):
     elapsed = time.monotonic() - opened
     print(f"after the reload: {points} points per plot within {elapsed:.1f} s")
     # The server takes a point every 5 s; a page that kept its own would have at most one.
-    assert min(points.values()) >= 3 and elapsed < 5, f"plots drawn from the server's points: {points}"
+    # (p99 has no point for an interval without a filtered frame, as while the pipeline was stopped.)
+    assert points["fps"] >= 3 and points["dropped"] >= 3 and elapsed < 5, f"plots drawn from the server's points: {points}"
     plots = driver.find_element(By.CSS_SELECTOR, ".plots").text
     for label in ("frames/s", "ms", "now", "min"):
         assert label in plots, f"an axis labelled {label!r}: {plots!r}"
