@@ -165,9 +165,9 @@ impl SnapshotSlot {
             Some(picture) => match Snapshot::of_device(frame, picture) {
                 Ok(snapshot) => snapshot,
                 Err(error) => {
-                    tracing::debug!("no snapshot of frame {}: {error}", frame.index);
-                    // The next frame is tried: a watcher waits a bounded time anyway.
-                    self.requested.store(true, Ordering::Release);
+                    // Not asked again here: a copy that keeps failing must not cost every frame.
+                    // The watcher's wait ends without a frame (503) and its next request tries again.
+                    tracing::warn!("no snapshot of frame {} from the GPU: {error}", frame.index);
                     return;
                 }
             },
