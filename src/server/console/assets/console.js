@@ -351,7 +351,8 @@
     const width = 320, height = 124, left = 44, right = 10, top = 18, bottom = 24;
     const svg = svgElement('svg', { class: 'plot-svg', viewBox: '0 0 ' + width + ' ' + height, role: 'img' });
     const known = values.filter((v) => v != null);
-    const most = niceCeiling(Math.max(0, ...known));
+    // Counts of frames step by whole frames: the axis goes to 2 at least.
+    const most = niceCeiling(Math.max(unit === 'frames' ? 2 : 0, ...known));
     const covered = times.length ? now - times[0] : 0;
     const span = Math.min(600, Math.max(60, Math.ceil(covered / 60) * 60));
     const x = (t) => left + (width - left - right) * (1 - Math.min(span, Math.max(0, now - t)) / span);
