@@ -3,7 +3,8 @@
 # the GPU tests (core's `tests/engines gpu::`: parity with the CPU engine, lane order, throughput with a trace),
 # compute-sanitizer memcheck and racecheck on a quick parity run, and end-to-end runs on a
 # generated clip: CPU vs CUDA output, streams 1 to 8 with 1 to 4 frames each, audio kept,
-# NVDEC decode, and NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh).
+# NVDEC decode, and NVDEC on streams it cannot decode as they are (scripts/nvdec-check.sh),
+# and `serve`'s input previews of NVDEC pictures kept on the GPU (scripts/nvdec-snapshot-check.sh).
 #
 #   scripts/gpu-check.sh [DIST] [--end-to-end]   (DIST defaults to dist/portable; results go to $OUT or ./gpu-results)
 #
@@ -92,6 +93,10 @@ else
     echo "FAILED: no NVDEC clips: make them with scripts/nvdec-check.sh --make-media $dist/nvdec-media" | tee -a "$log"
     failures=$((failures + 1))
 fi
+
+step "input previews of NVDEC pictures on the GPU (scripts/nvdec-snapshot-check.sh)"
+OUT="$out" "$(dirname "$0")/nvdec-snapshot-check.sh" "$dist" 2>&1 | grep -E '^(ok|FAILED|info|failures)' | tee -a "$log"
+[[ ${PIPESTATUS[0]} == 0 ]] || failures=$((failures + 1))
 
 # More NVDEC pipelines than decoder sessions (set OVERSUBSCRIBE_CLIP to a 1080p H.264 clip, made
 # with scripts/nvdec-oversubscribe.sh --make-clip; about two minutes).

@@ -1,4 +1,5 @@
-//! Logging: the tracing subscriber, pretty or JSON, on stderr. With JSON logs, what other
+//! Logging: the tracing subscriber, pretty or JSON, on stderr, with each pipeline's last
+//! lines kept for the console (`server::pipeline_logs`). With JSON logs, what other
 //! libraries print to stderr themselves (x264, x265 and OpenH264 write there, not through
 //! FFmpeg's log) is captured and re-emitted as events, so that every line stays JSON.
 
@@ -7,7 +8,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
+use convstream::server::pipeline_logs::PipelineLogLayer;
 use convstream_media::config::{LogConfig, LogFormat};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// The capture of stderr while JSON logs are on: the thread reading it, ended by
 /// [`finish_logging`].
@@ -41,9 +45,13 @@ pub(crate) fn init_logging(log: &LogConfig) {
                     .with_writer(move || {
                         convstream_core::text::RedactingWriter::new(SharedFile(original.clone()), false)
                     })
+                    .finish()
+                    .with(PipelineLogLayer)
                     .try_init(),
                 None => builder
                     .with_writer(move || convstream_core::text::RedactingWriter::new(std::io::stderr(), terminal))
+                    .finish()
+                    .with(PipelineLogLayer)
                     .try_init(),
             }
         }
@@ -53,6 +61,8 @@ pub(crate) fn init_logging(log: &LogConfig) {
             .with_target(false)
             .compact()
             .with_timer(tracing_subscriber::fmt::time::ChronoUtc::new("%H:%M:%S%.3f".into()))
+            .finish()
+            .with(PipelineLogLayer)
             .try_init(),
     };
 }

@@ -1,6 +1,6 @@
 //! The HTTP API (axum, [`router`]): health, readiness, metrics, and the pipelines — list,
 //! inspect, add, delete, start, stop, switch filter — behind the bearer token, with the
-//! snapshot, console and shard routes merged in. Handlers never block the runtime:
+//! snapshot, history, console and shard routes merged in. Handlers never block the runtime:
 //! supervisor calls that wait on pipelines run on the blocking pool. Bodies are parsed by
 //! hand so that every malformed request gets a 400 with the parser's own words.
 
@@ -30,7 +30,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/pipelines/{name}/filter", put(switch_filter))
         .route("/pipelines/{name}/stop", post(stop_pipeline))
         .route("/pipelines/{name}/start", post(start_pipeline))
-        .merge(super::snapshot::routes());
+        .merge(super::snapshot::routes())
+        .merge(super::history::routes());
     let (protected, pages) = if state.guard.console {
         (
             protected.merge(super::console::data_routes()),
@@ -311,9 +312,13 @@ async fn switch_filter(
     });
     // The switch stands (a later change of plane_masks shows it), but a client that meant
     // to change the picture learns here that it did not, and why.
+    let mut warnings = switched.warnings;
     if let Some(reason) = switched.unchanged_because {
-        answer["warning"] = json!(format!("this switch changes no plane: {reason}"));
+        let warning = format!("this switch changes no plane: {reason}");
+        answer["warning"] = json!(warning);
+        warnings.push(warning);
     }
+    answer["warnings"] = json!(warnings);
     Ok(Json(answer).into_response())
 }
 

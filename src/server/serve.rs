@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::guard::RequestGuard;
+use super::history::PipelineHistory;
 use super::metrics::{self, ServerCounters};
 use super::policy::ApiPolicy;
 use super::reload::{ReloadRequests, Reloader, WATCH_INTERVAL};
@@ -111,6 +112,8 @@ async fn run(
     let supervisor = Arc::new(Supervisor::new(config, base_dir).protecting(vec![options.config_path.clone()]));
     supervisor.start_configured()?;
 
+    let history = Arc::new(PipelineHistory::default());
+    let history_task = tokio::spawn(history.clone().keep(supervisor.clone()));
     let counters = Arc::new(ServerCounters::default());
     let reload_requests = ReloadRequests::default();
     let state = ApiState {
@@ -123,6 +126,7 @@ async fn run(
         policy: Arc::new(ApiPolicy::new(&server_config, &options.config_path)),
         shard: sharding.clone(),
         reload: reload_requests.clone(),
+        history: history.clone(),
     };
     let app = super::api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     tracing::info!("API listening on http://{bound}");
@@ -153,6 +157,7 @@ async fn run(
         shutdown_timeout.as_secs_f64()
     );
     let late = signals.drain(&supervisor, shutdown_timeout).await;
+    history_task.abort();
     let _ = http_stop_tx.send(());
     let _ = http.await;
     if late.is_empty() {

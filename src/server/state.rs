@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::guard::RequestGuard;
+use super::history::PipelineHistory;
 use super::metrics::ServerCounters;
 use super::policy::ApiPolicy;
 use super::reload::ReloadRequests;
@@ -36,6 +37,8 @@ pub struct ApiState {
     pub shard: Option<Arc<Sharding>>,
     /// Reloads the console asks for, which `serve` takes as it takes SIGHUP.
     pub reload: ReloadRequests,
+    /// Every pipeline's last 10 minutes, taken by a task of `serve`.
+    pub history: Arc<PipelineHistory>,
 }
 
 /// An error answer: a status and a JSON body with the message (and every problem, for a

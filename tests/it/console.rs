@@ -327,7 +327,7 @@ fn the_console_works_in_headless_chromium() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 320, 180, 100);
     std::fs::copy(dir.path().join("clip.y4m"), dir.path().join(INJECTED_INPUT)).unwrap();
-    let masks = format!("[masks.'{INJECTED_MASK}']\npreset = \"box\"\n");
+    let masks = format!("[masks.'{INJECTED_MASK}']\npreset = \"gaussian\"\nsize = 5\n");
     let pipelines = looping_pipeline("cam-north", "clip.y4m", "box")
         + &looping_pipeline("cam-south", INJECTED_INPUT, INJECTED_MASK)
         + &looping_pipeline("cam-broken", "absent-input.y4m", "box");

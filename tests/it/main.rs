@@ -16,6 +16,7 @@ mod common;
 mod config_check;
 mod confinement;
 mod console;
+mod console_history;
 mod data_kept;
 mod data_loss;
 mod deploy;

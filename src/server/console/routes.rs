@@ -1,6 +1,6 @@
 //! The console's routes and handlers: the page and its assets, served with a strict
 //! Content-Security-Policy and no token, and its data endpoints (`GET /console/status`,
-//! `POST /console/reload`), which need the token.
+//! `POST /console/reload`, `POST /console/mask-preview`), which need the token.
 
 use axum::extract::State;
 use axum::http::{header, HeaderName, HeaderValue};
@@ -9,8 +9,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use crate::server::pipeline_logs::PipelineLogs;
 use crate::server::state::ApiState;
-use convstream_core::mask::PRESETS;
+use convstream_core::filter::{BorderMode, PlaneName, PlaneSelection};
+use convstream_core::mask::{MaskMode, PRESETS};
 
 /// Nothing but this server's own script, style and pictures (previews are blobs made from
 /// fetched snapshots); no frames, forms, plugins or base rewriting.
@@ -42,6 +44,10 @@ pub fn data_routes() -> Router<ApiState> {
     Router::new()
         .route("/console/status", get(status))
         .route("/console/reload", axum::routing::post(reload))
+        .route(
+            "/console/mask-preview",
+            axum::routing::post(super::mask_preview::preview),
+        )
 }
 
 /// Reloads the config file exactly as SIGHUP does: `serve` takes the request on the path
@@ -72,31 +78,50 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     (headers, body).into_response()
 }
 
-/// Every pipeline's view with its p99 latency, and the mask presets with their keys. The
-/// quantile sorts up to a run's recorded latencies, so it is taken on the blocking pool.
+/// Every pipeline's view with its p99 latency (read from its latency histogram: no sort)
+/// its filter as the mask picker edits it and its last log lines, and the mask presets with
+/// their keys.
 async fn status(State(state): State<ApiState>) -> Response {
-    let supervisor = state.supervisor.clone();
-    let pipelines = tokio::task::spawn_blocking(move || {
-        let monitors = supervisor.monitors();
-        supervisor
-            .views()
-            .into_iter()
-            .map(|view| {
-                let p99 = monitors
-                    .iter()
-                    .find(|m| m.name == view.name)
-                    .and_then(|m| m.counters.latency_quantile_ms(0.99));
-                let mut value = serde_json::to_value(&view).unwrap_or_default();
-                value["latency_p99_ms"] = json!(p99);
-                value
-            })
-            .collect::<Vec<serde_json::Value>>()
-    })
-    .await
-    .unwrap_or_default();
+    let supervisor = &state.supervisor;
+    let monitors = supervisor.monitors();
+    let pipelines: Vec<serde_json::Value> = supervisor
+        .views()
+        .into_iter()
+        .map(|view| {
+            let p99 = monitors
+                .iter()
+                .find(|m| m.name == view.name)
+                .and_then(|m| m.counters.filter_latency.quantile_ms(0.99));
+            let filter = supervisor.filter_choice(&view.name);
+            let mut value = serde_json::to_value(&view).unwrap_or_default();
+            value["latency_p99_ms"] = json!(p99);
+            value["filter"] = json!(filter);
+            value["log"] = json!(PipelineLogs::global().lines(&view.name));
+            // The table's sparkline: the server's own points, so a reloaded page has them.
+            let fps: Vec<f64> = state.history.points(&view.name).iter().map(|p| p.fps).collect();
+            value["fps_history"] = json!(fps);
+            value
+        })
+        .collect();
     let presets: Vec<serde_json::Value> = PRESETS
         .iter()
         .map(|p| json!({ "name": p.name, "keys": p.keys, "summary": p.summary }))
         .collect();
-    Json(json!({ "pipelines": pipelines, "presets": presets })).into_response()
+    // The picker's other choices, from the types the API reads them with.
+    let borders: Vec<serde_json::Value> = BorderMode::ALL
+        .iter()
+        .map(|b| json!({ "name": b.name(), "meaning": b.meaning() }))
+        .collect();
+    let planes: Vec<&str> = PlaneSelection::ALL.iter().map(|p| p.name()).collect();
+    let plane_keys: Vec<&str> = PlaneName::KEYS.iter().map(|(key, _)| *key).collect();
+    let modes = [MaskMode::Convolve.name(), MaskMode::Correlate.name()];
+    Json(json!({
+        "pipelines": pipelines,
+        "presets": presets,
+        "borders": borders,
+        "planes": planes,
+        "plane_keys": plane_keys,
+        "modes": modes,
+    }))
+    .into_response()
 }

@@ -49,6 +49,10 @@ pub struct Switched {
     pub changed_planes: Vec<PlaneName>,
     /// Why the switch changes no plane, when it changes none.
     pub unchanged_because: Option<String>,
+    /// What the new filter likely does that was not meant, for these frames (a zero-sum
+    /// mask on chroma turning the picture green, a custom matrix changing brightness), as
+    /// `check` and `run` warn of it.
+    pub warnings: Vec<String>,
 }
 
 /// What a reload did, for the log and the API.

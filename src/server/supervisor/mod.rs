@@ -5,6 +5,7 @@
 
 mod contract;
 mod error;
+mod filter_choice;
 mod handle;
 mod lifecycle;
 mod readiness;
@@ -15,6 +16,7 @@ mod view;
 
 pub use contract::{FilterUpdate, Origin, ReloadSummary, Switched};
 pub use error::SupervisorError;
+pub use filter_choice::FilterChoice;
 pub use lifecycle::Supervisor;
 pub use readiness::STEADY_FOR;
 pub use view::{CounterView, PipelineView};

@@ -76,6 +76,7 @@ impl Supervisor {
             name: name.clone(),
             error,
         };
+        let mut warnings = Vec::new();
         if let Some(format) = monitor.format() {
             let problems = settings.filter.problems_with(format);
             if !problems.is_empty() {
@@ -84,7 +85,8 @@ impl Supervisor {
                     problems.into_iter().map(place).collect(),
                 )));
             }
-            for warning in settings.filter.warnings(format) {
+            warnings = settings.filter.warnings(format);
+            for warning in &warnings {
                 tracing::warn!(pipeline = %name, "{warning}");
             }
         }
@@ -125,6 +127,7 @@ impl Supervisor {
             applies_from,
             changed_planes,
             unchanged_because,
+            warnings,
         })
     }
 

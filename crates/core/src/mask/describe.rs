@@ -68,8 +68,15 @@ pub fn show_spec(spec: &str) -> Result<String, SpecRefused> {
     let refused = |errors| SpecRefused::new(spec, errors);
     let params = MaskParams::parse_spec(spec).map_err(refused)?;
     let mask = Mask::build(&params, None).map_err(refused)?;
+    Ok(show_mask(&mask, params.mode))
+}
+
+/// What `masks show` prints for a mask already built, made in `mode`: the matrix, the taps
+/// as written for `correlate`, then one `warning:` line per warning. The server's mask
+/// preview shows the same text.
+pub fn show_mask(mask: &Mask, mode: Option<MaskMode>) -> String {
     let mut text = format!("{mask}\n");
-    if params.mode == Some(MaskMode::Correlate) && !mask.is_magnitude() {
+    if mode == Some(MaskMode::Correlate) && !mask.is_magnitude() {
         // The matrix above is in convolution orientation (turned half way); the taps as
         // written are what FFmpeg's convolution filter and cv2.filter2D would be given.
         text.push_str("as written (mode=correlate: slid over the picture unflipped, as FFmpeg and OpenCV do):\n");
@@ -81,7 +88,7 @@ pub fn show_spec(spec: &str) -> Result<String, SpecRefused> {
     for warning in mask.warnings() {
         text.push_str(&format!("warning: {warning}\n"));
     }
-    Ok(text)
+    text
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ mod matrix;
 mod params;
 mod presets;
 
-pub use describe::{preset_list, show_spec, SpecRefused};
+pub use describe::{preset_list, show_mask, show_spec, SpecRefused};
 pub use error::{nearest, MaskError};
 pub use limits::{MAX_MASK_FILE_BYTES, MAX_SIDE};
 pub use matrix::{rank_one_factors, Mask, SeparableFactors};

@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,110 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,150 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]
@@ -1100,6 +1100,62 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
             (pcie.to_gpu, pcie.from_gpu, pcie.frames),
             (0, 0, 4),
             "{format}: {pcie:?}"
+        );
+    }
+}
+
+/// A picture NVDEC left on the GPU, copied back for a preview
+/// (`engine::cuda::copy_picture_to_host`): every plane's pixels, row by row from its pitch,
+/// packed, and nothing of the padding between rows.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn a_picture_on_the_gpu_is_copied_back_whole_for_a_preview() {
+    use convstream_core::engine::cuda::copy_picture_to_host;
+    use convstream_core::frame::{DevicePicture, DevicePlane};
+    use cudarc::driver::DevicePtr;
+
+    let (mut rng, seed) = seeded_rng();
+    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let stream = context.default_stream();
+    for format in [PixelFormat::NV12, PixelFormat::P010, PixelFormat::YUV420P] {
+        let (width, height) = (99, 37);
+        let frame = random_frame(&mut rng, format, width, height, 0, 0);
+        // Each plane on the GPU at a pitch wider than its rows, padding filled with 0xEE.
+        let pitched: Vec<(Vec<u8>, usize)> = frame
+            .planes
+            .iter()
+            .map(|p| {
+                let pitch = p.row_bytes() + 64;
+                let mut bytes = vec![0xEE; pitch * p.height];
+                for y in 0..p.height {
+                    bytes[y * pitch..y * pitch + p.row_bytes()].copy_from_slice(p.row(y));
+                }
+                (bytes, pitch)
+            })
+            .collect();
+        let on_gpu: Vec<_> = pitched
+            .iter()
+            .map(|(bytes, _)| stream.clone_htod(bytes).unwrap())
+            .collect();
+        stream.synchronize().unwrap();
+        let planes = on_gpu
+            .iter()
+            .zip(&pitched)
+            .map(|(slice, (_, pitch))| DevicePlane {
+                address: slice.device_ptr(&stream).0,
+                pitch: *pitch,
+            })
+            .collect();
+        let picture = DevicePicture::new(0, planes, Box::new(()));
+        let shapes: Vec<(usize, usize)> = frame.planes.iter().map(|p| (p.row_bytes(), p.height)).collect();
+        let back = copy_picture_to_host(&picture, &shapes).unwrap_or_else(|e| panic!("seed {seed}: {format}: {e}"));
+        for (index, (plane, got)) in frame.planes.iter().zip(&back).enumerate() {
+            let wanted: Vec<u8> = (0..plane.height).flat_map(|y| plane.row(y).to_vec()).collect();
+            assert!(got == &wanted, "seed {seed}: {format}, plane {index} differs");
+        }
+        assert!(
+            copy_picture_to_host(&picture, &shapes[..1]).is_err(),
+            "a plane count that differs"
         );
     }
 }

@@ -2,7 +2,8 @@
 //! (the server's snapshot endpoint) raises a request flag, and the filter stage, which
 //! checks the flag with one atomic load per frame, copies the next frame's pixels into
 //! the slot. No frame is copied while nobody asks, and converting or encoding the copy
-//! is the watcher's work, on its own thread.
+//! is the watcher's work, on its own thread. A picture NVDEC left on the GPU is copied
+//! back from the device for the one frame asked for.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -92,6 +93,45 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// Copies the pixels of `frame`, whose picture is `picture` on the GPU, back from the
+    /// device (its host planes give the geometry; their bytes were never written).
+    #[cfg(feature = "cuda")]
+    pub fn of_device(
+        frame: &Frame,
+        picture: &convstream_core::frame::DevicePicture,
+    ) -> Result<Snapshot, convstream_core::engine::EngineError> {
+        let shapes: Vec<(usize, usize)> = frame.planes.iter().map(|p| (p.row_bytes(), p.height)).collect();
+        let data = convstream_core::engine::cuda::copy_picture_to_host(picture, &shapes)?;
+        let planes = frame
+            .planes
+            .iter()
+            .zip(data)
+            .map(|(plane, data)| SnapshotPlane {
+                width: plane.width,
+                height: plane.height,
+                channels: plane.channels,
+                depth: plane.depth,
+                data,
+            })
+            .collect();
+        Ok(Snapshot {
+            format: frame.format,
+            width: frame.width,
+            height: frame.height,
+            index: frame.index,
+            taken_at: Instant::now(),
+            planes,
+        })
+    }
+
+    /// Without the CUDA engine no picture is on a GPU; one that were could not be copied.
+    #[cfg(not(feature = "cuda"))]
+    pub fn of_device(_frame: &Frame, _picture: &convstream_core::frame::DevicePicture) -> Result<Snapshot, String> {
+        Err("built without CUDA".to_string())
+    }
+}
+
 /// A pending request and the latest copy, for one stage.
 #[derive(Debug, Default)]
 pub struct SnapshotSlot {
@@ -115,12 +155,24 @@ impl SnapshotSlot {
 
     #[cold]
     fn take(&self, frame: &Frame) {
-        // A picture still in GPU memory has no host pixels yet: the request waits for a
-        // frame that has them.
-        if frame.device.is_some() || !self.requested.swap(false, Ordering::Acquire) {
+        if !self.requested.swap(false, Ordering::Acquire) {
             return;
         }
-        let snapshot = Arc::new(Snapshot::of(frame));
+        let snapshot = match &frame.device {
+            None => Snapshot::of(frame),
+            // A picture NVDEC left on the GPU has no host pixels: this one frame is copied
+            // back (a synchronous copy of one picture, only when asked).
+            Some(picture) => match Snapshot::of_device(frame, picture) {
+                Ok(snapshot) => snapshot,
+                Err(error) => {
+                    // Not asked again here: a copy that keeps failing must not cost every frame.
+                    // The watcher's wait ends without a frame (503) and its next request tries again.
+                    tracing::warn!("no snapshot of frame {} from the GPU: {error}", frame.index);
+                    return;
+                }
+            },
+        };
+        let snapshot = Arc::new(snapshot);
         if let Ok(mut latest) = self.latest.lock() {
             *latest = Some(snapshot);
         }

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::latency::FrameLatency;
+use super::latency_histogram::LatencyHistogram;
 use super::recent_rate::RecentRate;
 use super::startup::StartupMarks;
 
@@ -70,8 +71,12 @@ pub struct Counters {
     pub filter_busy_ns: AtomicU64,
     /// Nanoseconds the sink spent encoding and writing.
     pub sink_busy_ns: AtomicU64,
-    /// Per frame, the time from decoded to filtered in microseconds (for quantiles).
+    /// Per frame, the time from decoded to filtered in microseconds (for the report's exact
+    /// quantiles; the first [`MAX_LATENCY_SAMPLES`] frames).
     pub filter_latency_us: Mutex<Vec<u32>>,
+    /// The same latencies over the whole run, bucketed: what live readers (the console, the
+    /// server's history) take quantiles of without sorting anything.
+    pub filter_latency: LatencyHistogram,
     /// The slowest frames so far, slowest first, at most [`SLOWEST_FRAMES`].
     pub slowest_frames: Mutex<Vec<FrameLatency>>,
     /// Per-frame time histograms of each stage.
@@ -153,9 +158,11 @@ impl Counters {
     /// Quantiles keep only the first `MAX_LATENCY_SAMPLES` frames, so a looping or live
     /// input does not grow memory; the slowest frames are kept over the whole run.
     pub fn record_latency(&self, latency: FrameLatency) {
+        let micros = (latency.ms * 1e3).round().min(u32::MAX as f64) as u32;
+        self.filter_latency.record(micros);
         if let Ok(mut samples) = self.filter_latency_us.lock() {
             if samples.len() < MAX_LATENCY_SAMPLES {
-                samples.push((latency.ms * 1e3).round().min(u32::MAX as f64) as u32);
+                samples.push(micros);
             }
         }
         if let Ok(mut slowest) = self.slowest_frames.lock() {

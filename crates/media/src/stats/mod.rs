@@ -2,10 +2,12 @@
 //!
 //! - `counters`: the live counters, their histograms and snapshots.
 //! - `latency`, `startup`, `recent_rate`: per-frame latencies, start-up marks, the recent rate.
+//! - `latency_histogram`: latencies bucketed for quantiles without sorting (live readers).
 //! - `report`: the summary of a finished run; `rounding`: how its numbers are written.
 
 mod counters;
 mod latency;
+mod latency_histogram;
 mod recent_rate;
 mod report;
 mod rounding;
@@ -13,6 +15,7 @@ mod startup;
 
 pub use self::counters::{CounterSnapshot, Counters, EndedEarly, StageHistograms, MAX_LATENCY_SAMPLES, SLOWEST_FRAMES};
 pub use self::latency::FrameLatency;
+pub use self::latency_histogram::{quantile_ms_of, LatencyHistogram, LATENCY_BUCKETS};
 pub use self::recent_rate::{RecentRate, RATE_WINDOW};
 pub use self::report::PipelineReport;
 pub use self::startup::{StartupMarks, StartupTimes};

@@ -14,7 +14,7 @@
 //! `engine.rs`; apart: kernel planning (`plan.rs`), the lane protocol and the completion
 //! thread with its timings (`completion.rs`), lanes and their copies ([`lanes`]), kernel
 //! variants, compilation and launch ([`kernels`]), device probing ([`device`]), what crossed
-//! PCIe (`pcie.rs`).
+//! PCIe (`pcie.rs`), one NVDEC picture copied back for a preview (`picture_copy.rs`).
 
 mod completion;
 pub mod device;
@@ -29,6 +29,7 @@ pub mod measure;
 pub mod nvdec;
 pub mod nvml;
 mod pcie;
+mod picture_copy;
 pub mod pinned;
 mod plan;
 
@@ -36,3 +37,4 @@ pub use completion::HostCopyTimes;
 pub use engine::{CudaEngine, POISON};
 pub use error::CudaError;
 pub use pcie::PcieBytes;
+pub use picture_copy::copy_picture_to_host;
