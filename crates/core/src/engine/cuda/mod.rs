@@ -31,6 +31,7 @@ pub mod nvml;
 mod pcie;
 pub mod pinned;
 mod plan;
+pub mod stream_call;
 
 pub use completion::HostCopyTimes;
 pub use engine::{CudaEngine, POISON};
