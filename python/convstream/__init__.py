@@ -499,6 +499,7 @@ class Filter:
         view = _device.describe(array)
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
+        _device.row_layout(view, "input")
         device = self.device
         if device == "cpu":
             raise ValueError(
@@ -512,8 +513,6 @@ class Filter:
             )
         values, itemsize = _device.SAMPLE_KINDS[view.dtype]
         depth = self._depth(itemsize, bit_depth) if values == "uint" else 8
-        if len(view.shape) < 2:
-            raise ValueError(f"a device array is (..., H, W); got shape {view.shape}")
         handle = _device.caller_stream(view, stream)
         result = out if out is not None else _device.new_like(view)
         target = _device.describe(result)
