@@ -388,13 +388,17 @@ class Filter:
             host = array.detach().contiguous().numpy()
             result = self._host_call(host, bit_depth, None if out is None else out.numpy())
             return out if out is not None else torch.from_numpy(result)
-        if hasattr(array, "__cuda_array_interface__"):
+        if library == "cupy":
             return self._device_call(array, bit_depth, out, stream)
+        # Other libraries' CUDA arrays (JAX...) go through DLPack where they speak it: its
+        # stream protocol orders their pending writes before the filter reads.
         if not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array):
             imported = _device.from_dlpack(array)
             imported_out = None if out is None else _device.from_dlpack(out)
             result = self._device_call(imported, bit_depth, imported_out, stream)
             return out if out is not None else _device.to_library_of(array, result)
+        if hasattr(array, "__cuda_array_interface__"):
+            return self._device_call(array, bit_depth, out, stream)
         if not isinstance(array, np.ndarray):
             if _device.is_cpu_dlpack(array):
                 result = self._host_call(np.from_dlpack(array), bit_depth, None)
