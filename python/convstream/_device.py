@@ -9,6 +9,7 @@ The planes are filtered where they are, on the caller's stream, with no host wai
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any, List, NamedTuple, Optional, Tuple
@@ -76,16 +77,21 @@ def _check_dtype(dtype: np.dtype, shape: Tuple[int, ...]) -> np.dtype:
     return native
 
 
-def _torch_dtype(tensor: Any) -> np.dtype:
-    import torch
+_TORCH_DTYPES: dict = {}
 
-    dtypes = {
-        torch.uint8: np.dtype(np.uint8),
-        torch.float32: np.dtype(np.float32),
-        torch.float16: np.dtype(np.float16),
-    }
-    if hasattr(torch, "uint16"):
-        dtypes[torch.uint16] = np.dtype(np.uint16)
+
+def _torch_dtype(tensor: Any) -> np.dtype:
+    dtypes = _TORCH_DTYPES
+    if not dtypes:
+        import torch
+
+        dtypes.update({
+            torch.uint8: np.dtype(np.uint8),
+            torch.float32: np.dtype(np.float32),
+            torch.float16: np.dtype(np.float16),
+        })
+        if hasattr(torch, "uint16"):
+            dtypes[torch.uint16] = np.dtype(np.uint16)
     if tensor.dtype not in dtypes:
         raise TypeError(f"convstream.Filter takes {DTYPE_ADVICE}; not {tensor.dtype} (shape {tuple(tensor.shape)})")
     return dtypes[tensor.dtype]
@@ -178,6 +184,10 @@ def caller_stream(view: DeviceArray, stream: Any) -> int:
     if view.library == "torch":
         import torch
 
+        # The raw handle without making a Stream object (as Triton reads it), where torch has it.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return int(raw(view.ordinal))
         return int(torch.cuda.current_stream(view.array.device).cuda_stream)
     if view.library == "cupy":
         import cupy
@@ -259,9 +269,22 @@ def launches(view: DeviceArray, out: DeviceArray) -> List[Tuple[int, int, int, i
     leading dimensions whose strides nest in both arrays (all of a contiguous (N, C, H, W)
     tensor, or of a slice of one) make one batch; each index of the outer ones that do not
     takes a launch of its own."""
+    layout = _launch_layout(view.shape, view.strides, out.shape, out.strides, view.dtype.itemsize)
+    return [(view.address + s, out.address + d, *rest) for s, d, *rest in layout]
+
+
+@functools.lru_cache(maxsize=256)
+def _launch_layout(
+    shape: Tuple[int, ...], src_strides: Tuple[int, ...], out_shape: Tuple[int, ...], dst_strides: Tuple[int, ...],
+    itemsize: int,
+) -> List[Tuple[int, ...]]:
+    """:func:`launches` with offsets in place of addresses, kept per layout: a loop calling
+    on tensors of one layout computes it once."""
+    dtype = np.dtype(f"u{itemsize}") if itemsize in (1, 2) else np.dtype(np.float32)
+    view = DeviceArray(None, "", shape, src_strides, 0, np.dtype(dtype), 0)
+    out = DeviceArray(None, "", out_shape, dst_strides, 0, np.dtype(dtype), 0)
     src_pitch = row_layout(view, "input")
     dst_pitch = row_layout(out, "output")
-    shape = view.shape
     dims = [d for d in range(len(shape) - 2) if shape[d] != 1]
     count, src_stride, dst_stride = 1, 0, 0
     k = len(dims)
@@ -280,9 +303,7 @@ def launches(view: DeviceArray, out: DeviceArray) -> List[Tuple[int, int, int, i
     for index in itertools.product(*(range(shape[d]) for d in outer)):
         src_offset = sum(i * view.strides[d] for i, d in zip(index, outer))
         dst_offset = sum(i * out.strides[d] for i, d in zip(index, outer))
-        result.append(
-            (view.address + src_offset, out.address + dst_offset, count, src_pitch, src_stride, dst_pitch, dst_stride)
-        )
+        result.append((src_offset, dst_offset, count, src_pitch, src_stride, dst_pitch, dst_stride))
     return result
 
 

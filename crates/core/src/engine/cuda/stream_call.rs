@@ -213,20 +213,33 @@ impl StreamFilter {
     /// `extent` bytes from it inside one allocation.
     fn check_buffer(&self, name: &str, address: u64, extent: usize) -> Result<(), DeviceCallError> {
         let ordinal = self.ordinal();
-        let attribute = |attribute: sys::CUpointer_attribute, value: &mut u64| {
-            // SAFETY: every attribute asked here is written as at most 8 bytes (an int, a
-            // context handle, a device pointer or a size) into an 8-byte slot.
-            unsafe { sys::cuPointerGetAttribute((value as *mut u64).cast(), attribute, address) }.result()
-        };
         use sys::CUpointer_attribute as A;
-        let mut memory_type = 0u64;
-        let mut device_ordinal = 0u64;
-        let (mut start, mut size) = (0u64, 0u64);
-        let read = attribute(A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, &mut memory_type)
-            .and_then(|_| attribute(A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &mut device_ordinal))
-            .and_then(|_| attribute(A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, &mut start))
-            .and_then(|_| attribute(A::CU_POINTER_ATTRIBUTE_RANGE_SIZE, &mut size));
-        if read.is_err() {
+        let mut attributes = [
+            A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+            A::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+        ];
+        // Each attribute is written as at most 8 bytes (an int, a device pointer or a size)
+        // into its own zeroed 8-byte slot.
+        let mut values = [0u64; 4];
+        let mut slots: [*mut std::ffi::c_void; 4] = [std::ptr::null_mut(); 4];
+        for (slot, value) in slots.iter_mut().zip(values.iter_mut()) {
+            *slot = (value as *mut u64).cast();
+        }
+        // SAFETY: four attributes and four valid, writable 8-byte slots; an address that is
+        // not CUDA memory leaves the slots at zero (memory type 0) and succeeds.
+        let read = unsafe {
+            sys::cuPointerGetAttributes(
+                attributes.len() as u32,
+                attributes.as_mut_ptr(),
+                slots.as_mut_ptr(),
+                address,
+            )
+        }
+        .result();
+        let [memory_type, device_ordinal, start, size] = values;
+        if read.is_err() || memory_type == 0 {
             return Err(DeviceCallError::Refused(format!(
                 "the {name} at {address:#x} is not CUDA memory this process knows (host memory, or freed)"
             )));
