@@ -387,6 +387,8 @@ def test_the_call_is_queued_on_the_callers_stream_without_waiting(cuda, rng):
     other = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         out = torch.full_like(source, 0xAB)  # poison: no 13x13 Gaussian gives 171 everywhere
+    torch.cuda.synchronize()  # the poison is in place before anything else runs
+    with torch.cuda.stream(stream):
         torch.cuda._sleep(SLEEP_CYCLES)
         started = time.perf_counter()
         returned = f(source, out=out)
@@ -414,9 +416,12 @@ def test_sync_true_waits_for_the_result(cuda, rng):
     with torch.cuda.stream(stream):
         out = torch.full_like(source, 0xAB)
         torch.cuda._sleep(SLEEP_CYCLES)
+        started = time.perf_counter()
         f(source, out=out)
-    # The call waited: the stream is idle, and a read on any stream sees the result.
-    assert stream.query()
+        waited = time.perf_counter() - started
+    # The call waited for the sleep ahead of it: the stream is idle, and a read on any stream
+    # sees the result.
+    assert stream.query() and waited > 0.01, waited
     with torch.cuda.stream(torch.cuda.Stream()):
         seen = out.cpu().numpy()
     assert np.array_equal(seen, cpu_engine("box:size=5", "reflect", host, 8))
