@@ -88,6 +88,28 @@ impl From<EngineError> for DeviceCallError {
     }
 }
 
+/// The context that was current on the calling thread, made current again on drop: a caller
+/// whose thread works in a context of its own (not the primary one) finds it as it was.
+struct CurrentContext(Option<sys::CUcontext>);
+
+impl CurrentContext {
+    fn make_current(context: &CudaContext) -> Result<CurrentContext, cudarc::driver::DriverError> {
+        let before = cudarc::driver::result::ctx::get_current()?;
+        context.bind_to_thread()?;
+        Ok(CurrentContext(before.filter(|c| *c != context.cu_ctx())))
+    }
+}
+
+impl Drop for CurrentContext {
+    fn drop(&mut self) {
+        if let Some(before) = self.0 {
+            // SAFETY: the handle was current on this thread a moment ago; a context destroyed
+            // since makes the call fail, which leaves ours current and harms nothing.
+            let _ = unsafe { cudarc::driver::result::ctx::set_current(before) };
+        }
+    }
+}
+
 /// What a launch at one sample kind and plane size needs, made once.
 struct Plan {
     set: Arc<KernelSet>,
@@ -163,8 +185,7 @@ impl StreamFilter {
         let (Some(src_extent), Some(dst_extent)) = (src_extent, dst_extent) else {
             return refuse("the planes span more bytes than an address holds".into());
         };
-        self.context
-            .bind_to_thread()
+        let _restore = CurrentContext::make_current(&self.context)
             .context(|| format!("making cuda:{}'s context current", self.ordinal()))?;
         self.check_buffer("source", batch.src, src_extent)?;
         self.check_buffer("output", batch.dst, dst_extent)?;
