@@ -332,8 +332,10 @@ def test_float_tensors_match_the_float64_reference_and_the_cpu(cuda, rng, dtype)
             assert out.dtype == tensor.dtype
             result = out.cpu().numpy()
             on_cpu = convstream.Filter(spec, border=border, device="cpu")(host)
-            # The same f32 arithmetic on both devices: equal but for a last-bit difference.
-            assert np.allclose(result, on_cpu, rtol=1e-6, atol=1e-4 if dtype == "float32" else 0.1), (spec, border)
+            # The same f32 arithmetic on both devices: equal but for a last-bit difference (which
+            # a float16 result may carry into its own last bit).
+            rtol, atol = (1e-6, 1e-4) if dtype == "float32" else (2e-3, 1e-2)
+            assert np.allclose(result.astype(np.float64), on_cpu.astype(np.float64), rtol=rtol, atol=atol), (spec, border)
             if spec != "sobel":
                 error = float(np.abs(result.astype(np.float64) - float_reference(spec, border, host)).max())
                 assert error <= float_tolerance(spec, host, dtype), (spec, border, error)
