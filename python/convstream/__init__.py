@@ -415,7 +415,9 @@ class Filter:
     def _host_call(self, array: np.ndarray, bit_depth: Optional[int], out: Optional[np.ndarray]) -> np.ndarray:
         dtype = array.dtype
         if dtype.byteorder == (">" if np.little_endian else "<"):
-            raise TypeError(f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})")
+            raise TypeError(
+                f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})"
+            )
         if np.dtype(dtype.name) not in _device.SAMPLE_KINDS:
             raise TypeError(f"convstream.Filter takes {_device.DTYPE_ADVICE}; not {dtype} (shape {array.shape})")
         if array.ndim == 2:

@@ -335,7 +335,8 @@ def test_float_tensors_match_the_float64_reference_and_the_cpu(cuda, rng, dtype)
             # The same f32 arithmetic on both devices: equal but for a last-bit difference (which
             # a float16 result may carry into its own last bit).
             rtol, atol = (1e-6, 1e-4) if dtype == "float32" else (2e-3, 1e-2)
-            assert np.allclose(result.astype(np.float64), on_cpu.astype(np.float64), rtol=rtol, atol=atol), (spec, border)
+            close = np.allclose(result.astype(np.float64), on_cpu.astype(np.float64), rtol=rtol, atol=atol)
+            assert close, (spec, border)
             if spec != "sobel":
                 error = float(np.abs(result.astype(np.float64) - float_reference(spec, border, host)).max())
                 assert error <= float_tolerance(spec, host, dtype), (spec, border, error)

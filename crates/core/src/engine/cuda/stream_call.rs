@@ -6,7 +6,7 @@
 //! on that stream and returns: no copy, no allocation, no host wait unless asked.
 //!
 //! What a launch needs besides the addresses (the kernel variant loaded with the mask's taps,
-//! its path and bias) is planned once per sample kind and plane size and kept ([`Plan`]),
+//! its path and bias) is planned once per sample kind and plane size and kept,
 //! so a later call at that size costs the checks and the launch only.
 
 use cudarc::driver::{sys, CudaContext};
