@@ -320,6 +320,7 @@ class Filter:
             frames_per_stream=frames_per_stream,
             config=config,
         )
+        self._device_asked = self._native.device
         self._stream_filter: Optional[NativeStreamFilter] = None
         self._last_device: Optional[int] = None
         self.mask = mask if isinstance(mask, str) else spec
@@ -506,7 +507,7 @@ class Filter:
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
         _device.row_layout(view, "input")
-        device = self.device
+        device = self._device_asked
         if device == "cpu":
             raise ValueError(
                 f"the array is on cuda:{view.ordinal} but this filter runs on the CPU (device=\"cpu\"); "

@@ -194,8 +194,10 @@ def caller_stream(view: DeviceArray, stream: Any) -> int:
 
         with cupy.cuda.Device(view.ordinal):
             return int(cupy.cuda.get_current_stream().ptr)
+    # The interface's producer stream (1: the legacy default stream, 2: the per-thread one):
+    # queued there, the filter runs after the producer's writes.
     interface_stream = view.array.__cuda_array_interface__.get("stream")
-    return int(interface_stream) if interface_stream not in (None, 1, 2) else 0
+    return int(interface_stream) if interface_stream is not None else 0
 
 
 def new_like(view: DeviceArray) -> Any:
