@@ -10,6 +10,7 @@ The planes are filtered where they are, on the caller's stream, with no host wai
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 from typing import Any, List, NamedTuple, Optional, Tuple
@@ -113,28 +114,62 @@ def describe(array: Any) -> DeviceArray:
             ordinal = torch.cuda.current_device()
         return DeviceArray(array, library, shape, strides, array.data_ptr(), dtype, ordinal)
     interface = array.__cuda_array_interface__
-    shape = tuple(int(n) for n in interface["shape"])
-    dtype = _check_dtype(np.dtype(interface["typestr"]), shape)
+    shape = tuple(interface["shape"])
+    dtype = _interface_dtype(interface["typestr"], shape)
     strides = interface.get("strides")
-    if strides is None:
-        strides = tuple(dtype.itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape)))
+    strides = _packed_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
     address = int(interface["data"][0] or 0)
     if library == "cupy":
         ordinal = array.device.id
     else:
         ordinal = _ordinal_of_address(address)
-    return DeviceArray(array, library, shape, tuple(int(s) for s in strides), address, dtype, ordinal)
+    return DeviceArray(array, library, shape, strides, address, dtype, ordinal)
+
+
+_INTERFACE_DTYPES: dict = {}
+
+
+def _interface_dtype(typestr: str, shape: Tuple[int, ...]) -> np.dtype:
+    """The checked dtype of an interface's ``typestr``, kept per typestr (parsing one is most
+    of what reading an array costs)."""
+    dtype = _INTERFACE_DTYPES.get(typestr)
+    if dtype is None:
+        dtype = _check_dtype(np.dtype(typestr), shape)
+        _INTERFACE_DTYPES[typestr] = dtype
+    return dtype
+
+
+@functools.lru_cache(maxsize=256)
+def _packed_strides(shape: Tuple[int, ...], itemsize: int) -> Tuple[int, ...]:
+    """The byte strides of a C-contiguous array."""
+    return tuple(itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape)))
 
 
 def _ordinal_of_address(address: int) -> int:
     """The GPU of a device address from a library other than PyTorch and CuPy, asked of
-    whichever of the two is installed; 0 when neither is."""
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.pointerGetAttributes(address).device)
-    except Exception:  # noqa: BLE001 - no CuPy, or an address CuPy cannot read: the native check says why
+    CuPy where it is installed; 0 otherwise (the native check then refuses memory of another GPU)."""
+    cupy = _optional("cupy")
+    if cupy is None:
         return 0
+    try:
+        return int(cupy.cuda.runtime.pointerGetAttributes(address).device)
+    except Exception:  # noqa: BLE001 - an address CuPy cannot read: the native check says why
+        return 0
+
+
+_MISSING: set = set()
+
+
+def _optional(name: str) -> Any:
+    """Module ``name``, or None when it cannot be imported (tried once: a failed import costs
+    a search of the path on every call)."""
+    if name in _MISSING:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        _MISSING.add(name)
+        return None
 
 
 def from_dlpack(array: Any) -> Any:
@@ -222,9 +257,14 @@ def new_like(view: DeviceArray) -> Any:
 
 def extent(view: DeviceArray) -> int:
     """Bytes from the first sample to just past the last."""
-    if any(n == 0 for n in view.shape):
+    return _extent(view.shape, view.strides, view.dtype.itemsize)
+
+
+@functools.lru_cache(maxsize=256)
+def _extent(shape: Tuple[int, ...], strides: Tuple[int, ...], itemsize: int) -> int:
+    if any(n == 0 for n in shape):
         return 0
-    return sum((n - 1) * s for n, s in zip(view.shape, view.strides)) + view.dtype.itemsize
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
 
 
 def overlaps(a: DeviceArray, b: DeviceArray) -> bool:
