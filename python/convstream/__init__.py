@@ -269,7 +269,9 @@ class Filter:
       (``torch.cuda.current_stream()``, CuPy's current stream, the interface's ``stream``,
       or ``stream=`` given to the call) and the call returns without waiting, as torch's own
       ops do. Anything queued later on that stream sees the result; another stream must wait
-      for it (an event, ``torch.cuda.Stream.wait_stream``), or use ``sync=True``.
+      for it (an event, ``torch.cuda.Stream.wait_stream``), or use ``sync=True``. DLPack arrays
+      of other libraries (JAX) are read through PyTorch or CuPy and waited for: their own
+      library knows nothing of the stream and may reuse their memory once the call returns.
     - No per-call allocation: the kernel for each (dtype, plane size) is prepared on its
       first call (compiled by NVRTC, cached on disk, the mask uploaded once) and reused.
     - Pointers are checked: memory of another GPU, host memory, a buffer smaller than its
@@ -396,7 +398,9 @@ class Filter:
         if not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array):
             imported = _device.from_dlpack(array)
             imported_out = None if out is None else _device.from_dlpack(out)
-            result = self._device_call(imported, bit_depth, imported_out, stream)
+            # Waited for: the array's own library knows nothing of the stream the filter is
+            # queued on, and may free or reuse the memory as soon as the call returns.
+            result = self._device_call(imported, bit_depth, imported_out, stream, wait=True)
             return out if out is not None else _device.to_library_of(array, result)
         if hasattr(array, "__cuda_array_interface__"):
             return self._device_call(array, bit_depth, out, stream)
@@ -502,7 +506,7 @@ class Filter:
             self._native.filter_host(planes, height, width, itemsize, depth, row_pitch, sample_pitch)
         self._last_device = None
 
-    def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any) -> Any:
+    def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any, wait: bool = False) -> Any:
         view = _device.describe(array)
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
@@ -532,7 +536,10 @@ class Filter:
                 if count == 0:
                     continue
                 placement = ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane))
-                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle, self._sync)
+                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle)
+            if self._sync or wait:
+                # Once, after every launch of the call.
+                self._stream_filter.synchronize(view.ordinal, handle)
             self._last_device = view.ordinal
         return result
 

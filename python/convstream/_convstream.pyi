@@ -64,8 +64,8 @@ class NativeStreamFilter:
         values: str,
         bit_depth: int,
         stream: int,
-        sync: bool,
     ) -> None: ...
+    def synchronize(self, ordinal: int, stream: int) -> None: ...
     def engine_name(self, ordinal: int) -> Optional[str]: ...
 
 class NativeReader:

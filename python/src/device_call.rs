@@ -36,6 +36,15 @@ type PerDevice = StreamFilter;
 #[cfg(not(feature = "cuda"))]
 type PerDevice = ();
 
+/// A refused call as `ValueError` (the caller's to fix), a failed one as the engine's error.
+#[cfg(feature = "cuda")]
+fn device_call_error(error: DeviceCallError) -> PyErr {
+    match error {
+        DeviceCallError::Refused(what) => pyo3::exceptions::PyValueError::new_err(what),
+        DeviceCallError::Engine(error) => crate::filter::engine_error(error),
+    }
+}
+
 /// Where a batch is and how it is laid out, as the Python side passes it: addresses, then
 /// `(height, width)`, then the source's and output's `(row, plane)` strides in bytes.
 type Placement = ((usize, usize), (usize, usize), (usize, usize), (usize, usize));
@@ -55,7 +64,7 @@ impl NativeStreamFilter {
     /// handle; 0 is the legacy default stream): `placement` is `((source, output), (height,
     /// width), (source row pitch, source plane stride), (output row pitch, output plane
     /// stride))`, in bytes; `values` is `uint` (samples of `bit_depth` bits), `float32` or
-    /// `float16`. With `sync`, returns once the stream has run the work.
+    /// `float16`. Returns once the work is queued.
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
     fn launch(
         &self,
@@ -66,9 +75,26 @@ impl NativeStreamFilter {
         values: &str,
         bit_depth: u8,
         stream: u64,
-        sync: bool,
     ) -> PyResult<()> {
-        self.launch_on(py, ordinal, placement, planes, values, bit_depth, stream, sync)
+        self.launch_on(py, ordinal, placement, planes, values, bit_depth, stream)
+    }
+
+    /// Waits (the GIL released) until `stream` on GPU `ordinal` has run everything queued on
+    /// it; a GPU this filter never ran on has nothing of it to wait for.
+    fn synchronize(&self, py: Python<'_>, ordinal: usize, stream: u64) -> PyResult<()> {
+        #[cfg(feature = "cuda")]
+        return py.detach(|| {
+            let held = self.lock()?;
+            match held.get(&ordinal) {
+                Some(filter) => filter.synchronize(stream).map_err(device_call_error),
+                None => Ok(()),
+            }
+        });
+        #[cfg(not(feature = "cuda"))]
+        return {
+            let _ = (py, ordinal, stream);
+            Ok(())
+        };
     }
 
     /// The GPU the calls on `ordinal` run on (`cuda:0 (NVIDIA H100 ...)`); `None` before one.
@@ -99,7 +125,6 @@ impl NativeStreamFilter {
         values: &str,
         bit_depth: u8,
         stream: u64,
-        sync: bool,
     ) -> PyResult<()> {
         let ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane)) = placement;
         let (values, depth) = match values {
@@ -140,26 +165,13 @@ impl NativeStreamFilter {
                     StreamFilter::new(self.mask.clone(), self.border, ordinal).map_err(crate::filter::engine_error)?,
                 ),
             };
-            filter.launch(&batch, stream, sync).map_err(|error| match error {
-                DeviceCallError::Refused(what) => pyo3::exceptions::PyValueError::new_err(what),
-                DeviceCallError::Engine(error) => crate::filter::engine_error(error),
-            })
+            filter.launch(&batch, stream, false).map_err(device_call_error)
         })
     }
 
     #[cfg(not(feature = "cuda"))]
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
-    fn launch_on(
-        &self,
-        _: Python<'_>,
-        _: usize,
-        _: Placement,
-        _: usize,
-        _: &str,
-        _: u8,
-        _: u64,
-        _: bool,
-    ) -> PyResult<()> {
+    fn launch_on(&self, _: Python<'_>, _: usize, _: Placement, _: usize, _: &str, _: u8, _: u64) -> PyResult<()> {
         Err(crate::filter::engine_error(
             convstream_core::engine::EngineError::NotCompiledWithCuda,
         ))

@@ -154,6 +154,21 @@ impl StreamFilter {
         format!("cuda:{} ({})", self.device.ordinal, self.device.name)
     }
 
+    /// Waits until `stream` (a `CUstream` of this GPU's primary context) has run everything
+    /// queued on it so far.
+    pub fn synchronize(&self, stream: u64) -> Result<(), DeviceCallError> {
+        let _restore = CurrentContext::make_current(&self.context)
+            .context(|| format!("making cuda:{}'s context current", self.ordinal()))?;
+        self.check_stream(stream)?;
+        // SAFETY: the caller owns `stream`, a stream of this context (checked above), and
+        // keeps it alive for the call; the wrapper does not destroy it when dropped.
+        let borrowed = unsafe { self.context.wrap_borrowed_stream(stream as sys::CUstream) };
+        borrowed
+            .synchronize()
+            .context(|| "waiting for the caller's stream".into())?;
+        Ok(())
+    }
+
     /// Queues `batch`'s filtering on `stream` (a `CUstream` of this GPU's primary context; 0
     /// is the legacy default stream) and returns once it is queued, or, with `sync`, once it
     /// has run. The caller keeps both buffers alive until the stream has run the work, and
