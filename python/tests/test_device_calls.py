@@ -522,3 +522,29 @@ def test_wrong_device_dtype_and_memory_are_refused(cuda, rng):
         elsewhere = torch.zeros((16, 16), dtype=torch.uint8, device="cuda:1")
         with pytest.raises(ValueError, match="cuda:1"):
             convstream.Filter("box", device="cuda")(tensor, out=elsewhere)
+
+
+@gpu
+@needs_torch
+def test_a_batch_is_one_kernel_launch(cuda, rng):
+    """An (N, C, H, W) tensor is one launch; a channel slice of one is one launch per image."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    batch = torch.from_numpy(rng.integers(0, 256, size=(8, 3, 270, 480), dtype=np.uint8)).cuda()
+    f = convstream.Filter("gaussian:size=13,sigma=3", device="cuda")
+    f(batch)
+    f(batch[:, 1:])
+    torch.cuda.synchronize()
+
+    def launches(call) -> int:
+        with profile(activities=[ProfilerActivity.CUDA]) as trace:
+            call()
+            torch.cuda.synchronize()
+        return sum(e.count for e in trace.key_averages() if "convolve_" in e.key)
+
+    whole = launches(lambda: f(batch))
+    if whole == 0:
+        pytest.skip("the profiler saw no kernels (CUPTI unavailable)")
+    assert whole == 1
+    assert launches(lambda: f(batch[:, 1:])) == 8
