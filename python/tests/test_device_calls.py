@@ -548,3 +548,29 @@ def test_a_batch_is_one_kernel_launch(cuda, rng):
         pytest.skip("the profiler saw no kernels (CUPTI unavailable)")
     assert whole == 1
     assert launches(lambda: f(batch[:, 1:])) == 8
+
+
+@gpu
+@needs_torch
+def test_calls_are_captured_in_cuda_graphs(cuda, rng):
+    """A call queued on a capturing stream is captured (after a warm-up call has prepared the
+    plan) and replayed with the graph."""
+    import torch
+
+    host = rng.integers(0, 256, size=(2, 3, 120, 200), dtype=np.uint8)
+    x = torch.from_numpy(host).cuda()
+    y = torch.empty_like(x)
+    f = convstream.Filter("box:size=5", device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        f(x, out=y)  # the plan for this size is made outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        f(x, out=y)
+    y.fill_(0)
+    x.copy_(torch.from_numpy(host[::-1].copy()).cuda())
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.array_equal(y.cpu().numpy(), cpu_engine("box:size=5", "reflect", host[::-1].copy(), 8))
