@@ -14,7 +14,13 @@ __device__ __forceinline__ void load_word(float* __restrict__ trow, const unsign
                                           int row_samples) {
     float4 f;
     if (fast && c >= 0 && c + 3 < row_samples) {
-#if SAMPLE_BITS > 8
+#if SAMPLE_FLOAT == 32
+        f = *reinterpret_cast<const float4*>(sample_row(src, g.src_pitch, y) + c);
+#elif SAMPLE_FLOAT == 16
+        const uint2 v = *reinterpret_cast<const uint2*>(sample_row(src, g.src_pitch, y) + c);
+        f = make_float4(sample_value((sample_t)(v.x & 0xffffu)), sample_value((sample_t)(v.x >> 16)),
+                        sample_value((sample_t)(v.y & 0xffffu)), sample_value((sample_t)(v.y >> 16)));
+#elif SAMPLE_BITS > 8
         const uint2 v = *reinterpret_cast<const uint2*>(sample_row(src, g.src_pitch, y) + c);
         f = make_float4((float)((v.x & 0xffffu) >> SAMPLE_SHIFT), (float)((v.x >> 16) >> SAMPLE_SHIFT),
                         (float)((v.y & 0xffffu) >> SAMPLE_SHIFT), (float)((v.y >> 16) >> SAMPLE_SHIFT));
@@ -54,8 +60,13 @@ __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsign
     }
 }
 
-#if SAMPLE_BITS > 8
-// Four results as two words of 16-bit samples, each made as `to_sample` makes it.
+#if SAMPLE_FLOAT == 32
+// Four float results, + bias each.
+__device__ __forceinline__ float4 pack_samples(float s0, float s1, float s2, float s3, float bias) {
+    return make_float4(to_sample(s0, bias), to_sample(s1, bias), to_sample(s2, bias), to_sample(s3, bias));
+}
+#elif SAMPLE_FLOAT == 16 || SAMPLE_BITS > 8
+// Four results as two words of 16-bit samples (or float16 values), each made as `to_sample` makes it.
 __device__ __forceinline__ uint2 pack_samples(float s0, float s1, float s2, float s3, float bias) {
     return make_uint2((unsigned int)to_sample(s0, bias) | ((unsigned int)to_sample(s1, bias) << 16),
                       (unsigned int)to_sample(s2, bias) | ((unsigned int)to_sample(s3, bias) << 16));
@@ -75,7 +86,9 @@ __device__ __forceinline__ unsigned int pack_samples(float s0, float s1, float s
     return word;
 }
 #endif
-#if SAMPLE_BITS > 8
+#if SAMPLE_FLOAT == 32
+typedef float4 sample_quad;
+#elif SAMPLE_FLOAT == 16 || SAMPLE_BITS > 8
 typedef uint2 sample_quad;
 #else
 typedef unsigned int sample_quad;
@@ -112,6 +125,7 @@ __device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, c
 // row by mask row: for output row py, tile row r carries mask row r - py.
 extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
     convolve_dense(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    BATCH_PLANE(src, dst, g);
     extern __shared__ float4 shared_raw[];
     float* tile = reinterpret_cast<float*>(shared_raw);
     const int tile_row = blockIdx.y * TILE_H;
@@ -158,6 +172,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
 // the dense taps in c_taps (see convolve.cuh).
 extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
     convolve_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    BATCH_PLANE(src, dst, g);
     extern __shared__ float4 shared_raw[];
     float* tile = reinterpret_cast<float*>(shared_raw);
     float* rows = tile + SHARED_H * SHARED_PITCH;  // SHARED_H x TILE_W row sums
@@ -206,6 +221,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X* BLOCK_Y)
 // identical to the other kernels'.
 extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
                                            PlaneGeometry g) {
+    BATCH_PLANE(src, dst, g);
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (col >= g.width * CH || row >= g.height) return;

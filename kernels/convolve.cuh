@@ -13,6 +13,9 @@
 //   SAMPLE_BITS      significant bits per sample, 8 (one byte) or 9..16 (a little-endian
 //                    16-bit word) (default 8)
 //   SAMPLE_SHIFT     how far those bits sit from the word's low end: 6 for P010 (default 0)
+//   SAMPLE_FLOAT     0 for integer samples (default), 32 for float32 values, 16 for float16
+//                    values: read as floats and written as the float sum + bias, unrounded
+//                    and unclamped (float16 results rounded to nearest even once)
 //
 // Columns are counted in samples (pixel * CH + channel), pitches in bytes.
 //
@@ -40,8 +43,15 @@
 #ifndef SAMPLE_SHIFT
 #define SAMPLE_SHIFT 0
 #endif
+#ifndef SAMPLE_FLOAT
+#define SAMPLE_FLOAT 0
+#endif
 
-#if SAMPLE_BITS > 8
+#if SAMPLE_FLOAT == 32
+typedef float sample_t;
+#elif SAMPLE_FLOAT == 16
+typedef unsigned short sample_t;  // the half's bits; converted with cvt, no header needed
+#elif SAMPLE_BITS > 8
 typedef unsigned short sample_t;
 #else
 typedef unsigned char sample_t;
@@ -75,7 +85,29 @@ struct PlaneGeometry {
     int src_pitch;  // bytes between source rows
     int dst_pitch;  // bytes between output rows
     float bias;     // in sample units (the mask's 8-bit bias times 2^(SAMPLE_BITS - 8))
+    long long src_plane;  // bytes between the source planes of a batch (blockIdx.z)
+    long long dst_plane;  // bytes between the output planes of a batch
 };
+
+// A batch launch (gridDim.z planes) moves each block to its own plane's source and output;
+// put first in every kernel (one plane: blockIdx.z is 0).
+#define BATCH_PLANE(src, dst, g)                    \
+    src += (long long)blockIdx.z * (g).src_plane; \
+    dst += (long long)blockIdx.z * (g).dst_plane
+
+// A stored sample as the float the sums take: an integer sample's significant bits, or a
+// float value as it is.
+__device__ __forceinline__ float sample_value(sample_t s) {
+#if SAMPLE_FLOAT == 32
+    return s;
+#elif SAMPLE_FLOAT == 16
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s));
+    return f;
+#else
+    return (float)(s >> SAMPLE_SHIFT);
+#endif
+}
 
 // Maps an index outside 0..n-1 onto the plane as SciPy does; -1 means "the constant 0".
 __device__ __forceinline__ int map_index(int i, int n) {
@@ -113,13 +145,22 @@ __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, c
     const int channel = col - pixel * CH;
     const int x = map_index(pixel, g.width);
     if (y < 0 || x < 0) return 0.0f;
-    return (float)(sample_row(src, g.src_pitch, y)[x * CH + channel] >> SAMPLE_SHIFT);
+    return sample_value(sample_row(src, g.src_pitch, y)[x * CH + channel]);
 }
 
-// The final step: + bias, round half away from zero, clamp, shift into place.
+// The final step: + bias, round half away from zero, clamp, shift into place. Float values
+// keep the sum + bias as it is (float16 rounded to nearest even).
 __device__ __forceinline__ sample_t to_sample(float sum, float bias) {
+#if SAMPLE_FLOAT == 32
+    return sum + bias;
+#elif SAMPLE_FLOAT == 16
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(sum + bias));
+    return h;
+#else
     const unsigned int v = (unsigned int)fminf(fmaxf(roundf(sum + bias), 0.0f), (float)MAX_SAMPLE);
     return (sample_t)(v << SAMPLE_SHIFT);
+#endif
 }
 
 // Tile geometry shared by the tiled kernels and the host (which sizes shared memory).

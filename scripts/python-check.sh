@@ -4,7 +4,8 @@
 # python/tests against it from outside the source tree (so the installed wheel is what is
 # imported). The tests compare with the `convstream` binary ($CONVSTREAM_BIN, else the release
 # build, built here when missing). GPU tests are skipped here; on a GPU host with CuPy or
-# PyTorch run them with: python3 -m pytest python/tests -m gpu (see python/tests/test_gpu.py).
+# PyTorch run them with: python3 -m pytest python/tests -m gpu (see python/tests/test_gpu.py),
+# or scripts/python-gpu-check.sh (the device-call tests and their benchmark, pytest optional).
 #
 # Usage: scripts/python-check.sh [pytest arguments...]
 set -euo pipefail

@@ -2,8 +2,9 @@
 
 The same masks, borders and engines as the ``convstream`` command, byte for byte:
 
-- :class:`Filter` filters NumPy arrays (``uint8``, or ``uint16`` holding 9- to 16-bit
-  samples), and CuPy arrays or PyTorch tensors on the GPU without copying them to the host.
+- :class:`Filter` filters NumPy arrays and PyTorch CPU tensors (``uint8``, ``uint16``
+  holding 9- to 16-bit samples, ``float32``, ``float16``), and CuPy arrays, PyTorch tensors
+  and DLPack arrays on the GPU where they are, queued on the caller's CUDA stream.
 - :func:`read` decodes a video (FFmpeg) and yields its filtered frames with their timestamps.
 - :func:`run` filters a video into another, as ``convstream run`` does.
 - :func:`masks`, :func:`masks_text`, :func:`show_mask` and :func:`mask_info` list and show
@@ -20,7 +21,7 @@ Errors: a bad mask, border, device or argument raises ``ValueError`` with the me
 :class:`GpuUnavailableError` with the CLI's message.
 """
 
-# One module at some length (about 650 lines, most of them docstrings): the public API is one
+# One module at some length (about 770 lines, most of them docstrings): the public API is one
 # namespace, and its array checks, NumPy/CuPy/torch handling and video iterator share helpers.
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, U
 
 import numpy as np
 
+from . import _device
 from ._convstream import (
     CUDA_BUILT,
     GpuUnavailableError,
     NativeFilter,
     NativeReader,
+    NativeStreamFilter,
     mask_coefficients as _mask_coefficients,
     masks_text as _masks_text,
     presets as _presets,
@@ -149,72 +152,153 @@ def _whole_number(name: str, value: Any) -> int:
     return value.__index__()
 
 
+def _channel(ndim: int, c: int) -> Any:
+    """The index of channel ``c`` of a host array: the last axis of H x W x C, the second of
+    (N, C, H, W), the whole of a 2-D plane."""
+    if ndim == 3:
+        return (..., c)
+    if ndim == 4:
+        return (slice(None), c)
+    return ...
+
+
+def _mask_spec(mask: Any, mode: Optional[str], divisor: Optional[float], bias: Optional[float]) -> str:
+    """The SPEC of ``mask`` (a SPEC string, or a 2-D array of coefficients: NumPy, a torch
+    tensor, nested lists) with ``mode``, ``divisor`` and ``bias`` as SPEC keys."""
+    keys = []
+    if mode is not None:
+        keys.append(f"mode={mode}")
+    for name, value in (("divisor", divisor), ("bias", bias)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"{name}: takes a number, not {value!r} ({type(value).__name__})")
+            keys.append(f"{name}={float(value)!r}")
+    if isinstance(mask, str):
+        if not keys:
+            return mask
+        return mask + ("," if ":" in mask else ":") + ",".join(keys)
+    if _library(mask) == "torch":
+        mask = mask.detach().cpu().numpy()
+    try:
+        matrix = np.asarray(mask, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"mask: a SPEC string such as 'gaussian:size=5' or a 2-D array of coefficients, not {type(mask).__name__}"
+        ) from None
+    if matrix.ndim != 2 or matrix.size == 0:
+        raise ValueError(f"mask: an array mask is 2-D (rows x columns); got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("mask: the coefficients must be finite numbers (no inf or nan)")
+    rows = ",".join("[" + ",".join(repr(float(v)) for v in row) + "]" for row in matrix)
+    return f"custom:matrix=[{rows}]" + "".join("," + key for key in keys)
+
+
 class Filter:
     """A 2D convolution filter: a mask, a border mode and an engine.
 
-    ``Filter(mask, border="reflect", planes="all", device="auto", bit_depth=None)``
+    ``Filter(mask, border="reflect", planes="all", device="auto", bit_depth=None, *,
+    mode=None, divisor=None, bias=None, sync=False)``
 
     Call it on an array to get the filtered array back, of the same type, dtype, shape and
     device::
 
         f = convstream.Filter("gaussian:size=13,sigma=3", border="reflect", device="cuda")
         out = f(image)            # NumPy in, NumPy out
-        out = f(batch)            # torch.Tensor on cuda:N in, torch.Tensor on cuda:N out
+        out = f(batch)            # torch.Tensor on cuda:N in, torch.Tensor on cuda:N out,
+                                  # queued on torch's current stream
+        f(batch, out=result)      # into a tensor the caller allocated
 
     Arguments:
 
     - ``mask``: a mask SPEC as ``convstream run --mask`` takes it (``convstream.masks()``
-      lists the presets), or the name of a ``[masks.NAME]`` table of ``config``.
+      lists the presets), the name of a ``[masks.NAME]`` table of ``config``, or the
+      coefficients themselves as a 2-D array (NumPy, a torch tensor, nested lists; odd sizes
+      up to 63 x 63), taken as ``custom:matrix=`` takes them (convolution orientation unless
+      ``mode="correlate"``).
+    - ``mode``, ``divisor``, ``bias``: the SPEC keys of the same names (``convolve`` or
+      ``correlate``; coefficients divided by ``divisor``; ``bias`` added to every result, in
+      8-bit units, scaled to deeper integer samples, added as written to float values).
     - ``border``: how samples beyond the edges are taken: ``reflect`` (default), ``mirror``,
       ``nearest``, ``constant`` (zeros), ``wrap``, or an alias (``reflect_101``,
       ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...).
-    - ``planes``: which channels of an H x W x C array are filtered: ``"all"`` (default) or
-      a list of channel indices; the others are copied. Device arrays take ``"all"``.
+    - ``planes``: which channels of an H x W x C array (or C of an (N, C, H, W) host
+      batch) are filtered: ``"all"`` (default) or a list of channel indices; the others are
+      copied. Device arrays take ``"all"``.
     - ``device``: ``"auto"`` (CUDA when a usable GPU is present, else the CPU), ``"cpu"``,
       ``"cuda"`` or ``"cuda:N"``. Device arrays are filtered on their own GPU.
     - ``bit_depth``: bits per sample of ``uint16`` arrays, 9 to 16 (default 16): 10- and
       12-bit samples are clamped to ``2**bit_depth - 1`` and a ``bias`` is scaled to it.
       ``uint8`` arrays are always 8-bit.
+    - ``sync``: device arrays only: ``True`` waits for the filtering to finish before the
+      call returns (a host synchronisation of the stream); ``False`` (default) returns as
+      soon as the work is queued.
     - ``config``, ``streams``, ``frames_per_stream``: as ``convstream run`` (``config``: a TOML
       file whose ``[masks.NAME]`` tables ``mask`` may name). For a mask per plane of a video,
       see :func:`read`'s ``plane_masks``; an array's planes all take ``mask``.
 
-    Arrays:
+    Samples and values:
 
-    - NumPy: C-contiguous ``uint8`` or ``uint16`` (native byte order), 2-D (one plane) or
-      H x W x C with C <= 4 (each channel filtered as a plane of its own, as OpenCV's
-      ``filter2D`` does). Other dtypes raise ``TypeError``; non-contiguous arrays, other
-      shapes and samples above ``2**bit_depth - 1`` raise ``ValueError``.
-    - CuPy arrays and PyTorch CUDA tensors (anything with ``__cuda_array_interface__``):
-      C-contiguous ``uint8`` or ``uint16``, shape (..., H, W): every leading index is a
-      plane (a (N, C, H, W) batch is N*C planes). They are filtered device to device on
-      the array's GPU, without a copy to the host; the result is allocated by the array's
-      own library (``cupy.empty_like`` / ``torch.empty_like``) on the same device.
-      Synchronisation: the caller's current stream is synchronised before the planes are
-      read, and the result is complete when the call returns (usable on any stream).
-    - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors.
+    - ``uint8`` and ``uint16`` samples: results rounded half away from zero and clamped to
+      the samples' range, byte-identical to ``convstream run`` and between the CPU and CUDA
+      engines.
+    - ``float32`` and ``float16`` values: the float result itself, neither rounded nor
+      clamped (what a model takes and gives): f32 sums of f32 products (float16 values read
+      as f32, the result rounded once to float16), the same arithmetic on the CPU and the
+      GPU.
 
-    The results are byte-identical to ``convstream run`` and between the CPU and CUDA
-    engines. The GIL is released while planes are filtered; calls on one filter from several
-    threads take turns. On CUDA, the first call at a plane size prepares the engine (kernels
-    compiled by NVRTC, GPU buffers); later calls at that size reuse it, so keep one filter per
-    size for speed.
+    Arrays on the host:
+
+    - NumPy: C-contiguous, native byte order, 2-D (one plane), H x W x C with C <= 4 (each
+      channel filtered as a plane of its own, as OpenCV's ``filter2D`` does) or (N, C, H, W)
+      (N*C planes). Other dtypes raise ``TypeError``; non-contiguous arrays, other shapes and
+      samples above ``2**bit_depth - 1`` raise ``ValueError``.
+    - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors; anything
+      else that speaks DLPack from host memory (``__dlpack__``) is read through
+      ``numpy.from_dlpack`` and given back in its own library where it takes DLPack.
+
+    Arrays on a GPU (PyTorch CUDA tensors, CuPy arrays, anything with
+    ``__cuda_array_interface__`` or a DLPack capsule of CUDA memory, such as JAX's):
+
+    - Shape (..., H, W): every leading index is a plane, and planes whose strides nest (a
+      (N, C, H, W) batch, or a slice of one) are filtered in ONE kernel launch. Rows may be
+      strided (a crop); samples within a row must be packed.
+    - Read in place and written into a new array of the input's own library
+      (``torch.empty_like`` / ``cupy.empty_like``, stream-ordered), or into ``out=`` (same
+      shape, dtype and GPU; any strides as above; not overlapping the input).
+    - Stream-ordered: the kernel is queued on the caller's current CUDA stream
+      (``torch.cuda.current_stream()``, CuPy's current stream, the interface's ``stream``,
+      or ``stream=`` given to the call) and the call returns without waiting, as torch's own
+      ops do. Anything queued later on that stream sees the result; another stream must wait
+      for it (an event, ``torch.cuda.Stream.wait_stream``), or use ``sync=True``. DLPack arrays
+      of other libraries (JAX) are read through PyTorch or CuPy and waited for: their own
+      library knows nothing of the stream and may reuse their memory once the call returns.
+    - No per-call allocation: the kernel for each (dtype, plane size) is prepared on its
+      first call (compiled by NVRTC, cached on disk, the mask uploaded once) and reused.
+    - Pointers are checked: memory of another GPU, host memory, a buffer smaller than its
+      planes or a stream of another context raise ``ValueError``; a failing CUDA call raises
+      ``RuntimeError``, never a crash.
+
+    The GIL is released while planes are filtered; calls on one filter from several threads
+    take turns.
     """
 
     def __init__(
         self,
-        mask: str,
+        mask: Any,
         border: str = "reflect",
         planes: Union[str, Sequence[int]] = "all",
         device: str = "auto",
         bit_depth: Optional[int] = None,
         *,
+        mode: Optional[str] = None,
+        divisor: Optional[float] = None,
+        bias: Optional[float] = None,
+        sync: bool = False,
         config: Optional[str] = None,
         streams: Optional[int] = None,
         frames_per_stream: Optional[int] = None,
     ) -> None:
-        if not isinstance(mask, str):
-            raise TypeError(f"mask: a SPEC string such as 'gaussian:size=5', not {type(mask).__name__}")
+        spec = _mask_spec(mask, mode, divisor, bias)
         if isinstance(planes, str):
             if planes != "all":
                 raise ValueError(
@@ -226,16 +310,22 @@ class Filter:
         bit_depth = None if bit_depth is None else _whole_number("bit_depth", bit_depth)
         if bit_depth is not None and not (8 <= bit_depth <= 16):
             raise ValueError(f"bit_depth: {bit_depth} is out of range; allowed 8..=16")
+        if not isinstance(sync, bool):
+            raise TypeError(f"sync: takes True or False, not {sync!r}")
         self._bit_depth = bit_depth
+        self._sync = sync
         self._native = NativeFilter(
-            mask,
+            spec,
             border=str(border),
             device=str(device),
             streams=streams,
             frames_per_stream=frames_per_stream,
             config=config,
         )
-        self.mask = mask
+        self._device_asked = self._native.device
+        self._stream_filter: Optional[NativeStreamFilter] = None
+        self._last_device: Optional[int] = None
+        self.mask = mask if isinstance(mask, str) else spec
         self.planes = planes
 
     @property
@@ -254,8 +344,15 @@ class Filter:
         return self._native.mask_size
 
     @property
+    def sync(self) -> bool:
+        """Whether calls on device arrays wait for their results."""
+        return self._sync
+
+    @property
     def engine(self) -> Optional[str]:
         """Where the last call ran (``cpu``, ``cuda:0 (NVIDIA H100 ...)``); ``None`` before."""
+        if self._last_device is not None and self._stream_filter is not None:
+            return self._stream_filter.engine_name(self._last_device)
         return self._native.engine_name()
 
     def pcie_bytes(self) -> Optional[Tuple[int, int, int]]:
@@ -280,37 +377,54 @@ class Filter:
             raise ValueError(f"bit_depth: {depth} is out of range for uint16 samples; allowed 9..=16")
         return depth
 
-    def __call__(self, array: Any, *, bit_depth: Optional[int] = None) -> Any:
-        """Filters ``array`` and returns a new array of the same type, dtype, shape and device."""
-        if _library(array) == "torch":
+    def __call__(self, array: Any, *, bit_depth: Optional[int] = None, out: Any = None, stream: Any = None) -> Any:
+        """Filters ``array`` and returns the result: a new array of the same type, dtype,
+        shape and device, or ``out`` filled. Device arrays: queued on the caller's current
+        CUDA stream (or ``stream``: a handle, a ``torch.cuda.Stream`` or a
+        ``cupy.cuda.Stream``) without waiting unless the filter was made with ``sync=True``."""
+        library = _library(array)
+        if library == "torch":
             if array.is_cuda:
-                return self._device_call(array, bit_depth)
+                return self._device_call(array, bit_depth, out, stream)
             import torch
 
-            return torch.from_numpy(self._host_call(array.detach().numpy(), bit_depth))
+            host = array.detach().contiguous().numpy()
+            result = self._host_call(host, bit_depth, None if out is None else out.numpy())
+            return out if out is not None else torch.from_numpy(result)
+        if library == "cupy":
+            return self._device_call(array, bit_depth, out, stream)
+        # Other libraries' CUDA arrays (JAX...) go through DLPack where they speak it: its
+        # stream protocol orders their pending writes before the filter reads.
+        if not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array):
+            imported = _device.from_dlpack(array)
+            imported_out = None if out is None else _device.from_dlpack(out)
+            # Waited for: the array's own library knows nothing of the stream the filter is
+            # queued on, and may free or reuse the memory as soon as the call returns.
+            result = self._device_call(imported, bit_depth, imported_out, stream, wait=True)
+            return out if out is not None else _device.to_library_of(array, result)
         if hasattr(array, "__cuda_array_interface__"):
-            return self._device_call(array, bit_depth)
+            return self._device_call(array, bit_depth, out, stream)
         if not isinstance(array, np.ndarray):
+            if _device.is_cpu_dlpack(array):
+                result = self._host_call(np.from_dlpack(array), bit_depth, None)
+                return _device.to_library_of(array, result)
             if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
                 array = np.asarray(array)
             else:
                 raise TypeError(
-                    f"convstream.Filter takes a NumPy array, a CuPy array or a torch.Tensor, not {type(array).__name__}"
+                    "convstream.Filter takes a NumPy array, a CuPy array, a torch.Tensor or a DLPack array, "
+                    f"not {type(array).__name__}"
                 )
-        return self._host_call(array, bit_depth)
+        return self._host_call(array, bit_depth, out)
 
-    def _check_dtype(self, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
-        if dtype not in (np.dtype(np.uint8), np.dtype(np.uint16)):
-            raise TypeError(
-                f"convstream.Filter takes uint8 or uint16 samples, not {dtype} (shape {shape}); "
-                "convert with .astype(numpy.uint8) or .astype(numpy.uint16)"
-            )
-
-    def _host_call(self, array: np.ndarray, bit_depth: Optional[int]) -> np.ndarray:
+    def _host_call(self, array: np.ndarray, bit_depth: Optional[int], out: Optional[np.ndarray]) -> np.ndarray:
         dtype = array.dtype
-        if dtype.kind == "u" and dtype.byteorder == (">" if np.little_endian else "<"):
-            raise TypeError(f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})")
-        self._check_dtype(np.dtype(dtype.name) if dtype.kind == "u" else dtype, array.shape)
+        if dtype.byteorder == (">" if np.little_endian else "<"):
+            raise TypeError(
+                f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})"
+            )
+        if np.dtype(dtype.name) not in _device.SAMPLE_KINDS:
+            raise TypeError(f"convstream.Filter takes {_device.DTYPE_ADVICE}; not {dtype} (shape {array.shape})")
         if array.ndim == 2:
             height, width = array.shape
             channels = 1
@@ -319,114 +433,115 @@ class Filter:
             if not 1 <= channels <= MAX_CHANNELS:
                 raise ValueError(
                     f"a 3-D array is H x W x C with 1 to {MAX_CHANNELS} channels; got shape {array.shape} "
-                    "(for a stack of planes, filter each, or use a device array of shape (N, H, W))"
+                    "(for a stack of planes, pass an (N, C, H, W) array)"
                 )
+        elif array.ndim == 4:
+            _, channels, height, width = array.shape
         else:
             raise ValueError(
-                f"convstream.Filter takes a 2-D plane or an H x W x C array; got {array.ndim} dimensions (shape {array.shape})"
+                "convstream.Filter takes a 2-D plane, an H x W x C array or an (N, C, H, W) batch; "
+                f"got {array.ndim} dimensions (shape {array.shape})"
             )
         if not array.flags.c_contiguous:
             raise ValueError(
                 f"the array is not C-contiguous (shape {array.shape}, strides {array.strides}); "
                 "pass numpy.ascontiguousarray(a)"
             )
-        depth = self._depth(array.itemsize, bit_depth)
-        if depth not in (8, 16) and array.size and int(array.max()) > (1 << depth) - 1:
+        if out is None:
+            out = np.empty_like(array, order="C")
+        elif not isinstance(out, np.ndarray) or out.shape != array.shape or out.dtype != array.dtype:
+            raise ValueError(f"out: a C-contiguous array of shape {array.shape} and dtype {array.dtype}")
+        elif not out.flags.c_contiguous or not out.flags.writeable or np.shares_memory(out, array):
+            raise ValueError("out: must be C-contiguous, writable and apart from the input")
+        floating = dtype.kind == "f"
+        depth = None if floating else self._depth(array.itemsize, bit_depth)
+        if depth not in (None, 8, 16) and array.size and int(array.max()) > (1 << depth) - 1:
             raise ValueError(
                 f"samples up to {int(array.max())} do not fit bit_depth={depth} (at most {(1 << depth) - 1})"
             )
-        out = np.empty_like(array, order="C")
         selected = range(channels) if self._channels is None else self._channels
         for c in selected:
             if not 0 <= c < channels:
                 raise ValueError(f"planes: channel {c} is not in an array of {channels} channel(s)")
         if array.size == 0:
             return out
-        if array.ndim == 3:
-            for c in range(channels):
-                if c not in selected:
-                    out[..., c] = array[..., c]
-        elif not selected:
-            out[...] = array
+        for c in range(channels):
+            if c not in selected:
+                out[_channel(array.ndim, c)] = array[_channel(array.ndim, c)]
+        if dtype == np.float16:
+            # float16 values are filtered as float32 and rounded once to float16 at the end,
+            # as the GPU kernel does.
+            wide = np.empty(array.shape, dtype=np.float32)
+            self._filter_host(np.ascontiguousarray(array, dtype=np.float32), wide, selected, channels, None)
+            for c in selected:
+                out[_channel(array.ndim, c)] = wide[_channel(array.ndim, c)].astype(np.float16)
+            return out
+        self._filter_host(array, out, selected, channels, depth)
+        return out
+
+    def _filter_host(
+        self, array: np.ndarray, out: np.ndarray, selected: Any, channels: int, depth: Optional[int]
+    ) -> None:
+        """Filters the ``selected`` channels of a host array (2-D, H x W x C or (N, C, H, W))
+        into ``out``: integer samples by the engine, float32 values by the float path."""
         source = array.__array_interface__["data"][0]
         target = out.__array_interface__["data"][0]
         itemsize = array.itemsize
-        planes = [(source + c * itemsize, target + c * itemsize) for c in sorted(set(selected))]
-        # A C-contiguous array's rows are packed: its first stride is the row's size, except that
-        # a single row may carry any stride (even a negative one), which no row is read with.
-        row_pitch = width * channels * itemsize
-        self._native.filter_host(planes, height, width, itemsize, depth, row_pitch, channels * itemsize)
-        return out
-
-    def _device_call(self, array: Any, bit_depth: Optional[int]) -> Any:
-        library = _library(array)
-        if library == "torch":
-            # Read from the tensor itself: torch's __cuda_array_interface__ lacks some dtypes.
-            import torch
-
-            shape = tuple(array.shape)
-            dtypes = {torch.uint8: np.dtype(np.uint8)}
-            if hasattr(torch, "uint16"):
-                dtypes[torch.uint16] = np.dtype(np.uint16)
-            if array.dtype not in dtypes:
-                raise TypeError(
-                    f"convstream.Filter takes uint8 or uint16 samples, not {array.dtype} (shape {shape}); "
-                    "convert with .to(torch.uint8) or .to(torch.uint16)"
-                )
-            dtype = dtypes[array.dtype]
-            strides = tuple(s * array.element_size() for s in array.stride())
-            source = array.data_ptr()
+        if array.ndim == 4:
+            batch, _, height, width = array.shape
+            plane_bytes = height * width * itemsize
+            indices = [n * channels + c for n in range(batch) for c in sorted(set(selected))]
+            planes = [(source + i * plane_bytes, target + i * plane_bytes) for i in indices]
+            row_pitch, sample_pitch = width * itemsize, itemsize
         else:
-            interface = array.__cuda_array_interface__
-            shape = tuple(interface["shape"])
-            typestr = interface["typestr"]
-            dtype = np.dtype(typestr)
-            if dtype.byteorder == ">":
-                raise TypeError(f"convstream.Filter takes little-endian samples, not {typestr}")
-            strides = interface.get("strides")
-            source = int(interface["data"][0]) if interface["data"][0] else 0
-        self._check_dtype(np.dtype(dtype.name) if dtype.kind == "u" else dtype, shape)
-        if len(shape) < 2:
-            raise ValueError(f"a device array is (..., H, W); got shape {shape}")
-        itemsize = dtype.itemsize
-        contiguous = [itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape))]
-        if strides is not None and any(s != c for s, c, n in zip(strides, contiguous, shape) if n > 1):
-            raise ValueError(
-                f"the array is not C-contiguous (shape {shape}, strides {tuple(strides)}); "
-                "pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"
-            )
+            height, width = array.shape[0], array.shape[1]
+            offsets = sorted(set(selected)) if array.ndim == 3 else ([0] if selected else [])
+            planes = [(source + c * itemsize, target + c * itemsize) for c in offsets]
+            # A C-contiguous array's rows are packed: its first stride is the row's size,
+            # except that a single row may carry any stride, which no row is read with.
+            row_pitch, sample_pitch = width * channels * itemsize, channels * itemsize
+        if depth is None:
+            self._native.filter_host_float(planes, height, width, row_pitch, sample_pitch)
+        else:
+            self._native.filter_host(planes, height, width, itemsize, depth, row_pitch, sample_pitch)
+        self._last_device = None
+
+    def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any, wait: bool = False) -> Any:
+        view = _device.describe(array)
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
-        depth = self._depth(itemsize, bit_depth)
-        if library == "torch":
-            import torch
-
-            ordinal = array.device.index if array.device.index is not None else torch.cuda.current_device()
-            out = torch.empty_like(array, memory_format=torch.contiguous_format)
-            # Every kernel queued on the caller's stream that writes the input is done before
-            # the engine (on streams of its own) reads it.
-            torch.cuda.current_stream(array.device).synchronize()
-        elif library == "cupy":
-            import cupy
-
-            ordinal = array.device.id
-            with cupy.cuda.Device(ordinal):
-                out = cupy.empty_like(array, order="C")
-                cupy.cuda.get_current_stream().synchronize()
-        else:
-            raise TypeError(
-                f"device arrays of {library} are not supported: pass a CuPy array or a torch.Tensor "
-                "(or wrap yours with cupy.asarray / torch.as_tensor)"
+        _device.row_layout(view, "input")
+        device = self._device_asked
+        if device == "cpu":
+            raise ValueError(
+                f"the array is on cuda:{view.ordinal} but this filter runs on the CPU (device=\"cpu\"); "
+                "make it with device=\"cuda\" (or \"auto\"), or pass a host array (.get() / .cpu().numpy())"
             )
-        height, width = shape[-2], shape[-1]
-        count = math.prod(shape[:-2]) if len(shape) > 2 else 1
-        if count == 0 or height == 0 or width == 0:
-            return out
-        plane_bytes = height * width * itemsize
-        target = out.data_ptr() if library == "torch" else int(out.__cuda_array_interface__["data"][0])
-        planes = [(source + i * plane_bytes, target + i * plane_bytes) for i in range(count)]
-        self._native.filter_device(planes, ordinal, height, width, itemsize, depth, width * itemsize)
-        return out
+        if device.startswith("cuda:") and int(device[5:]) != view.ordinal:
+            raise ValueError(
+                f"the array is on cuda:{view.ordinal} but this filter runs on {device}; "
+                f"move the array there or make the filter with device=\"cuda:{view.ordinal}\""
+            )
+        values, itemsize = _device.SAMPLE_KINDS[view.dtype]
+        depth = self._depth(itemsize, bit_depth) if values == "uint" else 8
+        handle = _device.caller_stream(view, stream)
+        result = out if out is not None else _device.new_like(view)
+        target = _device.describe(result)
+        _device.check_out(view, target)
+        if self._stream_filter is None:
+            self._stream_filter = NativeStreamFilter(self._native)
+        height, width = view.shape[-2], view.shape[-1]
+        if height and width:
+            for src, dst, count, src_pitch, src_plane, dst_pitch, dst_plane in _device.launches(view, target):
+                if count == 0:
+                    continue
+                placement = ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane))
+                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle)
+            if self._sync or wait:
+                # Once, after every launch of the call.
+                self._stream_filter.synchronize(view.ordinal, handle)
+            self._last_device = view.ordinal
+        return result
 
 
 class VideoFrame(NamedTuple):

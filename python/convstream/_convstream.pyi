@@ -45,16 +45,28 @@ class NativeFilter:
         row_pitch: int,
         sample_pitch: int,
     ) -> None: ...
-    def filter_device(
+    def filter_host_float(
         self,
         planes: Sequence[Tuple[int, int]],
-        ordinal: int,
         height: int,
         width: int,
-        itemsize: int,
-        bit_depth: int,
         row_pitch: int,
+        sample_pitch: int,
     ) -> None: ...
+
+class NativeStreamFilter:
+    def __init__(self, filter: NativeFilter) -> None: ...
+    def launch(
+        self,
+        ordinal: int,
+        placement: Tuple[Tuple[int, int], Tuple[int, int], Tuple[int, int], Tuple[int, int]],
+        planes: int,
+        values: str,
+        bit_depth: int,
+        stream: int,
+    ) -> None: ...
+    def synchronize(self, ordinal: int, stream: int) -> None: ...
+    def engine_name(self, ordinal: int) -> Optional[str]: ...
 
 class NativeReader:
     def __init__(

@@ -15,6 +15,7 @@ use convstream_core::frame::{Frame, Plane};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::float_planes::{filter_float_plane, FloatPlaneAt};
 use crate::settings::Request;
 use crate::GpuUnavailableError;
 
@@ -41,7 +42,7 @@ enum Held {
 
 #[pyclass(module = "convstream._convstream", name = "NativeFilter")]
 pub struct NativeFilter {
-    filter: FilterSpec,
+    pub(crate) filter: FilterSpec,
     device: DeviceChoice,
     /// The CUDA engine's lanes (streams, frames per stream); a build without CUDA support
     /// has no use for them.
@@ -224,39 +225,33 @@ impl NativeFilter {
         py.detach(|| self.run_host(&planes, shape))
     }
 
-    /// Filters planes in GPU memory on device `ordinal`, device to device: `planes` lists
-    /// `(source, destination)` device addresses of `height x width` planes whose rows are
-    /// `row_pitch` bytes apart. The caller's stream has finished writing the sources (the
-    /// Python side synchronises it), and the results are written when this returns.
-    #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
-    fn filter_device(
+    /// Filters float32 planes in host memory with the GPU kernels' float arithmetic (see
+    /// float_planes.rs): `planes` lists `(source, destination)` addresses of `height x width`
+    /// planes with the given row and sample pitches (bytes). The caller keeps both buffers
+    /// alive and untouched for the call.
+    fn filter_host_float(
         &self,
         py: Python<'_>,
         planes: Vec<(usize, usize)>,
-        ordinal: usize,
         height: usize,
         width: usize,
-        itemsize: usize,
-        bit_depth: u8,
         row_pitch: usize,
+        sample_pitch: usize,
     ) -> PyResult<()> {
-        let shape = gray_planes(height, width, itemsize, bit_depth)?;
-        match self.device {
-            DeviceChoice::Cpu => {
-                return Err(PyValueError::new_err(format!(
-                    "the array is on cuda:{ordinal} but this filter runs on the CPU (device=\"cpu\"); \
-                     make it with device=\"cuda\" (or \"auto\"), or pass a host array (.get() / .cpu().numpy())"
-                )))
+        self.reserve_host_memory(height, width, std::mem::size_of::<f32>())?;
+        let at = |address| FloatPlaneAt {
+            address,
+            row_pitch,
+            sample_pitch,
+        };
+        py.detach(|| {
+            for &(from, to) in &planes {
+                // SAFETY: the Python side checked both arrays (float32, this shape and these
+                // pitches, the output writable and apart from the source) and keeps them alive.
+                unsafe { filter_float_plane(&self.filter.mask, self.filter.border, at(from), at(to), height, width) };
             }
-            DeviceChoice::Cuda(n) if n != ordinal => {
-                return Err(PyValueError::new_err(format!(
-                    "the array is on cuda:{ordinal} but this filter runs on cuda:{n}; \
-                     move the array there or make the filter with device=\"cuda:{ordinal}\""
-                )))
-            }
-            _ => {}
-        }
-        py.detach(|| self.run_device(&planes, ordinal, shape, row_pitch))
+        });
+        Ok(())
     }
 }
 
@@ -369,48 +364,6 @@ impl NativeFilter {
             scatter(&frame.planes[0], *to);
         }
         Ok(())
-    }
-
-    #[cfg(feature = "cuda")]
-    fn run_device(
-        &self,
-        planes: &[(usize, usize)],
-        ordinal: usize,
-        shape: FrameShape,
-        row_pitch: usize,
-    ) -> PyResult<()> {
-        use convstream_core::frame::{DevicePicture, DevicePlane};
-        use std::sync::Arc;
-        let mut held = self.lock()?;
-        self.cuda_engine(&mut held, ordinal, shape).map_err(engine_error)?;
-        let Some(Held::Cuda { engine, .. }) = held.as_mut() else {
-            return Err(PyRuntimeError::new_err("the CUDA engine was not made"));
-        };
-        let frames: Vec<Frame> = planes
-            .iter()
-            .enumerate()
-            .map(|(index, &(from, to))| {
-                // The host plane stays unwritten (and its pages untouched): the picture and
-                // its output are on the GPU.
-                let mut frame = Frame::new(shape.format, shape.width, shape.height);
-                frame.index = index as u64;
-                let at = |address: usize| DevicePlane {
-                    address: address as u64,
-                    pitch: row_pitch,
-                };
-                // The caller's arrays outlive the call, which returns only once every frame
-                // is back: nothing needs keeping here.
-                let picture = DevicePicture::new(ordinal, vec![at(from)], Box::new(())).with_output(vec![at(to)]);
-                frame.device = Some(Arc::new(picture));
-                frame
-            })
-            .collect();
-        through(engine.as_mut(), frames).map(|_| ())
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn run_device(&self, _: &[(usize, usize)], _: usize, _: FrameShape, _: usize) -> PyResult<()> {
-        Err(engine_error(EngineError::NotCompiledWithCuda))
     }
 }
 

@@ -4,7 +4,9 @@
 //! live in python/convstream/__init__.py; this side takes planes by address and releases the
 //! GIL while it works.
 
+mod device_call;
 mod filter;
+mod float_planes;
 mod interrupt;
 mod settings;
 mod video;
@@ -78,6 +80,7 @@ fn _convstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mask_coefficients, m)?)?;
     m.add_function(wrap_pyfunction!(wait_for_gpu_starts, m)?)?;
     m.add_class::<filter::NativeFilter>()?;
+    m.add_class::<device_call::NativeStreamFilter>()?;
     video::register(m)?;
     m.add("CUDA_BUILT", cfg!(feature = "cuda"))?;
     Ok(())

@@ -175,8 +175,8 @@ def test_bad_border_and_device_are_value_errors():
 
 def test_wrong_dtypes_are_type_errors():
     f = convstream.Filter("box", device="cpu")
-    for dtype in (np.float32, np.int16, np.int32, np.uint32, np.float64, bool):
-        with pytest.raises(TypeError, match="uint8 or uint16"):
+    for dtype in (np.int16, np.int32, np.uint32, np.float64, bool):
+        with pytest.raises(TypeError, match="uint8, uint16"):
             f(np.zeros((4, 4), dtype=dtype))
     with pytest.raises(TypeError, match="native-endian"):
         f(np.zeros((4, 4), dtype=">u2"))
@@ -194,7 +194,7 @@ def test_bad_layouts_are_value_errors():
     with pytest.raises(ValueError, match="1 to 4 channels"):
         f(np.zeros((10, 12, 5), dtype=np.uint8))
     with pytest.raises(ValueError, match="dimensions"):
-        f(np.zeros((2, 10, 12, 3), dtype=np.uint8))
+        f(np.zeros((2, 2, 10, 12, 3), dtype=np.uint8))
     with pytest.raises(ValueError, match="dimensions"):
         f(np.zeros(10, dtype=np.uint8))
     with pytest.raises(ValueError, match="channel 3"):
@@ -274,15 +274,15 @@ class FakeDeviceArray:
 
 def test_device_arrays_are_checked_before_any_gpu_work():
     f = convstream.Filter("box", device="cpu")
-    with pytest.raises(TypeError, match="uint8 or uint16"):
-        f(FakeDeviceArray((4, 4), "<f4"))
-    with pytest.raises(ValueError, match="C-contiguous"):
+    with pytest.raises(TypeError, match="uint8, uint16"):
+        f(FakeDeviceArray((4, 4), "<i4"))
+    with pytest.raises(ValueError, match="rows must be packed"):
         f(FakeDeviceArray((4, 4), "|u1", strides=(1, 4)))
     with pytest.raises(ValueError, match=r"\(\.\.\., H, W\)"):
         f(FakeDeviceArray((16,), "|u1"))
     with pytest.raises(ValueError, match="planes"):
         convstream.Filter("box", planes=[0], device="cpu")(FakeDeviceArray((2, 4, 4)))
-    with pytest.raises(TypeError, match="CuPy array or a torch.Tensor"):
+    with pytest.raises(ValueError, match="runs on the CPU"):
         f(FakeDeviceArray((4, 4), "|u1"))
 
 

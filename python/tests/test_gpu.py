@@ -8,8 +8,8 @@ Marked ``gpu``: skipped unless asked for, on a GPU host with CuPy and/or PyTorch
 How "no host copy" is checked, three ways:
 
 1. The CUDA engine counts every byte its copies move between host and GPU
-   (``Filter.pcie_bytes()``, the engine's own ``PcieBytes``); device arrays must leave both
-   directions at 0 while the plane count goes up.
+   (``Filter.pcie_bytes()``, the engine's own ``PcieBytes``); device arrays never reach it
+   (they are launched on the caller's stream), so it reports none.
 2. The result is allocated by the caller's library on the input's device
    (``out.device == in.device``, ``out.__cuda_array_interface__`` a device pointer).
 3. The process's resident memory does not grow by the batch's size while a large batch is
@@ -74,8 +74,7 @@ def test_cupy_arrays_stay_on_the_gpu_and_match_the_cpu_engine(bits):
             assert isinstance(out, cupy.ndarray) and out.dtype == array.dtype and out.shape == array.shape
             assert out.device.id == array.device.id
             assert np.array_equal(cupy.asnumpy(out), cpu_reference(spec, border, host, bits)), (spec, border)
-            to_gpu, from_gpu, planes = f.pcie_bytes()
-            assert (to_gpu, from_gpu) == (0, 0) and planes == 6, f.pcie_bytes()
+            assert f.pcie_bytes() is None, f.pcie_bytes()
 
 
 @pytest.mark.skipif(not has_module("torch"), reason="torch is not installed")
@@ -90,23 +89,24 @@ def test_torch_batches_stay_on_the_gpu_and_match_the_cpu_engine():
         assert isinstance(out, torch.Tensor) and out.is_cuda and out.device == tensor.device
         assert out.dtype == torch.uint8 and out.shape == tensor.shape
         assert np.array_equal(out.cpu().numpy(), cpu_reference("gaussian:size=7", border, host, 8))
-        assert f.pcie_bytes()[:2] == (0, 0)
+        assert f.pcie_bytes() is None
     if hasattr(torch, "uint16"):
         host16 = random_batch((2, 50, 70), 12)
         deep = torch.from_numpy(host16).cuda()
         out = convstream.Filter("box:size=5", device="cuda", bit_depth=12)(deep)
         assert out.dtype == torch.uint16
         assert np.array_equal(out.cpu().numpy(), cpu_reference("box:size=5", "reflect", host16, 12))
-    with pytest.raises(TypeError, match="uint8 or uint16"):
-        convstream.Filter("box", device="cuda")(tensor.float())
-    with pytest.raises(ValueError, match="C-contiguous"):
+    with pytest.raises(TypeError, match="uint8, uint16"):
+        convstream.Filter("box", device="cuda")(tensor.int())
+    with pytest.raises(ValueError, match="rows must be packed"):
         convstream.Filter("box", device="cuda")(tensor.transpose(2, 3))
 
 
 @pytest.mark.skipif(not has_module("torch"), reason="torch is not installed")
-def test_the_callers_stream_is_waited_for():
+def test_the_callers_stream_orders_the_filter():
     """Input written by a kernel still queued on a side stream when the filter is called: the
-    filter synchronises the current stream first, so it reads the finished input."""
+    filter is queued behind it on that (current) stream, so it reads the finished input, and
+    a read queued on the same stream sees the finished result."""
     import torch
 
     f = convstream.Filter("box:size=3", device="cuda")
@@ -117,7 +117,8 @@ def test_the_callers_stream_is_waited_for():
         torch.cuda._sleep(50_000_000)  # keeps the stream busy before the fill runs
         big.fill_(77)
         out = f(big)
-    assert np.array_equal(out.cpu().numpy(), expected)
+        result = out.cpu().numpy()
+    assert np.array_equal(result, expected)
 
 
 @pytest.mark.skipif(not has_module("cupy"), reason="cupy is not installed")
@@ -133,7 +134,7 @@ def test_no_host_memory_grows_with_the_batch():
     cupy.cuda.Device().synchronize()
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
     assert grown < batch.nbytes // 4, f"resident memory grew by {grown} bytes for a {batch.nbytes}-byte batch"
-    assert f.pcie_bytes()[:2] == (0, 0)
+    assert f.pcie_bytes() is None
     assert out.data.ptr != batch.data.ptr
 
 
@@ -146,10 +147,10 @@ def test_device_arrays_are_refused_where_they_cannot_go():
         convstream.Filter("box", device="cpu")(array)
     with pytest.raises(ValueError, match="cuda:7"):
         convstream.Filter("box", device="cuda:7")(array)
-    with pytest.raises(ValueError, match="C-contiguous"):
+    with pytest.raises(ValueError, match="rows must be packed"):
         convstream.Filter("box", device="cuda")(cupy.zeros((16, 32), dtype=cupy.uint8)[:, ::2])
-    with pytest.raises(TypeError, match="uint8 or uint16"):
-        convstream.Filter("box", device="cuda")(cupy.zeros((16, 16), dtype=cupy.float32))
+    with pytest.raises(TypeError, match="uint8, uint16"):
+        convstream.Filter("box", device="cuda")(cupy.zeros((16, 16), dtype=cupy.int32))
     with pytest.raises(ValueError, match="planes"):
         convstream.Filter("box", device="cuda", planes=[0])(array)
 

@@ -1,7 +1,7 @@
 """The README's Python section, run as written: its install commands are the ones
 scripts/python-check.sh runs (the wheel these tests import was installed by them), and every
-```python block runs in a folder holding the `in.mp4` it names. Blocks that use torch run with
--m gpu on a GPU host with PyTorch."""
+```python block runs in a folder holding the `in.mp4` it names; so does every ```python block of
+python/README.md. Blocks that use torch run with -m gpu on a GPU host with PyTorch."""
 
 from __future__ import annotations
 
@@ -45,6 +45,19 @@ def needs(code: str):
         marks.append(pytest.mark.gpu)
         marks.append(pytest.mark.skipif(not has_module("torch"), reason="torch is not installed"))
     return marks
+
+
+PACKAGE_CODE = re.findall(r"```python\n(.*?)```", (REPO / "python" / "README.md").read_text(), flags=re.S)
+
+
+@pytest.mark.parametrize(
+    "code", [pytest.param(code, marks=needs(code), id=f"package{i + 1}") for i, code in enumerate(PACKAGE_CODE)]
+)
+def test_package_readme_examples_run(code):
+    assert len(PACKAGE_CODE) == 1, "a torch batch on the caller's stream"
+    if not gpu_usable():
+        pytest.skip("no usable GPU")
+    exec(compile(code, "python/README.md", "exec"), {"__name__": "__readme__"})
 
 
 @pytest.mark.parametrize(

@@ -743,6 +743,23 @@ fn kernels_compile_with_nvrtc() {
             );
         }
     }
+    // float32 and float16 values (device arrays from Python): dense, separable and magnitude.
+    for values in [kernels::SampleValues::Float32, kernels::SampleValues::Float16] {
+        for (size, path) in [
+            (3, KernelPath::Separable),
+            (13, KernelPath::Dense),
+            (31, KernelPath::Dense),
+        ] {
+            variants.push(
+                kernels::Variant::new(size, size, 1, BorderMode::Reflect, max_shared, path, UHD).with_values(values),
+            );
+        }
+        variants.push(
+            kernels::Variant::new(3, 3, 1, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
+                .with_magnitude(true)
+                .with_values(values),
+        );
+    }
     variants.dedup();
     for variant in &variants {
         let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));

@@ -6,3 +6,5 @@ mod cpu_oracle;
 #[cfg(feature = "cuda")]
 mod gpu;
 mod mask_properties;
+#[cfg(feature = "cuda")]
+mod stream_call;

@@ -366,6 +366,7 @@ impl CudaEngine {
                 src_pitch: slot.pitch as i32,
                 dst_pitch: slot.pitch as i32,
                 bias: *bias,
+                ..PlaneGeometry::ONE_PLANE
             };
             let range = slot.offset..slot.offset + slot.bytes();
             let src = lane.device_in.slice(range.clone());

@@ -179,6 +179,7 @@ impl Bench {
             src_pitch: row_bytes as i32,
             dst_pitch: row_bytes as i32,
             bias: mask.bias() * depth.bias_scale(),
+            ..PlaneGeometry::ONE_PLANE
         };
         let what = || format!("{path:?} kernel, {}", variant.describe());
         let launch = |i: usize, output: &mut CudaSlice<u8>| -> Result<(), EngineError> {

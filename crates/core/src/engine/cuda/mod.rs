@@ -32,6 +32,7 @@ mod pcie;
 mod picture_copy;
 pub mod pinned;
 mod plan;
+pub mod stream_call;
 
 pub use completion::HostCopyTimes;
 pub use engine::{CudaEngine, POISON};

@@ -28,9 +28,27 @@ pub struct PlaneGeometry {
     pub dst_pitch: i32,
     /// The mask's bias in sample units (its 8-bit bias scaled to the depth).
     pub bias: f32,
+    /// Bytes between the source planes of a batch launch (`gridDim.z` planes).
+    pub src_plane: i64,
+    /// Bytes between the output planes of a batch launch.
+    pub dst_plane: i64,
 }
 
-// SAFETY: a plain #[repr(C)] struct of 32-bit fields, laid out as the CUDA struct.
+impl PlaneGeometry {
+    /// The fields of a launch over one plane (no batch strides), for `..` completion.
+    pub const ONE_PLANE: PlaneGeometry = PlaneGeometry {
+        width: 0,
+        height: 0,
+        src_pitch: 0,
+        dst_pitch: 0,
+        bias: 0.0,
+        src_plane: 0,
+        dst_plane: 0,
+    };
+}
+
+// SAFETY: a plain #[repr(C)] struct of 32- and 64-bit fields, laid out as the CUDA struct
+// (five 4-byte fields, 4 bytes of padding, two 8-byte fields, in both).
 unsafe impl DeviceRepr for PlaneGeometry {}
 
 /// The taps a module's `c_taps` holds: correlation taps, then the separable row and column
@@ -111,6 +129,32 @@ impl KernelSet {
         })
     }
 
+    /// Enqueues the convolution of `planes` planes, `geometry.src_plane` and
+    /// `geometry.dst_plane` bytes apart from `src` and `dst`, in one launch on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `src` and `dst` are device memory of the stream's context holding every plane as the
+    /// geometry lays it out, and stay allocated until the stream has run the kernel.
+    pub unsafe fn launch_batch(
+        &self,
+        stream: &Arc<CudaStream>,
+        path: KernelPath,
+        src: u64,
+        dst: u64,
+        geometry: PlaneGeometry,
+        planes: u32,
+    ) -> Result<(), cudarc::driver::DriverError> {
+        let (function, mut config) = self.function_and_config(path, geometry);
+        config.grid_dim.2 = planes;
+        let mut builder = stream.launch_builder(function);
+        builder.arg(&src).arg(&dst).arg(&geometry);
+        // SAFETY: the kernel signature is (const u8*, u8*, PlaneGeometry), pointers passed as
+        // 64-bit device addresses; the caller vouches for the memory (see above), and the
+        // shared memory size is the one the kernel's tile needs.
+        unsafe { builder.launch(config) }.map(|_| ())
+    }
+
     /// Enqueues one plane's convolution on `stream`.
     pub fn launch(
         &self,
@@ -120,9 +164,20 @@ impl KernelSet {
         dst: &mut CudaViewMut<u8>,
         geometry: PlaneGeometry,
     ) -> Result<(), cudarc::driver::DriverError> {
+        let (function, config) = self.function_and_config(path, geometry);
+        let mut builder = stream.launch_builder(function);
+        builder.arg(src).arg(dst).arg(&geometry);
+        // SAFETY: the kernel signature is (const u8*, u8*, PlaneGeometry); src and dst hold
+        // pitch * height bytes as the geometry says (checked by the caller), and the shared
+        // memory size is the one the kernel's tile needs.
+        unsafe { builder.launch(config) }.map(|_| ())
+    }
+
+    /// The kernel `path` takes and its launch shape over one plane of `geometry`.
+    fn function_and_config(&self, path: KernelPath, geometry: PlaneGeometry) -> (&CudaFunction, LaunchConfig) {
         let row_bytes = geometry.width as u32 * self.variant.channels;
         let height = geometry.height as u32;
-        let (function, config) = match path {
+        match path {
             KernelPath::Global => (
                 &self.global,
                 LaunchConfig {
@@ -148,12 +203,22 @@ impl KernelSet {
                     },
                 )
             }
-        };
-        let mut builder = stream.launch_builder(function);
-        builder.arg(src).arg(dst).arg(&geometry);
-        // SAFETY: the kernel signature is (const u8*, u8*, PlaneGeometry); src and dst hold
-        // pitch * height bytes as the geometry says (checked by the caller), and the shared
-        // memory size is the one the kernel's tile needs.
-        unsafe { builder.launch(config) }.map(|_| ())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PlaneGeometry;
+
+    #[test]
+    fn plane_geometry_is_laid_out_as_the_cuda_struct() {
+        // kernels/convolve.cuh: five 4-byte fields, 4 bytes of padding, two `long long`s.
+        assert_eq!(std::mem::size_of::<PlaneGeometry>(), 40);
+        assert_eq!(std::mem::align_of::<PlaneGeometry>(), 8);
+        assert_eq!(std::mem::offset_of!(PlaneGeometry, bias), 16);
+        assert_eq!(std::mem::offset_of!(PlaneGeometry, src_plane), 24);
+        assert_eq!(std::mem::offset_of!(PlaneGeometry, dst_plane), 32);
+        assert_eq!(PlaneGeometry::ONE_PLANE.src_plane, 0);
     }
 }

@@ -9,4 +9,4 @@ mod variant;
 
 pub use compile::{cache_dir, compile, nvrtc_version, program_source};
 pub use launch::{constant_taps, KernelSet, PlaneGeometry};
-pub use variant::{Tiling, Variant};
+pub use variant::{SampleValues, Tiling, Variant};

@@ -22,6 +22,30 @@ pub struct Tiling {
     pub unroll_rows: bool,
 }
 
+/// What a plane's samples are: integers of a [`SampleDepth`] (rounded and clamped results), or
+/// float values read and written as floats (the unrounded sum + bias).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SampleValues {
+    /// Integer samples of the variant's depth.
+    #[default]
+    Integer,
+    /// float32 values.
+    Float32,
+    /// float16 values (IEEE half).
+    Float16,
+}
+
+impl SampleValues {
+    /// The kernel's `SAMPLE_FLOAT` define.
+    fn define(self) -> u32 {
+        match self {
+            SampleValues::Integer => 0,
+            SampleValues::Float32 => 32,
+            SampleValues::Float16 => 16,
+        }
+    }
+}
+
 /// Everything a compiled module is specialised on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Variant {
@@ -39,6 +63,8 @@ pub struct Variant {
     pub magnitude: bool,
     /// How the plane stores its samples (8 bits in a byte, or 9 to 16 in a word).
     pub depth: SampleDepth,
+    /// Integer samples of `depth`, or float values.
+    pub values: SampleValues,
 }
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
@@ -86,6 +112,7 @@ impl Variant {
             tiling,
             magnitude: false,
             depth: SampleDepth::EIGHT,
+            values: SampleValues::Integer,
         }
         .fitted(path, max_shared)
     }
@@ -100,6 +127,12 @@ impl Variant {
     /// the tiling and its fit are unchanged; only the loads and stores widen.
     pub fn with_depth(self, depth: SampleDepth) -> Variant {
         Variant { depth, ..self }
+    }
+
+    /// This variant for float values (or integer samples again). Shared memory holds floats
+    /// whatever the samples, so the tiling and its fit are unchanged.
+    pub fn with_values(self, values: SampleValues) -> Variant {
+        Variant { values, ..self }
     }
 
     /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
@@ -206,18 +239,23 @@ impl Variant {
             format!("-DMAGNITUDE={}", self.magnitude as u8),
             format!("-DSAMPLE_BITS={}", self.depth.bits),
             format!("-DSAMPLE_SHIFT={}", self.depth.shift),
+            format!("-DSAMPLE_FLOAT={}", self.values.define()),
         ]
     }
 
     /// The variant in words, for logs and errors.
     pub fn describe(&self) -> String {
         format!(
-            "{}x{} {}, {} channel(s) of {} bits, {} border, {}x{} threads x {}x{} outputs",
+            "{}x{} {}, {} channel(s) of {}, {} border, {}x{} threads x {}x{} outputs",
             self.mask_width,
             self.mask_height,
             if self.magnitude { "gradient magnitude" } else { "mask" },
             self.channels,
-            self.depth.bits,
+            match self.values {
+                SampleValues::Integer => format!("{} bits", self.depth.bits),
+                SampleValues::Float32 => "float32".into(),
+                SampleValues::Float16 => "float16".into(),
+            },
             self.border,
             self.tiling.block_x,
             self.tiling.block_y,

@@ -1,0 +1,166 @@
+//! Batches filtered on a stream the caller owns (`engine::cuda::stream_call`), as Python's
+//! device calls use it: results equal to the CPU engine at 8, 10 and 16 bits, float32 values
+//! near a float64 reference, no host wait before the stream runs, and buffers that are not
+//! this GPU's memory refused. Ignored without a GPU.
+
+use rand::{Rng, SeedableRng};
+
+use convstream_core::engine::cuda::device;
+use convstream_core::engine::cuda::kernels::SampleValues;
+use convstream_core::engine::cuda::stream_call::{DeviceBatch, DeviceCallError, StreamFilter};
+use convstream_core::engine::CpuEngine;
+use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::frame::{Frame, PixelFormat, PixelLayout, Plane};
+use convstream_core::mask::Mask;
+
+const SPECS: [&str; 4] = ["gaussian:size=13,sigma=3", "sharpen", "sobel", "box:size=31"];
+
+/// `planes` random planes of `bits`-bit samples (little-endian words above 8 bits), packed.
+fn random_planes(rng: &mut impl Rng, planes: usize, height: usize, width: usize, bits: u8) -> Vec<u8> {
+    let bytes = if bits > 8 { 2 } else { 1 };
+    let mut data = vec![0u8; planes * height * width * bytes];
+    if bytes == 1 {
+        rng.fill(&mut data[..]);
+    } else {
+        for word in data.chunks_exact_mut(2) {
+            word.copy_from_slice(&rng.gen_range(0..(1u32 << bits)).to_le_bytes()[..2]);
+        }
+    }
+    data
+}
+
+/// The CPU engine's result for each packed plane of `data`.
+fn cpu_engine(filter: &FilterSpec, data: &[u8], height: usize, width: usize, bits: u8) -> Vec<u8> {
+    let format = PixelFormat::new(PixelLayout::Gray, bits).expect("a gray depth");
+    let shape = format.plane_shapes(width, height)[0];
+    let plane_bytes = height * width * shape.depth.bytes();
+    let mut out = Vec::with_capacity(data.len());
+    for source in data.chunks_exact(plane_bytes) {
+        let mut plane = Plane::new(shape);
+        for y in 0..height {
+            let row = plane.row_mut(y);
+            let len = row.len();
+            row.copy_from_slice(&source[y * len..(y + 1) * len]);
+        }
+        let filtered = CpuEngine::filter_frame(filter, &Frame::of_planes(format, width, height, vec![plane]));
+        for y in 0..height {
+            out.extend_from_slice(filtered.planes[0].row(y));
+        }
+    }
+    out
+}
+
+fn spec(mask: &str, border: BorderMode) -> FilterSpec {
+    FilterSpec::uniform(Mask::from_spec(mask).expect("a preset"), border, PlaneSelection::All)
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn batches_on_the_callers_stream_match_the_cpu_engine() {
+    let context = device::open(0).expect("a GPU");
+    let stream = context.new_stream().expect("a stream");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+    let (planes, height, width) = (3, 67, 129);
+    for bits in [8u8, 10, 16] {
+        let data = random_planes(&mut rng, planes, height, width, bits);
+        let source = stream.clone_htod(&data).expect("upload");
+        let mut output = stream.alloc_zeros::<u8>(data.len()).expect("output");
+        let depth = PixelFormat::new(PixelLayout::Gray, bits).expect("depth").sample_depth();
+        let pitch = width * depth.bytes();
+        for border in BorderMode::ALL {
+            for mask in SPECS {
+                let filter = spec(mask, border);
+                let mut ours = StreamFilter::new(filter.mask.clone(), border, 0).expect("a stream filter");
+                let (src, _guard) = cudarc::driver::DevicePtr::device_ptr(&source, &stream);
+                let (dst, _guard2) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut output, &stream);
+                let batch = DeviceBatch {
+                    src,
+                    dst,
+                    width,
+                    height,
+                    src_pitch: pitch,
+                    dst_pitch: pitch,
+                    planes,
+                    src_plane: pitch * height,
+                    dst_plane: pitch * height,
+                    values: SampleValues::Integer,
+                    depth,
+                };
+                ours.launch(&batch, stream.cu_stream() as u64, false).expect("queued");
+                drop((_guard, _guard2));
+                let result = stream.clone_dtoh(&output).expect("download");
+                assert_eq!(
+                    result,
+                    cpu_engine(&filter, &data, height, width, bits),
+                    "{mask}, {border:?}, {bits} bits"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn float_values_and_refusals() {
+    let context = device::open(0).expect("a GPU");
+    let stream = context.new_stream().expect("a stream");
+    let (height, width) = (40usize, 70usize);
+    let values: Vec<f32> = (0..height * width).map(|i| (i % 97) as f32 * 0.5 - 7.0).collect();
+    let source = stream.clone_htod(&values).expect("upload");
+    let mut output = stream.alloc_zeros::<f32>(values.len()).expect("output");
+    let mask = Mask::from_spec("custom:matrix=[[1,2,1],[0,0,0],[-1,-2,-1]],bias=3").expect("a mask");
+    let mut ours = StreamFilter::new(mask, BorderMode::Nearest, 0).expect("a stream filter");
+    let (src, guard) = cudarc::driver::DevicePtr::device_ptr(&source, &stream);
+    let (dst, guard2) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut output, &stream);
+    let batch = DeviceBatch {
+        src,
+        dst,
+        width,
+        height,
+        src_pitch: width * 4,
+        dst_pitch: width * 4,
+        planes: 1,
+        src_plane: 0,
+        dst_plane: 0,
+        values: SampleValues::Float32,
+        depth: convstream_core::frame::SampleDepth::EIGHT,
+    };
+    ours.launch(&batch, stream.cu_stream() as u64, true).expect("filtered");
+    // A buffer too small for its planes, and host memory, are refused before any launch.
+    let too_many = DeviceBatch {
+        planes: 2,
+        src_plane: width * height * 4,
+        ..batch
+    };
+    assert!(matches!(
+        ours.launch(&too_many, stream.cu_stream() as u64, false),
+        Err(DeviceCallError::Refused(_))
+    ));
+    let host = DeviceBatch {
+        dst: values.as_ptr() as u64,
+        ..batch
+    };
+    assert!(matches!(
+        ours.launch(&host, stream.cu_stream() as u64, false),
+        Err(DeviceCallError::Refused(_))
+    ));
+    drop((guard, guard2));
+    let result = stream.clone_dtoh(&output).expect("download");
+    // convolution orientation: the mask turned half way; nearest border.
+    let at = |y: isize, x: isize| {
+        values[(y.clamp(0, height as isize - 1) as usize) * width + x.clamp(0, width as isize - 1) as usize] as f64
+    };
+    let taps = [[-1.0, -2.0, -1.0], [0.0, 0.0, 0.0], [1.0, 2.0, 1.0]];
+    for y in 0..height as isize {
+        for x in 0..width as isize {
+            let mut sum = 3.0;
+            for (i, row) in taps.iter().enumerate() {
+                for (j, tap) in row.iter().enumerate() {
+                    sum += tap * at(y + i as isize - 1, x + j as isize - 1);
+                }
+            }
+            let ours = result[y as usize * width + x as usize] as f64;
+            assert!((ours - sum).abs() < 1e-3, "({x}, {y}): {ours} against {sum}");
+        }
+    }
+}
