@@ -110,15 +110,17 @@ def plane_rows(torch, F, args, rng, rows: List[Dict]) -> None:
                 case = f"{size} {family} {k}x{k}"
                 print(case, file=sys.stderr)
                 if family == "gaussian":
+                    made = dict(mask=f"gaussian:size={k}")
                     f = convstream.Filter(f"gaussian:size={k}", border="mirror", device=args.device)
                     weights, _ = convstream.mask_coefficients(f"gaussian:size={k}")
                     weights = weights.astype(np.float64)
                 else:
                     raw = dense_mask(k, rng)
+                    made = dict(mask=raw, divisor=float(raw.sum()))
                     f = convstream.Filter(raw, divisor=float(raw.sum()), border="mirror", device=args.device)
                     weights = raw / raw.sum()
                 if size == "1080p":
-                    cpu = convstream.Filter(f.mask, border="mirror", device="cpu")
+                    cpu = convstream.Filter(**made, border="mirror", device="cpu")
                     f(x, out=y)
                     assert np.array_equal(y.cpu().numpy(), cpu(host)), f"{case}: differs from the CPU engine"
                 flops = 2.0 * k * k * height * width

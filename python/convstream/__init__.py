@@ -162,9 +162,13 @@ def _channel(ndim: int, c: int) -> Any:
     return ...
 
 
-def _mask_spec(mask: Any, mode: Optional[str], divisor: Optional[float], bias: Optional[float]) -> str:
+def _mask_spec(
+    mask: Any, mode: Optional[str], divisor: Optional[float], bias: Optional[float]
+) -> Tuple[str, Optional[tuple]]:
     """The SPEC of ``mask`` (a SPEC string, or a 2-D array of coefficients: NumPy, a torch
-    tensor, nested lists) with ``mode``, ``divisor`` and ``bias`` as SPEC keys."""
+    tensor, nested lists) with ``mode``, ``divisor`` and ``bias`` as SPEC keys; and, for an
+    array, the ``(rows, mode, divisor, bias)`` the native filter takes it as (a matrix of any
+    size up to 63 x 63, however long its SPEC would be)."""
     keys = []
     if mode is not None:
         keys.append(f"mode={mode}")
@@ -175,8 +179,8 @@ def _mask_spec(mask: Any, mode: Optional[str], divisor: Optional[float], bias: O
             keys.append(f"{name}={float(value)!r}")
     if isinstance(mask, str):
         if not keys:
-            return mask
-        return mask + ("," if ":" in mask else ":") + ",".join(keys)
+            return mask, None
+        return mask + ("," if ":" in mask else ":") + ",".join(keys), None
     if _library(mask) == "torch":
         mask = mask.detach().cpu().numpy()
     try:
@@ -190,7 +194,9 @@ def _mask_spec(mask: Any, mode: Optional[str], divisor: Optional[float], bias: O
     if not np.isfinite(matrix).all():
         raise ValueError("mask: the coefficients must be finite numbers (no inf or nan)")
     rows = ",".join("[" + ",".join(repr(float(v)) for v in row) + "]" for row in matrix)
-    return f"custom:matrix=[{rows}]" + "".join("," + key for key in keys)
+    spec = f"custom:matrix=[{rows}]" + "".join("," + key for key in keys)
+    as_floats = lambda value: None if value is None else float(value)
+    return spec, (matrix.tolist(), mode, as_floats(divisor), as_floats(bias))
 
 
 class Filter:
@@ -298,7 +304,7 @@ class Filter:
         streams: Optional[int] = None,
         frames_per_stream: Optional[int] = None,
     ) -> None:
-        spec = _mask_spec(mask, mode, divisor, bias)
+        spec, array_mask = _mask_spec(mask, mode, divisor, bias)
         if isinstance(planes, str):
             if planes != "all":
                 raise ValueError(
@@ -321,6 +327,7 @@ class Filter:
             streams=streams,
             frames_per_stream=frames_per_stream,
             config=config,
+            matrix=array_mask,
         )
         self._device_asked = self._native.device
         self._stream_filter: Optional[NativeStreamFilter] = None

@@ -152,9 +152,11 @@ def _ordinal_of_address(address: int) -> int:
     if cupy is None:
         return 0
     try:
-        return int(cupy.cuda.runtime.pointerGetAttributes(address).device)
+        ordinal = int(cupy.cuda.runtime.pointerGetAttributes(address).device)
     except Exception:  # noqa: BLE001 - an address CuPy cannot read: the native check says why
         return 0
+    # Host memory reads as an invalid device (-2): the native check refuses it by name.
+    return max(ordinal, 0)
 
 
 _MISSING: set = set()

@@ -12,6 +12,7 @@ use convstream_core::engine::{Engine, EngineOptions};
 use convstream_core::filter::{FilterSpec, PlaneSelection};
 use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
 use convstream_core::frame::{Frame, Plane};
+use convstream_core::mask::{MaskMode, MaskParams};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -103,10 +104,43 @@ pub(crate) fn engine_error(error: EngineError) -> PyErr {
     }
 }
 
+/// A mask given as an array (`Filter(np.array(...), mode=, divisor=, bias=)`), passed as the
+/// tuple `(rows, mode, divisor, bias)`: its rows as floats and the SPEC keys that go with it.
+#[derive(FromPyObject)]
+pub struct ArrayMask(Vec<Vec<f64>>, Option<String>, Option<f64>, Option<f64>);
+
+impl ArrayMask {
+    /// The mask as a `[masks.NAME]` table would give it.
+    fn into_params(self) -> PyResult<MaskParams> {
+        let ArrayMask(rows, mode, divisor, bias) = self;
+        let mode = match mode.as_deref() {
+            None => None,
+            Some("convolve") => Some(MaskMode::Convolve),
+            Some("correlate") => Some(MaskMode::Correlate),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "mode: invalid value {other:?} [possible values: convolve, correlate]"
+                )))
+            }
+        };
+        Ok(MaskParams {
+            matrix: Some(rows),
+            mode,
+            divisor,
+            bias,
+            ..MaskParams::default()
+        })
+    }
+}
+
 #[pymethods]
 impl NativeFilter {
     #[new]
-    #[pyo3(signature = (mask, border=None, plane_masks=Vec::new(), device=None, streams=None, frames_per_stream=None, config=None))]
+    #[pyo3(signature = (mask, border=None, plane_masks=Vec::new(), device=None, streams=None, frames_per_stream=None, config=None, matrix=None))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one Rust parameter per Python keyword argument"
+    )]
     fn new(
         mask: String,
         border: Option<String>,
@@ -115,6 +149,7 @@ impl NativeFilter {
         streams: Option<usize>,
         frames_per_stream: Option<usize>,
         config: Option<String>,
+        matrix: Option<ArrayMask>,
     ) -> PyResult<NativeFilter> {
         let request = Request {
             input: "python".into(),
@@ -130,6 +165,7 @@ impl NativeFilter {
                 frames_per_stream,
                 ..Default::default()
             },
+            array_mask: matrix.map(ArrayMask::into_params).transpose()?,
         };
         let settings = request.resolve()?;
         let description = settings.filter.description();

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::mask::MaskParams;
 use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
 use pyo3::exceptions::PyValueError;
 use pyo3::PyErr;
@@ -23,7 +24,13 @@ pub struct Request {
     pub config: Option<String>,
     /// Everything else `convstream run` takes (input and output options).
     pub overrides: Overrides,
+    /// A mask given as an array: its coefficients and keys, taken as a `[masks.NAME]` table
+    /// takes them (no SPEC text to outgrow: a 63 x 63 matrix is some 8,000 characters).
+    pub array_mask: Option<MaskParams>,
 }
+
+/// The name an array mask goes by among the config's masks.
+const ARRAY_MASK: &str = "python-array";
 
 impl Request {
     /// The one pipeline these arguments make, or a `ValueError` naming every problem.
@@ -45,10 +52,17 @@ impl Request {
             }
             None => (ConfigFile::default(), None),
         };
+        let mask = match &self.array_mask {
+            Some(params) => {
+                config.masks.insert(ARRAY_MASK.to_string(), params.clone());
+                ARRAY_MASK.to_string()
+            }
+            None => self.mask.clone(),
+        };
         let overrides = Overrides {
             input: Some(self.input.clone()),
             output: Some(self.output.clone()),
-            mask: Some(self.mask.clone()),
+            mask: Some(mask),
             planes,
             plane_masks: self.plane_masks.clone(),
             border,

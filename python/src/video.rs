@@ -98,6 +98,7 @@ impl NativeReader {
             device,
             config,
             overrides,
+            array_mask: None,
         }
         .resolve()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -457,6 +458,7 @@ fn run<'py>(
         device,
         config,
         overrides,
+        array_mask: None,
     }
     .resolve()?;
     convstream_media::config::refuse_existing_outputs(std::slice::from_ref(&settings))
