@@ -30,6 +30,7 @@
 #define BORDER_REFLECT 2
 #define BORDER_MIRROR 3
 #define BORDER_WRAP 4
+#define BORDER_FFMPEG 5
 
 #ifndef MAGNITUDE
 #define MAGNITUDE 0
@@ -98,6 +99,19 @@ __device__ __forceinline__ int map_index(int i, int n) {
 #elif BORDER == BORDER_WRAP
     int m = i % n;
     return m < 0 ? m + n : m;
+#elif BORDER == BORDER_FFMPEG
+    // FFmpeg's 3x3 rule (the host gives other mask sizes BORDER_MIRROR): mirror before the
+    // start, reflect past the end, as `map_index` takes each further out.
+    if (i < 0) {
+        if (n == 1) return 0;
+        const int period = 2 * n - 2;
+        int m = i % period;
+        if (m < 0) m += period;
+        return m < n ? m : period - m;
+    }
+    const int period = 2 * n;
+    const int m = i % period;
+    return m < n ? m : period - 1 - m;
 #else
 #error "unknown BORDER"
 #endif

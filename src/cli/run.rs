@@ -156,6 +156,9 @@ fn options_of<const N: usize>(
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let mut settings = load_settings(&args)?;
+    if let Some(level) = &args.log_level {
+        settings.log.level = Some(level.clone());
+    }
     if let Some(format) = args.log_format {
         settings.log.format = format;
     }

@@ -103,7 +103,7 @@ impl Planner {
                     mask.width(),
                     mask.height(),
                     slot.channels,
-                    filter.border,
+                    filter.border.for_mask(mask.width(), mask.height()),
                     max_shared,
                     path,
                     slot.width * slot.height,

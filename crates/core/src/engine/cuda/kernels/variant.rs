@@ -185,6 +185,7 @@ impl Variant {
             BorderMode::Reflect => "BORDER_REFLECT",
             BorderMode::Mirror => "BORDER_MIRROR",
             BorderMode::Wrap => "BORDER_WRAP",
+            BorderMode::Ffmpeg => "BORDER_FFMPEG",
         }
     }
 
