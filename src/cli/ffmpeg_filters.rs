@@ -9,6 +9,8 @@
 pub(crate) struct Translated {
     pub(crate) plane_masks: Vec<(&'static str, String)>,
     pub(crate) border: Option<&'static str>,
+    /// What is taken differently from how it reads, as FFmpeg takes it.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// FFmpeg's planes in order; a fourth (alpha) has no place in convstream's frames.
@@ -45,7 +47,7 @@ pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String>
         }
         let (name, args) = filter.split_once('=').unwrap_or((filter, ""));
         let name = name.split('@').next().unwrap_or(name).trim();
-        let (masks, border) = filter_masks(option, name, args)?;
+        let (masks, border) = filter_masks(option, name, args, &mut out.warnings)?;
         for (plane, spec) in masks {
             if out.plane_masks.iter().any(|(p, _)| *p == plane) {
                 return Err(format!(
@@ -69,8 +71,13 @@ pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String>
 
 type PlaneSpecs = (Vec<(&'static str, String)>, Option<&'static str>);
 
+/// FFmpeg 5.1's `convolution` resets every plane's rdiv to 1 / the sum of its matrix when it
+/// reads the matrices (`param_init`), so a given `Nrdiv` changes nothing there; it is read,
+/// checked and then set aside the same way, with a warning.
+const RDIV_IGNORED: &str = "is set aside, as FFmpeg 5.1's convolution sets it aside: the plane is divided by the sum of its matrix (1 when it sums to 0)";
+
 /// The masks one filter gives its planes, and the border they need.
-fn filter_masks(option: &str, name: &str, args: &str) -> Result<PlaneSpecs, String> {
+fn filter_masks(option: &str, name: &str, args: &str, warnings: &mut Vec<String>) -> Result<PlaneSpecs, String> {
     let order: &[&str] = match name {
         "convolution" => &[
             "0m", "1m", "2m", "3m", "0rdiv", "1rdiv", "2rdiv", "3rdiv", "0bias", "1bias", "2bias", "3bias", "0mode",
@@ -110,7 +117,7 @@ fn filter_masks(option: &str, name: &str, args: &str) -> Result<PlaneSpecs, Stri
     let options = named_options(option, name, args, order)?;
     let get = Options(options);
     match name {
-        "convolution" => convolution(option, &get),
+        "convolution" => convolution(option, &get, warnings),
         "sobel" | "prewitt" | "roberts" => gradient(option, name, &get),
         "gblur" => gblur(option, &get),
         "boxblur" => boxblur(option, &get),
@@ -174,18 +181,19 @@ impl Options {
     }
 }
 
+/// A number, or a quotient of two (`1/16`), as FFmpeg's options are mostly written.
 fn number(option: &str, key: &str, value: &str) -> Result<f64, String> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
+    let read = |text: &str| text.trim().parse::<f64>().ok();
+    let quotient = value.split_once('/').and_then(|(a, b)| Some(read(a)? / read(b)?));
+    quotient
+        .or_else(|| read(value))
         .filter(|v| v.is_finite())
         .ok_or_else(|| format!("{option}: {key}={value:?} is not a number (convstream reads no expressions here)"))
 }
 
 /// FFmpeg's `convolution`: a whole-number matrix per plane (square 3x3, 5x5 or 7x7, or a row
 /// or column of up to 49 taps), its rdiv (0: 1 / the sum) and bias, in FFmpeg's arithmetic.
-fn convolution(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
+fn convolution(option: &str, o: &Options, warnings: &mut Vec<String>) -> Result<PlaneSpecs, String> {
     let mut masks = Vec::new();
     for plane in 0..4 {
         let key = |what: &str| format!("{plane}{what}");
@@ -193,6 +201,10 @@ fn convolution(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
         let rdiv = o
             .get(&key("rdiv"))
             .map_or(Ok(0.0), |v| number(option, &key("rdiv"), v))?;
+        if rdiv != 0.0 {
+            warnings.push(format!("{option}: {}={rdiv} {RDIV_IGNORED}", key("rdiv")));
+        }
+        let rdiv = 0.0;
         let bias = o
             .get(&key("bias"))
             .map_or(Ok(0.0), |v| number(option, &key("bias"), v))?;
@@ -228,7 +240,7 @@ fn convolution(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
             .enumerate()
             .all(|(i, t)| *t == i64::from(i == taps.len() / 2));
         // FFmpeg copies a plane whose square matrix is the identity with rdiv 1 and no bias.
-        if centre_only && rows.len() == rows[0].len() && (rdiv == 0.0 || rdiv == 1.0) && bias == 0.0 {
+        if centre_only && rows.len() == rows[0].len() && bias == 0.0 {
             continue;
         }
         let Some(name) = PLANES.get(plane) else {
@@ -303,7 +315,8 @@ fn gblur(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
     }
     let spec = format!("gaussian:sigma={sigma:?}");
     let planes = selected_planes(option, o)?;
-    Ok((planes.into_iter().map(|p| (p, spec.clone())).collect(), Some("reflect")))
+    // FFmpeg's recursive Gaussian starts each line from its edge sample: `nearest` is closest.
+    Ok((planes.into_iter().map(|p| (p, spec.clone())).collect(), Some("nearest")))
 }
 
 /// A `box` of `radius` applied `power` times: the binomial-like 1D taps, as a matrix.
@@ -368,7 +381,16 @@ fn boxblur(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
     Ok((masks, Some("reflect")))
 }
 
-/// `unsharp`: per plane group `(1 + amount) * identity - amount * mean of msize_x x msize_y`.
+/// The 2 `steps` + 1 binomial taps, `C(2 steps, k)`.
+fn binomial(steps: usize) -> Vec<f64> {
+    let n = 2 * steps;
+    (0..=n)
+        .map(|k| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64))
+        .collect()
+}
+
+/// `unsharp`: per plane group `(1 + amount) * identity - amount * blur`, the blur FFmpeg's
+/// binomial one of msize_x x msize_y, edges repeated as FFmpeg repeats them.
 fn unsharp(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
     let mut masks = Vec::new();
     for (planes, prefix, amount_default) in [(&["y"][..], "luma", 1.0), (&["u", "v"][..], "chroma", 0.0)] {
@@ -386,13 +408,19 @@ fn unsharp(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
         if amount == 0.0 {
             continue;
         }
-        let mean = 1.0 / (width * height) as f64;
-        let rows: Vec<Vec<f64>> = (0..height)
-            .map(|i| {
-                (0..width)
-                    .map(|j| {
+        // FFmpeg blurs with msize / 2 steps of [1 2 1] each way: binomial taps, over 4^steps.
+        let (across, down) = (binomial(width / 2), binomial(height / 2));
+        let scale = 1.0 / (across.iter().sum::<f64>() * down.iter().sum::<f64>());
+        let rows: Vec<Vec<f64>> = down
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                across
+                    .iter()
+                    .enumerate()
+                    .map(|(j, a)| {
                         let centre = f64::from(u8::from(i == height / 2 && j == width / 2));
-                        (1.0 + amount) * centre - amount * mean
+                        (1.0 + amount) * centre - amount * a * d * scale
                     })
                     .collect()
             })
@@ -461,8 +489,8 @@ mod tests {
 
     #[test]
     fn convolution_becomes_ffmpeg_arithmetic_per_plane() {
-        let t = translate("-vf", "convolution='1 2 1 2 4 2 1 2 1:0 0 0 0 1 0 0 0 0':0rdiv=1/16").unwrap_err();
-        assert!(t.contains("0rdiv"), "{t}");
+        let t = translate("-vf", "convolution='1 2 1 2 4 2 1 2 1':0rdiv=1/16").unwrap();
+        assert!(t.warnings[0].contains("0rdiv=0.0625"), "{:?}", t.warnings);
         let t = translate("-vf", "convolution=0m=1 2 1 2 4 2 1 2 1:0bias=3").unwrap();
         assert_eq!(
             t.plane_masks,

@@ -294,6 +294,10 @@ fn spelling_flags(
 /// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution family.
 fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
     let translated = super::ffmpeg_filters::translate(typed, chain)?;
+    for warning in &translated.warnings {
+        // Before logging starts: said on the terminal as the other command-line warnings are.
+        eprintln!("warning: {}", convstream_core::text::for_terminal(warning));
+    }
     let mut flags = vec!["--mask".to_string(), "identity".to_string()];
     for (plane, spec) in translated.plane_masks {
         flags.push("--plane-mask".into());

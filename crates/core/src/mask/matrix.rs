@@ -93,7 +93,8 @@ impl Mask {
         let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
             return Err(errors);
         };
-        let warnings = if preset.name == "custom" {
+        // FFmpeg's arithmetic divides by rdiv, which the brightness warning does not see.
+        let warnings = if preset.name == "custom" && params.rdiv.is_none() {
             custom_sum_warning(params, &raw).into_iter().collect()
         } else {
             Vec::new()
