@@ -177,6 +177,10 @@ pub(crate) struct RunArgs {
     /// auto, software, nvdec or an FFmpeg decoder name.
     #[arg(long)]
     pub(crate) decoder: Option<String>,
+    /// Threads of a software decoder, 0 for FFmpeg's choice (as source.threads; `-threads N`
+    /// before `-i` works too).
+    #[arg(long, value_name = "N")]
+    pub(crate) decoder_threads: Option<usize>,
     /// Output container (FFmpeg muxer name), when the output name does not tell.
     #[arg(long)]
     pub(crate) format: Option<String>,

@@ -86,6 +86,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         duration: args.duration,
         frames: args.frames,
         depth: args.depth,
+        decoder_threads: args.decoder_threads,
         input_options: input_options(args),
         muxer_options: args.muxer_opts.clone(),
         realtime: args.realtime,

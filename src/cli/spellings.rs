@@ -213,7 +213,7 @@ fn ffmpeg_word_to_flags(
         ("stats", None) => return Ok(once("--progress")),
         ("nostats", None) => return Ok(once("--no-progress")),
         ("loglevel" | "v", None) => return log_level(typed, value_text).map(|level| vec!["--log-level".into(), level.into()]),
-        ("threads", None) if before_input => return refuse("before -i it sets the decoder's threads; convstream's decoders take FFmpeg's default (one per core)"),
+        ("threads", None) if before_input => return Ok(vec!["--decoder-threads".into(), value_text.into()]),
         ("map", None) => {
             return match value_text {
                 "0" => Ok(Vec::new()),
@@ -418,6 +418,43 @@ mod tests {
             error.to_string().starts_with("-pix_fmt applies to the input only"),
             "{error}"
         );
+    }
+
+    /// Every AVOption of FFmpeg 5.1's `ffmpeg -h full` (codecs', formats', protocols'), given
+    /// after `-i` as FFmpeg takes it: consumed with its value (passed on to the encoder or
+    /// the muxer, or read as convstream's flag of that name) or refused naming it.
+    #[test]
+    fn every_avoption_of_ffmpegs_tables_is_passed_on_or_refused_by_name() {
+        let help = include_str!("../../tests/it/data/ffmpeg-5.1-h-full.txt");
+        let start = help.find("AVCodecContext AVOptions:").expect("the AVOptions part");
+        let names: std::collections::BTreeSet<&str> = help[start..]
+            .lines()
+            .filter_map(|line| line.strip_prefix("  -"))
+            .filter_map(|rest| rest.split_whitespace().next())
+            // FFmpeg's command-line options come first, as in FFmpeg (`-y` is overwrite there
+            // too); the integration tests walk those.
+            .filter(|name| {
+                crate::cli::ffmpeg_options::ffmpeg_option(name).is_none() && !OWN_SHORT.contains(&&*format!("-{name}"))
+            })
+            .collect();
+        assert!(names.len() > 1000, "{} AVOptions", names.len());
+        let value_flags: Vec<String> = ["-i", "-o", "-t"].iter().map(|s| s.to_string()).collect();
+        let mut wrong = Vec::new();
+        for name in names {
+            let line = format!("cs run -i a -{name} 1 out");
+            match rewrite(words(&line), &value_flags) {
+                Ok(out) => {
+                    let consumed = !out.args.iter().any(|a| *a == *format!("-{name}"))
+                        && out.args.last().is_some_and(|a| a == "out");
+                    if !consumed {
+                        wrong.push(format!("-{name}: {:?}", out.args));
+                    }
+                }
+                Err(error) if error.to_string().contains(&format!("-{name}")) => {}
+                Err(error) => wrong.push(format!("-{name}: {error}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{} AVOptions:\n{}", wrong.len(), wrong.join("\n"));
     }
 
     #[test]
