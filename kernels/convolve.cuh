@@ -16,6 +16,8 @@
 //
 // Columns are counted in samples (pixel * CH + channel), pitches in bytes.
 //
+//   FFMPEG_RDIV_BITS the bits of an f32 rdiv: FFmpeg's final step instead (see ffmpeg_rounded)
+//
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
 // over its f32 results; then + bias (already scaled to the depth by the host), round half
@@ -130,10 +132,24 @@ __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, c
     return (float)(sample_row(src, g.src_pitch, y)[x * CH + channel] >> SAMPLE_SHIFT);
 }
 
+#ifdef FFMPEG_RDIV_BITS
+// FFmpeg's arithmetic (a mask's `rdiv`): `(int)(sum * rdiv + bias + 0.5f)` as its
+// `convolution` filter computes it, each operation rounded once (never fused into an FMA),
+// truncated toward zero. The sums of whole-number taps are exact, so this is FFmpeg's result.
+__device__ __forceinline__ int ffmpeg_rounded(float sum, float bias) {
+    return __float2int_rz(__fadd_rn(__fadd_rn(__fmul_rn(sum, __uint_as_float(FFMPEG_RDIV_BITS)), bias), 0.5f));
+}
+#endif
+
 // The final step: + bias, round half away from zero, clamp, shift into place.
 __device__ __forceinline__ sample_t to_sample(float sum, float bias) {
+#ifdef FFMPEG_RDIV_BITS
+    const int p = ffmpeg_rounded(sum, bias);
+    return (sample_t)((unsigned int)(p < 0 ? 0 : p > MAX_SAMPLE ? MAX_SAMPLE : p) << SAMPLE_SHIFT);
+#else
     const unsigned int v = (unsigned int)fminf(fmaxf(roundf(sum + bias), 0.0f), (float)MAX_SAMPLE);
     return (sample_t)(v << SAMPLE_SHIFT);
+#endif
 }
 
 // Tile geometry shared by the tiled kernels and the host (which sizes shared memory).

@@ -39,6 +39,9 @@ pub struct Variant {
     pub magnitude: bool,
     /// How the plane stores its samples (8 bits in a byte, or 9 to 16 in a word).
     pub depth: SampleDepth,
+    /// FFmpeg's arithmetic: the bits of the mask's f32 `rdiv` (see `Mask::ffmpeg_rdiv`),
+    /// compiled in as `FFMPEG_RDIV_BITS`; `None` for the usual final step.
+    pub ffmpeg_rdiv_bits: Option<u32>,
 }
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
@@ -86,6 +89,7 @@ impl Variant {
             tiling,
             magnitude: false,
             depth: SampleDepth::EIGHT,
+            ffmpeg_rdiv_bits: None,
         }
         .fitted(path, max_shared)
     }
@@ -100,6 +104,14 @@ impl Variant {
     /// the tiling and its fit are unchanged; only the loads and stores widen.
     pub fn with_depth(self, depth: SampleDepth) -> Variant {
         Variant { depth, ..self }
+    }
+
+    /// This variant finishing each sum with FFmpeg's arithmetic and `rdiv` (or not).
+    pub fn with_ffmpeg_rdiv(self, rdiv: Option<f32>) -> Variant {
+        Variant {
+            ffmpeg_rdiv_bits: rdiv.map(f32::to_bits),
+            ..self
+        }
     }
 
     /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
@@ -192,7 +204,7 @@ impl Variant {
     /// NVRTC options for this variant on `arch` (e.g. `sm_90`).
     pub fn options(&self, arch: &str) -> Vec<String> {
         let t = &self.tiling;
-        vec![
+        let mut options = vec![
             format!("--gpu-architecture={arch}"),
             "-std=c++17".into(),
             format!("-DMASK_W={}", self.mask_width),
@@ -207,7 +219,12 @@ impl Variant {
             format!("-DMAGNITUDE={}", self.magnitude as u8),
             format!("-DSAMPLE_BITS={}", self.depth.bits),
             format!("-DSAMPLE_SHIFT={}", self.depth.shift),
-        ]
+        ];
+        options.extend(
+            self.ffmpeg_rdiv_bits
+                .map(|bits| format!("-DFFMPEG_RDIV_BITS={bits:#010x}u")),
+        );
+        options
     }
 
     /// The variant in words, for logs and errors.
