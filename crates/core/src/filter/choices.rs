@@ -262,7 +262,7 @@ mod tests {
         let error = "blur".parse::<BorderMode>().unwrap_err().to_string();
         assert_eq!(
             error,
-            "`blur` is not a border mode; possible values: constant, nearest, reflect, mirror, wrap"
+            "`blur` is not a border mode; possible values: constant, nearest, reflect, mirror, wrap, ffmpeg"
         );
     }
 }
