@@ -29,7 +29,7 @@ pub fn option_owner(name: &str) -> Option<OptionOwner> {
                 name.as_ptr(),
                 std::ptr::null(),
                 0,
-                (ffi::AV_OPT_SEARCH_CHILDREN | ffi::AV_OPT_SEARCH_FAKE_OBJ) as i32,
+                (ffi::AV_OPT_SEARCH_CHILDREN | ffi::AV_OPT_SEARCH_FAKE_OBJ) as _,
             )
         };
         !found.is_null()
