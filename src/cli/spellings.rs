@@ -115,10 +115,19 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
                 at += 1;
                 match value {
                     Some(value) => Some(value),
-                    None => {
-                        problems.push(format!("{typed} needs a value"));
-                        continue;
-                    }
+                    // The flag it means, alone, so that clap says which value it takes
+                    // (`a value is required for '-f <FORMAT>'`).
+                    None => match spelling_flags(&typed, &typed, None, false) {
+                        Ok(Some(flags)) if flags.len() == 1 => {
+                            out.typed.push((typed.clone(), flags[0].clone()));
+                            out.args.push(flags[0].clone().into());
+                            continue;
+                        }
+                        _ => {
+                            problems.push(format!("{typed} needs a value"));
+                            continue;
+                        }
+                    },
                 }
             }
             false => None,
