@@ -11,8 +11,9 @@ The same masks, borders and engines as the ``convstream`` command, byte for byte
 
 Masks are written as on the command line: ``"gaussian:size=13,sigma=3"``, ``"sobel"``,
 ``"custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]"``. Borders take SciPy's names (``reflect``,
-``mirror``, ``nearest``, ``constant``, ``wrap``) and OpenCV's and NumPy's aliases
-(``reflect_101``, ``replicate``, ``edge``, ``zero``...).
+``mirror``, ``nearest``, ``constant``, ``wrap``), OpenCV's and NumPy's aliases
+(``reflect_101``, ``replicate``, ``edge``, ``zero``...) and ``ffmpeg`` (FFmpeg's
+``convolution`` filter's edges).
 
 Errors: a bad mask, border, device or argument raises ``ValueError`` with the message
 ``convstream run`` prints for the same flag; an array of the wrong kind raises
@@ -166,7 +167,8 @@ class Filter:
     - ``mask``: a mask SPEC as ``convstream run --mask`` takes it (``convstream.masks()``
       lists the presets), or the name of a ``[masks.NAME]`` table of ``config``.
     - ``border``: how samples beyond the edges are taken: ``reflect`` (default), ``mirror``,
-      ``nearest``, ``constant`` (zeros), ``wrap``, or an alias (``reflect_101``,
+      ``nearest``, ``constant`` (zeros), ``wrap``, ``ffmpeg`` (FFmpeg's ``convolution``
+      filter's edges), or an alias (``reflect_101``,
       ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...).
     - ``planes``: which channels of an H x W x C array are filtered: ``"all"`` (default) or
       a list of channel indices; the others are copied. Device arrays take ``"all"``.

@@ -7,6 +7,15 @@
 //! one after the last `-i` to the output. Values are never rewritten: the word after a flag
 //! that takes a value is passed on as it is. The rewrites are remembered so that clap's
 //! errors name the flag as it was typed.
+//!
+//! Every other single-dash word is one FFmpeg option by its full name, never a cluster of
+//! one-letter flags (`-hide_banner` is not `-h`): with its stream specifier (`-c:a copy`,
+//! `-b:v`, `-frames:v:0`), a global option honoured (`-hide_banner`, `-nostdin`,
+//! `-loglevel`/`-v`, `-stats`/`-nostats`, `-threads`, `-y`/`-n`), a `-vf` chain read into
+//! masks ([`ffmpeg_filters`](super::ffmpeg_filters)), a codec's or format's AVOption passed
+//! on as FFmpeg passes it (`--encoder-opt`, `--muxer-opt`, `--input-opt`), or refused by its
+//! name with what to use instead ([`ffmpeg_options`](super::ffmpeg_options)); every refusal
+//! of a command line at once.
 
 use std::ffi::OsString;
 
