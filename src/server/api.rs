@@ -301,8 +301,10 @@ async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Resp
         .map(|pipeline| state.policy.check_pipeline(pipeline))
         .unwrap_or_default();
     if error.is_some() || !problems.is_empty() {
-        // Every problem at once: what validation finds too, not only the first check's.
-        if let Some(checked) = pipeline.clone() {
+        // Every problem at once: what validation finds too. Only once the policy passes:
+        // validation opens files (a mask's), and the policy is what keeps them inside their
+        // folders.
+        if let (Some(checked), true) = (pipeline.clone(), problems.is_empty()) {
             let supervisor = state.supervisor.clone();
             let more = blocking(move || Ok(supervisor.problems_of(checked))).await?;
             problems.extend(more);
