@@ -191,8 +191,10 @@ const FFMPEG_5_1: &[(&str, bool)] = &[
     ("y", false),
 ];
 
-/// Options FFmpeg 6.0 to 7.1 added to `fftools/ffmpeg_opt.c` (from FFmpeg's Changelog and
-/// the option tables of those releases).
+/// Options FFmpeg 6.0 to 7.1 added to `fftools/ffmpeg_opt.c`, listed by hand from FFmpeg's
+/// Changelog (6.0: the heartbeat; 6.1: the `-stats_*` files, `-readrate_initial_burst`; 7.0:
+/// `-stream_group`, `-display_*`; 7.1: `-print_graphs*`, `-apply_cropping`). A name missing
+/// here is still refused by its full name, as no option convstream knows.
 const FFMPEG_6_AND_7: &[(&str, bool)] = &[
     ("stats_enc_pre", true),
     ("stats_enc_post", true),
@@ -210,14 +212,6 @@ const FFMPEG_6_AND_7: &[(&str, bool)] = &[
     ("print_graphs_file", true),
     ("print_graphs_format", true),
     ("apply_cropping", true),
-    ("enc_stats_pre", true),
-    ("enc_stats_post", true),
-    ("mux_stats", true),
-    ("filter_buffered_frames", true),
-    ("drop_changed", false),
-    ("readrate_catchup", true),
-    ("stats_period", true),
-    ("max_error_rate", true),
 ];
 
 /// Whether `name` (no dash, no stream specifier) is an option of FFmpeg's command line, and

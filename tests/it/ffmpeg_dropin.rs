@@ -38,8 +38,8 @@ const VALUED_WITHOUT_NAME: &[&str] = &[
 ];
 const SWITCH_WITH_NAME: &[&str] = &["hide_banner"];
 
-/// Options FFmpeg 6.0 to 7.1 added (FFmpeg's Changelog and `fftools/ffmpeg_opt.c` of those
-/// releases), with whether each takes a value.
+/// Options FFmpeg 6.0 to 7.1 added, listed by hand from FFmpeg's Changelog (6.0, 6.1, 7.0,
+/// 7.1), with whether each takes a value.
 const FFMPEG_6_AND_7: &[(&str, bool)] = &[
     ("stats_enc_pre", true),
     ("stats_enc_post", true),
@@ -55,6 +55,7 @@ const FFMPEG_6_AND_7: &[(&str, bool)] = &[
     ("display_vflip", false),
     ("print_graphs", false),
     ("print_graphs_file", true),
+    ("print_graphs_format", true),
     ("apply_cropping", true),
 ];
 
@@ -302,6 +303,18 @@ fn vf_convolution_is_ffmpegs_own_byte_for_byte() {
             theirs.frames == ours.frames,
             "-vf {chain:?} differs by up to {} levels",
             max_difference(&theirs, &ours)
+        );
+    } // Grey and full-resolution chroma, whose planes FFmpeg sizes otherwise.
+    for (at, pix_fmt) in ["gray", "yuv444p"].into_iter().enumerate() {
+        let sub = dir.path().join(pix_fmt);
+        std::fs::create_dir(&sub).unwrap();
+        common::make_clip_as(&sub, "in.mkv", Clip::Ffv1Mkv, 67, 45, 2, pix_fmt);
+        let (theirs, ours) = both(&sub, &chains[at], at);
+        let differs = max_difference(&theirs, &ours);
+        assert!(
+            theirs.frames == ours.frames,
+            "{pix_fmt}: -vf {:?} differs by up to {differs} levels",
+            chains[at]
         );
     }
 }
