@@ -19,6 +19,8 @@
 //
 // Columns are counted in samples (pixel * CH + channel), pitches in bytes.
 //
+//   FFMPEG_RDIV_BITS the bits of an f32 rdiv: FFmpeg's final step instead (see ffmpeg_rounded)
+//
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
 // over its f32 results; then + bias (already scaled to the depth by the host), round half
@@ -33,6 +35,7 @@
 #define BORDER_REFLECT 2
 #define BORDER_MIRROR 3
 #define BORDER_WRAP 4
+#define BORDER_FFMPEG 5
 
 #ifndef MAGNITUDE
 #define MAGNITUDE 0
@@ -130,6 +133,19 @@ __device__ __forceinline__ int map_index(int i, int n) {
 #elif BORDER == BORDER_WRAP
     int m = i % n;
     return m < 0 ? m + n : m;
+#elif BORDER == BORDER_FFMPEG
+    // FFmpeg's 3x3 rule (the host gives other mask sizes BORDER_MIRROR): mirror before the
+    // start, reflect past the end, as `map_index` takes each further out.
+    if (i < 0) {
+        if (n == 1) return 0;
+        const int period = 2 * n - 2;
+        int m = i % period;
+        if (m < 0) m += period;
+        return m < n ? m : period - m;
+    }
+    const int period = 2 * n;
+    const int m = i % period;
+    return m < n ? m : period - 1 - m;
 #else
 #error "unknown BORDER"
 #endif
@@ -148,8 +164,18 @@ __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, c
     return sample_value(sample_row(src, g.src_pitch, y)[x * CH + channel]);
 }
 
+#ifdef FFMPEG_RDIV_BITS
+// FFmpeg's arithmetic (a mask's `rdiv`): `(int)(sum * rdiv + bias + 0.5f)` as its
+// `convolution` filter computes it, each operation rounded once (never fused into an FMA),
+// truncated toward zero. The sums of whole-number taps are exact, so this is FFmpeg's result.
+__device__ __forceinline__ int ffmpeg_rounded(float sum, float bias) {
+    return __float2int_rz(__fadd_rn(__fadd_rn(__fmul_rn(sum, __uint_as_float(FFMPEG_RDIV_BITS)), bias), 0.5f));
+}
+#endif
+
 // The final step: + bias, round half away from zero, clamp, shift into place. Float values
-// keep the sum + bias as it is (float16 rounded to nearest even).
+// keep the sum + bias as it is (float16 rounded to nearest even); FFmpeg's arithmetic
+// (`rdiv`) rounds as FFmpeg does.
 __device__ __forceinline__ sample_t to_sample(float sum, float bias) {
 #if SAMPLE_FLOAT == 32
     return sum + bias;
@@ -157,6 +183,9 @@ __device__ __forceinline__ sample_t to_sample(float sum, float bias) {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(sum + bias));
     return h;
+#elif defined(FFMPEG_RDIV_BITS)
+    const int p = ffmpeg_rounded(sum, bias);
+    return (sample_t)((unsigned int)(p < 0 ? 0 : p > MAX_SAMPLE ? MAX_SAMPLE : p) << SAMPLE_SHIFT);
 #else
     const unsigned int v = (unsigned int)fminf(fmaxf(roundf(sum + bias), 0.0f), (float)MAX_SAMPLE);
     return (sample_t)(v << SAMPLE_SHIFT);

@@ -12,8 +12,9 @@ The same masks, borders and engines as the ``convstream`` command, byte for byte
 
 Masks are written as on the command line: ``"gaussian:size=13,sigma=3"``, ``"sobel"``,
 ``"custom:matrix=[[1,2,1],[2,4,2],[1,2,1]]"``. Borders take SciPy's names (``reflect``,
-``mirror``, ``nearest``, ``constant``, ``wrap``) and OpenCV's and NumPy's aliases
-(``reflect_101``, ``replicate``, ``edge``, ``zero``...).
+``mirror``, ``nearest``, ``constant``, ``wrap``), OpenCV's and NumPy's aliases
+(``reflect_101``, ``replicate``, ``edge``, ``zero``...) and ``ffmpeg`` (FFmpeg's
+``convolution`` filter's edges).
 
 Errors: a bad mask, border, device or argument raises ``ValueError`` with the message
 ``convstream run`` prints for the same flag; an array of the wrong kind raises
@@ -225,7 +226,8 @@ class Filter:
       ``correlate``; coefficients divided by ``divisor``; ``bias`` added to every result, in
       8-bit units, scaled to deeper integer samples, added as written to float values).
     - ``border``: how samples beyond the edges are taken: ``reflect`` (default), ``mirror``,
-      ``nearest``, ``constant`` (zeros), ``wrap``, or an alias (``reflect_101``,
+      ``nearest``, ``constant`` (zeros), ``wrap``, ``ffmpeg`` (FFmpeg's ``convolution``
+      filter's edges), or an alias (``reflect_101``,
       ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...).
     - ``planes``: which channels of an H x W x C array (or C of an (N, C, H, W) host
       batch) are filtered: ``"all"`` (default) or a list of channel indices; the others are

@@ -177,6 +177,10 @@ pub(crate) struct RunArgs {
     /// auto, software, nvdec or an FFmpeg decoder name.
     #[arg(long)]
     pub(crate) decoder: Option<String>,
+    /// Threads of a software decoder, 0 for FFmpeg's choice (as source.threads; `-threads N`
+    /// before `-i` works too).
+    #[arg(long, value_name = "N")]
+    pub(crate) decoder_threads: Option<usize>,
     /// Output container (FFmpeg muxer name), when the output name does not tell.
     #[arg(long)]
     pub(crate) format: Option<String>,
@@ -267,6 +271,10 @@ pub(crate) struct RunArgs {
     /// what encoder libraries print themselves is logged as JSON too.
     #[arg(long, value_name = "pretty|json", value_parser = parse_log_format)]
     pub(crate) log_format: Option<LogFormat>,
+    /// The least severe log lines shown: error, warn, info, debug or trace (as log.level;
+    /// FFmpeg's `-loglevel` and `-v` names work too).
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) log_level: Option<String>,
     /// Show a progress bar (on a terminal only; default on).
     #[arg(long, overrides_with = "no_progress")]
     pub(crate) progress: bool,

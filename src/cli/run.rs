@@ -86,6 +86,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         duration: args.duration,
         frames: args.frames,
         depth: args.depth,
+        decoder_threads: args.decoder_threads,
         input_options: input_options(args),
         muxer_options: args.muxer_opts.clone(),
         realtime: args.realtime,
@@ -156,6 +157,9 @@ fn options_of<const N: usize>(
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let mut settings = load_settings(&args)?;
+    if let Some(level) = &args.log_level {
+        settings.log.level = Some(level.clone());
+    }
     if let Some(format) = args.log_format {
         settings.log.format = format;
     }

@@ -7,6 +7,15 @@
 //! one after the last `-i` to the output. Values are never rewritten: the word after a flag
 //! that takes a value is passed on as it is. The rewrites are remembered so that clap's
 //! errors name the flag as it was typed.
+//!
+//! Every other single-dash word is one FFmpeg option by its full name, never a cluster of
+//! one-letter flags (`-hide_banner` is not `-h`): with its stream specifier (`-c:a copy`,
+//! `-b:v`, `-frames:v:0`), a global option honoured (`-hide_banner`, `-nostdin`,
+//! `-loglevel`/`-v`, `-stats`/`-nostats`, `-threads`, `-y`/`-n`), a `-vf` chain read into
+//! masks ([`ffmpeg_filters`](super::ffmpeg_filters)), a codec's or format's AVOption passed
+//! on as FFmpeg passes it (`--encoder-opt`, `--muxer-opt`, `--input-opt`), or refused by its
+//! name with what to use instead ([`ffmpeg_options`](super::ffmpeg_options)); every refusal
+//! of a command line at once.
 
 use std::ffi::OsString;
 
@@ -28,6 +37,8 @@ const SPELLINGS: &[(&str, Applies)] = &[
     ("-copyts", Applies::Always("--copyts")),
     ("-frames:v", Applies::Always("--frames")),
     ("-vframes", Applies::Always("--frames")),
+    ("-frames", Applies::Always("--frames")),
+    ("-b", Applies::Always("--bitrate")),
     ("-b:v", Applies::Always("--bitrate")),
     ("-crf", Applies::Always("--crf")),
     ("-preset", Applies::Always("--preset")),
@@ -57,7 +68,9 @@ pub(crate) struct SpellingError(String);
 
 /// Rewrites the words of `convstream run ...` (the program's name first); other
 /// subcommands are passed on untouched. `value_flags` are the flags of `run` that take a
-/// value (the word after them is never rewritten).
+/// value (the word after them is never rewritten). Every single-dash word is read as FFmpeg
+/// reads it, as one option by its full name, never as a cluster of one-letter flags: rewritten
+/// to convstream's flag of the same meaning, or refused by that name, every refusal at once.
 pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rewritten, SpellingError> {
     let Some(run_at) = args.iter().position(|a| a == "run").filter(|&at| at == 1) else {
         return Ok(Rewritten {
@@ -65,7 +78,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
             typed: Vec::new(),
         });
     };
-    let takes_value = |word: &str| value_flags.iter().any(|flag| flag == word);
+    let takes_value = |word: &str| value_flags.iter().any(|flag| flag == word) || ffmpeg_takes_value(word);
     let is_input = |word: &str| word == "-i" || word == "--input" || word.starts_with("--input=");
     // Positions of the flags among the words (not values, not after `--`).
     let mut flag_at = vec![false; args.len()];
@@ -80,13 +93,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
         }
         if word.starts_with('-') && word.len() > 1 {
             flag_at[at] = true;
-            let value_follows = takes_value(word)
-                || SPELLINGS
-                    .iter()
-                    .any(|(spelling, _)| *spelling == word && spelling_takes_value(spelling))
-                || word == "-stream_loop"
-                || word == "-movflags";
-            if value_follows {
+            if takes_value(word) {
                 at += 1;
             }
         }
@@ -96,6 +103,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
         .filter(|&at| flag_at[at] && args[at].to_str().is_some_and(is_input))
         .max();
     let mut out = Rewritten::default();
+    let mut problems = Vec::new();
     let mut at = 0;
     while at < args.len() {
         let word = args[at].clone();
@@ -105,59 +113,236 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
             out.args.push(word);
             continue;
         };
-        let before_input = last_input.is_some_and(|input| at - 1 < input);
-        match typed.as_str() {
-            "-stream_loop" => {
-                let count = args.get(at).and_then(|v| v.to_str()).unwrap_or("");
+        let ffmpeg_word = typed.starts_with('-') && !typed.starts_with("--") && !OWN_SHORT.contains(&typed.as_str());
+        if !ffmpeg_word {
+            out.args.push(word);
+            continue;
+        }
+        let value = match ffmpeg_takes_value(&typed) {
+            true => {
+                let value = args.get(at).and_then(|v| v.to_str()).map(str::to_string);
                 at += 1;
-                match count.trim().parse::<i64>() {
-                    Ok(-1) => {
-                        out.args.push("--loop".into());
-                        out.typed.push((typed, "--loop".into()));
-                    }
-                    Ok(0) => {}
-                    _ => {
-                        return Err(SpellingError(format!(
-                            "-stream_loop `{}`: use -1 (start over at the end, for ever: --loop) or 0 (play once); bound a loop with -t TIME or --frames N",
-                            convstream_core::text::quoted(count)
-                        )))
-                    }
+                match value {
+                    Some(value) => Some(value),
+                    // The flag it means, alone, so that clap says which value it takes
+                    // (`a value is required for '-f <FORMAT>'`).
+                    None => match spelling_flags(&typed, &typed, None, false) {
+                        Ok(Some(flags)) if flags.len() == 1 => {
+                            out.typed.push((typed.clone(), flags[0].clone()));
+                            out.args.push(flags[0].clone().into());
+                            continue;
+                        }
+                        _ => {
+                            problems.push(format!("{typed} needs a value"));
+                            continue;
+                        }
+                    },
                 }
             }
-            "-movflags" => {
-                let Some(value) = args.get(at).and_then(|v| v.to_str()) else {
-                    return Err(SpellingError(
-                        "-movflags needs a value, e.g. -movflags +faststart".to_string(),
-                    ));
-                };
-                at += 1;
-                out.args.push("--muxer-opt".into());
-                out.args.push(format!("movflags={value}").into());
-                out.typed.push((typed, "--muxer-opt".into()));
-            }
-            _ => match SPELLINGS.iter().find(|(spelling, _)| *spelling == typed) {
-                Some((_, applies)) => {
-                    let long = match *applies {
-                        Applies::Always(long) => Some(long),
-                        Applies::InputOrOutput(input, output) => match before_input {
-                            true => input,
-                            false => output,
-                        },
-                    };
-                    let Some(long) = long else {
-                        return Err(SpellingError(format!(
-                            "{typed} applies to the input only: put it before -i (as in FFmpeg); convstream does not change the output's {}",
-                            if typed == "-pix_fmt" { "pixel format" } else { "size or frame rate" }
-                        )));
-                    };
-                    out.args.push(long.into());
-                    out.typed.push((typed, long.to_string()));
+            false => None,
+        };
+        let before_input = last_input.is_some_and(|input| at <= input);
+        match ffmpeg_word_to_flags(&typed, value.as_deref(), before_input, &out.args) {
+            Ok(flags) => {
+                if let Some(long) = flags.first() {
+                    out.typed.push((typed.clone(), long.clone()));
                 }
-                None => out.args.push(word),
-            },
+                out.args.extend(flags.into_iter().map(OsString::from));
+            }
+            Err(problem) => problems.push(problem),
         }
     }
-    Ok(out)
+    match problems.is_empty() {
+        true => Ok(out),
+        false => Err(SpellingError(problems.join("\n"))),
+    }
+}
+
+/// convstream's own one-letter flags (`-i`, `-o`, `-t`, `-y`; clap's `-h`, `-V`), which FFmpeg
+/// spells the same or has not.
+const OWN_SHORT: &[&str] = &["-i", "-o", "-t", "-y", "-h", "-V"];
+
+/// `-name:specifier` split: the name, and the stream type the specifier selects (`v` for
+/// the video, `o` for any other type, `#` for a stream index or any other specifier).
+fn split_specifier(word: &str) -> (&str, Option<char>) {
+    let word = word.trim_start_matches('-');
+    match word.split_once(':') {
+        None => (word, None),
+        Some((name, spec)) => {
+            let kind = match spec.chars().next() {
+                Some('v' | 'V') => 'v',
+                Some('a' | 's' | 'd' | 't') => 'o',
+                _ => '#',
+            };
+            (name, Some(kind))
+        }
+    }
+}
+
+/// Whether a single-dash word takes a value, as FFmpeg reads it.
+fn ffmpeg_takes_value(word: &str) -> bool {
+    if !word.starts_with('-') || word.starts_with("--") || OWN_SHORT.contains(&word) {
+        return false;
+    }
+    let (name, _) = split_specifier(word);
+    if SPELLINGS.iter().any(|(spelling, _)| *spelling == word) {
+        return spelling_takes_value(word);
+    }
+    match super::ffmpeg_options::ffmpeg_option(name) {
+        Some(value) => value,
+        None => {
+            matches!(name, "vf" | "threads" | "map" | "movflags" | "stream_loop")
+                || convstream_media::ffmpeg::options::option_owner(name).is_some()
+        }
+    }
+}
+
+/// The flags one FFmpeg word (with its value) means to `run`, or why it is refused, naming it
+/// as typed. `so_far`: the flags already written (a switch is given once).
+fn ffmpeg_word_to_flags(
+    typed: &str,
+    value: Option<&str>,
+    before_input: bool,
+    so_far: &[OsString],
+) -> Result<Vec<String>, String> {
+    use convstream_media::ffmpeg::options::{option_owner, OptionOwner};
+    let value_text = value.unwrap_or("");
+    let refuse = |why: &str| Err(format!("{typed}: {why}"));
+    let once = |flag: &str| match so_far.iter().any(|f| f == flag) {
+        true => Vec::new(),
+        false => vec![flag.to_string()],
+    };
+    let (name, kind) = split_specifier(typed);
+    match (name, kind) {
+        (_, Some('#')) => {
+            return refuse("convstream resolves no stream index or other specifier before the input opens; use :v for the video (:a for audio)")
+        }
+        ("c" | "codec" | "acodec" | "scodec" | "dcodec", Some('o')) | ("acodec" | "scodec" | "dcodec", None) => {
+            return match value_text {
+                "copy" => Ok(Vec::new()),
+                _ => refuse("convstream copies every stream but the video as it is: only `copy` (or -an to leave them out)"),
+            }
+        }
+        (_, Some('o')) => return refuse(super::ffmpeg_options::refusal("af")),
+        ("c" | "codec", None) if value_text == "copy" => return refuse("convstream encodes the video it filters; -c:a copy copies the rest"),
+        ("c" | "codec", None) => return Ok(vec![if before_input { "--decoder" } else { "--codec" }.into(), value_text.into()]),
+        ("vf" | "filter", _) => return filter_flags(typed, value_text),
+        ("hide_banner" | "nostdin" | "stdin" | "n", None) => return Ok(Vec::new()),
+        ("stats", None) => return Ok(once("--progress")),
+        ("nostats", None) => return Ok(once("--no-progress")),
+        ("loglevel" | "v", None) => return log_level(typed, value_text).map(|level| vec!["--log-level".into(), level.into()]),
+        ("threads", None) if before_input => return Ok(vec!["--decoder-threads".into(), value_text.into()]),
+        ("map", None) => {
+            return match value_text {
+                "0" => Ok(Vec::new()),
+                "0:v" | "0:V" | "0:v:0" | "0:V:0" => Ok(once("--no-audio")),
+                _ => refuse("convstream takes its one input's video (-map 0:v) or every stream (-map 0)"),
+            }
+        }
+        _ => {}
+    }
+    let spelled = match kind {
+        Some(_) => typed.to_string(),
+        None => format!("-{name}"),
+    };
+    if let Some(flags) = spelling_flags(&spelled, typed, value, before_input)? {
+        return Ok(flags);
+    }
+    if super::ffmpeg_options::ffmpeg_option(name).is_some() {
+        return refuse(super::ffmpeg_options::refusal(name));
+    }
+    match (option_owner(name), before_input) {
+        (Some(OptionOwner::Format), true) => Ok(vec!["--input-opt".into(), format!("{name}={value_text}")]),
+        (Some(OptionOwner::Codec), false) => Ok(vec!["--encoder-opt".into(), format!("{name}={value_text}")]),
+        (Some(OptionOwner::Format), false) => Ok(vec!["--muxer-opt".into(), format!("{name}={value_text}")]),
+        (Some(OptionOwner::Codec), true) => refuse("a decoder's option; convstream's decoders take FFmpeg's defaults"),
+        (None, _) => refuse("no option of FFmpeg's (nor of this build's codecs and formats) or of convstream's; `convstream run --help` lists convstream's"),
+    }
+}
+
+/// The flags of [`SPELLINGS`], `-stream_loop` and `-movflags`; `None` when `spelled` is none.
+fn spelling_flags(
+    spelled: &str,
+    typed: &str,
+    value: Option<&str>,
+    before_input: bool,
+) -> Result<Option<Vec<String>>, String> {
+    let value_text = value.unwrap_or("");
+    let with_value = |long: &str| {
+        let mut flags = vec![long.to_string()];
+        flags.extend(value.map(str::to_string));
+        flags
+    };
+    match spelled {
+        "-stream_loop" => {
+            return match value_text.trim().parse::<i64>() {
+                Ok(-1) => Ok(Some(vec!["--loop".into()])),
+                Ok(0) => Ok(Some(Vec::new())),
+                _ => Err(format!(
+                    "-stream_loop `{}`: use -1 (start over at the end, for ever: --loop) or 0 (play once); bound a loop with -t TIME or --frames N",
+                    convstream_core::text::quoted(value_text)
+                )),
+            }
+        }
+        "-movflags" => return Ok(Some(vec!["--muxer-opt".into(), format!("movflags={value_text}")])),
+        _ => {}
+    }
+    let Some((_, applies)) = SPELLINGS
+        .iter()
+        .find(|(spelling, _)| *spelling == spelled || spelled.strip_suffix(":0").is_some_and(|s| s == *spelling))
+    else {
+        return Ok(None);
+    };
+    let long = match *applies {
+        Applies::Always(long) => Some(long),
+        Applies::InputOrOutput(input, output) => match before_input {
+            true => input,
+            false => output,
+        },
+    };
+    match long {
+        Some(long) => Ok(Some(with_value(long))),
+        None => Err(format!(
+            "{typed} applies to the input only: put it before -i (as in FFmpeg); convstream does not change the output's {}",
+            if spelled == "-pix_fmt" { "pixel format" } else { "size or frame rate" }
+        )),
+    }
+}
+
+/// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution family.
+fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
+    let translated = super::ffmpeg_filters::translate(typed, chain)?;
+    for warning in &translated.warnings {
+        // Before logging starts: said on the terminal as the other command-line warnings are.
+        eprintln!("warning: {}", convstream_core::text::for_terminal(warning));
+    }
+    let mut flags = vec!["--mask".to_string(), "identity".to_string()];
+    for (plane, spec) in translated.plane_masks {
+        flags.push("--plane-mask".into());
+        flags.push(format!("{plane}={spec}"));
+    }
+    if let Some(border) = translated.border {
+        flags.push("--border".into());
+        flags.push(border.into());
+    }
+    Ok(flags)
+}
+
+/// FFmpeg's log level (a name or number, with `+`/`repeat+` flags) as convstream's.
+fn log_level(typed: &str, value: &str) -> Result<&'static str, String> {
+    let level = value.rsplit('+').next().unwrap_or(value);
+    Ok(match level {
+        "quiet" | "-8" | "panic" | "0" | "fatal" | "8" | "error" | "16" => "error",
+        "warning" | "24" => "warn",
+        "info" | "32" => "info",
+        "verbose" | "40" | "debug" | "48" => "debug",
+        "trace" | "56" => "trace",
+        _ => {
+            return Err(format!(
+                "{typed} {value:?}: a level is quiet, panic, fatal, error, warning, info, verbose, debug or trace"
+            ))
+        }
+    })
 }
 
 /// Whether an FFmpeg spelling takes a value (every one but the switches).
@@ -251,6 +436,43 @@ mod tests {
             error.to_string().starts_with("-pix_fmt applies to the input only"),
             "{error}"
         );
+    }
+
+    /// Every AVOption of FFmpeg 5.1's `ffmpeg -h full` (codecs', formats', protocols'), given
+    /// after `-i` as FFmpeg takes it: consumed with its value (passed on to the encoder or
+    /// the muxer, or read as convstream's flag of that name) or refused naming it.
+    #[test]
+    fn every_avoption_of_ffmpegs_tables_is_passed_on_or_refused_by_name() {
+        let help = include_str!("../../tests/it/data/ffmpeg-5.1-h-full.txt");
+        let start = help.find("AVCodecContext AVOptions:").expect("the AVOptions part");
+        let names: std::collections::BTreeSet<&str> = help[start..]
+            .lines()
+            .filter_map(|line| line.strip_prefix("  -"))
+            .filter_map(|rest| rest.split_whitespace().next())
+            // FFmpeg's command-line options come first, as in FFmpeg (`-y` is overwrite there
+            // too); the integration tests walk those.
+            .filter(|name| {
+                crate::cli::ffmpeg_options::ffmpeg_option(name).is_none() && !OWN_SHORT.contains(&&*format!("-{name}"))
+            })
+            .collect();
+        assert!(names.len() > 1000, "{} AVOptions", names.len());
+        let value_flags: Vec<String> = ["-i", "-o", "-t"].iter().map(|s| s.to_string()).collect();
+        let mut wrong = Vec::new();
+        for name in names {
+            let line = format!("cs run -i a -{name} 1 out");
+            match rewrite(words(&line), &value_flags) {
+                Ok(out) => {
+                    let consumed = !out.args.iter().any(|a| *a == *format!("-{name}"))
+                        && out.args.last().is_some_and(|a| a == "out");
+                    if !consumed {
+                        wrong.push(format!("-{name}: {:?}", out.args));
+                    }
+                }
+                Err(error) if error.to_string().contains(&format!("-{name}")) => {}
+                Err(error) => wrong.push(format!("-{name}: {error}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{} AVOptions:\n{}", wrong.len(), wrong.join("\n"));
     }
 
     #[test]

@@ -98,6 +98,75 @@ fn every_shape_problem(body: &Bytes) -> Option<Vec<String>> {
     (!problems.is_empty()).then_some(problems)
 }
 
+/// The body as a pipeline with every part that is not of the pipeline's shape taken out (an
+/// unknown key, a value of the wrong type), so that the rest can be checked as well; `None`
+/// when no such pipeline is left (a required part missing, say).
+fn pipeline_without_misshapen_parts(body: &Bytes) -> Option<PipelineConfig> {
+    let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    // Each pass takes one part out; a body has few, and a bound keeps a hostile one cheap.
+    for _ in 0..64 {
+        let error = match serde_path_to_error::deserialize::<_, PipelineConfig>(&value) {
+            Ok(pipeline) => return Some(pipeline),
+            Err(error) => error,
+        };
+        let mut path: Vec<String> = error
+            .path()
+            .iter()
+            .filter_map(|segment| match segment {
+                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+                _ => None,
+            })
+            .collect();
+        // An unknown key is named by the error, not by the path (which ends at its map).
+        let text = error.inner().to_string();
+        if let Some(key) = text
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            if path.last().map(String::as_str) != Some(key) {
+                path.push(key.to_string());
+            }
+        }
+        if !remove_at(&mut value, &path) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Removes the part of `value` at `path` (keys and array indices); false when there is none.
+fn remove_at(value: &mut serde_json::Value, path: &[String]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut node = value;
+    for key in parents {
+        node = match node {
+            serde_json::Value::Object(map) => match map.get_mut(key) {
+                Some(child) => child,
+                None => return false,
+            },
+            serde_json::Value::Array(items) => match key.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                Some(child) => child,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match node {
+        serde_json::Value::Object(map) => map.remove(last).is_some(),
+        serde_json::Value::Array(items) => match last.parse::<usize>() {
+            Ok(i) if i < items.len() => {
+                items.remove(i);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 async fn require_token(
     State(state): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -225,18 +294,45 @@ async fn get_pipeline(State(state): State<ApiState>, Path(name): Path<String>) -
 
 async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
     let what = "pipeline (same fields as a [[pipeline]] table)";
-    let mut pipeline: PipelineConfig = parse_body(&body, what).map_err(|mut error| {
-        error.problems = every_shape_problem(&body).unwrap_or(error.problems);
-        error
-    })?;
-    let problems = state.policy.check_pipeline(&mut pipeline);
-    if !problems.is_empty() {
-        return Err(ApiError {
+    let (mut pipeline, mut error) = match parse_body::<PipelineConfig>(&body, what) {
+        Ok(pipeline) => (Some(pipeline), None),
+        Err(mut error) => {
+            error.problems = every_shape_problem(&body).unwrap_or(error.problems);
+            // The rest of the body is checked as a well-shaped one is.
+            (pipeline_without_misshapen_parts(&body), Some(error))
+        }
+    };
+    let mut problems = pipeline
+        .as_mut()
+        .map(|pipeline| state.policy.check_pipeline(pipeline))
+        .unwrap_or_default();
+    if error.is_some() || !problems.is_empty() {
+        // Every problem at once: what validation finds too. Only once the policy passes:
+        // validation opens files (a mask's), and the policy is what keeps them inside their
+        // folders.
+        if let (Some(checked), true) = (pipeline.clone(), problems.is_empty()) {
+            let supervisor = state.supervisor.clone();
+            let more = blocking(move || Ok(supervisor.problems_of(checked))).await?;
+            problems.extend(more);
+        }
+        let mut error = error.take().unwrap_or_else(|| ApiError {
             status: StatusCode::BAD_REQUEST,
-            message: ConfigError::Invalid(problems.clone()).to_string(),
-            problems,
+            message: String::new(),
+            problems: Vec::new(),
         });
+        for problem in problems {
+            if !error.problems.contains(&problem) {
+                error.problems.push(problem);
+            }
+        }
+        if error.message.is_empty() {
+            error.message = ConfigError::Invalid(error.problems.clone()).to_string();
+        }
+        return Err(error);
     }
+    let Some(pipeline) = pipeline else {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, format!("invalid {what}")));
+    };
     let supervisor = state.supervisor.clone();
     let view = blocking(move || supervisor.add(pipeline)).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())

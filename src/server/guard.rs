@@ -154,15 +154,19 @@ pub fn log_refusal(guard: &RequestGuard, what: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Whether the request carries a body (or says it will).
+/// Whether the request carries a body (or says it will). A POST, PUT or PATCH with neither
+/// a length above 0, a chunked body nor a `Content-Type` has none (`curl -X POST`, a client's
+/// bare POST to `/stop`); one that names a type has one, even an empty one, as every form a
+/// page posts does, so the JSON check still stands in front of it.
 fn has_body(method: &Method, headers: &HeaderMap) -> bool {
     let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    matches!(*method, Method::POST | Method::PUT | Method::PATCH)
-        || length.is_some_and(|n| n > 0)
-        || headers.contains_key(header::TRANSFER_ENCODING)
+        .map(|v| v.trim().parse::<u64>());
+    let typed =
+        matches!(*method, Method::POST | Method::PUT | Method::PATCH) && headers.contains_key(header::CONTENT_TYPE);
+    // A length that is no number says a body is there all the same.
+    typed || length.is_some_and(|n| n.map_or(true, |n| n > 0)) || headers.contains_key(header::TRANSFER_ENCODING)
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

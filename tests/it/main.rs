@@ -22,6 +22,7 @@ mod data_loss;
 mod deploy;
 mod depth;
 mod empty_runs;
+mod ffmpeg_dropin;
 mod ffmpeg_language;
 mod flags;
 mod host_fill;

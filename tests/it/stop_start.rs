@@ -116,3 +116,58 @@ fn racing_stops_starts_and_deletes_leave_a_consistent_list() {
     assert_eq!(code, Some(0), "{log}");
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// `POST .../stop`, `.../start` and `/console/reload` as a client sends them bare (no body,
+/// no `Content-Type`): taken, where before each was a 415. A body that is not declared JSON
+/// is still refused. And a `POST /pipelines` with mistakes of shape and of meaning lists
+/// every one of them at once.
+#[test]
+fn bodiless_posts_are_taken_and_a_pipelines_every_problem_is_listed() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    write_config(
+        dir.path(),
+        &format!(
+            "[server]\ntoken_env = \"CONVSTREAM_TEST_TOKEN\"\nconsole = true\n{}",
+            recording("rec", "null")
+        ),
+    );
+    let mut server = Server::start(dir.path(), &[("CONVSTREAM_TEST_TOKEN", TOKEN)]);
+    server.token = Some(TOKEN.to_string());
+    server.wait_for("rec to run", Duration::from_secs(20), || {
+        state(&server, "rec") == "running"
+    });
+    let (status, body) = server.send("POST", "/pipelines/rec/stop", &[], None);
+    assert_eq!(status, 200, "a bare stop: {body}");
+    assert_eq!(state(&server, "rec"), "stopped");
+    let (status, body) = server.send("POST", "/pipelines/rec/start", &[], None);
+    assert_eq!(status, 200, "a bare start: {body}");
+    let (status, body) = server.send("POST", "/console/reload", &[], None);
+    assert_eq!(status, 202, "a bare reload: {body}");
+    let (status, body) = server.send(
+        "POST",
+        "/pipelines/rec/stop",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        None,
+    );
+    assert_eq!(status, 415, "a form, even an empty one: {body}");
+
+    let body = r#"{"name": "x", "source": {"url": "udp://127.0.0.1:9", "colour": 1},
+                   "filter": {"mask": "gaussian:size=4", "device": "cpu", "streams": 99},
+                   "sink": {"url": "null"}}"#;
+    let (status, text) = server.json("POST", "/pipelines", body);
+    assert_eq!(status, 400, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let problems: Vec<&str> = answer["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for wanted in ["source.colour", "size", "streams"] {
+        assert!(
+            problems.iter().any(|p| p.contains(wanted)),
+            "missing {wanted:?} in {problems:#?}"
+        );
+    }
+}

@@ -34,6 +34,10 @@ pub fn oracle_index(mode: BorderMode, mut index: i64, len: i64) -> Option<usize>
             }
             // b c d | a b c d | a b c
             BorderMode::Wrap => index += if index < 0 { len } else { -len },
+            // FFmpeg's 3x3 rule, c b | a b c d | d c: mirrored before, reflected after (the
+            // oracle's callers give other mask sizes `mirror`, as the engines do).
+            BorderMode::Ffmpeg if index < 0 => return oracle_index(BorderMode::Mirror, index, len),
+            BorderMode::Ffmpeg => return oracle_index(BorderMode::Reflect, index, len),
         }
     }
 }
@@ -158,6 +162,7 @@ pub fn oracle_separable(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8>
 }
 
 pub fn oracle(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
+    let mode = mode.for_mask(mask.width(), mask.height());
     if mask.is_separable() {
         oracle_separable(plane, mask, mode)
     } else {

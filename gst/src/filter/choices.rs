@@ -21,6 +21,11 @@ pub enum Border {
     Mirror,
     #[enum_value(name = "Wrap: the picture repeated (bcd|abcd|abc)", nick = "wrap")]
     Wrap,
+    #[enum_value(
+        name = "FFmpeg: as FFmpeg's convolution filter (cb|abcd|dc at 3x3, else mirror)",
+        nick = "ffmpeg"
+    )]
+    Ffmpeg,
 }
 
 impl From<Border> for BorderMode {
@@ -31,6 +36,7 @@ impl From<Border> for BorderMode {
             Border::Reflect => BorderMode::Reflect,
             Border::Mirror => BorderMode::Mirror,
             Border::Wrap => BorderMode::Wrap,
+            Border::Ffmpeg => BorderMode::Ffmpeg,
         }
     }
 }

@@ -123,6 +123,16 @@ impl Supervisor {
         pipelines.get(&name).map(view_of).ok_or(SupervisorError::NotFound(name))
     }
 
+    /// Every problem validation finds in `pipeline` (masks, numbers, names), none when it is
+    /// valid: what the API lists beside the problems of its own checks.
+    pub fn problems_of(&self, pipeline: PipelineConfig) -> Vec<String> {
+        match self.validate_one(pipeline) {
+            Ok(_) => Vec::new(),
+            Err(SupervisorError::Invalid(convstream_media::config::ConfigError::Invalid(problems))) => problems,
+            Err(other) => vec![other.to_string()],
+        }
+    }
+
     pub(super) fn validate_one(&self, pipeline: PipelineConfig) -> Result<PipelineSettings, SupervisorError> {
         let mut config = self.config().clone();
         config.pipelines = vec![pipeline];

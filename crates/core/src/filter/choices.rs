@@ -31,20 +31,36 @@ pub enum BorderMode {
     /// `b c d | a b c d | a b c`
     #[serde(alias = "periodic", alias = "circular")]
     Wrap,
+    /// FFmpeg's `convolution` filter (libavfilter's `vf_convolution.c`): with a 3x3 mask
+    /// `c b | a b c d | d c` (whole-sample symmetric before the start, half-sample symmetric
+    /// past the end); with any other mask `mirror`, as FFmpeg's 5x5, 7x7, row and column
+    /// matrices take it ([`BorderMode::for_mask`]).
+    Ffmpeg,
 }
 
 impl BorderMode {
     /// Every mode, in the order help texts list them.
-    pub const ALL: [BorderMode; 5] = [
+    pub const ALL: [BorderMode; 6] = [
         BorderMode::Constant,
         BorderMode::Nearest,
         BorderMode::Reflect,
         BorderMode::Mirror,
         BorderMode::Wrap,
+        BorderMode::Ffmpeg,
     ];
 
     /// The modes' names ([`BorderMode::name`]), in the order of [`BorderMode::ALL`].
-    pub const NAMES: [&'static str; 5] = ["constant", "nearest", "reflect", "mirror", "wrap"];
+    pub const NAMES: [&'static str; 6] = ["constant", "nearest", "reflect", "mirror", "wrap", "ffmpeg"];
+
+    /// The mode a `width` x `height` mask takes: `ffmpeg` is FFmpeg's two-sided rule at 3x3
+    /// only (its `setup_3x3`); every other size of FFmpeg's mirrors on both sides
+    /// (`avpriv_mirror` in its `setup_5x5`, `setup_7x7`, `setup_row`, `setup_column`).
+    pub fn for_mask(self, width: usize, height: usize) -> BorderMode {
+        match self {
+            BorderMode::Ffmpeg if (width, height) != (3, 3) => BorderMode::Mirror,
+            mode => mode,
+        }
+    }
 
     /// Maps a possibly out-of-range index onto `0..len`; `None` means "the constant 0".
     /// Works for any distance from the edge, so masks larger than the plane are fine.
@@ -79,6 +95,10 @@ impl BorderMode {
                 }
             }
             BorderMode::Wrap => index.rem_euclid(n),
+            // FFmpeg's 3x3 rule, `|x|` before the start and `2n - 1 - x` past the end, taken
+            // on as mirror and reflect for indices further out.
+            BorderMode::Ffmpeg if index < 0 => return BorderMode::Mirror.map(index, len),
+            BorderMode::Ffmpeg => return BorderMode::Reflect.map(index, len),
         };
         Some(mapped as usize)
     }
@@ -92,6 +112,7 @@ impl BorderMode {
             BorderMode::Reflect => &["symmetric"],
             BorderMode::Mirror => &["reflect_101", "reflect101", "reflect-101"],
             BorderMode::Wrap => &["periodic", "circular"],
+            BorderMode::Ffmpeg => &[],
         }
     }
 
@@ -103,6 +124,7 @@ impl BorderMode {
             BorderMode::Reflect => "`c b a | a b c d | d c b` (half-sample symmetric)",
             BorderMode::Mirror => "`d c b | a b c d | c b a` (whole-sample symmetric)",
             BorderMode::Wrap => "`b c d | a b c d | a b c`",
+            BorderMode::Ffmpeg => "`c b | a b c d | d c` with a 3x3 mask, else as mirror (FFmpeg's convolution filter)",
         }
     }
 
@@ -114,6 +136,7 @@ impl BorderMode {
             BorderMode::Reflect => "reflect",
             BorderMode::Mirror => "mirror",
             BorderMode::Wrap => "wrap",
+            BorderMode::Ffmpeg => "ffmpeg",
         }
     }
 }
@@ -239,7 +262,7 @@ mod tests {
         let error = "blur".parse::<BorderMode>().unwrap_err().to_string();
         assert_eq!(
             error,
-            "`blur` is not a border mode; possible values: constant, nearest, reflect, mirror, wrap"
+            "`blur` is not a border mode; possible values: constant, nearest, reflect, mirror, wrap, ffmpeg"
         );
     }
 }

@@ -6,6 +6,12 @@ use super::limits::MAX_SIDE;
 /// One problem with a mask as written; building a mask collects every one it finds.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MaskError {
+    /// An `rdiv` (FFmpeg's arithmetic) on a matrix it cannot be exact for.
+    #[error("rdiv (FFmpeg's arithmetic) {reason}")]
+    FfmpegArithmetic {
+        /// What is wrong, and what to write instead.
+        reason: String,
+    },
     /// A SPEC with no preset name.
     #[error("empty mask spec {spec:?}; expected `name` or `name:key=value,...`")]
     EmptySpec {

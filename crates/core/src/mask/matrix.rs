@@ -36,6 +36,9 @@ pub struct Mask {
     /// A gradient magnitude's second matrix (row-major, convolution orientation, the same
     /// size): the result is `sqrt(a^2 + b^2) + bias` of the two sums `a` and `b`.
     second: Option<Vec<f32>>,
+    /// FFmpeg's arithmetic (`rdiv`): the coefficients are whole numbers whose sum is exact,
+    /// and the result is `trunc(sum * rdiv + bias + 0.5)`, each step an f32 rounded once.
+    ffmpeg_rdiv: Option<f32>,
     /// The SPEC it came from, for logs and `masks show`.
     description: String,
     /// What is legal but probably not meant (a custom matrix that brightens the picture).
@@ -71,7 +74,13 @@ impl Mask {
         } else {
             presets::build(preset.name, params, &mut errors)
         };
-        let scale = scale_factor(params, raw.as_ref(), &mut errors);
+        let ffmpeg_rdiv = params
+            .rdiv
+            .and_then(|rdiv| ffmpeg_rdiv(params, rdiv, raw.as_ref(), &mut errors));
+        let scale = match params.rdiv {
+            Some(_) => Some(1.0),
+            None => scale_factor(params, raw.as_ref(), &mut errors),
+        };
         let bias = params.bias.unwrap_or(presets::default_bias(preset.name));
         if !bias.is_finite() {
             errors.push(MaskError::NotFinite { what: "bias".into() });
@@ -84,7 +93,8 @@ impl Mask {
         let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
             return Err(errors);
         };
-        let warnings = if preset.name == "custom" {
+        // FFmpeg's arithmetic divides by rdiv, which the brightness warning does not see.
+        let warnings = if preset.name == "custom" && params.rdiv.is_none() {
             custom_sum_warning(params, &raw).into_iter().collect()
         } else {
             Vec::new()
@@ -110,6 +120,8 @@ impl Mask {
             .as_ref()
             .map(|rows| rows.iter().flatten().map(|v| (v * scale) as f32).collect());
         let factors = match raw.factors {
+            // Whole-number sums are exact in the dense order; factors would round between passes.
+            _ if ffmpeg_rdiv.is_some() => None,
             // The scale goes on the row factor; presets' factors are exact, so keep them.
             Some((col, row)) => Some(SeparableFactors {
                 column: col.iter().map(|v| *v as f32).collect(),
@@ -127,6 +139,7 @@ impl Mask {
             bias: bias as f32,
             factors,
             second,
+            ffmpeg_rdiv,
             description,
             warnings,
         })
@@ -153,6 +166,7 @@ impl Mask {
             bias,
             factors,
             second: None,
+            ffmpeg_rdiv: None,
             description: format!("custom:matrix={height}x{width}"),
             warnings: Vec::new(),
         }
@@ -193,11 +207,17 @@ impl Mask {
         let centre = (self.height / 2) * self.width + self.width / 2;
         self.second.is_none()
             && self.bias == 0.0
+            && self.ffmpeg_rdiv.is_none_or(|rdiv| rdiv == 1.0)
             && self
                 .coefficients
                 .iter()
                 .enumerate()
                 .all(|(i, c)| *c == if i == centre { 1.0 } else { 0.0 })
+    }
+
+    /// FFmpeg's `rdiv`, when the mask takes FFmpeg's arithmetic (see [`MaskParams::rdiv`]).
+    pub fn ffmpeg_rdiv(&self) -> Option<f32> {
+        self.ffmpeg_rdiv
     }
 
     /// Whether every coefficient is 0 (`neutral`): every sample becomes the bias alone.
@@ -226,6 +246,7 @@ impl Mask {
             && self.coefficients == other.coefficients
             && self.factors == other.factors
             && self.second == other.second
+            && self.ffmpeg_rdiv == other.ffmpeg_rdiv
     }
 
     /// The same mask described differently (a named mask shows its name in logs).
@@ -446,6 +467,46 @@ fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mu
         }
         (None, false) => Some(1.0),
     }
+}
+
+/// FFmpeg's `rdiv` for a `custom` matrix (its `convolution` filter's arithmetic), or `None`
+/// with the problems pushed: whole-number taps whose f32 sums stay exact at 8 bits, no
+/// `divisor` or `normalize` beside it. An `rdiv` of 0 is FFmpeg's default, 1 / the taps' sum
+/// (1 when they sum to 0), computed as FFmpeg computes it.
+fn ffmpeg_rdiv(
+    params: &MaskParams,
+    rdiv: f64,
+    raw: Option<&presets::RawMask>,
+    errors: &mut Vec<MaskError>,
+) -> Option<f32> {
+    let mut refuse = |reason: &str| {
+        errors.push(MaskError::FfmpegArithmetic {
+            reason: reason.to_string(),
+        });
+        None
+    };
+    if params.divisor.is_some() || params.normalize.is_some() {
+        return refuse("takes the place of divisor and normalize: give one of them");
+    }
+    if !(rdiv.is_finite() && rdiv >= 0.0 && (rdiv as f32).is_finite()) {
+        return refuse("must be a number from 0 (1 / the sum of the taps, FFmpeg's default) up");
+    }
+    let taps: Vec<f64> = raw?.rows.iter().flatten().copied().collect();
+    if taps.iter().any(|t| t.fract() != 0.0) {
+        return refuse("needs whole-number taps (FFmpeg reads its matrices as integers)");
+    }
+    // Every partial sum of 8-bit samples stays below 2^24, so f32 holds it exactly.
+    let magnitude: f64 = taps.iter().map(|t| t.abs()).sum();
+    if magnitude * 255.0 > f64::from(1u32 << 24) {
+        return refuse("needs taps whose magnitudes sum to at most 65793 (exact f32 sums of 8-bit samples)");
+    }
+    if rdiv != 0.0 {
+        return Some(rdiv as f32);
+    }
+    // FFmpeg sums the taps in a float and takes 1. / sum in double (its `param_init`).
+    let sum = taps.iter().fold(0f32, |sum, t| sum + *t as f32);
+    let sum = if sum == 0.0 { 1.0 } else { sum };
+    Some((1.0 / f64::from(sum)) as f32)
 }
 
 /// Numerical rank-one test: pivot on the largest coefficient, take its row and column as

@@ -39,6 +39,10 @@ pub struct MaskParams {
     pub normalize: Option<bool>,
     /// `bias`: what is added to every sum, in 8-bit units.
     pub bias: Option<f64>,
+    /// `rdiv`: FFmpeg's arithmetic for a whole-number `custom` matrix: the exact sum is
+    /// multiplied by `rdiv` (a 32-bit float), then the bias and 0.5 are added and the result
+    /// truncated, each step rounded once, as FFmpeg's `convolution` filter computes it.
+    pub rdiv: Option<f64>,
     /// How the matrix as written is slid over the picture (default `convolve`).
     pub mode: Option<MaskMode>,
 }
@@ -95,6 +99,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "normalize",
     "bias",
     "mode",
+    "rdiv",
 ];
 
 impl MaskParams {
@@ -127,6 +132,7 @@ impl MaskParams {
         push(self.normalize.is_some(), "normalize");
         push(self.bias.is_some(), "bias");
         push(self.mode.is_some(), "mode");
+        push(self.rdiv.is_some(), "rdiv");
         keys
     }
 
@@ -194,6 +200,7 @@ impl MaskParams {
             "normalize" => self.normalize = Some(num(key, value, "true or false")?),
             "bias" => self.bias = Some(num(key, value, REAL)?),
             "mode" => self.mode = Some(num(key, value, "convolve or correlate")?),
+            "rdiv" => self.rdiv = Some(num(key, value, REAL)?),
             _ => {
                 return Err(MaskError::UnknownKey {
                     key: crate::text::quoted(key),
@@ -287,6 +294,7 @@ impl fmt::Display for MaskParams {
         add("normalize", self.normalize.map(|v| v.to_string()));
         add("bias", self.bias.map(|v| v.to_string()));
         add("mode", self.mode.map(|v| v.name().to_string()));
+        add("rdiv", self.rdiv.map(|v| format!("{v:?}")));
         if !parts.is_empty() {
             write!(f, ":{}", parts.join(","))?;
         }

@@ -35,7 +35,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "motion-blur", keys: &["size", "angle"], summary: "line of size taps (default 9) through the centre at angle degrees (default 0, counter-clockwise from horizontal), each 1/size" },
     Preset { name: "edge", keys: &["size", "sigma"], summary: "Laplacian of Gaussian edge detector, zero-sum, positive lobe sums to 1; size 9, sigma 1.4 by default" },
     Preset { name: "neutral", keys: &[], summary: "mid-grey: every sample becomes 128 (a 1x1 zero mask, bias 128 unless given); for chroma, a grey-scale picture" },
-    Preset { name: "custom", keys: &["matrix", "file"], summary: "your own matrix: inline `matrix = [[..],..]` or a text `file` (rows per line, numbers split by spaces or commas, # comments)" },
+    Preset { name: "custom", keys: &["matrix", "file", "rdiv"], summary: "your own matrix: inline `matrix = [[..],..]` or a text `file` (rows per line, numbers split by spaces or commas, # comments); `rdiv` takes FFmpeg's arithmetic" },
 ];
 
 /// Coefficients before divisor/normalisation, with exact 1D factors when the preset knows them.

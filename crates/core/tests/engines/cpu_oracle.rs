@@ -713,3 +713,50 @@ fn engine_returns_frames_in_submission_order() {
         CpuEngine::filter_frame(&sharpen, &frames[0])
     );
 }
+
+/// `ffmpeg` is FFmpeg's `convolution` edge rule: with a 3x3 mask, mirrored before the start
+/// and reflected past the end (`|x|`, `2n - 1 - x` in its `setup_3x3`); with any other mask
+/// mirrored both ways (its `avpriv_mirror`). A one-hot mask reads one neighbour of an edge
+/// sample: the engine reads what the rule says, along rows and down columns.
+#[test]
+fn the_ffmpeg_border_is_ffmpegs_3x3_rule_and_mirror_otherwise() {
+    let library = |mode: BorderMode, p: i64, len: i64| mode.map(p as isize, len as usize);
+    for (row, from, to, expected) in [
+        ("abcd", -3, 6, "dcbabcddcb"),
+        ("ab", -2, 3, "ababba"),
+        ("a", -2, 2, "aaaaa"),
+    ] {
+        assert_eq!(
+            extended(BorderMode::Ffmpeg, row, from, to, library),
+            expected,
+            "map on {row}"
+        );
+        assert_eq!(
+            extended(BorderMode::Ffmpeg, row, from, to, oracle_index),
+            expected,
+            "oracle on {row}"
+        );
+    }
+    // a b c d as 10 20 30 40, one row; tap `j` of a correlation row reads x + j - side/2.
+    let plane = Plane {
+        depth: convstream_core::frame::SampleDepth::EIGHT,
+        width: 4,
+        height: 1,
+        channels: 1,
+        stride: 4,
+        data: vec![10, 20, 30, 40].into(),
+    };
+    let read = |side: usize, offset: isize, x: usize| {
+        let mut coefficients = vec![0.0; side * side];
+        let centre = side / 2;
+        // Convolution orientation: the correlation tap (centre, centre + offset) turned around.
+        coefficients[side * side - 1 - (centre * side + (centre as isize + offset) as usize)] = 1.0;
+        let mask = Mask::from_coefficients(side, side, coefficients, 0.0);
+        convolve_plane(&plane, &mask.dense_only(), BorderMode::Ffmpeg).data[x]
+    };
+    assert_eq!(read(3, -1, 0), 20, "3x3, left of a: b (mirrored)");
+    assert_eq!(read(3, 1, 3), 40, "3x3, right of d: d (reflected)");
+    assert_eq!(read(5, -1, 0), 20, "5x5, left of a: b (mirrored)");
+    assert_eq!(read(5, 1, 3), 30, "5x5, right of d: c (mirrored)");
+    assert_eq!(read(5, 2, 3), 20, "5x5, two right of d: b (mirrored)");
+}

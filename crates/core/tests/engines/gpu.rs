@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,150 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,200 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]
@@ -760,6 +760,14 @@ fn kernels_compile_with_nvrtc() {
                 .with_values(values),
         );
     }
+    // FFmpeg's arithmetic (an rdiv), with FFmpeg's edges, on 8- and 16-bit planes.
+    for depth in [SampleDepth::EIGHT, SampleDepth { bits: 10, shift: 0 }] {
+        variants.push(
+            kernels::Variant::new(3, 3, 1, BorderMode::Ffmpeg, max_shared, KernelPath::Dense, HD)
+                .with_depth(depth)
+                .with_ffmpeg_rdiv(Some(1.0 / 16.0)),
+        );
+    }
     variants.dedup();
     for variant in &variants {
         let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
@@ -1043,6 +1051,45 @@ fn gradient_magnitudes_match_the_cpu_engine() {
         }
     }
     println!("gradient magnitudes: {cases} cases identical to the CPU engine");
+}
+
+// FFmpeg's `convolution` as `-vf` gives it (whole-number taps, rdiv, bias, the `ffmpeg`
+// border): 3x3, 5x5, 7x7, row and column matrices on the tiled and baseline kernels, odd
+// sizes and pitches, outputs poisoned: identical to the CPU engine, which equals FFmpeg's
+// own output byte for byte (tests/it/ffmpeg_dropin.rs).
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
+    let (mut rng, seed) = seeded_rng();
+    let mut cases = 0;
+    for spec in [
+        "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],mode=correlate,rdiv=0,bias=3",
+        "custom:matrix=[[0,-1,0],[-1,5,-1],[0,-1,0]],mode=correlate,rdiv=0",
+        "custom:matrix=[[1,1,1],[1,1,1],[1,1,1]],mode=correlate,rdiv=0",
+        "custom:matrix=[[-1,-1,-1],[-1,8,-1],[-1,-1,-1]],mode=correlate,rdiv=1,bias=128",
+        "custom:matrix=[[1,4,6,4,1],[4,16,24,16,4],[6,24,36,24,6],[4,16,24,16,4],[1,4,6,4,1]],mode=correlate,rdiv=0,bias=2",
+        "custom:matrix=[[1,2,3,2,1]],mode=correlate,rdiv=0",
+        "custom:matrix=[[1],[0],[-1],[3],[5],[2],[1]],mode=correlate,rdiv=0,bias=128",
+    ] {
+        let mask = Mask::from_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
+        assert!(mask.ffmpeg_rdiv().is_some() && !mask.is_separable(), "{spec}");
+        for path in [KernelPath::Dense, KernelPath::Global] {
+            let filter = FilterSpec::uniform(mask.clone(), BorderMode::Ffmpeg, PlaneSelection::All);
+            for (format, pitch_align) in [(PixelFormat::YUV420P, 64), (PixelFormat::GRAY8, 1)] {
+                let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
+                    .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                for (n, &(w, h)) in [(1, 1), (7, 5), (97, 61), (1921, 33)].iter().enumerate() {
+                    let frame = random_frame(&mut rng, format, w, h, n % 3, n as u64);
+                    let expected = CpuEngine::filter_frame(&filter, &frame);
+                    engine.submit(frame).unwrap();
+                    let actual = engine.receive().unwrap().unwrap();
+                    assert_eq!(compare(&expected, &actual), (0, 0), "seed {seed}: {spec} {path:?} {format} {w}x{h}");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    println!("FFmpeg's arithmetic and edges: {cases} cases identical to the CPU engine");
 }
 
 /// A picture whose input and output are both in GPU memory, as `convstream.Filter` hands

@@ -50,6 +50,8 @@ pub struct Overrides {
     pub frames: Option<u64>,
     /// `--depth`: bits per sample to filter and write at.
     pub depth: Option<u8>,
+    /// `--decoder-threads` (`-threads` before `-i`): the decoder's threads, as source.threads.
+    pub decoder_threads: Option<usize>,
     /// Demuxer and protocol options (`--input-opt`, raw video's `--size` and friends),
     /// laid over source.options.
     pub input_options: Vec<(String, String)>,
@@ -85,6 +87,7 @@ impl Overrides {
             || self.duration.is_some()
             || self.frames.is_some()
             || self.depth.is_some()
+            || self.decoder_threads.is_some()
             || !self.input_options.is_empty()
             || !self.muxer_options.is_empty()
             || self.realtime
@@ -211,6 +214,7 @@ impl Overrides {
         pipeline.source.duration = self.duration.or(pipeline.source.duration);
         pipeline.source.frames = self.frames.or(pipeline.source.frames);
         pipeline.source.depth = self.depth.or(pipeline.source.depth);
+        pipeline.source.threads = self.decoder_threads.unwrap_or(pipeline.source.threads);
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! FFmpeg glue shared by the source and the sink: library start-up (`startup`), pixel
 //! formats and planes between FFmpeg and the engines (`pixels`), muxers (`muxers`), codecs
-//! by name and their lossless modes (`codecs`), the encoders a build can use
+//! by name and their lossless modes (`codecs`), whose option a `-KEY` is ([`options`]), the encoders a build can use
 //! ([`encoders`]), HDR metadata ([`hdr`]) and FFmpeg's log lines ([`log`]). The stream
 //! types the source hands the sink are in `stream`.
 
@@ -9,6 +9,7 @@ pub mod encoders;
 pub mod hdr;
 pub mod log;
 mod muxers;
+pub mod options;
 mod pixels;
 mod startup;
 mod stream;

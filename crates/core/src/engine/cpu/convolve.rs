@@ -26,6 +26,16 @@ pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
     unsafe { value.to_int_unchecked::<i32>() as u16 }
 }
 
+/// The final step of FFmpeg's arithmetic (a mask's `rdiv`, see [`Mask::ffmpeg_rdiv`]): as its
+/// `convolution` filter, `(int)(sum * rdiv + bias + 0.5f)`, each operation an f32 rounded
+/// once (never fused), truncated toward zero, then clamped to 0..=`max`.
+#[inline(always)]
+pub fn to_sample_ffmpeg(sum: f32, rdiv: f32, bias: f32, max: f32) -> u16 {
+    let value = (sum * rdiv + bias + 0.5).trunc().max(0.0).min(max);
+    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32.
+    unsafe { value.to_int_unchecked::<i32>() as u16 }
+}
+
 /// The gradient magnitude of two sums, `sqrt(fma(a, a, b * b))`: the kernels' `magnitude`.
 #[inline]
 pub fn magnitude(a: f32, b: f32) -> f32 {
@@ -44,6 +54,23 @@ fn write_row(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
         return;
     }
     write_row_portable(out, acc, bias, depth);
+}
+
+/// [`write_row`] for a mask that takes FFmpeg's arithmetic (`rdiv`), or the usual step.
+fn write_row_for(out: &mut [u8], acc: &[f32], mask: &Mask, depth: SampleDepth) {
+    let Some(rdiv) = mask.ffmpeg_rdiv() else {
+        return write_row(out, acc, mask.bias(), depth);
+    };
+    let (bias, max) = (mask.bias() * depth.bias_scale(), depth.max_value() as f32);
+    if depth.bytes() == 1 {
+        out.iter_mut()
+            .zip(acc)
+            .for_each(|(o, a)| *o = to_sample_ffmpeg(*a, rdiv, bias, max) as u8);
+    } else {
+        out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
+            o.copy_from_slice(&(to_sample_ffmpeg(*a, rdiv, bias, max) << depth.shift).to_le_bytes());
+        });
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -144,8 +171,9 @@ fn pad_rows(src: &Plane, mask_width: usize, border: BorderMode, rows: &mut [f32]
 /// of zeros alone (`neutral`) writes its bias everywhere without a pass: the sum of every
 /// pixel is 0.
 pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
+    let border = border.for_mask(mask.width(), mask.height());
     if mask.is_constant() {
-        return constant_plane(src, mask.bias());
+        return constant_plane(src, mask);
     }
     match mask.correlation_factors() {
         Some((column, row)) => convolve_separable(src, &column, &row, mask.bias(), border),
@@ -153,14 +181,14 @@ pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
     }
 }
 
-/// A plane of `src`'s shape whose every sample is what a sum of 0 plus `bias` gives.
-fn constant_plane(src: &Plane, bias: f32) -> Plane {
+/// A plane of `src`'s shape whose every sample is what a sum of 0 gives through `mask`.
+fn constant_plane(src: &Plane, mask: &Mask) -> Plane {
     let mut dst = Plane::new(src.shape());
     let zeros = vec![0f32; src.width * src.channels];
     dst.data
         .par_chunks_mut(src.row_bytes().max(1))
         .with_min_len(MIN_ROWS_PER_TASK)
-        .for_each(|out| write_row(out, &zeros, bias, src.depth));
+        .for_each(|out| write_row_for(out, &zeros, mask, src.depth));
     dst
 }
 
@@ -203,7 +231,7 @@ fn dense_rows(src: &Plane, mask: &Mask, ymap: &[Option<usize>], padded: &[f32], 
                         .zip(second.iter())
                         .for_each(|(a, b)| *a = magnitude(*a, *b));
                 }
-                write_row(out, acc, mask.bias(), depth);
+                write_row_for(out, acc, mask, depth);
             },
         );
     dst

@@ -103,7 +103,7 @@ impl Planner {
                     mask.width(),
                     mask.height(),
                     slot.channels,
-                    filter.border,
+                    filter.border.for_mask(mask.width(), mask.height()),
                     max_shared,
                     path,
                     slot.width * slot.height,
@@ -111,6 +111,7 @@ impl Planner {
                 .tuned(&self.tuning, path, max_shared)
                 .with_magnitude(mask.is_magnitude())
                 .with_depth(slot.depth)
+                .with_ffmpeg_rdiv(mask.ffmpeg_rdiv())
             };
             let mut chosen = path;
             let mut variant = variant_for(chosen);

@@ -1,4 +1,4 @@
-//! Normalisation, divisor and bias; the SPEC grammar; mask sizes.
+//! Normalisation, divisor and bias; FFmpeg's arithmetic (rdiv); the SPEC grammar; mask sizes.
 
 use super::*;
 
@@ -250,4 +250,31 @@ fn ragged_rows_are_rejected_naming_the_row() {
     let e = Mask::build(&matrix_params(vec![vec![1.0; 3], vec![1.0; 3], vec![1.0; 2]]), None).unwrap_err();
     let text = messages(&e);
     assert!(text.contains("row 3 has 2 values but row 1 has 3"), "{text}");
+}
+
+// ---- FFmpeg's arithmetic (rdiv) ----
+
+#[test]
+fn rdiv_keeps_whole_taps_and_takes_ffmpegs_default() {
+    let mask = Mask::from_spec("custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],mode=correlate,rdiv=0,bias=3").unwrap();
+    assert_eq!(mask.ffmpeg_rdiv(), Some(1.0 / 16.0), "0: 1 / the sum");
+    assert_eq!(mask.coefficients()[4], 4.0, "the taps stay whole");
+    assert!(!mask.is_separable(), "whole sums in the dense order only");
+    let zero_sum = Mask::from_spec("custom:matrix=[[0,-1,0],[-1,4,-1],[0,-1,0]],rdiv=0").unwrap();
+    assert_eq!(zero_sum.ffmpeg_rdiv(), Some(1.0), "a sum of 0 divides by 1");
+    let identity = Mask::from_spec("custom:matrix=[[0,0,0],[0,1,0],[0,0,0]],rdiv=1").unwrap();
+    assert!(identity.is_identity());
+    for (spec, says) in [
+        ("custom:matrix=[[1,2,1]],rdiv=0.5,divisor=4", "divisor"),
+        ("custom:matrix=[[1,2.5,1]],rdiv=0", "whole-number"),
+        ("custom:matrix=[[1,2,1]],rdiv=-1", "from 0"),
+        ("custom:matrix=[[70000,1,1]],rdiv=0", "65793"),
+        ("gaussian:rdiv=1", "rdiv"),
+    ] {
+        let errors = Mask::from_spec(spec).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.to_string().contains(says)),
+            "{spec}: {errors:?}"
+        );
+    }
 }

@@ -65,6 +65,9 @@ pub struct Variant {
     pub depth: SampleDepth,
     /// Integer samples of `depth`, or float values.
     pub values: SampleValues,
+    /// FFmpeg's arithmetic: the bits of the mask's f32 `rdiv` (see `Mask::ffmpeg_rdiv`),
+    /// compiled in as `FFMPEG_RDIV_BITS`; `None` for the usual final step.
+    pub ffmpeg_rdiv_bits: Option<u32>,
 }
 
 /// Tallest mask whose row loop is unrolled fully; taller masks keep it rolled to bound code size.
@@ -113,6 +116,7 @@ impl Variant {
             magnitude: false,
             depth: SampleDepth::EIGHT,
             values: SampleValues::Integer,
+            ffmpeg_rdiv_bits: None,
         }
         .fitted(path, max_shared)
     }
@@ -133,6 +137,14 @@ impl Variant {
     /// whatever the samples, so the tiling and its fit are unchanged.
     pub fn with_values(self, values: SampleValues) -> Variant {
         Variant { values, ..self }
+    }
+
+    /// This variant finishing each sum with FFmpeg's arithmetic and `rdiv` (or not).
+    pub fn with_ffmpeg_rdiv(self, rdiv: Option<f32>) -> Variant {
+        Variant {
+            ffmpeg_rdiv_bits: rdiv.map(f32::to_bits),
+            ..self
+        }
     }
 
     /// This variant with the tiling `tuning` asks for `path`, if it asks for one (a knob
@@ -218,13 +230,14 @@ impl Variant {
             BorderMode::Reflect => "BORDER_REFLECT",
             BorderMode::Mirror => "BORDER_MIRROR",
             BorderMode::Wrap => "BORDER_WRAP",
+            BorderMode::Ffmpeg => "BORDER_FFMPEG",
         }
     }
 
     /// NVRTC options for this variant on `arch` (e.g. `sm_90`).
     pub fn options(&self, arch: &str) -> Vec<String> {
         let t = &self.tiling;
-        vec![
+        let mut options = vec![
             format!("--gpu-architecture={arch}"),
             "-std=c++17".into(),
             format!("-DMASK_W={}", self.mask_width),
@@ -240,7 +253,12 @@ impl Variant {
             format!("-DSAMPLE_BITS={}", self.depth.bits),
             format!("-DSAMPLE_SHIFT={}", self.depth.shift),
             format!("-DSAMPLE_FLOAT={}", self.values.define()),
-        ]
+        ];
+        options.extend(
+            self.ffmpeg_rdiv_bits
+                .map(|bits| format!("-DFFMPEG_RDIV_BITS={bits:#010x}u")),
+        );
+        options
     }
 
     /// The variant in words, for logs and errors.
