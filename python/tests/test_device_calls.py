@@ -105,6 +105,20 @@ def test_array_masks_filter_as_their_spec(rng):
                           convstream.Filter("box:size=3,bias=20", device="cpu")(plane))
 
 
+def test_an_array_mask_of_any_size_up_to_63_is_taken(rng):
+    """A 63 x 63 matrix's SPEC is some 8,000 characters, past what SPEC text may be: the array
+    goes to the filter as a matrix, and filters as the box preset of that size does."""
+    plane = rng.integers(0, 256, size=(70, 90), dtype=np.uint8)
+    ones = np.ones((63, 63))
+    ours = convstream.Filter(ones, divisor=63 * 63, border="nearest", device="cpu")(plane)
+    box = convstream.Filter("box:size=63", border="nearest", device="cpu")(plane)
+    assert np.abs(ours.astype(int) - box.astype(int)).max() <= 1
+    weights = rng.integers(1, 9, size=(61, 63)).astype(np.float64)
+    convstream.Filter(weights, divisor=float(weights.sum()), device="cpu")(plane)
+    with pytest.raises(ValueError, match="mode"):
+        convstream.Filter(ones, mode="sideways", device="cpu")
+
+
 def test_array_masks_in_torch_tensors(rng):
     torch = pytest.importorskip("torch")
     plane = rng.integers(0, 256, size=(20, 30), dtype=np.uint8)
