@@ -329,12 +329,16 @@ impl StreamFilter {
     fn plan(&mut self, batch: &DeviceBatch) -> Result<Plan, EngineError> {
         let max_shared = self.device.max_shared_per_block;
         let mask = &self.mask;
+        // As the engine's planner: FFmpeg's edges are its 3x3 rule only, and a mask with
+        // FFmpeg's `rdiv` finishes with FFmpeg's arithmetic (integer samples; float values
+        // keep the float result).
+        let border = self.border.for_mask(mask.width(), mask.height());
         let variant_for = |path| {
             Variant::new(
                 mask.width(),
                 mask.height(),
                 1,
-                self.border,
+                border,
                 max_shared,
                 path,
                 batch.width * batch.height,
@@ -342,6 +346,7 @@ impl StreamFilter {
             .with_magnitude(mask.is_magnitude())
             .with_depth(batch.depth)
             .with_values(batch.values)
+            .with_ffmpeg_rdiv(mask.ffmpeg_rdiv())
         };
         let mut path = if mask.is_separable() {
             KernelPath::Separable
