@@ -227,10 +227,10 @@ fn host_nvdec_seats() -> String {
     let inventory = convstream_core::engine::gpu_inventory();
     let predicted: Vec<usize> = inventory.iter().filter_map(|gpu| gpu.nvdec_capacity).collect();
     if predicted.len() < inventory.len() || inventory.is_empty() {
-        return "host NVDEC seats: unknown for some GPU (`[server] nvdec_seats_per_gpu` sets them)".into();
+        return "host NVDEC seats: unknown for some GPU (`convstream bench --suite scale --decoder nvdec --gpus all` measures them for `[server] nvdec_seats_file`)".into();
     }
     format!(
-        "host NVDEC seats: {} on {} GPU(s) ({}); `scripts/host-fill-check.sh` measures what this host keeps up with and `[server] nvdec_seats_per_gpu` sets it",
+        "host NVDEC seats: {} on {} GPU(s) ({}, predicted); `convstream bench --suite scale --decoder nvdec --gpus all` measures what this host keeps up with and writes `nvdec-seats.toml` for `[server] nvdec_seats_file`",
         predicted.iter().sum::<usize>(),
         inventory.len(),
         predicted.iter().map(usize::to_string).collect::<Vec<_>>().join(" + ")

@@ -46,6 +46,9 @@ pub struct BenchOptions {
     pub tuning: GpuTuning,
     /// Scale suite: the one decoder to ramp (`software`, `nvdec`); default both on a GPU.
     pub decoder: Option<String>,
+    /// Scale suite: fill these GPUs at once, each with a step's pipelines (`None`: the one
+    /// device of `device`).
+    pub gpus: Option<Vec<usize>>,
     /// Scale suite: these pipeline counts instead of the ramp.
     pub pipelines: Option<Vec<usize>>,
     /// Scale suite: the ramp stops here.

@@ -199,7 +199,11 @@ pub struct CliRound {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScaleRow {
     pub decoder: String,
+    /// Pipelines on each device of the step (each GPU's, with `--gpus`).
     pub pipelines: usize,
+    /// GPUs filled at once (`--gpus`), each with `pipelines`; 1 otherwise.
+    #[serde(default = "one")]
+    pub gpus: usize,
     /// The clip's frame rate, which every pipeline is paced at.
     pub frame_rate: f64,
     /// Frames/s of the slowest pipeline and of the median one, over the measured window.
@@ -227,7 +231,12 @@ pub struct ScaleRow {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ScaleResults {
     pub rows: Vec<ScaleRow>,
+    /// Per decoder, the most pipelines per device that passed.
     pub max_pipelines: std::collections::BTreeMap<String, usize>,
+    /// The NVDEC ramp's result as `[server] nvdec_seats_file` takes it (written beside the
+    /// results as `nvdec-seats.toml`); `None` without an NVDEC ramp that passed a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvdec_seats: Option<convstream_media::pipeline::MeasuredSeats>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -111,6 +111,11 @@ pub(crate) struct BenchArgs {
     /// software on the CPU.
     #[arg(long)]
     pub(crate) decoder: Option<String>,
+    /// Scale suite: fill these GPUs at once (`all`, or ordinals such as `0,1`), each with a
+    /// step's pipelines, as a full host runs; with `--decoder nvdec` this writes the seats
+    /// each GPU model kept (`nvdec-seats.toml`, for `[server] nvdec_seats_file`).
+    #[arg(long, value_name = "all|N,...")]
+    pub(crate) gpus: Option<String>,
     /// Scale suite: run these pipeline counts (comma-separated) instead of the ramp
     /// 1, 2, 4, 8, 16, 24, 32, 48, 64, 80, ...
     #[arg(long, value_delimiter = ',')]

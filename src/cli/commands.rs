@@ -138,6 +138,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
             separable_tiling: args.separable_tiling,
         },
         decoder: args.decoder,
+        gpus: args.gpus.as_deref().map(parse_gpu_set).transpose()?,
         pipelines: args.pipelines,
         max_pipelines: args.max_pipelines,
         scale_seconds: args.scale_seconds,
@@ -152,6 +153,33 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         text.push_str(&format!("  {}\n", path.display()));
     }
     print_out(&text)
+}
+
+/// `--gpus`: `all` (every GPU the driver shows) or distinct ordinals such as `0,1`, each one
+/// the host has.
+fn parse_gpu_set(text: &str) -> Result<Vec<usize>, Failure> {
+    let present = convstream_core::engine::gpu_inventory().len();
+    let wanted: Vec<usize> = if text.trim() == "all" {
+        (0..present).collect()
+    } else {
+        let parsed: Result<Vec<usize>, _> = text.split(',').map(|n| n.trim().parse::<usize>()).collect();
+        parsed.map_err(|_| {
+            usage(anyhow::anyhow!(
+                "--gpus {}: use all or GPU ordinals such as 0,1",
+                convstream_core::text::quoted(text)
+            ))
+        })?
+    };
+    if wanted.is_empty() {
+        return Err(usage(anyhow::anyhow!("--gpus {text}: this host shows no GPU")));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(bad) = wanted.iter().find(|&&n| n >= present || !seen.insert(n)) {
+        return Err(usage(anyhow::anyhow!(
+            "--gpus: GPU {bad} is named twice or not on this host, which shows {present} GPU(s)"
+        )));
+    }
+    Ok(wanted)
 }
 
 pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {

@@ -77,6 +77,7 @@ mod tests {
         let inventory: Vec<GpuNvdec> = (0..2)
             .map(|ordinal| GpuNvdec {
                 ordinal,
+                model: None,
                 nvdec_capacity: Some(56),
             })
             .collect();

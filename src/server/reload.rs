@@ -99,6 +99,7 @@ impl Reloader {
         if let Err(e) = config.validate_for_serve(self.path.parent(), is_log_filter) {
             return self.reject(e);
         }
+        apply_nvdec_seats(&config.server, self.path.parent());
         if let Some(sharding) = &self.sharding {
             config = match sharding.select(config) {
                 Ok(config) => config,
@@ -159,4 +160,16 @@ impl Reloader {
             ),
         }
     }
+}
+
+/// The NVDEC seats `[server]` sets or names a measured file of, for every admission from now
+/// on (at the start and at each reload; the config was validated, so the file read then).
+pub(super) fn apply_nvdec_seats(server: &convstream_media::config::ServerConfig, base_dir: Option<&std::path::Path>) {
+    let board = convstream_media::pipeline::SeatBoard::global();
+    match server.measured_nvdec_seats(base_dir) {
+        Ok(measured) => board.set_measured_seats(measured),
+        // Changed since it was validated: the seats stay as they were, and the log says so.
+        Err(problem) => tracing::warn!("server.nvdec_seats_file: {problem}; the NVDEC seats stay as they were"),
+    }
+    board.set_seats_per_gpu(server.nvdec_seats_per_gpu);
 }

@@ -62,7 +62,7 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
     let server = config.server.clone();
     convstream_core::host_buffers::pinned_budget::PinnedBudget::host()
         .set_limit(server.pinned_memory_mb.map(|mb| mb.saturating_mul(1 << 20)));
-    convstream_media::pipeline::SeatBoard::global().set_seats_per_gpu(server.nvdec_seats_per_gpu);
+    super::reload::apply_nvdec_seats(&server, options.config_path.parent());
     let address = options.listen.clone().unwrap_or_else(|| server.listen.clone());
     let address: SocketAddr = address
         .parse()

@@ -1,7 +1,8 @@
 //! A host full of pipelines, as `serve` runs them: `/readyz` turns 200 only once every
 //! pipeline has written frames for a while without dropping one (and says what each waits
 //! for until then), pipelines start a few at a time (`[server] starting_at_once`), and the
-//! page-locked memory budget (`[server] pinned_memory_mb`) is in the metrics. CPU engine.
+//! page-locked memory budget (`[server] pinned_memory_mb`) is in the metrics; NVDEC seats
+//! measured by `bench` (`[server] nvdec_seats_file`) are checked as the config is. CPU engine.
 
 use crate::common;
 
@@ -143,4 +144,67 @@ fn pipelines_start_one_at_a_time_when_asked_and_those_waiting_say_so() {
     assert!(told_by_readyz, "/readyz names the wait");
     assert_eq!(server.counter("cam0", "frames_written"), 0);
     assert_eq!(server.counter("cam1", "frames_written"), 0);
+}
+
+#[test]
+fn a_measured_nvdec_seats_file_is_checked_with_the_config_and_bench_names_only_gpus_the_host_has() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    let check = |server: &str| {
+        std::fs::write(dir.path().join("config.toml"), config(server, 1)).unwrap();
+        let out = common::convstream()
+            .args(["check", "--config"])
+            .arg(dir.path().join("config.toml"))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // What `bench` writes, relative to the config's folder.
+    std::fs::write(
+        dir.path().join("nvdec-seats.toml"),
+        "measured_with = \"by hand\"\n[seats_per_gpu]\n\"NVIDIA H200\" = 44\n",
+    )
+    .unwrap();
+    let (code, stderr) = check("nvdec_seats_file = \"nvdec-seats.toml\"");
+    assert_eq!(code, Some(0), "{stderr}");
+    // A missing file and a file that is not one are listed with every other problem.
+    let (code, stderr) = check("nvdec_seats_file = \"absent.toml\"\nmax_pipelines = 0");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("server.nvdec_seats_file") && stderr.contains("absent.toml"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("server.max_pipelines"),
+        "every problem at once: {stderr}"
+    );
+    std::fs::write(dir.path().join("secret.toml"), "token = \"s3cr3t-value\"\n").unwrap();
+    let (code, stderr) = check("nvdec_seats_file = \"secret.toml\"");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a measured NVDEC seats file"), "{stderr}");
+    assert!(
+        !stderr.contains("s3cr3t-value"),
+        "the file's contents stay out of the error: {stderr}"
+    );
+    // `bench --gpus` takes only GPUs the host has, before measuring anything.
+    let out = common::convstream()
+        .args([
+            "bench",
+            "--suite",
+            "scale",
+            "--decoder",
+            "nvdec",
+            "--gpus",
+            "4096",
+            "--out",
+        ])
+        .arg(dir.path().join("bench"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("GPU 4096") && stderr.contains("not on this host"),
+        "{stderr}"
+    );
 }

@@ -20,6 +20,9 @@ pub fn write_outputs(report: &BenchReport, dir: &Path) -> Result<Vec<PathBuf>, B
     };
     let json = serde_json::to_string_pretty(report).map_err(|e| BenchError::Other(e.to_string()))?;
     let mut written = vec![write("results.json", json)?, write("results.md", markdown(report))?];
+    if let Some(seats) = &report.scale.nvdec_seats {
+        written.push(write("nvdec-seats.toml", seats.to_file_text())?);
+    }
     written.extend(write_plots(report, dir)?);
     let trace = dir.join("overlap-trace.json");
     if trace.exists() {

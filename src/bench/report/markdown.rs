@@ -247,14 +247,18 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
         "## Streams per host (paced live pipelines, {} -> null; a step passes at >= 99% of the frame rate, 0 drops, p99 <= 50 ms)\n",
         E2E_MASK
     );
-    let _ = writeln!(md, "| decoder | pipelines | fps min | fps median | dropped | p50 ms | p99 ms | host CPU | GPU busy | RSS MB | pinned MB | started in s | result |");
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(md, "| decoder | pipelines (per device) | devices | fps min | fps median | dropped | p50 ms | p99 ms | host CPU | GPU busy | RSS MB | pinned MB | started in s | result |");
+    let _ = writeln!(
+        md,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for r in &scale.rows {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.2} | {:.2} | {} | {:.1} | {:.1} | {:.0}% | {} | {:.0} | {:.0} | {:.1} | {} |",
+            "| {} | {} | {} | {:.2} | {:.2} | {} | {:.1} | {:.1} | {:.0}% | {} | {:.0} | {:.0} | {:.1} | {} |",
             r.decoder,
             r.pipelines,
+            r.gpus,
             r.fps_min,
             r.fps_median,
             r.frames_dropped,
@@ -270,7 +274,15 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
     }
     md.push('\n');
     for (decoder, max) in &scale.max_pipelines {
-        let _ = writeln!(md, "- max_pipelines, {decoder} decoder: **{max}**");
+        let _ = writeln!(md, "- max_pipelines (per device), {decoder} decoder: **{max}**");
+    }
+    if let Some(seats) = &scale.nvdec_seats {
+        for (model, seats) in &seats.seats_per_gpu {
+            let _ = writeln!(
+                md,
+                "- NVDEC seats per {model}: **{seats}** (`nvdec-seats.toml`: `[server] nvdec_seats_file` takes it)"
+            );
+        }
     }
     md.push('\n');
 }

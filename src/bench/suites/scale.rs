@@ -2,7 +2,12 @@
 //! at its frame rate like a camera and looping, run in this process as `serve` runs them
 //! (one pipeline per source, `drop = "oldest"`, the e2e mask on every plane, a null sink).
 //! N grows until a pipeline falls under 99% of the frame rate, drops a frame, sees a p99
-//! latency over 50 ms, or fails to start; the largest N that passed is `max_pipelines`.
+//! latency over 50 ms, or fails to start; the gap between the last N that passed and the
+//! first that failed is then halved (to within a tenth) and the largest N that passed is
+//! `max_pipelines`. With `--gpus`, each step runs N pipelines on every GPU named at once, as
+//! a full host runs them, and the NVDEC ramp's result is the seats each GPU model kept
+//! (`nvdec-seats.toml`, which `[server] nvdec_seats_file` reads). NVDEC admission's own
+//! seats are lifted for the measurement: what is measured is what the GPUs keep up with.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +23,7 @@ use crate::bench::results::{ScaleResults, ScaleRow};
 use convstream_core::engine::DeviceChoice;
 use convstream_core::mask::Mask;
 use convstream_media::config::{DropPolicy, SourceConfig};
-use convstream_media::pipeline::{run_monitored, PipelineMonitor};
+use convstream_media::pipeline::{run_monitored, MeasuredSeats, PipelineMonitor, SeatBoard};
 use convstream_media::sample::SampleContent;
 use convstream_media::stats::PipelineReport;
 
@@ -59,17 +64,23 @@ pub fn scale(
     } else {
         Duration::from_secs(3)
     };
-    let device = gpu.map_or(DeviceChoice::Cpu, DeviceChoice::Cuda);
+    let devices: Vec<DeviceChoice> = match &options.gpus {
+        Some(gpus) => gpus.iter().map(|&n| DeviceChoice::Cuda(n)).collect(),
+        None => vec![gpu.map_or(DeviceChoice::Cpu, DeviceChoice::Cuda)],
+    };
     let frame_rate = clip_frame_rate(&clip)?;
+    // The seats admission predicts would cap the ramp: lifted, so the GPUs' own limit shows.
+    SeatBoard::global().set_seats_per_gpu(Some(usize::MAX));
+    let refine = options.pipelines.is_none() && !options.quick;
     let mut results = ScaleResults::default();
     for decoder in &decoders {
-        let mut passed = 0;
-        for &count in &schedule {
+        let mut ramp = Ramp::new(schedule.clone(), refine);
+        while let Some(count) = ramp.next_count() {
             let step = Step {
                 clip: &clip,
                 decoder,
                 count,
-                device,
+                devices: &devices,
                 frame_rate,
                 warm_up,
                 window,
@@ -83,7 +94,12 @@ pub fn scale(
                 }
             };
             tracing::info!(
-                "scale {decoder} x{count}: fps min {:.1} median {:.1}, dropped {}, p99 {:.1} ms, cpu {:.0}%{}",
+                "scale {decoder} x{count}{}: fps min {:.1} median {:.1}, dropped {}, p99 {:.1} ms, cpu {:.0}%{}",
+                if devices.len() > 1 {
+                    format!(" on each of {} GPUs", devices.len())
+                } else {
+                    String::new()
+                },
                 row.fps_min,
                 row.fps_median,
                 row.frames_dropped,
@@ -91,16 +107,86 @@ pub fn scale(
                 row.host_cpu_percent,
                 row.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default()
             );
-            let ok = row.failure.is_none();
+            ramp.record(count, row.failure.is_none());
             results.rows.push(row);
-            if !ok {
-                break;
-            }
-            passed = count;
         }
-        results.max_pipelines.insert(decoder.clone(), passed);
+        results.max_pipelines.insert(decoder.clone(), ramp.passed);
+        if decoder == "nvdec" && ramp.passed > 0 {
+            results.nvdec_seats = measured_seats(&devices, ramp.passed, ramp.failed.is_none(), frame_rate);
+        }
     }
+    SeatBoard::global().set_seats_per_gpu(None);
     Ok(results)
+}
+
+/// The pipeline counts a ramp tries: the schedule until a step fails, then (when refining)
+/// the middle of the gap between the last count that passed and the first that failed, until
+/// the gap is within a tenth of what passed.
+struct Ramp {
+    schedule: std::vec::IntoIter<usize>,
+    refine: bool,
+    passed: usize,
+    failed: Option<usize>,
+}
+
+impl Ramp {
+    fn new(schedule: Vec<usize>, refine: bool) -> Ramp {
+        Ramp {
+            schedule: schedule.into_iter(),
+            refine,
+            passed: 0,
+            failed: None,
+        }
+    }
+
+    fn next_count(&mut self) -> Option<usize> {
+        match self.failed {
+            None => self.schedule.next(),
+            Some(failed) => {
+                let gap = failed - self.passed;
+                (self.refine && gap > 1 && gap * 10 > self.passed).then(|| self.passed + gap / 2)
+            }
+        }
+    }
+
+    fn record(&mut self, count: usize, ok: bool) {
+        if ok {
+            self.passed = self.passed.max(count);
+        } else {
+            self.failed = Some(self.failed.map_or(count, |failed| failed.min(count)));
+        }
+    }
+}
+
+/// The NVDEC seats each GPU model of `devices` kept: `passed` pipelines per GPU.
+fn measured_seats(
+    devices: &[DeviceChoice],
+    passed: usize,
+    never_failed: bool,
+    frame_rate: f64,
+) -> Option<MeasuredSeats> {
+    let inventory = convstream_core::engine::gpu_inventory();
+    let models: Vec<String> = devices
+        .iter()
+        .filter_map(|device| match device {
+            DeviceChoice::Cuda(n) => inventory.iter().find(|gpu| gpu.ordinal == *n)?.model.clone(),
+            _ => None,
+        })
+        .collect();
+    if models.is_empty() {
+        return None;
+    }
+    let bound = if never_failed { "at least (no step failed) " } else { "" };
+    Some(MeasuredSeats {
+        measured_with: Some(format!(
+            "{bound}{passed} live {frame_rate:.2} fps pipelines per GPU, {} on every plane, {} GPU(s) filled at once, \
+             measured {}",
+            E2E_MASK,
+            devices.len(),
+            super::run_info::utc_now()
+        )),
+        seats_per_gpu: models.into_iter().map(|model| (model, passed)).collect(),
+    })
 }
 
 /// The clip's frame rate, which each pipeline is paced at: the stream's base rate
@@ -120,12 +206,13 @@ fn clip_frame_rate(clip: &std::path::Path) -> Result<f64, BenchError> {
     }
 }
 
-/// One step of the ramp: `count` pipelines for a warm-up and a measured window.
+/// One step of the ramp: `count` pipelines on each of `devices` for a warm-up and a
+/// measured window.
 struct Step<'a> {
     clip: &'a std::path::Path,
     decoder: &'a str,
     count: usize,
-    device: DeviceChoice,
+    devices: &'a [DeviceChoice],
     frame_rate: f64,
     warm_up: Duration,
     window: Duration,
@@ -139,8 +226,9 @@ impl Step<'_> {
         let mask = Mask::from_spec(E2E_MASK).expect("a valid preset");
         let stop = Arc::new(AtomicBool::new(false));
         let run_options = bench_run_options(stop.clone());
-        let running: Vec<Running> = (0..self.count)
+        let running: Vec<Running> = (0..self.count * self.devices.len())
             .map(|index| {
+                let device = self.devices[index % self.devices.len()];
                 let source = SourceConfig {
                     decoder: self.decoder.into(),
                     threads: if self.decoder == "nvdec" { 0 } else { SOFTWARE_THREADS },
@@ -149,7 +237,7 @@ impl Step<'_> {
                     drop: DropPolicy::Oldest,
                     ..SourceConfig::from_url(&self.clip.display().to_string())
                 };
-                let mut settings = bench_settings(&source, &mask, self.device, self.options.tuning);
+                let mut settings = bench_settings(&source, &mask, device, self.options.tuning);
                 settings.name = format!("scale-{index}");
                 let monitor = Arc::new(PipelineMonitor::new(&settings.name, &settings.filter));
                 let (_switch, switches) = crossbeam_channel::bounded(1);
@@ -163,7 +251,7 @@ impl Step<'_> {
         // Many pipelines take a while to start (memory pinned, decoders opened): the window
         // opens once every pipeline has written two seconds of frames, plus the warm-up.
         let started = Instant::now();
-        let start_limit = Duration::from_secs(60) + Duration::from_millis(500) * self.count as u32;
+        let start_limit = Duration::from_secs(60) + Duration::from_millis(500) * running.len() as u32;
         loop {
             let slowest = running
                 .iter()
@@ -183,8 +271,10 @@ impl Step<'_> {
         let window_end = Instant::now() + self.window;
         while Instant::now() < window_end {
             std::thread::sleep(Duration::from_millis(500).min(window_end.saturating_duration_since(Instant::now())));
-            if let Some(busy) = gpu_busy_percent(self.device) {
-                gpu_busy.push(busy);
+            // The GPUs' mean: they carry equal shares.
+            let busy: Vec<f64> = self.devices.iter().filter_map(|&d| gpu_busy_percent(d)).collect();
+            if !busy.is_empty() {
+                gpu_busy.push(busy.iter().sum::<f64>() / busy.len() as f64);
             }
         }
         let after = Sample::take(&running);
@@ -239,7 +329,11 @@ impl Step<'_> {
         let (p50, p99) = (quantile(0.5).unwrap_or(0.0), quantile(0.99).unwrap_or(0.0));
         let fps_min = fps.first().copied().unwrap_or(0.0);
         let failure = if let Some(error) = failed.first() {
-            Some(format!("{} of {} pipelines failed: {error}", failed.len(), self.count))
+            Some(format!(
+                "{} of {} pipelines failed: {error}",
+                failed.len(),
+                reports.len()
+            ))
         } else if fps_min < MIN_RATE_SHARE * self.frame_rate {
             Some(format!(
                 "a pipeline ran at {fps_min:.2} fps, under {:.0}% of {:.2}",
@@ -257,6 +351,7 @@ impl Step<'_> {
         ScaleRow {
             decoder: self.decoder.to_string(),
             pipelines: self.count,
+            gpus: self.devices.len(),
             frame_rate: self.frame_rate,
             fps_min,
             fps_median: fps.get(fps.len() / 2).copied().unwrap_or(0.0),
@@ -321,4 +416,39 @@ fn gpu_busy_percent(device: DeviceChoice) -> Option<f64> {
         .find(|gpu| gpu.index as usize == ordinal)
         .and_then(|gpu| gpu.busy_percent)
         .map(f64::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ramp;
+
+    /// The counts a ramp tries when every count up to `limit` passes.
+    fn tried(schedule: &[usize], refine: bool, limit: usize) -> (Vec<usize>, usize) {
+        let mut ramp = Ramp::new(schedule.to_vec(), refine);
+        let mut counts = Vec::new();
+        while let Some(count) = ramp.next_count() {
+            counts.push(count);
+            ramp.record(count, count <= limit);
+        }
+        (counts, ramp.passed)
+    }
+
+    #[test]
+    fn the_gap_after_the_first_failure_is_halved_to_within_a_tenth() {
+        let schedule = [1, 2, 4, 8, 16, 24, 32, 48, 64, 80];
+        assert_eq!(
+            tried(&schedule, true, 44),
+            (vec![1, 2, 4, 8, 16, 24, 32, 48, 40, 44], 44)
+        );
+        assert_eq!(
+            tried(&schedule, true, 57),
+            (vec![1, 2, 4, 8, 16, 24, 32, 48, 64, 56, 60], 56)
+        );
+        assert_eq!(tried(&schedule, true, 3), (vec![1, 2, 4, 3], 3));
+        assert_eq!(tried(&schedule, true, 0), (vec![1], 0));
+        // Counts asked for by name are run as they are.
+        assert_eq!(tried(&schedule, false, 44), (vec![1, 2, 4, 8, 16, 24, 32, 48], 32));
+        // A ramp that never fails stops at the schedule's end.
+        assert_eq!(tried(&schedule, true, 1000).1, 80);
+    }
 }

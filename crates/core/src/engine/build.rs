@@ -223,9 +223,13 @@ pub fn gpu_context(_ordinal: usize) -> Option<GpuContext> {
 pub fn gpu_inventory() -> Vec<GpuNvdec> {
     let devices = cuda::device::probe().unwrap_or(0);
     (0..devices)
-        .map(|ordinal| GpuNvdec {
-            ordinal,
-            nvdec_capacity: nvdec_capacity(ordinal),
+        .map(|ordinal| {
+            let model = cuda::device::open(ordinal).ok().and_then(|context| context.name().ok());
+            GpuNvdec {
+                ordinal,
+                nvdec_capacity: model.as_deref().and_then(predicted_nvdec_capacity),
+                model,
+            }
         })
         .collect()
 }
@@ -236,12 +240,15 @@ pub fn gpu_inventory() -> Vec<GpuNvdec> {
     Vec::new()
 }
 
-/// One GPU as NVDEC admission sees it: its ordinal and how many live NVDEC pipelines it
-/// carries (`None`: unknown, so no limit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One GPU as NVDEC admission sees it: its ordinal, its model and how many live NVDEC
+/// pipelines it carries (`None`: unknown, so no limit).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuNvdec {
     /// The GPU's CUDA ordinal.
     pub ordinal: usize,
+    /// The GPU's model as CUDA names it (`NVIDIA H100 80GB HBM3`): seats measured on one
+    /// GPU of a model apply to every GPU of it.
+    pub model: Option<String>,
     /// Live NVDEC pipelines it carries; `None`: unknown.
     pub nvdec_capacity: Option<usize>,
 }
@@ -251,8 +258,13 @@ pub struct GpuNvdec {
 #[cfg(feature = "cuda")]
 pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
     let context = cuda::device::open(ordinal).ok()?;
-    let name = context.name().ok()?;
-    cuda::nvml::decoder_engines(&name).map(|engines| engines.count as usize * PIPELINES_PER_NVDEC_ENGINE)
+    predicted_nvdec_capacity(&context.name().ok()?)
+}
+
+/// The live NVDEC pipelines a GPU of `model` is predicted to carry.
+#[cfg(feature = "cuda")]
+fn predicted_nvdec_capacity(model: &str) -> Option<usize> {
+    cuda::nvml::decoder_engines(model).map(|engines| engines.count as usize * PIPELINES_PER_NVDEC_ENGINE)
 }
 
 /// Without CUDA support: unknown.

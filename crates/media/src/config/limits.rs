@@ -196,6 +196,9 @@ pub fn server_limits(server: &ServerConfig, problems: &mut Vec<String>) {
     for path in &server.allow_paths {
         text_problem("server.allow_paths", &path.to_string_lossy(), problems);
     }
+    if let Some(file) = &server.nvdec_seats_file {
+        text_problem("server.nvdec_seats_file", &file.to_string_lossy(), problems);
+    }
     for origin in &server.allowed_origins {
         text_problem("server.allowed_origins", origin, problems);
     }

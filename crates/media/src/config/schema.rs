@@ -105,6 +105,12 @@ pub struct ServerConfig {
     /// prediction (`convstream doctor` shows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvdec_seats_per_gpu: Option<usize>,
+    /// NVDEC seats measured per GPU model (`nvdec-seats.toml`, which `convstream bench
+    /// --suite scale --decoder nvdec` writes; relative to the config file's folder): each GPU
+    /// of a model the file names seats that many, the others keep the prediction.
+    /// `nvdec_seats_per_gpu` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvdec_seats_file: Option<PathBuf>,
     /// How many pipelines may be starting at once (input opening, decoder and engine made,
     /// first frames through); the others wait their turn, so a full host's start does not
     /// starve every pipeline at once. Unset: half the host's cores, at least 2.
@@ -140,6 +146,7 @@ impl Default for ServerConfig {
             max_pipelines: default_max_pipelines(),
             pinned_memory_mb: None,
             nvdec_seats_per_gpu: None,
+            nvdec_seats_file: None,
             starting_at_once: None,
             shard: None,
             shards: None,

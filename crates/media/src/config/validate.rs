@@ -9,6 +9,7 @@ use super::limits;
 use super::log_filter::{self, LogFilterCheck};
 use super::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
 use super::settings::{PipelineSettings, Settings};
+use crate::pipeline::MeasuredSeats;
 use convstream_core::engine::DeviceChoice;
 use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
 use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
@@ -58,6 +59,9 @@ impl ConfigFile {
         validate_server(&self.server, &mut problems);
         limits::server_limits(&self.server, &mut problems);
         server_folders(&self.server, base_dir, &mut problems);
+        if let Err(problem) = self.server.measured_nvdec_seats(base_dir) {
+            problems.push(format!("server.nvdec_seats_file: {problem}"));
+        }
         // A shard may own none of the pipelines, and holds only its own against
         // max_pipelines: `serve` checks both once it knows which shard it is.
         let sharded = self.server.shard.is_some();
@@ -329,6 +333,14 @@ impl ServerConfig {
             Some(base) if dir.is_relative() => base.join(dir),
             _ => dir.to_path_buf(),
         }
+    }
+
+    /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now.
+    pub fn measured_nvdec_seats(&self, base_dir: Option<&Path>) -> Result<Option<MeasuredSeats>, String> {
+        self.nvdec_seats_file
+            .as_deref()
+            .map(|file| MeasuredSeats::read(&ServerConfig::resolve_folder(file, base_dir)))
+            .transpose()
     }
 }
 

@@ -8,8 +8,9 @@
 //! seat it waits (saying why; stopping ends the wait) instead of slowing the others, and
 //! takes the first seat given back on any GPU it may use. Each GPU's seats are the
 //! prediction of `engine::nvdec_capacity` (its NVDEC engines x a per-engine figure) unless
-//! the operator measured and set them (`[server] nvdec_seats_per_gpu`:
-//! [`SeatBoard::set_seats_per_gpu`]).
+//! measured for its model (`[server] nvdec_seats_file`, which `bench --suite scale` writes:
+//! [`SeatBoard::set_measured_seats`]) or set by the operator for every GPU
+//! (`[server] nvdec_seats_per_gpu`: [`SeatBoard::set_seats_per_gpu`]), in that order of weight.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 pub use convstream_core::engine::GpuNvdec;
+
+use super::measured_seats::MeasuredSeats;
 
 /// Which GPU's seat a pipeline may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +39,48 @@ pub struct GpuSeats {
     pub taken: usize,
     /// `None`: unknown, so no limit.
     pub capacity: Option<usize>,
+    /// Where the capacity comes from.
+    pub source: SeatSource,
+}
+
+/// Where a GPU's NVDEC seats come from, strongest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeatSource {
+    /// `[server] nvdec_seats_per_gpu`.
+    Set,
+    /// `[server] nvdec_seats_file`, measured for the GPU's model.
+    Measured,
+    /// The GPU's NVDEC engines times a per-engine figure.
+    Predicted,
+    /// None of these: every pipeline is admitted.
+    Unknown,
+}
+
+impl SeatSource {
+    /// How the API, metrics and `doctor` name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SeatSource::Set => "set",
+            SeatSource::Measured => "measured",
+            SeatSource::Predicted => "predicted",
+            SeatSource::Unknown => "unknown",
+        }
+    }
+}
+
+/// A GPU's seats and where the figure comes from: the operator's setting, else the measured
+/// seats of its model, else the prediction.
+pub fn seats_of(gpu: &GpuNvdec, set: Option<usize>, measured: Option<&MeasuredSeats>) -> (Option<usize>, SeatSource) {
+    if let Some(seats) = set {
+        return (Some(seats), SeatSource::Set);
+    }
+    if let Some(seats) = measured.and_then(|m| m.seats_for(gpu.model.as_deref())) {
+        return (Some(seats), SeatSource::Measured);
+    }
+    match gpu.nvdec_capacity {
+        Some(seats) => (Some(seats), SeatSource::Predicted),
+        None => (None, SeatSource::Unknown),
+    }
 }
 
 #[derive(Debug, Default)]
@@ -44,8 +89,10 @@ struct Board {
     gpus: BTreeMap<usize, GpuSeats>,
     /// Pipelines waiting for a seat now.
     waiting: usize,
-    /// Seats per GPU the operator set, in place of the prediction.
+    /// Seats per GPU the operator set, in place of the measured seats and the prediction.
     seats_per_gpu: Option<usize>,
+    /// Seats measured per GPU model, in place of the prediction.
+    measured: Option<MeasuredSeats>,
 }
 
 /// The NVDEC seats of a set of GPUs (the process's: [`SeatBoard::global`]).
@@ -78,6 +125,24 @@ impl Drop for NvdecSeat {
     }
 }
 
+impl Board {
+    /// Each of `inventory`'s GPUs on the board, with its seats as now set, measured or
+    /// predicted.
+    fn refresh(&mut self, inventory: &[GpuNvdec]) {
+        for gpu in inventory {
+            let (capacity, source) = seats_of(gpu, self.seats_per_gpu, self.measured.as_ref());
+            let seats = self.gpus.entry(gpu.ordinal).or_insert(GpuSeats {
+                ordinal: gpu.ordinal,
+                taken: 0,
+                capacity,
+                source,
+            });
+            seats.capacity = capacity;
+            seats.source = source;
+        }
+    }
+}
+
 /// How long a waiting pipeline sleeps between looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
@@ -100,9 +165,17 @@ impl SeatBoard {
         if let Some(seats) = seats {
             for gpu in board.gpus.values_mut() {
                 gpu.capacity = Some(seats);
+                gpu.source = SeatSource::Set;
             }
         }
         drop(board);
+        self.freed.notify_all();
+    }
+
+    /// Seats measured per GPU model from now on (`None`: none), used for the GPUs whose
+    /// model they name unless seats per GPU are set. Takes effect at the next admission.
+    pub fn set_measured_seats(&self, measured: Option<MeasuredSeats>) {
+        self.lock().measured = measured;
         self.freed.notify_all();
     }
 
@@ -141,16 +214,7 @@ impl SeatBoard {
         on_wait: &mut dyn FnMut(&str),
     ) -> Option<NvdecSeat> {
         let mut board = self.lock();
-        let set = board.seats_per_gpu;
-        for gpu in inventory {
-            let capacity = set.or(gpu.nvdec_capacity);
-            let seats = board.gpus.entry(gpu.ordinal).or_insert(GpuSeats {
-                ordinal: gpu.ordinal,
-                taken: 0,
-                capacity,
-            });
-            seats.capacity = capacity;
-        }
+        board.refresh(inventory);
         let allowed = |ordinal: usize| match wanted {
             SeatWanted::AnyGpu => inventory.iter().any(|gpu| gpu.ordinal == ordinal),
             SeatWanted::Gpu(n) => n == ordinal,
@@ -165,6 +229,8 @@ impl SeatBoard {
                 board.waiting -= usize::from(waiting);
                 return None;
             }
+            // Seats set or measured anew (a reload) count for those already waiting.
+            board.refresh(inventory);
             let free = board
                 .gpus
                 .values()

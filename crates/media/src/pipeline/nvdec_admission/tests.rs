@@ -14,6 +14,7 @@ fn gpus(count: usize, capacity: usize) -> Vec<GpuNvdec> {
     (0..count)
         .map(|ordinal| GpuNvdec {
             ordinal,
+            model: None,
             nvdec_capacity: Some(capacity),
         })
         .collect()
@@ -162,6 +163,7 @@ fn an_unknown_capacity_admits_every_pipeline() {
     let board = Arc::new(SeatBoard::default());
     let inventory = vec![GpuNvdec {
         ordinal: 0,
+        model: None,
         nvdec_capacity: None,
     }];
     let seats: Vec<_> = (0..100)
@@ -223,4 +225,59 @@ fn seats_the_operator_measured_replace_the_prediction_and_a_raise_admits_waiters
     assert!(more.is_some());
     assert!(board.snapshot().0.iter().all(|gpu| gpu.capacity == Some(56)));
     drop(held);
+}
+
+#[test]
+fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_them() {
+    let board = Arc::new(SeatBoard::default());
+    // A host with two models: the file measured one of them.
+    let inventory = vec![
+        GpuNvdec {
+            ordinal: 0,
+            model: Some("NVIDIA H200".into()),
+            nvdec_capacity: Some(56),
+        },
+        GpuNvdec {
+            ordinal: 1,
+            model: Some("NVIDIA H100 80GB HBM3".into()),
+            nvdec_capacity: Some(56),
+        },
+    ];
+    board.set_measured_seats(Some(crate::pipeline::MeasuredSeats {
+        measured_with: None,
+        seats_per_gpu: [("NVIDIA H200".to_string(), 1)].into(),
+    }));
+    let first = admit_now(&board, &inventory, SeatWanted::Gpu(0)).expect("the measured seat");
+    let waiter = start(&board, &inventory, SeatWanted::Gpu(0));
+    let why = waiter.waits.recv_timeout(BOUND).expect("it says why it waits");
+    assert_eq!(why, "an NVDEC seat (cuda:0 1/1)", "1 measured seat, not 56 predicted");
+    let sources: Vec<(Option<usize>, SeatSource)> = board
+        .snapshot()
+        .0
+        .iter()
+        .map(|gpu| (gpu.capacity, gpu.source))
+        .collect();
+    assert_eq!(
+        sources,
+        vec![(Some(1), SeatSource::Measured), (Some(56), SeatSource::Predicted)]
+    );
+    // A reload measuring more seats admits the pipeline already waiting.
+    board.set_measured_seats(Some(crate::pipeline::MeasuredSeats {
+        measured_with: None,
+        seats_per_gpu: [("NVIDIA H200".to_string(), 2)].into(),
+    }));
+    assert_eq!(
+        waiter.seated.recv_timeout(BOUND).expect("seated in time"),
+        Some(0),
+        "the new measurement seats the waiter"
+    );
+    // Seats set for every GPU weigh more than the measured ones.
+    board.set_seats_per_gpu(Some(5));
+    let third = admit_now(&board, &inventory, SeatWanted::Gpu(0)).expect("a set seat");
+    assert!(board
+        .snapshot()
+        .0
+        .iter()
+        .all(|gpu| gpu.capacity == Some(5) && gpu.source == SeatSource::Set));
+    drop((first, third));
 }
