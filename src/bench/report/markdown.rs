@@ -274,7 +274,7 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
     }
     md.push('\n');
     for (decoder, max) in &scale.max_pipelines {
-        let _ = writeln!(md, "- max_pipelines (per device), {decoder} decoder: **{max}**");
+        let _ = writeln!(md, "- max_pipelines, {decoder} decoder: **{max}** per device");
     }
     if let Some(seats) = &scale.nvdec_seats {
         for (model, seats) in &seats.seats_per_gpu {

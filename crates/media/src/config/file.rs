@@ -1,13 +1,15 @@
 //! Reading a configuration: a file's bytes (bounded, and never a FIFO or a device), TOML
 //! parsed into a [`ConfigFile`] (a text that does not fit the schema refused with every
-//! problem `structure` finds), and the built-in default config.
+//! problem `structure` finds), the built-in default config, and the files a config names
+//! that are read as it is (`[server] nvdec_seats_file`).
 
 use std::path::Path;
 
 use super::error::ConfigError;
 use super::log_filter::LogFilterCheck;
-use super::schema::ConfigFile;
+use super::schema::{ConfigFile, ServerConfig};
 use super::structure;
+use crate::pipeline::MeasuredSeats;
 
 /// The configuration compiled into the binary, used by `convstream demo`.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../../config/default.toml");
@@ -126,4 +128,73 @@ pub fn read_config_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+impl ServerConfig {
+    /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now as the
+    /// config file is (a regular file, bounded: a FIFO or a device named by mistake is
+    /// refused instead of blocking or filling memory).
+    pub fn measured_nvdec_seats(&self, base_dir: Option<&Path>) -> Result<Option<MeasuredSeats>, String> {
+        let Some(file) = self.nvdec_seats_file.as_deref() else {
+            return Ok(None);
+        };
+        let path = ServerConfig::resolve_folder(file, base_dir);
+        let bytes = read_config_bytes(&path).map_err(|e| e.to_string())?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+        MeasuredSeats::parse(&text, &path).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod measured_seats_tests {
+    use crate::config::ServerConfig;
+    use crate::pipeline::MeasuredSeats;
+
+    fn read(path: &std::path::Path) -> Result<Option<MeasuredSeats>, String> {
+        let server = ServerConfig {
+            nvdec_seats_file: Some(path.to_path_buf()),
+            ..ServerConfig::default()
+        };
+        server.measured_nvdec_seats(None)
+    }
+
+    #[test]
+    fn a_written_seats_file_reads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nvdec-seats.toml");
+        let seats = MeasuredSeats {
+            measured_with: Some("1080p25 H.264, gaussian:size=13".into()),
+            seats_per_gpu: [("NVIDIA H200".to_string(), 44)].into(),
+        };
+        std::fs::write(&path, seats.to_file_text()).unwrap();
+        assert_eq!(read(&path).unwrap(), Some(seats.clone()));
+        assert_eq!(seats.seats_for(Some("NVIDIA H200")), Some(44));
+        assert_eq!(seats.seats_for(Some("NVIDIA H100 80GB HBM3")), None);
+        assert_eq!(seats.seats_for(None), None);
+        assert_eq!(ServerConfig::default().measured_nvdec_seats(None), Ok(None));
+    }
+
+    #[test]
+    fn a_file_that_is_no_seats_file_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, says) in [
+            ("password = \"hunter2\"\n", "not a measured NVDEC seats file"),
+            ("[seats_per_gpu]\n", "names no GPU model"),
+            ("[seats_per_gpu]\n\"NVIDIA H200\" = 0\n", "has 0 seats"),
+            (
+                "[seats_per_gpu]\n\"NVIDIA H200\" = -3\n",
+                "not a measured NVDEC seats file",
+            ),
+        ] {
+            let path = dir.path().join("seats.toml");
+            std::fs::write(&path, text).unwrap();
+            let error = read(&path).unwrap_err();
+            assert!(error.contains(says), "{text:?}: {error}");
+            assert!(!error.contains("hunter2"), "the file's contents stay out: {error}");
+        }
+        let missing = read(&dir.path().join("absent.toml")).unwrap_err();
+        assert!(missing.contains("absent.toml"), "{missing}");
+        let folder = read(dir.path()).unwrap_err();
+        assert!(folder.contains("a folder"), "{folder}");
+    }
 }

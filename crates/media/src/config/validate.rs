@@ -9,7 +9,6 @@ use super::limits;
 use super::log_filter::{self, LogFilterCheck};
 use super::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
 use super::settings::{PipelineSettings, Settings};
-use crate::pipeline::MeasuredSeats;
 use convstream_core::engine::DeviceChoice;
 use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
 use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
@@ -333,14 +332,6 @@ impl ServerConfig {
             Some(base) if dir.is_relative() => base.join(dir),
             _ => dir.to_path_buf(),
         }
-    }
-
-    /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now.
-    pub fn measured_nvdec_seats(&self, base_dir: Option<&Path>) -> Result<Option<MeasuredSeats>, String> {
-        self.nvdec_seats_file
-            .as_deref()
-            .map(|file| MeasuredSeats::read(&ServerConfig::resolve_folder(file, base_dir)))
-            .transpose()
     }
 }
 
