@@ -64,10 +64,10 @@ __device__ __forceinline__ uint2 pack_samples(float s0, float s1, float s2, floa
 // Four results as one word of pixels: each rounded as `to_sample` does, then packed with
 // saturation to 0..255 (two `cvt.pack.sat` instructions instead of a clamp per pixel).
 __device__ __forceinline__ unsigned int pack_samples(float s0, float s1, float s2, float s3, float bias) {
-    const int p0 = __float2int_rz(roundf(s0 + bias));
-    const int p1 = __float2int_rz(roundf(s1 + bias));
-    const int p2 = __float2int_rz(roundf(s2 + bias));
-    const int p3 = __float2int_rz(roundf(s3 + bias));
+    const int p0 = __float2int_rz(roundf(divided_plus_bias(s0, bias)));
+    const int p1 = __float2int_rz(roundf(divided_plus_bias(s1, bias)));
+    const int p2 = __float2int_rz(roundf(divided_plus_bias(s2, bias)));
+    const int p3 = __float2int_rz(roundf(divided_plus_bias(s3, bias)));
     unsigned int high, word;
     // d = sat(b) | sat(a) << 8 | c << 16
     asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(p3), "r"(p2), "r"(0u));
