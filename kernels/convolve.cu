@@ -61,7 +61,7 @@ __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsign
 }
 
 #if SAMPLE_FLOAT == 32
-// Four float results, + bias each.
+// Four float results, each divided and + bias, as `to_sample` makes it.
 __device__ __forceinline__ float4 pack_samples(float s0, float s1, float s2, float s3, float bias) {
     return make_float4(to_sample(s0, bias), to_sample(s1, bias), to_sample(s2, bias), to_sample(s3, bias));
 }
@@ -81,10 +81,10 @@ __device__ __forceinline__ unsigned int pack_samples(float s0, float s1, float s
     const int p2 = ffmpeg_rounded(s2, bias);
     const int p3 = ffmpeg_rounded(s3, bias);
 #else
-    const int p0 = __float2int_rz(roundf(s0 + bias));
-    const int p1 = __float2int_rz(roundf(s1 + bias));
-    const int p2 = __float2int_rz(roundf(s2 + bias));
-    const int p3 = __float2int_rz(roundf(s3 + bias));
+    const int p0 = __float2int_rz(roundf(divided_plus_bias(s0, bias)));
+    const int p1 = __float2int_rz(roundf(divided_plus_bias(s1, bias)));
+    const int p2 = __float2int_rz(roundf(divided_plus_bias(s2, bias)));
+    const int p3 = __float2int_rz(roundf(divided_plus_bias(s3, bias)));
 #endif
     unsigned int high, word;
     // d = sat(b) | sat(a) << 8 | c << 16

@@ -14,7 +14,7 @@
 //                    16-bit word) (default 8)
 //   SAMPLE_SHIFT     how far those bits sit from the word's low end: 6 for P010 (default 0)
 //   SAMPLE_FLOAT     0 for integer samples (default), 32 for float32 values, 16 for float16
-//                    values: read as floats and written as the float sum + bias, unrounded
+//                    values: read as floats and written as the float sum / DIVISOR + bias, unrounded
 //                    and unclamped (float16 results rounded to nearest even once)
 //
 // Columns are counted in samples (pixel * CH + channel), pitches in bytes.
@@ -23,10 +23,12 @@
 //
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
-// over its f32 results; then + bias (already scaled to the depth by the host), round half
-// away from zero, clamp to 0..2^SAMPLE_BITS - 1. A gradient
-// magnitude sums both masks that way into a and b, then takes __fsqrt_rn(fmaf(a, a, b * b))
-// (each step rounded once, never contracted further) before the bias.
+// over its f32 results; then / DIVISOR (an integer mask's taps are its whole numbers and the
+// divisor is applied here, by one IEEE division, so exact halves stay exact; 1 otherwise),
+// + bias (already scaled to the depth by the host), round half away from zero, clamp to
+// 0..2^SAMPLE_BITS - 1. A gradient magnitude sums both masks that way into a and b, then
+// takes __fsqrt_rn(fmaf(a, a, b * b)) (each step rounded once, never contracted further)
+// before the division and the bias.
 
 #pragma once
 
@@ -72,10 +74,12 @@ __device__ __forceinline__ sample_t* sample_row(unsigned char* base, int pitch, 
 
 // Correlation taps (the mask rotated by 180 degrees), row-major, then the separable row
 // taps and column taps (zero for masks that are not separable), then, for a gradient
-// magnitude, the second mask's correlation taps. One module holds all three kernels of a
-// variant, so the baseline and the tiled kernels read the same taps.
-__constant__ float c_taps[MASK_W * MASK_H * (1 + MAGNITUDE) + MASK_W + MASK_H];
+// magnitude, the second mask's correlation taps, then the divisor every sum is divided by.
+// One module holds all three kernels of a variant, so the baseline and the tiled kernels
+// read the same taps.
+__constant__ float c_taps[MASK_W * MASK_H * (1 + MAGNITUDE) + MASK_W + MASK_H + 1];
 #define SECOND_TAPS (c_taps + MASK_W * MASK_H + MASK_W + MASK_H)
+#define DIVISOR (c_taps[MASK_W * MASK_H * (1 + MAGNITUDE) + MASK_W + MASK_H])
 
 // The gradient magnitude of the two sums, rounded as the CPU engine rounds it.
 __device__ __forceinline__ float magnitude(float a, float b) {
@@ -173,21 +177,28 @@ __device__ __forceinline__ int ffmpeg_rounded(float sum, float bias) {
 }
 #endif
 
-// The final step: + bias, round half away from zero, clamp, shift into place. Float values
-// keep the sum + bias as it is (float16 rounded to nearest even); FFmpeg's arithmetic
-// (`rdiv`) rounds as FFmpeg does.
+// A sum divided by the divisor (one IEEE division, skipped for 1, which changes nothing)
+// plus the bias: what is rounded to a sample.
+__device__ __forceinline__ float divided_plus_bias(float sum, float bias) {
+    const float divisor = DIVISOR;
+    return __fadd_rn(divisor == 1.0f ? sum : __fdiv_rn(sum, divisor), bias);
+}
+
+// The final step: / divisor, + bias, round half away from zero, clamp, shift into place.
+// Float values keep the divided sum + bias as it is (float16 rounded to nearest even);
+// FFmpeg's arithmetic (`rdiv`, whose divisor is 1) rounds as FFmpeg does.
 __device__ __forceinline__ sample_t to_sample(float sum, float bias) {
 #if SAMPLE_FLOAT == 32
-    return sum + bias;
+    return divided_plus_bias(sum, bias);
 #elif SAMPLE_FLOAT == 16
     unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(sum + bias));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(divided_plus_bias(sum, bias)));
     return h;
 #elif defined(FFMPEG_RDIV_BITS)
     const int p = ffmpeg_rounded(sum, bias);
     return (sample_t)((unsigned int)(p < 0 ? 0 : p > MAX_SAMPLE ? MAX_SAMPLE : p) << SAMPLE_SHIFT);
 #else
-    const unsigned int v = (unsigned int)fminf(fmaxf(roundf(sum + bias), 0.0f), (float)MAX_SAMPLE);
+    const unsigned int v = (unsigned int)fminf(fmaxf(roundf(divided_plus_bias(sum, bias)), 0.0f), (float)MAX_SAMPLE);
     return (sample_t)(v << SAMPLE_SHIFT);
 #endif
 }

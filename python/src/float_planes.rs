@@ -1,7 +1,8 @@
 //! Float planes on the CPU: float32 values filtered with the GPU kernels' float arithmetic
 //! (f32 sums with fused multiply-adds, taps added mask row by mask row, left to right; a
 //! separable mask's row pass, then its column pass; a gradient magnitude's
-//! `sqrt(fma(a, a, b * b))`; then + bias, neither rounded nor clamped), so a float array
+//! `sqrt(fma(a, a, b * b))`; then divided by the mask's divisor (an integer mask sums its whole
+//! taps, see `Mask::divisor`) and + bias, neither rounded nor clamped), so a float array
 //! gives the same values on either device. Rows are filtered in parallel (rayon). Integer
 //! samples take the CPU engine instead.
 
@@ -135,11 +136,16 @@ pub unsafe fn filter_float_plane(
     }
     // SAFETY: the caller vouches for `from`.
     let padded = unsafe { padded(from, border, mask, height, width) };
-    let bias = mask.bias();
+    let (bias, divisor) = (mask.bias(), mask.divisor());
+    // As the kernels' `divided_plus_bias`: one IEEE division, skipped for a divisor of 1.
+    let finish = |sum: f32| {
+        let divided = if divisor == 1.0 { sum } else { sum / divisor };
+        divided + bias
+    };
     for (y, row) in sums(mask, &padded, height, width).chunks_exact(width).enumerate() {
         for (x, value) in row.iter().enumerate() {
             // SAFETY: (x, y) lies inside the output plane the caller vouches for.
-            unsafe { ((to.address + y * to.row_pitch + x * to.sample_pitch) as *mut f32).write(value + bias) };
+            unsafe { ((to.address + y * to.row_pitch + x * to.sample_pitch) as *mut f32).write(finish(*value)) };
         }
     }
 }

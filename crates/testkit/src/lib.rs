@@ -1,5 +1,5 @@
 //! What the workspace's tests share, written once: temporary folders, YUV4MPEG2 files, a seeded
-//! source of random samples, hostile inputs for property tests, the CPU oracle (a
+//! source of random samples, hostile inputs for property tests, every exact tie of a divisor, the CPU oracle (a
 //! convolution from the definition, sharing no code with the engines), and how a test that
 //! needs a GPU says so.
 //!
@@ -10,6 +10,7 @@
 pub mod hostile;
 pub mod oracle;
 pub mod random;
+pub mod ties;
 pub mod y4m;
 
 /// A fresh temporary folder, removed when dropped.

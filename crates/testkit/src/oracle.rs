@@ -2,7 +2,8 @@
 //! (`scipy.ndimage.convolve(plane, mask, mode=border, cval=0)`), sharing no code with the
 //! engines. SciPy's border modes are implemented by folding an index back one reflection
 //! (or one period) at a time. Sums are f32 with one fused multiply-add per tap, in tap
-//! order: the arithmetic the engines promise, so results must match bit for bit.
+//! order, each sum then divided by the mask's divisor (an integer matrix's taps are summed as
+//! whole numbers): the arithmetic the engines promise, so results must match bit for bit.
 
 use convstream_core::filter::BorderMode;
 use convstream_core::frame::{Plane, SampleDepth};
@@ -61,20 +62,24 @@ fn oracle_sample(plane: &Plane, mode: BorderMode, y: i64, x: i64, c: usize) -> f
 }
 
 /// Appends one output sample as the plane stores it: a byte at 8 bits, else a
-/// little-endian word shifted into place. The bias is in 8-bit units: times 2^(bits - 8).
-fn oracle_pixel(out: &mut Vec<u8>, sum: f32, bias: f32, depth: SampleDepth) {
+/// little-endian word shifted into place. The sum is divided by the mask's divisor; the bias
+/// is in 8-bit units: times 2^(bits - 8).
+fn oracle_pixel(out: &mut Vec<u8>, sum: f32, mask: &Mask, depth: SampleDepth) {
     let scale = f32::powi(2.0, depth.bits as i32 - 8);
     let max = f32::powi(2.0, depth.bits as i32) - 1.0;
-    let value = (sum + bias * scale).round().clamp(0.0, max) as u16;
+    let value = (sum / mask.divisor() + mask.bias() * scale).round().clamp(0.0, max) as u16;
     match depth.bits {
         8 => out.push(value as u8),
         _ => out.extend_from_slice(&(value << depth.shift).to_le_bytes()),
     }
 }
 
-/// A mask's coefficients as a matrix, indexed `[row][column]`.
+/// The coefficients a mask's sums are made of, as a matrix indexed `[row][column]`.
 fn coefficient_rows(mask: &Mask) -> Vec<Vec<f32>> {
-    mask.coefficients().chunks(mask.width()).map(|r| r.to_vec()).collect()
+    mask.summed_coefficients()
+        .chunks(mask.width())
+        .map(|r| r.to_vec())
+        .collect()
 }
 
 /// Direct convolution: the mask turned 180 degrees, slid over the plane, summed in f32 row
@@ -93,7 +98,7 @@ pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
     };
     let taps = turned(&k);
     let second: Option<Vec<Vec<f32>>> = mask
-        .second_coefficients()
+        .summed_second()
         .map(|c| turned(&c.chunks(mw).map(|r| r.to_vec()).collect::<Vec<_>>()));
     let mut out = Vec::with_capacity(plane.width * plane.height * plane.channels);
     for y in 0..plane.height as i64 {
@@ -115,7 +120,7 @@ pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
                         a.mul_add(a, b * b).sqrt()
                     }
                 };
-                oracle_pixel(&mut out, value, mask.bias(), plane.depth);
+                oracle_pixel(&mut out, value, mask, plane.depth);
             }
         }
     }
@@ -125,7 +130,7 @@ pub fn oracle_dense(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
 /// Row pass then column pass with the mask's 1D factors (each turned around), kept in f32
 /// between the passes. The column pass extends the row-pass result, as a separable filter does.
 pub fn oracle_separable(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8> {
-    let factors = mask.factors().expect("a separable mask");
+    let factors = mask.summed_factors().expect("a separable mask");
     let row_taps: Vec<f32> = factors.row.iter().rev().copied().collect();
     let column_taps: Vec<f32> = factors.column.iter().rev().copied().collect();
     let (cy, cx) = ((column_taps.len() / 2) as i64, (row_taps.len() / 2) as i64);
@@ -154,7 +159,7 @@ pub fn oracle_separable(plane: &Plane, mask: &Mask, mode: BorderMode) -> Vec<u8>
                         acc = tap.mul_add(horizontal[at(sy, x, c)], acc);
                     }
                 }
-                oracle_pixel(&mut out, acc, mask.bias(), plane.depth);
+                oracle_pixel(&mut out, acc, mask, plane.depth);
             }
         }
     }

@@ -30,6 +30,16 @@ impl Random {
         Random(seed)
     }
 
+    /// Seeded with `seed` (the same numbers on every run).
+    pub fn from_seed(seed: u64) -> Random {
+        Random(seed | 1)
+    }
+
+    /// A number in `0..bound` (`bound` > 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;

@@ -80,7 +80,8 @@ pub fn show_mask(mask: &Mask, mode: Option<MaskMode>) -> String {
         // The matrix above is in convolution orientation (turned half way); the taps as
         // written are what FFmpeg's convolution filter and cv2.filter2D would be given.
         text.push_str("as written (mode=correlate: slid over the picture unflipped, as FFmpeg and OpenCV do):\n");
-        for row in mask.correlation_taps().chunks(mask.width()) {
+        let as_written: Vec<f32> = mask.coefficients().iter().rev().copied().collect();
+        for row in as_written.chunks(mask.width()) {
             let cells: Vec<String> = row.iter().map(|v| format!("{v:>11.6}")).collect();
             text.push_str(&format!("  {}\n", cells.join(" ")));
         }

@@ -1,28 +1,20 @@
 //! The [`Mask`] engines apply: built from its parameters (a preset, a custom matrix from a
 //! table or a file), scaled (divisor, normalize), its rank-one factors found, and described.
+//! An integer matrix also keeps its whole-number taps and divisor (`whole.rs`), which is what
+//! engines sum and divide by.
 
 use std::fmt;
 use std::path::Path;
 
 use super::error::{nearest, MaskError};
+use super::factors::{rank_one_factors, SeparableFactors};
 use super::limits::{MAX_MASK_FILE_BYTES, MAX_SIDE};
 use super::params::{MaskMode, MaskParams};
 use super::presets::{self, PRESETS};
+use super::whole::WholeTaps;
 
 /// Universal keys every mask accepts.
 const UNIVERSAL_KEYS: &[&str] = &["divisor", "normalize", "bias", "mode"];
-
-/// Relative tolerance of the numerical rank-one test.
-const SEPARABLE_TOLERANCE: f32 = 1e-6;
-
-/// The 1D factors of a rank-one mask: `coefficient[i][j] == column[i] * row[j]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeparableFactors {
-    /// Length `height`.
-    pub column: Vec<f32>,
-    /// Length `width`.
-    pub row: Vec<f32>,
-}
 
 /// A validated mask, ready for an engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +31,8 @@ pub struct Mask {
     /// FFmpeg's arithmetic (`rdiv`): the coefficients are whole numbers whose sum is exact,
     /// and the result is `trunc(sum * rdiv + bias + 0.5)`, each step an f32 rounded once.
     ffmpeg_rdiv: Option<f32>,
+    /// An integer matrix as engines sum it: whole taps, each sum divided by the divisor.
+    whole: Option<WholeTaps>,
     /// The SPEC it came from, for logs and `masks show`.
     description: String,
     /// What is legal but probably not meant (a custom matrix that brightens the picture).
@@ -77,9 +71,10 @@ impl Mask {
         let ffmpeg_rdiv = params
             .rdiv
             .and_then(|rdiv| ffmpeg_rdiv(params, rdiv, raw.as_ref(), &mut errors));
-        let scale = match params.rdiv {
+        // FFmpeg's arithmetic sums the whole taps and multiplies by rdiv: nothing to divide by.
+        let divisor = match params.rdiv {
             Some(_) => Some(1.0),
-            None => scale_factor(params, raw.as_ref(), &mut errors),
+            None => divisor(params, raw.as_ref(), &mut errors),
         };
         let bias = params.bias.unwrap_or(presets::default_bias(preset.name));
         if !bias.is_finite() {
@@ -90,7 +85,7 @@ impl Mask {
                 what: "bias, within the range of a 32-bit float (about ±3.4e38),".into(),
             });
         }
-        let (Some(raw), Some(scale), true) = (raw, scale, errors.is_empty()) else {
+        let (Some(raw), Some(divisor), true) = (raw, divisor, errors.is_empty()) else {
             return Err(errors);
         };
         // FFmpeg's arithmetic divides by rdiv, which the brightness warning does not see.
@@ -107,6 +102,12 @@ impl Mask {
         };
         let height = raw.rows.len();
         let width = raw.rows[0].len();
+        let scale = 1.0 / divisor;
+        // FFmpeg's arithmetic keeps its own final step over the (whole) coefficients.
+        let whole = match ffmpeg_rdiv {
+            Some(_) => None,
+            None => WholeTaps::new(&raw.rows, raw.second.as_deref(), divisor),
+        };
         let coefficients: Vec<f32> = raw.rows.iter().flatten().map(|v| (v * scale) as f32).collect();
         // Parameters can be finite yet give taps that are not (a sigma so small that 2*sigma^2
         // underflows, a divisor so small the taps overflow f32).
@@ -119,17 +120,22 @@ impl Mask {
             .second
             .as_ref()
             .map(|rows| rows.iter().flatten().map(|v| (v * scale) as f32).collect());
-        let factors = match raw.factors {
-            // Whole-number sums are exact in the dense order; factors would round between passes.
+        let factors = match (&whole, raw.factors) {
+            // FFmpeg sums every tap of a pixel in one pass: keep the dense order.
             _ if ffmpeg_rdiv.is_some() => None,
+            // Engines take the whole factors: these are the same with the scale on the row.
+            (Some(whole), _) => whole.factors.as_ref().map(|f| SeparableFactors {
+                column: f.column.clone(),
+                row: f.row.iter().map(|v| (f64::from(*v) * scale) as f32).collect(),
+            }),
             // The scale goes on the row factor; presets' factors are exact, so keep them.
-            Some((col, row)) => Some(SeparableFactors {
+            (None, Some((col, row))) => Some(SeparableFactors {
                 column: col.iter().map(|v| *v as f32).collect(),
                 row: row.iter().map(|v| (v * scale) as f32).collect(),
             }),
             // A gradient magnitude is two convolutions and a square root: never one pass.
-            None if second.is_some() => None,
-            None => rank_one_factors(&coefficients, height, width),
+            (None, None) if second.is_some() => None,
+            (None, None) => rank_one_factors(&coefficients, height, width),
         };
         let description = params.to_string();
         Ok(Mask {
@@ -140,6 +146,7 @@ impl Mask {
             factors,
             second,
             ffmpeg_rdiv,
+            whole,
             description,
             warnings,
         })
@@ -158,7 +165,15 @@ impl Mask {
             coefficients.len(),
             "coefficient count must be width*height"
         );
-        let factors = rank_one_factors(&coefficients, height, width);
+        let rows: Vec<Vec<f64>> = coefficients
+            .chunks(width.max(1))
+            .map(|row| row.iter().map(|v| f64::from(*v)).collect())
+            .collect();
+        let whole = WholeTaps::new(&rows, None, 1.0);
+        let factors = match &whole {
+            Some(whole) => whole.factors.clone(),
+            None => rank_one_factors(&coefficients, height, width),
+        };
         Mask {
             width,
             height,
@@ -167,6 +182,7 @@ impl Mask {
             factors,
             second: None,
             ffmpeg_rdiv: None,
+            whole,
             description: format!("custom:matrix={height}x{width}"),
             warnings: Vec::new(),
         }
@@ -191,6 +207,34 @@ impl Mask {
     /// The column and row factors of a rank-one matrix; `None` when it has none.
     pub fn factors(&self) -> Option<&SeparableFactors> {
         self.factors.as_ref()
+    }
+
+    /// What engines divide each sum (each gradient magnitude) by before the bias: an integer
+    /// matrix's divisor (its taps are summed whole), else 1 (the taps carry the scale).
+    pub fn divisor(&self) -> f32 {
+        self.whole.as_ref().map_or(1.0, |w| w.divisor)
+    }
+
+    /// The coefficients engines sum: an integer matrix's whole numbers as written (before
+    /// [`Mask::divisor`]), else [`Mask::coefficients`].
+    pub fn summed_coefficients(&self) -> &[f32] {
+        self.whole.as_ref().map_or(&self.coefficients, |w| &w.coefficients)
+    }
+
+    /// The factors engines sum with (whole numbers for an integer matrix).
+    pub fn summed_factors(&self) -> Option<&SeparableFactors> {
+        match &self.whole {
+            Some(whole) => whole.factors.as_ref(),
+            None => self.factors.as_ref(),
+        }
+    }
+
+    /// A gradient magnitude's second matrix as engines sum it.
+    pub fn summed_second(&self) -> Option<&[f32]> {
+        match &self.whole {
+            Some(whole) => whole.second.as_deref(),
+            None => self.second.as_deref(),
+        }
     }
     /// Whether the coefficients sum to 0 (edge detectors, Laplacians, gradients): the
     /// result of a flat area is the bias alone.
@@ -247,6 +291,7 @@ impl Mask {
             && self.factors == other.factors
             && self.second == other.second
             && self.ffmpeg_rdiv == other.ffmpeg_rdiv
+            && self.whole == other.whole
     }
 
     /// The same mask described differently (a named mask shows its name in logs).
@@ -261,6 +306,7 @@ impl Mask {
     pub fn dense_only(&self) -> Mask {
         Mask {
             factors: None,
+            whole: self.whole.clone().map(|whole| WholeTaps { factors: None, ..whole }),
             ..self.clone()
         }
     }
@@ -278,18 +324,19 @@ impl Mask {
     /// A gradient magnitude's second matrix as correlation taps (see
     /// [`Mask::correlation_taps`]).
     pub fn second_correlation_taps(&self) -> Option<Vec<f32>> {
-        self.second.as_ref().map(|c| c.iter().rev().copied().collect())
+        self.summed_second().map(|c| c.iter().rev().copied().collect())
     }
 
-    /// Coefficients rotated by 180 degrees: the correlation taps engines slide over the
-    /// image, `out[y][x] = sum taps[i][j] * in[y + i - height/2][x + j - width/2]`.
+    /// The summed coefficients rotated by 180 degrees: the correlation taps engines slide over
+    /// the image, `out[y][x] = sum taps[i][j] * in[y + i - height/2][x + j - width/2]`, each
+    /// sum then divided by [`Mask::divisor`].
     pub fn correlation_taps(&self) -> Vec<f32> {
-        self.coefficients.iter().rev().copied().collect()
+        self.summed_coefficients().iter().rev().copied().collect()
     }
 
-    /// The factors as correlation taps (each reversed), column first.
+    /// The summed factors as correlation taps (each reversed), column first.
     pub fn correlation_factors(&self) -> Option<(Vec<f32>, Vec<f32>)> {
-        self.factors.as_ref().map(|f| {
+        self.summed_factors().map(|f| {
             (
                 f.column.iter().rev().copied().collect(),
                 f.row.iter().rev().copied().collect(),
@@ -319,6 +366,13 @@ impl fmt::Display for Mask {
             matrix(f, second)?;
         }
         writeln!(f, "bias: {}", self.bias)?;
+        if self.divisor() != 1.0 {
+            writeln!(
+                f,
+                "applied as: the whole numbers above times {0}, each sum divided by {0} (exact halves round away from zero)",
+                self.divisor()
+            )?;
+        }
         writeln!(f, "sum: {}", self.coefficients.iter().map(|v| *v as f64).sum::<f64>())?;
         match &self.factors {
             Some(fac) => {
@@ -440,8 +494,8 @@ fn custom_sum_warning(params: &MaskParams, raw: &presets::RawMask) -> Option<Str
     ))
 }
 
-/// The factor coefficients are multiplied by: 1/divisor, 1/sum with normalize, else 1.
-fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec<MaskError>) -> Option<f64> {
+/// What the coefficients are divided by: the divisor, the sum with normalize, else 1.
+fn divisor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec<MaskError>) -> Option<f64> {
     match (params.divisor, params.normalize.unwrap_or(false)) {
         (Some(_), true) => {
             errors.push(MaskError::DivisorAndNormalize);
@@ -449,7 +503,7 @@ fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mu
         }
         (Some(d), false) => {
             if d.is_finite() && d != 0.0 {
-                Some(1.0 / d)
+                Some(d)
             } else {
                 errors.push(MaskError::BadDivisor { value: d });
                 None
@@ -462,7 +516,7 @@ fn scale_factor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mu
                 errors.push(MaskError::ZeroSum { sum });
                 None
             } else {
-                Some(1.0 / sum)
+                Some(sum)
             }
         }
         (None, false) => Some(1.0),
@@ -507,24 +561,4 @@ fn ffmpeg_rdiv(
     let sum = taps.iter().fold(0f32, |sum, t| sum + *t as f32);
     let sum = if sum == 0.0 { 1.0 } else { sum };
     Some((1.0 / f64::from(sum)) as f32)
-}
-
-/// Numerical rank-one test: pivot on the largest coefficient, take its row and column as
-/// factors and accept when the outer product reproduces every coefficient within a
-/// relative tolerance.
-pub fn rank_one_factors(coefficients: &[f32], height: usize, width: usize) -> Option<SeparableFactors> {
-    let (pivot, &peak) = coefficients
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
-    if peak == 0.0 {
-        return None;
-    }
-    let (pi, pj) = (pivot / width, pivot % width);
-    let column: Vec<f32> = (0..height).map(|i| coefficients[i * width + pj]).collect();
-    let row: Vec<f32> = (0..width).map(|j| coefficients[pi * width + j] / peak).collect();
-    let tolerance = SEPARABLE_TOLERANCE * peak.abs();
-    let fits =
-        (0..height).all(|i| (0..width).all(|j| (column[i] * row[j] - coefficients[i * width + j]).abs() <= tolerance));
-    fits.then_some(SeparableFactors { column, row })
 }

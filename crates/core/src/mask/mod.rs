@@ -7,19 +7,23 @@
 //! Here: the modules and what they give the crates above. The `Mask` type and its
 //! constructors are in `matrix.rs`, the presets in `presets.rs`, the SPEC grammar's keys in
 //! `params.rs`, the errors in `error.rs`, the size limits in `limits.rs`, the catalogue's
-//! text (preset list, `masks show`) in `describe.rs`.
+//! text (preset list, `masks show`) in `describe.rs`, rank-one factors in `factors.rs`, an
+//! integer matrix's whole taps and divisor in `whole.rs`.
 
 mod describe;
 mod error;
+mod factors;
 mod limits;
 mod matrix;
 mod params;
 mod presets;
+mod whole;
 
 pub use describe::{preset_list, show_mask, show_spec, SpecRefused};
 pub use error::{nearest, MaskError};
+pub use factors::{rank_one_factors, SeparableFactors};
 pub use limits::{MAX_MASK_FILE_BYTES, MAX_SIDE};
-pub use matrix::{rank_one_factors, Mask, SeparableFactors};
+pub use matrix::Mask;
 pub use params::{MaskMode, MaskParams, SPEC_KEYS};
 pub use presets::{Preset, PRESETS};
 

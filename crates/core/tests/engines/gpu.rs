@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,200 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,270 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]
@@ -1222,4 +1222,45 @@ fn a_picture_on_the_gpu_is_copied_back_whole_for_a_preview() {
             "a plane count that differs"
         );
     }
+}
+
+// Exact ties (the cases of `convstream_testkit::ties`, which `tests/exact_ties.rs` holds the
+// CPU engine to): every tie of every divisor 2..64, 8- and 16-bit, on the tiled path the plan
+// picks and on the baseline kernel, with outputs poisoned: identical to the CPU engine and to
+// the promise (the sum divided by the divisor, plus the bias, rounded half away from zero).
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn exact_ties_match_the_cpu_engine_and_round_half_away_from_zero() {
+    use convstream_core::frame::PixelLayout;
+    use convstream_testkit::ties::{all_cases, count};
+    let (mut ties, mut cases) = (0, 0);
+    for case in all_cases() {
+        let format = PixelFormat::new(PixelLayout::Gray, case.plane.depth.bits).expect("gray at 8 and 16 bits");
+        let frame = Frame::of_planes(format, case.plane.width, case.plane.height, vec![case.plane.clone()]);
+        let filter = FilterSpec::uniform(case.mask.clone(), case.border, PlaneSelection::All);
+        let expected = CpuEngine::filter_frame(&filter, &frame);
+        for path in [None, Some(KernelPath::Global)] {
+            let mut engine = CudaEngine::new(filter.clone(), &options(1, true, 1, path), 0)
+                .unwrap_or_else(|e| panic!("{}: CUDA engine: {e}", case.spec));
+            engine.submit(frame.clone()).unwrap();
+            let actual = engine.receive().unwrap().expect("the filtered frame");
+            assert_eq!(
+                compare(&expected, &actual),
+                (0, 0),
+                "{} {path:?}: GPU and CPU differ",
+                case.spec
+            );
+            let counted = count(&case, &actual.planes[0]);
+            assert_eq!(
+                counted.wrong,
+                0,
+                "{} {path:?}:\n{}",
+                case.spec,
+                counted.examples.join("\n")
+            );
+            ties += counted.ties;
+            cases += 1;
+        }
+    }
+    println!("exact ties: {cases} cases, {ties} ties, identical to the CPU engine and the promise");
 }

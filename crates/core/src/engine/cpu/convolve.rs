@@ -42,26 +42,49 @@ pub fn magnitude(a: f32, b: f32) -> f32 {
     a.mul_add(a, b * b).sqrt()
 }
 
+/// How a row of sums becomes samples: each sum divided by the mask's divisor (one IEEE
+/// division, so an exact half of a whole sum stays exact; skipped for 1, which changes no
+/// sum), plus the bias (given in 8-bit units, scaled to the depth), rounded and clamped; or,
+/// for a mask that takes FFmpeg's arithmetic, FFmpeg's own final step with its `rdiv`.
+#[derive(Clone, Copy)]
+struct Finish {
+    divisor: f32,
+    bias: f32,
+    depth: SampleDepth,
+    ffmpeg_rdiv: Option<f32>,
+}
+
+impl Finish {
+    fn of(mask: &Mask, depth: SampleDepth) -> Finish {
+        Finish {
+            divisor: mask.divisor(),
+            bias: mask.bias(),
+            depth,
+            ffmpeg_rdiv: mask.ffmpeg_rdiv(),
+        }
+    }
+}
+
 /// Writes one row of results as samples of `depth` (bytes, or little-endian words shifted
-/// into place), with the bias (given in 8-bit units) scaled to the depth. Compiled for the
-/// CPU's vector extensions where it has them: without SSE4.1, `round` is a call into libm
-/// per sample, slower than the convolution itself for small masks.
-fn write_row(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
+/// into place). Compiled for the CPU's vector extensions where it has them: without SSE4.1,
+/// `round` is a call into libm per sample, slower than the convolution itself for small masks.
+fn write_row(out: &mut [u8], acc: &[f32], finish: Finish) {
+    if let Some(rdiv) = finish.ffmpeg_rdiv {
+        return write_row_ffmpeg(out, acc, rdiv, finish);
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (and so SSE4.1), the features the function is compiled for.
-        unsafe { write_row_avx2(out, acc, bias, depth) };
+        unsafe { write_row_avx2(out, acc, finish) };
         return;
     }
-    write_row_portable(out, acc, bias, depth);
+    write_row_portable(out, acc, finish);
 }
 
-/// [`write_row`] for a mask that takes FFmpeg's arithmetic (`rdiv`), or the usual step.
-fn write_row_for(out: &mut [u8], acc: &[f32], mask: &Mask, depth: SampleDepth) {
-    let Some(rdiv) = mask.ffmpeg_rdiv() else {
-        return write_row(out, acc, mask.bias(), depth);
-    };
-    let (bias, max) = (mask.bias() * depth.bias_scale(), depth.max_value() as f32);
+/// [`write_row`] for a mask that takes FFmpeg's arithmetic (`rdiv`).
+fn write_row_ffmpeg(out: &mut [u8], acc: &[f32], rdiv: f32, finish: Finish) {
+    let depth = finish.depth;
+    let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
     if depth.bytes() == 1 {
         out.iter_mut()
             .zip(acc)
@@ -75,20 +98,31 @@ fn write_row_for(out: &mut [u8], acc: &[f32], mask: &Mask, depth: SampleDepth) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,sse4.1")]
-unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
-    write_row_portable(out, acc, bias, depth);
+unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], finish: Finish) {
+    write_row_portable(out, acc, finish);
 }
 
 #[inline(always)]
-fn write_row_portable(out: &mut [u8], acc: &[f32], bias: f32, depth: SampleDepth) {
-    let (bias, max) = (bias * depth.bias_scale(), depth.max_value() as f32);
+fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
+    let divisor = finish.divisor;
+    if divisor == 1.0 {
+        write_samples(out, acc, finish, |a| a);
+    } else {
+        write_samples(out, acc, finish, |a| a / divisor);
+    }
+}
+
+#[inline(always)]
+fn write_samples(out: &mut [u8], acc: &[f32], finish: Finish, divide: impl Fn(f32) -> f32) {
+    let depth = finish.depth;
+    let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
     if depth.bytes() == 1 {
         out.iter_mut()
             .zip(acc)
-            .for_each(|(o, a)| *o = to_sample(*a, bias, max) as u8);
+            .for_each(|(o, a)| *o = to_sample(divide(*a), bias, max) as u8);
     } else {
         out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
-            o.copy_from_slice(&(to_sample(*a, bias, max) << depth.shift).to_le_bytes());
+            o.copy_from_slice(&(to_sample(divide(*a), bias, max) << depth.shift).to_le_bytes());
         });
     }
 }
@@ -176,7 +210,7 @@ pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
         return constant_plane(src, mask);
     }
     match mask.correlation_factors() {
-        Some((column, row)) => convolve_separable(src, &column, &row, mask.bias(), border),
+        Some((column, row)) => convolve_separable(src, &column, &row, Finish::of(mask, src.depth), border),
         None => convolve_dense(src, mask, border),
     }
 }
@@ -188,7 +222,7 @@ fn constant_plane(src: &Plane, mask: &Mask) -> Plane {
     dst.data
         .par_chunks_mut(src.row_bytes().max(1))
         .with_min_len(MIN_ROWS_PER_TASK)
-        .for_each(|out| write_row_for(out, &zeros, mask, src.depth));
+        .for_each(|out| write_row(out, &zeros, Finish::of(mask, src.depth)));
     dst
 }
 
@@ -231,7 +265,7 @@ fn dense_rows(src: &Plane, mask: &Mask, ymap: &[Option<usize>], padded: &[f32], 
                         .zip(second.iter())
                         .for_each(|(a, b)| *a = magnitude(*a, *b));
                 }
-                write_row_for(out, acc, mask, depth);
+                write_row(out, acc, Finish::of(mask, depth));
             },
         );
     dst
@@ -255,14 +289,14 @@ fn dense_tap_rows<'a>(
         .collect()
 }
 
-fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], bias: f32, border: BorderMode) -> Plane {
+fn convolve_separable(src: &Plane, column: &[f32], row: &[f32], finish: Finish, border: BorderMode) -> Plane {
     let (mw, mh) = (row.len(), column.len());
     let row_len = src.width * src.channels;
     let xmap = index_map(src.width, mw, border);
     let ymap = index_map(src.height, mh, border);
     with_scratch(row_len * src.height, |horizontal| {
         row_pass(src, row, &xmap, horizontal);
-        column_pass(src, column, bias, &ymap, horizontal)
+        column_pass(src, column, finish, &ymap, horizontal)
     })
 }
 
@@ -292,7 +326,7 @@ fn row_pass(src: &Plane, row: &[f32], xmap: &[Option<usize>], horizontal: &mut [
 
 /// Column pass over the row pass's results: one tap per source row, in the column
 /// factor's order, then rounded to samples.
-fn column_pass(src: &Plane, column: &[f32], bias: f32, ymap: &[Option<usize>], horizontal: &[f32]) -> Plane {
+fn column_pass(src: &Plane, column: &[f32], finish: Finish, ymap: &[Option<usize>], horizontal: &[f32]) -> Plane {
     let row_len = src.width * src.channels;
     let mut dst = Plane::new(src.shape());
     dst.data
@@ -313,7 +347,7 @@ fn column_pass(src: &Plane, column: &[f32], bias: f32, ymap: &[Option<usize>], h
                     })
                     .collect();
                 accumulate(&tap_rows, 1, acc);
-                write_row(out, acc, bias, src.depth);
+                write_row(out, acc, finish);
             },
         );
     dst
@@ -381,7 +415,13 @@ mod tests {
             .chain([f32::NAN, f32::INFINITY])
             .collect();
         let mut bytes = vec![0u8; sums.len()];
-        write_row(&mut bytes, &sums, 3.0, SampleDepth::EIGHT);
+        let finish = Finish {
+            divisor: 1.0,
+            bias: 3.0,
+            depth: SampleDepth::EIGHT,
+            ffmpeg_rdiv: None,
+        };
+        write_row(&mut bytes, &sums, finish);
         for (byte, sum) in bytes.iter().zip(&sums) {
             assert_eq!(u16::from(*byte), to_sample(*sum, 3.0, 255.0), "{sum}");
         }

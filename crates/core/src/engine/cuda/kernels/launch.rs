@@ -52,7 +52,8 @@ impl PlaneGeometry {
 unsafe impl DeviceRepr for PlaneGeometry {}
 
 /// The taps a module's `c_taps` holds: correlation taps, then the separable row and column
-/// taps (zeros when the mask is not separable), then a gradient magnitude's second taps.
+/// taps (zeros when the mask is not separable), then a gradient magnitude's second taps,
+/// then the divisor each sum is divided by (see `DIVISOR` in convolve.cuh).
 pub fn constant_taps(mask: &Mask) -> Vec<f32> {
     let mut taps = mask.correlation_taps();
     match mask.correlation_factors() {
@@ -65,6 +66,7 @@ pub fn constant_taps(mask: &Mask) -> Vec<f32> {
     if let Some(second) = mask.second_correlation_taps() {
         taps.extend(second);
     }
+    taps.push(mask.divisor());
     taps
 }
 
