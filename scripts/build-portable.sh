@@ -47,7 +47,7 @@ set -euo pipefail
 step="${1:-all}"
 case "$step" in
     ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel) ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel]" >&2; exit 2 ;;
 esac
 
@@ -519,9 +519,70 @@ build_binary() {
     echo "newest glibc symbol version needed: $(objdump -T "$dist/convstream" \
         | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
 
+    gather_licences "$dist/licenses"
+    check_portable_binary "$dist/convstream"
+
     log "portable build ready"
     ls -l "$dist" "$dist/tests"
     echo "total: $(du -sh "$dist" | cut -f1) in $dist"
+}
+
+# The licence texts of what the binary links, and a note of the terms it goes under as a
+# whole: GPL-2.0-or-later where FFmpeg was built with x264 (the configure line says so).
+gather_licences() {
+    local to="$1"
+    rm -rf "$to" && mkdir -p "$to"
+    cp -r "$prefix/share/licenses/." "$to/"
+    mkdir -p "$to/openh264" "$to/zlib"
+    cp /usr/share/doc/libopenh264-7/copyright "$to/openh264/copyright"
+    cp /usr/share/doc/zlib1g/copyright "$to/zlib/copyright"
+    local terms
+    if grep -q -- '--enable-gpl' "$stamp"; then
+        terms="the GNU General Public License, version 2 or later (ffmpeg/COPYING.GPLv2): it links
+x264 (GPL-2.0-or-later) into an FFmpeg configured with --enable-gpl. Its source: convstream's
+repository at the binary's commit (convstream --version) and the Debian source packages named
+below, built by scripts/build-portable.sh."
+    else
+        terms="the MIT licence (convstream's own code) together with the GNU Lesser General Public
+License, version 2.1 or later, of the FFmpeg libraries it links statically (ffmpeg/COPYING.LGPLv2.1):
+scripts/build-portable.sh rebuilds it from convstream's repository and the Debian source packages
+named below, which lets the FFmpeg part be replaced."
+    fi
+    cat >"$to/README" <<NOTE
+This convstream binary is distributed under $terms
+
+Linked statically: FFmpeg 5.1 ($(cat "$prefix/share/convstream/source" 2>/dev/null || echo "Debian's ffmpeg source package")),
+and $(cd "$to" && ls -d -- */ | tr -d / | tr '\n' ' ')(a folder each, with its licence).
+NOTE
+}
+
+# The binary must take every example config as it is and encode what they ask for: H.264
+# with libx264 (where built in) into .mp4, VP9 (the default) into .webm.
+check_portable_binary() {
+    local binary="$1" config scratch
+    log "checking every example config with the portable binary"
+    for config in "$repo_root"/config/examples/*.toml "$repo_root"/deploy/config.toml; do
+        (cd "$(dirname "$config")" && "$binary" check --config "$config" >/dev/null) \
+            || die "$binary check --config $config failed (output above)"
+        echo "ok: $config"
+    done
+    scratch="$(mktemp -d)"
+    "$binary" demo --device cpu --dir "$scratch" >"$scratch/demo.log" 2>&1 \
+        || { cat "$scratch/demo.log"; die "convstream demo failed"; }
+    local runs=(libvpx-vp9:webm)
+    grep -q -- '--enable-libx264' "$stamp" && runs+=(libx264:mp4)
+    local run codec container
+    for run in "${runs[@]}"; do
+        codec="${run%%:*}" container="${run##*:}"
+        if ! "$binary" run --device cpu --no-progress -i "$scratch/sample.mp4" --frames 10 -c:v "$codec" \
+            "$scratch/out.$container" >"$scratch/run.log" 2>&1 || [[ ! -s $scratch/out.$container ]]; then
+            cat "$scratch/run.log"
+            rm -rf "$scratch"
+            die "a short run to .$container with $codec failed"
+        fi
+        echo "ok: a short run to .$container with $codec"
+    done
+    rm -rf "$scratch"
 }
 
 # The GStreamer element for a GPU host without GStreamer: the plugin and its test executable
