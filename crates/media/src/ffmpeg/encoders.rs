@@ -1,7 +1,8 @@
 //! Which video encoder an output gets when the config names none: H.264 wherever the FFmpeg
 //! build can make it. libx264 first (the best quality per bit, where the build has it), then
-//! NVENC (`h264_nvenc`) when this host's GPU has an encoder (probed once: H100 and H200 have
-//! none), then OpenH264 (in the portable build and the image), and MPEG-4 Part 2 last.
+//! NVENC (`h264_nvenc`) when the run may use a GPU and this host's GPU has an encoder (probed
+//! once, quietly: H100 and H200 have none), then OpenH264, and MPEG-4 Part 2 last. Also the
+//! video encoders this build has, which `doctor` lists and messages about a missing one name.
 
 use ffmpeg_next as ffmpeg;
 use std::sync::OnceLock;
