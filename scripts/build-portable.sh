@@ -561,7 +561,17 @@ NOTE
 check_portable_binary() {
     local binary="$1" config scratch
     log "checking every example config with the portable binary"
+    local x264=0 said
+    grep -q -- '--enable-libx264' "$stamp" && x264=1
     for config in "$repo_root"/config/examples/*.toml "$repo_root"/deploy/config.toml; do
+        if ((!x264)) && grep -q '^codec = "libx264"' "$config"; then
+            # An LGPL build has no x264: the config must be refused, naming what the build has.
+            said="$("$binary" check --config "$config" 2>&1)" && die "$config names libx264, yet check passed"
+            [[ $said == *'`libx264` is not a video encoder this convstream build has; for the'* ]] \
+                || die "$config: check did not name the encoders this build has: $said"
+            echo "ok: $config is refused (it names libx264, which CONVSTREAM_PORTABLE_GPL=0 leaves out)"
+            continue
+        fi
         (cd "$(dirname "$config")" && "$binary" check --config "$config" >/dev/null) \
             || die "$binary check --config $config failed (output above)"
         echo "ok: $config"
@@ -570,7 +580,7 @@ check_portable_binary() {
     "$binary" demo --device cpu --dir "$scratch" >"$scratch/demo.log" 2>&1 \
         || { cat "$scratch/demo.log"; die "convstream demo failed"; }
     local runs=(libvpx-vp9:webm)
-    grep -q -- '--enable-libx264' "$stamp" && runs+=(libx264:mp4)
+    ((x264)) && runs+=(libx264:mp4)
     local run codec container
     for run in "${runs[@]}"; do
         codec="${run%%:*}" container="${run##*:}"
