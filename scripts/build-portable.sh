@@ -533,6 +533,8 @@ gather_licences() {
     local to="$1"
     rm -rf "$to" && mkdir -p "$to"
     cp -r "$prefix/share/licenses/." "$to/"
+    # The prefix keeps x264 for GPL builds; an LGPL build does not link it.
+    grep -q -- '--enable-libx264' "$stamp" || rm -rf "$to/x264"
     mkdir -p "$to/openh264" "$to/zlib"
     cp /usr/share/doc/libopenh264-7/copyright "$to/openh264/copyright"
     cp /usr/share/doc/zlib1g/copyright "$to/zlib/copyright"
