@@ -15,16 +15,25 @@
 #   RUNTIME_IMAGE  the runtime stage's base. The image needs libnvrtc from it on a GPU host; any
 #                  Debian or Ubuntu image with apt runs it on the CPU (scripts/image-check.sh
 #                  builds it on a local Debian base, where the upstream images cannot be pulled).
+#   CONVSTREAM_PORTABLE_GPL  1 (default): FFmpeg with libx264, so the image's binary is under the
+#                  GPL, version 2 or later; 0: without x264, an LGPL-2.1-or-later FFmpeg (the
+#                  default .mp4 encoder is then OpenH264). Pass IMAGE_LICENSES to match.
+#   IMAGE_LICENSES the image's licence label: GPL-2.0-or-later (default), or
+#                  "MIT AND LGPL-2.1-or-later" for CONVSTREAM_PORTABLE_GPL=0.
 #   BINARY         where the binary comes from: "build" (default) compiles it in the build stage;
 #                  "portable" copies dist/portable/convstream, made beforehand on a Debian 12 host
 #                  by scripts/build-portable.sh (the same build the build stage runs), for hosts
 #                  whose builds cannot get a Rust toolchain. The build stage is then skipped, and
 #                  the runtime stage is the same either way.
+#
+# Licences: /usr/share/licenses/convstream/ holds the texts of what the binary links (FFmpeg,
+# x264, libvpx, dav1d, OpenH264, zlib) and a README saying which terms the binary is under.
 ARG BUILD_IMAGE=rust:1-bookworm
 ARG RUNTIME_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04
 ARG BINARY=build
 
 FROM ${BUILD_IMAGE} AS build
+ARG CONVSTREAM_PORTABLE_GPL=1
 WORKDIR /src
 COPY scripts/docker-build-stage.sh scripts/
 RUN scripts/docker-build-stage.sh deps
@@ -40,6 +49,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # The binary made beforehand by scripts/build-portable.sh (BINARY=portable).
 FROM scratch AS portable
 COPY dist/portable/convstream /usr/local/bin/convstream
+COPY dist/portable/licenses /usr/share/licenses/convstream
 
 # The stage the runtime stage takes the binary from, as BINARY chooses.
 FROM ${BINARY} AS binary
@@ -48,9 +58,10 @@ FROM ${RUNTIME_IMAGE} AS runtime
 # The build context has no .git, so the binary reports its commit as "unknown": pass it here
 # (docker build --build-arg VCS_REF="$(git rev-parse --short=12 HEAD)" .) to label the image.
 ARG VCS_REF=unknown
+ARG IMAGE_LICENSES=GPL-2.0-or-later
 LABEL org.opencontainers.image.title="convstream" \
       org.opencontainers.image.description="Real-time 2D convolution filtering of video on NVIDIA GPUs (serve mode)" \
-      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.licenses="${IMAGE_LICENSES}" \
       org.opencontainers.image.revision="${VCS_REF}"
 # curl only serves the HEALTHCHECK below (convstream has no health-check subcommand).
 # hadolint ignore=DL3008
@@ -65,6 +76,7 @@ RUN apt-get update \
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,video \
     CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
 COPY --from=binary /usr/local/bin/convstream /usr/local/bin/convstream
+COPY --from=binary /usr/share/licenses/convstream /usr/share/licenses/convstream
 COPY deploy/config.toml /etc/convstream/config.toml
 # Numeric, so that Kubernetes' runAsNonRoot can check it without a passwd lookup.
 USER 10001:10001

@@ -29,6 +29,14 @@
 #   CONVSTREAM_FFMPEG_WORK    where the FFmpeg source is fetched and built (default ~/.cache/convstream/ffmpeg-build)
 #   JOBS                      parallel make jobs (default: nproc)
 #   CONVSTREAM_PORTABLE_TESTS 0 leaves the test executables out (the image needs only the binary)
+#   CONVSTREAM_PORTABLE_GPL   1 (default) adds libx264, which needs FFmpeg's --enable-gpl: the binary
+#                             is then distributed under the GPL, version 2 or later (dist/licenses/
+#                             has the texts). 0 leaves x264 out: an LGPL-2.1-or-later FFmpeg, and a
+#                             binary under convstream's own MIT licence plus the LGPL's terms.
+#
+# Licences of what is linked in: FFmpeg (LGPL-2.1+, GPL-2.0+ with x264), x264 (GPL-2.0+), libvpx
+# (BSD-3-Clause), dav1d and OpenH264 (BSD-2-Clause), zlib (Zlib). The build copies their licence
+# texts into dist/portable/licenses/, which the image carries in /usr/share/licenses/convstream.
 #
 # The resulting binary links FFmpeg statically and needs only glibc (libc/libm/libgcc_s/ld-linux).
 # CUDA (libcuda, libnvrtc) and NVDEC/NVENC (libnvcuvid, libnvidia-encode) are loaded at run time,
@@ -39,7 +47,7 @@ set -euo pipefail
 step="${1:-all}"
 case "$step" in
     ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel) ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "usage: $0 [ffmpeg|binary|all|ffmpeg-cli|ffmpeg-shared|gst|wheel]" >&2; exit 2 ;;
 esac
 
@@ -72,10 +80,16 @@ decoders=(
 )
 # libopenh264: H.264 in every build (Debian's libopenh264-dev, BSD-2-Clause, linked statically
 # with the C++ runtime it needs), so outputs default to H.264 where libx264 is not allowed in.
+# libvpx (VP8, VP9: what .webm outputs default to) and libx264 are built from Debian's source
+# into the same prefix; libx264 only in the GPL build (CONVSTREAM_PORTABLE_GPL, above).
+gpl="${CONVSTREAM_PORTABLE_GPL:-1}"
+[[ $gpl == 0 || $gpl == 1 ]] || die "CONVSTREAM_PORTABLE_GPL must be 0 or 1, not '$gpl'"
 encoders=(
     mpeg4 mpeg2video ffv1 rawvideo wrapped_avframe h264_nvenc hevc_nvenc libopenh264
+    libvpx_vp8 libvpx_vp9
     aac flac pcm_s16le mjpeg png
 )
+((gpl)) && encoders+=(libx264)
 demuxers=(
     mov matroska mpegts yuv4mpegpipe rawvideo flv h264 hevc avi rtsp sdp rtp wav aac mp3 ivf
     nut ogg m4v mjpeg image2 concat
@@ -103,13 +117,14 @@ configure_args=(
     --enable-ffnvcodec --enable-nvdec --enable-nvenc --enable-cuvid
     --enable-static --disable-shared --enable-pic
     --enable-zlib   # png and other zlib-based codecs; zlib is linked into the binary too
-    --enable-libopenh264 --enable-libdav1d --pkg-config-flags=--static
+    --enable-libopenh264 --enable-libdav1d --enable-libvpx --pkg-config-flags=--static
     --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
     --disable-avdevice --disable-avfilter --disable-postproc
     --enable-network
     # FFmpeg compiles with -g by default: its DWARF would be ~30 MB of every linked executable.
     --disable-debug
 )
+((gpl)) && configure_args+=(--enable-gpl --enable-libx264)
 for kind in decoder encoder demuxer muxer parser bsf protocol; do
     declare -n list="${kind}s"
     configure_args+=("--enable-$kind=$(IFS=,; echo "${list[*]}")")
@@ -175,7 +190,7 @@ check_component_names() {
 # dav1d from Debian's source package (1.0 on bookworm), as a static library in the FFmpeg
 # prefix, where FFmpeg's configure finds it through pkg-config.
 build_dav1d() {
-    if [[ -f $prefix/lib/libdav1d.a && -f $prefix/lib/pkgconfig/dav1d.pc ]]; then
+    if [[ -f $prefix/lib/libdav1d.a && -f $prefix/lib/pkgconfig/dav1d.pc && -f $prefix/share/licenses/dav1d/COPYING ]]; then
         log "static dav1d already built in $prefix, skipping"
         return
     fi
@@ -190,8 +205,81 @@ build_dav1d() {
     meson setup build --prefix="$prefix" --libdir=lib --buildtype=release --default-library=static \
         -Denable_tools=false -Denable_tests=false -Denable_examples=false
     ninja -C build -j"$jobs" install
+    keep_licence dav1d COPYING
     log "dav1d built in $((SECONDS - started)) s, installed in $prefix"
     cd / && rm -rf "$dir"
+}
+
+# Copies licence files of the source tree in the current folder to $prefix/share/licenses/NAME/,
+# from where build_binary gathers them next to the binary.
+keep_licence() {
+    local name="$1" file
+    shift
+    mkdir -p "$prefix/share/licenses/$name"
+    for file in "$@"; do
+        cp "$file" "$prefix/share/licenses/$name/"
+    done
+}
+
+# Fetches Debian's source package NAME into a fresh DIR/src and enters it.
+fetch_debian_source() {
+    local name="$1" dir="$2"
+    ensure_packages build-essential dpkg-dev nasm
+    ensure_deb_src
+    log "fetching Debian's $name source into $dir"
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    apt-get source --download-only "$name"
+    dpkg-source --no-check -x "$(ls "${name}"_*.dsc | sort -V | tail -n 1)" src >/dev/null
+    cd src
+}
+
+# libvpx from Debian's source package (1.12 on bookworm): only the VP8 and VP9 encoders (FFmpeg
+# decodes VP8/VP9 itself), static, in the FFmpeg prefix.
+build_vpx() {
+    if [[ -f $prefix/lib/libvpx.a && -f $prefix/lib/pkgconfig/vpx.pc && -f $prefix/share/licenses/libvpx/LICENSE ]]; then
+        log "static libvpx already built in $prefix, skipping"
+        return
+    fi
+    local dir="$workdir-vpx" started=$SECONDS
+    fetch_debian_source libvpx "$dir"
+    # High bit depth in VP9, as Debian builds it: outputs keep 10- and 12-bit inputs' depth.
+    ./configure --prefix="$prefix" --libdir="$prefix/lib" --enable-static --disable-shared --enable-pic \
+        --disable-examples --disable-tools --disable-docs --disable-unit-tests --disable-install-docs \
+        --disable-install-bins --disable-decode-perf-tests --disable-encode-perf-tests --disable-webm-io \
+        --disable-libyuv --disable-vp8-decoder --disable-vp9-decoder --enable-vp8-encoder --enable-vp9-encoder \
+        --enable-vp9-highbitdepth
+    make -j"$jobs"
+    make install >/dev/null
+    keep_licence libvpx LICENSE PATENTS
+    log "libvpx built in $((SECONDS - started)) s, installed in $prefix"
+    cd / && rm -rf "$dir"
+}
+
+# x264 from Debian's source package (0.164 on bookworm): the library only (no CLI), static, in
+# the FFmpeg prefix, with every bit depth it has (8 and 10).
+build_x264() {
+    if [[ -f $prefix/lib/libx264.a && -f $prefix/lib/pkgconfig/x264.pc && -f $prefix/share/licenses/x264/COPYING ]]; then
+        log "static x264 already built in $prefix, skipping"
+        return
+    fi
+    local dir="$workdir-x264" started=$SECONDS
+    fetch_debian_source x264 "$dir"
+    ./configure --prefix="$prefix" --libdir="$prefix/lib" --enable-static --enable-pic --disable-cli \
+        --disable-opencl --disable-avs --disable-swscale --disable-lavf --disable-ffms --disable-gpac \
+        --disable-lsmash --disable-bashcompletion
+    make -j"$jobs"
+    make install-lib-static >/dev/null
+    keep_licence x264 COPYING
+    log "x264 built in $((SECONDS - started)) s, installed in $prefix"
+    cd / && rm -rf "$dir"
+}
+
+# The libraries FFmpeg links from the prefix, each skipped when already there.
+build_codec_libs() {
+    build_dav1d
+    build_vpx
+    ((gpl)) && build_x264
+    return 0
 }
 
 build_ffmpeg() {
@@ -200,7 +288,7 @@ build_ffmpeg() {
         log "static FFmpeg already built in $prefix (same configure line), skipping"
         return
     fi
-    build_dav1d
+    build_codec_libs
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
     # nasm: FFmpeg's x86 assembly (without it the software decoders are several times slower).
@@ -243,6 +331,8 @@ build_ffmpeg() {
     mkdir -p "$prefix/share/convstream"
     cp config.h config_components.h ffbuild/config.log "$prefix/share/convstream/" 2>/dev/null || true
     printf '%s\n' "$dsc" >"$prefix/share/convstream/source"
+    rm -rf "$prefix/share/licenses/ffmpeg"
+    keep_licence ffmpeg COPYING.LGPLv2.1 COPYING.GPLv2 LICENSE.md
     printf '%s' "$wanted" >"$stamp"
     log "FFmpeg $version built in $((SECONDS - started)) s, installed in $prefix"
 
@@ -260,7 +350,7 @@ filters=(null nullsink anull anullsink format aformat scale gblur convolution co
 # Fetches Debian's FFmpeg source (with its patches) into DIR/src, a fresh DIR, and enters it.
 fetch_source_into() {
     local dir="$1"
-    build_dav1d
+    build_codec_libs
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     ensure_packages build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev libopenh264-dev
     ensure_deb_src
@@ -304,6 +394,8 @@ build_ffmpeg_shared() {
             --disable-avfilter) args+=(--enable-avfilter) ;;
             # GStreamer's libav plugin has its own AV1 decoders to choose from (av1dec, dav1ddec).
             --enable-libdav1d) ;;
+            # Encoders: the plugin decodes only, and stays LGPL.
+            --enable-gpl|--enable-libx264|--enable-libvpx) ;;
             --pkg-config-flags=--static) ;;
             *) args+=("$arg") ;;
         esac
@@ -349,8 +441,10 @@ portable_env() {
     ensure_packages libopenh264-dev
     local link_args=(
         "-L$prefix/lib" -l:libswresample.a -l:libavutil.a -l:libz.a -l:libopenh264.a -l:libstdc++.a
-        -l:libdav1d.a
+        -l:libdav1d.a -l:libvpx.a
     )
+    # The stamp (FFmpeg's configure line) says whether this prefix's FFmpeg was built with x264.
+    grep -q -- '--enable-libx264' "$stamp" && link_args+=(-l:libx264.a)
     [[ $prefix != *[[:space:]]* ]] || die "RUSTFLAGS cannot carry a prefix with spaces: $prefix"
     export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$(printf -- '-C link-arg=%s ' "${link_args[@]}")"
     # A target folder of its own: other RUSTFLAGS and another FFmpeg would otherwise make every
@@ -425,9 +519,82 @@ build_binary() {
     echo "newest glibc symbol version needed: $(objdump -T "$dist/convstream" \
         | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
 
+    gather_licences "$dist/licenses"
+    check_portable_binary "$dist/convstream"
+
     log "portable build ready"
     ls -l "$dist" "$dist/tests"
     echo "total: $(du -sh "$dist" | cut -f1) in $dist"
+}
+
+# The licence texts of what the binary links, and a note of the terms it goes under as a
+# whole: GPL-2.0-or-later where FFmpeg was built with x264 (the configure line says so).
+gather_licences() {
+    local to="$1"
+    rm -rf "$to" && mkdir -p "$to"
+    cp -r "$prefix/share/licenses/." "$to/"
+    # The prefix keeps x264 for GPL builds; an LGPL build does not link it.
+    grep -q -- '--enable-libx264' "$stamp" || rm -rf "$to/x264"
+    mkdir -p "$to/openh264" "$to/zlib"
+    cp /usr/share/doc/libopenh264-7/copyright "$to/openh264/copyright"
+    cp /usr/share/doc/zlib1g/copyright "$to/zlib/copyright"
+    local terms
+    if grep -q -- '--enable-gpl' "$stamp"; then
+        terms="the GNU General Public License, version 2 or later (ffmpeg/COPYING.GPLv2): it links
+x264 (GPL-2.0-or-later) into an FFmpeg configured with --enable-gpl. Its source: convstream's
+repository at the binary's commit (convstream --version) and the Debian source packages named
+below, built by scripts/build-portable.sh."
+    else
+        terms="the MIT licence (convstream's own code) together with the GNU Lesser General Public
+License, version 2.1 or later, of the FFmpeg libraries it links statically (ffmpeg/COPYING.LGPLv2.1):
+scripts/build-portable.sh rebuilds it from convstream's repository and the Debian source packages
+named below, which lets the FFmpeg part be replaced."
+    fi
+    cat >"$to/README" <<NOTE
+This convstream binary is distributed under $terms
+
+Linked statically: FFmpeg 5.1 ($(cat "$prefix/share/convstream/source" 2>/dev/null || echo "Debian's ffmpeg source package")),
+and $(cd "$to" && ls -d -- */ | tr -d / | tr '\n' ' ')(a folder each, with its licence).
+NOTE
+}
+
+# The binary must take every example config as it is and encode what they ask for: H.264
+# with libx264 (where built in) into .mp4, VP9 (the default) into .webm.
+check_portable_binary() {
+    local binary="$1" config scratch
+    log "checking every example config with the portable binary"
+    local x264=0 said
+    grep -q -- '--enable-libx264' "$stamp" && x264=1
+    for config in "$repo_root"/config/examples/*.toml "$repo_root"/deploy/config.toml; do
+        if ((!x264)) && grep -q '^codec = "libx264"' "$config"; then
+            # An LGPL build has no x264: the config must be refused, naming what the build has.
+            said="$("$binary" check --config "$config" 2>&1)" && die "$config names libx264, yet check passed"
+            [[ $said == *'`libx264` is not a video encoder this convstream build has; for the'* ]] \
+                || die "$config: check did not name the encoders this build has: $said"
+            echo "ok: $config is refused (it names libx264, which CONVSTREAM_PORTABLE_GPL=0 leaves out)"
+            continue
+        fi
+        (cd "$(dirname "$config")" && "$binary" check --config "$config" >/dev/null) \
+            || die "$binary check --config $config failed (output above)"
+        echo "ok: $config"
+    done
+    scratch="$(mktemp -d)"
+    "$binary" demo --device cpu --dir "$scratch" >"$scratch/demo.log" 2>&1 \
+        || { cat "$scratch/demo.log"; die "convstream demo failed"; }
+    local runs=(libvpx-vp9:webm)
+    ((x264)) && runs+=(libx264:mp4)
+    local run codec container
+    for run in "${runs[@]}"; do
+        codec="${run%%:*}" container="${run##*:}"
+        if ! "$binary" run --device cpu --no-progress -i "$scratch/sample.mp4" --frames 10 -c:v "$codec" \
+            "$scratch/out.$container" >"$scratch/run.log" 2>&1 || [[ ! -s $scratch/out.$container ]]; then
+            cat "$scratch/run.log"
+            rm -rf "$scratch"
+            die "a short run to .$container with $codec failed"
+        fi
+        echo "ok: a short run to .$container with $codec"
+    done
+    rm -rf "$scratch"
 }
 
 # The GStreamer element for a GPU host without GStreamer: the plugin and its test executable

@@ -9,8 +9,8 @@
 #           them here keeps them in one cached image layer).
 #   ffmpeg  Build the minimal static FFmpeg (scripts/build-portable.sh ffmpeg).
 #   binary  Build the portable binary (scripts/build-portable.sh binary) and put it at
-#           $CONVSTREAM_BINARY_OUT (default /usr/local/bin/convstream), where the runtime stage
-#           copies it from.
+#           $CONVSTREAM_BINARY_OUT (default /usr/local/bin/convstream), and the licence texts
+#           it carries in /usr/share/licenses/convstream, where the runtime stage copies them.
 #
 # The image build runs one step per RUN instruction, so that the FFmpeg layer is reused while
 # only the Rust code changes.
@@ -42,6 +42,9 @@ build_binary() {
     local built="$repo_root/dist/portable/convstream"
     [[ -x $built ]] || { echo "error: $built was not built" >&2; exit 1; }
     as_root install -D -m 0755 "$built" "$binary_out"
+    as_root rm -rf /usr/share/licenses/convstream
+    as_root mkdir -p /usr/share/licenses
+    as_root cp -r "$repo_root/dist/portable/licenses" /usr/share/licenses/convstream
     "$binary_out" --version
 }
 

@@ -17,7 +17,10 @@
 #        - `podman stop` drains and finalises the output within the stop grace period: the
 #          file plays (ffprobe on the host decodes it) and holds as many frames as serve said
 #          it wrote;
-#        - `convstream demo --device cpu` works in the container, and its .mp4 is H.264 (OpenH264);
+#        - `convstream demo --device cpu` works in the container, and its .mp4 is H.264 (libx264,
+#          or OpenH264 in an LGPL build);
+#        - /usr/share/licenses/convstream holds the linked libraries' licences and says which
+#          terms the binary is under;
 #        - `convstream doctor` says plainly that there is no GPU;
 #        - deploy/k8s played with `podman kube play` (ConfigMap, PersistentVolumeClaim,
 #          Deployment): the pod gets ready, writes what a UDP sender sends, and drains on stop.
@@ -210,13 +213,23 @@ else
     fail "demo: convstream demo --device cpu did not write /data/in/filtered.mp4"
 fi
 
-# The image's FFmpeg has no libx264: its default .mp4 encoder is OpenH264, so users of the image
-# get H.264, not MPEG-4 Part 2.
+# The image's default .mp4 encoder is libx264 (OpenH264 in a CONVSTREAM_PORTABLE_GPL=0 build):
+# users of the image get H.264 either way, not MPEG-4 Part 2.
 codec=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$work/in/filtered.mp4" 2>/dev/null || true)
 if [[ $codec == h264 ]]; then
     ok "demo: the default .mp4 video is H.264 ($(grep -o 'video encoder: [a-z0-9_]*' "$work/demo.log" | head -n 1))"
 else
     fail "demo: the default .mp4 video is ${codec:-unreadable}, not H.264"
+fi
+
+log "licences (in the container)"
+# The texts of what the binary links, and the note of which terms it goes under as a whole.
+licences=$(podman_ run --rm "${run_args[@]}" --entrypoint sh "$image" -c \
+    'cd /usr/share/licenses/convstream && ls -d */ | tr -d / | tr "\n" " " && head -n 1 README' 2>&1 || true)
+if [[ $licences == *ffmpeg* && $licences == *libvpx* && $licences == *"is distributed under"* ]]; then
+    ok "licences: /usr/share/licenses/convstream: $licences"
+else
+    fail "licences: /usr/share/licenses/convstream is missing or incomplete: $licences"
 fi
 
 log "convstream doctor (in the container)"

@@ -22,6 +22,7 @@ const DECODERS: &[&str] = &[
 const ENCODERS: &[&str] = &[
     "libx264",
     "libopenh264",
+    "libvpx-vp9",
     "mpeg4",
     "ffv1",
     "wrapped_avframe",
@@ -54,18 +55,31 @@ pub fn report() -> String {
         .collect();
     let _ = writeln!(out, "  decoders: {}", decoders.join(", "));
     let _ = writeln!(out, "  encoders: {}", encoders.join(", "));
+    // Every video encoder of this binary's FFmpeg: what --codec / sink.codec can name here
+    // (an error about a missing encoder lists those of the output's container from this list).
+    let _ = writeln!(
+        out,
+        "  video encoders in this build: {}",
+        encoders::video_encoder_names(None).join(", ")
+    );
     let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
     let nvenc = match encoders::nvenc_usable("h264_nvenc") {
         Ok(()) => "usable".to_string(),
         Err(why) => format!("not usable ({why})"),
     };
     let _ = writeln!(out, "  NVENC (h264_nvenc): {nvenc}");
-    let (default, _) = encoders::first_usable(encoders::DEFAULT_ENCODERS, encoders::encoder_usable);
+    let default_for = |container: &str, gpu: bool| {
+        let candidates = encoders::default_encoders(container, gpu);
+        let (default, _) = encoders::first_usable(&candidates, encoders::encoder_usable);
+        default.unwrap_or("none: name one with --codec")
+    };
     let _ = writeln!(
         out,
-        "  default video encoder for .mp4/.mkv/.ts: {}",
-        default.unwrap_or("none: name one with --codec")
+        "  default video encoder for .mp4/.mkv/.ts: {} ({} with --device cpu)",
+        default_for("mp4", true),
+        default_for("mp4", false)
     );
+    let _ = writeln!(out, "  default video encoder for .webm: {}", default_for("webm", false));
     out.push_str(&cuda_report());
     out
 }

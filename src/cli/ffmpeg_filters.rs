@@ -110,7 +110,7 @@ fn filter_masks(option: &str, name: &str, args: &str, warnings: &mut Vec<String>
                 .find(|(refused, _)| *refused == name)
                 .map_or("convstream runs FFmpeg's convolution family only", |(_, why)| why);
             return Err(format!(
-                "{option}: FFmpeg's `{name}` filter is not one convstream runs: {why}. It takes convolution, sobel, prewitt, gblur, boxblur and unsharp (do the rest with ffmpeg before or after)"
+                "{option}: FFmpeg's `{name}` filter is not one convstream runs: {why}. It takes convolution, sobel, prewitt, roberts, gblur, boxblur and unsharp (do the rest with ffmpeg before or after)"
             ));
         }
     };
@@ -283,14 +283,9 @@ fn selected_planes(option: &str, o: &Options) -> Result<Vec<&'static str>, Strin
         .collect())
 }
 
-/// `sobel`, `prewitt`: the gradient magnitude times scale plus delta, truncated as FFmpeg
-/// truncates it (a bias 0.5 lower, then rounded). `roberts` has no mask of convstream's.
+/// `sobel`, `prewitt`, `roberts`: the gradient magnitude (the preset of the same name) times
+/// scale plus delta, truncated as FFmpeg truncates it (a bias 0.5 lower, then rounded).
 fn gradient(option: &str, name: &str, o: &Options) -> Result<PlaneSpecs, String> {
-    if name == "roberts" {
-        return Err(format!(
-            "{option}: FFmpeg's `roberts` (the magnitude of two 2-tap differences) has no convstream mask; sobel and prewitt do, and convolution takes one direction's matrix"
-        ));
-    }
     let scale = o.get("scale").map_or(Ok(1.0), |v| number(option, "scale", v))?;
     let delta = o.get("delta").map_or(Ok(0.0), |v| number(option, "delta", v))?;
     if scale <= 0.0 {

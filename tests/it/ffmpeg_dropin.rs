@@ -296,6 +296,8 @@ fn vf_convolution_is_ffmpegs_own_byte_for_byte() {
         "convolution='1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1':'0 0 0 0 1 0 0 0 0':'-1 -2 -1 0 0 0 1 2 1':'0 0 0 0 1 0 0 0 0':0:0:0:0:10:0:0:0".into(),
         "sobel".into(),
         "prewitt=planes=1:scale=0.5:delta=10".into(),
+        "roberts".into(),
+        "roberts=planes=5:scale=2:delta=3".into(),
     ];
     for (at, chain) in chains.iter().enumerate() {
         let (theirs, ours) = both(dir.path(), chain, at);
@@ -332,6 +334,9 @@ const LEVELS: &[(&str, u8)] = &[
     ("gblur", 5),
     ("gblur=sigma=2", 19),
     ("sobel=scale=0.25", 0),
+    // A scale that is no power of two: FFmpeg adds delta to the scaled magnitude in single
+    // precision before truncating, a step the engines' divisor and bias round apart.
+    ("roberts=scale=0.7:delta=3", 1),
 ];
 
 #[test]
@@ -358,7 +363,7 @@ fn other_filters_are_refused_by_name_with_the_reason() {
         ("format=gray", "`format` filter"),
         ("fps=10", "`fps` filter"),
         ("sobel,convolution=0m=1 1 1 1 1 1 1 1 1", "two filters"),
-        ("roberts", "`roberts`"),
+        ("kirsch", "`kirsch`"),
         ("[in]sobel[out]", "-filter_complex"),
         ("convolution=0m=1 2 3 4", "9, 25 or 49"),
     ] {

@@ -26,6 +26,7 @@ mod ffmpeg_dropin;
 mod ffmpeg_language;
 mod flags;
 mod host_fill;
+mod image_encoders;
 mod outputs;
 mod peers;
 mod properties;

@@ -27,6 +27,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "laplacian", keys: &["neighbours"], summary: "3x3 Laplacian, neighbours 4 (default) or 8" },
     Preset { name: "sobel", keys: &[], summary: "3x3 Sobel gradient magnitude sqrt(gx^2 + gy^2), 0..1443 for 8-bit: divisor scales it (divisor=4 fits 0..255)" },
     Preset { name: "prewitt", keys: &[], summary: "3x3 Prewitt gradient magnitude sqrt(gx^2 + gy^2), 0..1082 for 8-bit: divisor scales it" },
+    Preset { name: "roberts", keys: &[], summary: "FFmpeg's roberts: magnitude sqrt(a^2 + b^2) of a = up-left - up and b = centre - left, 0..361 for 8-bit: divisor scales it" },
     Preset { name: "sobel-x", keys: &[], summary: "3x3 Sobel, horizontal gradient; separable" },
     Preset { name: "sobel-y", keys: &[], summary: "3x3 Sobel, vertical gradient; separable" },
     Preset { name: "prewitt-x", keys: &[], summary: "3x3 Prewitt, horizontal gradient; separable" },
@@ -64,6 +65,15 @@ impl RawMask {
             rows: x,
             factors: None,
             second: Some(y),
+        }
+    }
+
+    /// The gradient magnitude of two matrices of one size: sqrt(a^2 + b^2) of their sums.
+    fn pair(a: Vec<Vec<f64>>, b: Vec<Vec<f64>>) -> Self {
+        RawMask {
+            rows: a,
+            factors: None,
+            second: Some(b),
         }
     }
 
@@ -274,6 +284,14 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
         },
         "sobel" => RawMask::magnitude(vec![vec![1.0, 0.0, -1.0], vec![2.0, 0.0, -2.0], vec![1.0, 0.0, -1.0]]),
         "prewitt" => RawMask::magnitude(vec![vec![1.0, 0.0, -1.0]; 3]),
+        // FFmpeg's `roberts` (vf_convolution.c) takes the differences of two 2-sample pairs in
+        // its 3x3 neighbourhood, c[0] - c[1] and c[4] - c[3]: (up-left - up) and (centre -
+        // left). As 3x3 matrices centred on the sample, in convolution orientation (turned
+        // half way), the taps sit at the centre and right of or below it; the rest is zero.
+        "roberts" => RawMask::pair(
+            vec![vec![0.0, 0.0, 0.0], vec![0.0, 0.0, 0.0], vec![0.0, -1.0, 1.0]],
+            vec![vec![0.0, 0.0, 0.0], vec![0.0, 1.0, -1.0], vec![0.0, 0.0, 0.0]],
+        ),
         "sobel-x" => RawMask::separable(vec![1.0, 2.0, 1.0], vec![1.0, 0.0, -1.0]),
         "sobel-y" => RawMask::separable(vec![1.0, 0.0, -1.0], vec![1.0, 2.0, 1.0]),
         "prewitt-x" => RawMask::separable(vec![1.0, 1.0, 1.0], vec![1.0, 0.0, -1.0]),

@@ -1013,7 +1013,7 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
     }
 });
 
-// Gradient magnitudes (sobel, prewitt, scaled by a divisor, with a bias) on both tiled and
+// Gradient magnitudes (sobel, prewitt, roberts, scaled by a divisor, with a bias) on both tiled and
 // baseline kernels, every border, every channel count, odd sizes and pitches: identical to
 // the CPU engine, with outputs poisoned.
 #[test]
@@ -1021,7 +1021,14 @@ test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
 fn gradient_magnitudes_match_the_cpu_engine() {
     let (mut rng, seed) = seeded_rng();
     let mut cases = 0;
-    for spec in ["sobel", "prewitt", "sobel:divisor=4", "prewitt:divisor=3,bias=16"] {
+    for spec in [
+        "sobel",
+        "prewitt",
+        "sobel:divisor=4",
+        "prewitt:divisor=3,bias=16",
+        "roberts",
+        "roberts:divisor=0.5,bias=2.5",
+    ] {
         let mask = Mask::from_spec(spec).unwrap();
         assert!(mask.is_magnitude() && !mask.is_separable(), "{spec}");
         for border in BorderMode::ALL {

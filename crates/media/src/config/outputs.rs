@@ -411,6 +411,7 @@ pub fn conflicts_with_running(candidate: &PipelineConfig, running: &[&PipelineCo
 /// unknown container or encoder, a codec the container cannot carry, `lossless` that the
 /// container or the encoder cannot honour.
 fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
+    use crate::ffmpeg::encoders::missing_encoder;
     use crate::ffmpeg::{
         ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailable, muxer_takes, video_encoder,
     };
@@ -443,8 +444,8 @@ fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
         let codec = video_encoder(name);
         if codec.is_none() {
             problems.push(format!(
-                "{place}: sink.codec: `{}` is not a video encoder this FFmpeg build has (ffmpeg -encoders lists them)",
-                quoted(name)
+                "{place}: sink.codec: {}",
+                missing_encoder(&quoted(name), muxer.as_ref())
             ));
         }
         codec.map(|codec| (name, codec))

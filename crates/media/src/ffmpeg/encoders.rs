@@ -1,12 +1,14 @@
 //! Which video encoder an output gets when the config names none: H.264 wherever the FFmpeg
 //! build can make it. libx264 first (the best quality per bit, where the build has it), then
-//! NVENC (`h264_nvenc`) when this host's GPU has an encoder (probed once: H100 and H200 have
-//! none), then OpenH264 (in the portable build and the image), and MPEG-4 Part 2 last.
+//! NVENC (`h264_nvenc`) when the run may use a GPU and this host's GPU has an encoder (probed
+//! once, quietly: H100 and H200 have none), then OpenH264, and MPEG-4 Part 2 last. Also the
+//! video encoders this build has, which `doctor` lists and messages about a missing one name.
 
 use ffmpeg_next as ffmpeg;
 use std::sync::OnceLock;
 
 use super::codecs::encoder_named;
+use super::muxers::muxer_takes;
 use super::startup::init;
 
 /// The encoders tried, in order, when the config names none.
@@ -15,11 +17,69 @@ pub const DEFAULT_ENCODERS: &[&str] = &["libx264", "h264_nvenc", "libopenh264", 
 /// The encoders tried for a WebM output, which holds VP8, VP9 or AV1 only.
 pub const WEBM_ENCODERS: &[&str] = &["libvpx-vp9"];
 
-/// The encoders tried, in order, for a container when the config names none.
-pub fn default_encoders(container: &str) -> &'static [&'static str] {
-    match container {
+/// The encoders tried, in order, for a container when the config names none. NVENC only
+/// where the run may use a GPU (`gpu`): a run on the CPU never opens the GPU to encode,
+/// nor asks the driver whether it could.
+pub fn default_encoders(container: &str, gpu: bool) -> Vec<&'static str> {
+    let list = match container {
         "webm" => WEBM_ENCODERS,
         _ => DEFAULT_ENCODERS,
+    };
+    list.iter()
+        .copied()
+        .filter(|name| gpu || !name.ends_with("_nvenc"))
+        .collect()
+}
+
+/// This build's video encoders, sorted by name; given a muxer, only those it can carry.
+/// `convstream doctor` lists them all, and a message about an encoder the build lacks lists
+/// the ones for the output's container: never another FFmpeg's (`ffmpeg -encoders` on the
+/// host may list encoders this binary was built without).
+pub fn video_encoder_names(muxer: Option<&ffmpeg::format::Output>) -> Vec<String> {
+    init();
+    let mut names = Vec::new();
+    let mut cursor = std::ptr::null_mut();
+    loop {
+        // SAFETY: walks FFmpeg's static codec table; the cursor is FFmpeg's own state.
+        let codec = unsafe { ffmpeg::ffi::av_codec_iterate(&mut cursor) };
+        if codec.is_null() {
+            break;
+        }
+        // SAFETY: a non-null entry of the static table.
+        let codec = unsafe { ffmpeg::Codec::wrap(codec) };
+        if codec.is_encoder() && codec.is_video() && muxer.is_none_or(|muxer| muxer_takes(muxer, codec.id())) {
+            names.push(codec.name().to_string());
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Why `name` cannot encode an output into `muxer` (`None`: the container is unknown):
+/// this build has no video encoder of that name. Lists the ones it has for the container.
+pub fn missing_encoder(name: &str, muxer: Option<&ffmpeg::format::Output>) -> String {
+    format!(
+        "`{name}` is not a video encoder this convstream build has; {}",
+        encoders_to_name(muxer)
+    )
+}
+
+/// "for the mp4 container it has: a, b, c (`convstream doctor` lists them all)", or what to
+/// do when it has none for the container.
+pub fn encoders_to_name(muxer: Option<&ffmpeg::format::Output>) -> String {
+    let names = video_encoder_names(muxer);
+    match muxer {
+        Some(muxer) if names.is_empty() => format!(
+            "it has no video encoder the {} container takes: choose another container (.mkv takes most)",
+            muxer.name()
+        ),
+        Some(muxer) => format!(
+            "for the {} container it has: {} (`convstream doctor` lists them all)",
+            muxer.name(),
+            names.join(", ")
+        ),
+        None => format!("it has: {} (`convstream doctor` lists them)", names.join(", ")),
     }
 }
 
@@ -72,9 +132,9 @@ fn open_tiny(name: &str) -> Result<(), String> {
     encoder.set_format(ffmpeg::format::Pixel::YUV420P);
     encoder.set_time_base(ffmpeg::Rational::new(1, 25));
     super::log::clear_last_error();
-    encoder
-        .open_as(codec)
-        .map(drop)
+    // Quietly: on a host without NVENC the probe's failure is its answer, given as the reason
+    // (`doctor`, an output's "passed over"), not a warning on every run.
+    super::log::quietly(|| encoder.open_as(codec).map(drop))
         .map_err(|e| super::log::with_ffmpeg_reason(format!("cannot open it: {e}")))
 }
 
@@ -96,7 +156,7 @@ mod tests {
             "h264_nvenc" => Err("no GPU encoder here".to_string()),
             _ => Ok(()),
         };
-        let (chosen, passed_over) = first_usable(DEFAULT_ENCODERS, available);
+        let (chosen, passed_over) = first_usable(&default_encoders("mp4", true), available);
         assert_eq!(chosen, Some("libopenh264"));
         assert_eq!(
             passed_over,
@@ -106,6 +166,60 @@ mod tests {
         assert_eq!(chosen, Some("libx264"), "libx264 first where the build has it");
         let (chosen, passed_over) = first_usable(DEFAULT_ENCODERS, |_| Err("no".into()));
         assert_eq!((chosen, passed_over.len()), (None, 4));
+    }
+
+    #[test]
+    fn a_run_on_the_cpu_has_no_nvenc_among_its_defaults() {
+        for container in ["mp4", "matroska", "mpegts", "webm"] {
+            let on_cpu = default_encoders(container, false);
+            assert!(!on_cpu.is_empty(), "{container}");
+            assert!(
+                on_cpu.iter().all(|name| !name.contains("nvenc")),
+                "{container}: {on_cpu:?}"
+            );
+        }
+        assert_eq!(
+            default_encoders("mp4", true),
+            DEFAULT_ENCODERS,
+            "all of them where a GPU may encode"
+        );
+    }
+
+    /// Counts the warnings logged on the thread it is the default for.
+    struct Warnings(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl tracing::Subscriber for Warnings {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn the_nvenc_probe_gives_ffmpegs_lines_as_its_reason_not_as_warnings() {
+        let warnings = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Not through `nvenc_usable`, whose answer another test may have asked for already.
+        let answer = tracing::subscriber::with_default(Warnings(warnings.clone()), || open_tiny("hevc_nvenc"));
+        if let Err(why) = &answer {
+            // Without a driver (CI): "cannot open it: ... (FFmpeg: Cannot load libcuda.so.1)".
+            assert!(why.starts_with("cannot open it"), "{why}");
+        }
+        assert_eq!(
+            warnings.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the probe logged warnings: {answer:?}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! resource busy").
 
 use ffmpeg_next as ffmpeg;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -19,6 +19,23 @@ const KEPT_ERRORS: usize = 3;
 
 thread_local! {
     static LAST_ERRORS: RefCell<VecDeque<String>> = const { RefCell::new(VecDeque::new()) };
+    /// Set while this thread asks FFmpeg a question whose "no" is an answer, not a fault
+    /// (see [`quietly`]).
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `probe` with FFmpeg's errors on this thread kept as its reason (for
+/// [`take_last_error`]) and logged at debug level only: a probe that finds no NVENC on a
+/// host without one has found an answer, which the caller reports where it matters.
+pub fn quietly<T>(probe: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            QUIET.with(|quiet| quiet.set(self.0));
+        }
+    }
+    let _restore = Restore(QUIET.with(|quiet| quiet.replace(true)));
+    probe()
 }
 
 /// Sends FFmpeg's errors to `tracing` from now on (warnings too when `verbose`).
@@ -110,7 +127,11 @@ unsafe extern "C" fn log_line(
             }
             last.push_back(line.clone());
         });
-        tracing::warn!("FFmpeg ({component}): {line}");
+        if QUIET.with(Cell::get) {
+            tracing::debug!("FFmpeg ({component}), asked quietly: {line}");
+        } else {
+            tracing::warn!("FFmpeg ({component}): {line}");
+        }
     } else {
         tracing::debug!("FFmpeg ({component}): {line}");
     }

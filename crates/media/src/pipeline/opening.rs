@@ -405,6 +405,10 @@ fn open_sink(
             OutputPolicy::Service { .. } => OutputGuard::service(options.protected.clone()),
         },
         keep_empty: options.keep_empty_outputs,
+        // A GPU may encode where the run may use one: not on `--device cpu`, nor where no
+        // driver is installed (the NVENC probe would only fail there).
+        gpu: settings.device != convstream_core::engine::DeviceChoice::Cpu
+            && convstream_core::engine::gpu_driver_present(),
     };
     // An output that nobody came to read before the stop stays an error (its message says
     // so): unlike a live input that has not sent yet, a consumer was expected to be there.

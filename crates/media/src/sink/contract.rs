@@ -23,6 +23,9 @@ pub struct OutputOptions {
     pub guard: OutputGuard,
     /// Keep the output when no frame was written to it (see [`Sink::discard`]).
     pub keep_empty: bool,
+    /// Whether the run may use a GPU: only then is NVENC among the default encoders (a run
+    /// on the CPU neither encodes on the GPU nor probes the driver for it).
+    pub gpu: bool,
 }
 
 /// Why an output could not be opened or written. Each message holds its cause once

@@ -65,7 +65,7 @@ impl Muxer {
         let target = OutputTarget::of(&config.url);
         let url = config.url.clone();
         let mut output = output_context(config)?;
-        let video = video_encoder(config, source, &output)?;
+        let video = video_encoder(config, source, &output, how.gpu)?;
         let video_index = add_video_stream(&mut output, &video, source, &url)?;
         let copied = add_copied_streams(&mut output, config, source);
         let container = output.format().name().to_string();
@@ -157,9 +157,10 @@ fn video_encoder(
     config: &SinkConfig,
     source: &SourceInfo,
     output: &ffmpeg::format::context::Output,
+    gpu: bool,
 ) -> Result<VideoEncoder, SinkError> {
     let url = &config.url;
-    let video = VideoEncoder::new(config, source, output).map_err(|e| match e.unsuitable_input {
+    let video = VideoEncoder::new(config, source, output, gpu).map_err(|e| match e.unsuitable_input {
         true => SinkError::Unsuitable {
             url: url.clone(),
             reason: e.reason,

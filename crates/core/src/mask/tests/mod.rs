@@ -102,6 +102,20 @@ fn sobel_and_prewitt_match_the_textbook() {
 }
 
 #[test]
+fn roberts_is_ffmpegs_pair_of_differences() {
+    // FFmpeg's roberts: a = c[0] - c[1] (up-left - up), b = c[4] - c[3] (centre - left), as
+    // correlation taps; convolution orientation has them turned half way.
+    let roberts = mask("roberts");
+    assert!(roberts.is_magnitude() && !roberts.is_separable());
+    assert_eq!((roberts.width(), roberts.height()), (3, 3));
+    assert_eq!(roberts.coefficients(), &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 1.0]);
+    let a = roberts.correlation_taps();
+    assert_eq!(a, [1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let b = roberts.second_correlation_taps().expect("a pair");
+    assert_eq!(b, [0.0, 0.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
 fn laplacian_4_and_8_neighbours() {
     let four = [0.0, 1.0, 0.0, 1.0, -4.0, 1.0, 0.0, 1.0, 0.0];
     assert_eq!(mask("laplacian").coefficients(), &four);

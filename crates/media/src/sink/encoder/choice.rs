@@ -6,7 +6,7 @@ use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
 use crate::config::SinkConfig;
-use crate::ffmpeg::encoders::{default_encoders, encoder_usable, first_usable};
+use crate::ffmpeg::encoders::{default_encoders, encoder_usable, encoders_to_name, first_usable, missing_encoder};
 use crate::ffmpeg::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
@@ -30,9 +30,12 @@ pub(crate) fn container_accepts(output: &ffmpeg::format::context::Output, id: co
     muxer_takes(&output.format(), id)
 }
 
+/// The encoder for `config`'s output. `gpu`: whether the run may use a GPU, and so NVENC
+/// among the defaults (see [`default_encoders`]).
 pub(super) fn choose_codec(
     config: &SinkConfig,
     output: &ffmpeg::format::context::Output,
+    gpu: bool,
 ) -> Result<ffmpeg::Codec, String> {
     let container = output.format().name().to_string();
     let by_name = |name: &str| encoder_named(name).filter(|c| c.is_video());
@@ -44,7 +47,7 @@ pub(super) fn choose_codec(
         return by_name("rawvideo").ok_or_else(|| "this FFmpeg build lacks the rawvideo encoder".into());
     }
     if let Some(name) = &config.codec {
-        let codec = by_name(name).ok_or_else(|| format!("this FFmpeg build has no video encoder named `{name}`"))?;
+        let codec = by_name(name).ok_or_else(|| missing_encoder(name, Some(&output.format())))?;
         if !container_accepts(output, codec.id()) {
             return Err(format!("the {container} container cannot hold {name} video"));
         }
@@ -60,8 +63,8 @@ pub(super) fn choose_codec(
         }
         return Ok(codec);
     }
-    let candidates = default_encoders(&container);
-    let (chosen, passed_over) = first_usable(candidates, |name| {
+    let candidates = default_encoders(&container, gpu);
+    let (chosen, passed_over) = first_usable(&candidates, |name| {
         encoder_usable(name)?;
         match by_name(name) {
             Some(codec) if container_accepts(output, codec.id()) => Ok(()),
@@ -70,13 +73,10 @@ pub(super) fn choose_codec(
     });
     let codec = chosen.and_then(by_name).ok_or_else(|| {
         format!(
-            "no default video encoder ({}) fits the {container} container here ({}); name one this FFmpeg build has with --codec (sink.codec in a config){}",
+            "no default video encoder ({}) fits the {container} container here ({}); name one with --codec (sink.codec in a config): {}",
             candidates.join(", "),
             passed_over.join("; "),
-            match container.as_str() {
-                "webm" => ", e.g. libvpx (VP8) or libaom-av1 (WebM holds VP8, VP9 and AV1)",
-                _ => "",
-            }
+            encoders_to_name(Some(&output.format())),
         )
     })?;
     if passed_over.is_empty() {

@@ -36,12 +36,14 @@ pub struct VideoEncoder {
 impl VideoEncoder {
     /// Chooses and opens the encoder for the source's frames in `output`'s container (see
     /// the module's steps); the error says whether the input or the choice is at fault.
+    /// `gpu`: whether the run may use a GPU (NVENC among the defaults).
     pub fn new(
         config: &SinkConfig,
         source: &SourceInfo,
         output: &ffmpeg::format::context::Output,
+        gpu: bool,
     ) -> Result<VideoEncoder, EncoderSetupError> {
-        let codec = choose_codec(config, output)?;
+        let codec = choose_codec(config, output, gpu)?;
         let container = output.format().name().to_string();
         let format = choose_format(&codec, &container, source.format, source.stream_bits);
         log_conversion(config, source, &codec, format);
