@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::band_mask::{BandMask, Lanes, Taps};
 use super::finish::{magnitude, write_row};
-use super::lanes::{pad_row, sum_blocked, BandBuffers, Lane, LaneRow, LaneTaps};
+use super::lanes::{pad_row, sum_blocked, sum_column_group, BandBuffers, Lane, LaneRow, LaneTaps};
 use super::rows::index_map;
 use crate::filter::BorderMode;
 use crate::frame::Plane;
@@ -104,7 +104,7 @@ fn filter_band<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first:
             return;
         }
     }
-    filter_band_with::<T, 16>(plan, buffers, first, out);
+    filter_band_with::<T, 16, 16>(plan, buffers, first, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -113,25 +113,30 @@ unsafe fn filter_band_avx512<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuff
     // Eight 512-bit accumulators whatever the lane: enough independent sums to keep both
     // vector units busy through an FMA's latency.
     if std::mem::size_of::<T>() == 2 {
-        filter_band_with::<T, 256>(plan, buffers, first, out);
+        filter_band_with::<T, 256, 128>(plan, buffers, first, out);
     } else {
-        filter_band_with::<T, 128>(plan, buffers, first, out);
+        filter_band_with::<T, 128, 64>(plan, buffers, first, out);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn filter_band_avx2<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
-    filter_band_with::<T, 32>(plan, buffers, first, out);
+    filter_band_with::<T, 32, 16>(plan, buffers, first, out);
 }
+
+/// Output rows a rank-one mask's column pass makes at once (see `lanes::sum_column_group`).
+const COLUMN_GROUP: usize = 4;
 
 /// The output rows `out` of one band, from output row `first` on. Source rows are taken one
 /// at a time, top to bottom (those the mask reaches above and below the band too), each
-/// converted into a ring of the last `mask height` rows (for a rank-one mask: converted, then
-/// row-filtered into the ring); once the ring holds an output row's rows, that row is summed
-/// and finished. What a band works on stays a few rows, in the core's nearest caches.
+/// converted into a ring of the last `mask height + COLUMN_GROUP - 1` rows (for a rank-one
+/// mask: converted, then row-filtered into the ring); once the ring holds an output row's
+/// rows, that row is summed and finished (a rank-one mask's, `COLUMN_GROUP` rows at a time
+/// while there are as many). What a band works on stays a few rows, in the core's nearest
+/// caches.
 #[inline(always)]
-fn filter_band_with<T: Lane, const BLOCK: usize>(
+fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
     plan: &BandPlan<T>,
     buffers: &mut BandBuffers<T>,
     first: usize,
@@ -139,20 +144,27 @@ fn filter_band_with<T: Lane, const BLOCK: usize>(
 ) {
     let (src, mask) = (plan.src, plan.mask);
     let (row_len, padded_len, height) = (plan.row_len, plan.padded_len, mask.height);
+    let outputs = out.len() / plan.row_bytes;
     // The source rows the band reads: padded position `first + i` for i in 0..span.
-    let span = out.len() / plan.row_bytes + height - 1;
+    let span = outputs + height - 1;
     let source = &plan.ymap[first..first + span];
     let ring_len = if plan.factors.is_some() { row_len } else { padded_len };
-    buffers.ring.resize(height * ring_len, T::default());
+    // A rank-one mask keeps the rows of a whole group of outputs.
+    let ring_rows = if plan.factors.is_some() {
+        height + COLUMN_GROUP - 1
+    } else {
+        height
+    };
+    buffers.ring.resize(ring_rows * ring_len, T::default());
     buffers.padded.resize(padded_len, T::default());
-    buffers.sums.resize(row_len, T::default());
+    buffers.sums.resize(COLUMN_GROUP * row_len, T::default());
     if plan.second.is_some() {
         buffers.second.resize(row_len, T::default());
     }
-    let mut outputs = out.chunks_mut(plan.row_bytes);
+    let mut next = 0;
     for (i, sy) in source.iter().enumerate() {
         if let Some(sy) = sy {
-            let slot = &mut buffers.ring[(i % height) * ring_len..(i % height + 1) * ring_len];
+            let slot = &mut buffers.ring[(i % ring_rows) * ring_len..(i % ring_rows + 1) * ring_len];
             match &plan.factors {
                 Some((_, across)) => {
                     pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, &mut buffers.padded);
@@ -161,49 +173,77 @@ fn filter_band_with<T: Lane, const BLOCK: usize>(
                 None => pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, slot),
             }
         }
-        let Some(r) = (i + 1).checked_sub(height) else {
-            continue;
-        };
-        let Some(out) = outputs.next() else {
-            break;
-        };
-        // Mask row k over ring slot (r + k) % height, for the rows inside the plane.
-        let ring = (&buffers.ring[..], ring_len, r, &source[r..r + height]);
-        let second_sums = match (&plan.factors, &plan.second) {
-            (Some((column, _)), _) => {
-                let columns: Vec<&[(usize, T)]> = (0..height).map(|k| &column[k..k + 1]).collect();
-                sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, &columns), &mut buffers.sums);
-                None
-            }
-            (None, second) => {
-                let rows: Vec<&[(usize, T)]> = plan.rows.iter().map(Vec::as_slice).collect();
-                sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, &rows), &mut buffers.sums);
-                second.as_ref().map(|second| {
-                    let rows: Vec<&[(usize, T)]> = second.iter().map(Vec::as_slice).collect();
-                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, &rows), &mut buffers.second);
-                    buffers.second.as_slice()
-                })
-            }
-        };
-        finish_row(out, &buffers.sums, second_sums, mask, &mut buffers.floats);
+        // Output rows whose source rows have all been converted.
+        let ready = (i + 1).saturating_sub(height - 1);
+        while next < ready {
+            let ring = (&buffers.ring[..], ring_len, ring_rows);
+            let out_row = |r: usize| r * plan.row_bytes..(r + 1) * plan.row_bytes;
+            let second_sums = match (&plan.factors, &plan.second) {
+                (Some((column, _)), _) if ready - next >= COLUMN_GROUP => {
+                    let weights: Vec<T> = column.iter().map(|(_, w)| *w).collect();
+                    let rows: Vec<Option<&[T]>> = (next..next + COLUMN_GROUP + height - 1)
+                        .map(|j| source[j].map(|_| ring_slot(ring, j)))
+                        .collect();
+                    sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(&rows, &weights, &mut buffers.sums, row_len);
+                    for g in 0..COLUMN_GROUP {
+                        let sums = &buffers.sums[g * row_len..(g + 1) * row_len];
+                        let range = out_row(next + g);
+                        finish_row(&mut out[range], sums, None, mask, &mut buffers.floats);
+                    }
+                    next += COLUMN_GROUP;
+                    continue;
+                }
+                (Some((column, _)), _) if i + 1 == span => {
+                    let columns: Vec<&[(usize, T)]> = (0..height).map(|k| &column[k..k + 1]).collect();
+                    let sums = &mut buffers.sums[..row_len];
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, &source[next..next + height], &columns), sums);
+                    None
+                }
+                // A rank-one mask waits for a whole group until the band's last rows.
+                (Some(_), _) => break,
+                (None, second) => {
+                    let taps = &source[next..next + height];
+                    let rows: Vec<&[(usize, T)]> = plan.rows.iter().map(Vec::as_slice).collect();
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.sums[..row_len]);
+                    second.as_ref().map(|second| {
+                        let rows: Vec<&[(usize, T)]> = second.iter().map(Vec::as_slice).collect();
+                        sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.second);
+                        buffers.second.as_slice()
+                    })
+                }
+            };
+            let range = out_row(next);
+            finish_row(
+                &mut out[range],
+                &buffers.sums[..row_len],
+                second_sums,
+                mask,
+                &mut buffers.floats,
+            );
+            next += 1;
+        }
     }
 }
 
-/// The tap rows of output row `r`: mask row `k`'s taps over ring slot `(r + k) % height`,
+/// Source row `j` of a band (padded position `first + j`) in the ring.
+fn ring_slot<T>((ring, slot_len, ring_rows): (&[T], usize, usize), j: usize) -> &[T] {
+    let slot = j % ring_rows;
+    &ring[slot * slot_len..(slot + 1) * slot_len]
+}
+
+/// The tap rows of output row `r`: mask row `k`'s taps over source row `r + k` in the ring,
 /// for each mask row whose source row (`source[k]`) is inside the plane.
 fn ring_tap_rows<'a, T>(
-    (ring, slot_len, r, source): (&'a [T], usize, usize, &[Option<usize>]),
+    ring: (&'a [T], usize, usize),
+    r: usize,
+    source: &[Option<usize>],
     taps: &[&'a [(usize, T)]],
 ) -> Vec<LaneRow<'a, T>> {
-    let height = source.len();
     source
         .iter()
         .enumerate()
         .filter(|(_, sy)| sy.is_some())
-        .map(|(k, _)| {
-            let slot = (r + k) % height;
-            (&ring[slot * slot_len..(slot + 1) * slot_len], taps[k])
-        })
+        .map(|(k, _)| (ring_slot(ring, r + k), taps[k]))
         .collect()
 }
 

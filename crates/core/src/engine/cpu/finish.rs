@@ -61,19 +61,25 @@ impl Finish {
 /// into place). Compiled for the CPU's vector extensions where it has them: without SSE4.1,
 /// `round` is a call into libm per sample, slower than the convolution itself for small masks.
 pub(super) fn write_row(out: &mut [u8], acc: &[f32], finish: Finish) {
-    if let Some(rdiv) = finish.ffmpeg_rdiv {
-        return write_row_ffmpeg(out, acc, rdiv, finish);
-    }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (and so SSE4.1), the features the function is compiled for.
-        unsafe { write_row_avx2(out, acc, finish) };
-        return;
+    {
+        if std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512F and BW (and so AVX2 and SSE4.1), the features the
+            // function is compiled for.
+            unsafe { write_row_avx512(out, acc, finish) };
+            return;
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (and so SSE4.1), the features the function is compiled for.
+            unsafe { write_row_avx2(out, acc, finish) };
+            return;
+        }
     }
     write_row_portable(out, acc, finish);
 }
 
 /// [`write_row`] for a mask that takes FFmpeg's arithmetic (`rdiv`).
+#[inline(always)]
 fn write_row_ffmpeg(out: &mut [u8], acc: &[f32], rdiv: f32, finish: Finish) {
     let depth = finish.depth;
     let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
@@ -89,6 +95,12 @@ fn write_row_ffmpeg(out: &mut [u8], acc: &[f32], rdiv: f32, finish: Finish) {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,sse4.1")]
+unsafe fn write_row_avx512(out: &mut [u8], acc: &[f32], finish: Finish) {
+    write_row_portable(out, acc, finish);
+}
+
+#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,sse4.1")]
 unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], finish: Finish) {
     write_row_portable(out, acc, finish);
@@ -96,6 +108,9 @@ unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], finish: Finish) {
 
 #[inline(always)]
 fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
+    if let Some(rdiv) = finish.ffmpeg_rdiv {
+        return write_row_ffmpeg(out, acc, rdiv, finish);
+    }
     let divisor = finish.divisor;
     if divisor == 1.0 {
         write_samples(out, acc, finish, |a| a);

@@ -184,6 +184,68 @@ fn sum_blocks<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], m
     start
 }
 
+/// `G` output rows of a column pass at once: output `g` sums `weights[k] * rows[g + k]` over
+/// `k` in order (a row that is `None` lies outside the plane and adds nothing), so each
+/// output's arithmetic is [`sum_blocked`]'s; but each source row is loaded once a block for
+/// every output that reads it, not once an output. `outs` holds the `G` rows, `len` each.
+#[inline(always)]
+pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
+    rows: &[Option<&[T]>],
+    weights: &[T],
+    outs: &mut [T],
+    len: usize,
+) {
+    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, 0);
+    let start = column_blocks::<T, 16, G>(rows, weights, outs, len, blocked);
+    for e in start..len {
+        for g in 0..G {
+            let mut acc = T::default();
+            for (k, weight) in weights.iter().enumerate() {
+                if let Some(row) = rows[g + k] {
+                    acc = acc.add_product(*weight, row[e]);
+                }
+            }
+            outs[g * len + e] = acc;
+        }
+    }
+}
+
+/// The whole blocks of `BLOCK` outputs of [`sum_column_group`] from `start` on; returns where
+/// they end.
+#[inline(always)]
+fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
+    rows: &[Option<&[T]>],
+    weights: &[T],
+    outs: &mut [T],
+    len: usize,
+    mut start: usize,
+) -> usize {
+    let height = weights.len();
+    while start + BLOCK <= len {
+        let mut acc = [[T::default(); BLOCK]; G];
+        for (j, row) in rows.iter().enumerate() {
+            let Some(row) = row else {
+                continue;
+            };
+            let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
+            for (g, acc) in acc.iter_mut().enumerate() {
+                // Output g reads source row j with mask row j - g.
+                if j >= g && j - g < height {
+                    let weight = weights[j - g];
+                    for (a, v) in acc.iter_mut().zip(values) {
+                        *a = a.add_product(weight, *v);
+                    }
+                }
+            }
+        }
+        for (g, acc) in acc.iter().enumerate() {
+            outs[g * len + start..g * len + start + BLOCK].copy_from_slice(acc);
+        }
+        start += BLOCK;
+    }
+    start
+}
+
 /// Source row `row` as lanes in `padded`, with the border samples `xmap` gives around it.
 #[inline(always)]
 pub(super) fn pad_row<T: Lane>(
@@ -263,6 +325,39 @@ mod tests {
                 assert_eq!(bits(&out), expected, "block 32, len {len}");
                 sum_blocked::<f32, 16>(&rows, &mut out);
                 assert_eq!(bits(&out), expected, "block 16, len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_column_group_equals_one_output_row_at_a_time_bit_for_bit() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 * 510.0 - 255.0
+        };
+        let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        for (len, height) in [(1usize, 1usize), (17, 3), (200, 13), (1923, 5)] {
+            let data: Vec<Vec<f32>> = (0..height + 3).map(|_| (0..len).map(|_| next()).collect()).collect();
+            let weights: Vec<f32> = (0..height).map(|_| next() / 100.0).collect();
+            // The second source row lies outside the plane (a constant border): it adds nothing.
+            let rows: Vec<Option<&[f32]>> = data
+                .iter()
+                .enumerate()
+                .map(|(j, r)| (j != 1).then_some(&r[..]))
+                .collect();
+            let mut group = vec![f32::NAN; 4 * len];
+            sum_column_group::<f32, 64, 4>(&rows, &weights, &mut group, len);
+            for g in 0..4 {
+                let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
+                let one: Vec<LaneRow<f32>> = (0..height)
+                    .filter_map(|k| rows[g + k].map(|row| (row, &taps[k][..])))
+                    .collect();
+                let mut out = vec![f32::NAN; len];
+                sum_blocked::<f32, 128>(&one, &mut out);
+                assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "row {g}, len {len}");
             }
         }
     }
