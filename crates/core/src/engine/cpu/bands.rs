@@ -28,12 +28,13 @@ fn band_rows(height: usize, mask_height: usize) -> usize {
         .min(height.max(1))
 }
 
-/// Convolves every channel of `src` with `mask`; the result has tightly packed rows.
-pub(super) fn convolve_bands(src: &Plane, mask: &BandMask, border: BorderMode) -> Plane {
+/// Convolves every channel of `src` with `mask` into `out`: `src.height` rows of samples,
+/// `out_stride` bytes apart (the bytes between them left as they are).
+pub(super) fn convolve_bands(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
     match mask.lanes {
-        Lanes::I16 => convolve_lanes::<i16>(src, mask, border),
-        Lanes::I32 => convolve_lanes::<i32>(src, mask, border),
-        Lanes::F32 => convolve_lanes::<f32>(src, mask, border),
+        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, out_stride),
+        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, out_stride),
+        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, out_stride),
     }
 }
 
@@ -58,9 +59,11 @@ struct BandPlan<'a, T> {
     row_len: usize,
     padded_len: usize,
     row_bytes: usize,
+    /// Bytes between output rows (at least `row_bytes`).
+    out_stride: usize,
 }
 
-fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode) -> Plane {
+fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
     let factors = mask.factors.as_ref().map(|(column, row)| {
         let column: Vec<(usize, T)> = column.iter().map(|w| (0, T::tap(*w))).collect();
         (column, as_lanes::<T>(std::slice::from_ref(row)).remove(0))
@@ -77,13 +80,11 @@ fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode) -> 
         row_len: src.width * src.channels,
         padded_len: (src.width + mask.width - 1) * src.channels,
         row_bytes: src.row_bytes().max(1),
+        out_stride: out_stride.max(src.row_bytes()).max(1),
     };
-    let mut dst = Plane::new(src.shape());
-    dst.data
-        .par_chunks_mut(plan.row_bytes * plan.band)
+    out.par_chunks_mut(plan.out_stride * plan.band)
         .enumerate()
         .for_each(|(index, out)| T::with_buffers(|buffers| filter_band(&plan, buffers, index * plan.band, out)));
-    dst
 }
 
 /// [`filter_band_with`] compiled for the widest vectors the CPU has: the conversion, the
@@ -144,7 +145,8 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
 ) {
     let (src, mask) = (plan.src, plan.mask);
     let (row_len, padded_len, height) = (plan.row_len, plan.padded_len, mask.height);
-    let outputs = out.len() / plan.row_bytes;
+    // The last band's last row may end at its samples, without the stride's padding.
+    let outputs = (out.len() + plan.out_stride - plan.row_bytes) / plan.out_stride;
     // The source rows the band reads: padded position `first + i` for i in 0..span.
     let span = outputs + height - 1;
     let source = &plan.ymap[first..first + span];
@@ -177,7 +179,7 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
         let ready = (i + 1).saturating_sub(height - 1);
         while next < ready {
             let ring = (&buffers.ring[..], ring_len, ring_rows);
-            let out_row = |r: usize| r * plan.row_bytes..(r + 1) * plan.row_bytes;
+            let out_row = |r: usize| r * plan.out_stride..r * plan.out_stride + plan.row_bytes;
             let second_sums = match (&plan.factors, &plan.second) {
                 (Some((column, _)), _) if ready - next >= COLUMN_GROUP => {
                     let weights: Vec<T> = column.iter().map(|(_, w)| *w).collect();

@@ -1,6 +1,6 @@
-//! One plane through one mask on the CPU ([`convolve_plane`]): the border mode the mask's
-//! size takes, a mask of zeros alone (`neutral`) written as its bias without a pass, every
-//! other mask through the band loops of `bands.rs`.
+//! One plane through one mask on the CPU ([`convolve_plane`], or [`convolve_plane_into`] the
+//! caller's memory): the border mode the mask's size takes, a mask of zeros alone (`neutral`)
+//! written as its bias without a pass, every other mask through the band loops of `bands.rs`.
 
 use rayon::prelude::*;
 
@@ -15,25 +15,47 @@ use crate::mask::Mask;
 /// Convolves every channel of `src`; the result has tightly packed rows. Sums are f32 with
 /// fused multiply-adds in tap order (rank-one masks take a row pass then a column pass over
 /// the f32 row sums, others add every tap of a pixel, mask row by mask row), or exact integer
-/// sums where the order cannot matter (see `bands.rs`): the same samples. A mask of zeros
+/// sums where the order cannot matter (see `band_mask.rs`): the same samples. A mask of zeros
 /// alone (`neutral`) writes its bias everywhere without a pass: the sum of every pixel is 0.
 pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
-    let border = border.for_mask(mask.width(), mask.height());
-    if mask.is_constant() {
-        return constant_plane(src, mask);
-    }
-    convolve_bands(src, &BandMask::of(mask, src.depth, src.channels), border)
+    let mut dst = Plane::new(src.shape());
+    let stride = dst.stride;
+    convolve_plane_into(src, mask, border, &mut dst.data, stride);
+    dst
 }
 
-/// A plane of `src`'s shape whose every sample is what a sum of 0 gives through `mask`.
-fn constant_plane(src: &Plane, mask: &Mask) -> Plane {
-    let mut dst = Plane::new(src.shape());
-    let zeros = vec![0f32; src.width * src.channels];
-    dst.data
-        .par_chunks_mut(src.row_bytes().max(1))
-        .with_min_len(MIN_ROWS_PER_TASK)
-        .for_each(|out| write_row(out, &zeros, Finish::of(mask, src.depth)));
-    dst
+/// [`convolve_plane`] into memory the caller holds (a NumPy array, a pooled frame): `out`
+/// takes `src.height` rows of `src.row_bytes()` bytes, `out_stride` bytes apart; the bytes
+/// between rows are left as they are.
+///
+/// # Panics
+///
+/// When `out` is shorter than those rows, or `out_stride` than a row.
+pub fn convolve_plane_into(src: &Plane, mask: &Mask, border: BorderMode, out: &mut [u8], out_stride: usize) {
+    let row_bytes = src.row_bytes();
+    assert!(out_stride >= row_bytes, "output rows overlap");
+    let needed = src
+        .height
+        .checked_sub(1)
+        .map_or(0, |rows| rows * out_stride + row_bytes);
+    assert!(out.len() >= needed, "the output holds {} bytes of {needed}", out.len());
+    let out = &mut out[..needed];
+    let border = border.for_mask(mask.width(), mask.height());
+    if mask.is_constant() {
+        let zeros = vec![0f32; src.width * src.channels];
+        let finish = Finish::of(mask, src.depth);
+        out.par_chunks_mut(out_stride.max(1))
+            .with_min_len(MIN_ROWS_PER_TASK)
+            .for_each(|row| write_row(&mut row[..row_bytes], &zeros, finish));
+        return;
+    }
+    convolve_bands(
+        src,
+        &BandMask::of(mask, src.depth, src.channels),
+        border,
+        out,
+        out_stride,
+    );
 }
 
 #[cfg(test)]
@@ -70,6 +92,34 @@ mod tests {
             .collect();
         for (which, data) in results {
             assert!(data == expected[which], "mask {which} differs when run in parallel");
+        }
+    }
+
+    /// Into the caller's memory, rows wider apart than the samples: each row as
+    /// `convolve_plane` gives it, the bytes between rows untouched.
+    #[test]
+    fn a_plane_filtered_into_strided_memory_leaves_the_bytes_between_rows_alone() {
+        let mut plane = Plane::new(PlaneShape::eight_bit(37, 23, 2));
+        for (i, byte) in plane.data.iter_mut().enumerate() {
+            *byte = (i * 7919 % 251) as u8;
+        }
+        for spec in ["sharpen", "gaussian:size=5", "neutral:bias=9", "sobel"] {
+            let mask = Mask::from_spec(spec).unwrap();
+            let expected = convolve_plane(&plane, &mask, BorderMode::Reflect);
+            let stride = plane.row_bytes() + 5;
+            let mut out = vec![0xA5u8; stride * (plane.height - 1) + plane.row_bytes()];
+            convolve_plane_into(&plane, &mask, BorderMode::Reflect, &mut out, stride);
+            for y in 0..plane.height {
+                let row = &out[y * stride..y * stride + plane.row_bytes()];
+                assert_eq!(row, expected.row(y), "{spec}, row {y}");
+                if y + 1 < plane.height {
+                    let gap = &out[y * stride + plane.row_bytes()..(y + 1) * stride];
+                    assert!(
+                        gap.iter().all(|b| *b == 0xA5),
+                        "{spec}: the bytes after row {y} changed"
+                    );
+                }
+            }
         }
     }
 }

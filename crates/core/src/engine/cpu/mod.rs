@@ -19,6 +19,6 @@ mod finish;
 mod lanes;
 mod rows;
 
-pub use convolve::convolve_plane;
+pub use convolve::{convolve_plane, convolve_plane_into};
 pub use engine::CpuEngine;
 pub use finish::{magnitude, to_sample};
