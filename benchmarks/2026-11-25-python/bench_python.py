@@ -6,7 +6,8 @@ one GPU: the same uint8 plane, the same Gaussian taps, each timed after a warm-u
 
 Needs the convstream wheel and, for the peers present: cupy (cupyx.scipy.ndimage.convolve),
 torch (torch.nn.functional.conv2d, cuDNN, with cudnn.benchmark on), kornia
-(kornia.filters.filter2d) and opencv-python(-headless) (cv2.filter2D, on the CPU). A peer that
+(kornia.filters.filter2d) and opencv-python(-headless) (cv2.filter2D and, with the Gaussian's
+rank-one factors, cv2.sepFilter2D, on the CPU; and a 3x3 sharpen, CPU only). A peer that
 cannot be imported is listed as missing, not timed.
 
 Every case filters one H x W uint8 plane (1080p and 2160p) with a k x k Gaussian (k = 3, 7, 13;
@@ -212,9 +213,26 @@ def main() -> None:
                 rows.append(summary(f"cv2.filter2D (CPU, {cv2.getNumThreads()} threads), uint8", size, k,
                                     time_cpu(lambda: cv2.filter2D(host, -1, taps, borderType=cv2.BORDER_REFLECT),
                                              2, args.cpu_repeats), pixels))
+                # The Gaussian's rank-one factors, as a separable filter is given them.
+                column = np.ascontiguousarray(taps[:, k // 2])
+                across = np.ascontiguousarray(taps[k // 2, :] / taps[k // 2, k // 2])
+                rows.append(summary(f"cv2.sepFilter2D (CPU, {cv2.getNumThreads()} threads, float taps), uint8",
+                                    size, k,
+                                    time_cpu(lambda: cv2.sepFilter2D(host, -1, across, column,
+                                                                     borderType=cv2.BORDER_REFLECT),
+                                             2, args.cpu_repeats), pixels))
             cpu = convstream.Filter(spec, border="reflect", device="cpu")
             rows.append(summary(f"convstream CPU engine ({os.cpu_count()} cores), uint8", size, k,
                                 time_cpu(lambda: cpu(host), 2, args.cpu_repeats), pixels))
+        # A 3x3 sharpen (whole-number taps: the CPU engine's integer lanes) on the CPU.
+        sharpen = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], dtype=np.float32)
+        if cv2 is not None:
+            rows.append(summary(f"cv2.filter2D (CPU, {cv2.getNumThreads()} threads), uint8, sharpen", size, 3,
+                                time_cpu(lambda: cv2.filter2D(host, -1, sharpen, borderType=cv2.BORDER_REFLECT),
+                                         2, args.cpu_repeats), pixels))
+        cpu = convstream.Filter("sharpen", border="reflect", device="cpu")
+        rows.append(summary(f"convstream CPU engine ({os.cpu_count()} cores), uint8, sharpen", size, 3,
+                            time_cpu(lambda: cpu(host), 2, args.cpu_repeats), pixels))
 
     result = {"environment": environment, "rows": rows}
     with open(args.out, "w") as out:

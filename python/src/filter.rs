@@ -6,12 +6,13 @@
 
 use std::sync::Mutex;
 
+use convstream_core::engine::cpu::convolve_plane_into;
 use convstream_core::engine::{CpuEngine, DeviceChoice, EngineError, FrameShape};
 #[cfg(feature = "cuda")]
 use convstream_core::engine::{Engine, EngineOptions};
 use convstream_core::filter::{FilterSpec, PlaneSelection};
 use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
-use convstream_core::frame::{Frame, Plane};
+use convstream_core::frame::{Frame, Plane, PlaneData};
 use convstream_core::mask::{MaskMode, MaskParams};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -379,6 +380,19 @@ impl NativeFilter {
         let mut held = self.lock()?;
         self.host_engine(&mut held, shape)?;
         let plane_shape = format.plane_shapes(width, height)[0];
+        if matches!(held.as_ref(), Some(Held::Cpu) | None)
+            && planes
+                .iter()
+                .all(|(from, to)| packed(*from, plane_shape) && packed(*to, plane_shape))
+        {
+            for (from, to) in planes {
+                // SAFETY: the Python side checked both arrays (this shape and these pitches,
+                // samples packed in their rows, the output writable and apart from the
+                // source) and keeps them alive and the source unchanged for the call.
+                unsafe { self.filter_in_place(*from, *to, plane_shape, format) };
+            }
+            return Ok(());
+        }
         let frames: Vec<Frame> = planes
             .iter()
             .enumerate()
@@ -400,6 +414,43 @@ impl NativeFilter {
             scatter(&frame.planes[0], *to);
         }
         Ok(())
+    }
+}
+
+/// Whether the plane at `at` is packed: samples side by side, rows one after the other.
+fn packed(at: PlaneAt, shape: PlaneShape) -> bool {
+    at.sample_pitch == shape.depth.bytes() && at.row_pitch == shape.row_bytes()
+}
+
+impl NativeFilter {
+    /// Filters the plane at `from` into `to` on the CPU with neither copied: the source read
+    /// where it is (lent to the engine read-only), the samples written straight into the
+    /// destination's rows.
+    ///
+    /// # Safety
+    ///
+    /// Both places hold `shape.height` rows of `shape`'s samples, packed (see [`packed`]);
+    /// `from` stays alive and unchanged and `to` is written by no one else during the
+    /// call, and the two do not overlap.
+    unsafe fn filter_in_place(&self, from: PlaneAt, to: PlaneAt, shape: PlaneShape, format: PixelFormat) {
+        let len = |at: PlaneAt| shape.height * at.row_pitch;
+        // SAFETY: the caller vouches for `len(from)` readable bytes that stay unchanged while
+        // the plane (dropped at the end of this call) lives; nothing needs keeping alive here.
+        let data = unsafe { PlaneData::lent(from.address as *const u8, len(from), false, Box::new(())) };
+        let source = Plane::of_data(shape, from.row_pitch, data);
+        // SAFETY: the caller vouches for `len(to)` writable bytes no one else touches.
+        let target = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, len(to)) };
+        match self.filter.mask_for(format, 0) {
+            Some(mask) if !mask.is_identity() => {
+                convolve_plane_into(&source, mask, self.filter.border, target, to.row_pitch);
+            }
+            _ => {
+                for y in 0..shape.height {
+                    let start = y * to.row_pitch;
+                    target[start..start + shape.row_bytes()].copy_from_slice(source.row(y));
+                }
+            }
+        }
     }
 }
 

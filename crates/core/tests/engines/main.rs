@@ -1,6 +1,7 @@
-//! The core crate's own integration tests, one binary: the CPU engine against the oracle,
-//! the mask parser's properties, and the GPU tests (ignored without a GPU; on a GPU host
-//! `engines gpu:: --include-ignored --test-threads=1`). Nothing here needs FFmpeg.
+//! The core crate's own integration tests, one binary: the CPU engine against the oracle
+//! (whole-number masks in integer lanes too), the mask parser's properties, and the GPU tests
+//! (ignored without a GPU; on a GPU host `engines gpu:: --include-ignored --test-threads=1`).
+//! Nothing here needs FFmpeg.
 
 mod cpu_oracle;
 #[cfg(feature = "cuda")]
@@ -8,3 +9,4 @@ mod gpu;
 mod mask_properties;
 #[cfg(feature = "cuda")]
 mod stream_call;
+mod whole_lanes;

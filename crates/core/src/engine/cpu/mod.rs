@@ -1,15 +1,24 @@
 //! The CPU engine: a direct convolution on every core, SIMD across pixels, correct for
 //! every border mode, mask size and sample depth (8 to 16 bits), and bit-identical to the
-//! CUDA engine (same taps, same order, one fused multiply-add each). GPU results are checked
+//! CUDA engine (same taps, same order, one fused multiply-add each; or, for whole-number
+//! masks whose sums are exact in f32, the same exact sums in integer lanes). GPU results are checked
 //! against it. Masks that change nothing (identity) or write a constant (`neutral`) take no
 //! convolution pass.
 //!
 //! Here: the modules and what they give the crates above. The engine is in `engine.rs`, one
-//! plane through one mask in `convolve.rs`, the inner loop in `accumulate.rs`.
+//! plane through one mask in `convolve.rs`, the band loops in `bands.rs`, which lanes
+//! (f32, or integer for exact sums) and taps a mask takes in `band_mask.rs`, the lanes and
+//! their inner loop in `lanes.rs`, the step from sums to samples in `finish.rs`, border index
+//! maps in `rows.rs`.
 
-mod accumulate;
+mod band_mask;
+mod bands;
 mod convolve;
 mod engine;
+mod finish;
+mod lanes;
+mod rows;
 
-pub use convolve::{convolve_plane, magnitude, to_sample};
+pub use convolve::{convolve_plane, convolve_plane_into};
 pub use engine::CpuEngine;
+pub use finish::{magnitude, to_sample};

@@ -1,0 +1,183 @@
+//! A mask as the band loops take it ([`BandMask`]): its taps a mask row at a time, with
+//! offsets in samples, and the lanes its sums are made in. f32 sums keep every tap in the
+//! kernels' order (mask row by mask row, left to right; a rank-one mask's row pass, then its
+//! column pass). When every tap is a whole number and the taps' magnitudes times the largest
+//! sample stay within 2^24, every partial sum the kernels make is a whole number f32 holds
+//! exactly, whatever the order, and the sums are the same exact integers on every path: such
+//! masks take integer lanes (16-bit when every partial sum fits, else 32-bit), zero taps left
+//! out, a rank-one mask as two passes when that is less work, and, where finishing is
+//! `clamp(sum + bias)` with nothing to round, an integer finish.
+
+use super::finish::Finish;
+use crate::frame::SampleDepth;
+use crate::mask::Mask;
+
+/// Every whole number up to this f32 holds exactly: 2^24.
+const LARGEST_EXACT: f64 = 16_777_216.0;
+
+/// The largest partial sum 16-bit lanes hold.
+const LARGEST_NARROW: f64 = i16::MAX as f64;
+
+/// The taps of one mask row (or of the row factor): `(offset in samples, weight)`.
+pub(super) type Taps = Vec<(usize, f32)>;
+
+/// What a band sums in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Lanes {
+    /// Exact sums that fit 16 bits.
+    I16,
+    /// Exact sums up to 2^24.
+    I32,
+    /// f32 with one fused multiply-add per tap, in the kernels' order.
+    F32,
+}
+
+/// A mask as the band loops take it.
+pub(super) struct BandMask {
+    pub(super) width: usize,
+    pub(super) height: usize,
+    /// Each mask row's correlation taps, top to bottom (in integer lanes, the nonzero ones).
+    pub(super) rows: Vec<Taps>,
+    /// A gradient magnitude's second mask, as `rows`.
+    pub(super) second: Option<Vec<Taps>>,
+    /// A rank-one mask taken as a row pass (`.1`) then a column pass (`.0`, one weight per
+    /// mask row): always in f32 lanes (as the kernels), when it is less work in integer ones.
+    pub(super) factors: Option<(Vec<f32>, Taps)>,
+    pub(super) lanes: Lanes,
+    /// The bias in sample units when finishing is `clamp(sum + bias)` exactly (exact sums,
+    /// no divisor, no FFmpeg arithmetic, no magnitude, a whole bias): done in integers then.
+    pub(super) integer_bias: Option<i32>,
+    pub(super) finish: Finish,
+}
+
+/// Whether `value` is a whole number f32 holds exactly.
+fn whole(value: f32) -> bool {
+    value.fract() == 0.0 && f64::from(value.abs()) <= LARGEST_EXACT
+}
+
+/// The taps of each mask row of `taps` (row-major, correlation order), offsets in samples of
+/// `channels` interleaved channels; zeros left out when `keep_zeros` is false.
+fn tap_rows(taps: &[f32], width: usize, channels: usize, keep_zeros: bool) -> Vec<Taps> {
+    taps.chunks(width)
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .filter(|(_, w)| keep_zeros || **w != 0.0)
+                .map(|(j, w)| (j * channels, *w))
+                .collect()
+        })
+        .collect()
+}
+
+impl BandMask {
+    /// `mask` over samples of `depth` with `channels` channels.
+    pub(super) fn of(mask: &Mask, depth: SampleDepth, channels: usize) -> BandMask {
+        BandMask::exact(mask, depth, channels).unwrap_or_else(|| BandMask {
+            width: mask.width(),
+            height: mask.height(),
+            rows: tap_rows(&mask.correlation_taps(), mask.width(), channels, true),
+            second: mask
+                .second_correlation_taps()
+                .map(|s| tap_rows(&s, mask.width(), channels, true)),
+            factors: mask
+                .correlation_factors()
+                .map(|(column, row)| (column, tap_rows(&row, mask.width(), channels, true).remove(0))),
+            lanes: Lanes::F32,
+            integer_bias: None,
+            finish: Finish::of(mask, depth),
+        })
+    }
+
+    /// The mask in integer lanes, or `None` when its sums are not exact integers (taps that
+    /// are not whole, or sums that could pass 2^24).
+    fn exact(mask: &Mask, depth: SampleDepth, channels: usize) -> Option<BandMask> {
+        let (width, height) = (mask.width(), mask.height());
+        let taps = mask.correlation_taps();
+        let second = mask.second_correlation_taps();
+        if !taps.iter().chain(second.iter().flatten()).all(|t| whole(*t)) {
+            return None;
+        }
+        let magnitude_sum = |taps: &[f32]| taps.iter().map(|t| f64::from(t.abs())).sum::<f64>();
+        let largest =
+            magnitude_sum(&taps).max(second.as_deref().map_or(0.0, magnitude_sum)) * f64::from(depth.max_value());
+        if largest > LARGEST_EXACT {
+            return None;
+        }
+        let finish = Finish::of(mask, depth);
+        let bias = f64::from(finish.bias * depth.bias_scale());
+        let integer_bias = (finish.divisor == 1.0
+            && finish.ffmpeg_rdiv.is_none()
+            && second.is_none()
+            && bias.fract() == 0.0
+            && bias.abs() + largest <= LARGEST_EXACT)
+            .then_some(bias as i32);
+        let rows = tap_rows(&taps, width, channels, false);
+        let dense_taps: usize = rows.iter().map(Vec::len).sum();
+        let factors = mask
+            .correlation_factors()
+            .filter(|(column, row)| {
+                // Whole factors whose product is the taps exactly, and less work than the taps.
+                let nonzero = |v: &[f32]| v.iter().filter(|w| **w != 0.0).count();
+                column.iter().chain(row).all(|t| whole(*t))
+                    && column.iter().enumerate().all(|(i, c)| {
+                        row.iter()
+                            .enumerate()
+                            .all(|(j, r)| f64::from(*c) * f64::from(*r) == f64::from(taps[i * width + j]))
+                    })
+                    && nonzero(column) + nonzero(row) < dense_taps
+            })
+            .map(|(column, row)| (column, tap_rows(&row, width, channels, false).remove(0)));
+        Some(BandMask {
+            width,
+            height,
+            rows,
+            second: second.map(|s| tap_rows(&s, width, channels, false)),
+            factors,
+            lanes: if largest <= LARGEST_NARROW {
+                Lanes::I16
+            } else {
+                Lanes::I32
+            },
+            integer_bias,
+            finish,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_masks_with_sums_below_two_to_the_24_take_integer_lanes() {
+        let eight = SampleDepth::EIGHT;
+        let sixteen = SampleDepth { bits: 16, shift: 0 };
+        let band = |spec: &str, depth| BandMask::of(&Mask::from_spec(spec).expect("a mask"), depth, 1);
+        let sharpen = band("sharpen", eight);
+        assert_eq!((sharpen.lanes, sharpen.integer_bias), (Lanes::I16, Some(0)));
+        assert_eq!(
+            sharpen.rows.iter().map(Vec::len).sum::<usize>(),
+            5,
+            "zero taps left out"
+        );
+        let box9 = band("custom:matrix=[[1,1,1],[1,1,1],[1,1,1]],normalize=true", eight);
+        assert_eq!((box9.lanes, box9.integer_bias), (Lanes::I16, None), "divided by 9");
+        assert!(box9.factors.is_some(), "a row pass and a column pass: 6 taps, not 9");
+        assert!(band("sobel", eight)
+            .second
+            .is_some_and(|_| band("sobel", eight).lanes == Lanes::I16));
+        assert_eq!(band("sharpen", sixteen).lanes, Lanes::I32);
+        assert_eq!(band("box:size=3", eight).lanes, Lanes::F32, "taps of 1/3 * 1/3");
+        assert_eq!(band("gaussian:size=13", eight).lanes, Lanes::F32);
+        let float = band("sharpen:amount=0.5", eight);
+        assert_eq!(float.lanes, Lanes::F32);
+        assert_eq!(
+            float.rows.iter().map(Vec::len).sum::<usize>(),
+            9,
+            "f32 sums keep every tap"
+        );
+        let wide = "custom:matrix=[[255,255,255],[255,255,255],[255,255,255]]";
+        assert_eq!(band(wide, eight).lanes, Lanes::I32, "9 * 255 * 255 passes i16");
+        assert_eq!(band(wide, sixteen).lanes, Lanes::F32, "9 * 255 * 65535 passes 2^24");
+    }
+}

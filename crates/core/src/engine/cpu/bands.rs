@@ -1,0 +1,287 @@
+//! Every CPU convolution ([`convolve_bands`]): the output rows are shared out over the cores
+//! in bands, and each band takes its source rows one at a time (those the mask reaches above
+//! and below it too), converts them into a ring of the last few rows in lanes of its own
+//! (`lanes.rs`; for a rank-one mask, row-filtered into the ring), sums each output row's taps
+//! over the ring once it holds them, and finishes the row (`finish::write_row`: divisor, bias,
+//! rounding; or an integer finish). What a band works on stays a few rows, in the core's
+//! nearest caches. Which lanes and taps a mask takes, and why integer lanes give the f32
+//! sums' samples, is in `band_mask.rs`.
+
+use rayon::prelude::*;
+
+use super::band_mask::{BandMask, Lanes, Taps};
+use super::finish::{magnitude, write_row};
+use super::lanes::{pad_row, sum_blocked, sum_column_group, BandBuffers, Lane, LaneRow, LaneTaps};
+use super::rows::index_map;
+use crate::filter::BorderMode;
+use crate::frame::Plane;
+
+/// Output rows a band takes: a few bands a core (so a busy core's share moves to an idle
+/// one), and several times the rows the mask adds above and below, which a band converts
+/// (and, for a rank-one mask, row-filters) a second time.
+fn band_rows(height: usize, mask_height: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    height
+        .div_ceil(4 * threads)
+        .max(4 * (mask_height - 1))
+        .max(16)
+        .min(height.max(1))
+}
+
+/// Convolves every channel of `src` with `mask` into `out`: `src.height` rows of samples,
+/// `out_stride` bytes apart (the bytes between them left as they are).
+pub(super) fn convolve_bands(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
+    match mask.lanes {
+        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, out_stride),
+        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, out_stride),
+        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, out_stride),
+    }
+}
+
+fn as_lanes<T: Lane>(rows: &[Taps]) -> Vec<Vec<(usize, T)>> {
+    rows.iter()
+        .map(|taps| taps.iter().map(|&(offset, w)| (offset, T::tap(w))).collect())
+        .collect()
+}
+
+/// What every band of one plane shares: the source, the mask's taps as lanes, the border
+/// index maps and the sizes.
+struct BandPlan<'a, T> {
+    src: &'a Plane,
+    mask: &'a BandMask,
+    rows: Vec<Vec<(usize, T)>>,
+    second: Option<Vec<Vec<(usize, T)>>>,
+    /// A rank-one mask's column taps (offset 0, one per mask row) and row taps.
+    factors: Option<(LaneTaps<T>, LaneTaps<T>)>,
+    xmap: Vec<Option<usize>>,
+    ymap: Vec<Option<usize>>,
+    band: usize,
+    row_len: usize,
+    padded_len: usize,
+    row_bytes: usize,
+    /// Bytes between output rows (at least `row_bytes`).
+    out_stride: usize,
+}
+
+fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
+    let factors = mask.factors.as_ref().map(|(column, row)| {
+        let column: Vec<(usize, T)> = column.iter().map(|w| (0, T::tap(*w))).collect();
+        (column, as_lanes::<T>(std::slice::from_ref(row)).remove(0))
+    });
+    let plan = BandPlan {
+        src,
+        mask,
+        rows: as_lanes::<T>(&mask.rows),
+        second: mask.second.as_deref().map(as_lanes::<T>),
+        factors,
+        xmap: index_map(src.width, mask.width, border),
+        ymap: index_map(src.height, mask.height, border),
+        band: band_rows(src.height, mask.height),
+        row_len: src.width * src.channels,
+        padded_len: (src.width + mask.width - 1) * src.channels,
+        row_bytes: src.row_bytes().max(1),
+        out_stride: out_stride.max(src.row_bytes()).max(1),
+    };
+    out.par_chunks_mut(plan.out_stride * plan.band)
+        .enumerate()
+        .for_each(|(index, out)| T::with_buffers(|buffers| filter_band(&plan, buffers, index * plan.band, out)));
+}
+
+/// [`filter_band_with`] compiled for the widest vectors the CPU has: the conversion, the
+/// sums and the integer finish all vectorise within it.
+fn filter_band<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = std::is_x86_feature_detected!("fma");
+        if fma && std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512F and BW and FMA, the features the function is
+            // compiled for.
+            unsafe { filter_band_avx512(plan, buffers, first, out) };
+            return;
+        }
+        if fma && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 and FMA, the features the function is compiled for.
+            unsafe { filter_band_avx2(plan, buffers, first, out) };
+            return;
+        }
+    }
+    filter_band_with::<T, 16, 16>(plan, buffers, first, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+unsafe fn filter_band_avx512<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
+    // Eight 512-bit accumulators whatever the lane: enough independent sums to keep both
+    // vector units busy through an FMA's latency.
+    if std::mem::size_of::<T>() == 2 {
+        filter_band_with::<T, 256, 128>(plan, buffers, first, out);
+    } else {
+        filter_band_with::<T, 128, 64>(plan, buffers, first, out);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn filter_band_avx2<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
+    filter_band_with::<T, 32, 16>(plan, buffers, first, out);
+}
+
+/// Output rows a rank-one mask's column pass makes at once (see `lanes::sum_column_group`).
+const COLUMN_GROUP: usize = 4;
+
+/// The output rows `out` of one band, from output row `first` on. Source rows are taken one
+/// at a time, top to bottom (those the mask reaches above and below the band too), each
+/// converted into a ring of the last `mask height + COLUMN_GROUP - 1` rows (for a rank-one
+/// mask: converted, then row-filtered into the ring); once the ring holds an output row's
+/// rows, that row is summed and finished (a rank-one mask's, `COLUMN_GROUP` rows at a time
+/// while there are as many). What a band works on stays a few rows, in the core's nearest
+/// caches.
+#[inline(always)]
+fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
+    plan: &BandPlan<T>,
+    buffers: &mut BandBuffers<T>,
+    first: usize,
+    out: &mut [u8],
+) {
+    let (src, mask) = (plan.src, plan.mask);
+    let (row_len, padded_len, height) = (plan.row_len, plan.padded_len, mask.height);
+    // The last band's last row may end at its samples, without the stride's padding.
+    let outputs = (out.len() + plan.out_stride - plan.row_bytes) / plan.out_stride;
+    // The source rows the band reads: padded position `first + i` for i in 0..span.
+    let span = outputs + height - 1;
+    let source = &plan.ymap[first..first + span];
+    let ring_len = if plan.factors.is_some() { row_len } else { padded_len };
+    // A rank-one mask keeps the rows of a whole group of outputs.
+    let ring_rows = if plan.factors.is_some() {
+        height + COLUMN_GROUP - 1
+    } else {
+        height
+    };
+    buffers.ring.resize(ring_rows * ring_len, T::default());
+    buffers.padded.resize(padded_len, T::default());
+    buffers.sums.resize(COLUMN_GROUP * row_len, T::default());
+    if plan.second.is_some() {
+        buffers.second.resize(row_len, T::default());
+    }
+    let mut next = 0;
+    for (i, sy) in source.iter().enumerate() {
+        if let Some(sy) = sy {
+            let slot = &mut buffers.ring[(i % ring_rows) * ring_len..(i % ring_rows + 1) * ring_len];
+            match &plan.factors {
+                Some((_, across)) => {
+                    pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, &mut buffers.padded);
+                    sum_blocked::<T, BLOCK>(&[(&buffers.padded, across.as_slice())], slot);
+                }
+                None => pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, slot),
+            }
+        }
+        // Output rows whose source rows have all been converted.
+        let ready = (i + 1).saturating_sub(height - 1);
+        while next < ready {
+            let ring = (&buffers.ring[..], ring_len, ring_rows);
+            let out_row = |r: usize| r * plan.out_stride..r * plan.out_stride + plan.row_bytes;
+            let second_sums = match (&plan.factors, &plan.second) {
+                (Some((column, _)), _) if ready - next >= COLUMN_GROUP => {
+                    let weights: Vec<T> = column.iter().map(|(_, w)| *w).collect();
+                    let rows: Vec<Option<&[T]>> = (next..next + COLUMN_GROUP + height - 1)
+                        .map(|j| source[j].map(|_| ring_slot(ring, j)))
+                        .collect();
+                    sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(&rows, &weights, &mut buffers.sums, row_len);
+                    for g in 0..COLUMN_GROUP {
+                        let sums = &buffers.sums[g * row_len..(g + 1) * row_len];
+                        let range = out_row(next + g);
+                        finish_row(&mut out[range], sums, None, mask, &mut buffers.floats);
+                    }
+                    next += COLUMN_GROUP;
+                    continue;
+                }
+                (Some((column, _)), _) if i + 1 == span => {
+                    let columns: Vec<&[(usize, T)]> = (0..height).map(|k| &column[k..k + 1]).collect();
+                    let sums = &mut buffers.sums[..row_len];
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, &source[next..next + height], &columns), sums);
+                    None
+                }
+                // A rank-one mask waits for a whole group until the band's last rows.
+                (Some(_), _) => break,
+                (None, second) => {
+                    let taps = &source[next..next + height];
+                    let rows: Vec<&[(usize, T)]> = plan.rows.iter().map(Vec::as_slice).collect();
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.sums[..row_len]);
+                    second.as_ref().map(|second| {
+                        let rows: Vec<&[(usize, T)]> = second.iter().map(Vec::as_slice).collect();
+                        sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.second);
+                        buffers.second.as_slice()
+                    })
+                }
+            };
+            let range = out_row(next);
+            finish_row(
+                &mut out[range],
+                &buffers.sums[..row_len],
+                second_sums,
+                mask,
+                &mut buffers.floats,
+            );
+            next += 1;
+        }
+    }
+}
+
+/// Source row `j` of a band (padded position `first + j`) in the ring.
+fn ring_slot<T>((ring, slot_len, ring_rows): (&[T], usize, usize), j: usize) -> &[T] {
+    let slot = j % ring_rows;
+    &ring[slot * slot_len..(slot + 1) * slot_len]
+}
+
+/// The tap rows of output row `r`: mask row `k`'s taps over source row `r + k` in the ring,
+/// for each mask row whose source row (`source[k]`) is inside the plane.
+fn ring_tap_rows<'a, T>(
+    ring: (&'a [T], usize, usize),
+    r: usize,
+    source: &[Option<usize>],
+    taps: &[&'a [(usize, T)]],
+) -> Vec<LaneRow<'a, T>> {
+    source
+        .iter()
+        .enumerate()
+        .filter(|(_, sy)| sy.is_some())
+        .map(|(k, _)| (ring_slot(ring, r + k), taps[k]))
+        .collect()
+}
+
+/// One row of sums (and a gradient magnitude's second sums) written as samples.
+#[inline(always)]
+fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &BandMask, floats: &mut Vec<f32>) {
+    let depth = mask.finish.depth;
+    if let Some(bias) = mask.integer_bias {
+        let max = depth.max_value() as i32;
+        if depth.bytes() == 1 {
+            for (o, s) in out.iter_mut().zip(sums) {
+                *o = (s.get() + bias).clamp(0, max) as u8;
+            }
+        } else {
+            for (o, s) in out.chunks_exact_mut(2).zip(sums) {
+                let sample = ((s.get() + bias).clamp(0, max) as u16) << depth.shift;
+                o.copy_from_slice(&sample.to_le_bytes());
+            }
+        }
+        return;
+    }
+    if let (None, Some(sums)) = (second, T::as_floats(sums)) {
+        return write_row(out, sums, mask.finish);
+    }
+    floats.resize(sums.len(), 0.0);
+    match second {
+        Some(second) => {
+            for ((f, a), b) in floats.iter_mut().zip(sums).zip(second) {
+                *f = magnitude(a.to_f32(), b.to_f32());
+            }
+        }
+        None => {
+            for (f, s) in floats.iter_mut().zip(sums) {
+                *f = s.to_f32();
+            }
+        }
+    }
+    write_row(out, floats, mask.finish);
+}

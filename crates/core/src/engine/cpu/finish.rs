@@ -1,0 +1,177 @@
+//! How a row of sums becomes samples ([`write_row`]), shared by every CPU path: each sum
+//! divided by the mask's divisor, plus the bias, rounded half away from zero and clamped, or
+//! FFmpeg's own final step for a mask that takes its arithmetic; and a gradient magnitude's
+//! square root ([`magnitude`]). The CUDA kernels' `to_sample` does the same, step for step.
+
+use crate::frame::SampleDepth;
+use crate::mask::Mask;
+
+/// Final step shared by every path: add the bias, round half away from zero, clamp to
+/// 0..=`max` (255 at 8 bits, 2^bits - 1 above).
+#[inline(always)]
+pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
+    // `max` and `min` rather than `clamp`: they take NaN to 0 as the saturating cast did,
+    // and leave a value that needs no saturation, so the conversion vectorises (`as`
+    // checks each sample alone).
+    let value = (sum + bias).round().max(0.0).min(max);
+    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32.
+    unsafe { value.to_int_unchecked::<i32>() as u16 }
+}
+
+/// The final step of FFmpeg's arithmetic (a mask's `rdiv`, see [`Mask::ffmpeg_rdiv`]): as its
+/// `convolution` filter, `(int)(sum * rdiv + bias + 0.5f)`, each operation an f32 rounded
+/// once (never fused), truncated toward zero, then clamped to 0..=`max`.
+#[inline(always)]
+pub fn to_sample_ffmpeg(sum: f32, rdiv: f32, bias: f32, max: f32) -> u16 {
+    let value = (sum * rdiv + bias + 0.5).trunc().max(0.0).min(max);
+    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32.
+    unsafe { value.to_int_unchecked::<i32>() as u16 }
+}
+
+/// The gradient magnitude of two sums, `sqrt(fma(a, a, b * b))`: the kernels' `magnitude`.
+#[inline]
+pub fn magnitude(a: f32, b: f32) -> f32 {
+    a.mul_add(a, b * b).sqrt()
+}
+
+/// How a row of sums becomes samples: each sum divided by the mask's divisor (one IEEE
+/// division, so an exact half of a whole sum stays exact; skipped for 1, which changes no
+/// sum), plus the bias (given in 8-bit units, scaled to the depth), rounded and clamped; or,
+/// for a mask that takes FFmpeg's arithmetic, FFmpeg's own final step with its `rdiv`.
+#[derive(Clone, Copy)]
+pub(super) struct Finish {
+    pub(super) divisor: f32,
+    pub(super) bias: f32,
+    pub(super) depth: SampleDepth,
+    pub(super) ffmpeg_rdiv: Option<f32>,
+}
+
+impl Finish {
+    pub(super) fn of(mask: &Mask, depth: SampleDepth) -> Finish {
+        Finish {
+            divisor: mask.divisor(),
+            bias: mask.bias(),
+            depth,
+            ffmpeg_rdiv: mask.ffmpeg_rdiv(),
+        }
+    }
+}
+
+/// Writes one row of results as samples of `depth` (bytes, or little-endian words shifted
+/// into place). Compiled for the CPU's vector extensions where it has them: without SSE4.1,
+/// `round` is a call into libm per sample, slower than the convolution itself for small masks.
+pub(super) fn write_row(out: &mut [u8], acc: &[f32], finish: Finish) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512F and BW (and so AVX2 and SSE4.1), the features the
+            // function is compiled for.
+            unsafe { write_row_avx512(out, acc, finish) };
+            return;
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (and so SSE4.1), the features the function is compiled for.
+            unsafe { write_row_avx2(out, acc, finish) };
+            return;
+        }
+    }
+    write_row_portable(out, acc, finish);
+}
+
+/// [`write_row`] for a mask that takes FFmpeg's arithmetic (`rdiv`).
+#[inline(always)]
+fn write_row_ffmpeg(out: &mut [u8], acc: &[f32], rdiv: f32, finish: Finish) {
+    let depth = finish.depth;
+    let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
+    if depth.bytes() == 1 {
+        out.iter_mut()
+            .zip(acc)
+            .for_each(|(o, a)| *o = to_sample_ffmpeg(*a, rdiv, bias, max) as u8);
+    } else {
+        out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
+            o.copy_from_slice(&(to_sample_ffmpeg(*a, rdiv, bias, max) << depth.shift).to_le_bytes());
+        });
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,sse4.1")]
+unsafe fn write_row_avx512(out: &mut [u8], acc: &[f32], finish: Finish) {
+    write_row_portable(out, acc, finish);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,sse4.1")]
+unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], finish: Finish) {
+    write_row_portable(out, acc, finish);
+}
+
+#[inline(always)]
+fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
+    if let Some(rdiv) = finish.ffmpeg_rdiv {
+        return write_row_ffmpeg(out, acc, rdiv, finish);
+    }
+    let divisor = finish.divisor;
+    if divisor == 1.0 {
+        write_samples(out, acc, finish, |a| a);
+    } else {
+        write_samples(out, acc, finish, |a| a / divisor);
+    }
+}
+
+#[inline(always)]
+fn write_samples(out: &mut [u8], acc: &[f32], finish: Finish, divide: impl Fn(f32) -> f32) {
+    let depth = finish.depth;
+    let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
+    if depth.bytes() == 1 {
+        out.iter_mut()
+            .zip(acc)
+            .for_each(|(o, a)| *o = to_sample(divide(*a), bias, max) as u8);
+    } else {
+        out.chunks_exact_mut(2).zip(acc).for_each(|(o, a)| {
+            o.copy_from_slice(&(to_sample(divide(*a), bias, max) << depth.shift).to_le_bytes());
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_half_away_from_zero_and_clamp_whatever_the_sum() {
+        let cases: [(f32, f32, f32, u16); 12] = [
+            (0.5, 0.0, 255.0, 1),
+            (0.499_999_97, 0.0, 255.0, 0),
+            (2.5, 0.0, 255.0, 3),
+            (-0.5, 0.0, 255.0, 0),
+            (-3.0, 0.0, 255.0, 0),
+            (254.5, 0.0, 255.0, 255),
+            (255.6, 0.0, 255.0, 255),
+            (1e30, 0.0, 255.0, 255),
+            (f32::INFINITY, 0.0, 255.0, 255),
+            (f32::NEG_INFINITY, 0.0, 255.0, 0),
+            (f32::NAN, 0.0, 255.0, 0),
+            (65_534.5, 0.0, 65_535.0, 65_535),
+        ];
+        for (sum, bias, max, expected) in cases {
+            assert_eq!(to_sample(sum, bias, max), expected, "{sum} + {bias}, max {max}");
+        }
+        // The vectorised row writer gives what the scalar step gives, sample for sample.
+        let sums: Vec<f32> = (0..1000)
+            .map(|i| i as f32 * 0.37 - 60.0)
+            .chain([f32::NAN, f32::INFINITY])
+            .collect();
+        let mut bytes = vec![0u8; sums.len()];
+        let finish = Finish {
+            divisor: 1.0,
+            bias: 3.0,
+            depth: SampleDepth::EIGHT,
+            ffmpeg_rdiv: None,
+        };
+        write_row(&mut bytes, &sums, finish);
+        for (byte, sum) in bytes.iter().zip(&sums) {
+            assert_eq!(u16::from(*byte), to_sample(*sum, 3.0, 255.0), "{sum}");
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The lanes the band loops sum in ([`Lane`]: i16 and i32 for exact sums, f32 with one fused
+//! multiply-add per tap), their inner loop ([`sum_blocked`]: blocks of outputs held in
+//! registers while every tap passes over them, in the taps' order), source rows converted
+//! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
+
+use crate::frame::SampleDepth;
+
+/// What a band works in, kept from one band to the next on a thread.
+#[derive(Default)]
+pub(super) struct BandBuffers<T> {
+    /// The last `mask height` source rows with their borders (for a rank-one mask: their row
+    /// pass), each in slot `row % height`.
+    pub(super) ring: Vec<T>,
+    /// A source row with its borders, before a rank-one mask's row pass.
+    pub(super) padded: Vec<T>,
+    pub(super) sums: Vec<T>,
+    pub(super) second: Vec<T>,
+    pub(super) floats: Vec<f32>,
+}
+
+/// The lanes sums are made in: i16 or i32 (exact sums) or f32.
+pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
+    /// A sample's value.
+    fn sample(value: u16) -> Self;
+    /// A tap's weight.
+    fn tap(weight: f32) -> Self;
+    /// `self + weight * value`: exact in integers, one fused multiply-add in f32.
+    fn add_product(self, weight: Self, value: Self) -> Self;
+    /// An integer lane's value (exact sums only).
+    fn get(self) -> i32;
+    /// The value as an f32 (exact for the integer lanes' sums, which stay within 2^24).
+    fn to_f32(self) -> f32;
+    /// f32 lanes' sums as they are, for the finishing step (integer lanes: `None`).
+    fn as_floats(sums: &[Self]) -> Option<&[f32]>;
+    /// Runs `work` with this thread's band buffers for these lanes, kept from one band (and
+    /// one plane) to the next: a band's rows are converted into memory already in the cache
+    /// instead of into new, zeroed buffers.
+    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<Self>) -> R) -> R;
+}
+
+/// Declares the thread's band buffers of one lane type and runs `work` with them; a nested
+/// call (none is made today) would get buffers of its own.
+macro_rules! with_thread_buffers {
+    ($lane:ty, $work:expr) => {{
+        thread_local! {
+            static BUFFERS: std::cell::RefCell<BandBuffers<$lane>> = std::cell::RefCell::new(BandBuffers::default());
+        }
+        BUFFERS.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buffers) => $work(&mut buffers),
+            Err(_) => $work(&mut BandBuffers::default()),
+        })
+    }};
+}
+
+impl Lane for i16 {
+    #[inline(always)]
+    fn sample(value: u16) -> i16 {
+        value as i16
+    }
+    #[inline(always)]
+    fn tap(weight: f32) -> i16 {
+        weight as i16
+    }
+    #[inline(always)]
+    fn add_product(self, weight: i16, value: i16) -> i16 {
+        self + weight * value
+    }
+    #[inline(always)]
+    fn get(self) -> i32 {
+        i32::from(self)
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+    fn as_floats(_sums: &[i16]) -> Option<&[f32]> {
+        None
+    }
+    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i16>) -> R) -> R {
+        with_thread_buffers!(i16, work)
+    }
+}
+
+impl Lane for i32 {
+    #[inline(always)]
+    fn sample(value: u16) -> i32 {
+        i32::from(value)
+    }
+    #[inline(always)]
+    fn tap(weight: f32) -> i32 {
+        weight as i32
+    }
+    #[inline(always)]
+    fn add_product(self, weight: i32, value: i32) -> i32 {
+        self + weight * value
+    }
+    #[inline(always)]
+    fn get(self) -> i32 {
+        self
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    fn as_floats(_sums: &[i32]) -> Option<&[f32]> {
+        None
+    }
+    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i32>) -> R) -> R {
+        with_thread_buffers!(i32, work)
+    }
+}
+
+impl Lane for f32 {
+    #[inline(always)]
+    fn sample(value: u16) -> f32 {
+        f32::from(value)
+    }
+    #[inline(always)]
+    fn tap(weight: f32) -> f32 {
+        weight
+    }
+    #[inline(always)]
+    fn add_product(self, weight: f32, value: f32) -> f32 {
+        weight.mul_add(value, self)
+    }
+    #[inline(always)]
+    fn get(self) -> i32 {
+        self as i32
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn as_floats(sums: &[f32]) -> Option<&[f32]> {
+        Some(sums)
+    }
+    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<f32>) -> R) -> R {
+        with_thread_buffers!(f32, work)
+    }
+}
+
+/// Taps as lanes: `(offset in samples, weight)`.
+pub(super) type LaneTaps<T> = Vec<(usize, T)>;
+
+/// The taps one source row adds to an output row: `weights` (offset, weight) over `row`.
+pub(super) type LaneRow<'a, T> = (&'a [T], &'a [(usize, T)]);
+
+/// `out[e] = sum of weight * row[e + offset]` over every tap of every row, in the rows' then
+/// the taps' order: blocks of `BLOCK` outputs kept in registers while the taps pass over
+/// them, then blocks of 16, then one output at a time (each output's arithmetic is the same
+/// in all three).
+#[inline(always)]
+pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T]) {
+    let blocked = sum_blocks::<T, BLOCK>(rows, out, 0);
+    let start = sum_blocks::<T, 16>(rows, out, blocked);
+    for (e, slot) in out.iter_mut().enumerate().skip(start) {
+        let mut acc = T::default();
+        for (row, taps) in rows {
+            for &(offset, weight) in *taps {
+                acc = acc.add_product(weight, row[e + offset]);
+            }
+        }
+        *slot = acc;
+    }
+}
+
+/// The whole blocks of `BLOCK` outputs from `start` on; returns where they end.
+#[inline(always)]
+fn sum_blocks<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], mut start: usize) -> usize {
+    while start + BLOCK <= out.len() {
+        let mut acc = [T::default(); BLOCK];
+        for (row, taps) in rows {
+            for &(offset, weight) in *taps {
+                let at = start + offset;
+                let values: &[T; BLOCK] = row[at..at + BLOCK].try_into().expect("a block");
+                for (a, v) in acc.iter_mut().zip(values) {
+                    *a = a.add_product(weight, *v);
+                }
+            }
+        }
+        out[start..start + BLOCK].copy_from_slice(&acc);
+        start += BLOCK;
+    }
+    start
+}
+
+/// `G` output rows of a column pass at once: output `g` sums `weights[k] * rows[g + k]` over
+/// `k` in order (a row that is `None` lies outside the plane and adds nothing), so each
+/// output's arithmetic is [`sum_blocked`]'s; but each source row is loaded once a block for
+/// every output that reads it, not once an output. `outs` holds the `G` rows, `len` each.
+#[inline(always)]
+pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
+    rows: &[Option<&[T]>],
+    weights: &[T],
+    outs: &mut [T],
+    len: usize,
+) {
+    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, 0);
+    let start = column_blocks::<T, 16, G>(rows, weights, outs, len, blocked);
+    for e in start..len {
+        for g in 0..G {
+            let mut acc = T::default();
+            for (k, weight) in weights.iter().enumerate() {
+                if let Some(row) = rows[g + k] {
+                    acc = acc.add_product(*weight, row[e]);
+                }
+            }
+            outs[g * len + e] = acc;
+        }
+    }
+}
+
+/// The whole blocks of `BLOCK` outputs of [`sum_column_group`] from `start` on; returns where
+/// they end.
+#[inline(always)]
+fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
+    rows: &[Option<&[T]>],
+    weights: &[T],
+    outs: &mut [T],
+    len: usize,
+    mut start: usize,
+) -> usize {
+    let height = weights.len();
+    while start + BLOCK <= len {
+        let mut acc = [[T::default(); BLOCK]; G];
+        for (j, row) in rows.iter().enumerate() {
+            let Some(row) = row else {
+                continue;
+            };
+            let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
+            for (g, acc) in acc.iter_mut().enumerate() {
+                // Output g reads source row j with mask row j - g.
+                if j >= g && j - g < height {
+                    let weight = weights[j - g];
+                    for (a, v) in acc.iter_mut().zip(values) {
+                        *a = a.add_product(weight, *v);
+                    }
+                }
+            }
+        }
+        for (g, acc) in acc.iter().enumerate() {
+            outs[g * len + start..g * len + start + BLOCK].copy_from_slice(acc);
+        }
+        start += BLOCK;
+    }
+    start
+}
+
+/// Source row `row` as lanes in `padded`, with the border samples `xmap` gives around it.
+#[inline(always)]
+pub(super) fn pad_row<T: Lane>(
+    row: &[u8],
+    channels: usize,
+    depth: SampleDepth,
+    xmap: &[Option<usize>],
+    padded: &mut [T],
+) {
+    let wide = depth.bytes() == 2;
+    let read = |i: usize| -> T {
+        if wide {
+            T::sample(u16::from_le_bytes([row[2 * i], row[2 * i + 1]]) >> depth.shift)
+        } else {
+            T::sample(u16::from(row[i]))
+        }
+    };
+    let width = row.len() / depth.bytes() / channels;
+    let left = (xmap.len() - width) / 2;
+    let inside = &mut padded[left * channels..(left + width) * channels];
+    if wide {
+        for (value, bytes) in inside.iter_mut().zip(row.chunks_exact(2)) {
+            *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
+        }
+    } else {
+        for (value, byte) in inside.iter_mut().zip(row) {
+            *value = T::sample(u16::from(*byte));
+        }
+    }
+    for p in (0..left).chain(left + width..xmap.len()) {
+        for c in 0..channels {
+            padded[p * channels + c] = xmap[p].map_or(T::default(), |x| read(x * channels + c));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// The plain definition: per output, rows then taps in order, one FMA each.
+    fn reference(rows: &[LaneRow<f32>], len: usize) -> Vec<f32> {
+        (0..len)
+            .map(|e| {
+                rows.iter().fold(0f32, |acc, (row, taps)| {
+                    taps.iter()
+                        .fold(acc, |acc, (offset, w)| w.mul_add(row[e + offset], acc))
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn f32_sums_equal_the_definition_bit_for_bit_whatever_the_block() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 * 510.0 - 255.0
+        };
+        let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        for len in [0usize, 1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 1923] {
+            for (rows_count, taps, stride) in [(1, 1, 1), (1, 3, 1), (3, 3, 3), (5, 13, 2), (13, 13, 1), (2, 1, 4)] {
+                let row_len = len + (taps - 1) * stride;
+                let data: Vec<Vec<f32>> = (0..rows_count)
+                    .map(|_| (0..row_len).map(|_| next()).collect())
+                    .collect();
+                let weights: Vec<Vec<(usize, f32)>> = (0..rows_count)
+                    .map(|_| (0..taps).map(|j| (j * stride, next() / 100.0)).collect())
+                    .collect();
+                let rows: Vec<LaneRow<f32>> = data.iter().zip(&weights).map(|(r, w)| (&r[..], &w[..])).collect();
+                let expected = bits(&reference(&rows, len));
+                let mut out = vec![f32::NAN; len];
+                sum_blocked::<f32, 128>(&rows, &mut out);
+                assert_eq!(bits(&out), expected, "block 128, len {len}");
+                sum_blocked::<f32, 32>(&rows, &mut out);
+                assert_eq!(bits(&out), expected, "block 32, len {len}");
+                sum_blocked::<f32, 16>(&rows, &mut out);
+                assert_eq!(bits(&out), expected, "block 16, len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_column_group_equals_one_output_row_at_a_time_bit_for_bit() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 * 510.0 - 255.0
+        };
+        let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        for (len, height) in [(1usize, 1usize), (17, 3), (200, 13), (1923, 5)] {
+            let data: Vec<Vec<f32>> = (0..height + 3).map(|_| (0..len).map(|_| next()).collect()).collect();
+            let weights: Vec<f32> = (0..height).map(|_| next() / 100.0).collect();
+            // The second source row lies outside the plane (a constant border): it adds nothing.
+            let rows: Vec<Option<&[f32]>> = data
+                .iter()
+                .enumerate()
+                .map(|(j, r)| (j != 1).then_some(&r[..]))
+                .collect();
+            let mut group = vec![f32::NAN; 4 * len];
+            sum_column_group::<f32, 64, 4>(&rows, &weights, &mut group, len);
+            for g in 0..4 {
+                let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
+                let one: Vec<LaneRow<f32>> = (0..height)
+                    .filter_map(|k| rows[g + k].map(|row| (row, &taps[k][..])))
+                    .collect();
+                let mut out = vec![f32::NAN; len];
+                sum_blocked::<f32, 128>(&one, &mut out);
+                assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "row {g}, len {len}");
+            }
+        }
+    }
+}
