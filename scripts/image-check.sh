@@ -225,11 +225,11 @@ fi
 log "licences (in the container)"
 # The texts of what the binary links, and the note of which terms it goes under as a whole.
 licences=$(podman_ run --rm "${run_args[@]}" --entrypoint sh "$image" -c \
-    'cd /usr/share/licenses/convstream && ls -d */ | tr -d / | tr "\n" " " && head -n 1 README' 2>&1 || true)
+    'cd /usr/share/licenses/convstream && ls -d */ | tr -d / | tr "\n" " " && head -n 1 README' 2>"$work/licences.err" || true)
 if [[ $licences == *ffmpeg* && $licences == *libvpx* && $licences == *"is distributed under"* ]]; then
     ok "licences: /usr/share/licenses/convstream: $licences"
 else
-    fail "licences: /usr/share/licenses/convstream is missing or incomplete: $licences"
+    fail "licences: /usr/share/licenses/convstream is missing or incomplete: $licences $(tail -n 3 "$work/licences.err")"
 fi
 
 log "convstream doctor (in the container)"
