@@ -6,8 +6,7 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{make_clip, Clip, Y4m};
 use convstream_testkit::tempdir;
@@ -105,25 +104,7 @@ fn ffmpeg_options() -> Vec<(String, bool)> {
 
 /// Runs `convstream ARGS` in `dir`, failing the test if it is not over within `limit`.
 fn bounded(dir: &Path, args: &[&str], limit: Duration) -> common::Run {
-    let mut child = common::convstream()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("convstream starts");
-    let started = Instant::now();
-    loop {
-        if child.try_wait().expect("waits").is_some() {
-            return child.wait_with_output().expect("output").into();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            panic!("convstream {args:?} ran past {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::run_bounded(dir, args, limit)
 }
 
 #[test]

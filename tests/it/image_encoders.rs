@@ -3,37 +3,14 @@
 //! doctor` lists), never with another FFmpeg's list; a run on the CPU says nothing of NVENC.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{self, make_clip, Clip, Run};
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
-}
+use convstream_testkit::tempdir;
 
 /// Runs `convstream ARGS` in `dir`, failing the test if it is not over within a minute.
 fn bounded(dir: &Path, args: &[&str]) -> Run {
-    let limit = Duration::from_secs(60);
-    let mut child = common::convstream()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("convstream starts");
-    let started = Instant::now();
-    loop {
-        if child.try_wait().expect("waits").is_some() {
-            return child.wait_with_output().expect("output").into();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            panic!("convstream {args:?} ran past {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::run_bounded(dir, args, Duration::from_secs(60))
 }
 
 /// The video encoders `convstream doctor` says this build has.

@@ -30,6 +30,30 @@ pub fn spawn_in(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
         .expect("the convstream binary starts")
 }
 
+/// Runs `convstream ARGS` in `dir` with no input, failing the test if it is not over
+/// within `limit` (a hang fails instead of blocking CI).
+pub fn run_bounded(dir: &Path, args: &[&str], limit: std::time::Duration) -> Run {
+    let mut child = convstream()
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("convstream starts");
+    let started = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("waits").is_some() {
+            return child.wait_with_output().expect("output").into();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("convstream {args:?} ran past {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// A finished run of the binary, with its output as text.
 pub struct Run {
     pub code: Option<i32>,
