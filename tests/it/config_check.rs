@@ -5,10 +5,9 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{convstream, Run};
+use common::Run;
 
 fn check(dir: &Path, config: &str) -> Run {
     std::fs::write(dir.join("config.toml"), config).unwrap();
@@ -17,27 +16,7 @@ fn check(dir: &Path, config: &str) -> Run {
 
 /// Runs convstream, killing it if it outlives `limit` (the run then fails the test).
 fn bounded(dir: &Path, args: &[&str], limit: Duration) -> Run {
-    let mut child = convstream()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("convstream starts");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            panic!(
-                "convstream {args:?} still ran after {limit:?}:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap().into()
+    common::run_bounded(dir, args, limit)
 }
 
 fn assert_lists(run: &Run, wanted: &[&str]) {

@@ -48,7 +48,11 @@ pub fn run_bounded(dir: &Path, args: &[&str], limit: std::time::Duration) -> Run
         }
         if started.elapsed() > limit {
             let _ = child.kill();
-            panic!("convstream {args:?} ran past {limit:?}");
+            let output = child.wait_with_output().expect("output");
+            panic!(
+                "convstream {args:?} still ran after {limit:?}:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }

@@ -59,7 +59,7 @@ fn random_plane(rng: &mut StdRng, width: usize, height: usize, channels: usize) 
 
 /// A random plane of `shape` whose rows carry random padding after the pixels: samples of
 /// its depth (0..=2^bits - 1, shifted as the format stores them), random bytes elsewhere.
-fn random_plane_of(rng: &mut StdRng, shape: PlaneShape) -> Plane {
+pub(crate) fn random_plane_of(rng: &mut StdRng, shape: PlaneShape) -> Plane {
     let stride = shape.row_bytes() + rng.gen_range(0..5) * shape.depth.bytes();
     let mut plane = Plane::filled(shape, stride, 0);
     rng.fill(&mut plane.data[..]);

@@ -16,27 +16,11 @@ use convstream_core::mask::Mask;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::cpu_oracle::random_plane_of;
 use convstream_testkit::oracle::oracle;
 use convstream_testkit::random::{clock_seed, replayed_seed};
 
 const FIXED_SEED: u64 = 0x000b_01e5_a1e5;
-
-/// A random plane of `shape` with random row padding.
-fn random_plane(rng: &mut StdRng, shape: PlaneShape) -> Plane {
-    let stride = shape.row_bytes() + rng.gen_range(0..3) * shape.depth.bytes();
-    let mut plane = Plane::filled(shape, stride, 0);
-    rng.fill(&mut plane.data[..]);
-    if shape.depth.bytes() == 2 {
-        let max = shape.depth.max_value() as u16;
-        for y in 0..plane.height {
-            for word in plane.row_mut(y).chunks_exact_mut(2) {
-                let value = rng.gen_range(0..=max) << shape.depth.shift;
-                word.copy_from_slice(&value.to_le_bytes());
-            }
-        }
-    }
-    plane
-}
 
 /// A matrix as a SPEC's `[[a,b],[c,d]]`.
 fn matrix(rows: &[Vec<i64>]) -> String {
@@ -95,7 +79,7 @@ fn packed(plane: &Plane) -> Vec<u8> {
 fn assert_matches_oracle(rng: &mut StdRng, mask: &Mask, spec: &str, depth: SampleDepth) {
     let channels = rng.gen_range(1..=3);
     let (width, height) = (rng.gen_range(1..40), rng.gen_range(1..24));
-    let plane = random_plane(
+    let plane = random_plane_of(
         rng,
         PlaneShape {
             width,
