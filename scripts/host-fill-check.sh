@@ -56,16 +56,31 @@ fi
 
 snapshot() { # FILE: counters, memory and seats now
     python3 - "$port" "$pid" >"$1" <<'EOF'
-import collections, json, sys, time, urllib.request
+import collections, json, os, re, sys, time, urllib.request
 port, pid = sys.argv[1], sys.argv[2]
 get = lambda path: urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20).read().decode()
 metrics = get("/metrics")
 pipelines = json.loads(get("/pipelines"))["pipelines"]
 rss_kb = int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:")))
+# Where the RSS lives: the heap and other anonymous memory, the GPU driver's mappings (page-locked
+# blocks among them), files (the binary, libraries), thread stacks.
+rss_by_kind, kind = collections.Counter(), None
+for line in open(f"/proc/{pid}/smaps"):
+    head = line.split()
+    if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+        name = head[5] if len(head) > 5 else ""
+        kind = ("gpu driver" if name.startswith("/dev/nvidia") else "stack" if name.startswith("[stack")
+                else "heap" if name == "[heap]" else "anonymous" if not name else "other" if name.startswith("[")
+                else "file")
+    elif head and head[0] == "Rss:":
+        rss_by_kind[kind] += int(head[1]) / 1024
+threads = len(os.listdir(f"/proc/{pid}/task"))
 counted = [p["counters"] for p in pipelines]
 print(json.dumps({
     "time": time.monotonic(),
     "rss_mb": rss_kb / 1024,
+    "rss_mb_by_kind": {k: round(v) for k, v in rss_by_kind.most_common()},
+    "threads": threads,
     "dropped": sum(c["frames_dropped"] for c in counted),
     "written": sum(c["frames_written"] for c in counted),
     "pinned_mb": sum(c["pinned_bytes"] for c in counted) / 2**20,
@@ -93,6 +108,7 @@ print(f"{when}, {elapsed:.1f} s: {b['dropped'] - a['dropped']} frames dropped, "
 print(f"RSS {b['rss_mb']:.0f} MB = {b['rss_mb'] / count:.1f} MB per pipeline; page-locked "
       f"{b['pinned_mb']:.0f} MB = {b['pinned_mb'] / count:.1f} MB per pipeline; lanes' GPU memory "
       f"{b['lane_gpu_mb']:.0f} MB; GPU memory used {gpu - idle:.0f} MiB over idle")
+print(f"RSS by kind (MB): {b['rss_mb_by_kind']}; {b['threads']} threads")
 print(f"states {b['states']}, devices {b['devices']}, waiting {b['waiting_for']}")
 for line in b["seats"] + b["pinned_budget"]:
     print("  " + line)

@@ -237,6 +237,20 @@ pub struct ScaleResults {
     /// results as `nvdec-seats.toml`); `None` without an NVDEC ramp that passed a step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvdec_seats: Option<convstream_media::pipeline::MeasuredSeats>,
+    /// What FFmpeg's own decoders get from this host, measured in the same run.
+    #[serde(default)]
+    pub decode_capacity: Vec<DecodeCapacityRow>,
+}
+
+/// The host's decode capacity with one decoder: `parallel` unpaced decodes at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DecodeCapacityRow {
+    pub decoder: String,
+    pub parallel: usize,
+    /// Frames decoded a second, all decodes together.
+    pub frames_per_second: f64,
+    /// That rate over the clip's frame rate: live streams the host could decode.
+    pub live_streams: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -248,8 +248,20 @@ fn quick_cpu_scale_suite_reports_paced_pipelines() {
         max <= 2 && (max > 0) == (passed > 0),
         "max_pipelines {max} agrees with the rows"
     );
+    // The host's own decode capacity, measured in the same run: two unpaced 4 s decodes of
+    // the 30 fps clip, so far faster than two live streams.
+    let capacity = &results["scale"]["decode_capacity"][0];
+    assert_eq!(capacity["decoder"], "software", "{capacity}");
+    assert_eq!(capacity["parallel"], 2, "{capacity}");
+    let fps = capacity["frames_per_second"].as_f64().expect("a decode rate");
+    let streams = capacity["live_streams"].as_f64().expect("live streams");
+    assert!(fps > 60.0 && (streams - fps / 30.0).abs() < 1e-6, "{capacity}");
     let markdown = std::fs::read_to_string(out.path().join("results.md")).expect("results.md written");
     assert!(markdown.contains("## Streams per host") && markdown.contains("max_pipelines, software decoder"));
+    assert!(
+        markdown.contains("the host's own decode capacity, software: 2 unpaced decodes"),
+        "{markdown}"
+    );
     assert!(std::fs::read_to_string(out.path().join("scale.svg"))
         .expect("plot written")
         .starts_with("<svg"));

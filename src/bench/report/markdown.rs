@@ -276,6 +276,13 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
     for (decoder, max) in &scale.max_pipelines {
         let _ = writeln!(md, "- max_pipelines, {decoder} decoder: **{max}** per device");
     }
+    for c in &scale.decode_capacity {
+        let _ = writeln!(
+            md,
+            "- the host's own decode capacity, {}: {} unpaced decodes at once, {:.0} fps in all = **{:.1}** live streams",
+            c.decoder, c.parallel, c.frames_per_second, c.live_streams
+        );
+    }
     if let Some(seats) = &scale.nvdec_seats {
         for (model, seats) in &seats.seats_per_gpu {
             let _ = writeln!(

@@ -6,6 +6,7 @@
 
 mod cli_runs;
 mod cpu_info;
+mod decode_capacity;
 mod e2e;
 #[cfg(feature = "cuda")]
 mod gpu;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::decode_capacity::{decode_capacity, MEDIA_SECONDS};
 use super::e2e::{bench_run_options, bench_settings, generated_clip};
 use super::workload::E2E_MASK;
 use crate::bench::error::BenchError;
@@ -111,6 +112,26 @@ pub fn scale(
             results.rows.push(row);
         }
         results.max_pipelines.insert(decoder.clone(), ramp.passed);
+        {
+            // Quick runs (CI) check the measurement itself: two short decodes.
+            let (parallel, seconds) = if options.quick {
+                (Some(2), 4.0)
+            } else {
+                (None, MEDIA_SECONDS)
+            };
+            match decode_capacity(&clip, decoder, parallel, seconds, frame_rate) {
+                Ok(row) => {
+                    tracing::info!(
+                        "decode capacity, {decoder}: {} decodes at once, {:.0} fps in all = {:.1} live streams",
+                        row.parallel,
+                        row.frames_per_second,
+                        row.live_streams
+                    );
+                    results.decode_capacity.push(row);
+                }
+                Err(e) => skipped.push(e.to_string()),
+            }
+        }
         if decoder == "nvdec" && ramp.passed > 0 {
             results.nvdec_seats = measured_seats(&devices, ramp.passed, ramp.failed.is_none(), frame_rate);
         }

@@ -271,8 +271,9 @@ impl BufferPool {
     }
 
     /// Frees `blocks`: slow memory on the growing thread, so the frame path never waits for
-    /// the driver; other memory here.
-    fn release(self: &Arc<Self>, blocks: Vec<Box<dyn HostBlock>>) {
+    /// the driver; other memory here. Also for blocks of the pool's memory that were never
+    /// the pool's (the engine's idle staging buffers).
+    pub fn release(self: &Arc<Self>, blocks: Vec<Box<dyn HostBlock>>) {
         if blocks.is_empty() {
             return;
         }

@@ -615,6 +615,66 @@ fn staged_frames_take_their_results_in_page_locked_planes() {
     println!("staged frames: results in page-locked planes match the CPU engine");
 }
 
+/// The lanes' staging buffers follow the frames that need them: heap frames (a pipeline's
+/// first, while its pool grows) make every lane allocate staging, and once only pooled frames
+/// have come for the idle window, each lane gives its staging back as it is next used, the
+/// results still exact.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn idle_staging_buffers_are_given_back() {
+    let (mut rng, seed) = seeded_rng();
+    let (width, height) = (640, 360);
+    let filter = FilterSpec {
+        mask: random_mask(&mut rng, 5, 5, false),
+        border: BorderMode::Reflect,
+        planes: PlaneSelection::All,
+        plane_masks: Default::default(),
+    };
+    let label = format!("seed {seed}");
+    let (engine, pool) = engine_with_pool(&filter, (width, height), 2);
+    let idle = std::time::Duration::from_millis(400);
+    let mut engine = engine.with_staging_idle(idle);
+    // Submits each input as `submitted` makes it (a heap frame or a copy in the pool, made
+    // only when its turn comes so the pool is never short) and checks every result.
+    let mut run = |engine: &mut CudaEngine, indices: std::ops::Range<u64>, pooled: bool| {
+        let mut pending = std::collections::VecDeque::new();
+        let check = |output: Frame, pending: &mut std::collections::VecDeque<Frame>| {
+            let input = pending.pop_front().expect("one output per input");
+            assert_eq!(output.index, input.index, "{label}: order");
+            let want = CpuEngine::filter_frame(&filter, &input);
+            assert_eq!(compare(&want, &output), (0, 0), "{label}: frame {}", input.index);
+        };
+        for i in indices {
+            let input = random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i);
+            let submitted = if pooled {
+                input.copied_into(&pool)
+            } else {
+                input.clone()
+            };
+            assert_eq!(submitted.planes[0].data.is_page_locked(), pooled, "{label}: frame {i}");
+            pending.push_back(input);
+            engine.submit(submitted).unwrap();
+            while engine.in_flight() >= engine.capacity() {
+                check(engine.receive().unwrap().unwrap(), &mut pending);
+            }
+        }
+        while let Some(frame) = engine.receive().unwrap() {
+            check(frame, &mut pending);
+        }
+    };
+    run(&mut engine, 0..8, false);
+    let staged = engine.pinned_bytes() - pool.allocated_bytes();
+    assert!(staged > 0, "{label}: heap frames were staged");
+    std::thread::sleep(idle + std::time::Duration::from_millis(100));
+    run(&mut engine, 8..24, true);
+    assert_eq!(
+        engine.pinned_bytes(),
+        pool.allocated_bytes(),
+        "{label}: every lane gave its idle staging back ({staged} bytes staged before)"
+    );
+    println!("idle staging: {staged} bytes of staging given back, results exact");
+}
+
 /// A filter switch to other planes lays the lanes out again but keeps the frame pool the
 /// source is making frames in, and those frames still go to the GPU directly.
 #[test]

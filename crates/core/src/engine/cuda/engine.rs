@@ -8,7 +8,7 @@
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::completion::{Completion, HostCopyTimes, InFlight};
 use super::device::{self, DeviceInfo};
@@ -25,7 +25,7 @@ use crate::engine::{
 };
 use crate::filter::FilterSpec;
 use crate::frame::{Frame, Plane};
-use crate::host_buffers::BufferPool;
+use crate::host_buffers::{BufferPool, IDLE_WINDOW};
 
 /// Byte written into GPU output buffers before each frame when poisoning (tests).
 pub const POISON: u8 = 0xA7;
@@ -53,6 +53,8 @@ pub struct CudaEngine {
     pool_shape: Option<FrameShape>,
     /// Pinned bytes of the lanes' staging buffers.
     staging_bytes: Arc<AtomicUsize>,
+    /// How long a lane keeps staging buffers no frame used ([`IDLE_WINDOW`] unless set).
+    staging_idle: Duration,
     /// GPU memory of the lanes' input and output buffers, as laid out last.
     lane_device_bytes: usize,
     /// This engine's place in the per-GPU pipeline count, held while it lives.
@@ -102,6 +104,7 @@ impl CudaEngine {
             pool: None,
             pool_shape: None,
             staging_bytes: Arc::new(AtomicUsize::new(0)),
+            staging_idle: IDLE_WINDOW,
             lane_device_bytes: 0,
             _seat: None,
         };
@@ -126,6 +129,13 @@ impl CudaEngine {
     /// Holds `seat` (the GPU placement count) until the engine is dropped.
     pub fn with_seat(mut self, seat: Seat) -> CudaEngine {
         self._seat = Some(seat);
+        self
+    }
+
+    /// Gives back a lane's staging buffers once no frame used them for `idle` instead of
+    /// [`IDLE_WINDOW`] (a test's shorter wait).
+    pub fn with_staging_idle(mut self, idle: Duration) -> CudaEngine {
+        self.staging_idle = idle;
         self
     }
 
@@ -451,6 +461,13 @@ impl Engine for CudaEngine {
         };
         let mut ticket = completion.take_lane(frame)?;
         let (lane, frame, held) = ticket.parts();
+        // The lane is free, so the GPU is done with its staging buffers.
+        if let Some(idle) = lane.take_idle_staging(self.staging_idle) {
+            match &self.pool {
+                Some(pool) => pool.release(idle),
+                None => drop(idle),
+            }
+        }
         let started = Instant::now();
         // On failure the ticket is dropped: it waits for whatever part of the frame's work
         // was queued before the lane is reused and the frame's memory released.

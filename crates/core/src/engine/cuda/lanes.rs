@@ -13,6 +13,7 @@ use cudarc::driver::{result, CudaContext, CudaEvent, CudaSlice, CudaStream, Devi
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::engine_error::{allocation_error, CudaResultExt};
 use super::pinned::PinnedBlock;
@@ -198,6 +199,8 @@ pub struct Lane {
     pub stream: Arc<CudaStream>,
     context: Arc<CudaContext>,
     staging: Option<Staging>,
+    /// When a frame last went through the staging buffers.
+    staged_at: Instant,
     /// The selected planes on the GPU, as the layout packs them.
     pub device_in: CudaSlice<u8>,
     /// The kernels' results, laid out as the input.
@@ -248,6 +251,7 @@ impl Lane {
             stream,
             context: context.clone(),
             staging: None,
+            staged_at: Instant::now(),
             device_in,
             device_out,
             events,
@@ -256,7 +260,24 @@ impl Lane {
         })
     }
 
+    /// The staging buffers, once no frame has gone through them for `idle`: for the caller
+    /// to free off the frame path. Frames are staged mostly while the frame pool is still
+    /// growing (a pipeline's first frames come from ordinary memory), which every lane sees
+    /// once; kept for good, each lane's staging would hold two page-locked frames that the
+    /// steady flow of pooled frames never uses.
+    pub fn take_idle_staging(&mut self, idle: Duration) -> Option<Vec<Box<dyn HostBlock>>> {
+        if self.staged_at.elapsed() < idle {
+            return None;
+        }
+        let staging = self.staging.take()?;
+        self.staging_total.fetch_sub(staging.bytes(), Ordering::Relaxed);
+        Some(vec![Box::new(staging.input), Box::new(staging.output)])
+    }
+
+    /// The staging buffers, allocated the first time a frame needs them (or the first time
+    /// after they were given back as idle).
     fn staging(&mut self, layout: &Layout) -> Result<&mut Staging, EngineError> {
+        self.staged_at = Instant::now();
         if self.staging.is_none() {
             let what = |thing: &str| format!("pipeline {:?}, lane {}: {thing}", self.pipeline, self.index);
             let input = PinnedBlock::new(

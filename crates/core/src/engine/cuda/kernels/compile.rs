@@ -6,7 +6,7 @@ use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::variant::Variant;
 use crate::engine::cuda::error::CudaError;
@@ -83,6 +83,18 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     static COMPILED: OnceLock<Mutex<CubinsByArchAndKey>> = OnceLock::new();
     let compiled = COMPILED.get_or_init(Default::default);
     let memory_key = (arch.to_string(), key);
+    if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
+        return Ok(cubin);
+    }
+    // Pipelines starting together want the same variant at once: the first compiles it, the
+    // others wait for it instead of each running NVRTC (seconds of CPU each) on the same source.
+    static COMPILING: OnceLock<Mutex<HashMap<(String, u64), Arc<Mutex<()>>>>> = OnceLock::new();
+    let turn = COMPILING
+        .get_or_init(Default::default)
+        .lock()
+        .map(|mut map| map.entry(memory_key.clone()).or_default().clone())
+        .unwrap_or_default();
+    let _compiling = turn.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
         return Ok(cubin);
     }

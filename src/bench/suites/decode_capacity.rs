@@ -1,0 +1,71 @@
+//! The host's own decode capacity, the yardstick for the scale ramp, measured in the same
+//! run: `parallel` decodes of the clip at once, unpaced, their frames discarded, as N
+//! parallel `ffmpeg -threads 1 -i clip -f null -` runs measure it (FFmpeg's own decoders, so
+//! this is what FFmpeg gets from the host, not what convstream does with it). Software
+//! decodes get one thread each, one per core; NVDEC decodes go to host memory on the first
+//! GPU (GPUs of one model decode alike). Frames a second in all, over the clip's frame rate,
+//! is how many live streams the host could decode.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::bench::error::BenchError;
+use crate::bench::results::DecodeCapacityRow;
+use convstream_media::config::SourceConfig;
+use convstream_media::pipeline::decode_only;
+
+/// Media seconds each decode reads (the clip looped): long enough that opening the
+/// decoders is a small part of the time.
+pub const MEDIA_SECONDS: f64 = 40.0;
+/// Parallel NVDEC decodes: enough to keep every NVDEC engine of a GPU busy (8-16 measured
+/// the same on an H100).
+const NVDEC_PARALLEL: usize = 12;
+
+/// Decodes `media_seconds` of the clip `parallel` times at once with `decoder` (one per
+/// core for software, [`NVDEC_PARALLEL`] for NVDEC when `parallel` is `None`).
+pub fn decode_capacity(
+    clip: &Path,
+    decoder: &str,
+    parallel: Option<usize>,
+    media_seconds: f64,
+    frame_rate: f64,
+) -> Result<DecodeCapacityRow, BenchError> {
+    let nvdec = decoder == "nvdec";
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parallel = parallel.unwrap_or(if nvdec { NVDEC_PARALLEL } else { cores });
+    let source = SourceConfig {
+        decoder: decoder.into(),
+        threads: if nvdec { 0 } else { 1 },
+        looping: true,
+        duration: Some(media_seconds),
+        ..SourceConfig::from_url(&clip.display().to_string())
+    };
+    let started = Instant::now();
+    let decoded: Vec<Result<(u64, f64), String>> = std::thread::scope(|scope| {
+        let decodes: Vec<_> = (0..parallel)
+            .map(|_| scope.spawn(|| decode_only(&source).map_err(|e| e.to_string())))
+            .collect();
+        decodes
+            .into_iter()
+            .map(|decode| {
+                decode
+                    .join()
+                    .unwrap_or_else(|_| Err("the decode thread panicked".into()))
+            })
+            .collect()
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let mut frames = 0;
+    for result in decoded {
+        frames += result
+            .map_err(|e| BenchError::Other(format!("decode capacity with {decoder}: {e}")))?
+            .0;
+    }
+    let frames_per_second = frames as f64 / seconds.max(1e-9);
+    Ok(DecodeCapacityRow {
+        decoder: decoder.to_string(),
+        parallel,
+        frames_per_second,
+        live_streams: frames_per_second / frame_rate,
+    })
+}
