@@ -2,9 +2,10 @@
 //! run: `parallel` decodes of the clip at once, unpaced, their frames discarded, as N
 //! parallel `ffmpeg -threads 1 -i clip -f null -` runs measure it (FFmpeg's own decoders, so
 //! this is what FFmpeg gets from the host, not what convstream does with it). Software
-//! decodes get one thread each, one per core; NVDEC decodes go to host memory on the first
-//! GPU (GPUs of one model decode alike). Frames a second in all, over the clip's frame rate,
-//! is how many live streams the host could decode.
+//! decodes get one thread each, one per core; NVDEC decodes run on the first GPU (GPUs of
+//! one model decode alike), their pictures left in the context the process's pipelines share
+//! there, as a filtering pipeline leaves them. Frames a second in all, over the clip's frame
+//! rate, is how many live streams the host could decode.
 
 use std::path::Path;
 use std::time::Instant;
@@ -12,7 +13,7 @@ use std::time::Instant;
 use crate::bench::error::BenchError;
 use crate::bench::results::DecodeCapacityRow;
 use convstream_media::config::SourceConfig;
-use convstream_media::pipeline::decode_only;
+use convstream_media::pipeline::decode_only_on;
 
 /// Media seconds each decode reads (the clip looped): long enough that opening the
 /// decoders is a small part of the time.
@@ -40,10 +41,15 @@ pub fn decode_capacity(
         duration: Some(media_seconds),
         ..SourceConfig::from_url(&clip.display().to_string())
     };
+    let gpu = if nvdec {
+        convstream_core::engine::gpu_context(0)
+    } else {
+        None
+    };
     let started = Instant::now();
     let decoded: Vec<Result<(u64, f64), String>> = std::thread::scope(|scope| {
         let decodes: Vec<_> = (0..parallel)
-            .map(|_| scope.spawn(|| decode_only(&source).map_err(|e| e.to_string())))
+            .map(|_| scope.spawn(|| decode_only_on(&source, gpu.clone()).map_err(|e| e.to_string())))
             .collect();
         decodes
             .into_iter()

@@ -10,7 +10,7 @@ use super::error::EngineError;
 #[cfg(feature = "cuda")]
 use super::error::NoGpuReason;
 #[cfg(feature = "cuda")]
-use super::{contract::PIPELINES_PER_NVDEC_ENGINE, cuda, placement};
+use super::{contract::pipelines_per_nvdec_engine, cuda, placement};
 use super::{gpu_starts, starting};
 use crate::filter::FilterSpec;
 
@@ -227,7 +227,9 @@ pub fn gpu_inventory() -> Vec<GpuNvdec> {
             let model = cuda::device::open(ordinal).ok().and_then(|context| context.name().ok());
             GpuNvdec {
                 ordinal,
-                nvdec_capacity: model.as_deref().and_then(predicted_nvdec_capacity),
+                nvdec_capacity: model
+                    .as_deref()
+                    .and_then(|model| predicted_nvdec_capacity(model, devices)),
                 model,
             }
         })
@@ -254,17 +256,17 @@ pub struct GpuNvdec {
 }
 
 /// How many live NVDEC pipelines GPU `ordinal` carries, predicted from its NVDEC engines
-/// ([`PIPELINES_PER_NVDEC_ENGINE`] each); `None` when that is unknown.
+/// and the host's GPUs (see [`pipelines_per_nvdec_engine`]); `None` when that is unknown.
 #[cfg(feature = "cuda")]
 pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
     let context = cuda::device::open(ordinal).ok()?;
-    predicted_nvdec_capacity(&context.name().ok()?)
+    predicted_nvdec_capacity(&context.name().ok()?, cuda::device::probe().unwrap_or(1))
 }
 
-/// The live NVDEC pipelines a GPU of `model` is predicted to carry.
+/// The live NVDEC pipelines a GPU of `model` is predicted to carry on a host of `gpus` GPUs.
 #[cfg(feature = "cuda")]
-fn predicted_nvdec_capacity(model: &str) -> Option<usize> {
-    cuda::nvml::decoder_engines(model).map(|engines| engines.count as usize * PIPELINES_PER_NVDEC_ENGINE)
+fn predicted_nvdec_capacity(model: &str, gpus: usize) -> Option<usize> {
+    cuda::nvml::decoder_engines(model).map(|engines| engines.count as usize * pipelines_per_nvdec_engine(gpus))
 }
 
 /// Without CUDA support: unknown.

@@ -173,9 +173,25 @@ pub const DEFAULT_FRAMES_PER_STREAM: usize = 2;
 pub const HELD_BYTES: usize = 512 << 20;
 
 /// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
-/// (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on 7 engines; 64 fell
-/// behind; BENCHMARKS.md, "Streams per host").
+/// on a host with one GPU (`bench --suite scale --decoder nvdec` on an H100: 56 pipelines on
+/// 7 engines; 64 fell behind; BENCHMARKS.md, "Streams per host").
 pub const PIPELINES_PER_NVDEC_ENGINE: usize = 8;
+
+/// The same with every GPU of a host with several decoding at once: on two H200s (7 engines
+/// each) 16 pipelines per GPU kept up and 24 per GPU fell behind in seven runs of seven,
+/// in one process or two, with each GPU's NVDEC under a fifth busy (BENCHMARKS.md, "Filling
+/// a host"); the cause is outside the decoders' engines, so the prediction stays low until
+/// `bench --suite scale --gpus all` measures the host.
+pub const PIPELINES_PER_NVDEC_ENGINE_SEVERAL_GPUS: usize = 2;
+
+/// Live NVDEC pipelines predicted per engine on a host of `gpus` GPUs.
+pub fn pipelines_per_nvdec_engine(gpus: usize) -> usize {
+    if gpus > 1 {
+        PIPELINES_PER_NVDEC_ENGINE_SEVERAL_GPUS
+    } else {
+        PIPELINES_PER_NVDEC_ENGINE
+    }
+}
 
 /// Options an engine is built with besides the filter.
 #[derive(Debug, Clone)]

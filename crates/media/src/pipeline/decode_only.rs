@@ -13,6 +13,7 @@ use crate::config::SourceConfig;
 use crate::ffmpeg::PassthroughPacket;
 use crate::source::Source;
 use crate::stats::Counters;
+use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
 use convstream_core::host_buffers::{BufferPool, HeapMemory};
 
@@ -21,14 +22,20 @@ use convstream_core::host_buffers::{BufferPool, HeapMemory};
 /// filtered run makes them in reused pinned ones, so neither pays for fresh allocations.
 /// Returns the frames and the seconds from the input being open to the last frame.
 pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
+    decode_only_on(source, None)
+}
+
+/// [`decode_only`] with NVDEC's pictures left on `gpu`, the context the process's pipelines
+/// share, as a pipeline filtering on that GPU leaves them (without it, FFmpeg makes a
+/// context of its own per decoder and copies each picture to host memory).
+pub fn decode_only_on(source: &SourceConfig, gpu: Option<GpuContext>) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let opened =
-        Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe(), None).map_err(|error| {
-            PipelineError::Source {
-                pipeline: "decode-only".into(),
-                error,
-            }
-        })?;
+    let opened = Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe(), gpu).map_err(|error| {
+        PipelineError::Source {
+            pipeline: "decode-only".into(),
+            error,
+        }
+    })?;
     let info = opened.info();
     let shapes = info.format.plane_shapes(info.width, info.height);
     let frame_bytes: usize = shapes.iter().map(|plane| plane.pooled_bytes()).sum();

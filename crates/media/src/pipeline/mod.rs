@@ -26,7 +26,7 @@ mod start_gate;
 mod threads;
 
 pub use capacity::pooled_frames;
-pub use decode_only::decode_only;
+pub use decode_only::{decode_only, decode_only_on};
 pub use error::PipelineError;
 pub use measured_seats::MeasuredSeats;
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
