@@ -68,6 +68,10 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 /// CUBINs compiled in this process, by architecture and cache key.
 type CubinsByArchAndKey = HashMap<(String, u64), Vec<u8>>;
 
+/// One lock per variant being compiled, by architecture and cache key: held by the thread
+/// compiling it, waited on by the others that want it.
+type CompilingByArchAndKey = HashMap<(String, u64), Arc<Mutex<()>>>;
+
 /// CUBIN for `variant` on `arch`, from the disk cache when a previous run compiled it.
 pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     let options = variant.options(arch);
@@ -88,7 +92,7 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     }
     // Pipelines starting together want the same variant at once: the first compiles it, the
     // others wait for it instead of each running NVRTC (seconds of CPU each) on the same source.
-    static COMPILING: OnceLock<Mutex<HashMap<(String, u64), Arc<Mutex<()>>>>> = OnceLock::new();
+    static COMPILING: OnceLock<Mutex<CompilingByArchAndKey>> = OnceLock::new();
     let turn = COMPILING
         .get_or_init(Default::default)
         .lock()
