@@ -132,7 +132,10 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
 /// Writes a cache entry atomically (temporary file, then rename); failure only costs a recompile.
 fn store_in_cache(path: &std::path::Path, bytes: &[u8]) {
     let Some(dir) = path.parent() else { return };
-    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique within the process too: two threads storing one entry must not share a file.
+    static STORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let turn = STORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = path.with_extension(format!("tmp{}-{turn}", std::process::id()));
     let written = std::fs::create_dir_all(dir)
         .and_then(|_| std::fs::write(&temporary, bytes))
         .and_then(|_| std::fs::rename(&temporary, path));
