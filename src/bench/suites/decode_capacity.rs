@@ -2,9 +2,9 @@
 //! run: `parallel` decodes of the clip at once, unpaced, their frames discarded, as N
 //! parallel `ffmpeg -threads 1 -i clip -f null -` runs measure it (FFmpeg's own decoders, so
 //! this is what FFmpeg gets from the host, not what convstream does with it). Software
-//! decodes get one thread each, one per core; NVDEC decodes run on the first GPU (GPUs of
-//! one model decode alike), their pictures left in the context the process's pipelines share
-//! there, as a filtering pipeline leaves them. Frames a second in all, over the clip's frame
+//! decodes get one thread each, one per core; NVDEC decodes run on the ramp's first GPU
+//! (GPUs of one model decode alike), their pictures left in the context the process's
+//! pipelines share there, as a filtering pipeline leaves them. Frames a second in all, over the clip's frame
 //! rate, is how many live streams the host could decode.
 
 use std::path::Path;
@@ -23,13 +23,15 @@ pub const MEDIA_SECONDS: f64 = 40.0;
 const NVDEC_PARALLEL: usize = 12;
 
 /// Decodes `media_seconds` of the clip `parallel` times at once with `decoder` (one per
-/// core for software, [`NVDEC_PARALLEL`] for NVDEC when `parallel` is `None`).
+/// core for software, [`NVDEC_PARALLEL`] for NVDEC when `parallel` is `None`); NVDEC on
+/// GPU `gpu`.
 pub fn decode_capacity(
     clip: &Path,
     decoder: &str,
     parallel: Option<usize>,
     media_seconds: f64,
     frame_rate: f64,
+    gpu: usize,
 ) -> Result<DecodeCapacityRow, BenchError> {
     let nvdec = decoder == "nvdec";
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -42,7 +44,7 @@ pub fn decode_capacity(
         ..SourceConfig::from_url(&clip.display().to_string())
     };
     let gpu = if nvdec {
-        convstream_core::engine::gpu_context(0)
+        convstream_core::engine::gpu_context(gpu)
     } else {
         None
     };

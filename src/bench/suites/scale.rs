@@ -119,7 +119,14 @@ pub fn scale(
             } else {
                 (None, MEDIA_SECONDS)
             };
-            match decode_capacity(&clip, decoder, parallel, seconds, frame_rate) {
+            let first_gpu = devices
+                .iter()
+                .find_map(|device| match device {
+                    DeviceChoice::Cuda(n) => Some(*n),
+                    _ => None,
+                })
+                .unwrap_or(0);
+            match decode_capacity(&clip, decoder, parallel, seconds, frame_rate, first_gpu) {
                 Ok(row) => {
                     tracing::info!(
                         "decode capacity, {decoder}: {} decodes at once, {:.0} fps in all = {:.1} live streams",
