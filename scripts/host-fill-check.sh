@@ -4,7 +4,8 @@
 # time, a 13x13 Gaussian on every plane on the GPU, drop = "oldest", null sinks. Reports:
 # - how long /readyz took to turn 200, and what it said until then;
 # - frames dropped over the WINDOW seconds after ready (0 is the target), and the fps;
-# - the process's RSS and page-locked memory, per pipeline; GPU memory (nvidia-smi);
+# - the process's RSS (also by kind of mapping, from /proc/PID/smaps) and page-locked memory,
+#   per pipeline; GPU memory (nvidia-smi);
 # - NVDEC seats per GPU (/metrics) and where the pipelines run;
 # - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, first and last.
 # Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings;
