@@ -282,3 +282,18 @@ pub struct GpuUsage {
     /// Bytes of GPU memory in all.
     pub memory_total_bytes: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The predictions stay under what was measured: 56 of an H100's 7 engines alone, and
+    /// fewer than the 16 per 7-engine GPU that kept up with both GPUs of a host decoding.
+    #[test]
+    fn nvdec_predictions_stay_under_what_kept_up() {
+        assert_eq!(7 * pipelines_per_nvdec_engine(1), 56);
+        for gpus in [2, 4, 8] {
+            assert!(7 * pipelines_per_nvdec_engine(gpus) < 16, "{gpus} GPUs");
+        }
+    }
+}
