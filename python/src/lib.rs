@@ -1,5 +1,5 @@
 //! The native module of the `convstream` Python package (`convstream._convstream`): filters
-//! for arrays ([`filter`]), decoded video as an iterator and `run` ([`video`]), and the mask
+//! for arrays (`filter.rs`), decoded video as an iterator and `run` (`video.rs`), and the mask
 //! catalogue. The public API, its argument checks and the arrays of NumPy, CuPy and PyTorch
 //! live in python/convstream/__init__.py; this side takes planes by address and releases the
 //! GIL while it works.

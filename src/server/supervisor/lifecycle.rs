@@ -227,7 +227,7 @@ impl Supervisor {
     /// files taken) during the wait, and after it while the threads still run: a name is
     /// free only when no thread of its run is left.
     /// Returns its last state, and whether its threads ended (false: still blocked after
-    /// `timeout` and the pipe unblocking, see [`stop_and_join`]; it is then kept listed).
+    /// `timeout` and the pipe unblocking, see `stop_and_join`; it is then kept listed).
     pub fn remove(&self, name: &str, timeout: Duration) -> Result<(PipelineView, bool), SupervisorError> {
         let mut stopping = {
             let pipelines = self.pipelines();
