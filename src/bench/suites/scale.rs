@@ -20,7 +20,7 @@ use super::e2e::{bench_run_options, bench_settings, generated_clip};
 use super::workload::E2E_MASK;
 use crate::bench::error::BenchError;
 use crate::bench::options::BenchOptions;
-use crate::bench::results::{ScaleResults, ScaleRow};
+use crate::bench::results::{DecodeCapacityRow, ScaleResults, ScaleRow};
 use convstream_core::engine::DeviceChoice;
 use convstream_core::mask::Mask;
 use convstream_media::config::{DropPolicy, SourceConfig};
@@ -112,32 +112,9 @@ pub fn scale(
             results.rows.push(row);
         }
         results.max_pipelines.insert(decoder.clone(), ramp.passed);
-        {
-            // Quick runs (CI) check the measurement itself: two short decodes.
-            let (parallel, seconds) = if options.quick {
-                (Some(2), 4.0)
-            } else {
-                (None, MEDIA_SECONDS)
-            };
-            let first_gpu = devices
-                .iter()
-                .find_map(|device| match device {
-                    DeviceChoice::Cuda(n) => Some(*n),
-                    _ => None,
-                })
-                .unwrap_or(0);
-            match decode_capacity(&clip, decoder, parallel, seconds, frame_rate, first_gpu) {
-                Ok(row) => {
-                    tracing::info!(
-                        "decode capacity, {decoder}: {} decodes at once, {:.0} fps in all = {:.1} live streams",
-                        row.parallel,
-                        row.frames_per_second,
-                        row.live_streams
-                    );
-                    results.decode_capacity.push(row);
-                }
-                Err(e) => skipped.push(e.to_string()),
-            }
+        match host_decode_capacity(&clip, decoder, &devices, frame_rate, options.quick) {
+            Ok(row) => results.decode_capacity.push(row),
+            Err(e) => skipped.push(e.to_string()),
         }
         if decoder == "nvdec" && ramp.passed > 0 {
             results.nvdec_seats = measured_seats(&devices, ramp.passed, ramp.failed.is_none(), frame_rate);
@@ -145,6 +122,34 @@ pub fn scale(
     }
     SeatBoard::global().set_seats_per_gpu(None);
     Ok(results)
+}
+
+/// What `decoder` gets from the host with no pacing and no filter, the ramp's yardstick (see
+/// `decode_capacity.rs`): NVDEC on the ramp's first GPU. Quick runs (CI) check the
+/// measurement itself with two short decodes.
+fn host_decode_capacity(
+    clip: &std::path::Path,
+    decoder: &str,
+    devices: &[DeviceChoice],
+    frame_rate: f64,
+    quick: bool,
+) -> Result<DecodeCapacityRow, BenchError> {
+    let (parallel, seconds) = if quick { (Some(2), 4.0) } else { (None, MEDIA_SECONDS) };
+    let first_gpu = devices
+        .iter()
+        .find_map(|device| match device {
+            DeviceChoice::Cuda(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let row = decode_capacity(clip, decoder, parallel, seconds, frame_rate, first_gpu)?;
+    tracing::info!(
+        "decode capacity, {decoder}: {} decodes at once, {:.0} fps in all = {:.1} live streams",
+        row.parallel,
+        row.frames_per_second,
+        row.live_streams
+    );
+    Ok(row)
 }
 
 /// The pipeline counts a ramp tries: the schedule until a step fails, then (when refining)
