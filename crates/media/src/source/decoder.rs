@@ -20,7 +20,8 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use super::decode_state::{DecodeState, DrainEnd};
-use super::decoder_choice::choose_decoder;
+use super::decoder_choice::{choose_decoder, ChosenDecoder};
+use super::device_pictures::nvdec_format;
 use super::device_pictures::CudaDecoding;
 use super::error::SourceError;
 use super::nvdec::{self, NvdecProbe, StreamTraits};
@@ -45,11 +46,14 @@ pub(super) struct VideoDecoder {
     pictures: Option<Arc<PooledPictures>>,
     /// The GPU an NVDEC decoder leaves its pictures on, if any (see `device_pictures`).
     device: Option<Arc<CudaDecoding>>,
+    /// The decoder opened without `device` (see [`ChosenDecoder`]).
     codec: ffmpeg::Codec,
+    /// FFmpeg's own decoder with NVDEC as its accelerator, opened instead of `codec` on `device`.
+    accelerated: Option<ffmpeg::Codec>,
     parameters: codec::Parameters,
     time_base: Rational,
     threads: usize,
-    /// NVDEC (FFmpeg's `*_cuvid` decoders): failures are recovered by a fresh decoder.
+    /// NVDEC (either way): failures are recovered by a fresh decoder.
     hardware: bool,
     /// Recent packets, from the keyframe before last (NVDEC only).
     replay: ReplayBuffer,
@@ -80,7 +84,11 @@ impl VideoDecoder {
             url: url.clone(),
             reason,
         };
-        let (codec, hardware) = choose_decoder(config, &parameters, nvdec_probe)?;
+        let ChosenDecoder {
+            codec,
+            hardware,
+            accelerated,
+        } = choose_decoder(config, &parameters, nvdec_probe)?;
         let device = match gpu.filter(|_| hardware).map(CudaDecoding::new) {
             Some(Ok(device)) => Some(device),
             Some(Err(reason)) => {
@@ -93,18 +101,19 @@ impl VideoDecoder {
         // sequence) keeps it.
         let threads = super::decoder_threads::decoder_threads(config.threads);
         crate::ffmpeg::log::clear_last_error();
-        let inner =
-            open_codec(codec, &parameters, time_base, threads, hardware, None, device.as_ref()).map_err(|e| {
-                decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
-                    "cannot open the {} decoder: {e}",
-                    codec.name()
-                )))
-            })?;
+        let opening = Opening::of(codec, accelerated, hardware, device.as_ref());
+        let inner = open_codec(opening, &parameters, time_base, threads, None, device.as_ref()).map_err(|e| {
+            decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
+                "cannot open the {} decoder: {e}",
+                opening.name()
+            )))
+        })?;
         Ok(VideoDecoder {
             inner,
             pictures: None,
             device,
             codec,
+            accelerated,
             time_base,
             threads,
             hardware,
@@ -147,13 +156,13 @@ impl VideoDecoder {
         }
         self.device = device;
         crate::ffmpeg::log::clear_last_error();
+        let opening = self.opening();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         self.inner = open_codec(
-            self.codec,
+            opening,
             &self.parameters,
             self.time_base,
             self.threads,
-            true,
             pictures,
             device,
         )
@@ -161,10 +170,22 @@ impl VideoDecoder {
             url: url.to_string(),
             reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder on the GPU: {e}",
-                self.codec.name()
+                opening.name()
             )),
         })?;
         Ok(())
+    }
+
+    /// The decoder opened now: FFmpeg's own with NVDEC on the shared GPU context when there
+    /// is one, else the chosen one.
+    fn opening(&self) -> Opening {
+        Opening::of(self.codec, self.accelerated, self.hardware, self.device.as_ref())
+    }
+
+    /// Whether the decoder's pictures are NVDEC's own output surfaces, mapped (FFmpeg's
+    /// decoders with NVDEC): each is copied out at once (see `device_pictures`).
+    pub(super) fn maps_surfaces(&self) -> bool {
+        self.opening().accelerated
     }
 
     /// The GPU an NVDEC decoder leaves its pictures on, if any.
@@ -172,8 +193,9 @@ impl VideoDecoder {
         self.device.as_ref()
     }
 
+    /// The decoder in use.
     pub(super) fn codec(&self) -> ffmpeg::Codec {
-        self.codec
+        self.opening().codec
     }
 
     pub(super) fn is_hardware(&self) -> bool {
@@ -309,7 +331,7 @@ impl VideoDecoder {
                 url: state.url.clone(),
                 reason: format!(
                     "the {} decoder kept failing after {frame} frames: {error}",
-                    self.codec.name()
+                    self.opening().name()
                 ),
             });
         }
@@ -330,7 +352,7 @@ impl VideoDecoder {
             input = %state.url,
             "the {} decoder failed after {frame} frames ({error}): making it anew, and decoding the last {} \
              packets again so no frame is lost",
-            self.codec.name(),
+            self.opening().name(),
             earlier.len() + latest.len()
         );
         Counters::add(&counters.decoder_restarts, 1);
@@ -431,22 +453,16 @@ impl VideoDecoder {
             }
         }
         crate::ffmpeg::log::clear_last_error();
+        let opening = self.opening();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
-        open_codec(
-            self.codec,
-            &parameters,
-            self.time_base,
-            self.threads,
-            self.hardware,
-            pictures,
-            device,
-        )
-        .map_err(|e| SourceError::Decoder {
-            url: state.url.clone(),
-            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
-                "cannot open the {} decoder again: {e}",
-                self.codec.name()
-            )),
+        open_codec(opening, &parameters, self.time_base, self.threads, pictures, device).map_err(|e| {
+            SourceError::Decoder {
+                url: state.url.clone(),
+                reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
+                    "cannot open the {} decoder again: {e}",
+                    opening.name()
+                )),
+            }
         })
     }
 
@@ -458,7 +474,7 @@ impl VideoDecoder {
                 "NVDEC ({}) cannot decode this stream from frame {frame} on ({error}; a profile, chroma format \
                  or bit depth this GPU's NVDEC lacks?); the frames before it were written. \
                  Use decoder = \"software\" (or \"auto\") for this input",
-                self.codec.name()
+                self.opening().name()
             ),
         }
     }
@@ -486,18 +502,63 @@ enum CatchUp {
     Failed(ffmpeg::Error, usize),
 }
 
-/// Opens `codec` for a stream; software decoders get frame threads. With `pictures`, the
-/// decoder allocates its pictures there; the caller keeps `pictures` alive longer than the
-/// decoder. With `device`, an NVDEC decoder outputs CUDA frames on that GPU.
-fn open_codec(
+/// Which decoder opens, and how.
+#[derive(Clone, Copy)]
+struct Opening {
     codec: ffmpeg::Codec,
+    hardware: bool,
+    /// FFmpeg's own decoder with NVDEC as its accelerator, on the shared context.
+    accelerated: bool,
+}
+
+impl Opening {
+    fn of(
+        codec: ffmpeg::Codec,
+        accelerated: Option<ffmpeg::Codec>,
+        hardware: bool,
+        device: Option<&Arc<CudaDecoding>>,
+    ) -> Opening {
+        let codec = match (accelerated, device) {
+            (Some(own), Some(_)) => own,
+            _ => codec,
+        };
+        Opening {
+            codec,
+            hardware,
+            // Also FFmpeg's own decoder without the shared context (a build without the
+            // `*_cuvid` one): it then fails to start rather than decode in software.
+            accelerated: hardware && accelerated == Some(codec),
+        }
+    }
+
+    /// "h264 (NVDEC)", "h264_cuvid", "h264": for messages.
+    fn name(&self) -> String {
+        if self.accelerated {
+            format!("{} (NVDEC)", self.codec.name())
+        } else {
+            self.codec.name().to_string()
+        }
+    }
+}
+
+/// Opens a decoder for a stream; software decoders get frame threads. With `pictures`, the
+/// decoder allocates its pictures there; the caller keeps `pictures` alive longer than the
+/// decoder. With `device`, an NVDEC decoder outputs CUDA frames on that GPU; FFmpeg's own
+/// decoder then decodes on NVDEC or fails, never silently in software, with one thread (its
+/// pictures are NVDEC's: frame threads would only hold more surfaces).
+fn open_codec(
+    opening: Opening,
     parameters: &codec::Parameters,
     time_base: Rational,
     threads: usize,
-    hardware: bool,
     pictures: Option<&Arc<PooledPictures>>,
     device: Option<&Arc<CudaDecoding>>,
 ) -> Result<ffmpeg::decoder::Video, ffmpeg::Error> {
+    let Opening {
+        codec,
+        hardware,
+        accelerated,
+    } = opening;
     let mut context = codec::Context::from_parameters(parameters.clone())?;
     if !hardware {
         context.set_threading(codec::threading::Config {
@@ -515,6 +576,9 @@ fn open_codec(
         }
         if let (Some(device), true) = (device, hardware) {
             device.install(context.as_mut_ptr());
+        }
+        if accelerated {
+            (*context.as_mut_ptr()).get_format = Some(nvdec_format);
         }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())
