@@ -97,12 +97,6 @@ demuxers=(
 muxers=(
     mp4 mov matroska webm mpegts yuv4mpegpipe rawvideo flv null avi rtsp rtp nut wav ogg h264 hevc
 )
-# NVDEC through FFmpeg's own decoders (its parser on the CPU, NVDEC for the pictures): what
-# `decoder = "nvdec"` uses when the pipeline shares its GPU context; the `*_cuvid` decoders
-# (NVIDIA's parser) run into a host-wide ceiling (BENCHMARKS.md, "NVDEC's host-wide ceiling").
-hwaccels=(
-    h264_nvdec hevc_nvdec mpeg4_nvdec mpeg2_nvdec mpeg1_nvdec vp8_nvdec vp9_nvdec av1_nvdec mjpeg_nvdec
-)
 parsers=(
     h264 hevc mpeg4video mpegvideo aac aac_latm vp8 vp9 av1 mpegaudio opus vorbis flac ac3 mjpeg png
 )
@@ -131,7 +125,7 @@ configure_args=(
     --disable-debug
 )
 ((gpl)) && configure_args+=(--enable-gpl --enable-libx264)
-for kind in decoder encoder hwaccel demuxer muxer parser bsf protocol; do
+for kind in decoder encoder demuxer muxer parser bsf protocol; do
     declare -n list="${kind}s"
     configure_args+=("--enable-$kind=$(IFS=,; echo "${list[*]}")")
     unset -n list
@@ -181,7 +175,7 @@ EOF
 # missing. Fail instead, so a typo cannot ship a binary that lacks a codec.
 check_component_names() {
     local kind unknown=() name
-    for kind in decoder encoder hwaccel demuxer muxer parser bsf protocol; do
+    for kind in decoder encoder demuxer muxer parser bsf protocol; do
         local known
         known=" $(./configure "--list-${kind}s" | tr -s ' \t' '\n\n' | tr '\n' ' ') "
         declare -n list="${kind}s"

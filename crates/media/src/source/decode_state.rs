@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::device_pictures::{CudaDecoding, Picture, SurfaceCopies};
+use super::device_pictures::{CudaDecoding, Picture};
 use super::error::SourceError;
 use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
@@ -105,8 +105,6 @@ pub(super) struct DecodeState {
     pub(super) pictures: Option<Arc<PooledPictures>>,
     /// The GPU an NVDEC decoder leaves its pictures on, if any.
     pub(super) device: Option<Arc<CudaDecoding>>,
-    /// Where NVDEC surfaces a decoder maps are copied (FFmpeg's decoders on NVDEC).
-    pub(super) surface_copies: Option<SurfaceCopies>,
     /// The pipeline's stop: bounds every wait of the decode path.
     stop: Arc<AtomicBool>,
     /// The decoder's own timestamp of the last frame sent, before any offset: a replay
@@ -149,7 +147,6 @@ impl DecodeState {
             busy_at_last_frame: 0,
             pictures: frame_pool.clone().map(PooledPictures::new),
             device: None,
-            surface_copies: None,
             frame_pool,
             stop,
             last_raw_timestamp: None,
@@ -396,12 +393,7 @@ impl DecodeState {
         let mut decoded = decoded;
         if let Some(device) = &self.device {
             let picture = device
-                .picture(
-                    decoded,
-                    self.target,
-                    self.frame_pool.as_ref(),
-                    self.surface_copies.as_mut(),
-                )
+                .picture(decoded, self.target, self.frame_pool.as_ref())
                 .map_err(|e| SourceError::Decoder {
                     url: self.url.clone(),
                     reason: format!("cannot take the decoded picture from the GPU: {e}"),

@@ -20,8 +20,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use super::decode_state::{DecodeState, DrainEnd};
-use super::decoder_choice::{choose_decoder, ChosenDecoder};
-use super::device_pictures::nvdec_format;
+use super::decoder_choice::choose_decoder;
 use super::device_pictures::CudaDecoding;
 use super::error::SourceError;
 use super::nvdec::{self, NvdecProbe, StreamTraits};
@@ -46,14 +45,11 @@ pub(super) struct VideoDecoder {
     pictures: Option<Arc<PooledPictures>>,
     /// The GPU an NVDEC decoder leaves its pictures on, if any (see `device_pictures`).
     device: Option<Arc<CudaDecoding>>,
-    /// The decoder opened without `device` (see [`ChosenDecoder`]).
     codec: ffmpeg::Codec,
-    /// FFmpeg's own decoder with NVDEC as its accelerator, opened instead of `codec` on `device`.
-    accelerated: Option<ffmpeg::Codec>,
     parameters: codec::Parameters,
     time_base: Rational,
     threads: usize,
-    /// NVDEC (either way): failures are recovered by a fresh decoder.
+    /// NVDEC (FFmpeg's `*_cuvid` decoders): failures are recovered by a fresh decoder.
     hardware: bool,
     /// Recent packets, from the keyframe before last (NVDEC only).
     replay: ReplayBuffer,
@@ -84,11 +80,7 @@ impl VideoDecoder {
             url: url.clone(),
             reason,
         };
-        let ChosenDecoder {
-            codec,
-            hardware,
-            accelerated,
-        } = choose_decoder(config, &parameters, nvdec_probe)?;
+        let (codec, hardware) = choose_decoder(config, &parameters, nvdec_probe)?;
         let device = match gpu.filter(|_| hardware).map(CudaDecoding::new) {
             Some(Ok(device)) => Some(device),
             Some(Err(reason)) => {
@@ -101,19 +93,18 @@ impl VideoDecoder {
         // sequence) keeps it.
         let threads = super::decoder_threads::decoder_threads(config.threads);
         crate::ffmpeg::log::clear_last_error();
-        let opening = Opening::of(codec, accelerated, hardware, device.as_ref());
-        let inner = open_codec(opening, &parameters, time_base, threads, None, device.as_ref()).map_err(|e| {
-            decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
-                "cannot open the {} decoder: {e}",
-                opening.name()
-            )))
-        })?;
+        let inner =
+            open_codec(codec, &parameters, time_base, threads, hardware, None, device.as_ref()).map_err(|e| {
+                decoder_error(crate::ffmpeg::log::with_ffmpeg_reason(format!(
+                    "cannot open the {} decoder: {e}",
+                    codec.name()
+                )))
+            })?;
         Ok(VideoDecoder {
             inner,
             pictures: None,
             device,
             codec,
-            accelerated,
             time_base,
             threads,
             hardware,
@@ -156,13 +147,13 @@ impl VideoDecoder {
         }
         self.device = device;
         crate::ffmpeg::log::clear_last_error();
-        let opening = self.opening();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
         self.inner = open_codec(
-            opening,
+            self.codec,
             &self.parameters,
             self.time_base,
             self.threads,
+            true,
             pictures,
             device,
         )
@@ -170,22 +161,10 @@ impl VideoDecoder {
             url: url.to_string(),
             reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
                 "cannot open the {} decoder on the GPU: {e}",
-                opening.name()
+                self.codec.name()
             )),
         })?;
         Ok(())
-    }
-
-    /// The decoder opened now: FFmpeg's own with NVDEC on the shared GPU context when there
-    /// is one, else the chosen one.
-    fn opening(&self) -> Opening {
-        Opening::of(self.codec, self.accelerated, self.hardware, self.device.as_ref())
-    }
-
-    /// Whether the decoder's pictures are NVDEC's own output surfaces, mapped (FFmpeg's
-    /// decoders with NVDEC): each is copied out at once (see `device_pictures`).
-    pub(super) fn maps_surfaces(&self) -> bool {
-        self.opening().accelerated
     }
 
     /// The GPU an NVDEC decoder leaves its pictures on, if any.
@@ -193,9 +172,8 @@ impl VideoDecoder {
         self.device.as_ref()
     }
 
-    /// The decoder in use.
     pub(super) fn codec(&self) -> ffmpeg::Codec {
-        self.opening().codec
+        self.codec
     }
 
     pub(super) fn is_hardware(&self) -> bool {
@@ -331,7 +309,7 @@ impl VideoDecoder {
                 url: state.url.clone(),
                 reason: format!(
                     "the {} decoder kept failing after {frame} frames: {error}",
-                    self.opening().name()
+                    self.codec.name()
                 ),
             });
         }
@@ -352,7 +330,7 @@ impl VideoDecoder {
             input = %state.url,
             "the {} decoder failed after {frame} frames ({error}): making it anew, and decoding the last {} \
              packets again so no frame is lost",
-            self.opening().name(),
+            self.codec.name(),
             earlier.len() + latest.len()
         );
         Counters::add(&counters.decoder_restarts, 1);
@@ -453,16 +431,22 @@ impl VideoDecoder {
             }
         }
         crate::ffmpeg::log::clear_last_error();
-        let opening = self.opening();
         let (pictures, device) = (self.pictures.as_ref(), self.device.as_ref());
-        open_codec(opening, &parameters, self.time_base, self.threads, pictures, device).map_err(|e| {
-            SourceError::Decoder {
-                url: state.url.clone(),
-                reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
-                    "cannot open the {} decoder again: {e}",
-                    opening.name()
-                )),
-            }
+        open_codec(
+            self.codec,
+            &parameters,
+            self.time_base,
+            self.threads,
+            self.hardware,
+            pictures,
+            device,
+        )
+        .map_err(|e| SourceError::Decoder {
+            url: state.url.clone(),
+            reason: crate::ffmpeg::log::with_ffmpeg_reason(format!(
+                "cannot open the {} decoder again: {e}",
+                self.codec.name()
+            )),
         })
     }
 
@@ -474,7 +458,7 @@ impl VideoDecoder {
                 "NVDEC ({}) cannot decode this stream from frame {frame} on ({error}; a profile, chroma format \
                  or bit depth this GPU's NVDEC lacks?); the frames before it were written. \
                  Use decoder = \"software\" (or \"auto\") for this input",
-                self.opening().name()
+                self.codec.name()
             ),
         }
     }
@@ -502,63 +486,18 @@ enum CatchUp {
     Failed(ffmpeg::Error, usize),
 }
 
-/// Which decoder opens, and how.
-#[derive(Clone, Copy)]
-struct Opening {
-    codec: ffmpeg::Codec,
-    hardware: bool,
-    /// FFmpeg's own decoder with NVDEC as its accelerator, on the shared context.
-    accelerated: bool,
-}
-
-impl Opening {
-    fn of(
-        codec: ffmpeg::Codec,
-        accelerated: Option<ffmpeg::Codec>,
-        hardware: bool,
-        device: Option<&Arc<CudaDecoding>>,
-    ) -> Opening {
-        let codec = match (accelerated, device) {
-            (Some(own), Some(_)) => own,
-            _ => codec,
-        };
-        Opening {
-            codec,
-            hardware,
-            // Also FFmpeg's own decoder without the shared context (a build without the
-            // `*_cuvid` one): it then fails to start rather than decode in software.
-            accelerated: hardware && accelerated == Some(codec),
-        }
-    }
-
-    /// "h264 (NVDEC)", "h264_cuvid", "h264": for messages.
-    fn name(&self) -> String {
-        if self.accelerated {
-            format!("{} (NVDEC)", self.codec.name())
-        } else {
-            self.codec.name().to_string()
-        }
-    }
-}
-
-/// Opens a decoder for a stream; software decoders get frame threads. With `pictures`, the
+/// Opens `codec` for a stream; software decoders get frame threads. With `pictures`, the
 /// decoder allocates its pictures there; the caller keeps `pictures` alive longer than the
-/// decoder. With `device`, an NVDEC decoder outputs CUDA frames on that GPU; FFmpeg's own
-/// decoder then decodes on NVDEC or fails, never silently in software, with one thread (its
-/// pictures are NVDEC's: frame threads would only hold more surfaces).
+/// decoder. With `device`, an NVDEC decoder outputs CUDA frames on that GPU.
 fn open_codec(
-    opening: Opening,
+    codec: ffmpeg::Codec,
     parameters: &codec::Parameters,
     time_base: Rational,
     threads: usize,
+    hardware: bool,
     pictures: Option<&Arc<PooledPictures>>,
     device: Option<&Arc<CudaDecoding>>,
 ) -> Result<ffmpeg::decoder::Video, ffmpeg::Error> {
-    let Opening {
-        codec,
-        hardware,
-        accelerated,
-    } = opening;
     let mut context = codec::Context::from_parameters(parameters.clone())?;
     if !hardware {
         context.set_threading(codec::threading::Config {
@@ -576,9 +515,6 @@ fn open_codec(
         }
         if let (Some(device), true) = (device, hardware) {
             device.install(context.as_mut_ptr());
-        }
-        if accelerated {
-            (*context.as_mut_ptr()).get_format = Some(nvdec_format);
         }
     }
     context.decoder().open_as(codec).and_then(|opened| opened.video())

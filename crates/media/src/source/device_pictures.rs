@@ -11,12 +11,6 @@
 //!
 //! Pictures the engine cannot take as they are (another surface format, a size change the
 //! pipeline scales away) are copied to host memory and converted as before.
-//!
-//! FFmpeg's own decoders on NVDEC (the `h264_nvdec` accelerator and its kin) hand out NVDEC's
-//! output surfaces themselves, mapped, and FFmpeg 5.1 makes no copy: a decoder has only a few
-//! (its reference pictures and 5 more), and one held by a frame waiting in a queue is one the
-//! decoder cannot decode into. Such a picture is copied at once, device to device, into a
-//! frame of the pipeline's own pool on the GPU ([`SurfaceCopies`]), and its surface goes back.
 
 use ffmpeg::ffi;
 use ffmpeg::format::Pixel;
@@ -93,124 +87,6 @@ pub(super) enum Picture {
     Downloaded(ffmpeg::frame::Video),
 }
 
-/// `AVCodecContext.get_format` for FFmpeg's decoders on NVDEC: CUDA frames, or nothing, so
-/// that a stream NVDEC cannot take fails with the reason instead of decoding in software.
-pub(super) unsafe extern "C" fn nvdec_format(
-    _context: *mut ffi::AVCodecContext,
-    offered: *const ffi::AVPixelFormat,
-) -> ffi::AVPixelFormat {
-    let mut next = offered;
-    // SAFETY: FFmpeg passes a list ended by AV_PIX_FMT_NONE.
-    unsafe {
-        while *next != ffi::AVPixelFormat::AV_PIX_FMT_NONE {
-            if *next == ffi::AVPixelFormat::AV_PIX_FMT_CUDA {
-                return ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
-            }
-            next = next.add(1);
-        }
-    }
-    ffi::AVPixelFormat::AV_PIX_FMT_NONE
-}
-
-/// A pipeline's own CUDA frames, for NVDEC surfaces copied out (see the module docs). FFmpeg's
-/// CUDA frame pool behind it grows to the frames the pipeline holds at once and is freed
-/// with it; it is made again when the pictures' format or size changes.
-#[derive(Default)]
-pub(super) struct SurfaceCopies {
-    frames: Option<FramesContext>,
-}
-
-/// An `AVHWFramesContext` reference and what it was made for.
-struct FramesContext {
-    reference: *mut ffi::AVBufferRef,
-    made_for: (ffi::AVPixelFormat, i32, i32),
-}
-
-// SAFETY: the reference is used by the thread that owns the `SurfaceCopies` only; FFmpeg
-// counts references to the context atomically, so frames from it may be freed anywhere.
-unsafe impl Send for FramesContext {}
-
-impl Drop for FramesContext {
-    fn drop(&mut self) {
-        // SAFETY: `reference` is the one `SurfaceCopies::context` made, owned by this value;
-        // frames taken from it keep the context alive by their own references.
-        unsafe { ffi::av_buffer_unref(&mut self.reference) };
-    }
-}
-
-impl SurfaceCopies {
-    /// A frame of this pipeline's own, on the GPU, holding a copy of `decoded` (a CUDA
-    /// frame of `device`), queued on the context's legacy default stream after the decoder's
-    /// own work there. The engine waits for that stream before reading the copy.
-    fn copy(&mut self, device: &CudaDecoding, decoded: &ffmpeg::frame::Video) -> Result<FrameRef, ffmpeg::Error> {
-        let context = self.context(device, decoded)?;
-        // SAFETY: plain FFmpeg calls on valid frames; the new frame is owned by the FrameRef
-        // from the moment it exists, so every failure frees it.
-        unsafe {
-            let copy = FrameRef(ffi::av_frame_alloc());
-            if copy.0.is_null() {
-                return Err(ffmpeg::Error::Other {
-                    errno: ffmpeg::util::error::ENOMEM,
-                });
-            }
-            check(ffi::av_hwframe_get_buffer(context, copy.0, 0))?;
-            check(ffi::av_hwframe_transfer_data(copy.0, decoded.as_ptr(), 0))?;
-            Ok(copy)
-        }
-    }
-
-    /// The frames context for pictures like `decoded`, made on `device` the first time and
-    /// whenever their format or size changes.
-    fn context(
-        &mut self,
-        device: &CudaDecoding,
-        decoded: &ffmpeg::frame::Video,
-    ) -> Result<*mut ffi::AVBufferRef, ffmpeg::Error> {
-        // SAFETY: `decoded` is a CUDA frame: its hw_frames_ctx holds an AVHWFramesContext.
-        let surface = unsafe {
-            let frames = (*(*decoded.as_ptr()).hw_frames_ctx).data as *const ffi::AVHWFramesContext;
-            (*frames).sw_format
-        };
-        let wanted = (surface, decoded.width() as i32, decoded.height() as i32);
-        if let Some(frames) = self.frames.as_ref().filter(|frames| frames.made_for == wanted) {
-            return Ok(frames.reference);
-        }
-        self.frames = None;
-        // SAFETY: plain FFmpeg calls; the context is owned by the FramesContext as soon as it
-        // is allocated, so a failed init frees it.
-        unsafe {
-            let reference = ffi::av_hwframe_ctx_alloc(device.device);
-            if reference.is_null() {
-                return Err(ffmpeg::Error::Other {
-                    errno: ffmpeg::util::error::ENOMEM,
-                });
-            }
-            let frames = FramesContext {
-                reference,
-                made_for: wanted,
-            };
-            let context = (*reference).data as *mut ffi::AVHWFramesContext;
-            (*context).format = ffi::AVPixelFormat::AV_PIX_FMT_CUDA;
-            (*context).sw_format = surface;
-            (*context).width = wanted.1;
-            (*context).height = wanted.2;
-            // No frames made ahead: the pool grows to what the pipeline holds at once.
-            (*context).initial_pool_size = 0;
-            check(ffi::av_hwframe_ctx_init(reference))?;
-            Ok(self.frames.insert(frames).reference)
-        }
-    }
-}
-
-/// FFmpeg's result as a `Result`.
-fn check(result: i32) -> Result<(), ffmpeg::Error> {
-    if result < 0 {
-        Err(ffmpeg::Error::from(result))
-    } else {
-        Ok(())
-    }
-}
-
 impl CudaDecoding {
     /// The GPU's ordinal.
     pub fn ordinal(&self) -> usize {
@@ -261,22 +137,21 @@ impl CudaDecoding {
     }
 
     /// The decoded picture as a frame that keeps it on the GPU, when the engine takes it as
-    /// it is (`target`: the pipeline's format and size); else copied to host memory. With
-    /// `copies`, the picture is an NVDEC surface that must go back: it is copied there first.
+    /// it is (`target`: the pipeline's format and size); else copied to host memory.
     pub(super) fn picture(
         &self,
         decoded: &ffmpeg::frame::Video,
         target: (PixelFormat, usize, usize),
         pool: Option<&Arc<BufferPool>>,
-        copies: Option<&mut SurfaceCopies>,
     ) -> Result<Picture, ffmpeg::Error> {
         if decoded.format() != Pixel::CUDA {
             return Ok(Picture::Host);
         }
         // SAFETY: `decoded` is a valid CUDA frame: its hw_frames_ctx holds an AVHWFramesContext.
-        let surface = unsafe {
-            let frames = (*(*decoded.as_ptr()).hw_frames_ctx).data as *const ffi::AVHWFramesContext;
-            (*frames).sw_format
+        let (raw, surface) = unsafe {
+            let raw = &*decoded.as_ptr();
+            let frames = (*raw.hw_frames_ctx).data as *const ffi::AVHWFramesContext;
+            (raw, (*frames).sw_format)
         };
         let (format, width, height) = target;
         let fits = surface == ffi::AVPixelFormat::from(ffmpeg_format(format))
@@ -286,24 +161,19 @@ impl CudaDecoding {
         if !fits {
             return self.download(decoded).map(Picture::Downloaded);
         }
-        let keeper = match copies {
-            Some(copies) => copies.copy(self, decoded)?,
-            // SAFETY: `decoded` is valid; the clone references the same surface.
-            None => FrameRef(unsafe { ffi::av_frame_clone(decoded.as_ptr()) }),
-        };
+        let planes = (0..2)
+            .map(|i| DevicePlane {
+                address: raw.data[i] as u64,
+                pitch: raw.linesize[i] as usize,
+            })
+            .collect();
+        // SAFETY: `decoded` is valid; the clone references the same surface.
+        let keeper = FrameRef(unsafe { ffi::av_frame_clone(decoded.as_ptr()) });
         if keeper.0.is_null() {
             return Err(ffmpeg::Error::Other {
                 errno: ffmpeg::util::error::ENOMEM,
             });
         }
-        // SAFETY: the keeper is a valid CUDA frame, kept alive with the planes' addresses.
-        let kept = unsafe { &*keeper.0 };
-        let planes = (0..2)
-            .map(|i| DevicePlane {
-                address: kept.data[i] as u64,
-                pitch: kept.linesize[i] as usize,
-            })
-            .collect();
         // Host planes for the engine to fill: unwritten until then.
         let mut frame = Frame::new_in(format, width, height, pool);
         frame.device = Some(Arc::new(DevicePicture::new(self.ordinal, planes, Box::new(keeper))));

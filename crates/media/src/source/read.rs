@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::decode_state::{DecodeState, DropOldest};
-use super::device_pictures::SurfaceCopies;
 use super::error::SourceError;
 use super::input::Source;
 use super::trim::Trim;
@@ -58,7 +57,6 @@ impl Source {
         source.decoder.allocate_in(state.pictures.clone());
         source.decoder.decode_on(device.clone(), &config.url)?;
         state.device = device;
-        state.surface_copies = source.decoder.maps_surfaces().then(SurfaceCopies::default);
         loop {
             let outcome = source.read_all(&mut state, frames, packets, stop, counters);
             let lost = match outcome {
@@ -80,7 +78,6 @@ impl Source {
             };
             source.decoder.allocate_in(state.pictures.clone());
             source.decoder.decode_on(state.device.clone(), &config.url)?;
-            state.surface_copies = source.decoder.maps_surfaces().then(SurfaceCopies::default);
             Counters::add(&counters.reconnects, 1);
             tracing::info!(input = %config.url, "reconnected");
             // Copied streams go on only if the new connection has the same ones.
