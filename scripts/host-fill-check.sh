@@ -41,12 +41,21 @@ gpu_memory() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 
 idle_gpu=$(gpu_memory)
 "$bin" serve --config serve.toml >serve.log 2>&1 &
 pid=$!
-started=$SECONDS ready=""
+started=$SECONDS ready="" noted=-1
+# Until ready: once a second, how many pipelines wait for what (readyz-timeline.txt).
+tally() {
+    python3 -c 'import collections, json, re, sys
+body = json.load(open("readyz.json"))
+kinds = collections.Counter(re.sub(r"[0-9.]+", "N", re.split(r"[;(]", why)[0]).strip()
+                            for why in body.get("not_ready", {}).values())
+print(sys.argv[1], dict(kinds))' "$1" 2>/dev/null
+}
 for _ in $(seq 1800); do
     sleep 0.1
     kill -0 "$pid" 2>/dev/null || { say "serve ended before it was ready: $(tail -n 3 serve.log)"; exit 1; }
     code=$(curl -s -m 2 -o readyz.json -w '%{http_code}' "http://127.0.0.1:$port/readyz") || continue
     [[ $code == 200 ]] && { ready=$((SECONDS - started)); break; }
+    ((SECONDS != noted)) && { noted=$SECONDS; tally $((SECONDS - started)) >>"$out/readyz-timeline.txt"; }
     ((SECONDS - started >= 120)) && break
 done
 if [[ -n $ready ]]; then

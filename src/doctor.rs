@@ -219,24 +219,21 @@ fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::engine::Engine
 const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
 
 #[cfg(feature = "cuda")]
-use convstream_core::engine::pipelines_per_nvdec_engine;
+use convstream_core::engine::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES, PIPELINES_PER_NVDEC_ENGINE};
 
 /// How many NVDEC engines the GPU has and how many live pipelines that predicts on a host of
 /// `gpus` GPUs.
 #[cfg(feature = "cuda")]
 fn nvdec_capacity(gpu: &str, gpus: usize) -> String {
-    let per_engine = pipelines_per_nvdec_engine(gpus);
-    let measured = if gpus > 1 {
-        "as measured with both GPUs of a 2x H200 host decoding"
-    } else {
-        "as measured on an H100 alone"
-    };
     match convstream_core::engine::cuda::nvml::decoder_engines(gpu) {
         Some(engines) => format!(
-            "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} ({per_engine} per engine, {measured}; `convstream bench --suite scale --decoder nvdec --gpus all` measures this host)",
+            "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} \
+             ({PIPELINES_PER_NVDEC_ENGINE} per engine, at most this GPU's share of the {HOST_NVDEC_PIPELINES} its host's \
+             {gpus} GPU(s) share: NVDEC's ceiling is one per host, not one per GPU; \
+             `convstream bench --suite scale --decoder nvdec --gpus all` measures this host)",
             engines.count,
             engines.from,
-            engines.count as usize * per_engine
+            predicted_nvdec_pipelines(engines.count as usize, gpus),
         ),
         None => "NVDEC engines: unknown (NVML has no instance profile for this GPU and it is not in the published table); `convstream bench --suite scale --decoder nvdec` measures how many live pipelines it carries".into(),
     }

@@ -247,6 +247,9 @@ pub struct ScaleResults {
 pub struct DecodeCapacityRow {
     pub decoder: String,
     pub parallel: usize,
+    /// The GPUs the NVDEC decodes ran on at once (0: software, on the CPU's cores).
+    #[serde(default)]
+    pub gpus: usize,
     /// Frames decoded a second, all decodes together.
     pub frames_per_second: f64,
     /// That rate over the clip's frame rate: live streams the host could decode.

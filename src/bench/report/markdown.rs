@@ -279,8 +279,16 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
     for c in &scale.decode_capacity {
         let _ = writeln!(
             md,
-            "- the host's own decode capacity, {}: {} unpaced decodes at once, {:.0} fps in all = **{:.1}** live streams",
-            c.decoder, c.parallel, c.frames_per_second, c.live_streams
+            "- the host's own decode capacity, {}: {} unpaced decodes at once{}, {:.0} fps in all = **{:.1}** live streams",
+            c.decoder,
+            c.parallel,
+            if c.gpus > 0 {
+                format!(" on {} GPU(s)", c.gpus)
+            } else {
+                String::new()
+            },
+            c.frames_per_second,
+            c.live_streams
         );
     }
     if let Some(seats) = &scale.nvdec_seats {

@@ -2,10 +2,12 @@
 //! run: `parallel` decodes of the clip at once, unpaced, their frames discarded, as N
 //! parallel `ffmpeg -threads 1 -i clip -f null -` runs measure it (FFmpeg's own decoders, so
 //! this is what FFmpeg gets from the host, not what convstream does with it). Software
-//! decodes get one thread each, one per core; NVDEC decodes run on the ramp's first GPU
-//! (GPUs of one model decode alike), their pictures left in the context the process's
-//! pipelines share there, as a filtering pipeline leaves them. Frames a second in all, over the clip's frame
-//! rate, is how many live streams the host could decode.
+//! decodes get one thread each, one per core; NVDEC decodes run on every GPU of the ramp at
+//! once, as many on each, their pictures left in the context the process's pipelines share
+//! there, as a filtering pipeline leaves them: NVDEC's ceiling is one per host, shared by its
+//! GPUs (BENCHMARKS.md, "NVDEC's host-wide ceiling"), so one GPU alone would overstate a full
+//! host. Frames a second in all, over the clip's frame rate, is how many live streams the host
+//! could decode.
 
 use std::path::Path;
 use std::time::Instant;
@@ -18,24 +20,24 @@ use convstream_media::pipeline::decode_only_on;
 /// Media seconds each decode reads (the clip looped): long enough that opening the
 /// decoders is a small part of the time.
 pub const MEDIA_SECONDS: f64 = 40.0;
-/// Parallel NVDEC decodes: enough to keep every NVDEC engine of a GPU busy (8-16 measured
-/// the same on an H100).
+/// Parallel NVDEC decodes per GPU: enough to keep every NVDEC engine of a GPU busy (8-16
+/// measured the same on an H100).
 const NVDEC_PARALLEL: usize = 12;
 
 /// Decodes `media_seconds` of the clip `parallel` times at once with `decoder` (one per
-/// core for software, [`NVDEC_PARALLEL`] for NVDEC when `parallel` is `None`); NVDEC on
-/// GPU `gpu`.
+/// core for software, [`NVDEC_PARALLEL`] on each GPU for NVDEC when `parallel` is `None`);
+/// NVDEC on each of `gpus` at once.
 pub fn decode_capacity(
     clip: &Path,
     decoder: &str,
     parallel: Option<usize>,
     media_seconds: f64,
     frame_rate: f64,
-    gpu: usize,
+    gpus: &[usize],
 ) -> Result<DecodeCapacityRow, BenchError> {
     let nvdec = decoder == "nvdec";
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parallel = parallel.unwrap_or(if nvdec { NVDEC_PARALLEL } else { cores });
+    let per_gpu = parallel.unwrap_or(if nvdec { NVDEC_PARALLEL } else { cores });
     let source = SourceConfig {
         decoder: decoder.into(),
         threads: if nvdec { 0 } else { 1 },
@@ -43,15 +45,25 @@ pub fn decode_capacity(
         duration: Some(media_seconds),
         ..SourceConfig::from_url(&clip.display().to_string())
     };
-    let gpu = if nvdec {
-        convstream_core::engine::gpu_context(gpu)
+    // One context per GPU, shared by its decodes; software decodes get none.
+    let contexts: Vec<_> = if nvdec && !gpus.is_empty() {
+        gpus.iter()
+            .map(|gpu| convstream_core::engine::gpu_context(*gpu))
+            .collect()
     } else {
-        None
+        vec![None]
     };
+    let decodes_at_once: Vec<_> = contexts
+        .iter()
+        .flat_map(|context| std::iter::repeat(context).take(per_gpu))
+        .collect();
+    let parallel = decodes_at_once.len();
     let started = Instant::now();
     let decoded: Vec<Result<(u64, f64), String>> = std::thread::scope(|scope| {
-        let decodes: Vec<_> = (0..parallel)
-            .map(|_| scope.spawn(|| decode_only_on(&source, gpu.clone()).map_err(|e| e.to_string())))
+        let source = &source;
+        let decodes: Vec<_> = decodes_at_once
+            .iter()
+            .map(|context| scope.spawn(move || decode_only_on(source, (*context).clone()).map_err(|e| e.to_string())))
             .collect();
         decodes
             .into_iter()
@@ -73,6 +85,7 @@ pub fn decode_capacity(
     Ok(DecodeCapacityRow {
         decoder: decoder.to_string(),
         parallel,
+        gpus: if nvdec { contexts.len() } else { 0 },
         frames_per_second,
         live_streams: frames_per_second / frame_rate,
     })

@@ -125,7 +125,7 @@ pub fn scale(
 }
 
 /// What `decoder` gets from the host with no pacing and no filter, the ramp's yardstick (see
-/// `decode_capacity.rs`): NVDEC on the ramp's first GPU. Quick runs (CI) check the
+/// `decode_capacity.rs`): NVDEC on every GPU of the ramp at once. Quick runs (CI) check the
 /// measurement itself with two short decodes.
 fn host_decode_capacity(
     clip: &std::path::Path,
@@ -135,17 +135,25 @@ fn host_decode_capacity(
     quick: bool,
 ) -> Result<DecodeCapacityRow, BenchError> {
     let (parallel, seconds) = if quick { (Some(2), 4.0) } else { (None, MEDIA_SECONDS) };
-    let first_gpu = devices
+    let mut gpus: Vec<usize> = devices
         .iter()
-        .find_map(|device| match device {
+        .filter_map(|device| match device {
             DeviceChoice::Cuda(n) => Some(*n),
             _ => None,
         })
-        .unwrap_or(0);
-    let row = decode_capacity(clip, decoder, parallel, seconds, frame_rate, first_gpu)?;
+        .collect();
+    if gpus.is_empty() {
+        gpus.push(0);
+    }
+    let row = decode_capacity(clip, decoder, parallel, seconds, frame_rate, &gpus)?;
     tracing::info!(
-        "decode capacity, {decoder}: {} decodes at once, {:.0} fps in all = {:.1} live streams",
+        "decode capacity, {decoder}: {} decodes at once{}, {:.0} fps in all = {:.1} live streams",
         row.parallel,
+        if row.gpus > 0 {
+            format!(" on {} GPU(s)", row.gpus)
+        } else {
+            String::new()
+        },
         row.frames_per_second,
         row.live_streams
     );
@@ -217,13 +225,22 @@ fn measured_seats(
     if models.is_empty() {
         return None;
     }
+    if models.len() < inventory.len() {
+        tracing::warn!(
+            "NVDEC seats measured with {} of this host's {} GPUs decoding: the GPUs of a host share one NVDEC \
+             ceiling, so with all of them decoding each may keep fewer; `--gpus all` measures the host as `serve` fills it",
+            models.len(),
+            inventory.len()
+        );
+    }
     let bound = if never_failed { "at least (no step failed) " } else { "" };
     Some(MeasuredSeats {
         measured_with: Some(format!(
-            "{bound}{passed} live {frame_rate:.2} fps pipelines per GPU, {} on every plane, {} GPU(s) filled at once, \
-             measured {}",
+            "{bound}{passed} live {frame_rate:.2} fps pipelines per GPU, {} on every plane, {} of the host's {} \
+             GPU(s) filled at once, measured {}",
             E2E_MASK,
-            devices.len(),
+            models.len(),
+            inventory.len(),
             super::run_info::utc_now()
         )),
         seats_per_gpu: models.into_iter().map(|model| (model, passed)).collect(),

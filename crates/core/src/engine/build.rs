@@ -10,7 +10,7 @@ use super::error::EngineError;
 #[cfg(feature = "cuda")]
 use super::error::NoGpuReason;
 #[cfg(feature = "cuda")]
-use super::{contract::pipelines_per_nvdec_engine, cuda, placement};
+use super::{contract::predicted_nvdec_pipelines, cuda, placement};
 use super::{gpu_starts, starting};
 use crate::filter::FilterSpec;
 
@@ -256,7 +256,7 @@ pub struct GpuNvdec {
 }
 
 /// How many live NVDEC pipelines GPU `ordinal` carries, predicted from its NVDEC engines
-/// and the host's GPUs (see [`pipelines_per_nvdec_engine`]); `None` when that is unknown.
+/// and the host's GPUs (see [`predicted_nvdec_pipelines`]); `None` when that is unknown.
 #[cfg(feature = "cuda")]
 pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
     let context = cuda::device::open(ordinal).ok()?;
@@ -266,7 +266,7 @@ pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
 /// The live NVDEC pipelines a GPU of `model` is predicted to carry on a host of `gpus` GPUs.
 #[cfg(feature = "cuda")]
 fn predicted_nvdec_capacity(model: &str, gpus: usize) -> Option<usize> {
-    cuda::nvml::decoder_engines(model).map(|engines| engines.count as usize * pipelines_per_nvdec_engine(gpus))
+    cuda::nvml::decoder_engines(model).map(|engines| predicted_nvdec_pipelines(engines.count as usize, gpus))
 }
 
 /// Without CUDA support: unknown.

@@ -177,20 +177,20 @@ pub const HELD_BYTES: usize = 512 << 20;
 /// 7 engines; 64 fell behind; BENCHMARKS.md, "Streams per host").
 pub const PIPELINES_PER_NVDEC_ENGINE: usize = 8;
 
-/// The same with every GPU of a host with several decoding at once: on two H200s (7 engines
-/// each) 16 pipelines per GPU kept up and 24 per GPU fell behind in seven runs of seven,
-/// in one process or two, with each GPU's NVDEC under a fifth busy (BENCHMARKS.md, "Filling
-/// a host"); the cause is outside the decoders' engines, so the prediction stays low until
-/// `bench --suite scale --gpus all` measures the host.
-pub const PIPELINES_PER_NVDEC_ENGINE_SEVERAL_GPUS: usize = 2;
+/// Live 1080p25 H.264 NVDEC pipelines predicted for a whole host, however many GPUs it has.
+/// NVDEC decodes through one ceiling per host, shared by every GPU and process: on two H200s
+/// FFmpeg's own `h264_cuvid` decodes 1,181 frames/s on one GPU and 1,191 on both at once, each
+/// NVDEC under a tenth busy, and FFmpeg's `h264_nvdec` accelerator hits the same (BENCHMARKS.md,
+/// "NVDEC's host-wide ceiling"). Hosts measured so far carried 35-49 such streams unpaced
+/// (one earlier H100 host 78); 32 is what kept up, filtered and paced, on the host with the
+/// lowest ceiling (16 on each of its two GPUs) until `bench --suite scale --gpus all`
+/// measures the host itself.
+pub const HOST_NVDEC_PIPELINES: usize = 32;
 
-/// Live NVDEC pipelines predicted per engine on a host of `gpus` GPUs.
-pub fn pipelines_per_nvdec_engine(gpus: usize) -> usize {
-    if gpus > 1 {
-        PIPELINES_PER_NVDEC_ENGINE_SEVERAL_GPUS
-    } else {
-        PIPELINES_PER_NVDEC_ENGINE
-    }
+/// Live NVDEC pipelines predicted for one GPU of `engines` NVDEC engines on a host of `gpus`
+/// GPUs: its engines' share, or its share of the host's ceiling when that is lower.
+pub fn predicted_nvdec_pipelines(engines: usize, gpus: usize) -> usize {
+    (engines * PIPELINES_PER_NVDEC_ENGINE).min(HOST_NVDEC_PIPELINES / gpus.max(1))
 }
 
 /// Options an engine is built with besides the filter.
@@ -287,13 +287,22 @@ pub struct GpuUsage {
 mod tests {
     use super::*;
 
-    /// The predictions stay under what was measured: 56 of an H100's 7 engines alone, and
-    /// fewer than the 16 per 7-engine GPU that kept up with both GPUs of a host decoding.
+    /// The predictions stay under what kept up: 24 on one H200 alone and 16 per GPU with
+    /// both GPUs of a 2x H200 host decoding; a host's GPUs share one ceiling, so more GPUs
+    /// never predict more in all.
     #[test]
-    fn nvdec_predictions_stay_under_what_kept_up() {
-        assert_eq!(7 * pipelines_per_nvdec_engine(1), 56);
-        for gpus in [2, 4, 8] {
-            assert!(7 * pipelines_per_nvdec_engine(gpus) < 16, "{gpus} GPUs");
+    fn nvdec_predictions_share_the_host_ceiling() {
+        assert_eq!(predicted_nvdec_pipelines(7, 1), 32);
+        assert_eq!(predicted_nvdec_pipelines(7, 2), 16);
+        assert_eq!(predicted_nvdec_pipelines(7, 4), 8);
+        // A GPU of one engine carries its engine's share, not the host's.
+        assert_eq!(predicted_nvdec_pipelines(1, 1), PIPELINES_PER_NVDEC_ENGINE);
+        for gpus in 1..=8 {
+            assert!(
+                gpus * predicted_nvdec_pipelines(7, gpus) <= HOST_NVDEC_PIPELINES,
+                "{gpus} GPUs"
+            );
         }
+        assert_eq!(predicted_nvdec_pipelines(7, 0), 32, "no GPU counted is taken as one");
     }
 }

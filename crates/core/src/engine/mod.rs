@@ -22,11 +22,11 @@ pub use build::{
     build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, likely_gpu_context, nvdec_capacity,
     nvdec_probe, warm_up, GpuNvdec,
 };
-pub use contract::pipelines_per_nvdec_engine;
+pub use contract::predicted_nvdec_pipelines;
 pub use contract::{
     DeviceChoice, Engine, EngineOptions, FilterPreparer, FrameShape, GpuContext, GpuUsage, StageTimes,
-    DEFAULT_FRAMES_PER_STREAM, HELD_BYTES, MAX_FRAMES_PER_STREAM, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
-    PIPELINES_PER_NVDEC_ENGINE_SEVERAL_GPUS,
+    DEFAULT_FRAMES_PER_STREAM, HELD_BYTES, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM, MAX_STREAMS,
+    PIPELINES_PER_NVDEC_ENGINE,
 };
 pub use cpu::CpuEngine;
 pub use error::{EngineError, NoGpuReason, UnsupportedRequest};
