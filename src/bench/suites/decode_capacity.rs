@@ -55,7 +55,7 @@ pub fn decode_capacity(
     };
     let decodes_at_once: Vec<_> = contexts
         .iter()
-        .flat_map(|context| std::iter::repeat(context).take(per_gpu))
+        .flat_map(|context| std::iter::repeat_n(context, per_gpu))
         .collect();
     let parallel = decodes_at_once.len();
     let started = Instant::now();
