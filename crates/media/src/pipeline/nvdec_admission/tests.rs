@@ -281,3 +281,26 @@ fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_the
         .all(|gpu| gpu.capacity == Some(5) && gpu.source == SeatSource::Set));
     drop((first, third));
 }
+
+/// NVDEC's ceiling is one per host: with the predicted seats a host of 1, 2 or 4 GPUs (7
+/// engines each) seats the same number in all, split evenly, and the next pipeline waits.
+#[test]
+fn predicted_seats_fill_one_host_ceiling_however_many_gpus() {
+    use convstream_core::engine::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES};
+    for count in [1, 2, 4] {
+        let board = Arc::new(SeatBoard::default());
+        let inventory = gpus(count, predicted_nvdec_pipelines(7, count));
+        let held: Vec<NvdecSeat> = (0..HOST_NVDEC_PIPELINES)
+            .map(|_| admit_now(&board, &inventory, SeatWanted::AnyGpu).expect("a free seat"))
+            .collect();
+        for gpu in 0..count {
+            let on_gpu = held.iter().filter(|seat| seat.ordinal() == gpu).count();
+            assert_eq!(on_gpu, HOST_NVDEC_PIPELINES / count, "{count} GPUs, cuda:{gpu}");
+        }
+        let waiter = start(&board, &inventory, SeatWanted::AnyGpu);
+        let why = waiter.waits.recv_timeout(BOUND).expect("it says why it waits");
+        assert!(why.starts_with("an NVDEC seat"), "{count} GPUs: {why}");
+        waiter.stop.store(true, Ordering::Relaxed);
+        assert_eq!(waiter.seated.recv_timeout(BOUND).expect("the stop ends the wait"), None);
+    }
+}
