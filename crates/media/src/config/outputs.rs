@@ -210,12 +210,19 @@ fn source_identities(source: &crate::config::SourceConfig) -> Vec<FileIdentity> 
     let OutputTarget::File(list) = OutputTarget::of(source.url.trim()) else {
         return found;
     };
-    let Some(text) = read_list(&list) else { return found };
     let asked = source
         .format
         .as_deref()
         .is_some_and(|f| f.eq_ignore_ascii_case("concat"));
-    if asked || text.trim_start().starts_with("ffconcat version") {
+    // Only a list is read whole: a video's first megabyte, read and looked through for every
+    // pipeline of a full host, took `serve` seconds before it answered at all.
+    if !asked && !read_start(&list, SIGNATURE_BYTES).is_some_and(|head| is_concat_signature(&head)) {
+        return found;
+    }
+    let Some(text) = read_start(&list, LIST_BYTES) else {
+        return found;
+    };
+    if asked || is_concat_signature(&text) {
         let folder = list.parent().map(Path::to_path_buf).unwrap_or_default();
         found.extend(concat_list_files(&text).iter().flat_map(|named| {
             // The demuxer reads a relative name beside the list, not the working folder.
@@ -229,12 +236,21 @@ fn source_identities(source: &crate::config::SourceConfig) -> Vec<FileIdentity> 
     found
 }
 
-/// The start of a local file, if it is a regular one: enough of a concat list (the demuxer
-/// itself reads no list longer than this is worth checking; one that is, is checked as far).
-fn read_list(path: &Path) -> Option<String> {
+/// How much of a concat list is read: the demuxer itself reads no list longer than this is
+/// worth checking (one that is, is checked as far).
+const LIST_BYTES: u64 = 1 << 20;
+/// How much of a file is read to see whether it is a concat list at all.
+const SIGNATURE_BYTES: u64 = 4096;
+
+/// Whether `text` opens as the concat demuxer's lists do (FFmpeg picks the demuxer by it).
+fn is_concat_signature(text: &str) -> bool {
+    text.trim_start().starts_with("ffconcat version")
+}
+
+/// The first `bytes` of a local file, if it is a regular one, as text.
+fn read_start(path: &Path, bytes: u64) -> Option<String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    const LIST_BYTES: u64 = 1 << 20;
     // Never open a FIFO or a device to look: opening a FIFO with no writer would block the
     // check (and a stop) for as long as none comes. O_NONBLOCK covers a swap after the look.
     if !std::fs::metadata(path).ok()?.is_file() {
@@ -248,9 +264,9 @@ fn read_list(path: &Path) -> Option<String> {
     if !file.metadata().ok()?.is_file() {
         return None;
     }
-    let mut bytes = Vec::new();
-    file.take(LIST_BYTES).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    let mut start = Vec::new();
+    file.take(bytes).read_to_end(&mut start).ok()?;
+    Some(String::from_utf8_lossy(&start).into_owned())
 }
 
 /// The names in a concat list's `file` lines, unquoted as the demuxer does (`'it'\''s.ts'`).
