@@ -148,6 +148,12 @@ impl Source {
                     continue;
                 }
             }
+            // A stop during the read may have cut it short (the interrupt callback ends
+            // FFmpeg's read mid-packet, and the demuxer returns what it had): such a packet is
+            // not decoded, nor counted as damaged. What was decoded before is drained below.
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             // A live input's reads mostly wait for the sender: not work of this stage.
             if self.watchdog.idle_timeout.is_none() {
                 Counters::add_time(&counters.source_busy_ns, started.elapsed());
