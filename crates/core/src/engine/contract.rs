@@ -298,7 +298,10 @@ mod tests {
         // A GPU of one engine carries its engine's share, not the host's.
         assert_eq!(predicted_nvdec_pipelines(1, 1), PIPELINES_PER_NVDEC_ENGINE);
         for gpus in 1..=8 {
-            assert!(gpus * predicted_nvdec_pipelines(7, gpus) <= HOST_NVDEC_PIPELINES, "{gpus} GPUs");
+            assert!(
+                gpus * predicted_nvdec_pipelines(7, gpus) <= HOST_NVDEC_PIPELINES,
+                "{gpus} GPUs"
+            );
         }
         assert_eq!(predicted_nvdec_pipelines(7, 0), 24, "no GPU counted is taken as one");
     }
