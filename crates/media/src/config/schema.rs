@@ -159,9 +159,9 @@ fn default_listen() -> String {
     "127.0.0.1:8686".to_string()
 }
 
-/// `[server] max_pipelines` when the config says nothing: above what an 8-GPU host runs
-/// (8 x 56 NVDEC pipelines, plus the software ones its cores decode), so only an explicit
-/// value refuses a config for what the host really carries.
+/// `[server] max_pipelines` when the config says nothing: above what a large host runs (its
+/// NVDEC pipelines, plus the software ones its cores decode), so only an explicit value
+/// refuses a config for what the host really carries.
 fn default_max_pipelines() -> usize {
     1024
 }
