@@ -7,7 +7,13 @@
 # - the process's RSS (also by kind of mapping, from /proc/PID/smaps) and page-locked memory,
 #   per pipeline; GPU memory (nvidia-smi);
 # - NVDEC seats per GPU (/metrics) and where the pipelines run;
-# - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, first and last.
+# - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, and their change from
+#   minute 5 to the end (the soak target: within 1%, 0 drops).
+# Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
+# under setsid with OUT on the machine's own disk, e.g.
+#   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
+# and later calls, each made within the machine's idle window of the last, read
+# /var/tmp/soak/*/summary.log and copy the folder to $OUT once "SIGTERM:" is in it.
 # Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings;
 # DEVICE=cpu MASK=identity check the script itself on any host.
 #
@@ -127,10 +133,21 @@ fi
 if ((soak > 0)); then
     say "soak: $soak s, sampled every 30 s (s, RSS MB, GPU MiB, dropped in all)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
+    samples=()
     for ((t = 0; t <= soak; t += 30)); do
-        snapshot soak.json && say "  $t $(python3 -c "import json; s=json.load(open('soak.json')); print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop)")"
+        if snapshot soak.json; then
+            sample="$t $(python3 -c "import json; s=json.load(open('soak.json')); print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop)")"
+            samples+=("$sample")
+            say "  $sample"
+        fi
         ((t < soak)) && sleep 30
     done
+    # From the first sample at or after minute 5 (or the first) to the last.
+    printf '%s\n' "${samples[@]}" | awk '
+        NR == 1 || (!from && $1 >= 300) { if ($1 >= 300) from = 1; t0 = $1; r0 = $2; g0 = $3; d0 = $4 }
+        { t = $1; r = $2; g = $3; d = $4 }
+        END { if (NR) printf "soak from %d s to %d s: RSS %d -> %d MB (%+.1f%%), GPU memory %d -> %d MiB (%+.1f%%), %d dropped\n",
+                  t0, t, r0, r, (r - r0) * 100 / (r0 ? r0 : 1), g0, g, (g - g0) * 100 / (g0 ? g0 : 1), d - d0 }' | tee -a "$log"
 fi
 kill -TERM "$pid"
 stop=$SECONDS
