@@ -38,6 +38,14 @@ pub fn quietly<T>(probe: impl FnOnce() -> T) -> T {
     probe()
 }
 
+/// From now on, FFmpeg's errors on this thread are logged at debug level only (still kept as
+/// the reason, see [`quietly`]): for a source thread whose stop has cut a read short, where the
+/// demuxer's complaints about the half-read packet ("Invalid NAL unit size") are no fault of
+/// the input and would only alarm whoever reads the log of a stop.
+pub fn quiet_from_now() {
+    QUIET.with(|quiet| quiet.set(true));
+}
+
 /// Sends FFmpeg's errors to `tracing` from now on (warnings too when `verbose`).
 pub fn install() {
     // SAFETY: the callback is a plain function that FFmpeg may call from any thread; it

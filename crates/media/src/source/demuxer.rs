@@ -20,6 +20,11 @@ extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
     // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the
     // input (and so this callback) exists.
     let watchdog = unsafe { &*(opaque as *const Watchdog) };
+    if watchdog.stopped() {
+        // FFmpeg asks on the thread that reads: what it logs about the read it now ends is
+        // not the input's fault.
+        crate::ffmpeg::log::quiet_from_now();
+    }
     watchdog.interrupted() as c_int
 }
 
