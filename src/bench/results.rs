@@ -256,6 +256,17 @@ pub struct DecodeCapacityRow {
     pub live_streams: f64,
 }
 
+impl DecodeCapacityRow {
+    /// " on 2 GPU(s)" for NVDEC decodes, nothing for software ones: for the log and the report.
+    pub fn on_gpus(&self) -> String {
+        if self.gpus > 0 {
+            format!(" on {} GPU(s)", self.gpus)
+        } else {
+            String::new()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     pub run: RunInfo,

@@ -282,11 +282,7 @@ fn scale_markdown(scale: &ScaleResults, md: &mut String) {
             "- the host's own decode capacity, {}: {} unpaced decodes at once{}, {:.0} fps in all = **{:.1}** live streams",
             c.decoder,
             c.parallel,
-            if c.gpus > 0 {
-                format!(" on {} GPU(s)", c.gpus)
-            } else {
-                String::new()
-            },
+            c.on_gpus(),
             c.frames_per_second,
             c.live_streams
         );

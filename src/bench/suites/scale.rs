@@ -149,11 +149,7 @@ fn host_decode_capacity(
     tracing::info!(
         "decode capacity, {decoder}: {} decodes at once{}, {:.0} fps in all = {:.1} live streams",
         row.parallel,
-        if row.gpus > 0 {
-            format!(" on {} GPU(s)", row.gpus)
-        } else {
-            String::new()
-        },
+        row.on_gpus(),
         row.frames_per_second,
         row.live_streams
     );
