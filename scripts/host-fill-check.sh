@@ -80,22 +80,27 @@ pipelines = json.loads(get("/pipelines"))["pipelines"]
 rss_kb = int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:")))
 # Where the RSS lives: the heap and other anonymous memory, the GPU driver's mappings (page-locked
 # blocks among them), files (the binary, libraries), thread stacks.
-rss_by_kind, kind = collections.Counter(), None
+rss_by_kind, rss_by_file, kind = collections.Counter(), collections.Counter(), None
 for line in open(f"/proc/{pid}/smaps"):
     head = line.split()
     if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
-        name = head[5] if len(head) > 5 else ""
+        name = " ".join(head[5:])
         kind = ("gpu driver" if name.startswith("/dev/nvidia") else "stack" if name.startswith("[stack")
                 else "heap" if name == "[heap]" else "anonymous" if not name else "other" if name.startswith("[")
                 else "file")
     elif head and head[0] == "Rss:":
         rss_by_kind[kind] += int(head[1]) / 1024
+        if kind == "file":
+            rss_by_file[name] += int(head[1]) / 1024
 threads = len(os.listdir(f"/proc/{pid}/task"))
 counted = [p["counters"] for p in pipelines]
 print(json.dumps({
     "time": time.monotonic(),
     "rss_mb": rss_kb / 1024,
     "rss_mb_by_kind": {k: round(v) for k, v in rss_by_kind.most_common()},
+    "rss_mb_by_file": {k: round(v) for k, v in rss_by_file.most_common(4)},
+    # Drops by pipeline, to tell NVDEC pipelines (nvN) from software ones (swN).
+    "dropped_by_pipeline": {p["name"]: p["counters"]["frames_dropped"] for p in pipelines},
     "threads": threads,
     "dropped": sum(c["frames_dropped"] for c in counted),
     "written": sum(c["frames_written"] for c in counted),
@@ -124,19 +129,29 @@ print(f"{when}, {elapsed:.1f} s: {b['dropped'] - a['dropped']} frames dropped, "
 print(f"RSS {b['rss_mb']:.0f} MB = {b['rss_mb'] / count:.1f} MB per pipeline; page-locked "
       f"{b['pinned_mb']:.0f} MB = {b['pinned_mb'] / count:.1f} MB per pipeline; lanes' GPU memory "
       f"{b['lane_gpu_mb']:.0f} MB; GPU memory used {gpu - idle:.0f} MiB over idle")
-print(f"RSS by kind (MB): {b['rss_mb_by_kind']}; {b['threads']} threads")
+print(f"RSS by kind (MB): {b['rss_mb_by_kind']}; {b['threads']} threads; biggest files (MB): {b['rss_mb_by_file']}")
+dropped = {name: n - a["dropped_by_pipeline"].get(name, 0) for name, n in b["dropped_by_pipeline"].items()}
+by_kind = {}
+for name, n in dropped.items():
+    kind = name.rstrip("0123456789")
+    total, pipelines = by_kind.get(kind, (0, 0))
+    by_kind[kind] = (total + n, pipelines + (n > 0))
+print("dropped in that time by kind: " + ", ".join(f"{k}: {t} ({p} pipelines)" for k, (t, p) in sorted(by_kind.items())))
 print(f"states {b['states']}, devices {b['devices']}, waiting {b['waiting_for']}")
 for line in b["seats"] + b["pinned_budget"]:
     print("  " + line)
 EOF
 fi
 if ((soak > 0)); then
-    say "soak: $soak s, sampled every 30 s (s, RSS MB, GPU MiB, dropped in all)"
+    say "soak: $soak s, sampled every 30 s (s, RSS MB, GPU MiB, dropped since the window, dropped by kind since the start)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
     samples=()
     for ((t = 0; t <= soak; t += 30)); do
         if snapshot soak.json; then
-            sample="$t $(python3 -c "import json; s=json.load(open('soak.json')); print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop)")"
+            # t, RSS, GPU memory, drops since the window; then drops so far by kind of pipeline
+            sample="$t $(python3 -c "import collections, json; s=json.load(open('soak.json')); k=collections.Counter()
+for name, n in s['dropped_by_pipeline'].items(): k[name.rstrip('0123456789')] += n
+print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, dict(k))")"
             samples+=("$sample")
             say "  $sample"
         fi

@@ -89,6 +89,54 @@ fn ready_waits_for_frames_without_drops_and_says_what_each_pipeline_waits_for() 
 }
 
 #[test]
+fn a_pipeline_behind_its_real_time_input_is_not_ready_though_it_drops_nothing() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    // The same pictures announced at 2,000 frames per second, through a 31x31 mask on the
+    // CPU: real-time pacing falls behind at once, and the default policy (wait for room in
+    // the queue) drops nothing, so only the pace says it does not keep up.
+    let fast = make_clip(dir.path(), "fast.y4m", Clip::Y4m, 640, 360, 50);
+    let bytes = std::fs::read(&fast).unwrap();
+    let header_end = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let header = String::from_utf8(bytes[..header_end].to_vec()).unwrap();
+    assert!(header.contains(" F25:1"), "{header}");
+    let mut announced_fast = header.replace(" F25:1", " F2000:1").into_bytes();
+    announced_fast.extend_from_slice(&bytes[header_end..]);
+    std::fs::write(&fast, announced_fast).unwrap();
+    let mut text = config("", 1);
+    text.push_str(
+        "[[pipeline]]\nname = \"behind\"\nsource = { url = \"fast.y4m\", realtime = true, loop = true }\nfilter = { mask = \"gaussian:size=31\", device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    );
+    std::fs::write(dir.path().join("config.toml"), text).unwrap();
+    let server = Server::start(dir.path(), &[]);
+    // Watched for 3 s beyond the time it needs to count as ready (STEADY_FOR, 3 s).
+    server.wait_for("`behind` to write frames", Duration::from_secs(30), || {
+        server.pipeline("behind")["counters"]["frames_written"].as_u64() > Some(0)
+    });
+    let watched = Instant::now();
+    let mut said = String::new();
+    while watched.elapsed() < Duration::from_secs(6) {
+        let (status, body) = server.request("GET", "/readyz", None);
+        assert_eq!(status, 503, "ready while `behind` cannot keep its input's pace: {body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        said = answer["not_ready"]["behind"].as_str().unwrap_or_default().to_string();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(said.contains("behind its input's real-time pace"), "{said}");
+    let view = server.pipeline("behind");
+    assert_eq!(view["state"], "running", "{view}");
+    assert_eq!(view["counters"]["frames_dropped"], 0, "{view}");
+    // The pipeline that keeps its pace is ready meanwhile: only `behind` is named.
+    let (_, body) = server.request("GET", "/readyz", None);
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let named: Vec<&String> = answer["not_ready"]
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(named, ["behind"], "{body}");
+}
+
+#[test]
 fn pipelines_start_one_at_a_time_when_asked_and_those_waiting_say_so() {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);

@@ -48,6 +48,23 @@ fn pacing_jump(frame_seconds: f64) -> Duration {
     Duration::try_from_secs_f64(frames).map_or(MAX_PACING_JUMP, |jump| jump.min(MAX_PACING_JUMP))
 }
 
+/// How many of its own frame intervals a real-time input may run behind its pace before
+/// it counts as behind (see [`behind_limit`]): half the frame queue, whose room the burst
+/// of catching up would take.
+const BEHIND_FRAMES: f64 = 4.0;
+
+/// How late a real-time frame may come before the pipeline counts as behind its input's
+/// pace, for a stream whose frames are `frame_seconds` apart: [`BEHIND_FRAMES`] intervals,
+/// at least 0.1 s (a thread woken late on a busy host is not behind) and at most 1 s.
+fn behind_limit(frame_seconds: f64) -> f64 {
+    let frames = frame_seconds * BEHIND_FRAMES;
+    if frames.is_finite() {
+        frames.clamp(0.1, 1.0)
+    } else {
+        1.0
+    }
+}
+
 /// How a decoder's frames were taken.
 pub(super) enum DrainEnd {
     /// The decoder has nothing more until it is given data.
@@ -93,6 +110,8 @@ pub(super) struct DecodeState {
     /// How far a realtime frame may be from its due time before it counts as a jump in
     /// the timestamps (see [`pacing_jump`]).
     pacing_jump: Duration,
+    /// How late a real-time frame may be before the pipeline counts as behind (seconds).
+    behind_limit: f64,
     time_base: f64,
     pub(super) url: String,
     /// With `drop = "oldest"`: how to make room in a full frame queue.
@@ -141,6 +160,7 @@ impl DecodeState {
             copy_streams: true,
             realtime: realtime.then(|| (Instant::now(), 0.0)),
             pacing_jump: pacing_jump(per_frame * f64::from(info.time_base)),
+            behind_limit: behind_limit(per_frame * f64::from(info.time_base)),
             time_base: f64::from(info.time_base),
             url: info.url.clone(),
             drop_oldest,
@@ -300,7 +320,7 @@ impl DecodeState {
             let decode_time = busy.saturating_sub(self.busy_at_last_frame);
             self.busy_at_last_frame = busy;
             Counters::observe(&counters.stages.decode, Duration::from_nanos(decode_time));
-            self.pace(frame.pts);
+            self.pace(frame.pts, counters);
             frame.timeline.decoded = Some(Instant::now());
             if !self.deliver(frame, frames, counters) {
                 return Ok(DrainEnd::DownstreamGone);
@@ -360,8 +380,9 @@ impl DecodeState {
         pts
     }
 
-    /// Sleeps until the frame's presentation time when pacing in real time.
-    fn pace(&mut self, pts: Option<i64>) {
+    /// Sleeps until the frame's presentation time when pacing in real time; a frame later
+    /// than that by more than [`behind_limit`] notes the pipeline behind its pace.
+    fn pace(&mut self, pts: Option<i64>, counters: &Counters) {
         let Some((start, first)) = self.realtime.as_mut() else {
             return;
         };
@@ -383,6 +404,8 @@ impl DecodeState {
         }
         if due > now {
             sleep_unless_stopped(Duration::from_secs_f64(due - now), &self.stop);
+        } else if now - due > self.behind_limit {
+            counters.note_behind();
         }
     }
 
@@ -448,6 +471,18 @@ impl DecodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn behind_is_judged_by_a_few_frame_intervals_within_bounds() {
+        assert!((behind_limit(1.0 / 25.0) - 0.16).abs() < 1e-9, "25 fps: 4 frames");
+        assert_eq!(
+            behind_limit(1.0 / 60.0),
+            0.1,
+            "60 fps: a busy host's late wake-up is not behind"
+        );
+        assert_eq!(behind_limit(5.0), 1.0, "0.2 fps: at most 1 s");
+        assert_eq!(behind_limit(f64::NAN), 1.0);
+    }
 
     #[test]
     fn a_pacing_jump_is_judged_by_the_streams_own_frame_interval() {

@@ -35,6 +35,9 @@ pub struct Counters {
     pub frames_dropped: AtomicU64,
     /// When a frame was last dropped (readiness waits for a while without drops).
     pub last_drop: Mutex<Option<Instant>>,
+    /// When a real-time input last found itself behind its pace (see
+    /// [`Counters::note_behind`]; readiness waits for a while on time).
+    pub last_behind: Mutex<Option<Instant>>,
     /// Packets the demuxer flagged corrupt or the decoder rejected; skipped.
     pub corrupt_packets: AtomicU64,
     /// Read errors from the input that were skipped.
@@ -145,6 +148,18 @@ impl Counters {
     /// When a frame was last dropped, if one was.
     pub fn last_drop(&self) -> Option<Instant> {
         *self.last_drop.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes that a real-time input's frame came later than its due time by more than a
+    /// few frames: the pipeline does not keep up, and the burst it sends once it catches
+    /// up may overflow its queue.
+    pub fn note_behind(&self) {
+        *self.last_behind.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+
+    /// When a real-time input was last behind its pace, if it was.
+    pub fn last_behind(&self) -> Option<Instant> {
+        *self.last_behind.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts a frame the sink has written.
