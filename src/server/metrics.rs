@@ -105,6 +105,11 @@ const COUNTERS: &[(&str, &str, Read)] = &[
         |p| p.counted.frames_dropped,
     ),
     (
+        "convstream_frames_late",
+        "Real-time frames that came more than 4 frame intervals (0.1-1 s) past their due time: the input's pace not kept",
+        |p| p.counted.frames_late,
+    ),
+    (
         "convstream_corrupt_packets",
         "Input packets flagged corrupt or rejected by the decoder, skipped",
         |p| p.counted.corrupt_packets,

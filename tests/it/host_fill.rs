@@ -126,6 +126,20 @@ fn a_pipeline_behind_its_real_time_input_is_not_ready_though_it_drops_nothing() 
     let view = server.pipeline("behind");
     assert_eq!(view["state"], "running", "{view}");
     assert_eq!(view["counters"]["frames_dropped"], 0, "{view}");
+    assert!(
+        view["counters"]["frames_late"].as_u64() > Some(0),
+        "late frames are counted: {view}"
+    );
+    let late = server
+        .scrape()
+        .samples
+        .into_iter()
+        .find(|s| s.metric == "convstream_frames_late_total" && s.labels.get("pipeline") == Some("behind"))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        });
+    assert!(late > Some(0.0), "and in the metrics: {late:?}");
     // The pipeline that keeps its pace is ready meanwhile: only `behind` is named.
     let (_, body) = server.request("GET", "/readyz", None);
     let answer: Value = serde_json::from_str(&body).unwrap();

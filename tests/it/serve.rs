@@ -155,6 +155,7 @@ fn check_metric_families(server: &Server) {
     for family in [
         "convstream_frames_decoded_total",
         "convstream_frames_dropped_total",
+        "convstream_frames_late_total",
         "convstream_corrupt_packets_total",
         "convstream_input_bytes_total",
         "convstream_output_bytes_total",
