@@ -70,18 +70,20 @@ else
     say "/readyz: not 200 within 120 s; body: $(cut -c1-800 readyz.json)"
 fi
 
-snapshot() { # FILE: counters, memory and seats now
-    python3 - "$port" "$pid" >"$1" <<'EOF'
+snapshot() { # FILE [light]: counters, memory and seats now; light skips /proc/PID/smaps
+    python3 - "$port" "$pid" "${2:-}" >"$1" <<'EOF'
 import collections, json, os, re, sys, time, urllib.request
-port, pid = sys.argv[1], sys.argv[2]
+port, pid, light = sys.argv[1], sys.argv[2], sys.argv[3] == "light"
 get = lambda path: urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20).read().decode()
 metrics = get("/metrics")
 pipelines = json.loads(get("/pipelines"))["pipelines"]
 rss_kb = int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:")))
 # Where the RSS lives: the heap and other anonymous memory, the GPU driver's mappings (page-locked
-# blocks among them), files (the binary, libraries), thread stacks.
+# blocks among them), files (the binary, libraries), thread stacks. Reading smaps walks every
+# page of the process with its memory map locked, which stalls the process's own mapping and
+# unmapping meanwhile: the soak's samples (light) leave it out.
 rss_by_kind, rss_by_file, kind = collections.Counter(), collections.Counter(), None
-for line in open(f"/proc/{pid}/smaps"):
+for line in [] if light else open(f"/proc/{pid}/smaps"):
     head = line.split()
     if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
         name = " ".join(head[5:])
@@ -147,7 +149,7 @@ if ((soak > 0)); then
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
     samples=()
     for ((t = 0; t <= soak; t += 30)); do
-        if snapshot soak.json; then
+        if snapshot soak.json light; then
             # t, RSS, GPU memory, drops since the window; then drops so far by kind of pipeline
             sample="$t $(python3 -c "import collections, json; s=json.load(open('soak.json')); k=collections.Counter()
 for name, n in s['dropped_by_pipeline'].items(): k[name.rstrip('0123456789')] += n
