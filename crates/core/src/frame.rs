@@ -70,6 +70,16 @@ impl Plane {
         Some(Plane::of_data(shape, shape.pooled_stride(), data))
     }
 
+    /// A plane with no memory yet, for pixels written later (see [`PlaneData::pending`]):
+    /// whoever writes it gives it memory first, as the CUDA engine does with its pool.
+    pub fn pending(shape: PlaneShape) -> Plane {
+        Plane::of_data(
+            shape,
+            shape.row_bytes(),
+            PlaneData::pending(shape.row_bytes() * shape.height),
+        )
+    }
+
     /// A zeroed plane whose rows are `stride` bytes apart.
     pub fn with_stride(shape: PlaneShape, stride: usize) -> Plane {
         Plane::filled(shape, stride, 0)
@@ -128,9 +138,10 @@ pub struct Frame {
     /// When it passed the points its filter latency is split at.
     pub timeline: Timeline,
     /// The decoded picture in GPU memory, when the decoder left it there (NVDEC feeding the
-    /// CUDA engine on the same device). The host planes are then allocated but unwritten
-    /// until the engine has filtered the picture into them; only the CUDA engine takes such
-    /// a frame, and it lets the picture go once done with it.
+    /// CUDA engine on the same device). The host planes then have no memory (see
+    /// [`Plane::pending`]) until the engine gives them some and filters the picture into
+    /// them; only the CUDA engine takes such a frame, and it lets the picture go once done
+    /// with it.
     pub device: Option<Arc<DevicePicture>>,
 }
 
@@ -246,6 +257,18 @@ impl Frame {
             timeline: Timeline::default(),
             device: None,
         }
+    }
+
+    /// A frame whose planes have no memory yet (see [`Plane::pending`]): for a picture on
+    /// the GPU, whose host planes only the engine writes, so a frame waiting for its turn
+    /// holds no host memory.
+    pub fn pending(format: PixelFormat, width: usize, height: usize) -> Frame {
+        let planes = format
+            .plane_shapes(width, height)
+            .into_iter()
+            .map(Plane::pending)
+            .collect();
+        Frame::of_planes(format, width, height, planes)
     }
 
     /// A copy of this frame (pixels, timestamps, position) made in `pool`'s buffers.

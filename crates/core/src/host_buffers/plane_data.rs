@@ -1,11 +1,11 @@
 //! The bytes of one plane ([`PlaneData`]): a heap `Vec`, a block lent by a [`BufferPool`]
-//! and given back on drop, or memory another owner lends read-only (copied on write). The
-//! pool's lending of blocks as planes (`BufferPool::take`) is here, beside the drop that
-//! gives them back.
+//! and given back on drop, memory another owner lends read-only (copied on write), or none
+//! yet (a plane that is to be written later, see [`PlaneData::pending`]). The pool's lending
+//! of blocks as planes (`BufferPool::take`) is here, beside the drop that gives them back.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::memory::HostBlock;
 use super::pool::BufferPool;
@@ -30,6 +30,29 @@ enum Storage {
         /// Held, never read: keeps `bytes` valid and unchanged until the plane is dropped.
         _keeper: Box<dyn Send + Sync>,
     },
+    /// No memory of its own yet: reads see zeroes (a block shared by every such plane, never
+    /// written), the first write allocates.
+    Pending {
+        zeroes: Arc<Vec<u8>>,
+        len: usize,
+    },
+}
+
+/// The zeroes every pending plane reads: one block, as long as the longest plane asked for.
+/// Allocated zeroed and never written, its pages cost no memory until something reads them.
+static SHARED_ZEROES: Mutex<Option<Arc<Vec<u8>>>> = Mutex::new(None);
+
+fn shared_zeroes(len: usize) -> Arc<Vec<u8>> {
+    let mut shared = SHARED_ZEROES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match shared.as_ref() {
+        Some(zeroes) if zeroes.len() >= len => zeroes.clone(),
+        _ => {
+            // Planes that hold the shorter block keep it until they are dropped.
+            let zeroes = Arc::new(vec![0u8; len]);
+            *shared = Some(zeroes.clone());
+            zeroes
+        }
+    }
 }
 
 // SAFETY: the only field that is not Send + Sync is `Lent::bytes`, a pointer to memory that
@@ -56,10 +79,26 @@ impl PlaneData {
         })
     }
 
+    /// `len` bytes not allocated yet: a plane whose pixels someone will write later (a
+    /// picture the decoder left on the GPU, which the engine filters into host memory). Until
+    /// then it holds no memory and reads as zeroes; the writer replaces it with memory of its
+    /// choice (see [`PlaneData::is_pending`]), or its first write allocates heap memory.
+    pub fn pending(len: usize) -> PlaneData {
+        PlaneData(Storage::Pending {
+            zeroes: shared_zeroes(len),
+            len,
+        })
+    }
+
+    /// Whether the plane has no memory yet (see [`PlaneData::pending`]).
+    pub fn is_pending(&self) -> bool {
+        matches!(self.0, Storage::Pending { .. })
+    }
+
     /// Whether the bytes are page-locked host memory (the GPU may copy them directly).
     pub fn is_page_locked(&self) -> bool {
         match &self.0 {
-            Storage::Heap(_) => false,
+            Storage::Heap(_) | Storage::Pending { .. } => false,
             Storage::Pooled { pool, .. } => pool.page_locked(),
             Storage::Lent { page_locked, .. } => *page_locked,
         }
@@ -87,20 +126,23 @@ impl Deref for PlaneData {
             // SAFETY: `PlaneData::lent`'s contract: `len` readable bytes, valid and unchanged
             // while the keeper (dropped only with `self`) lives.
             Storage::Lent { bytes, len, .. } => unsafe { std::slice::from_raw_parts(*bytes, *len) },
+            Storage::Pending { zeroes, len } => &zeroes[..*len],
         }
     }
 }
 
 impl DerefMut for PlaneData {
     fn deref_mut(&mut self) -> &mut [u8] {
-        if self.is_lent() {
+        match &self.0 {
             // Copy on write: the lender may still read its bytes.
-            *self = PlaneData::from(self.to_vec());
+            Storage::Lent { .. } => *self = PlaneData::from(self.to_vec()),
+            Storage::Pending { len, .. } => *self = PlaneData::from(vec![0u8; *len]),
+            Storage::Heap(_) | Storage::Pooled { .. } => {}
         }
         match &mut self.0 {
             Storage::Heap(bytes) => bytes,
             Storage::Pooled { block, len, .. } => block.as_mut().map_or(&mut [], |b| &mut b.bytes_mut()[..*len]),
-            Storage::Lent { .. } => unreachable!("lent bytes were just copied to the heap"),
+            Storage::Lent { .. } | Storage::Pending { .. } => unreachable!("the bytes were just given heap memory"),
         }
     }
 }
@@ -137,6 +179,7 @@ impl fmt::Debug for PlaneData {
             Storage::Pooled { .. } => "pooled",
             Storage::Lent { page_locked: true, .. } => "lent, pinned",
             Storage::Lent { .. } => "lent",
+            Storage::Pending { .. } => "pending",
         };
         write!(f, "PlaneData({} bytes, {kind})", self.len())
     }

@@ -1,5 +1,5 @@
 //! Unit tests of plane memory: reuse, limits, the heap fallback, lent bytes, growing in
-//! the background and late memory. Idle blocks given back.
+//! the background and late memory. Idle blocks given back. Pending planes.
 
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,6 +111,29 @@ impl HostMemory for SlowHeap {
     fn grows_in_background(&self) -> bool {
         true
     }
+}
+
+#[test]
+fn a_pending_plane_holds_no_memory_of_its_own_until_written() {
+    let small = PlaneData::pending(1000);
+    let large = PlaneData::pending(5000);
+    let again = PlaneData::pending(1000);
+    assert!(small.is_pending() && !small.is_page_locked() && !small.is_lent());
+    assert_eq!((small.len(), large.len()), (1000, 5000));
+    assert!(small.iter().chain(large.iter()).all(|&b| b == 0), "reads see zeroes");
+    // Pending planes read one shared block: none allocates its own.
+    assert_eq!(
+        again.as_ptr(),
+        large.as_ptr(),
+        "the longest block serves the shorter plane"
+    );
+    let mut written = again;
+    written[999] = 7;
+    assert!(!written.is_pending(), "a write gives it memory");
+    assert_eq!(written.len(), 1000);
+    assert!(written[..999].iter().all(|&b| b == 0) && written[999] == 7);
+    assert!(large.iter().all(|&b| b == 0), "the shared zeroes were not written");
+    assert!(format!("{small:?}").contains("pending"));
 }
 
 #[test]

@@ -1235,6 +1235,101 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
     }
 }
 
+/// A picture NVDEC left on the GPU, as the decoder hands it over: host planes with no
+/// memory yet (`Frame::pending`), which the engine gives pool memory only when it filters the
+/// frame. The results come back into them identical to the CPU engine, planes the filter
+/// skips copied back whole, the surface's padding never read, and no plane left pending.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn pictures_on_the_gpu_get_host_memory_only_when_filtered() {
+    use convstream_core::frame::{DevicePicture, DevicePlane};
+    use cudarc::driver::DevicePtr;
+    use std::sync::Arc;
+
+    let (mut rng, seed) = seeded_rng();
+    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let stream = context.default_stream();
+    let cases = [
+        (PixelFormat::NV12, PlaneSelection::All),
+        (PixelFormat::NV12, PlaneSelection::Luma),
+        (PixelFormat::P010, PlaneSelection::All),
+        (PixelFormat::P010, PlaneSelection::Chroma),
+    ];
+    for (format, planes) in cases {
+        let filter = FilterSpec::uniform(Mask::from_spec("gaussian:size=5").unwrap(), BorderMode::Reflect, planes);
+        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, 64, None), 0)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let (width, height) = (134, 77);
+        let frames: Vec<Frame> = (0..6u64)
+            .map(|index| random_frame(&mut rng, format, width, height, 0, index))
+            .collect();
+        // Each plane on the GPU at a pitch wider than its rows, the padding 0xEE.
+        let surfaces: Vec<Vec<(cudarc::driver::CudaSlice<u8>, usize)>> = frames
+            .iter()
+            .map(|frame| {
+                frame
+                    .planes
+                    .iter()
+                    .map(|p| {
+                        let pitch = p.row_bytes() + 96;
+                        let mut bytes = vec![0xEE; pitch * p.height];
+                        for y in 0..p.height {
+                            bytes[y * pitch..y * pitch + p.row_bytes()].copy_from_slice(p.row(y));
+                        }
+                        (stream.clone_htod(&bytes).unwrap(), pitch)
+                    })
+                    .collect()
+            })
+            .collect();
+        stream.synchronize().unwrap();
+        // Made pending all at once, as frames waiting in a queue are; every lane kept busy.
+        let mut waiting: std::collections::VecDeque<Frame> = frames
+            .iter()
+            .zip(&surfaces)
+            .map(|(frame, surface)| {
+                let mut pending = Frame::pending(format, width, height);
+                pending.index = frame.index;
+                let planes = surface
+                    .iter()
+                    .map(|(slice, pitch)| DevicePlane {
+                        address: slice.device_ptr(&stream).0,
+                        pitch: *pitch,
+                    })
+                    .collect();
+                pending.device = Some(Arc::new(DevicePicture::new(0, planes, Box::new(()))));
+                pending
+            })
+            .collect();
+        assert!(waiting.iter().flat_map(|f| &f.planes).all(|p| p.data.is_pending()));
+        let mut returned = Vec::new();
+        while returned.len() < frames.len() {
+            if engine.in_flight() < engine.capacity() {
+                if let Some(frame) = waiting.pop_front() {
+                    engine.submit(frame).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                    continue;
+                }
+            }
+            let back = engine.receive().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            returned.push(back.expect("a frame in flight"));
+        }
+        for (frame, back) in frames.iter().zip(&returned) {
+            assert_eq!(back.index, frame.index);
+            assert!(back.device.is_none(), "the picture is let go once filtered");
+            assert!(
+                back.planes.iter().all(|p| !p.data.is_pending()),
+                "every plane has memory"
+            );
+            let expected = CpuEngine::filter_frame(&filter, frame);
+            assert_eq!(
+                compare(&expected, back),
+                (0, 0),
+                "seed {seed}: {format} {planes}, frame {}",
+                frame.index
+            );
+        }
+    }
+}
+
 /// A picture NVDEC left on the GPU, copied back for a preview
 /// (`engine::cuda::copy_picture_to_host`): every plane's pixels, row by row from its pitch,
 /// packed, and nothing of the padding between rows.

@@ -415,12 +415,10 @@ impl DecodeState {
         let downloaded;
         let mut decoded = decoded;
         if let Some(device) = &self.device {
-            let picture = device
-                .picture(decoded, self.target, self.frame_pool.as_ref())
-                .map_err(|e| SourceError::Decoder {
-                    url: self.url.clone(),
-                    reason: format!("cannot take the decoded picture from the GPU: {e}"),
-                })?;
+            let picture = device.picture(decoded, self.target).map_err(|e| SourceError::Decoder {
+                url: self.url.clone(),
+                reason: format!("cannot take the decoded picture from the GPU: {e}"),
+            })?;
             match picture {
                 Picture::OnDevice(frame) => return Ok(frame),
                 Picture::Downloaded(host) => {

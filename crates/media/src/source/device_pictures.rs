@@ -21,7 +21,6 @@ use std::sync::Arc;
 use crate::ffmpeg::ffmpeg_format;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, PixelLayout};
-use convstream_core::host_buffers::BufferPool;
 
 /// An FFmpeg CUDA device on one GPU's primary context, for cuvid decoders.
 pub struct CudaDecoding {
@@ -142,7 +141,6 @@ impl CudaDecoding {
         &self,
         decoded: &ffmpeg::frame::Video,
         target: (PixelFormat, usize, usize),
-        pool: Option<&Arc<BufferPool>>,
     ) -> Result<Picture, ffmpeg::Error> {
         if decoded.format() != Pixel::CUDA {
             return Ok(Picture::Host);
@@ -174,8 +172,9 @@ impl CudaDecoding {
                 errno: ffmpeg::util::error::ENOMEM,
             });
         }
-        // Host planes for the engine to fill: unwritten until then.
-        let mut frame = Frame::new_in(format, width, height, pool);
+        // Host planes for the engine to fill, with no memory until then: a frame waiting in
+        // a queue (a pipeline behind its input, catching up) holds only the GPU surface.
+        let mut frame = Frame::pending(format, width, height);
         frame.device = Some(Arc::new(DevicePicture::new(self.ordinal, planes, Box::new(keeper))));
         Ok(Picture::OnDevice(frame))
     }

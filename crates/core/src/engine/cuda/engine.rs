@@ -344,6 +344,22 @@ impl CudaEngine {
         PlaneRoutes::for_frame(layout, frame)
     }
 
+    /// Gives memory to the host planes that have none yet (a picture the decoder left on the
+    /// GPU: see `Plane::pending`), now that results are about to be copied into them: from
+    /// the pool, page-locked when it has a block, so a frame waiting in a queue held none.
+    /// Results that stay on the GPU leave them without.
+    fn give_pending_planes_memory(&self, frame: &mut Frame) {
+        if frame.device.as_ref().is_some_and(|picture| picture.stays_on_device()) {
+            return;
+        }
+        for plane in frame.planes.iter_mut().filter(|plane| plane.data.is_pending()) {
+            *plane = match &self.pool {
+                Some(pool) => Plane::pooled(plane.shape(), pool),
+                None => Plane::new(plane.shape()),
+            };
+        }
+    }
+
     /// Enqueues upload, kernels and download of `frame` on the lane's stream.
     fn enqueue(
         &self,
@@ -359,6 +375,7 @@ impl CudaEngine {
         if let Some(event) = &lane.events.start {
             event.record(&stream).context(|| what("recording the start event"))?;
         }
+        self.give_pending_planes_memory(frame);
         let routes = lane.upload(layout, frame)?;
         if let Some(event) = &lane.events.uploaded {
             event.record(&stream).context(|| what("recording the upload event"))?;
