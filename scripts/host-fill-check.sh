@@ -14,7 +14,8 @@
 #   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
 # and later calls, each made within the machine's idle window of the last, read
 # /var/tmp/soak/*/summary.log and copy the folder to $OUT once "SIGTERM:" is in it.
-# Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings;
+# Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings,
+# FILTER='streams = 2' settings to every pipeline's [pipeline.filter];
 # DEVICE=cpu MASK=identity check the script itself on any host.
 #
 #   scripts/host-fill-check.sh BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
@@ -33,7 +34,7 @@ say() { echo "$*" | tee -a "$log"; }
 pipeline() { # NAME DECODER
     printf '[[pipeline]]\nname = "%s"\n[pipeline.source]\nurl = "%s"\ndecoder = "%s"\n' "$1" "$clip" "$2"
     printf 'loop = true\nrealtime = true\ndrop = "oldest"\n'
-    printf '[pipeline.filter]\nmask = "%s"\ndevice = "%s"\n[pipeline.sink]\nurl = "null"\n' "${MASK:-gaussian:size=13,sigma=3}" "${DEVICE:-cuda}"
+    printf '[pipeline.filter]\nmask = "%s"\ndevice = "%s"\n%b\n[pipeline.sink]\nurl = "null"\n' "${MASK:-gaussian:size=13,sigma=3}" "${DEVICE:-cuda}" "${FILTER:-}"
 }
 {
     printf '[server]\nlisten = "127.0.0.1:%s"\nshutdown_timeout = 30.0\nwatch = false\n%b\n' "$port" "${SERVER:-}"
@@ -41,7 +42,7 @@ pipeline() { # NAME DECODER
     for i in $(seq 1 "$software"); do pipeline "sw$i" software; done
 } >serve.toml
 
-say "== $(basename "$bin"): $nvdec NVDEC + $software software pipelines, $(nproc) cores${SERVER:+; [server] $SERVER}"
+say "== $(basename "$bin"): $nvdec NVDEC + $software software pipelines, $(nproc) cores${SERVER:+; [server] $SERVER}${FILTER:+; [pipeline.filter] $FILTER}"
 nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader 2>&1 | tee -a "$log"
 gpu_memory() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | awk "{s += \$1} END {print s + 0}"; }
 idle_gpu=$(gpu_memory)
@@ -71,7 +72,7 @@ else
 fi
 
 snapshot() { # FILE [light]: counters, memory and seats now; light skips /proc/PID/smaps
-    python3 - "$port" "$pid" "${2:-}" >"$1" <<'EOF'
+    python3 - "$port" "$pid" "${2:-}" "${1%.json}-pipelines.json" >"$1" <<'EOF'
 import collections, json, os, re, sys, time, urllib.request
 port, pid, light = sys.argv[1], sys.argv[2], sys.argv[3] == "light"
 get = lambda path: urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20).read().decode()
@@ -94,6 +95,8 @@ for line in [] if light else open(f"/proc/{pid}/smaps"):
         rss_by_kind[kind] += int(head[1]) / 1024
         if kind == "file":
             rss_by_file[name] += int(head[1]) / 1024
+if not light:  # every pipeline's own view (stages' busy time, queues), for a closer look
+    json.dump(pipelines, open(sys.argv[4], "w"))
 threads = len(os.listdir(f"/proc/{pid}/task"))
 counted = [p["counters"] for p in pipelines]
 print(json.dumps({

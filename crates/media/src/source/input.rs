@@ -31,6 +31,8 @@ pub struct Source {
     pub(super) nvdec_probe: Arc<dyn NvdecProbe>,
     /// The GPU an NVDEC decoder leaves its pictures on (see [`Source::with_device_pictures`]).
     pub(super) device: Option<Arc<CudaDecoding>>,
+    /// How a looped file starts its next pass (see `looping.rs`).
+    pub(super) looping: super::looping::LoopState,
 }
 
 impl Source {

@@ -6,7 +6,8 @@
 //! - `open`: opening the input, its decoder and its description, retrying a live input;
 //!   `demuxer`: FFmpeg's open and stream probing under the interrupt watchdog (`watchdog`),
 //!   a FIFO read through our own reader (`pipe_input`).
-//! - `read`: the read loop, looping a file and reconnecting a live input.
+//! - `read`: the read loop and reconnecting a live input; `looping`: a looped file's next
+//!   pass (NVDEC's decoder kept across it).
 //! - `decode_state`: what lasts across loops and reconnections (timestamps, pacing, the
 //!   drop policy, format conversion); `trim`: `start`, `duration`, `frames`.
 //! - `decoder_choice`: which decoder a `decoder` setting means; `decoder`: the decoder, and
@@ -25,6 +26,7 @@ mod demuxer;
 mod device_pictures;
 mod error;
 mod input;
+mod looping;
 pub mod nvdec;
 mod open;
 mod pipe_input;

@@ -48,6 +48,7 @@ impl Source {
         let bit_depth = super::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
         let decoder = VideoDecoder::open(config, stream.parameters(), stream.time_base(), nvdec_probe, gpu)?;
         let device = decoder.device().cloned();
+        let hardware = decoder.is_hardware();
         let info = describe_input(config, &input, &stream, &decoder, bit_depth)?;
         Ok(Source {
             decoder,
@@ -60,6 +61,7 @@ impl Source {
             frame_pool: None,
             nvdec_probe: nvdec_probe.clone(),
             device,
+            looping: super::looping::LoopState::new(hardware),
         })
     }
 

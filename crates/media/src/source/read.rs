@@ -163,6 +163,7 @@ impl Source {
                 last_end = Some(last_end.map_or(end, |last| last.max(end)));
             }
             if packet.stream() == self.video_index {
+                self.place_in_pass(&mut packet);
                 if packet.is_corrupt() {
                     Counters::add(&counters.corrupt_packets, 1);
                 }
@@ -208,11 +209,13 @@ impl Source {
             return;
         }
         let mut outgoing = packet;
-        if state.pts_offset != 0 {
+        if state.pts_offset != 0 || self.looping.shift() != 0 {
             // Looping or reconnected: copied streams move on by the same time as the video.
             // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
-            let shift =
-                unsafe { ffmpeg::ffi::av_rescale_q(state.pts_offset, state.output_time_base.into(), time_base.into()) };
+            let shift = unsafe {
+                ffmpeg::ffi::av_rescale_q(state.pts_offset, state.output_time_base.into(), time_base.into())
+                    + ffmpeg::ffi::av_rescale_q(self.looping.shift(), self.info.time_base.into(), time_base.into())
+            };
             outgoing.set_pts(outgoing.pts().map(|t| t + shift));
             outgoing.set_dts(outgoing.dts().map(|t| t + shift));
         }
@@ -285,40 +288,12 @@ impl Source {
             });
         }
     }
-
-    /// Seeks back to the start for `loop = true`, shifting timestamps past the last frame.
-    /// False, with nothing sought, when the run has sent all it may (`frames`, `duration`).
-    fn restart(
-        &mut self,
-        state: &mut DecodeState,
-        frames: &Sender<Frame>,
-        counters: &Counters,
-    ) -> Result<bool, SourceError> {
-        self.decoder.finish(state, frames, counters)?;
-        if !state.start_new_pass() {
-            return Ok(false);
-        }
-        match state.trim.seek_to_us {
-            Some(to) => self.seek_to(to, state.next_index)?,
-            None => self
-                .input
-                .seek(i64::MIN, ..)
-                .or_else(|_| self.input.seek(0, ..))
-                .map_err(|e| SourceError::Read {
-                    url: self.info.url.clone(),
-                    frames: state.next_index,
-                    reason: format!("cannot seek to the start to loop: {e}"),
-                })?,
-        }
-        self.decoder.flush();
-        Ok(true)
-    }
 }
 
 impl Source {
     /// Seeks to the keyframe at or before `to_us` (microseconds on the container's clock),
     /// for `start`; frames before it are dropped as they are decoded.
-    fn seek_to(&mut self, to_us: i64, frames: u64) -> Result<(), SourceError> {
+    pub(super) fn seek_to(&mut self, to_us: i64, frames: u64) -> Result<(), SourceError> {
         self.input.seek(to_us, ..to_us).map_err(|e| SourceError::Read {
             url: self.info.url.clone(),
             frames,

@@ -91,3 +91,74 @@ fn pictures_decoded_into_the_pool_are_the_copied_ones_without_the_copy() {
     assert_eq!(again.len(), copied.len());
     assert_eq!(pool.allocated_bytes(), allocated, "the blocks were reused");
 }
+
+/// `frames` frames of `path` looped, each next pass made seamless (the decoder kept, as for
+/// NVDEC) or anew (drained and flushed).
+fn decode_looped(path: &std::path::Path, frames: u64, seamless: bool) -> Vec<Frame> {
+    let config = SourceConfig {
+        looping: true,
+        frames: Some(frames),
+        ..SourceConfig::from_url(&path.display().to_string())
+    };
+    let probe: Arc<dyn NvdecProbe> = Arc::new(NoNvdec);
+    let stop = Arc::new(AtomicBool::new(false));
+    let source = Source::open(&config, stop.clone(), &probe, None).expect("the sample opens");
+    let (sender, received) = unbounded();
+    let (packets, _) = unbounded();
+    source
+        .with_seamless_loop(seamless)
+        .run(&sender, &packets, &stop, &Counters::default(), None)
+        .expect("the sample decodes");
+    drop(sender);
+    received.into_iter().collect()
+}
+
+#[test]
+fn a_seamless_loop_sends_the_frames_and_timestamps_a_loop_made_anew_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clip.mp4");
+    // H.264 with B-frames: the decoder holds pictures back, which a seamless loop lets the
+    // next pass's packets push out. The mp4 muxer marks its last packet to be discarded.
+    let spec = SampleSpec {
+        width: 160,
+        height: 90,
+        fps: 25,
+        frames: 30,
+        prefer_h264: true,
+    };
+    generate(&path, spec).unwrap();
+    let wanted = 75; // two passes and a half
+    let anew = decode_looped(&path, wanted, false);
+    let seamless = decode_looped(&path, wanted, true);
+    assert_eq!(anew.len() as u64, wanted);
+    assert_eq!(seamless.len() as u64, wanted);
+    let step = anew[1].pts.unwrap() - anew[0].pts.unwrap();
+    for (a, b) in anew.iter().zip(&seamless) {
+        assert_eq!(a.index, b.index);
+        // A pass made anew starts one frame after the last frame sent, a seamless one where
+        // the clip's last packet ends: within a frame of each other.
+        assert!(
+            a.pts.unwrap().abs_diff(b.pts.unwrap()) < step as u64,
+            "frame {}: {:?} {:?}",
+            a.index,
+            a.pts,
+            b.pts
+        );
+        assert!(
+            a.planes.iter().zip(&b.planes).all(|(x, y)| x.same_pixels(y)),
+            "frame {} differs",
+            a.index
+        );
+    }
+    assert!(
+        seamless
+            .windows(2)
+            .all(|w| w[1].pts.unwrap() - w[0].pts.unwrap() == step),
+        "timestamps go on one frame apart across the passes"
+    );
+    // The passes repeat the clip (29 frames shown of 30 encoded: the muxer's edit list
+    // drops the last): frame 29 + i is frame i again.
+    let shown = decode(&path, None).len();
+    assert!(seamless[shown].planes[0].same_pixels(&seamless[0].planes[0]));
+    assert!(seamless[2 * shown + 1].planes[0].same_pixels(&seamless[1].planes[0]));
+}

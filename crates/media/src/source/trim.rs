@@ -103,6 +103,11 @@ impl Trim {
         self.ended
     }
 
+    /// Whether the kept part is bounded in time (`start` or `duration`).
+    pub(super) fn bounds_time(&self) -> bool {
+        self.first.is_some() || self.end.is_some()
+    }
+
     /// Whether every frame the run may send was sent: looping cannot add more.
     pub(super) fn frames_exhausted(&self, sent: u64) -> bool {
         self.max_frames.is_some_and(|max| sent >= max)
