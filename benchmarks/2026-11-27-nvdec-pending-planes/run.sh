@@ -5,11 +5,14 @@
 # after ready, RSS and page-locked memory per pipeline; the same 24 with 2 CUDA streams each (what
 # the driver maps per stream); the full host (24 NVDEC + 88 software) with this build.
 #   run.sh host     (nvidia-h200-x2 / nvidia-h100-x2)
+#   run.sh host-loops (the same host, after NVDEC loops kept their decoder)
 #   run.sh again    (the same host: the first serve of a call watched, then both builds warm)
 #   run.sh first    (one GPU: the first serve of a machine against later ones, the engines' GPU
 #                    tests, a short soak)
 #   run.sh verify   (one GPU: the engines' GPU tests the first call cut off; 12 NVDEC started
 #                    together looping the 20 s clip)
+#   run.sh loops    (one GPU: NVDEC loops that keep their decoder, byte for byte and started
+#                    together)
 #   run.sh engines  (any GPU: the engines' GPU tests, then a 5-minute light-sampled soak)
 set -u
 cd "$(dirname "$0")/../.."
@@ -95,6 +98,35 @@ verify)
     tar czf "$OUT/results.tgz" -C "$R" .
     watch twelve-20s 70
     CONVSTREAM_KERNEL_CACHE=/tmp/kc-20s fill nv12-20s-cold /tmp/convstream clip1080-20s.mp4 12 0 40
+    ;;
+loops)
+    # NVDEC loops that keep their decoder: the frames of 2.3 passes through NVDEC (this build
+    # and the one before) and through the software decoder, byte for byte; then 12 NVDEC
+    # pipelines started together (an empty kernel cache) looping the 20 s clip and the 4 s one.
+    stamp loops
+    for run in "new nvdec /tmp/convstream" "old nvdec /tmp/convstream-363032b" "new software /tmp/convstream"; do
+        set -- $run
+        timeout -k 5 60 "$3" run -i gpu-carry/clip1080.mp4 --loop --frames 230 --decoder "$2" --device cuda \
+            --mask gaussian:size=5 -y -o "/tmp/$1-$2.y4m" >"$R/loop-$1-$2.txt" 2>&1
+        echo "rc=$? $(stat -c %s "/tmp/$1-$2.y4m" 2>/dev/null) bytes" >>"$R/loop-$1-$2.txt"
+        tail -n 2 "$R/loop-$1-$2.txt" | cut -c1-200
+    done
+    for pair in "new-nvdec new-software" "old-nvdec new-software" "new-nvdec old-nvdec"; do
+        set -- $pair
+        cmp "/tmp/$1.y4m" "/tmp/$2.y4m" && echo "$1 = $2: identical" || echo "$1 differs from $2"
+    done | tee "$R/loop-compare.txt"
+    rm -f /tmp/*.y4m
+    watch twelve-20s 70
+    CONVSTREAM_KERNEL_CACHE=/tmp/kc-20s fill nv12-20s-cold /tmp/convstream clip1080-20s.mp4 12 0 40
+    watch twelve-4s 45
+    CONVSTREAM_KERNEL_CACHE=/tmp/kc-4s fill nv12-4s-cold /tmp/convstream clip1080.mp4 12 0 20
+    ;;
+host-loops)
+    # The 2-GPU host again with NVDEC loops that keep their decoder, from an empty kernel
+    # cache (pipelines start together): 24 NVDEC (the predicted seats), then the full host.
+    watch nv24 50
+    CONVSTREAM_KERNEL_CACHE=/tmp/kc-a fill nv24-cold /tmp/convstream clip1080.mp4 24 0 30
+    LIMIT=120 CONVSTREAM_KERNEL_CACHE=/tmp/kc-b fill full-cold /tmp/convstream clip1080.mp4 24 88 30
     ;;
 host)
     timeout -k 5 30 /tmp/convstream doctor >"$R/doctor.txt" 2>&1
