@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,270 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,430 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]

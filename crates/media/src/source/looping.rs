@@ -1,4 +1,5 @@
-//! A looped file (`loop = true`) starting its next pass. Two ways:
+//! A looped file (`loop = true`) starting its next pass. Two ways (`Source::restart` in
+//! `read.rs` picks one):
 //! - anew: the decoder gives up every picture it holds (drained at the end of the file),
 //!   is flushed, and the next pass's timestamps are moved on past the last frame sent
 //!   (`DecodeState::start_new_pass`);
@@ -9,30 +10,25 @@
 //!   a second when a dozen pipelines loop the same clip at once. Kept, the decoder outputs
 //!   the last pictures of a pass as the next pass's first packets push them out.
 //!
-//! The seamless way needs the pass's length from its packets' timestamps, and is not taken
-//! when the pass is cut by time (`start`, `duration`: their bounds are on the first pass's
-//! clock) or the run has sent every frame it may.
+//! Here: [`LoopState`], what the seamless way knows of the pass (its packets' span) and how
+//! far the timestamps have moved. The seamless way needs the pass's length from its packets'
+//! timestamps, and is not taken when they do not tell it (none, or a span longer than the
+//! file), when the pass is cut by time (`start`, `duration`: their bounds are on the first
+//! pass's clock) or the run has sent every frame it may.
 
 use ffmpeg::packet::Ref;
 use ffmpeg::Packet;
 use ffmpeg_next as ffmpeg;
 
-use super::decode_state::DecodeState;
-use super::error::SourceError;
-use super::input::Source;
-use crate::stats::Counters;
-use convstream_core::frame::Frame;
-use crossbeam_channel::Sender;
-
 /// How a source loops, and what the seamless way needs to know of the current pass.
 #[derive(Debug, Default)]
-pub(crate) struct LoopState {
+pub(super) struct LoopState {
     /// Whether a pass starts without flushing the decoder.
     seamless: bool,
     /// Added to every video packet's timestamps (the video stream's time base): the length
     /// of the passes before this one.
     shift: i64,
-    /// The current pass's video packets, before the shift: the earliest start and the
+    /// The current pass's shown video packets, before the shift: the earliest start and the
     /// latest end.
     span: Option<(i64, i64)>,
 }
@@ -46,21 +42,25 @@ impl LoopState {
         }
     }
 
+    /// Makes the passes seamless (or not) whatever the decoder: for tests that hold the
+    /// seamless way to the one every decoder takes.
+    #[cfg(test)]
+    pub(super) fn set_seamless(&mut self, seamless: bool) {
+        self.seamless = seamless;
+    }
+
     /// The video's time moved on by looping, in the video stream's time base.
     pub(super) fn shift(&self) -> i64 {
         self.shift
     }
-}
 
-impl Source {
-    /// Takes a video packet's place in the pass (a packet without a duration lasts one
-    /// frame) and moves its timestamps on by the passes before it.
-    pub(super) fn place_in_pass(&mut self, packet: &mut Packet) {
-        if !self.looping.seamless || !self.config.looping {
+    /// Takes a video packet's place in the pass (one without a duration lasts `frame_ticks`)
+    /// and moves its timestamps on by the passes before it. Nothing when the loop is not
+    /// seamless.
+    pub(super) fn place(&mut self, packet: &mut Packet, frame_ticks: i64) {
+        if !self.seamless {
             return;
         }
-        let frame_ticks = self.frame_ticks();
-        let looping = &mut self.looping;
         // A packet the decoder is told to discard (the mp4 edit list's cut) is not shown.
         // (`Packet::flags` leaves that flag out.)
         // SAFETY: `packet` is a valid AVPacket; one plain field is read.
@@ -72,75 +72,84 @@ impl Source {
             } else {
                 frame_ticks
             };
-            let (first, end) = looping.span.unwrap_or((start, start + length));
-            looping.span = Some((first.min(start), end.max(start + length)));
+            let (first, end) = self.span.unwrap_or((start, start + length));
+            self.span = Some((first.min(start), end.max(start + length)));
         }
-        if looping.shift != 0 {
-            packet.set_pts(packet.pts().map(|t| t + looping.shift));
-            packet.set_dts(packet.dts().map(|t| t + looping.shift));
-        }
-    }
-
-    /// One frame's duration in the video stream's time base (at least 1).
-    fn frame_ticks(&self) -> i64 {
-        let (rate, time_base) = (self.info.frame_rate, self.info.time_base);
-        if rate.numerator() <= 0 || rate.denominator() <= 0 || time_base.numerator() <= 0 {
-            return 1;
-        }
-        // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
-        unsafe { ffmpeg::ffi::av_rescale_q(1, rate.invert().into(), time_base.into()) }.max(1)
-    }
-
-    /// Seeks back to the start for `loop = true`, the timestamps moved on past the last
-    /// frame. False, with nothing sought, when the run has sent all it may (`frames`,
-    /// `duration`).
-    pub(super) fn restart(
-        &mut self,
-        state: &mut DecodeState,
-        frames: &Sender<Frame>,
-        counters: &Counters,
-    ) -> Result<bool, SourceError> {
-        let seamless = self.looping.seamless
-            && !state.trim.bounds_time()
-            && !state.trim.frames_exhausted(state.next_index)
-            && self.looping.span.is_some();
-        if let (true, Some((first, end))) = (seamless, self.looping.span) {
-            self.seek_to_start(state)?;
-            self.looping.span = None;
-            self.looping.shift += end - first;
-            tracing::debug!(input = %self.info.url, "looped, the decoder kept; timestamps move on by {}", end - first);
-            return Ok(true);
-        }
-        self.decoder.finish(state, frames, counters)?;
-        if !state.start_new_pass() {
-            return Ok(false);
-        }
-        self.seek_to_start(state)?;
-        self.decoder.flush();
-        Ok(true)
-    }
-
-    /// Seeks to where a pass starts: `start`, or the start of the file.
-    fn seek_to_start(&mut self, state: &DecodeState) -> Result<(), SourceError> {
-        match state.trim.seek_to_us {
-            Some(to) => self.seek_to(to, state.next_index),
-            None => self
-                .input
-                .seek(i64::MIN, ..)
-                .or_else(|_| self.input.seek(0, ..))
-                .map_err(|e| SourceError::Read {
-                    url: self.info.url.clone(),
-                    frames: state.next_index,
-                    reason: format!("cannot seek to the start to loop: {e}"),
-                }),
+        if self.shift != 0 {
+            packet.set_pts(packet.pts().map(|t| t + self.shift));
+            packet.set_dts(packet.dts().map(|t| t + self.shift));
         }
     }
 
-    /// Makes the next passes loop seamlessly (or not) whatever the decoder: for tests that
-    /// hold the seamless way to the one every decoder takes.
-    #[cfg(test)]
-    pub(super) fn with_seamless_loop(mut self, seamless: bool) -> Source {
-        self.looping.seamless = seamless;
-        self
+    /// Starts the next pass seamlessly if it may (`allowed`: not cut by time nor at the run's
+    /// last frame) and the pass's span is its length: no longer than `file_seconds` (when
+    /// known) by more than a second, `tick_seconds` being one tick of the video time base (an
+    /// MPEG-TS clock that wraps within the file spans a day). Returns whether it did; the
+    /// caller then only seeks back, else it drains and flushes the decoder.
+    pub(super) fn next_pass_seamless(&mut self, allowed: bool, file_seconds: Option<f64>, tick_seconds: f64) -> bool {
+        let Some((first, end)) = self.span.filter(|_| self.seamless && allowed) else {
+            return false;
+        };
+        let span_seconds = (end - first) as f64 * tick_seconds;
+        if file_seconds.is_some_and(|file| span_seconds > file + 1.0) {
+            return false;
+        }
+        self.span = None;
+        self.shift += end - first;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(pts: i64, duration: i64, discard: bool) -> Packet {
+        let mut packet = Packet::empty();
+        packet.set_pts(Some(pts));
+        packet.set_dts(Some(pts));
+        packet.set_duration(duration);
+        if discard {
+            // SAFETY: `packet` is a valid AVPacket; one plain field is written.
+            unsafe { (*ffmpeg::packet::Mut::as_mut_ptr(&mut packet)).flags |= ffmpeg::ffi::AV_PKT_FLAG_DISCARD };
+        }
+        packet
+    }
+
+    #[test]
+    fn a_seamless_pass_moves_on_by_the_span_of_its_shown_packets() {
+        let mut looping = LoopState::new(true);
+        // Decode order, B-frames: presentation 0, 1024, 512; the last packet is cut.
+        for (pts, discard) in [(0, false), (1024, false), (512, false), (1536, true)] {
+            looping.place(&mut packet(pts, 512, discard), 512);
+        }
+        assert!(looping.next_pass_seamless(true, Some(0.12), 1.0 / 12800.0));
+        assert_eq!(looping.shift(), 1536, "three shown frames of 512");
+        let mut next = packet(0, 512, false);
+        looping.place(&mut next, 512);
+        assert_eq!((next.pts(), next.dts()), (Some(1536), Some(1536)));
+        // A packet without a duration lasts a frame.
+        looping.place(&mut packet(512, 0, false), 512);
+        assert!(looping.next_pass_seamless(true, None, 1.0 / 12800.0));
+        assert_eq!(looping.shift(), 1536 + 1024);
+    }
+
+    #[test]
+    fn a_pass_not_told_by_its_timestamps_or_not_allowed_is_made_anew() {
+        let tick = 1.0 / 90000.0;
+        let mut software = LoopState::new(false);
+        software.place(&mut packet(0, 3600, false), 3600);
+        assert!(
+            !software.next_pass_seamless(true, None, tick),
+            "a software decoder is flushed"
+        );
+        let mut nvdec = LoopState::new(true);
+        assert!(!nvdec.next_pass_seamless(true, None, tick), "no timestamps seen");
+        nvdec.place(&mut packet(0, 3600, false), 3600);
+        assert!(!nvdec.next_pass_seamless(false, None, tick), "cut by time");
+        // A clock that wrapped within a 10 s file spans a day.
+        nvdec.place(&mut packet(8_589_000_000, 3600, false), 3600);
+        assert!(!nvdec.next_pass_seamless(true, Some(10.0), tick));
+        assert_eq!(nvdec.shift(), 0);
     }
 }

@@ -163,7 +163,10 @@ impl Source {
                 last_end = Some(last_end.map_or(end, |last| last.max(end)));
             }
             if packet.stream() == self.video_index {
-                self.place_in_pass(&mut packet);
+                if self.config.looping {
+                    let frame_ticks = self.frame_ticks();
+                    self.looping.place(&mut packet, frame_ticks);
+                }
                 if packet.is_corrupt() {
                     Counters::add(&counters.corrupt_packets, 1);
                 }
@@ -291,9 +294,71 @@ impl Source {
 }
 
 impl Source {
+    /// Seeks back to the start for `loop = true` (see `looping.rs`): seamlessly when it may,
+    /// else with the decoder drained and flushed and the timestamps moved on past the last
+    /// frame. False, with nothing sought, when the run has sent all it may (`frames`,
+    /// `duration`).
+    pub(super) fn restart(
+        &mut self,
+        state: &mut DecodeState,
+        frames: &Sender<Frame>,
+        counters: &Counters,
+    ) -> Result<bool, SourceError> {
+        let allowed = !state.trim.bounds_time() && !state.trim.frames_exhausted(state.next_index);
+        let file_seconds = (self.input.duration() > 0).then(|| self.input.duration() as f64 / 1e6);
+        if self
+            .looping
+            .next_pass_seamless(allowed, file_seconds, f64::from(self.info.time_base))
+        {
+            tracing::debug!(input = %self.info.url, "looped with the decoder kept");
+            self.seek_to_start(state)?;
+            return Ok(true);
+        }
+        self.decoder.finish(state, frames, counters)?;
+        if !state.start_new_pass() {
+            return Ok(false);
+        }
+        self.seek_to_start(state)?;
+        self.decoder.flush();
+        Ok(true)
+    }
+
+    /// Seeks to where a pass starts: `start`, or the start of the file.
+    fn seek_to_start(&mut self, state: &DecodeState) -> Result<(), SourceError> {
+        match state.trim.seek_to_us {
+            Some(to) => self.seek_to(to, state.next_index),
+            None => self
+                .input
+                .seek(i64::MIN, ..)
+                .or_else(|_| self.input.seek(0, ..))
+                .map_err(|e| SourceError::Read {
+                    url: self.info.url.clone(),
+                    frames: state.next_index,
+                    reason: format!("cannot seek to the start to loop: {e}"),
+                }),
+        }
+    }
+
+    /// One frame's duration in the video stream's time base (at least 1).
+    fn frame_ticks(&self) -> i64 {
+        let (rate, time_base) = (self.info.frame_rate, self.info.time_base);
+        if rate.numerator() <= 0 || rate.denominator() <= 0 || time_base.numerator() <= 0 {
+            return 1;
+        }
+        // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
+        unsafe { ffmpeg::ffi::av_rescale_q(1, rate.invert().into(), time_base.into()) }.max(1)
+    }
+
+    /// Makes the next passes loop seamlessly (or not) whatever the decoder (see `looping.rs`).
+    #[cfg(test)]
+    pub(super) fn with_seamless_loop(mut self, seamless: bool) -> Source {
+        self.looping.set_seamless(seamless);
+        self
+    }
+
     /// Seeks to the keyframe at or before `to_us` (microseconds on the container's clock),
     /// for `start`; frames before it are dropped as they are decoded.
-    pub(super) fn seek_to(&mut self, to_us: i64, frames: u64) -> Result<(), SourceError> {
+    fn seek_to(&mut self, to_us: i64, frames: u64) -> Result<(), SourceError> {
         self.input.seek(to_us, ..to_us).map_err(|e| SourceError::Read {
             url: self.info.url.clone(),
             frames,
