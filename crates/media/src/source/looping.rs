@@ -17,11 +17,11 @@
 //! pass's clock) or the run has sent every frame it may.
 
 use ffmpeg::packet::Ref;
-use ffmpeg::Packet;
+use ffmpeg::{Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 /// How a source loops, and what the seamless way needs to know of the current pass.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct LoopState {
     /// Whether a pass starts without flushing the decoder.
     seamless: bool,
@@ -31,14 +31,25 @@ pub(super) struct LoopState {
     /// The current pass's shown video packets, before the shift: the earliest start and the
     /// latest end.
     span: Option<(i64, i64)>,
+    /// How long a packet without a duration lasts: one frame (the video stream's time base).
+    frame_ticks: i64,
 }
 
 impl LoopState {
     /// Seamless for an NVDEC decoder (`hardware`), whose flush is costly; anew otherwise.
-    pub(super) fn new(hardware: bool) -> LoopState {
+    /// `frame_rate` and `time_base` are the video stream's.
+    pub(super) fn new(hardware: bool, frame_rate: Rational, time_base: Rational) -> LoopState {
+        let frame_ticks = if frame_rate.numerator() > 0 && frame_rate.denominator() > 0 && time_base.numerator() > 0 {
+            // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
+            unsafe { ffmpeg::ffi::av_rescale_q(1, frame_rate.invert().into(), time_base.into()) }.max(1)
+        } else {
+            1
+        };
         LoopState {
             seamless: hardware,
-            ..LoopState::default()
+            shift: 0,
+            span: None,
+            frame_ticks,
         }
     }
 
@@ -54,10 +65,9 @@ impl LoopState {
         self.shift
     }
 
-    /// Takes a video packet's place in the pass (one without a duration lasts `frame_ticks`)
-    /// and moves its timestamps on by the passes before it. Nothing when the loop is not
-    /// seamless.
-    pub(super) fn place(&mut self, packet: &mut Packet, frame_ticks: i64) {
+    /// Takes a video packet's place in the pass (one without a duration lasts a frame) and
+    /// moves its timestamps on by the passes before it. Nothing when the loop is not seamless.
+    pub(super) fn place(&mut self, packet: &mut Packet) {
         if !self.seamless {
             return;
         }
@@ -70,7 +80,7 @@ impl LoopState {
             let length = if packet.duration() > 0 {
                 packet.duration()
             } else {
-                frame_ticks
+                self.frame_ticks
             };
             let (first, end) = self.span.unwrap_or((start, start + length));
             self.span = Some((first.min(start), end.max(start + length)));
@@ -118,18 +128,18 @@ mod tests {
 
     #[test]
     fn a_seamless_pass_moves_on_by_the_span_of_its_shown_packets() {
-        let mut looping = LoopState::new(true);
+        let mut looping = LoopState::new(true, Rational::new(25, 1), Rational::new(1, 12800));
         // Decode order, B-frames: presentation 0, 1024, 512; the last packet is cut.
         for (pts, discard) in [(0, false), (1024, false), (512, false), (1536, true)] {
-            looping.place(&mut packet(pts, 512, discard), 512);
+            looping.place(&mut packet(pts, 512, discard));
         }
         assert!(looping.next_pass_seamless(true, Some(0.12), 1.0 / 12800.0));
         assert_eq!(looping.shift(), 1536, "three shown frames of 512");
         let mut next = packet(0, 512, false);
-        looping.place(&mut next, 512);
+        looping.place(&mut next);
         assert_eq!((next.pts(), next.dts()), (Some(1536), Some(1536)));
         // A packet without a duration lasts a frame.
-        looping.place(&mut packet(512, 0, false), 512);
+        looping.place(&mut packet(512, 0, false));
         assert!(looping.next_pass_seamless(true, None, 1.0 / 12800.0));
         assert_eq!(looping.shift(), 1536 + 1024);
     }
@@ -137,18 +147,18 @@ mod tests {
     #[test]
     fn a_pass_not_told_by_its_timestamps_or_not_allowed_is_made_anew() {
         let tick = 1.0 / 90000.0;
-        let mut software = LoopState::new(false);
-        software.place(&mut packet(0, 3600, false), 3600);
+        let mut software = LoopState::new(false, Rational::new(25, 1), Rational::new(1, 90000));
+        software.place(&mut packet(0, 3600, false));
         assert!(
             !software.next_pass_seamless(true, None, tick),
             "a software decoder is flushed"
         );
-        let mut nvdec = LoopState::new(true);
+        let mut nvdec = LoopState::new(true, Rational::new(25, 1), Rational::new(1, 12800));
         assert!(!nvdec.next_pass_seamless(true, None, tick), "no timestamps seen");
-        nvdec.place(&mut packet(0, 3600, false), 3600);
+        nvdec.place(&mut packet(0, 3600, false));
         assert!(!nvdec.next_pass_seamless(false, None, tick), "cut by time");
         // A clock that wrapped within a 10 s file spans a day.
-        nvdec.place(&mut packet(8_589_000_000, 3600, false), 3600);
+        nvdec.place(&mut packet(8_589_000_000, 3600, false));
         assert!(!nvdec.next_pass_seamless(true, Some(10.0), tick));
         assert_eq!(nvdec.shift(), 0);
     }

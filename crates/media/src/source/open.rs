@@ -48,8 +48,8 @@ impl Source {
         let bit_depth = super::nvdec::StreamTraits::of(&stream.parameters()).bit_depth;
         let decoder = VideoDecoder::open(config, stream.parameters(), stream.time_base(), nvdec_probe, gpu)?;
         let device = decoder.device().cloned();
-        let hardware = decoder.is_hardware();
         let info = describe_input(config, &input, &stream, &decoder, bit_depth)?;
+        let looping = super::looping::LoopState::new(decoder.is_hardware(), info.frame_rate, info.time_base);
         Ok(Source {
             decoder,
             input,
@@ -61,7 +61,7 @@ impl Source {
             frame_pool: None,
             nvdec_probe: nvdec_probe.clone(),
             device,
-            looping: super::looping::LoopState::new(hardware),
+            looping,
         })
     }
 

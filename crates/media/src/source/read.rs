@@ -164,8 +164,7 @@ impl Source {
             }
             if packet.stream() == self.video_index {
                 if self.config.looping {
-                    let frame_ticks = self.frame_ticks();
-                    self.looping.place(&mut packet, frame_ticks);
+                    self.looping.place(&mut packet);
                 }
                 if packet.is_corrupt() {
                     Counters::add(&counters.corrupt_packets, 1);
@@ -298,7 +297,7 @@ impl Source {
     /// else with the decoder drained and flushed and the timestamps moved on past the last
     /// frame. False, with nothing sought, when the run has sent all it may (`frames`,
     /// `duration`).
-    pub(super) fn restart(
+    fn restart(
         &mut self,
         state: &mut DecodeState,
         frames: &Sender<Frame>,
@@ -337,16 +336,6 @@ impl Source {
                     reason: format!("cannot seek to the start to loop: {e}"),
                 }),
         }
-    }
-
-    /// One frame's duration in the video stream's time base (at least 1).
-    fn frame_ticks(&self) -> i64 {
-        let (rate, time_base) = (self.info.frame_rate, self.info.time_base);
-        if rate.numerator() <= 0 || rate.denominator() <= 0 || time_base.numerator() <= 0 {
-            return 1;
-        }
-        // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
-        unsafe { ffmpeg::ffi::av_rescale_q(1, rate.invert().into(), time_base.into()) }.max(1)
     }
 
     /// Makes the next passes loop seamlessly (or not) whatever the decoder (see `looping.rs`).
