@@ -82,12 +82,14 @@ impl LoopState {
             } else {
                 self.frame_ticks
             };
-            let (first, end) = self.span.unwrap_or((start, start + length));
-            self.span = Some((first.min(start), end.max(start + length)));
+            // Saturating: the timestamps are the file's, whatever they hold.
+            let until = start.saturating_add(length);
+            let (first, end) = self.span.unwrap_or((start, until));
+            self.span = Some((first.min(start), end.max(until)));
         }
         if self.shift != 0 {
-            packet.set_pts(packet.pts().map(|t| t + self.shift));
-            packet.set_dts(packet.dts().map(|t| t + self.shift));
+            packet.set_pts(packet.pts().map(|t| t.saturating_add(self.shift)));
+            packet.set_dts(packet.dts().map(|t| t.saturating_add(self.shift)));
         }
     }
 
@@ -100,12 +102,13 @@ impl LoopState {
         let Some((first, end)) = self.span.filter(|_| self.seamless && allowed) else {
             return false;
         };
-        let span_seconds = (end - first) as f64 * tick_seconds;
+        let length = end.saturating_sub(first);
+        let span_seconds = length as f64 * tick_seconds;
         if file_seconds.is_some_and(|file| span_seconds > file + 1.0) {
             return false;
         }
         self.span = None;
-        self.shift += end - first;
+        self.shift = self.shift.saturating_add(length);
         true
     }
 }
@@ -161,5 +164,16 @@ mod tests {
         nvdec.place(&mut packet(8_589_000_000, 3600, false));
         assert!(!nvdec.next_pass_seamless(true, Some(10.0), tick));
         assert_eq!(nvdec.shift(), 0);
+    }
+
+    #[test]
+    fn timestamps_at_the_edge_of_the_range_do_not_overflow() {
+        let mut looping = LoopState::new(true, Rational::new(25, 1), Rational::new(1, 12800));
+        looping.place(&mut packet(i64::MAX - 10, 512, false));
+        looping.place(&mut packet(i64::MIN + 10, 512, false));
+        assert!(looping.next_pass_seamless(true, None, 1.0 / 12800.0));
+        let mut next = packet(i64::MAX - 10, 512, false);
+        looping.place(&mut next);
+        assert_eq!(next.pts(), Some(i64::MAX));
     }
 }

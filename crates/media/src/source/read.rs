@@ -216,7 +216,11 @@ impl Source {
             // SAFETY: av_rescale_q only computes with its integer arguments; no memory is touched.
             let shift = unsafe {
                 ffmpeg::ffi::av_rescale_q(state.pts_offset, state.output_time_base.into(), time_base.into())
-                    + ffmpeg::ffi::av_rescale_q(self.looping.shift(), self.info.time_base.into(), time_base.into())
+                    .saturating_add(ffmpeg::ffi::av_rescale_q(
+                        self.looping.shift(),
+                        self.info.time_base.into(),
+                        time_base.into(),
+                    ))
             };
             outgoing.set_pts(outgoing.pts().map(|t| t + shift));
             outgoing.set_dts(outgoing.dts().map(|t| t + shift));
