@@ -191,13 +191,15 @@ impl DecodeState {
     /// run has sent all it may (`frames`, or `duration` counted over every pass).
     pub(super) fn start_new_pass(&mut self) -> bool {
         if let (Some(last), Some(first)) = (self.last_pts, self.first_pts_of_pass) {
-            self.pts_offset = last + self.frame_duration - (first - self.pts_offset);
+            self.pts_offset = last
+                .saturating_add(self.frame_duration)
+                .saturating_sub(first.saturating_sub(self.pts_offset));
         }
         self.first_pts_of_pass = None;
         self.last_raw_timestamp = None;
         // The offset moves the pass's timestamps past what the run sent; less the first
         // pass's own shift (the origin), it is the media time sent so far.
-        let consumed = self.pts_offset + self.trim.timestamp_origin();
+        let consumed = self.pts_offset.saturating_add(self.trim.timestamp_origin());
         self.trim.start_new_pass(consumed, self.next_index)
     }
 
@@ -357,21 +359,23 @@ impl DecodeState {
         });
         if self.rebase_pending {
             if let (Some(raw), Some(last)) = (raw, self.last_pts) {
-                self.pts_offset = last + self.frame_duration - raw;
+                self.pts_offset = last.saturating_add(self.frame_duration).saturating_sub(raw);
             }
             self.rebase_pending = false;
         }
         let mut pts = match (raw, self.last_pts) {
-            (Some(raw), _) => raw + self.pts_offset,
-            (None, Some(last)) => last + self.frame_duration,
+            (Some(raw), _) => raw.saturating_add(self.pts_offset),
+            (None, Some(last)) => last.saturating_add(self.frame_duration),
             (None, None) => 0,
         };
         if let Some(last) = self.last_pts.filter(|&last| pts <= last) {
             // Encoders refuse a timestamp that does not move forward. A live sender that
             // restarts, or lost packets, can step back: go on from the last frame instead.
             tracing::debug!(input = %self.url, "timestamp stepped back from {last} to {pts}; moved on");
-            self.pts_offset += last + self.frame_duration - pts;
-            pts = last + self.frame_duration;
+            self.pts_offset = self
+                .pts_offset
+                .saturating_add(last.saturating_add(self.frame_duration).saturating_sub(pts));
+            pts = last.saturating_add(self.frame_duration);
         }
         if self.first_pts_of_pass.is_none() {
             self.first_pts_of_pass = Some(pts);
@@ -480,6 +484,51 @@ mod tests {
         );
         assert_eq!(behind_limit(5.0), 1.0, "0.2 fps: at most 1 s");
         assert_eq!(behind_limit(f64::NAN), 1.0);
+    }
+
+    fn state_for_25_fps() -> DecodeState {
+        let info = SourceInfo {
+            url: "test".into(),
+            width: 2,
+            height: 2,
+            format: PixelFormat::NV12,
+            stream_bits: 8,
+            time_base: Rational::new(1, 25),
+            frame_rate: Rational::new(25, 1),
+            aspect_ratio: Rational::new(1, 1),
+            color: crate::ffmpeg::ColorInfo {
+                range: ffmpeg::color::Range::Unspecified,
+                space: ffmpeg::color::Space::Unspecified,
+                primaries: ffmpeg::color::Primaries::Unspecified,
+                transfer: ffmpeg::color::TransferCharacteristic::Unspecified,
+            },
+            expected_frames: None,
+            decoder: "test".into(),
+            passthrough: Vec::new(),
+            hdr: Default::default(),
+            real_time: false,
+        };
+        DecodeState::new(&info, false, None, None, Arc::new(AtomicBool::new(false)))
+    }
+
+    fn frame_at(pts: i64) -> ffmpeg::frame::Video {
+        let mut frame = ffmpeg::frame::Video::empty();
+        frame.set_pts(Some(pts));
+        frame
+    }
+
+    #[test]
+    fn timestamps_at_the_edge_of_the_range_stay_in_order_without_overflow() {
+        let mut state = state_for_25_fps();
+        assert_eq!(state.timestamp(&frame_at(i64::MAX - 1)), i64::MAX - 1);
+        // The next frame steps back and is moved on past the last, at the range's end.
+        assert_eq!(state.timestamp(&frame_at(0)), i64::MAX);
+        assert_eq!(state.timestamp(&frame_at(1)), i64::MAX, "saturates, no overflow");
+        // A new pass from the edge, and a reconnection whose clock starts far below.
+        assert!(state.start_new_pass());
+        assert_eq!(state.timestamp(&frame_at(i64::MIN + 1)), i64::MAX);
+        state.start_new_connection(Rational::new(1, 25));
+        assert_eq!(state.timestamp(&frame_at(i64::MIN)), i64::MAX);
     }
 
     #[test]

@@ -222,8 +222,8 @@ impl Source {
                         time_base.into(),
                     ))
             };
-            outgoing.set_pts(outgoing.pts().map(|t| t + shift));
-            outgoing.set_dts(outgoing.dts().map(|t| t + shift));
+            outgoing.set_pts(outgoing.pts().map(|t| t.saturating_add(shift)));
+            outgoing.set_dts(outgoing.dts().map(|t| t.saturating_add(shift)));
         }
         // A closed receiver means the sink does not copy this stream; not an error.
         let _ = packets
