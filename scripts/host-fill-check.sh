@@ -7,8 +7,9 @@
 # - the process's RSS (also by kind of mapping, from /proc/PID/smaps) and page-locked memory,
 #   per pipeline; GPU memory (nvidia-smi);
 # - NVDEC seats per GPU (/metrics) and where the pipelines run;
-# - with SOAK seconds: RSS and GPU memory sampled every 30 s over that time, and their change from
-#   minute 5 to the end (the soak target: within 1%, 0 drops).
+# - with SOAK seconds: RSS and GPU memory sampled every 10 s over that time, and their change from
+#   minute 5 to the end (the soak target: within 1%, 0 drops) as medians of its first and last two
+#   minutes and as a fitted line.
 # Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
 # under setsid with OUT on the machine's own disk, e.g.
 #   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
@@ -148,26 +149,49 @@ for line in b["seats"] + b["pinned_budget"]:
 EOF
 fi
 if ((soak > 0)); then
-    say "soak: $soak s, sampled every 30 s (s, RSS MB, GPU MiB, dropped since the window, dropped by kind since the start)"
+    say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, dropped by kind since the start)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
-    samples=()
-    for ((t = 0; t <= soak; t += 30)); do
+    : >soak-samples.txt
+    soak_start=$SECONDS
+    for ((n = 0; n * 10 <= soak; n++)); do
+        # Each sample at its own 10 s mark of the soak, however long the one before took.
+        while ((SECONDS - soak_start < n * 10)); do sleep 1; done
+        t=$((SECONDS - soak_start))
         if snapshot soak.json light; then
             # t, RSS, GPU memory, drops since the window; then drops so far by kind of pipeline
             sample="$t $(python3 -c "import collections, json; s=json.load(open('soak.json')); k=collections.Counter()
 for name, n in s['dropped_by_pipeline'].items(): k[name.rstrip('0123456789')] += n
 print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, dict(k))")"
-            samples+=("$sample")
-            say "  $sample"
+            echo "$sample" >>soak-samples.txt
+            # The log keeps one sample in three (every 30 s); soak-samples.txt has them all.
+            ((n % 3 == 0)) && say "  $sample"
         fi
-        ((t < soak)) && sleep 30
     done
-    # From the first sample at or after minute 5 (or the first) to the last.
-    printf '%s\n' "${samples[@]}" | awk '
-        NR == 1 || (!from && $1 >= 300) { if ($1 >= 300) from = 1; t0 = $1; r0 = $2; g0 = $3; d0 = $4 }
-        { t = $1; r = $2; g = $3; d = $4 }
-        END { if (NR) printf "soak from %d s to %d s: RSS %d -> %d MB (%+.1f%%), GPU memory %d -> %d MiB (%+.1f%%), %d dropped\n",
-                  t0, t, r0, r, (r - r0) * 100 / (r0 ? r0 : 1), g0, g, (g - g0) * 100 / (g0 ? g0 : 1), d - d0 }' | tee -a "$log"
+    python3 - soak-samples.txt <<'EOF' | tee -a "$log"
+import statistics, sys
+# RSS moves with the frames in flight (pools grow and give memory back), so one sample against
+# another says little: compare the medians of the first and last two minutes from minute 5 on,
+# and fit a line through every sample from minute 5 (growth per hour).
+rows = [tuple(float(v) for v in line.split()[:4]) for line in open(sys.argv[1]) if line.strip()]
+kept = [r for r in rows if r[0] >= 300] or rows
+if len(kept) < 2:
+    sys.exit(0)
+t0, t1 = kept[0][0], kept[-1][0]
+def window(col, lo, hi):
+    return statistics.median(r[col] for r in kept if lo <= r[0] <= hi)
+def growth_per_hour(col):
+    mt, mv = statistics.mean(r[0] for r in kept), statistics.mean(r[col] for r in kept)
+    slope = sum((r[0] - mt) * (r[col] - mv) for r in kept) / sum((r[0] - mt) ** 2 for r in kept)
+    return slope * 3600, 100 * slope * 3600 / mv if mv else 0.0
+for name, col, unit in (("RSS", 1, "MB"), ("GPU memory", 2, "MiB")):
+    first, last = window(col, t0, t0 + 120), window(col, t1 - 120, t1)
+    per_hour, pct = growth_per_hour(col)
+    low, high = min(r[col] for r in kept), max(r[col] for r in kept)
+    print(f"soak {name}, {t0:.0f} s to {t1:.0f} s: samples {kept[0][col]:.0f} -> {kept[-1][col]:.0f} {unit}; "
+          f"medians of the first and last 2 minutes {first:.0f} -> {last:.0f} {unit} ({100 * (last - first) / (first or 1):+.1f}%); "
+          f"fitted line {per_hour:+.0f} {unit}/h ({pct:+.1f}%/h); range {low:.0f}-{high:.0f}")
+print(f"soak from {t0:.0f} s to {t1:.0f} s: {kept[-1][3] - kept[0][3]:.0f} dropped ({rows[-1][3]:.0f} since the window)")
+EOF
 fi
 kill -TERM "$pid"
 stop=$SECONDS
@@ -175,5 +199,5 @@ wait "$pid"
 say "SIGTERM: exit $? after $((SECONDS - stop)) s"
 grep -ciE "panic|SIGSEGV" serve.log | sed 's/^/panics in the log: /' | tee -a "$log"
 grep -E " (WARN|ERROR) " serve.log | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -5 | tee -a "$log"
-cp serve.toml readyz.json ./*.json "$out/" 2>/dev/null
+cp serve.toml readyz.json ./*.json soak-samples.txt "$out/" 2>/dev/null
 tail -n 200 serve.log >"$out/serve-tail.log"
