@@ -149,7 +149,7 @@ for line in b["seats"] + b["pinned_budget"]:
 EOF
 fi
 if ((soak > 0)); then
-    say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, dropped by kind since the start)"
+    say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, page-locked MB, dropped by kind since the start)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
     : >soak-samples.txt
     soak_start=$SECONDS
@@ -158,10 +158,10 @@ if ((soak > 0)); then
         while ((SECONDS - soak_start < n * 10)); do sleep 1; done
         t=$((SECONDS - soak_start))
         if snapshot soak.json light; then
-            # t, RSS, GPU memory, drops since the window; then drops so far by kind of pipeline
+            # t, RSS, GPU memory, drops since the window, page-locked; then drops so far by kind of pipeline
             sample="$t $(python3 -c "import collections, json; s=json.load(open('soak.json')); k=collections.Counter()
 for name, n in s['dropped_by_pipeline'].items(): k[name.rstrip('0123456789')] += n
-print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, dict(k))")"
+print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, round(s['pinned_mb']), dict(k))")"
             echo "$sample" >>soak-samples.txt
             # The log keeps one sample in three (every 30 s); soak-samples.txt has them all.
             ((n % 3 == 0)) && say "  $sample"

@@ -9,6 +9,7 @@
 #   run.sh start SECONDS    unpack, checks, start the soak (SOAK seconds, default 1260), watch
 #   run.sh watch SECONDS    watch for SECONDS more
 #   run.sh finish SECONDS   wait up to SECONDS for its SIGTERM line, then return everything
+#   run.sh memory 0         (one GPU) FFmpeg's and convstream's memory per NVDEC decoder alone
 # What each call sees goes to $OUT; the binaries, the clip and the script are copied to /var/tmp
 # first so that a later call's fresh working tree cannot change them under the running soak.
 set -u
@@ -35,7 +36,8 @@ ffmpeg_rss() {
         done
     done
     for ((i = 0; i < n; i++)); do args+=(-map "$i:v" -f null -); done
-    LD_LIBRARY_PATH=$home timeout -k 5 40 "$home/ffmpeg" "${args[@]}" 2>"$R/$1.log" &
+    # Started directly (not under `timeout`), so that $! is FFmpeg's own process.
+    LD_LIBRARY_PATH=$home "$home/ffmpeg" "${args[@]}" 2>"$R/$1.log" &
     pid=$!
     sleep 12
     python3 - "$pid" "$1" "$n" <<'EOF' | tee -a "$R/memory.txt"
@@ -53,6 +55,8 @@ rss = sum(kinds.values())
 print(f"{name}: {n} decoders, RSS {rss:.0f} MB, {dict((k, round(v)) for k, v in kinds.most_common())}")
 EOF
     kill -INT "$pid" 2>/dev/null
+    sleep 3
+    kill -KILL "$pid" 2>/dev/null
     wait "$pid"
 }
 case "$phase" in
@@ -99,6 +103,26 @@ start)
     CONVSTREAM_KERNEL_CACHE=/tmp/kc-soak OUT="$results" setsid nohup timeout -k 10 2100 \
         "$home/host-fill-check.sh" "$home/convstream" "$home/clip1080.mp4" "${NVDEC:-24}" "${SOFTWARE:-88}" 20 "${SOAK:-1260}" \
         >"$home/check.log" 2>&1 </dev/null &
+    ;;
+memory)
+    # The memory measure again on one GPU (the start call's FFmpeg figures read the `timeout`
+    # wrapper's memory, not FFmpeg's): FFmpeg's CLI with 6 and 12 decoders, convstream with 6
+    # and 12 NVDEC pipelines, on the same GPU in the same call.
+    mkdir -p "$home" && R=$OUT/r && mkdir -p "$R"
+    xz -dc gpu-carry/convstream.xz >"$home/convstream" && chmod +x "$home/convstream"
+    xz -dc gpu-carry/ffmpeg/ffmpeg.xz >"$home/ffmpeg" && chmod +x "$home/ffmpeg"
+    cp gpu-carry/ffmpeg/libopenh264.so.7 gpu-carry/clip1080.mp4 scripts/host-fill-check.sh "$home/"
+    echo "[$(date -u +%T)] memory" >"$home/steps.txt"
+    nvidia-smi -L >"$R/gpus.txt" 2>&1
+    ffmpeg_rss ffmpeg-6 6
+    ffmpeg_rss ffmpeg-12 12
+    for n in 6 12; do
+        CONVSTREAM_KERNEL_CACHE=/tmp/kc OUT="$R/nv$n" timeout -k 5 90 "$home/host-fill-check.sh" "$home/convstream" \
+            "$home/clip1080.mp4" "$n" 0 10 >/dev/null 2>&1
+        grep -E "^RSS|dropped,|readyz" "$R/nv$n"/*/summary.log | sed "s/^/convstream $n NVDEC: /" | tee -a "$R/memory.txt"
+    done
+    tar czf "$OUT/memory.tgz" -C "$R" .
+    exit 0
     ;;
 watch | finish) ;;
 *) echo "unknown phase $phase" && exit 2 ;;
