@@ -112,6 +112,8 @@ print(json.dumps({
     "written": sum(c["frames_written"] for c in counted),
     "pinned_mb": sum(c["pinned_bytes"] for c in counted) / 2**20,
     "lane_gpu_mb": sum(c.get("gpu_memory_bytes", 0) for c in counted) / 2**20,
+    # The frame pools' blocks allocated and given back, and planes that went to ordinary memory.
+    "pool": [sum(c.get(k, 0) for c in counted) for k in ("pool_allocations", "pool_releases", "pool_fallbacks")],
     "fps_mean": sum(p["fps"] for p in pipelines) / max(1, len(pipelines)),
     "states": collections.Counter(p["state"] for p in pipelines),
     "devices": collections.Counter(str(p.get("device")) for p in pipelines),
@@ -149,7 +151,7 @@ for line in b["seats"] + b["pinned_budget"]:
 EOF
 fi
 if ((soak > 0)); then
-    say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, page-locked MB, dropped by kind since the start)"
+    say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, page-locked MB, pool blocks allocated, given back, planes in ordinary memory, dropped by kind since the start)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
     : >soak-samples.txt
     soak_start=$SECONDS
@@ -158,10 +160,11 @@ if ((soak > 0)); then
         while ((SECONDS - soak_start < n * 10)); do sleep 1; done
         t=$((SECONDS - soak_start))
         if snapshot soak.json light; then
-            # t, RSS, GPU memory, drops since the window, page-locked; then drops so far by kind of pipeline
+            # t, RSS, GPU memory, drops since the window, page-locked, the pools' counts; then drops
+            # so far by kind of pipeline
             sample="$t $(python3 -c "import collections, json; s=json.load(open('soak.json')); k=collections.Counter()
 for name, n in s['dropped_by_pipeline'].items(): k[name.rstrip('0123456789')] += n
-print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, round(s['pinned_mb']), dict(k))")"
+print(round(s['rss_mb']), '$(gpu_memory)', s['dropped'] - $first_drop, round(s['pinned_mb']), *s['pool'], dict(k))")"
             echo "$sample" >>soak-samples.txt
             # The log keeps one sample in three (every 30 s); soak-samples.txt has them all.
             ((n % 3 == 0)) && say "  $sample"

@@ -141,6 +141,21 @@ const COUNTERS: &[(&str, &str, Read)] = &[
         |p| p.counted.decoder_restarts,
     ),
     (
+        "convstream_frame_pool_allocations",
+        "Blocks the engine's frame pool allocated (page-locked on the GPU; steady once settled)",
+        |p| p.counted.pool_allocations,
+    ),
+    (
+        "convstream_frame_pool_releases",
+        "Blocks the engine's frame pool gave back as idle",
+        |p| p.counted.pool_releases,
+    ),
+    (
+        "convstream_frame_pool_fallbacks",
+        "Frame planes that found no free pool block and went to ordinary memory",
+        |p| p.counted.pool_fallbacks,
+    ),
+    (
         "convstream_pipeline_restarts",
         "Times the pipeline was restarted by a reload (changed source, sink or device)",
         |p| p.monitor.restarts.load(Ordering::Relaxed),

@@ -27,6 +27,10 @@ pub struct BufferPool {
     limit: usize,
     state: Mutex<PoolState>,
     fallbacks: AtomicU64,
+    /// Blocks allocated and blocks given back as idle, since the pool began: how often it
+    /// grew and shrank (each page-locked allocation also holds up the GPU's other streams).
+    allocations: AtomicU64,
+    releases: AtomicU64,
     /// Whether an allocation failure was logged: said once per pool, not once per frame.
     warned: AtomicBool,
     /// See [`IDLE_WINDOW`]; shorter in tests.
@@ -113,6 +117,8 @@ impl BufferPool {
             limit,
             state: Mutex::new(PoolState::new()),
             fallbacks: AtomicU64::new(0),
+            allocations: AtomicU64::new(0),
+            releases: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             idle_window,
             grower: Mutex::new(None),
@@ -140,6 +146,7 @@ impl BufferPool {
         match self.memory.allocate(len) {
             Ok(block) => {
                 state.allocated += len;
+                self.allocations.fetch_add(1, Ordering::Relaxed);
                 Some(block)
             }
             Err(reason) => {
@@ -171,6 +178,7 @@ impl BufferPool {
             }
             let block = self.memory.allocate(len)?;
             state.allocated += len;
+            self.allocations.fetch_add(1, Ordering::Relaxed);
             state.free.entry(len).or_default().push(block);
         }
         Ok(())
@@ -278,6 +286,7 @@ impl BufferPool {
             return;
         }
         tracing::debug!("frame pool: {} idle buffer(s) given back", blocks.len());
+        self.releases.fetch_add(blocks.len() as u64, Ordering::Relaxed);
         if self.memory.grows_in_background() {
             // A thread that cannot take them leaves them to be freed here, by the drop.
             let _ = self.send_chore(PoolChore::Free(blocks));
@@ -297,6 +306,17 @@ impl BufferPool {
     /// Buffers handed out from the heap because the pool was full or could not allocate.
     pub fn fallbacks(&self) -> u64 {
         self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// Blocks this pool allocated so far (grown on demand or reserved).
+    pub fn allocations(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// Blocks this pool gave back to the system so far (idle ones, and the engine's idle
+    /// staging buffers it frees).
+    pub fn releases(&self) -> u64 {
+        self.releases.load(Ordering::Relaxed)
     }
 
     /// Counts one buffer handed out from the heap instead of the pool.
@@ -331,6 +351,7 @@ fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = Poo
             Ok(block) => {
                 state.allocated += len;
                 state.free.entry(len).or_default().push(block);
+                pool.allocations.fetch_add(1, Ordering::Relaxed);
             }
             Err(reason) => {
                 drop(state);

@@ -253,3 +253,25 @@ fn blocks_in_use_through_every_window_are_kept() {
     );
     assert!(pool.allocated_bytes() >= 400, "what is in use stays allocated");
 }
+
+#[test]
+fn a_pool_counts_the_blocks_it_allocates_and_gives_back() {
+    let window = Duration::from_millis(20);
+    let pool = BufferPool::with_idle_window(Box::new(HeapMemory), 1000, window);
+    pool.reserve(100, 2).unwrap();
+    // Five at once: two reserved, three grown; reused blocks are not counted again.
+    drop((0..5).map(|_| pool.take(100)).collect::<Vec<_>>());
+    drop((0..5).map(|_| pool.take(100)).collect::<Vec<_>>());
+    assert_eq!((pool.allocations(), pool.releases(), pool.fallbacks()), (5, 0, 0));
+    // Idle for two windows: every block goes back, and each is counted once.
+    pool.release_idle();
+    std::thread::sleep(window + Duration::from_millis(10));
+    pool.release_idle();
+    std::thread::sleep(window + Duration::from_millis(10));
+    pool.release_idle();
+    assert_eq!((pool.allocated_bytes(), pool.releases()), (0, 5));
+    // Past the limit: ten blocks fit, the eleventh comes from the heap.
+    let lent: Vec<PlaneData> = (0..11).map(|_| pool.take(100)).collect();
+    assert_eq!((pool.allocations(), pool.fallbacks()), (15, 1));
+    drop(lent);
+}

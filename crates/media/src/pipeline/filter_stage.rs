@@ -25,8 +25,10 @@ pub fn run_engine(
     // An engine that starts on the CPU says when it has gone over to the GPU: the monitor
     // then shows the GPU's engine (and its preparer for filter switches).
     let mut settled = engine.settled();
+    let mut pool_seen = PoolTally::default();
     loop {
         note_settled(engine.as_ref(), &mut settled, monitor);
+        pool_seen.add_news(engine.as_ref(), counters);
         // Switches waiting go first, so one never waits behind a busy input.
         while let Ok(switch) = switches.try_recv() {
             apply_switch(&mut engine, switch, next_index, filtered, monitor)?;
@@ -94,6 +96,34 @@ pub fn run_engine(
     engine.finish()?;
     note_settled(engine.as_ref(), &mut settled, monitor);
     Ok(engine.take_trace())
+}
+
+/// What the engine's frame pool had counted when last looked at: the pipeline's counters
+/// get what it counted since, so they never go back when a restarted pipeline's new
+/// engine begins a new pool.
+#[derive(Default)]
+struct PoolTally {
+    allocations: u64,
+    releases: u64,
+    fallbacks: u64,
+}
+
+impl PoolTally {
+    fn add_news(&mut self, engine: &dyn Engine, counters: &Counters) {
+        let Some(pool) = engine.frame_pool() else { return };
+        let now = PoolTally {
+            allocations: pool.allocations(),
+            releases: pool.releases(),
+            fallbacks: pool.fallbacks(),
+        };
+        Counters::add(
+            &counters.pool_allocations,
+            now.allocations.saturating_sub(self.allocations),
+        );
+        Counters::add(&counters.pool_releases, now.releases.saturating_sub(self.releases));
+        Counters::add(&counters.pool_fallbacks, now.fallbacks.saturating_sub(self.fallbacks));
+        *self = now;
+    }
 }
 
 /// Shows the engine in the monitor once it has settled (see `Engine::settled`).
@@ -184,4 +214,69 @@ fn apply_switch(
     // The requester may have given up waiting; the switch stands either way.
     let _ = switch.reply.send(result);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use convstream_core::filter::FilterSpec;
+    use convstream_core::host_buffers::{BufferPool, HeapMemory};
+    use std::sync::Arc;
+
+    /// An engine that only has a frame pool: what the tally reads.
+    struct PoolOnly(Arc<BufferPool>);
+
+    impl Engine for PoolOnly {
+        fn name(&self) -> String {
+            "pool only".into()
+        }
+        fn capacity(&self) -> usize {
+            1
+        }
+        fn in_flight(&self) -> usize {
+            0
+        }
+        fn submit(&mut self, _: Frame) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
+            Ok(None)
+        }
+        fn set_filter(&mut self, _: FilterSpec) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn device(&self) -> String {
+            "cpu".into()
+        }
+        fn frame_pool(&self) -> Option<Arc<BufferPool>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn the_pipelines_pool_counters_add_what_each_engines_pool_counted_since_last_seen() {
+        let counters = Counters::default();
+        let first = PoolOnly(BufferPool::new(Box::new(HeapMemory), 250));
+        let mut seen = PoolTally::default();
+        let lent: Vec<_> = (0..3).map(|_| first.0.take(100)).collect();
+        seen.add_news(&first, &counters);
+        seen.add_news(&first, &counters);
+        let read = |c: &Counters| {
+            let s = c.snapshot();
+            (s.pool_allocations, s.pool_releases, s.pool_fallbacks)
+        };
+        assert_eq!(
+            read(&counters),
+            (2, 0, 1),
+            "two pooled, one past the limit; counted once"
+        );
+        drop(lent);
+        // A restarted pipeline's new engine starts a new pool (and a new tally): the
+        // counters go on from where they were.
+        let second = PoolOnly(BufferPool::new(Box::new(HeapMemory), 1000));
+        let mut seen = PoolTally::default();
+        drop(second.0.take(100));
+        seen.add_news(&second, &counters);
+        assert_eq!(read(&counters), (3, 0, 1));
+    }
 }

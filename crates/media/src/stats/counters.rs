@@ -71,6 +71,14 @@ pub struct Counters {
     pub pinned_bytes: AtomicU64,
     /// GPU memory the engine's frames go through, as last seen by the filter stage.
     pub gpu_memory_bytes: AtomicU64,
+    /// Blocks the engine's frame pool allocated (each page-locked allocation also holds up
+    /// the GPU's other streams for a moment): steady once a pipeline has settled, so a
+    /// rise shows the pool growing through a stall.
+    pub pool_allocations: AtomicU64,
+    /// Blocks the frame pool gave back as idle.
+    pub pool_releases: AtomicU64,
+    /// Frame planes that found no free pool block and went to ordinary memory.
+    pub pool_fallbacks: AtomicU64,
     /// Nanoseconds the source spent reading and decoding.
     pub source_busy_ns: AtomicU64,
     /// Nanoseconds the filter stage spent on frames.
@@ -291,6 +299,12 @@ pub struct CounterSnapshot {
     pub pinned_bytes: u64,
     /// See [`Counters::gpu_memory_bytes`].
     pub gpu_memory_bytes: u64,
+    /// See [`Counters::pool_allocations`].
+    pub pool_allocations: u64,
+    /// See [`Counters::pool_releases`].
+    pub pool_releases: u64,
+    /// See [`Counters::pool_fallbacks`].
+    pub pool_fallbacks: u64,
     /// Time each stage spent working, in nanoseconds.
     pub source_busy_ns: u64,
     /// See [`Counters::filter_busy_ns`].
@@ -325,6 +339,9 @@ impl Counters {
             filtered_queue: get(&self.filtered_queue),
             pinned_bytes: get(&self.pinned_bytes),
             gpu_memory_bytes: get(&self.gpu_memory_bytes),
+            pool_allocations: get(&self.pool_allocations),
+            pool_releases: get(&self.pool_releases),
+            pool_fallbacks: get(&self.pool_fallbacks),
             source_busy_ns: get(&self.source_busy_ns),
             filter_busy_ns: get(&self.filter_busy_ns),
             sink_busy_ns: get(&self.sink_busy_ns),
@@ -464,6 +481,9 @@ mod tests {
             &counters.filtered_queue,
             &counters.pinned_bytes,
             &counters.gpu_memory_bytes,
+            &counters.pool_allocations,
+            &counters.pool_releases,
+            &counters.pool_fallbacks,
             &counters.source_busy_ns,
             &counters.filter_busy_ns,
             &counters.sink_busy_ns,
@@ -495,6 +515,9 @@ mod tests {
             snapshot.filtered_queue,
             snapshot.pinned_bytes,
             snapshot.gpu_memory_bytes,
+            snapshot.pool_allocations,
+            snapshot.pool_releases,
+            snapshot.pool_fallbacks,
             snapshot.source_busy_ns,
             snapshot.filter_busy_ns,
             snapshot.sink_busy_ns,
