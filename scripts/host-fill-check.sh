@@ -9,7 +9,8 @@
 # - NVDEC seats per GPU (/metrics) and where the pipelines run;
 # - with SOAK seconds: RSS and GPU memory sampled every 10 s over that time, and their change from
 #   minute 5 to the end (the soak target: within 1%, 0 drops) as medians of its first and last two
-#   minutes and as a fitted line.
+#   minutes and as a fitted line; and once a second the pipelines' counts by kind, the host's CPU
+#   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv).
 # Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
 # under setsid with OUT on the machine's own disk, e.g.
 #   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
@@ -150,10 +151,42 @@ for line in b["seats"] + b["pinned_budget"]:
     print("  " + line)
 EOF
 fi
+# Once a second through the soak, into $out: what every kind of pipeline decoded, was late with
+# and dropped, the frame pools' counts and page-locked memory, and the RSS (per-second.txt); the
+# host's CPU, steal included (vmstat.txt); each GPU's use, clocks and PCIe traffic
+# (gpu-per-second.csv). An event that lasts seconds shows which came first.
+watch_each_second() { # SECONDS
+    timeout "$1" vmstat -t 1 >"$out/vmstat.txt" 2>&1 &
+    timeout "$1" nvidia-smi --query-gpu=timestamp,index,utilization.gpu,utilization.decoder,clocks.sm,pcie.link.gen.current \
+        --format=csv,noheader -lms 1000 >"$out/gpu-per-second.csv" 2>&1 &
+    timeout "$1" python3 - "$port" "$pid" >"$out/per-second.txt" 2>&1 <<'EOF' &
+import collections, json, sys, time, urllib.request
+port, pid = sys.argv[1], sys.argv[2]
+keys = ("frames_decoded", "frames_late", "frames_dropped", "pool_allocations", "pool_releases", "pool_fallbacks")
+print("s kind " + " ".join(keys) + " pinned_mb rss_mb", flush=True)
+began = time.monotonic()
+while True:
+    time.sleep(1 - (time.monotonic() - began) % 1)
+    try:
+        pipelines = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/pipelines", timeout=2).read())["pipelines"]
+        rss = int(next(l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))) // 1024
+    except Exception:
+        continue
+    by = collections.defaultdict(lambda: [0] * (len(keys) + 1))
+    for p in pipelines:
+        row = by[p["name"].rstrip("0123456789")]
+        for i, k in enumerate(keys):
+            row[i] += p["counters"].get(k, 0)
+        row[-1] += p["counters"].get("pinned_bytes", 0) >> 20
+    for kind, row in sorted(by.items()):
+        print(f"{time.monotonic() - began:.0f} {kind} " + " ".join(map(str, row)) + f" {rss}", flush=True)
+EOF
+}
 if ((soak > 0)); then
     say "soak: $soak s, sampled every 10 s (s, RSS MB, GPU MiB, dropped since the window, page-locked MB, pool blocks allocated, given back, planes in ordinary memory, dropped by kind since the start)"
     first_drop=$(python3 -c "import json; print(json.load(open('after-window.json'))['dropped'])" 2>/dev/null || echo 0)
     : >soak-samples.txt
+    watch_each_second "$soak"
     soak_start=$SECONDS
     for ((n = 0; n * 10 <= soak; n++)); do
         # Each sample at its own 10 s mark of the soak, however long the one before took.
