@@ -15,7 +15,8 @@
 # under setsid with OUT on the machine's own disk, e.g.
 #   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
 # and later calls, each made within the machine's idle window of the last, read
-# /var/tmp/soak/*/summary.log and copy the folder to $OUT once "SIGTERM:" is in it.
+# /var/tmp/soak/*/summary.log and copy the folder to $OUT once "SIGTERM:" is in it
+# (scripts/host-soak.sh does all of this).
 # Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings,
 # FILTER='streams = 2' settings to every pipeline's [pipeline.filter];
 # DEVICE=cpu MASK=identity check the script itself on any host.
