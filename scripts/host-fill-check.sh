@@ -10,7 +10,10 @@
 # - with SOAK seconds: RSS and GPU memory sampled every 10 s over that time, and their change from
 #   minute 5 to the end (the soak target: within 1%, 0 drops) as medians of its first and last two
 #   minutes and as a fitted line; and once a second the pipelines' counts by kind, the host's CPU
-#   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv).
+#   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv); scripts/stall-probe.py
+#   beside it, in a process of its own (probes.txt: did the host or a GPU stand still?); at the
+#   end every pipeline's view (at-end-pipelines.json: slowest frames, frames held up) and the
+#   log's warnings (warnings.log: held-up frames, the process standing still).
 # Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
 # under setsid with OUT on the machine's own disk, e.g.
 #   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
@@ -24,6 +27,7 @@
 #   scripts/host-fill-check.sh BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
 #       results in $OUT/host-fill-NVDEC-SOFTWARE-<binary name>/ (or ./host-fill-results)
 set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
 bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 clip="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 nvdec="$3" software="$4" window="${5:-20}" soak="${6:-0}"
@@ -158,6 +162,7 @@ fi
 # (gpu-per-second.csv). An event that lasts seconds shows which came first.
 watch_each_second() { # SECONDS
     timeout "$1" vmstat -t 1 >"$out/vmstat.txt" 2>&1 &
+    timeout -k 5 $(($1 + 30)) python3 "$here/stall-probe.py" "$1" >"$out/probes.txt" 2>&1 &
     timeout "$1" nvidia-smi --query-gpu=timestamp,index,utilization.gpu,utilization.decoder,clocks.sm,pcie.link.gen.current \
         --format=csv,noheader -lms 1000 >"$out/gpu-per-second.csv" 2>&1 &
     timeout "$1" python3 - "$port" "$pid" >"$out/per-second.txt" 2>&1 <<'EOF' &
@@ -229,6 +234,7 @@ for name, col, unit in (("RSS", 1, "MB"), ("GPU memory", 2, "MiB")):
           f"fitted line {per_hour:+.0f} {unit}/h ({pct:+.1f}%/h); range {low:.0f}-{high:.0f}")
 print(f"soak from {t0:.0f} s to {t1:.0f} s: {kept[-1][3] - kept[0][3]:.0f} dropped ({rows[-1][3]:.0f} since the window)")
 EOF
+    snapshot at-end.json
 fi
 kill -TERM "$pid"
 stop=$SECONDS
@@ -236,5 +242,9 @@ wait "$pid"
 say "SIGTERM: exit $? after $((SECONDS - stop)) s"
 grep -ciE "panic|SIGSEGV" serve.log | sed 's/^/panics in the log: /' | tee -a "$log"
 grep -E " (WARN|ERROR) " serve.log | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -5 | tee -a "$log"
+grep -E " (WARN|ERROR) " serve.log >"$out/warnings.log"
+say "warnings: $(grep -c "held up" "$out/warnings.log") of frames held up, $(grep -c "stood still" "$out/warnings.log") of the process standing still"
+grep -m 3 -E "held up|stood still" "$out/warnings.log" | cut -c1-400 | tee -a "$log"
+[[ -s $out/probes.txt ]] && say "probes: $(grep -vc "longest this minute" "$out/probes.txt") lines besides the minutes' longest" && grep -v "longest this minute" "$out/probes.txt" | head -20 | tee -a "$log"
 cp serve.toml readyz.json ./*.json soak-samples.txt "$out/" 2>/dev/null
 tail -n 200 serve.log >"$out/serve-tail.log"

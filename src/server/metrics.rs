@@ -11,7 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::gpu_metrics::GpuCollector;
@@ -29,6 +29,10 @@ pub struct ServerCounters {
     pub reloads: Family<Vec<(&'static str, &'static str)>, Counter>,
     /// Requests refused for a missing or wrong token.
     pub unauthorized: Counter,
+    /// Times the whole process stood still for a second or more (see `pause_watch`).
+    pub pauses: Counter,
+    /// Seconds it stood still in all.
+    pub paused_seconds: Counter<f64, AtomicU64>,
 }
 
 /// Builds the registry `/metrics` encodes.
@@ -47,6 +51,16 @@ pub fn registry(supervisor: Arc<Supervisor>, server: &ServerCounters, shard: Opt
         "convstream_http_unauthorized",
         "API requests refused for a missing or wrong bearer token",
         server.unauthorized.clone(),
+    );
+    registry.register(
+        "convstream_process_pauses",
+        "Times the whole process stood still for a second or more (the host paused it or gave it no CPU)",
+        server.pauses.clone(),
+    );
+    registry.register(
+        "convstream_process_paused_seconds",
+        "Seconds the whole process stood still in all",
+        server.paused_seconds.clone(),
     );
     registry.register(
         "convstream_build",
@@ -108,6 +122,11 @@ const COUNTERS: &[(&str, &str, Read)] = &[
         "convstream_frames_late",
         "Real-time frames that came more than 4 frame intervals (0.1-1 s) past their due time: the input's pace not kept",
         |p| p.counted.frames_late,
+    ),
+    (
+        "convstream_frames_held_up",
+        "Frames that took a second or more from decoded to filtered (the log says where the time went)",
+        |p| p.counted.frames_held_up,
     ),
     (
         "convstream_corrupt_packets",

@@ -12,6 +12,7 @@ pub mod guard;
 pub mod history;
 pub mod metrics;
 mod nvdec_metrics;
+mod pause_watch;
 pub mod pipeline_logs;
 pub mod policy;
 mod process_metrics;

@@ -11,6 +11,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use super::guard::RequestGuard;
 use super::history::PipelineHistory;
 use super::metrics::{self, ServerCounters};
+use super::pause_watch;
 use super::policy::ApiPolicy;
 use super::reload::{ReloadRequests, Reloader, WATCH_INTERVAL};
 use super::shard::{Sharding, ShardingError};
@@ -115,6 +116,9 @@ async fn run(
     let history = Arc::new(PipelineHistory::default());
     let history_task = tokio::spawn(history.clone().keep(supervisor.clone()));
     let counters = Arc::new(ServerCounters::default());
+    if let Err(e) = pause_watch::start(Arc::downgrade(&counters)) {
+        tracing::warn!("cannot watch for the process standing still: {e}");
+    }
     let reload_requests = ReloadRequests::default();
     let state = ApiState {
         supervisor: supervisor.clone(),

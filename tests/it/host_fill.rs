@@ -275,3 +275,57 @@ fn a_measured_nvdec_seats_file_is_checked_with_the_config_and_bench_names_only_g
         "{stderr}"
     );
 }
+
+/// The value of a process-wide `metric` (no labels) in a fresh scrape.
+fn process_metric(server: &Server, metric: &str) -> Option<f64> {
+    server
+        .scrape()
+        .samples
+        .into_iter()
+        .find(|s| s.metric == metric)
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+}
+
+#[test]
+fn a_process_stopped_for_seconds_says_it_stood_still_and_counts_it() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 64, 48, 25);
+    std::fs::write(dir.path().join("config.toml"), config("", 1)).unwrap();
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("frames written", Duration::from_secs(30), || {
+        server.counter("cam0", "frames_written") > 0
+    });
+    let before = process_metric(&server, "convstream_process_pauses_total").expect("the pause counter");
+    let paused_before = process_metric(&server, "convstream_process_paused_seconds_total").expect("the pause time");
+    // What a paused virtual machine or a frozen cgroup does to the process: nothing of it runs.
+    server.signal("-STOP");
+    std::thread::sleep(Duration::from_millis(2_500));
+    server.signal("-CONT");
+    server.wait_for("the pause said", Duration::from_secs(10), || {
+        server.log_text().contains("the process stood still for")
+    });
+    let log = server.log_text();
+    let line = log.lines().find(|l| l.contains("stood still")).unwrap();
+    assert!(line.contains("WARN"), "{line}");
+    let said: f64 = line
+        .split("stood still for ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|seconds| seconds.parse().ok())
+        .unwrap_or_else(|| panic!("the pause's length: {line}"));
+    assert!((2.0..10.0).contains(&said), "stopped 2.5 s, said {said} s: {line}");
+    let pauses = process_metric(&server, "convstream_process_pauses_total").unwrap();
+    let paused = process_metric(&server, "convstream_process_paused_seconds_total").unwrap();
+    assert!(pauses > before, "counted: {before} -> {pauses}");
+    assert!(paused - paused_before >= 2.0, "its length counted: {paused_before} -> {paused}");
+    // The pipeline goes on after it.
+    let written = server.counter("cam0", "frames_written");
+    server.wait_for("frames after the pause", Duration::from_secs(10), || {
+        server.counter("cam0", "frames_written") > written
+    });
+    let (code, _) = server.terminate();
+    assert_eq!(code, Some(0));
+}

@@ -5,6 +5,7 @@ use convstream_core::host_buffers::IDLE_WINDOW;
 use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
+use super::held_up::HeldUpFrames;
 use super::monitor::{EngineStatus, FilterSwitch, PipelineMonitor};
 use crate::stats::{Counters, FrameLatency, StartupMarks};
 use convstream_core::engine::{Engine, EngineError, StageTimes, TraceSpan};
@@ -26,12 +27,13 @@ pub fn run_engine(
     // then shows the GPU's engine (and its preparer for filter switches).
     let mut settled = engine.settled();
     let mut pool_seen = PoolTally::default();
+    let mut held_up = HeldUpFrames::default();
     loop {
         note_settled(engine.as_ref(), &mut settled, monitor);
         pool_seen.add_news(engine.as_ref(), counters);
         // Switches waiting go first, so one never waits behind a busy input.
         while let Ok(switch) = switches.try_recv() {
-            apply_switch(&mut engine, switch, next_index, filtered, monitor)?;
+            apply_switch(&mut engine, switch, next_index, filtered, monitor, &mut held_up)?;
         }
         let next = match decoded.try_recv() {
             Ok(frame) => Some(frame),
@@ -46,7 +48,7 @@ pub fn run_engine(
                 },
                 recv(switches) -> switch => {
                     match switch {
-                        Ok(switch) => apply_switch(&mut engine, switch, next_index, filtered, monitor)?,
+                        Ok(switch) => apply_switch(&mut engine, switch, next_index, filtered, monitor, &mut held_up)?,
                         // Nobody can switch any more: stop listening.
                         Err(_) => switches = never(),
                     }
@@ -72,13 +74,13 @@ pub fn run_engine(
                 engine.submit(frame)?;
                 Counters::add_time(&counters.filter_busy_ns, started.elapsed());
                 while engine.in_flight() >= engine.capacity() {
-                    if !forward(&mut engine, filtered, monitor)? {
+                    if !forward(&mut engine, filtered, monitor, &mut held_up)? {
                         return Ok(engine.take_trace()); // the sink is gone; upstream stops on its own
                     }
                 }
             }
             None => {
-                if !forward(&mut engine, filtered, monitor)? {
+                if !forward(&mut engine, filtered, monitor, &mut held_up)? {
                     return Ok(engine.take_trace());
                 }
             }
@@ -87,7 +89,7 @@ pub fn run_engine(
     // Nothing more comes: frames an engine held back (for a GPU still starting) go now.
     engine.input_ended();
     while engine.in_flight() > 0 {
-        if !forward(&mut engine, filtered, monitor)? {
+        if !forward(&mut engine, filtered, monitor, &mut held_up)? {
             break;
         }
     }
@@ -146,6 +148,7 @@ fn forward(
     engine: &mut Box<dyn Engine>,
     filtered: &Sender<Frame>,
     monitor: &PipelineMonitor,
+    held_up: &mut HeldUpFrames,
 ) -> Result<bool, EngineError> {
     let counters = &monitor.counters;
     let started = Instant::now();
@@ -170,6 +173,12 @@ fn forward(
         None => {}
     }
     if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
+        if let Some(held) = held_up.note(&latency, || engine.device(), received_at) {
+            Counters::add(&counters.frames_held_up, 1);
+            if let Some(warning) = held.say {
+                tracing::warn!("{warning}");
+            }
+        }
         counters.record_latency(latency);
     }
     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
@@ -189,10 +198,11 @@ fn apply_switch(
     next_index: u64,
     filtered: &Sender<Frame>,
     monitor: &PipelineMonitor,
+    held_up: &mut HeldUpFrames,
 ) -> Result<(), EngineError> {
     let started = Instant::now();
     while engine.in_flight() > 0 {
-        if !forward(engine, filtered, monitor)? {
+        if !forward(engine, filtered, monitor, held_up)? {
             break;
         }
     }
@@ -251,6 +261,56 @@ mod tests {
         fn frame_pool(&self) -> Option<Arc<BufferPool>> {
             Some(self.0.clone())
         }
+    }
+
+    /// An engine that hands back each frame as it came, one at a time.
+    #[derive(Default)]
+    struct PassThrough(Option<Frame>);
+
+    impl Engine for PassThrough {
+        fn name(&self) -> String {
+            "pass-through".into()
+        }
+        fn capacity(&self) -> usize {
+            1
+        }
+        fn in_flight(&self) -> usize {
+            usize::from(self.0.is_some())
+        }
+        fn submit(&mut self, frame: Frame) -> Result<(), EngineError> {
+            self.0 = Some(frame);
+            Ok(())
+        }
+        fn receive(&mut self) -> Result<Option<Frame>, EngineError> {
+            Ok(self.0.take())
+        }
+        fn set_filter(&mut self, _: FilterSpec) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn device(&self) -> String {
+            "cpu".into()
+        }
+    }
+
+    #[test]
+    fn a_frame_a_second_or_more_from_decoded_to_filtered_is_counted_held_up() {
+        use convstream_core::format::PixelFormat;
+        use std::time::Duration;
+        let identity = convstream_core::mask::Mask::from_spec("identity").expect("a preset");
+        let filter = FilterSpec::uniform(identity, Default::default(), Default::default());
+        let monitor = PipelineMonitor::new("held", &filter);
+        let (decoded_tx, decoded_rx) = crossbeam_channel::unbounded();
+        let (filtered_tx, filtered_rx) = crossbeam_channel::unbounded();
+        let (_switch_tx, switch_rx) = crossbeam_channel::unbounded();
+        for decoded_ago in [Duration::from_millis(1_500), Duration::ZERO, Duration::from_millis(2_500)] {
+            let mut frame = Frame::new(PixelFormat::GRAY8, 4, 2);
+            frame.timeline.decoded = Instant::now().checked_sub(decoded_ago);
+            decoded_tx.send(frame).unwrap();
+        }
+        drop(decoded_tx);
+        run_engine(Box::<PassThrough>::default(), &decoded_rx, &filtered_tx, &monitor, switch_rx).unwrap();
+        assert_eq!(filtered_rx.len(), 3, "every frame goes on");
+        assert_eq!(monitor.counters.snapshot().frames_held_up, 2);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! The run's steps are modules of their own: `run` (the order of a run's steps), `opening`
 //! (warm-up, input, its turn through `start_gate`, frame pool, engine, output), `threads`
-//! (the stages' threads and queues), `filter_stage`, `monitor`, `report`; its options, errors, progress and sizes
+//! (the stages' threads and queues), `filter_stage` (with `held_up`, its frames held up), `monitor`, `report`; its options, errors, progress and sizes
 //! are in leaf modules every step imports. This file declares them and re-exports the
 //! public ones.
 
@@ -12,6 +12,7 @@ mod capacity;
 mod decode_only;
 mod error;
 mod filter_stage;
+mod held_up;
 mod measured_seats;
 mod monitor;
 mod nvdec_admission;

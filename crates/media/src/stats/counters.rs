@@ -38,6 +38,9 @@ pub struct Counters {
     /// Real-time frames that came later than their due time by more than a few frames
     /// (see [`Counters::note_behind`]): the input's pace was not kept.
     pub frames_late: AtomicU64,
+    /// Frames that took a second or more from decoded to filtered (the pipeline's log says
+    /// where their time went, once a minute at most).
+    pub frames_held_up: AtomicU64,
     /// When a real-time input last found itself behind its pace (readiness waits for a
     /// while on time).
     pub last_behind: Mutex<Option<Instant>>,
@@ -279,6 +282,8 @@ pub struct CounterSnapshot {
     pub read_errors: u64,
     /// See [`Counters::damaged_frames`].
     pub damaged_frames: u64,
+    /// See [`Counters::frames_held_up`].
+    pub frames_held_up: u64,
     /// See [`Counters::decoder_restarts`].
     pub decoder_restarts: u64,
     /// See [`Counters::packets_passed_through`].
@@ -329,6 +334,7 @@ impl Counters {
             corrupt_packets: get(&self.corrupt_packets),
             read_errors: get(&self.read_errors),
             damaged_frames: get(&self.damaged_frames),
+            frames_held_up: get(&self.frames_held_up),
             decoder_restarts: get(&self.decoder_restarts),
             packets_passed_through: get(&self.packets_passed_through),
             bytes_in: get(&self.bytes_in),
@@ -472,6 +478,7 @@ mod tests {
             &counters.corrupt_packets,
             &counters.read_errors,
             &counters.damaged_frames,
+            &counters.frames_held_up,
             &counters.decoder_restarts,
             &counters.packets_passed_through,
             &counters.bytes_in,
@@ -506,6 +513,7 @@ mod tests {
             snapshot.corrupt_packets,
             snapshot.read_errors,
             snapshot.damaged_frames,
+            snapshot.frames_held_up,
             snapshot.decoder_restarts,
             snapshot.packets_passed_through,
             snapshot.bytes_in,

@@ -1,0 +1,156 @@
+//! Frames held up on their way through the filter: a frame that took [`HELD_UP_AFTER`] or
+//! more from decoded to filtered is counted (`frames_held_up`) and said in the log, at most
+//! once per [`SAY_AT_MOST_EVERY`] for a pipeline, with where its time went. A real-time
+//! pipeline drops frames after such a hold-up (its queue overflows meanwhile); the warning
+//! says why. GPU time small against the engine's time means the CUDA driver held the calls
+//! (another process, a page-locked allocation, the host), not the kernels.
+
+use std::time::{Duration, Instant};
+
+use crate::stats::FrameLatency;
+
+/// A frame this long from decoded to filtered is held up: about 25 frame intervals at 25 fps,
+/// far past what any filter of a single frame takes.
+pub const HELD_UP_AFTER: Duration = Duration::from_secs(1);
+
+/// A pipeline says its held-up frames at most this often; the count covers the rest.
+pub const SAY_AT_MOST_EVERY: Duration = Duration::from_secs(60);
+
+/// One pipeline's held-up frames since it last said so.
+#[derive(Debug, Default)]
+pub struct HeldUpFrames {
+    said_at: Option<Instant>,
+    unsaid: u64,
+}
+
+/// What to do with a frame [`HeldUpFrames::note`] found held up.
+#[derive(Debug, PartialEq)]
+pub struct HeldUp {
+    /// The warning to log now, if it is time to say one.
+    pub say: Option<String>,
+}
+
+impl HeldUpFrames {
+    /// Looks at a frame's latency, taken `now` (`device` names where it was filtered, asked
+    /// only for a warning). None when the frame was not held up; else it
+    /// is to be counted, with a warning when none was said in the last
+    /// [`SAY_AT_MOST_EVERY`].
+    pub fn note(&mut self, latency: &FrameLatency, device: impl FnOnce() -> String, now: Instant) -> Option<HeldUp> {
+        if latency.ms < HELD_UP_AFTER.as_secs_f64() * 1e3 {
+            return None;
+        }
+        self.unsaid += 1;
+        let due = self
+            .said_at
+            .is_none_or(|said| now.saturating_duration_since(said) >= SAY_AT_MOST_EVERY);
+        if !due {
+            return Some(HeldUp { say: None });
+        }
+        let others = match self.unsaid - 1 {
+            0 => String::new(),
+            n => format!("; {n} more held up since last said"),
+        };
+        self.said_at = Some(now);
+        self.unsaid = 0;
+        Some(HeldUp {
+            say: Some(format!(
+                "frame held up {:.1} s on {} from decoded to filtered ({}){}{others}",
+                latency.ms / 1e3,
+                device(),
+                latency.describe(),
+                cause(latency)
+            )),
+        })
+    }
+}
+
+/// Where the time went, when one part of it says: the GPU's own time against the engine's,
+/// or the queue before the filter.
+fn cause(latency: &FrameLatency) -> &'static str {
+    let long = HELD_UP_AFTER.as_secs_f64() * 1e3 / 2.0;
+    match (latency.engine_ms, latency.gpu_ms, latency.waited_ms, latency.submit_ms) {
+        (Some(engine), Some(gpu), _, _) if engine >= long && gpu < engine / 2.0 => {
+            ": the GPU worked a fraction of it, so its driver held the calls (another process on the GPU, a page-locked allocation, a paused host)"
+        }
+        (Some(engine), Some(gpu), _, _) if engine >= long && gpu >= engine / 2.0 => {
+            ": the GPU itself took that long (a busy or throttled GPU)"
+        }
+        (_, _, _, Some(submit)) if submit >= long => {
+            ": handing it to the engine took that long (the GPU's queue full, or its driver holding calls)"
+        }
+        (_, _, Some(waited), _) if waited >= long => {
+            ": it waited before the filter (the filter stage busy, or the process not running)"
+        }
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latency(ms: f64, waited: f64, submit: f64, engine: f64, gpu: Option<f64>) -> FrameLatency {
+        FrameLatency {
+            frame: 7,
+            ms,
+            waited_ms: Some(waited),
+            submit_ms: Some(submit),
+            engine_ms: Some(engine),
+            gpu_ms: gpu,
+            handoff_ms: Some(ms - waited - submit - engine),
+        }
+    }
+
+    #[test]
+    fn a_frame_under_a_second_is_not_held_up() {
+        let mut frames = HeldUpFrames::default();
+        let now = Instant::now();
+        assert_eq!(
+            frames.note(&latency(999.0, 1.0, 1.0, 996.0, Some(990.0)), || "cuda:0".into(), now),
+            None
+        );
+        assert_eq!(
+            frames.note(&latency(2.0, 0.1, 0.1, 1.7, Some(0.4)), || "cuda:0".into(), now),
+            None
+        );
+    }
+
+    #[test]
+    fn a_held_up_frame_is_said_once_a_minute_with_the_count_of_those_between() {
+        let mut frames = HeldUpFrames::default();
+        let now = Instant::now();
+        let slow = latency(9_800.0, 0.1, 0.2, 9_799.0, Some(0.4));
+        let first = frames
+            .note(&slow, || "cuda:1".into(), now)
+            .expect("held up")
+            .say
+            .expect("said");
+        assert!(first.contains("9.8 s on cuda:1"), "{first}");
+        assert!(first.contains("GPU 0.40"), "the split is given: {first}");
+        assert!(first.contains("its driver held the calls"), "{first}");
+        assert!(!first.contains("more held up"), "{first}");
+        // Within the minute: counted, not said.
+        for seconds in [1, 30, 59] {
+            let held = frames.note(&slow, || "cuda:1".into(), now + Duration::from_secs(seconds));
+            assert_eq!(held, Some(HeldUp { say: None }));
+        }
+        let later = frames
+            .note(&slow, || "cuda:1".into(), now + Duration::from_secs(60))
+            .and_then(|held| held.say)
+            .expect("said again after a minute");
+        assert!(later.contains("; 3 more held up since last said"), "{later}");
+    }
+
+    #[test]
+    fn the_cause_follows_where_the_time_went() {
+        let gpu_slow = latency(1_500.0, 0.1, 0.1, 1_499.0, Some(1_450.0));
+        assert!(cause(&gpu_slow).contains("the GPU itself"));
+        let queued = latency(1_500.0, 1_490.0, 0.1, 9.0, Some(0.4));
+        assert!(cause(&queued).contains("waited before the filter"));
+        let submit = latency(1_500.0, 0.1, 1_490.0, 9.0, Some(0.4));
+        assert!(cause(&submit).contains("handing it to the engine"));
+        // The CPU engine has no GPU time: the engine's part alone says nothing of a driver.
+        let cpu = latency(1_500.0, 0.1, 0.1, 1_499.0, None);
+        assert_eq!(cause(&cpu), "");
+    }
+}
