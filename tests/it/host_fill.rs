@@ -320,7 +320,10 @@ fn a_process_stopped_for_seconds_says_it_stood_still_and_counts_it() {
     let pauses = process_metric(&server, "convstream_process_pauses_total").unwrap();
     let paused = process_metric(&server, "convstream_process_paused_seconds_total").unwrap();
     assert!(pauses > before, "counted: {before} -> {pauses}");
-    assert!(paused - paused_before >= 2.0, "its length counted: {paused_before} -> {paused}");
+    assert!(
+        paused - paused_before >= 2.0,
+        "its length counted: {paused_before} -> {paused}"
+    );
     // The pipeline goes on after it.
     let written = server.counter("cam0", "frames_written");
     server.wait_for("frames after the pause", Duration::from_secs(10), || {

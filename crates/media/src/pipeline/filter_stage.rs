@@ -302,13 +302,24 @@ mod tests {
         let (decoded_tx, decoded_rx) = crossbeam_channel::unbounded();
         let (filtered_tx, filtered_rx) = crossbeam_channel::unbounded();
         let (_switch_tx, switch_rx) = crossbeam_channel::unbounded();
-        for decoded_ago in [Duration::from_millis(1_500), Duration::ZERO, Duration::from_millis(2_500)] {
+        for decoded_ago in [
+            Duration::from_millis(1_500),
+            Duration::ZERO,
+            Duration::from_millis(2_500),
+        ] {
             let mut frame = Frame::new(PixelFormat::GRAY8, 4, 2);
             frame.timeline.decoded = Instant::now().checked_sub(decoded_ago);
             decoded_tx.send(frame).unwrap();
         }
         drop(decoded_tx);
-        run_engine(Box::<PassThrough>::default(), &decoded_rx, &filtered_tx, &monitor, switch_rx).unwrap();
+        run_engine(
+            Box::<PassThrough>::default(),
+            &decoded_rx,
+            &filtered_tx,
+            &monitor,
+            switch_rx,
+        )
+        .unwrap();
         assert_eq!(filtered_rx.len(), 3, "every frame goes on");
         assert_eq!(monitor.counters.snapshot().frames_held_up, 2);
     }
