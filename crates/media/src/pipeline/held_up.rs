@@ -68,6 +68,9 @@ impl HeldUpFrames {
 /// or the queue before the filter.
 fn cause(latency: &FrameLatency) -> &'static str {
     let long = HELD_UP_AFTER.as_secs_f64() * 1e3 / 2.0;
+    if latency.handoff_ms.is_some_and(|handoff| handoff >= long) {
+        return ": its work was done, then it waited to be taken back (copying it out of the lane, or the filter thread held up handing on the frames behind it)";
+    }
     match (latency.engine_ms, latency.gpu_ms, latency.waited_ms, latency.submit_ms) {
         (Some(engine), Some(gpu), _, _) if engine >= long && gpu < engine / 2.0 => {
             ": the GPU worked a fraction of it, so its driver held the calls (another process on the GPU, a page-locked allocation, a paused host)"
@@ -149,6 +152,13 @@ mod tests {
         assert!(cause(&queued).contains("waited before the filter"));
         let submit = latency(1_500.0, 0.1, 1_490.0, 9.0, Some(0.4));
         assert!(cause(&submit).contains("handing it to the engine"));
+        // What the soaks showed: done on the GPU in no time, taken back seconds later.
+        let handoff = latency(3_300.0, 0.1, 295.0, 2.3, Some(0.3));
+        assert!(
+            cause(&handoff).contains("waited to be taken back"),
+            "{}",
+            cause(&handoff)
+        );
         // The CPU engine has no GPU time: the engine's part alone says nothing of a driver.
         let cpu = latency(1_500.0, 0.1, 0.1, 1_499.0, None);
         assert_eq!(cause(&cpu), "");
