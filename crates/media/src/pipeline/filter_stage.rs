@@ -173,7 +173,7 @@ fn forward(
         None => {}
     }
     if let Some(latency) = FrameLatency::of(frame.index, &frame.timeline, gpu_time, received_at) {
-        if let Some(held) = held_up.note(&latency, || engine.device(), received_at) {
+        if let Some(held) = held_up.note(&latency, engine.settled(), || engine.device(), received_at) {
             Counters::add(&counters.frames_held_up, 1);
             if let Some(warning) = held.say {
                 tracing::warn!("{warning}");
@@ -294,34 +294,46 @@ mod tests {
 
     #[test]
     fn a_frame_a_second_or_more_from_decoded_to_filtered_is_counted_held_up() {
+        use super::super::held_up::START_GRACE;
         use convstream_core::format::PixelFormat;
         use std::time::Duration;
         let identity = convstream_core::mask::Mask::from_spec("identity").expect("a preset");
         let filter = FilterSpec::uniform(identity, Default::default(), Default::default());
         let monitor = PipelineMonitor::new("held", &filter);
-        let (decoded_tx, decoded_rx) = crossbeam_channel::unbounded();
         let (filtered_tx, filtered_rx) = crossbeam_channel::unbounded();
-        let (_switch_tx, switch_rx) = crossbeam_channel::unbounded();
-        for decoded_ago in [
-            Duration::from_millis(1_500),
-            Duration::ZERO,
-            Duration::from_millis(2_500),
-        ] {
+        let mut engine: Box<dyn Engine> = Box::<PassThrough>::default();
+        let mut held_up = HeldUpFrames::settled_at(Instant::now() - START_GRACE);
+        for decoded_ago in [1_500, 0, 2_500] {
             let mut frame = Frame::new(PixelFormat::GRAY8, 4, 2);
-            frame.timeline.decoded = Instant::now().checked_sub(decoded_ago);
-            decoded_tx.send(frame).unwrap();
+            frame.timeline.decoded = Instant::now().checked_sub(Duration::from_millis(decoded_ago));
+            engine.submit(frame).unwrap();
+            assert!(forward(&mut engine, &filtered_tx, &monitor, &mut held_up).unwrap());
         }
+        assert_eq!(filtered_rx.len(), 3, "every frame goes on");
+        assert_eq!(monitor.counters.snapshot().frames_held_up, 2);
+        // A pipeline that has just started is not watched: its first frames are slow by design.
+        let starting = PipelineMonitor::new("starting", &filter);
+        let mut frame = Frame::new(PixelFormat::GRAY8, 4, 2);
+        frame.timeline.decoded = Instant::now().checked_sub(Duration::from_millis(2_500));
+        run_as_first_frame(frame, &starting);
+        assert_eq!(starting.counters.snapshot().frames_held_up, 0);
+    }
+
+    /// Runs one frame through a fresh filter stage, as a pipeline's first.
+    fn run_as_first_frame(frame: Frame, monitor: &PipelineMonitor) {
+        let (decoded_tx, decoded_rx) = crossbeam_channel::unbounded();
+        let (filtered_tx, _filtered_rx) = crossbeam_channel::unbounded();
+        let (_switch_tx, switch_rx) = crossbeam_channel::unbounded();
+        decoded_tx.send(frame).unwrap();
         drop(decoded_tx);
         run_engine(
             Box::<PassThrough>::default(),
             &decoded_rx,
             &filtered_tx,
-            &monitor,
+            monitor,
             switch_rx,
         )
         .unwrap();
-        assert_eq!(filtered_rx.len(), 3, "every frame goes on");
-        assert_eq!(monitor.counters.snapshot().frames_held_up, 2);
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! once per [`SAY_AT_MOST_EVERY`] for a pipeline, with where its time went. A real-time
 //! pipeline drops frames after such a hold-up (its queue overflows meanwhile); the warning
 //! says why. GPU time small against the engine's time means the CUDA driver held the calls
-//! (another process, a page-locked allocation, the host), not the kernels.
+//! (another process, a page-locked allocation, the host), not the kernels. A pipeline's start
+//! is left out (until its engine has settled, and [`START_GRACE`] after): frames are slow then
+//! by design (kernels compiling, pools growing, pipelines starting in turns) and `/readyz`
+//! covers it, so the count and the warning mean a hold-up of a running pipeline.
 
 use std::time::{Duration, Instant};
 
@@ -16,9 +19,15 @@ pub const HELD_UP_AFTER: Duration = Duration::from_secs(1);
 /// A pipeline says its held-up frames at most this often; the count covers the rest.
 pub const SAY_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 
+/// How long after its engine has settled a pipeline's frames begin to be watched.
+pub const START_GRACE: Duration = Duration::from_secs(10);
+
 /// One pipeline's held-up frames since it last said so.
 #[derive(Debug, Default)]
 pub struct HeldUpFrames {
+    /// The first frame seen with the engine settled: frames are watched from
+    /// [`START_GRACE`] after it.
+    settled_at: Option<Instant>,
     said_at: Option<Instant>,
     unsaid: u64,
 }
@@ -31,12 +40,33 @@ pub struct HeldUp {
 }
 
 impl HeldUpFrames {
-    /// Looks at a frame's latency, taken `now` (`device` names where it was filtered, asked
-    /// only for a warning). None when the frame was not held up; else it
-    /// is to be counted, with a warning when none was said in the last
-    /// [`SAY_AT_MOST_EVERY`].
-    pub fn note(&mut self, latency: &FrameLatency, device: impl FnOnce() -> String, now: Instant) -> Option<HeldUp> {
-        if latency.ms < HELD_UP_AFTER.as_secs_f64() * 1e3 {
+    /// Frames watched as if the engine had settled at `at` (tests of the stage around it).
+    #[cfg(test)]
+    pub(super) fn settled_at(at: Instant) -> HeldUpFrames {
+        HeldUpFrames {
+            settled_at: Some(at),
+            ..HeldUpFrames::default()
+        }
+    }
+
+    /// Looks at a frame's latency, taken `now` with the engine `settled` or not (`device`
+    /// names where it was filtered, asked only for a warning). None when the frame was not
+    /// held up or the pipeline is starting; else it is to be counted, with a warning when
+    /// none was said in the last [`SAY_AT_MOST_EVERY`].
+    pub fn note(
+        &mut self,
+        latency: &FrameLatency,
+        settled: bool,
+        device: impl FnOnce() -> String,
+        now: Instant,
+    ) -> Option<HeldUp> {
+        if !settled {
+            self.settled_at = None;
+            return None;
+        }
+        let settled_at = *self.settled_at.get_or_insert(now);
+        let starting = now.saturating_duration_since(settled_at) < START_GRACE;
+        if starting || latency.ms < HELD_UP_AFTER.as_secs_f64() * 1e3 {
             return None;
         }
         self.unsaid += 1;
@@ -104,27 +134,48 @@ mod tests {
         }
     }
 
+    fn on(device: &str) -> impl FnOnce() -> String + '_ {
+        move || device.to_string()
+    }
+
+    /// Frames watched from `now` on: the engine settled [`START_GRACE`] before.
+    fn watched(now: Instant) -> HeldUpFrames {
+        let mut frames = HeldUpFrames::default();
+        let fast = latency(2.0, 0.1, 0.1, 1.7, Some(0.4));
+        assert_eq!(frames.note(&fast, true, on("cuda:0"), now - START_GRACE), None);
+        frames
+    }
+
     #[test]
     fn a_frame_under_a_second_is_not_held_up() {
+        let now = Instant::now() + START_GRACE;
+        let mut frames = watched(now);
+        let almost = latency(999.0, 1.0, 1.0, 996.0, Some(990.0));
+        assert_eq!(frames.note(&almost, true, on("cuda:0"), now), None);
+        let fast = latency(2.0, 0.1, 0.1, 1.7, Some(0.4));
+        assert_eq!(frames.note(&fast, true, on("cuda:0"), now), None);
+    }
+
+    #[test]
+    fn a_starting_pipeline_is_watched_once_its_engine_settled_and_the_grace_passed() {
+        let start = Instant::now();
+        let slow = latency(3_000.0, 0.1, 0.2, 2_999.0, Some(0.4));
         let mut frames = HeldUpFrames::default();
-        let now = Instant::now();
-        assert_eq!(
-            frames.note(&latency(999.0, 1.0, 1.0, 996.0, Some(990.0)), || "cuda:0".into(), now),
-            None
-        );
-        assert_eq!(
-            frames.note(&latency(2.0, 0.1, 0.1, 1.7, Some(0.4)), || "cuda:0".into(), now),
-            None
-        );
+        assert_eq!(frames.note(&slow, false, on("cpu"), start), None, "the GPU starting");
+        let settled = start + Duration::from_secs(5);
+        assert_eq!(frames.note(&slow, true, on("cuda:0"), settled), None, "just settled");
+        let almost = settled + START_GRACE - Duration::from_millis(1);
+        assert_eq!(frames.note(&slow, true, on("cuda:0"), almost), None, "in the grace");
+        assert!(frames.note(&slow, true, on("cuda:0"), settled + START_GRACE).is_some());
     }
 
     #[test]
     fn a_held_up_frame_is_said_once_a_minute_with_the_count_of_those_between() {
-        let mut frames = HeldUpFrames::default();
-        let now = Instant::now();
+        let now = Instant::now() + START_GRACE;
+        let mut frames = watched(now);
         let slow = latency(9_800.0, 0.1, 0.2, 9_799.0, Some(0.4));
         let first = frames
-            .note(&slow, || "cuda:1".into(), now)
+            .note(&slow, true, on("cuda:1"), now)
             .expect("held up")
             .say
             .expect("said");
@@ -134,11 +185,11 @@ mod tests {
         assert!(!first.contains("more held up"), "{first}");
         // Within the minute: counted, not said.
         for seconds in [1, 30, 59] {
-            let held = frames.note(&slow, || "cuda:1".into(), now + Duration::from_secs(seconds));
+            let held = frames.note(&slow, true, on("cuda:1"), now + Duration::from_secs(seconds));
             assert_eq!(held, Some(HeldUp { say: None }));
         }
         let later = frames
-            .note(&slow, || "cuda:1".into(), now + Duration::from_secs(60))
+            .note(&slow, true, on("cuda:1"), now + Duration::from_secs(60))
             .and_then(|held| held.say)
             .expect("said again after a minute");
         assert!(later.contains("; 3 more held up since last said"), "{later}");
