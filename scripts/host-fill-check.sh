@@ -11,7 +11,8 @@
 #   minute 5 to the end (the soak target: within 1%, 0 drops) as medians of its first and last two
 #   minutes and as a fitted line; and once a second the pipelines' counts by kind, the host's CPU
 #   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv); scripts/stall-probe.py
-#   beside it, in a process of its own (probes.txt: did the host or a GPU stand still?); at the
+#   beside it, in a process of its own (probes.txt: did the host or a GPU stand still?);
+#   scripts/thread-sampler.py (threads.txt: where serve's threads wait, twice a second); at the
 #   end every pipeline's view (at-end-pipelines.json: slowest frames, frames held up) and the
 #   log's warnings (warnings.log: held-up frames, the process standing still).
 # Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
@@ -163,6 +164,7 @@ fi
 watch_each_second() { # SECONDS
     timeout "$1" vmstat -t 1 >"$out/vmstat.txt" 2>&1 &
     timeout -k 5 $(($1 + 30)) python3 "$here/stall-probe.py" "$1" >"$out/probes.txt" 2>&1 &
+    timeout -k 5 "$1" python3 "$here/thread-sampler.py" "$pid" "$1" >"$out/threads.txt" 2>&1 &
     timeout "$1" nvidia-smi --query-gpu=timestamp,index,utilization.gpu,utilization.decoder,clocks.sm,pcie.link.gen.current \
         --format=csv,noheader -lms 1000 >"$out/gpu-per-second.csv" 2>&1 &
     timeout "$1" python3 - "$port" "$pid" >"$out/per-second.txt" 2>&1 <<'EOF' &

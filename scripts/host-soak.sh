@@ -23,7 +23,7 @@ start)
     if [[ $bin == *.xz ]]; then xz -dc "$bin" >"$home/convstream"; else cp "$bin" "$home/convstream"; fi
     chmod +x "$home/convstream"
     cp "$clip" "$home/clip.mp4"
-    cp "$(dirname "$0")/host-fill-check.sh" "$(dirname "$0")/stall-probe.py" "$home/"
+    cp "$(dirname "$0")/host-fill-check.sh" "$(dirname "$0")/stall-probe.py" "$(dirname "$0")/thread-sampler.py" "$home/"
     { nvidia-smi -L; nproc; } >"$out/host.txt" 2>&1
     stamp "soak started: ${NVDEC:-24} NVDEC + ${SOFTWARE:-88} software, ${SOAK:-1260} s"
     setsid nohup timeout $((${SOAK:-1260} + 400)) bash -c "while sleep 30; do echo \"\$(date -u +%T) \$(cut -d' ' -f1-3 /proc/loadavg) \$(awk '/MemAvailable/{print int(\$2/1024)}' /proc/meminfo) MB available\"; done" \
