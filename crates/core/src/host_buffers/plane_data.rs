@@ -176,6 +176,7 @@ impl fmt::Debug for PlaneData {
         let kind = match &self.0 {
             Storage::Heap(_) => "heap",
             Storage::Pooled { .. } if self.is_page_locked() => "pinned",
+            Storage::Pooled { pool, .. } if pool.is_ordinary_tier() => "pooled, ordinary",
             Storage::Pooled { .. } => "pooled",
             Storage::Lent { page_locked: true, .. } => "lent, pinned",
             Storage::Lent { .. } => "lent",
@@ -188,9 +189,9 @@ impl fmt::Debug for PlaneData {
 /// Lending pool blocks as plane bytes.
 impl BufferPool {
     /// A buffer of `len` bytes: a pool block when one is free or may be allocated,
-    /// otherwise (zeroed) heap memory. A reused block holds what its last user wrote: the
-    /// caller writes every byte it will read (zeroing 3 MB per frame would cost as much as
-    /// the copy it saves).
+    /// otherwise a block of the pool's ordinary tier (see `pool.rs`) or (zeroed) heap
+    /// memory. A reused block holds what its last user wrote: the caller writes every byte
+    /// it will read (zeroing 3 MB per frame would cost as much as the copy it saves).
     pub fn take(self: &Arc<Self>, len: usize) -> PlaneData {
         if let Some(block) = self.take_block(len) {
             return PlaneData(Storage::Pooled {
@@ -200,7 +201,10 @@ impl BufferPool {
             });
         }
         self.count_fallback();
-        PlaneData::from(vec![0u8; len])
+        match self.ordinary_tier() {
+            Some(ordinary) => ordinary.take(len),
+            None => PlaneData::from(vec![0u8; len]),
+        }
     }
 
     /// A page-locked block of `len` bytes if one is free or may be allocated now; `None`

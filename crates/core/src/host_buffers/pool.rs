@@ -1,9 +1,17 @@
 //! The pool that lends reusable blocks by size ([`BufferPool`]): up to a limit, from memory
 //! allocated on the frame path or, for slow (pinned) memory, on a thread of its own; past the
-//! limit or while memory grows, the caller falls back to the heap. The pool holds what its
-//! frames in flight need, not its limit: blocks that stayed free through a whole window
+//! limit or while memory grows, the caller falls back to ordinary memory. The pool holds what
+//! its frames in flight need, not its limit: blocks that stayed free through a whole window
 //! ([`IDLE_WINDOW`]) are given back to the system. Lending a block as a plane's bytes
 //! (`BufferPool::take`) is in `plane_data.rs`, beside the plane that gives it back.
+//!
+//! A burst (a host that stood still for a moment, frames catching up) must not turn into a
+//! stall: the ordinary memory a slow pool falls back to is itself pooled (the `ordinary`
+//! tier), so frames past the page-locked blocks reuse blocks instead of mapping, faulting in
+//! and unmapping fresh memory for every plane, which serialises every thread of the process
+//! on its address space; and a block asked of the growing thread during a burst is allocated
+//! only if the pool is still short of that size when its turn comes, so a pool does not pin
+//! gigabytes for a moment that has passed (page-locking also holds up the GPU's other work).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,13 +46,17 @@ pub struct BufferPool {
     /// Work for the growing thread (see [`HostMemory::grows_in_background`]); started with
     /// the first request. Dropping the pool closes it, which ends the thread.
     grower: Mutex<Option<Sender<PoolChore>>>,
+    /// Ordinary memory, pooled, for what a slow pool cannot lend at once (see the module's
+    /// docs); `None` in the tier itself.
+    ordinary: Option<Arc<BufferPool>>,
 }
 
 /// What the growing thread does for its pool, off the frame path: both allocating and
 /// freeing page-locked memory are slow.
 enum PoolChore {
-    /// Allocate a block of this many bytes and add it to the free ones.
-    Grow(usize),
+    /// Allocate a block of `len` bytes and add it to the free ones; `when_short`: only if
+    /// no block of that size is free by then (asked for by a frame that found none).
+    Grow { len: usize, when_short: bool },
     /// Free these blocks (given back as idle).
     Free(Vec<Box<dyn HostBlock>>),
 }
@@ -112,6 +124,16 @@ impl BufferPool {
 
     /// A pool as [`BufferPool::new`] makes, giving back blocks unused for `idle_window`.
     pub fn with_idle_window(memory: Box<dyn HostMemory>, limit: usize, idle_window: Duration) -> Arc<BufferPool> {
+        let ordinary = BufferPool::build(Box::new(super::memory::HeapMemory), limit, idle_window, None);
+        BufferPool::build(memory, limit, idle_window, Some(ordinary))
+    }
+
+    fn build(
+        memory: Box<dyn HostMemory>,
+        limit: usize,
+        idle_window: Duration,
+        ordinary: Option<Arc<BufferPool>>,
+    ) -> Arc<BufferPool> {
         Arc::new(BufferPool {
             memory: Arc::from(memory),
             limit,
@@ -122,7 +144,21 @@ impl BufferPool {
             warned: AtomicBool::new(false),
             idle_window,
             grower: Mutex::new(None),
+            ordinary,
         })
+    }
+
+    /// Whether this is another pool's ordinary tier.
+    pub(super) fn is_ordinary_tier(&self) -> bool {
+        self.ordinary.is_none()
+    }
+
+    /// Where a plane this pool cannot lend now goes: the pooled ordinary memory for a pool
+    /// whose own memory is slow to come (grown in the background, or not installed yet);
+    /// `None` (a plain heap allocation) otherwise, as for a pool of heap memory at its limit.
+    pub(super) fn ordinary_tier(&self) -> Option<&Arc<BufferPool>> {
+        let slow = self.memory.grows_in_background() || !self.memory.ready();
+        self.ordinary.as_ref().filter(|_| slow)
     }
 
     /// A free block of `len` bytes, or a new one when the limit and the memory allow; `None`
@@ -140,7 +176,7 @@ impl BufferPool {
         if self.memory.grows_in_background() {
             state.growing += len;
             drop(state);
-            self.grow(len);
+            self.grow(len, true);
             return None;
         }
         match self.memory.allocate(len) {
@@ -201,14 +237,15 @@ impl BufferPool {
             }
             state.growing += len;
             drop(state);
-            self.grow(len);
+            self.grow(len, false);
         }
         Ok(())
     }
 
-    /// Hands one block size to the growing thread, starting it if need be.
-    fn grow(self: &Arc<Self>, len: usize) {
-        if !self.send_chore(PoolChore::Grow(len)) {
+    /// Hands one block size to the growing thread, starting it if need be (`when_short`:
+    /// see [`PoolChore::Grow`]).
+    fn grow(self: &Arc<Self>, len: usize, when_short: bool) {
+        if !self.send_chore(PoolChore::Grow { len, when_short }) {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             state.growing -= len;
         }
@@ -275,7 +312,7 @@ impl BufferPool {
         let released = before - state.allocated;
         drop(state);
         self.release(idle);
-        released
+        released + self.ordinary.as_ref().map_or(0, |ordinary| ordinary.release_idle())
     }
 
     /// Frees `blocks`: slow memory on the growing thread, so the frame path never waits for
@@ -335,14 +372,22 @@ impl BufferPool {
 /// requests, and the thread with them).
 fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = PoolChore>) {
     for chore in requests {
-        let len = match chore {
-            PoolChore::Grow(len) => len,
+        let (len, when_short) = match chore {
+            PoolChore::Grow { len, when_short } => (len, when_short),
             PoolChore::Free(blocks) => {
                 drop(blocks);
                 continue;
             }
         };
         let Some(pool) = pool.upgrade() else { return };
+        if when_short {
+            let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.free.get(&len).is_some_and(|free| !free.is_empty()) {
+                // Blocks came back since this one was asked for: the burst has passed.
+                state.growing -= len;
+                continue;
+            }
+        }
         // Allocated outside the lock: lending and giving back go on meanwhile.
         let block = pool.memory.allocate(len);
         let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());

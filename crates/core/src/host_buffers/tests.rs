@@ -1,9 +1,10 @@
-//! Unit tests of plane memory: reuse, limits, the heap fallback, lent bytes, growing in
-//! the background and late memory. Idle blocks given back. Pending planes.
+//! Unit tests of plane memory: reuse, limits, the heap fallback and the ordinary tier, lent
+//! bytes, growing in the background (not for a burst that has passed) and late memory. Idle
+//! blocks given back. Pending planes.
 
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn heap_pool(limit: usize) -> Arc<BufferPool> {
@@ -137,12 +138,12 @@ fn a_pending_plane_holds_no_memory_of_its_own_until_written() {
 }
 
 #[test]
-fn slow_memory_grows_on_its_own_thread_and_lends_heap_meanwhile() {
+fn slow_memory_grows_on_its_own_thread_and_lends_ordinary_memory_meanwhile() {
     let pool = BufferPool::new(Box::new(SlowHeap), 3000);
     let first = pool.take(1000);
     assert_eq!(
         format!("{first:?}"),
-        "PlaneData(1000 bytes, heap)",
+        "PlaneData(1000 bytes, pooled, ordinary)",
         "no wait on the frame path"
     );
     assert!(pool.wait_until_grown(Duration::from_secs(10)));
@@ -160,10 +161,10 @@ fn slow_memory_grows_on_its_own_thread_and_lends_heap_meanwhile() {
 }
 
 #[test]
-fn a_late_pool_lends_heap_until_its_memory_is_installed() {
+fn a_late_pool_lends_ordinary_memory_until_its_memory_is_installed() {
     let late = LatePool::new(1 << 20);
     let early = late.pool.take(1000);
-    assert_eq!(format!("{early:?}"), "PlaneData(1000 bytes, heap)");
+    assert_eq!(format!("{early:?}"), "PlaneData(1000 bytes, pooled, ordinary)");
     assert_eq!(late.pool.allocated_bytes(), 0, "nothing asked of missing memory");
     assert!(late.memory.install(Box::new(HeapMemory)));
     assert!(!late.memory.install(Box::new(HeapMemory)), "the first memory stays");
@@ -274,4 +275,76 @@ fn a_pool_counts_the_blocks_it_allocates_and_gives_back() {
     let lent: Vec<PlaneData> = (0..11).map(|_| pool.take(100)).collect();
     assert_eq!((pool.allocations(), pool.fallbacks()), (15, 1));
     drop(lent);
+}
+
+#[test]
+fn planes_a_slow_pool_cannot_lend_reuse_its_ordinary_blocks() {
+    let window = Duration::from_millis(200);
+    let pool = BufferPool::with_idle_window(Box::new(SlowHeap), 1000, window);
+    // Nothing free: an ordinary block now, a slow one asked for.
+    let first = pool.take(1000);
+    assert!(!first.is_page_locked());
+    let first_bytes = first.as_ptr();
+    drop(first);
+    assert!(pool.wait_until_grown(Duration::from_secs(10)));
+    let slow = pool.take(1000);
+    assert_eq!(format!("{slow:?}"), "PlaneData(1000 bytes, pooled)", "the grown block");
+    // At the limit: the ordinary block given back before is lent again, not a fresh one.
+    let again = pool.take(1000);
+    assert_eq!(format!("{again:?}"), "PlaneData(1000 bytes, pooled, ordinary)");
+    assert_eq!(again.as_ptr(), first_bytes, "the same ordinary block, reused");
+    assert_eq!(
+        pool.fallbacks(),
+        2,
+        "both still count as planes outside the pool's memory"
+    );
+    drop((slow, again));
+    // Idle ordinary blocks go back with the pool's own: after a window in which both were
+    // lent (which ends it), and a whole window in which neither was.
+    std::thread::sleep(window);
+    pool.release_idle();
+    std::thread::sleep(window);
+    assert_eq!(pool.release_idle(), 2000, "the slow block and the ordinary one");
+}
+
+#[test]
+fn a_block_asked_for_in_a_burst_is_not_allocated_once_blocks_are_back() {
+    /// Slow memory whose 2000-byte blocks wait for a permit: the growing thread is held up
+    /// while the test gives a block back.
+    struct Gated(Mutex<std::sync::mpsc::Receiver<()>>, Arc<AtomicU64>);
+    impl HostMemory for Gated {
+        fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+            if len == 2000 {
+                let _ = self.0.lock().unwrap().recv();
+            }
+            self.1.fetch_add(1, Ordering::Relaxed);
+            Ok(Box::new(vec![0u8; len]))
+        }
+        fn page_locked(&self) -> bool {
+            false
+        }
+        fn grows_in_background(&self) -> bool {
+            true
+        }
+    }
+    let (permit, gate) = std::sync::mpsc::channel();
+    let allocated = Arc::new(AtomicU64::new(0));
+    let pool = BufferPool::new(Box::new(Gated(Mutex::new(gate), allocated.clone())), 1 << 20);
+    pool.reserve(1000, 1).unwrap();
+    pool.reserve_in_background(2000, 1).unwrap(); // holds the growing thread at the gate
+    let lent = pool.take(1000);
+    assert_eq!(format!("{lent:?}"), "PlaneData(1000 bytes, pooled)");
+    // None free: this one asks for a block (queued behind the gated one).
+    let short = pool.take(1000);
+    assert_eq!(format!("{short:?}"), "PlaneData(1000 bytes, pooled, ordinary)");
+    drop(lent); // the burst passes: a 1000-byte block is free again
+    permit.send(()).unwrap();
+    assert!(pool.wait_until_grown(Duration::from_secs(10)));
+    assert_eq!(
+        allocated.load(Ordering::Relaxed),
+        2,
+        "the reserved blocks only: the block asked for in the burst was not allocated"
+    );
+    assert_eq!(pool.allocated_bytes(), 3000);
+    drop(short);
 }
