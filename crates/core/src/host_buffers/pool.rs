@@ -9,9 +9,9 @@
 //! stall: the ordinary memory a slow pool falls back to is itself pooled (the `ordinary`
 //! tier), so frames past the page-locked blocks reuse blocks instead of mapping, faulting in
 //! and unmapping fresh memory for every plane, which serialises every thread of the process
-//! on its address space; and a block asked of the growing thread during a burst is allocated
-//! only if the pool is still short of that size when its turn comes, so a pool does not pin
-//! gigabytes for a moment that has passed (page-locking also holds up the GPU's other work).
+//! on its address space; and a block a frame asked for is allocated only if the pool is still
+//! short of that size [`GROW_AFTER`] later, so a pool does not pin gigabytes for a moment that
+//! has passed (page-locking also holds up every other thread's calls into the GPU's driver).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +27,11 @@ use super::memory::{AllocationError, HostBlock, HostMemory};
 /// blocks, short enough that memory a pipeline no longer needs (its decoder's start, a
 /// stalled output drained) returns within seconds.
 pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
+
+/// How long after a frame found no free block the pool looks again before it grows: a burst
+/// (a host that stood still, frames catching up) has passed by then and its blocks are back,
+/// while a pipeline that needs more blocks for good is still short and gets them.
+pub const GROW_AFTER: Duration = Duration::from_millis(1500);
 
 /// Reusable blocks, by size. Lending past `limit` bytes (or a failed allocation) falls
 /// back to the heap, so a stalled consumer costs speed, never memory it cannot get back.
@@ -54,9 +59,9 @@ pub struct BufferPool {
 /// What the growing thread does for its pool, off the frame path: both allocating and
 /// freeing page-locked memory are slow.
 enum PoolChore {
-    /// Allocate a block of `len` bytes and add it to the free ones; `when_short`: only if
-    /// no block of that size is free by then (asked for by a frame that found none).
-    Grow { len: usize, when_short: bool },
+    /// Allocate a block of `len` bytes and add it to the free ones. `short_at`: when a frame
+    /// found none free; the block is then allocated only if none is free [`GROW_AFTER`] later.
+    Grow { len: usize, short_at: Option<Instant> },
     /// Free these blocks (given back as idle).
     Free(Vec<Box<dyn HostBlock>>),
 }
@@ -176,7 +181,7 @@ impl BufferPool {
         if self.memory.grows_in_background() {
             state.growing += len;
             drop(state);
-            self.grow(len, true);
+            self.grow(len, Some(Instant::now()));
             return None;
         }
         match self.memory.allocate(len) {
@@ -237,15 +242,15 @@ impl BufferPool {
             }
             state.growing += len;
             drop(state);
-            self.grow(len, false);
+            self.grow(len, None);
         }
         Ok(())
     }
 
-    /// Hands one block size to the growing thread, starting it if need be (`when_short`:
-    /// see [`PoolChore::Grow`]).
-    fn grow(self: &Arc<Self>, len: usize, when_short: bool) {
-        if !self.send_chore(PoolChore::Grow { len, when_short }) {
+    /// Hands one block size to the growing thread, starting it if need be (`short_at`: see
+    /// [`PoolChore::Grow`]).
+    fn grow(self: &Arc<Self>, len: usize, short_at: Option<Instant>) {
+        if !self.send_chore(PoolChore::Grow { len, short_at }) {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             state.growing -= len;
         }
@@ -372,15 +377,19 @@ impl BufferPool {
 /// requests, and the thread with them).
 fn grow_while_wanted(pool: &Weak<BufferPool>, requests: impl Iterator<Item = PoolChore>) {
     for chore in requests {
-        let (len, when_short) = match chore {
-            PoolChore::Grow { len, when_short } => (len, when_short),
+        let (len, short_at) = match chore {
+            PoolChore::Grow { len, short_at } => (len, short_at),
             PoolChore::Free(blocks) => {
                 drop(blocks);
                 continue;
             }
         };
+        if let Some(short_at) = short_at {
+            // Chores come in the order they were asked for, so each waits at most its own time.
+            std::thread::sleep((short_at + GROW_AFTER).saturating_duration_since(Instant::now()));
+        }
         let Some(pool) = pool.upgrade() else { return };
-        if when_short {
+        if short_at.is_some() {
             let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.free.get(&len).is_some_and(|free| !free.is_empty()) {
                 // Blocks came back since this one was asked for: the burst has passed.
