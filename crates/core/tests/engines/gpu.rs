@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,430 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,500 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]
@@ -505,7 +505,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     pool.reserve(plane.pooled_bytes(), missing).unwrap();
                 }
                 let fallbacks_before = pool.fallbacks();
-                // Every third frame is an ordinary heap frame, staged through the lanes.
+                // Every third frame is an ordinary heap frame.
                 let inputs: Vec<Frame> = (0..12)
                     .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
                     .collect();
@@ -547,8 +547,14 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     let expected = CpuEngine::filter_frame(&filter, input);
                     assert_eq!(compare(&expected, output), (0, 0), "{label}: frame {}", input.index);
                 }
+                // Heap planes whose rows line up with the GPU's (1920 and 960 bytes) go
+                // straight from ordinary memory; the others through the lanes' staging.
                 let staged = engine.pinned_bytes() - pool.allocated_bytes();
-                assert!(staged > 0, "{label}: heap frames were staged");
+                assert_eq!(
+                    staged > 0,
+                    width != 1920,
+                    "{label}: heap frames staged ({staged} bytes)"
+                );
                 assert_eq!(
                     pool.fallbacks(),
                     fallbacks_before,
@@ -560,9 +566,84 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
     println!("pooled frames: direct copies match the CPU engine");
 }
 
-/// A frame in ordinary memory is staged in (one CPU copy), and its results come straight back
-/// into page-locked planes from the frame pool (no second copy) while the pool has some to
-/// give; the planes the filter skips stay as they were.
+/// Frames catching up after a stall find the pool's page-locked blocks taken and come in
+/// its ordinary memory, laid out as on the GPU: they go straight from and back into it (the
+/// driver's own staging), nothing is page-locked for them (no lane staging), and they match
+/// the CPU engine with the output buffers poisoned.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn frames_in_the_pools_ordinary_memory_go_straight_and_page_lock_nothing() {
+    let (mut rng, seed) = seeded_rng();
+    let mask = random_mask(&mut rng, 7, 7, false);
+    for (width, height) in [(1920, 1080), (130, 67)] {
+        for streams in [1, 4] {
+            let filter = FilterSpec {
+                mask: mask.clone(),
+                border: BorderMode::Reflect,
+                planes: PlaneSelection::All,
+                plane_masks: Default::default(),
+            };
+            let label = format!("seed {seed}: {width}x{height} streams={streams}");
+            let (mut engine, pool) = engine_with_pool(&filter, (width, height), streams);
+            // Every page-locked block lent out, as in a burst: what follows is ordinary.
+            let mut taken = Vec::new();
+            loop {
+                let frame = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&pool));
+                let page_locked = frame.planes.iter().any(|plane| plane.data.is_page_locked());
+                taken.push(frame);
+                if !page_locked {
+                    break;
+                }
+            }
+            let inputs: Vec<Frame> = (0..12)
+                .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
+                .collect();
+            let submitted: Vec<Frame> = inputs.iter().map(|input| input.copied_into(&pool)).collect();
+            let ordinary: Vec<bool> = submitted
+                .iter()
+                .map(|frame| frame.planes.iter().all(|plane| !plane.data.is_page_locked()))
+                .collect();
+            assert!(ordinary[0], "{label}: the first frame came in ordinary memory");
+            let addresses: Vec<*const u8> = submitted.iter().map(|f| f.planes[0].data.as_ptr()).collect();
+            let mut out = Vec::new();
+            for frame in submitted {
+                engine.submit(frame).unwrap();
+                while engine.in_flight() >= engine.capacity() {
+                    out.push(engine.receive().unwrap().unwrap());
+                }
+            }
+            while let Some(frame) = engine.receive().unwrap() {
+                out.push(frame);
+            }
+            assert_eq!(out.len(), inputs.len(), "{label}");
+            for (i, (input, output)) in inputs.iter().zip(&out).enumerate() {
+                assert_eq!(output.index, input.index, "{label}: order");
+                let expected = CpuEngine::filter_frame(&filter, input);
+                assert_eq!(compare(&expected, output), (0, 0), "{label}: frame {}", input.index);
+                if ordinary[i] && !output.planes[0].data.is_page_locked() {
+                    assert_eq!(
+                        output.planes[0].data.as_ptr(),
+                        addresses[i],
+                        "{label}: frame {} came back in its own memory",
+                        input.index
+                    );
+                }
+            }
+            assert_eq!(
+                engine.pinned_bytes(),
+                pool.allocated_bytes(),
+                "{label}: no staging was page-locked for frames in the pool's ordinary memory"
+            );
+            drop(taken);
+        }
+    }
+    println!("frames in the pool's ordinary memory: straight copies match the CPU engine, nothing staged");
+}
+
+/// A frame in ordinary memory goes in through the lane's staging (one CPU copy) or, where its
+/// rows line up with the GPU's (1920 wide), by the driver's own copy, and its results come
+/// straight back into page-locked planes from the frame pool (no second copy) while the pool
+/// has some to give; the planes the filter skips stay as they were.
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn staged_frames_take_their_results_in_page_locked_planes() {
@@ -615,10 +696,10 @@ fn staged_frames_take_their_results_in_page_locked_planes() {
     println!("staged frames: results in page-locked planes match the CPU engine");
 }
 
-/// The lanes' staging buffers follow the frames that need them: heap frames (a pipeline's
-/// first, while its pool grows) make every lane allocate staging, and once only pooled frames
-/// have come for the idle window, each lane gives its staging back as it is next used, the
-/// results still exact.
+/// The lanes' staging buffers follow the frames that need them: heap frames whose rows do not
+/// line up with the GPU's make every lane allocate staging, and once only pooled frames have
+/// come for the idle window, each lane gives its staging back as it is next used, the results
+/// still exact.
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn idle_staging_buffers_are_given_back() {
@@ -645,7 +726,9 @@ fn idle_staging_buffers_are_given_back() {
             assert_eq!(compare(&want, &output), (0, 0), "{label}: frame {}", input.index);
         };
         for i in indices {
-            let input = random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i);
+            // Heap rows 3 bytes longer than the pool's: such planes are staged.
+            let extra_stride = if pooled { 0 } else { 3 };
+            let input = random_frame(&mut rng, PixelFormat::YUV420P, width, height, extra_stride, i);
             let submitted = if pooled {
                 input.copied_into(&pool)
             } else {

@@ -330,14 +330,20 @@ impl CudaEngine {
                     None => Plane::with_stride(plane.shape(), slot.pitch),
                 };
                 held.push(std::mem::replace(plane, fresh));
-            } else if route == Route::Staged && !results_on_gpu {
+            } else if route != Route::Direct && !results_on_gpu {
+                // Results into a page-locked block when the pool has one free: copied back
+                // without waiting (ordinary memory) or staging (another layout).
                 if let Some(fresh) = self
                     .pool
                     .as_ref()
                     .and_then(|pool| Plane::pooled_page_locked(plane.shape(), pool))
                 {
-                    // Its bytes are in the staging buffer already: nothing reads it any more.
-                    *plane = fresh;
+                    let old = std::mem::replace(plane, fresh);
+                    if route == Route::Pageable {
+                        // Kept until the lane is done, as an upload's source must be.
+                        held.push(old);
+                    }
+                    // A staged plane's bytes are in the staging buffer already.
                 }
             }
         }

@@ -6,8 +6,14 @@
 //!
 //! A plane in page-locked memory laid out as on the GPU (a plane from the engine's frame
 //! pool) is copied straight from the frame and the result straight back into it: no CPU
-//! copy at all. Any other plane goes through the lane's pinned staging buffers, copied in
-//! and out by the CPU; those are allocated the first time a frame needs them.
+//! copy at all. A plane laid out as on the GPU in ordinary memory (one of the pool's, lent
+//! while the pool is short: a pipeline's first frames, frames catching up after a stall) is
+//! copied straight too, by the driver through its own staging: the copy back then waits for
+//! the frame's work, but nothing is page-locked on the frame path. Any other plane goes
+//! through the lane's pinned staging buffers, copied in and out by the CPU; those are
+//! allocated the first time a frame needs them. Page-locking them there for frames that
+//! merely caught up held every pipeline's filter thread up at once: each allocation takes
+//! the driver's lock that every other thread's calls wait for.
 
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
@@ -68,7 +74,12 @@ impl PlaneSlot {
     /// Whether `plane` can be copied to and from the GPU as it is: page-locked, with this
     /// slot's row pitch.
     pub fn is_direct_for(&self, plane: &Plane) -> bool {
-        plane.data.is_page_locked() && plane.stride == self.pitch && plane.data.len() >= self.bytes()
+        plane.data.is_page_locked() && self.is_laid_out_for(plane)
+    }
+
+    /// Whether `plane`'s rows sit as this slot's do: one straight copy moves it.
+    fn is_laid_out_for(&self, plane: &Plane) -> bool {
+        plane.stride == self.pitch && plane.data.len() >= self.bytes()
     }
 }
 
@@ -149,6 +160,9 @@ struct Staging {
 pub enum Route {
     /// Copied straight from and back into the frame's page-locked plane.
     Direct,
+    /// Copied straight from and back into the frame's plane in ordinary memory, by the
+    /// driver (the copy back returns once done).
+    Pageable,
     /// Copied by the CPU through the lane's pinned staging buffers.
     Staged,
 }
@@ -159,15 +173,19 @@ pub enum Route {
 pub struct PlaneRoutes(Vec<Route>);
 
 impl PlaneRoutes {
-    /// Direct for every plane that can go as it is (see [`PlaneSlot::is_direct_for`]).
+    /// Direct for every plane that can go as it is (see [`PlaneSlot::is_direct_for`]),
+    /// pageable for one laid out as on the GPU in ordinary memory, staged otherwise.
     pub fn for_frame(layout: &Layout, frame: &Frame) -> PlaneRoutes {
         PlaneRoutes(
             layout
                 .slots
                 .iter()
                 .map(|slot| {
-                    if slot.is_direct_for(&frame.planes[slot.plane]) {
+                    let plane = &frame.planes[slot.plane];
+                    if slot.is_direct_for(plane) {
                         Route::Direct
+                    } else if slot.is_laid_out_for(plane) {
+                        Route::Pageable
                     } else {
                         Route::Staged
                     }
@@ -261,10 +279,10 @@ impl Lane {
     }
 
     /// The staging buffers, once no frame has gone through them for `idle`: for the caller
-    /// to free off the frame path. Frames are staged mostly while the frame pool is still
-    /// growing (a pipeline's first frames come from ordinary memory), which every lane sees
-    /// once; kept for good, each lane's staging would hold two page-locked frames that the
-    /// steady flow of pooled frames never uses.
+    /// to free off the frame path. Frames are staged only when their planes are laid out
+    /// otherwise than on the GPU (not the pool's), which a pipeline may see only at times;
+    /// kept for good, each lane's staging would hold two page-locked frames that the steady
+    /// flow of pooled frames never uses.
     pub fn take_idle_staging(&mut self, idle: Duration) -> Option<Vec<Box<dyn HostBlock>>> {
         if self.staged_at.elapsed() < idle {
             return None;
@@ -322,16 +340,17 @@ impl Lane {
         }
         let (device, _record) = self.device_in.device_ptr(&self.stream);
         for (slot, route) in routes.of(layout) {
-            let host = if route == Route::Direct {
-                &frame.planes[slot.plane].data[..slot.bytes()]
-            } else {
+            let host = if route == Route::Staged {
                 let staging = self.staging.as_ref().expect("staged planes have staging");
                 &staging.input.bytes()[slot.offset..slot.offset + slot.bytes()]
+            } else {
+                &frame.planes[slot.plane].data[..slot.bytes()]
             };
             // SAFETY: the destination range lies inside `device_in` (the layout sized it);
-            // `host` is page-locked and stays untouched until the lane's done event: the
-            // frame's `LaneTicket` holds the lane and the frame until the completion thread
-            // has waited for it (or, dropped early, synchronises the lane's stream).
+            // `host` stays untouched until the lane's done event (ordinary memory the driver
+            // has even read before the call returns): the frame's `LaneTicket` holds the lane
+            // and the frame until the completion thread has waited for it (or, dropped
+            // early, synchronises the lane's stream).
             unsafe { result::memcpy_htod_async(device + slot.offset as u64, host, self.stream.cu_stream()) }
                 .context(|| format!("lane {}: copying plane {} to the GPU", self.index, slot.plane))?;
         }
@@ -350,11 +369,11 @@ impl Lane {
         }
         let (device, _record) = self.device_out.device_ptr(&self.stream);
         for (slot, route) in routes.of(layout) {
-            let host = if route == Route::Direct {
-                &mut frame.planes[slot.plane].data[..slot.bytes()]
-            } else {
+            let host = if route == Route::Staged {
                 let staging = self.staging.as_mut().expect("staged planes have staging");
                 &mut staging.output.bytes_mut()[slot.offset..slot.offset + slot.bytes()]
+            } else {
+                &mut frame.planes[slot.plane].data[..slot.bytes()]
             };
             // SAFETY: as in `upload`; the stream orders this after the frame's own upload,
             // so writing into the plane the upload read from is safe.
@@ -429,5 +448,77 @@ impl Drop for Lane {
         if let Some(staging) = &self.staging {
             self.staging_total.fetch_sub(staging.bytes(), Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::{BorderMode, PlaneSelection};
+    use crate::frame::PixelFormat;
+    use crate::host_buffers::{AllocationError, BufferPool, HeapMemory, HostMemory};
+    use crate::mask::Mask;
+
+    /// Heap memory a pool takes for page-locked: enough to see routes chosen (nothing here
+    /// is copied to a GPU).
+    struct SaysPageLocked;
+    impl HostMemory for SaysPageLocked {
+        fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
+            HeapMemory.allocate(len)
+        }
+        fn page_locked(&self) -> bool {
+            true
+        }
+    }
+
+    fn layout(width: usize, height: usize) -> Layout {
+        let filter = FilterSpec::uniform(
+            Mask::from_spec("box:size=3").unwrap(),
+            BorderMode::Reflect,
+            PlaneSelection::All,
+        );
+        let shape = FrameShape {
+            format: PixelFormat::YUV420P,
+            width,
+            height,
+        };
+        Layout::new(shape, &filter, crate::frame::POOLED_ROW_ALIGN)
+    }
+
+    fn routes_of(layout: &Layout, frame: &Frame) -> Vec<Route> {
+        PlaneRoutes::for_frame(layout, frame)
+            .of(layout)
+            .map(|(_, route)| route)
+            .collect()
+    }
+
+    #[test]
+    fn pool_planes_go_straight_in_either_memory_and_other_layouts_are_staged() {
+        let (width, height) = (130, 67); // rows not a multiple of the alignment
+        let layout = layout(width, height);
+        let pinned = BufferPool::new(Box::new(SaysPageLocked), 1 << 24);
+        let ordinary = BufferPool::new(Box::new(HeapMemory), 1 << 24);
+        let in_pinned = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&pinned));
+        let in_ordinary = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&ordinary));
+        let packed = Frame::new_in(PixelFormat::YUV420P, width, height, None);
+        assert_eq!(routes_of(&layout, &in_pinned), [Route::Direct; 3]);
+        // A frame catching up in the pool's ordinary memory: nothing to page-lock for it.
+        assert_eq!(routes_of(&layout, &in_ordinary), [Route::Pageable; 3]);
+        assert!(packed.planes.iter().all(|plane| plane.stride == plane.width));
+        assert_eq!(routes_of(&layout, &packed), [Route::Staged; 3]);
+        let staged = PlaneRoutes::for_frame(&layout, &packed);
+        assert_eq!(staged.staged(&layout).count(), 3);
+        assert_eq!(PlaneRoutes::for_frame(&layout, &in_ordinary).staged(&layout).count(), 0);
+    }
+
+    #[test]
+    fn a_plane_shorter_than_its_slot_is_staged_even_when_its_rows_line_up() {
+        let layout = layout(128, 64); // rows already aligned: packed planes line up
+        let packed = Frame::new_in(PixelFormat::YUV420P, 128, 64, None);
+        assert_eq!(routes_of(&layout, &packed), [Route::Pageable; 3]);
+        let mut short = packed.clone();
+        let shape = short.planes[0].shape();
+        short.planes[0] = Plane::of_data(shape, 128, crate::host_buffers::PlaneData::from(vec![0u8; 128 * 63]));
+        assert_eq!(routes_of(&layout, &short)[0], Route::Staged);
     }
 }
