@@ -302,6 +302,11 @@ impl BufferPool {
         let idle = state.take_idle();
         drop(state);
         self.release(idle);
+        // The ordinary tier's blocks come back only in bursts, so its own windows would end
+        // only with the next burst: this pool's steady flow ends them instead.
+        if let Some(ordinary) = &self.ordinary {
+            ordinary.release_idle();
+        }
     }
 
     /// Gives back the blocks that stayed free since the last window began, now: for a
@@ -343,6 +348,11 @@ impl BufferPool {
     /// Bytes this pool holds, lent or free.
     pub fn allocated_bytes(&self) -> usize {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).allocated
+    }
+
+    /// Bytes of ordinary memory the pool holds (lent or free) for frames past its own blocks.
+    pub fn ordinary_bytes(&self) -> usize {
+        self.ordinary.as_ref().map_or(0, |ordinary| ordinary.allocated_bytes())
     }
 
     /// Buffers handed out from the heap because the pool was full or could not allocate.

@@ -278,6 +278,27 @@ fn a_pool_counts_the_blocks_it_allocates_and_gives_back() {
 }
 
 #[test]
+fn ordinary_blocks_a_burst_used_go_back_while_the_pools_own_blocks_keep_cycling() {
+    let window = Duration::from_millis(100);
+    let pool = BufferPool::with_idle_window(Box::new(SlowHeap), 1000, window);
+    pool.reserve(1000, 1).unwrap();
+    // A burst: the pool's one block and an ordinary one lent together.
+    let burst = (pool.take(1000), pool.take(1000));
+    assert_eq!(pool.ordinary_bytes(), 1000);
+    drop(burst);
+    // Then the steady flow of one frame at a time, through the pool's own block only: nobody
+    // asks the pool to release anything.
+    let began = std::time::Instant::now();
+    while began.elapsed() < window * 4 {
+        let frame = pool.take(1000);
+        assert_eq!(format!("{frame:?}"), "PlaneData(1000 bytes, pooled)");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pool.ordinary_bytes(), 0, "the burst's ordinary block went back");
+    assert_eq!(pool.allocated_bytes(), 1000, "the block in use stays");
+}
+
+#[test]
 fn planes_a_slow_pool_cannot_lend_reuse_its_ordinary_blocks() {
     let window = Duration::from_millis(200);
     let pool = BufferPool::with_idle_window(Box::new(SlowHeap), 1000, window);
