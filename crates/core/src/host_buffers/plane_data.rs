@@ -27,6 +27,8 @@ enum Storage {
         bytes: *const u8,
         len: usize,
         page_locked: bool,
+        /// Lent out of a frame pool's block (see [`PlaneData::lent_from`]), not by a caller.
+        from_pool: bool,
         /// Held, never read: keeps `bytes` valid and unchanged until the plane is dropped.
         _keeper: Box<dyn Send + Sync>,
     },
@@ -75,6 +77,28 @@ impl PlaneData {
             bytes,
             len,
             page_locked,
+            from_pool: false,
+            _keeper: keeper,
+        })
+    }
+
+    /// As [`PlaneData::lent`], for bytes inside `block`, a frame pool's block (a decoder's
+    /// picture made in the pool): page-locked as `block` is, and not a caller's (see
+    /// [`PlaneData::is_lent_by_caller`]).
+    ///
+    /// # Safety
+    /// As [`PlaneData::lent`]; `bytes` must lie inside `block`.
+    pub unsafe fn lent_from(
+        block: &PlaneData,
+        bytes: *const u8,
+        len: usize,
+        keeper: Box<dyn Send + Sync>,
+    ) -> PlaneData {
+        PlaneData(Storage::Lent {
+            bytes,
+            len,
+            page_locked: block.is_page_locked(),
+            from_pool: true,
             _keeper: keeper,
         })
     }
@@ -102,6 +126,15 @@ impl PlaneData {
             Storage::Pooled { pool, .. } => pool.page_locked(),
             Storage::Lent { page_locked, .. } => *page_locked,
         }
+    }
+
+    /// Whether a caller lent the bytes ([`PlaneData::lent`]: a GStreamer buffer, a NumPy
+    /// array), rather than a frame pool or the heap holding them for the pipeline itself. A
+    /// caller's buffers come steadily, so the CUDA engine stages them through page-locked
+    /// buffers of its own, where copies overlap; the pipeline's own ordinary memory is there
+    /// while its pool is short (a start, a burst), when the engine page-locks nothing for it.
+    pub fn is_lent_by_caller(&self) -> bool {
+        matches!(self.0, Storage::Lent { from_pool: false, .. })
     }
 
     /// Whether the bytes are lent read-only (see [`PlaneData::lent`]): writing them would

@@ -98,14 +98,14 @@ impl PooledPictures {
             }
             // SAFETY: `buffer` is a valid reference held by `decoded`.
             let opaque = unsafe { ffi::av_buffer_get_opaque(buffer) } as usize;
-            let page_locked = {
+            let block = {
                 let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
                 if !live.contains(&opaque) {
                     return None;
                 }
                 // SAFETY: the address is in `live`, so it is a LentBlock that FFmpeg's buffer
-                // (held by `decoded`) still owns.
-                unsafe { (*(opaque as *const LentBlock)).data.is_page_locked() }
+                // (held by `decoded`, and `keeper` below) still owns.
+                unsafe { &(*(opaque as *const LentBlock)).data }
             };
             let stride = usize::try_from(raw.linesize[index]).ok()?;
             if stride < shape.row_bytes() {
@@ -120,7 +120,7 @@ impl PooledPictures {
             // SAFETY: `get_buffer` made this plane `stride` x (at least) `shape.height` bytes
             // inside the block, which the reference keeps alive; a decoder does not change a
             // picture it has output (it only reads it as a reference later).
-            let data = unsafe { PlaneData::lent(raw.data[index], len, page_locked, Box::new(keeper)) };
+            let data = unsafe { PlaneData::lent_from(block, raw.data[index], len, Box::new(keeper)) };
             planes.push(Plane::of_data(shape, stride, data));
         }
         Some(Frame::of_planes(format, width, height, planes))

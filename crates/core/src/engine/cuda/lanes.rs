@@ -6,14 +6,15 @@
 //!
 //! A plane in page-locked memory laid out as on the GPU (a plane from the engine's frame
 //! pool) is copied straight from the frame and the result straight back into it: no CPU
-//! copy at all. A plane laid out as on the GPU in ordinary memory (one of the pool's, lent
-//! while the pool is short: a pipeline's first frames, frames catching up after a stall) is
-//! copied straight too, by the driver through its own staging: the copy back then waits for
-//! the frame's work, but nothing is page-locked on the frame path. Any other plane goes
-//! through the lane's pinned staging buffers, copied in and out by the CPU; those are
-//! allocated the first time a frame needs them. Page-locking them there for frames that
-//! merely caught up held every pipeline's filter thread up at once: each allocation takes
-//! the driver's lock that every other thread's calls wait for.
+//! copy at all. A plane laid out so in the pipeline's ordinary memory (the pool's, lent while
+//! its page-locked blocks are short: a pipeline's first frames, frames catching up after a
+//! stall) is copied straight too, by the driver through its own staging: the copy back then
+//! waits for the frame's work, but nothing is page-locked on the frame path. Any other plane
+//! (laid out otherwise, or a caller's: a GStreamer buffer, a NumPy array) goes through the
+//! lane's pinned staging buffers, copied in and out by the CPU, with lanes overlapping; those
+//! are allocated the first time a frame needs them. Page-locking them there for frames that
+//! merely caught up held every pipeline's filter thread up at once: each allocation takes the
+//! driver's lock that every other thread's calls wait for.
 
 use cudarc::driver::{result, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use rayon::prelude::*;
@@ -75,6 +76,12 @@ impl PlaneSlot {
     /// slot's row pitch.
     pub fn is_direct_for(&self, plane: &Plane) -> bool {
         plane.data.is_page_locked() && self.is_laid_out_for(plane)
+    }
+
+    /// Whether `plane` is the pipeline's own ordinary memory with this slot's row pitch: the
+    /// driver copies it as it is (see the module's docs).
+    fn is_pageable_for(&self, plane: &Plane) -> bool {
+        !plane.data.is_lent_by_caller() && self.is_laid_out_for(plane)
     }
 
     /// Whether `plane`'s rows sit as this slot's do: one straight copy moves it.
@@ -160,8 +167,8 @@ struct Staging {
 pub enum Route {
     /// Copied straight from and back into the frame's page-locked plane.
     Direct,
-    /// Copied straight from and back into the frame's plane in ordinary memory, by the
-    /// driver (the copy back returns once done).
+    /// Copied straight from and back into the frame's plane in the pipeline's own ordinary
+    /// memory, by the driver (the copy back returns once done).
     Pageable,
     /// Copied by the CPU through the lane's pinned staging buffers.
     Staged,
@@ -174,7 +181,7 @@ pub struct PlaneRoutes(Vec<Route>);
 
 impl PlaneRoutes {
     /// Direct for every plane that can go as it is (see [`PlaneSlot::is_direct_for`]),
-    /// pageable for one laid out as on the GPU in ordinary memory, staged otherwise.
+    /// pageable for one laid out so in the pipeline's own ordinary memory, staged otherwise.
     pub fn for_frame(layout: &Layout, frame: &Frame) -> PlaneRoutes {
         PlaneRoutes(
             layout
@@ -184,7 +191,7 @@ impl PlaneRoutes {
                     let plane = &frame.planes[slot.plane];
                     if slot.is_direct_for(plane) {
                         Route::Direct
-                    } else if slot.is_laid_out_for(plane) {
+                    } else if slot.is_pageable_for(plane) {
                         Route::Pageable
                     } else {
                         Route::Staged
@@ -456,7 +463,7 @@ mod tests {
     use super::*;
     use crate::filter::{BorderMode, PlaneSelection};
     use crate::frame::PixelFormat;
-    use crate::host_buffers::{AllocationError, BufferPool, HeapMemory, HostMemory};
+    use crate::host_buffers::{AllocationError, BufferPool, HeapMemory, HostMemory, PlaneData};
     use crate::mask::Mask;
 
     /// Heap memory a pool takes for page-locked: enough to see routes chosen (nothing here
@@ -493,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn pool_planes_go_straight_in_either_memory_and_other_layouts_are_staged() {
+    fn pipeline_planes_go_straight_in_either_memory_and_other_layouts_are_staged() {
         let (width, height) = (130, 67); // rows not a multiple of the alignment
         let layout = layout(width, height);
         let pinned = BufferPool::new(Box::new(SaysPageLocked), 1 << 24);
@@ -504,6 +511,7 @@ mod tests {
         assert_eq!(routes_of(&layout, &in_pinned), [Route::Direct; 3]);
         // A frame catching up in the pool's ordinary memory: nothing to page-lock for it.
         assert_eq!(routes_of(&layout, &in_ordinary), [Route::Pageable; 3]);
+        // Rows packed at 130 bytes, not at the GPU's pitch: through the staging.
         assert!(packed.planes.iter().all(|plane| plane.stride == plane.width));
         assert_eq!(routes_of(&layout, &packed), [Route::Staged; 3]);
         let staged = PlaneRoutes::for_frame(&layout, &packed);
@@ -512,13 +520,32 @@ mod tests {
     }
 
     #[test]
-    fn a_plane_shorter_than_its_slot_is_staged_even_when_its_rows_line_up() {
+    fn a_callers_buffers_are_staged_even_when_their_rows_line_up() {
         let layout = layout(128, 64); // rows already aligned: packed planes line up
         let packed = Frame::new_in(PixelFormat::YUV420P, 128, 64, None);
         assert_eq!(routes_of(&layout, &packed), [Route::Pageable; 3]);
-        let mut short = packed.clone();
-        let shape = short.planes[0].shape();
-        short.planes[0] = Plane::of_data(shape, 128, crate::host_buffers::PlaneData::from(vec![0u8; 128 * 63]));
-        assert_eq!(routes_of(&layout, &short)[0], Route::Staged);
+        let shape = packed.planes[0].shape();
+        // A caller's buffer (a GStreamer buffer, a NumPy array): the lanes' staging, whose
+        // copies overlap, rather than the driver's copies, which wait.
+        let owner = vec![7u8; 128 * 64];
+        // SAFETY: `owner` outlives the plane (dropped first below) and is not written.
+        let callers = unsafe { PlaneData::lent(owner.as_ptr(), owner.len(), false, Box::new(())) };
+        assert!(callers.is_lent_by_caller());
+        let mut frame = packed.clone();
+        frame.planes[0] = Plane::of_data(shape, 128, callers);
+        assert_eq!(routes_of(&layout, &frame)[0], Route::Staged);
+        // Lent out of a pool's ordinary block (a decoder's picture): the pipeline's own.
+        let pool = BufferPool::new(Box::new(HeapMemory), 1 << 24);
+        let block = pool.take(128 * 64);
+        // SAFETY: the bytes lie in `block`, which outlives the plane (dropped first below).
+        let picture = unsafe { PlaneData::lent_from(&block, block.as_ptr(), 128 * 64, Box::new(())) };
+        assert!(!picture.is_lent_by_caller() && !picture.is_page_locked());
+        frame.planes[0] = Plane::of_data(shape, 128, picture);
+        assert_eq!(routes_of(&layout, &frame)[0], Route::Pageable);
+        // Shorter than its slot: staged, whatever its memory.
+        frame.planes[0] = Plane::of_data(shape, 128, pool.take(128 * 63));
+        assert_eq!(routes_of(&layout, &frame)[0], Route::Staged);
+        drop(frame);
+        drop((block, owner));
     }
 }
