@@ -8,10 +8,11 @@
 //! A burst (a host that stood still for a moment, frames catching up) must not turn into a
 //! stall: the ordinary memory a slow pool falls back to is itself pooled (the `ordinary`
 //! tier), so frames past the page-locked blocks reuse blocks instead of mapping, faulting in
-//! and unmapping fresh memory for every plane, which serialises every thread of the process
-//! on its address space; and a block a frame asked for is allocated only if the pool is still
-//! short of that size [`GROW_AFTER`] later, so a pool does not pin gigabytes for a moment that
-//! has passed (page-locking also holds up every other thread's calls into the GPU's driver).
+//! and unmapping fresh memory for every plane (the CUDA engine copies such planes as they
+//! are, page-locking nothing for them); and a block a frame asked for is allocated only if
+//! the pool is still short of that size [`GROW_AFTER`] later, so a pool does not pin
+//! gigabytes for a moment that has passed (page-locking also holds up every other thread's
+//! calls into the GPU's driver).
 
 use std::collections::HashMap;
 use std::fmt;
