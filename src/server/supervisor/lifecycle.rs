@@ -364,10 +364,26 @@ impl Supervisor {
     /// count as ready together: only when every pipeline is steady at one moment are they
     /// all marked ready for good, so a pipeline steady while the others were still starting
     /// (and then slowed by them) does not make the service ready early. A pipeline added
-    /// later must be steady itself.
+    /// later must be steady itself. An instance whose every pipeline failed does nothing its
+    /// config asks: it is not ready (a rollout of a broken config stops there), whatever it
+    /// was before. The reasons stay in `GET /pipelines`, which may need the token `/readyz`
+    /// does not.
     pub fn not_ready(&self) -> BTreeMap<String, String> {
         let now = std::time::Instant::now();
         let pipelines = self.pipelines();
+        if !pipelines.is_empty()
+            && pipelines
+                .values()
+                .all(|handle| handle.monitor.state() == PipelineState::Failed)
+        {
+            return pipelines
+                .keys()
+                .map(|name| {
+                    let why = format!("failed, as every pipeline did (GET /pipelines/{name} says why)");
+                    (name.clone(), why)
+                })
+                .collect();
+        }
         let waiting: BTreeMap<String, String> = pipelines
             .iter()
             .filter(|(_, handle)| !handle.was_ready.load(Ordering::Relaxed))

@@ -1,6 +1,6 @@
 //! Readiness: a live pipeline takes input before its sender's first frames; and a stop
 //! before those frames is a stop, not a failure; a name stays taken while a stopped run's
-//! thread still runs.
+//! thread still runs; an instance whose every pipeline failed is not ready.
 
 use std::time::Duration;
 
@@ -94,4 +94,60 @@ fn a_name_is_taken_until_the_threads_of_its_stopped_run_have_ended() {
     }
     assert_eq!(run_threads("held"), 0);
     assert!(supervisor.names().is_empty());
+}
+
+/// A supervisor running a pipeline named after each input of `inputs` (`None`: the UDP
+/// port nothing sends to of [`waiting_for_a_sender`]), writing into `out`.
+fn pipelines_reading(out: &std::path::Path, inputs: &[(&str, Option<&std::path::Path>)]) -> Supervisor {
+    let mut text = String::new();
+    for (name, input) in inputs {
+        let source = match input {
+            Some(path) => format!("url = {:?}", path.display().to_string()),
+            None => {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                format!("url = \"udp://{}\"\nformat = \"mpegts\"", socket.local_addr().unwrap())
+            }
+        };
+        let sink = out.join(format!("{name}.y4m")).display().to_string();
+        text += &format!(
+            "[[pipeline]]\nname = {name:?}\n[pipeline.source]\n{source}\n[pipeline.filter]\ndevice = \"cpu\"\n[pipeline.sink]\nurl = {sink:?}\n"
+        );
+    }
+    let supervisor = Supervisor::new(
+        ConfigFile::parse(&text, "test", crate::log_filter::is_log_filter).unwrap(),
+        None,
+    );
+    supervisor.start_configured().unwrap();
+    supervisor
+}
+
+#[test]
+fn an_instance_whose_every_pipeline_failed_is_not_ready_and_one_doing_work_is() {
+    let out = tempfile::tempdir().unwrap();
+    let missing = out.path().join("no-such-clip.mp4");
+    let failed = |supervisor: &Supervisor, name: &str| supervisor.view(name).unwrap().state == PipelineState::Failed;
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+
+    // Every pipeline failed: not ready, each named, no error text on this endpoint.
+    let broken = pipelines_reading(out.path(), &[("a", Some(&missing)), ("b", Some(&missing))]);
+    wait_until("both to fail", &|| failed(&broken, "a") && failed(&broken, "b"));
+    let not_ready = broken.not_ready();
+    assert_eq!(not_ready.keys().collect::<Vec<_>>(), ["a", "b"], "{not_ready:?}");
+    assert!(not_ready["a"].starts_with("failed"), "{not_ready:?}");
+    assert!(!not_ready["a"].contains("no-such-clip"), "{not_ready:?}");
+    assert!(!broken.ready());
+    assert!(broken.shutdown(Duration::from_secs(10)).is_empty());
+
+    // One failed beside one that works (a live input waits for its sender): ready, the
+    // failure is for `GET /pipelines` and the metrics to show.
+    let mixed = pipelines_reading(out.path(), &[("gone", Some(&missing)), ("live", None)]);
+    wait_until("gone to fail", &|| failed(&mixed, "gone"));
+    assert!(mixed.ready(), "{:?}", mixed.not_ready());
+    assert!(mixed.shutdown(Duration::from_secs(10)).is_empty());
 }
