@@ -5,7 +5,7 @@
 //! Kernel compilation needs only NVRTC and runs wherever libnvrtc loads (CI installs it);
 //! `CONVSTREAM_TEST_NVRTC=1` makes a missing NVRTC a failure.
 //!
-//! One test file at some length (about 1,500 lines): the GPU tests share their random frames,
+//! One test file at some length (about 1,600 lines): the GPU tests share their random frames,
 //! masks and comparisons with each other.
 
 #![cfg(feature = "cuda")]
@@ -18,7 +18,7 @@ use convstream_core::engine::cuda::{device, kernels, CudaEngine};
 use convstream_core::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
 use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream_core::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::host_buffers::{BufferPool, PlaneData};
 use convstream_core::mask::Mask;
 
 use convstream_testkit::gpu_requested;
@@ -694,6 +694,121 @@ fn staged_frames_take_their_results_in_page_locked_planes() {
         }
     }
     println!("staged frames: results in page-locked planes match the CPU engine");
+}
+
+/// A caller's buffers (a GStreamer buffer, a NumPy array: `PlaneData::lent`) go through the
+/// lanes' staging even when their rows line up with the GPU's, where copies overlap: only the
+/// pipeline's own ordinary memory takes the driver's straight copies. The results match the
+/// CPU engine (outputs poisoned), the caller's bytes are never written, and a frame pool's
+/// own picture (`PlaneData::lent_from`) laid out the same stages nothing.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn a_callers_buffers_go_through_the_staging_and_are_never_written() {
+    let (mut rng, seed) = seeded_rng();
+    let mask = random_mask(&mut rng, 7, 7, false);
+    // Rows of 1920/960 and 640/320 bytes line up with the GPU's (pitch_align 64).
+    for (width, height) in [(1920, 1080), (640, 360)] {
+        let filter = FilterSpec {
+            mask: mask.clone(),
+            border: BorderMode::Reflect,
+            planes: PlaneSelection::All,
+            plane_masks: Default::default(),
+        };
+        let label = format!("seed {seed}: {width}x{height}");
+        let (mut engine, pool) = engine_with_pool(&filter, (width, height), 4);
+        let inputs: Vec<Frame> = (0..12)
+            .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
+            .collect();
+        // Each plane's bytes in a buffer of the caller's own, lent read-only.
+        let lent: Vec<Frame> = inputs
+            .iter()
+            .map(|input| {
+                let planes = input
+                    .planes
+                    .iter()
+                    .map(|plane| {
+                        let callers: Vec<u8> = plane.data.to_vec();
+                        // SAFETY: the keeper owns the bytes; nothing writes them.
+                        let data =
+                            unsafe { PlaneData::lent(callers.as_ptr(), callers.len(), false, Box::new(callers)) };
+                        Plane::of_data(plane.shape(), plane.stride, data)
+                    })
+                    .collect();
+                let mut frame = Frame::of_planes(input.format, width, height, planes);
+                (frame.index, frame.pts) = (input.index, input.pts);
+                frame
+            })
+            .collect();
+        let callers_bytes: Vec<Vec<*const u8>> = lent
+            .iter()
+            .map(|frame| frame.planes.iter().map(|plane| plane.data.as_ptr()).collect())
+            .collect();
+        let mut out = Vec::new();
+        for frame in lent {
+            engine.submit(frame).unwrap();
+            while engine.in_flight() >= engine.capacity() {
+                out.push(engine.receive().unwrap().unwrap());
+            }
+        }
+        while let Some(frame) = engine.receive().unwrap() {
+            out.push(frame);
+        }
+        assert_eq!(out.len(), inputs.len(), "{label}");
+        for ((input, output), callers) in inputs.iter().zip(&out).zip(&callers_bytes) {
+            assert_eq!(output.index, input.index, "{label}: order");
+            let expected = CpuEngine::filter_frame(&filter, input);
+            assert_eq!(compare(&expected, output), (0, 0), "{label}: frame {}", input.index);
+            for (plane, callers) in output.planes.iter().zip(callers) {
+                assert_ne!(
+                    plane.data.as_ptr(),
+                    *callers,
+                    "{label}: frame {}: a result written into the caller's buffer",
+                    input.index
+                );
+            }
+        }
+        let staged = engine.pinned_bytes() - pool.allocated_bytes();
+        assert!(staged > 0, "{label}: a caller's buffers went through the staging");
+
+        // The same layout lent out of a pool block (a decoder's picture) goes straight.
+        let (mut engine, pool) = engine_with_pool(&filter, (width, height), 4);
+        let mut taken = Vec::new();
+        loop {
+            let frame = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&pool));
+            let page_locked = frame.planes.iter().any(|plane| plane.data.is_page_locked());
+            taken.push(frame);
+            if !page_locked {
+                break;
+            }
+        }
+        let ordinary = inputs[0].copied_into(&pool);
+        assert!(
+            ordinary.planes.iter().all(|plane| !plane.data.is_page_locked()),
+            "{label}"
+        );
+        let planes = ordinary
+            .planes
+            .iter()
+            .map(|plane| {
+                // SAFETY: `ordinary` holds the block, unchanged, until the output is checked.
+                let data =
+                    unsafe { PlaneData::lent_from(&plane.data, plane.data.as_ptr(), plane.data.len(), Box::new(())) };
+                Plane::of_data(plane.shape(), plane.stride, data)
+            })
+            .collect();
+        let picture = Frame::of_planes(PixelFormat::YUV420P, width, height, planes);
+        engine.submit(picture).unwrap();
+        let output = engine.receive().unwrap().unwrap();
+        let expected = CpuEngine::filter_frame(&filter, &inputs[0]);
+        assert_eq!(compare(&expected, &output), (0, 0), "{label}: a pool's picture");
+        assert_eq!(
+            engine.pinned_bytes(),
+            pool.allocated_bytes(),
+            "{label}: a pool's picture staged nothing"
+        );
+        drop((output, ordinary, taken));
+    }
+    println!("a caller's buffers: staged, never written, results match the CPU engine");
 }
 
 /// The lanes' staging buffers follow the frames that need them: heap frames whose rows do not
