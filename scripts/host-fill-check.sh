@@ -119,6 +119,7 @@ print(json.dumps({
     "written": sum(c["frames_written"] for c in counted),
     "pinned_mb": sum(c["pinned_bytes"] for c in counted) / 2**20,
     "lane_gpu_mb": sum(c.get("gpu_memory_bytes", 0) for c in counted) / 2**20,
+    "ordinary_pool_mb": sum(c.get("ordinary_pool_bytes", 0) for c in counted) / 2**20,
     # The frame pools' blocks allocated and given back, and planes that went to ordinary memory.
     "pool": [sum(c.get(k, 0) for c in counted) for k in ("pool_allocations", "pool_releases", "pool_fallbacks")],
     "fps_mean": sum(p["fps"] for p in pipelines) / max(1, len(pipelines)),
@@ -145,6 +146,7 @@ print(f"RSS {b['rss_mb']:.0f} MB = {b['rss_mb'] / count:.1f} MB per pipeline; pa
       f"{b['pinned_mb']:.0f} MB = {b['pinned_mb'] / count:.1f} MB per pipeline; lanes' GPU memory "
       f"{b['lane_gpu_mb']:.0f} MB; GPU memory used {gpu - idle:.0f} MiB over idle")
 print(f"RSS by kind (MB): {b['rss_mb_by_kind']}; {b['threads']} threads; biggest files (MB): {b['rss_mb_by_file']}")
+print(f"frame pools' ordinary memory: {a.get('ordinary_pool_mb', 0):.0f} MB at ready, {b.get('ordinary_pool_mb', 0):.0f} MB after")
 dropped = {name: n - a["dropped_by_pipeline"].get(name, 0) for name, n in b["dropped_by_pipeline"].items()}
 by_kind = {}
 for name, n in dropped.items():

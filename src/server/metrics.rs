@@ -198,6 +198,11 @@ const GAUGES: &[(&str, &str, Read)] = &[
         |p| p.counted.pinned_bytes,
     ),
     (
+        "convstream_ordinary_pool_bytes",
+        "Ordinary memory the frame pool holds for frames past its page-locked blocks (a start, a burst), given back once idle",
+        |p| p.counted.ordinary_pool_bytes,
+    ),
+    (
         "convstream_gpu_memory_bytes",
         "GPU memory the engine's frames go through (its lanes' input and output buffers)",
         |p| p.counted.gpu_memory_bytes,

@@ -174,6 +174,7 @@ fn check_metric_families(server: &Server) {
         "process_threads",
         "convstream_decoded_queue_frames",
         "convstream_pinned_bytes",
+        "convstream_ordinary_pool_bytes",
         "convstream_device_pinned_bytes",
         "convstream_frames_per_second",
         "convstream_stage_seconds_count",

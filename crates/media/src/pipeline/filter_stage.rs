@@ -59,6 +59,7 @@ pub fn run_engine(
                 default(IDLE_WINDOW) => {
                     if let Some(pool) = engine.frame_pool() {
                         pool.release_idle();
+                        Counters::set(&counters.ordinary_pool_bytes, pool.ordinary_bytes() as u64);
                     }
                     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
                     continue;
@@ -183,6 +184,8 @@ fn forward(
     }
     Counters::set(&counters.pinned_bytes, engine.pinned_bytes() as u64);
     Counters::set(&counters.gpu_memory_bytes, engine.device_bytes() as u64);
+    let ordinary = engine.frame_pool().map_or(0, |pool| pool.ordinary_bytes());
+    Counters::set(&counters.ordinary_pool_bytes, ordinary as u64);
     monitor.snapshots.output.offer(&frame);
     let sent = filtered.send(frame).is_ok();
     Counters::set(&counters.filtered_queue, filtered.len() as u64);

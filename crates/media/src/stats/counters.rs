@@ -74,6 +74,10 @@ pub struct Counters {
     pub pinned_bytes: AtomicU64,
     /// GPU memory the engine's frames go through, as last seen by the filter stage.
     pub gpu_memory_bytes: AtomicU64,
+    /// Ordinary memory the frame pool holds for frames past its page-locked blocks (a start,
+    /// a burst after a stall), lent or free, as last seen by the filter stage: given back
+    /// after an idle window, so it stays at 0 once a pipeline has settled.
+    pub ordinary_pool_bytes: AtomicU64,
     /// Blocks the engine's frame pool allocated (each page-locked allocation also holds up
     /// the GPU's other streams for a moment): steady once a pipeline has settled, so a
     /// rise shows the pool growing through a stall.
@@ -304,6 +308,8 @@ pub struct CounterSnapshot {
     pub pinned_bytes: u64,
     /// See [`Counters::gpu_memory_bytes`].
     pub gpu_memory_bytes: u64,
+    /// See [`Counters::ordinary_pool_bytes`].
+    pub ordinary_pool_bytes: u64,
     /// See [`Counters::pool_allocations`].
     pub pool_allocations: u64,
     /// See [`Counters::pool_releases`].
@@ -345,6 +351,7 @@ impl Counters {
             filtered_queue: get(&self.filtered_queue),
             pinned_bytes: get(&self.pinned_bytes),
             gpu_memory_bytes: get(&self.gpu_memory_bytes),
+            ordinary_pool_bytes: get(&self.ordinary_pool_bytes),
             pool_allocations: get(&self.pool_allocations),
             pool_releases: get(&self.pool_releases),
             pool_fallbacks: get(&self.pool_fallbacks),
@@ -488,6 +495,7 @@ mod tests {
             &counters.filtered_queue,
             &counters.pinned_bytes,
             &counters.gpu_memory_bytes,
+            &counters.ordinary_pool_bytes,
             &counters.pool_allocations,
             &counters.pool_releases,
             &counters.pool_fallbacks,
@@ -523,6 +531,7 @@ mod tests {
             snapshot.filtered_queue,
             snapshot.pinned_bytes,
             snapshot.gpu_memory_bytes,
+            snapshot.ordinary_pool_bytes,
             snapshot.pool_allocations,
             snapshot.pool_releases,
             snapshot.pool_fallbacks,
