@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A full host in one `serve`, as an operator runs it: NVDEC pipelines and software-decoded
-# pipelines looping a 1080p25 H.264 clip (scripts/nvdec-oversubscribe.sh --make-clip) in real
+# pipelines looping a 1080p25 H.264 clip (scripts/nvdec-oversubscribe.sh --make-clip FILE 100) in real
 # time, a 13x13 Gaussian on every plane on the GPU, drop = "oldest", null sinks. Reports:
 # - how long /readyz took to turn 200, and what it said until then;
 # - frames dropped over the WINDOW seconds after ready (0 is the target), and the fps;

@@ -4,14 +4,16 @@
 # the resource named in last_error, the others keep running, and a SIGTERM must stop the
 # process cleanly (exit 0 within shutdown_timeout, never a crash).
 #
-#   scripts/nvdec-oversubscribe.sh --make-clip FILE      make a 1080p H.264 clip (needs the ffmpeg CLI)
+#   scripts/nvdec-oversubscribe.sh --make-clip FILE [FRAMES]   make a 1080p25 H.264 clip of FRAMES
+#                                                        (default 250; the host soaks loop one of 100,
+#                                                        4 s), needs the ffmpeg CLI
 #   scripts/nvdec-oversubscribe.sh DIST CLIP [COUNT]     run COUNT (default 96) paced NVDEC pipelines
 #
 # Results go to $OUT (or ./oversubscribe-results): oversubscribe.log and states.json.
 set -uo pipefail
 
 if [[ ${1:-} == --make-clip ]]; then
-    ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v 250 \
+    ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v "${3:-250}" \
         -c:v libx264 -preset ultrafast -crf 30 -g 50 -pix_fmt yuv420p "${2:?usage: $0 --make-clip FILE}"
     ls -l "$2"
     exit 0
