@@ -8,31 +8,34 @@ use super::lifecycle::Supervisor;
 use convstream_media::config::ConfigFile;
 use convstream_media::pipeline::PipelineState;
 
-/// A supervisor running one pipeline, `name`, that reads a UDP port nothing sends to.
-fn waiting_for_a_sender(out: &std::path::Path, name: &str) -> Supervisor {
-    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = socket.local_addr().unwrap().port();
-    drop(socket);
-    let text = format!(
-        "[[pipeline]]
-name = {name:?}
-[pipeline.source]
-url = \"udp://127.0.0.1:{port}\"
-\
-         format = \"mpegts\"
-[pipeline.filter]
-device = \"cpu\"
-[pipeline.sink]
-url = {:?}
-",
-        out.join(format!("{name}.ts")).display().to_string()
-    );
+/// A supervisor running a pipeline named after each input of `inputs` (`None`: a UDP port
+/// nothing sends to), each writing `NAME.ts` into `out`.
+fn pipelines_reading(out: &std::path::Path, inputs: &[(&str, Option<&std::path::Path>)]) -> Supervisor {
+    let mut text = String::new();
+    for (name, input) in inputs {
+        let source = match input {
+            Some(path) => format!("url = {:?}", path.display().to_string()),
+            None => {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                format!("url = \"udp://{}\"\nformat = \"mpegts\"", socket.local_addr().unwrap())
+            }
+        };
+        let sink = out.join(format!("{name}.ts")).display().to_string();
+        text += &format!(
+            "[[pipeline]]\nname = {name:?}\n[pipeline.source]\n{source}\n[pipeline.filter]\ndevice = \"cpu\"\n[pipeline.sink]\nurl = {sink:?}\n"
+        );
+    }
     let supervisor = Supervisor::new(
         ConfigFile::parse(&text, "test", crate::log_filter::is_log_filter).unwrap(),
         None,
     );
     supervisor.start_configured().unwrap();
     supervisor
+}
+
+/// A supervisor running one pipeline, `name`, that reads a UDP port nothing sends to.
+fn waiting_for_a_sender(out: &std::path::Path, name: &str) -> Supervisor {
+    pipelines_reading(out, &[(name, None)])
 }
 
 #[test]
@@ -94,31 +97,6 @@ fn a_name_is_taken_until_the_threads_of_its_stopped_run_have_ended() {
     }
     assert_eq!(run_threads("held"), 0);
     assert!(supervisor.names().is_empty());
-}
-
-/// A supervisor running a pipeline named after each input of `inputs` (`None`: the UDP
-/// port nothing sends to of [`waiting_for_a_sender`]), writing into `out`.
-fn pipelines_reading(out: &std::path::Path, inputs: &[(&str, Option<&std::path::Path>)]) -> Supervisor {
-    let mut text = String::new();
-    for (name, input) in inputs {
-        let source = match input {
-            Some(path) => format!("url = {:?}", path.display().to_string()),
-            None => {
-                let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-                format!("url = \"udp://{}\"\nformat = \"mpegts\"", socket.local_addr().unwrap())
-            }
-        };
-        let sink = out.join(format!("{name}.y4m")).display().to_string();
-        text += &format!(
-            "[[pipeline]]\nname = {name:?}\n[pipeline.source]\n{source}\n[pipeline.filter]\ndevice = \"cpu\"\n[pipeline.sink]\nurl = {sink:?}\n"
-        );
-    }
-    let supervisor = Supervisor::new(
-        ConfigFile::parse(&text, "test", crate::log_filter::is_log_filter).unwrap(),
-        None,
-    );
-    supervisor.start_configured().unwrap();
-    supervisor
 }
 
 #[test]

@@ -107,6 +107,22 @@ fn random_mask(rng: &mut impl Rng, width: usize, height: usize, separable: bool)
     mask
 }
 
+/// Submits `frames` as the pipeline's filter stage does (receiving whenever every lane is
+/// busy) and returns every result, in order.
+fn filter_all<E: Engine + ?Sized>(engine: &mut E, frames: impl IntoIterator<Item = Frame>) -> Vec<Frame> {
+    let mut out = Vec::new();
+    for frame in frames {
+        engine.submit(frame).unwrap();
+        while engine.in_flight() >= engine.capacity() {
+            out.push(engine.receive().unwrap().unwrap());
+        }
+    }
+    while let Some(frame) = engine.receive().unwrap() {
+        out.push(frame);
+    }
+    out
+}
+
 /// Differing samples between two frames' pixels, and the largest difference.
 fn compare(expected: &Frame, actual: &Frame) -> (usize, u8) {
     let mut differing = 0;
@@ -362,16 +378,7 @@ test_device!(frames_come_back_in_order_with_their_planes, |make_engine, label| {
             let frames: Vec<Frame> = (0..count as u64)
                 .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, 96, 54, 0, i))
                 .collect();
-            let mut out = Vec::new();
-            for frame in frames.iter().cloned() {
-                engine.submit(frame).unwrap();
-                while engine.in_flight() >= engine.capacity() {
-                    out.push(engine.receive().unwrap().unwrap());
-                }
-            }
-            while let Some(frame) = engine.receive().unwrap() {
-                out.push(frame);
-            }
+            let out = filter_all(engine.as_mut(), frames.iter().cloned());
             assert_eq!(out.len(), frames.len(), "{label}");
             if engine_label == "cuda" {
                 // Frames take the lanes in turn and lanes the streams in turn: frame i runs
@@ -519,16 +526,7 @@ fn pooled_frames_go_direct_and_match_the_cpu() {
                     })
                     .collect();
                 let addresses: Vec<*const u8> = submitted.iter().map(|f| f.planes[0].data.as_ptr()).collect();
-                let mut out = Vec::new();
-                for frame in submitted {
-                    engine.submit(frame).unwrap();
-                    while engine.in_flight() >= engine.capacity() {
-                        out.push(engine.receive().unwrap().unwrap());
-                    }
-                }
-                while let Some(frame) = engine.receive().unwrap() {
-                    out.push(frame);
-                }
+                let out = filter_all(&mut engine, submitted);
                 for ((input, output), address) in inputs.iter().zip(&out).zip(&addresses) {
                     assert_eq!(output.index, input.index, "{label}: order");
                     let pooled = input.index % 3 != 2;
@@ -605,16 +603,7 @@ fn frames_in_the_pools_ordinary_memory_go_straight_and_page_lock_nothing() {
                 .collect();
             assert!(ordinary[0], "{label}: the first frame came in ordinary memory");
             let addresses: Vec<*const u8> = submitted.iter().map(|f| f.planes[0].data.as_ptr()).collect();
-            let mut out = Vec::new();
-            for frame in submitted {
-                engine.submit(frame).unwrap();
-                while engine.in_flight() >= engine.capacity() {
-                    out.push(engine.receive().unwrap().unwrap());
-                }
-            }
-            while let Some(frame) = engine.receive().unwrap() {
-                out.push(frame);
-            }
+            let out = filter_all(&mut engine, submitted);
             assert_eq!(out.len(), inputs.len(), "{label}");
             for (i, (input, output)) in inputs.iter().zip(&out).enumerate() {
                 assert_eq!(output.index, input.index, "{label}: order");
@@ -743,16 +732,7 @@ fn a_callers_buffers_go_through_the_staging_and_are_never_written() {
             .iter()
             .map(|frame| frame.planes.iter().map(|plane| plane.data.as_ptr()).collect())
             .collect();
-        let mut out = Vec::new();
-        for frame in lent {
-            engine.submit(frame).unwrap();
-            while engine.in_flight() >= engine.capacity() {
-                out.push(engine.receive().unwrap().unwrap());
-            }
-        }
-        while let Some(frame) = engine.receive().unwrap() {
-            out.push(frame);
-        }
+        let out = filter_all(&mut engine, lent);
         assert_eq!(out.len(), inputs.len(), "{label}");
         for ((input, output), callers) in inputs.iter().zip(&out).zip(&callers_bytes) {
             assert_eq!(output.index, input.index, "{label}: order");
