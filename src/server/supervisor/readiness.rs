@@ -8,7 +8,8 @@
 //! call it ready seconds too soon. Once every pipeline is
 //! steady at the same moment they all count as ready for good (later drops are for the
 //! metrics and the logs to show, not a reason to take the instance out of service); one that
-//! ended (finished, stopped, failed) counts as ready, as the operator or its input chose that.
+//! ended (finished, stopped, failed) counts as ready, as the operator or its input chose that;
+//! but an instance whose every pipeline failed is not ready (see `Supervisor::not_ready`).
 
 use std::time::{Duration, Instant};
 
