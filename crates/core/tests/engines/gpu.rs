@@ -486,6 +486,20 @@ fn engine_with_pool(filter: &FilterSpec, size: (usize, usize), streams: usize) -
     (engine, pool)
 }
 
+/// yuv420p frames of `width` x `height` taken from `pool` until one comes in ordinary memory,
+/// as in a burst: every page-locked block is lent out while they are kept.
+fn lend_every_page_locked_block(pool: &Arc<BufferPool>, width: usize, height: usize) -> Vec<Frame> {
+    let mut taken = Vec::new();
+    loop {
+        let frame = Frame::new_in(PixelFormat::YUV420P, width, height, Some(pool));
+        let page_locked = frame.planes.iter().any(|plane| plane.data.is_page_locked());
+        taken.push(frame);
+        if !page_locked {
+            return taken;
+        }
+    }
+}
+
 /// Frames made in the engine's pinned pool go to the GPU and come back in their own memory
 /// (no staging copy), match the CPU engine, and mix with heap frames in one run.
 #[test]
@@ -584,15 +598,7 @@ fn frames_in_the_pools_ordinary_memory_go_straight_and_page_lock_nothing() {
             let label = format!("seed {seed}: {width}x{height} streams={streams}");
             let (mut engine, pool) = engine_with_pool(&filter, (width, height), streams);
             // Every page-locked block lent out, as in a burst: what follows is ordinary.
-            let mut taken = Vec::new();
-            loop {
-                let frame = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&pool));
-                let page_locked = frame.planes.iter().any(|plane| plane.data.is_page_locked());
-                taken.push(frame);
-                if !page_locked {
-                    break;
-                }
-            }
+            let taken = lend_every_page_locked_block(&pool, width, height);
             let inputs: Vec<Frame> = (0..12)
                 .map(|i| random_frame(&mut rng, PixelFormat::YUV420P, width, height, 0, i))
                 .collect();
@@ -752,15 +758,7 @@ fn a_callers_buffers_go_through_the_staging_and_are_never_written() {
 
         // The same layout lent out of a pool block (a decoder's picture) goes straight.
         let (mut engine, pool) = engine_with_pool(&filter, (width, height), 4);
-        let mut taken = Vec::new();
-        loop {
-            let frame = Frame::new_in(PixelFormat::YUV420P, width, height, Some(&pool));
-            let page_locked = frame.planes.iter().any(|plane| plane.data.is_page_locked());
-            taken.push(frame);
-            if !page_locked {
-                break;
-            }
-        }
+        let taken = lend_every_page_locked_block(&pool, width, height);
         let ordinary = inputs[0].copied_into(&pool);
         assert!(
             ordinary.planes.iter().all(|plane| !plane.data.is_page_locked()),
