@@ -48,17 +48,13 @@ pub trait HostMemory: Send + Sync {
     }
 }
 
-/// Blocks at least this large get an anonymous mapping of their own (glibc maps allocations
-/// this large too, until a freed one raises its threshold; see [`HeapMemory`]).
-pub const MAPPED_FROM: usize = 128 * 1024;
-
-/// Ordinary memory (what the CPU engine's pools and a page-locked pool's ordinary tier use):
-/// small blocks from the heap, frame-sized ones ([`MAPPED_FROM`] and up) as zeroed anonymous
-/// mappings of their own. A pool gives idle blocks back after a burst (a start, a stall); from
-/// the heap they would stay in the process: once any large block has been freed, glibc serves
-/// blocks of a frame's size from its arenas and keeps what is freed there resident (a freed
-/// 3 MB frame between blocks still in use is never returned), so the memory a full host's start
-/// used stayed for good. A mapping is returned whole when its block is dropped.
+/// Ordinary heap memory (what the CPU engine's pools and a page-locked pool's ordinary tier
+/// use). A pool gives idle blocks back after a burst (a start, a stall) and glibc keeps most of
+/// what is freed resident in its arenas: that kept memory is what the next catch-up reuses
+/// without faulting a page in. Frame-sized blocks as mappings of their own, returned to the
+/// system whole, cut the full 2-GPU host's RSS from 52 to 28 MB a pipeline but cost several
+/// times the frames dropped after a brief stall, as each catch-up faulted its frames in anew,
+/// most likely (BENCHMARKS.md, "Ordinary memory given back to the system").
 pub struct HeapMemory;
 
 impl HostBlock for Vec<u8> {
@@ -70,23 +66,9 @@ impl HostBlock for Vec<u8> {
     }
 }
 
-impl HostBlock for memmap2::MmapMut {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        self
-    }
-}
-
 impl HostMemory for HeapMemory {
     fn allocate(&self, len: usize) -> Result<Box<dyn HostBlock>, AllocationError> {
-        if len < MAPPED_FROM {
-            return Ok(Box::new(vec![0u8; len]));
-        }
-        // Zeroed by the kernel as each page is first touched.
-        let mapping = memmap2::MmapMut::map_anon(len).map_err(AllocationError::new)?;
-        Ok(Box::new(mapping))
+        Ok(Box::new(vec![0u8; len]))
     }
     fn page_locked(&self) -> bool {
         false

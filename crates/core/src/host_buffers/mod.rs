@@ -22,7 +22,7 @@ mod plane_data;
 mod pool;
 
 pub use late::{LateMemory, LatePool};
-pub use memory::{AllocationError, HeapMemory, HostBlock, HostMemory, MAPPED_FROM};
+pub use memory::{AllocationError, HeapMemory, HostBlock, HostMemory};
 pub use plane_data::PlaneData;
 pub use pool::{BufferPool, IDLE_WINDOW};
 

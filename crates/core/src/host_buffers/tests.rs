@@ -1,6 +1,6 @@
 //! Unit tests of plane memory: reuse, limits, the heap fallback and the ordinary tier, lent
 //! bytes, growing in the background (not for a burst that has passed) and late memory. Idle
-//! blocks given back, frame-sized ordinary ones out of the process. Pending planes.
+//! blocks given back. Pending planes.
 
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -374,44 +374,4 @@ fn a_block_asked_for_in_a_burst_is_not_allocated_once_blocks_are_back() {
     );
     assert_eq!(pool.allocated_bytes(), 3000);
     drop(short);
-}
-
-/// The mapping of `/proc/self/maps` that holds `address`, as (start, end).
-#[cfg(target_os = "linux")]
-fn mapping_holding(address: usize) -> Option<(usize, usize)> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    maps.lines().find_map(|line| {
-        let (start, end) = line.split_whitespace().next()?.split_once('-')?;
-        let range = (
-            usize::from_str_radix(start, 16).ok()?,
-            usize::from_str_radix(end, 16).ok()?,
-        );
-        (range.0 <= address && address < range.1).then_some(range)
-    })
-}
-
-#[test]
-#[cfg(target_os = "linux")]
-fn a_frame_sized_ordinary_block_is_a_mapping_of_its_own_and_leaves_the_process_when_dropped() {
-    // An odd length, so that no other test's block could take the same place and length.
-    let len = 3_110_400 + 7 * 4096 + 1;
-    let mut block = HeapMemory.allocate(len).unwrap();
-    assert!(block.bytes().iter().all(|&b| b == 0), "zeroed");
-    block.bytes_mut()[len - 1] = 7;
-    let start = block.bytes().as_ptr() as usize;
-    let pages = len.next_multiple_of(4096);
-    assert_eq!(
-        mapping_holding(start),
-        Some((start, start + pages)),
-        "the block is its own mapping"
-    );
-    drop(block);
-    assert_ne!(
-        mapping_holding(start),
-        Some((start, start + pages)),
-        "a dropped block's memory is no longer the process's"
-    );
-    // Small blocks stay on the heap, where they cost no system call.
-    let small = HeapMemory.allocate(MAPPED_FROM - 1).unwrap();
-    assert_eq!(small.bytes().len(), MAPPED_FROM - 1);
 }
