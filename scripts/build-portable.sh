@@ -597,17 +597,17 @@ check_portable_binary() {
     rm -rf "$scratch"
 }
 
-# The GStreamer element for a GPU host without GStreamer: the plugin and its test executable
-# built against the static FFmpeg, with this machine's GStreamer libraries, gst-launch-1.0 and
+# The GStreamer element for a GPU host without GStreamer: the plugin (which links no FFmpeg) and
+# its test executables, with this machine's GStreamer libraries, gst-launch-1.0 and
 # the few plugins the tests and benchmarks use, in dist/portable/gst/ (source its env.sh there).
 build_gst() {
     portable_env
     local target="$CARGO_TARGET_DIR" gst="$repo_root/dist/portable/gst"
     log "building the GStreamer element"
     ensure_packages jq
-    cargo build --release -p gst-plugin-convstream --features static-ffmpeg
+    cargo build --release -p gst-plugin-convstream
     local tests_json test_exe
-    tests_json="$(cargo test --release -p gst-plugin-convstream --features static-ffmpeg --no-run --message-format=json)"
+    tests_json="$(cargo test --release -p gst-plugin-convstream --no-run --message-format=json)"
     test_exe="$(jq -r 'select(.reason == "compiler-artifact" and .executable != null and .target.name == "element") | .executable' <<<"$tests_json" | tail -n 1)"
     [[ -n $test_exe ]] || die "cargo named no element test executable"
     local decoders_exe

@@ -5,13 +5,12 @@
 //! encode + mux), each stage a thread joined by bounded channels; see
 //! [`convstream_media::pipeline`].
 //!
-//! This package is the binary's: the service ([`server`]), the benchmarks ([`mod@bench`]),
-//! `doctor` and the log-filter check its configs use. The layers below it are crates of
-//! their own, named by their own names wherever they are used: `convstream_core` (formats,
-//! frames, masks, engines) and `convstream_media` (FFmpeg source and sink, pipeline,
-//! configuration).
+//! This package is the binary's: the service ([`server`]), the benchmarks ([`mod@bench`])
+//! and `doctor`. The layers below it are crates of their own, named by their own names
+//! wherever they are used: `convstream_core` (formats, frames, masks, engines),
+//! `convstream_config` (the configuration) and `convstream_media` (FFmpeg source and sink,
+//! pipeline).
 
 pub mod bench;
 pub mod doctor;
-pub mod log_filter;
 pub mod server;

@@ -161,7 +161,7 @@ impl NativeFilter {
             plane_masks,
             device,
             config,
-            overrides: convstream_media::config::Overrides {
+            overrides: convstream_config::Overrides {
                 streams,
                 frames_per_stream,
                 ..Default::default()

@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
+use convstream_config::{ConfigFile, Overrides, PipelineSettings, Place, Problem, STANDALONE_PIPELINE};
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_core::mask::MaskParams;
-use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
+use convstream_media::ffmpeg::output_problems;
 use pyo3::exceptions::PyValueError;
 use pyo3::PyErr;
 
@@ -46,7 +47,7 @@ impl Request {
             .and_then(|text| parse_planes(text, &mut problems));
         let (mut config, base_dir) = match &self.config {
             Some(path) => {
-                let config = ConfigFile::load(Path::new(path), is_log_filter)
+                let config = ConfigFile::load(Path::new(path), output_problems)
                     .map_err(|e| PyValueError::new_err(e.to_string()))?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
             }
@@ -71,7 +72,7 @@ impl Request {
         };
         let resolved = overrides.standalone().and_then(|file| {
             config.pipelines = file.pipelines;
-            config.validate(base_dir.as_deref(), is_log_filter)
+            config.validate(base_dir.as_deref(), output_problems)
         });
         match resolved {
             Ok(mut settings) if problems.is_empty() => {
@@ -81,10 +82,10 @@ impl Request {
                     .ok_or_else(|| PyValueError::new_err("the arguments made no pipeline"))
             }
             Ok(_) => {}
-            Err(ConfigError::Invalid(found)) | Err(ConfigError::InvalidFile { problems: found, .. }) => {
-                problems.extend(found.iter().map(|p| as_argument_problem(p)))
-            }
-            Err(other) => problems.push(other.to_string()),
+            Err(error) => match error.problems() {
+                Some(found) => problems.extend(found.iter().map(as_argument_problem)),
+                None => problems.push(error.to_string()),
+            },
         }
         Err(PyValueError::new_err(problems.join("; ")))
     }
@@ -122,24 +123,26 @@ pub fn parse_planes(text: &str, problems: &mut Vec<String>) -> Option<PlaneSelec
 
 /// A problem the configuration check found, named by the keyword argument that has it:
 /// `pipeline "main": filter.mask: size: 4 is even` reads `mask: size: 4 is even`, the part
-/// after the name being the CLI's message word for word.
-/// Whether `[log] level` in a config is a log filter, as the command line reads it
-/// (`tracing_subscriber`'s `EnvFilter`): a config this module takes is one `convstream run` takes.
-fn is_log_filter(text: &str) -> bool {
-    tracing_subscriber::EnvFilter::try_new(text).is_ok()
+/// after the name being the CLI's message word for word. Problems of a config file's own
+/// pipelines keep their place.
+fn as_argument_problem(problem: &Problem) -> String {
+    let ours = match problem.place() {
+        Place::Config => true,
+        place => place.pipeline_name() == Some(STANDALONE_PIPELINE),
+    };
+    match problem {
+        _ if !ours => problem.to_string(),
+        Problem::Value { field, message, .. } => format!("{}: {message}", argument_of(field)),
+        other => other.unplaced(),
+    }
 }
 
-fn as_argument_problem(problem: &str) -> String {
-    let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
-    match problem.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') => {
-            let field = path
-                .strip_prefix("filter.")
-                .or_else(|| path.strip_prefix("source."))
-                .or_else(|| path.strip_prefix("sink."))
-                .unwrap_or(path);
-            format!("{field}: {rest}")
-        }
-        _ => problem.to_string(),
-    }
+/// The keyword argument a config setting is: `filter.border` is `border`, `sink.options.crf`
+/// is `options.crf`.
+fn argument_of(field: &str) -> &str {
+    field
+        .strip_prefix("filter.")
+        .or_else(|| field.strip_prefix("source."))
+        .or_else(|| field.strip_prefix("sink."))
+        .unwrap_or(field)
 }

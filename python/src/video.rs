@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use convstream_config::Overrides;
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_core::frame::Frame;
-use convstream_media::config::Overrides;
 use convstream_media::ffmpeg::PassthroughPacket;
 use convstream_media::pipeline::{run_pipeline, OutputPolicy, RunOptions};
 use convstream_media::source::{Source, SourceError};
@@ -345,7 +345,7 @@ struct Started {
 
 /// Opens the input as the pipeline does (formats converted where the filter needs it),
 /// builds the engine and starts decoding.
-fn open(settings: &convstream_media::config::PipelineSettings, stop: &Arc<AtomicBool>) -> PyResult<Started> {
+fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) -> PyResult<Started> {
     let counters = Arc::new(Counters::default());
     let probe = convstream_core::engine::nvdec_probe();
     let source = Source::connect(&settings.source, stop, &counters, false, &probe, None).map_err(|e| {
@@ -461,7 +461,7 @@ fn run<'py>(
         array_mask: None,
     }
     .resolve()?;
-    convstream_media::config::refuse_existing_outputs(std::slice::from_ref(&settings))
+    convstream_config::refuse_existing_outputs(std::slice::from_ref(&settings))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let options = RunOptions {
         stop: Arc::new(AtomicBool::new(false)),

@@ -236,7 +236,7 @@ pub struct ScaleResults {
     /// The NVDEC ramp's result as `[server] nvdec_seats_file` takes it (written beside the
     /// results as `nvdec-seats.toml`); `None` without an NVDEC ramp that passed a step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nvdec_seats: Option<convstream_media::pipeline::MeasuredSeats>,
+    pub nvdec_seats: Option<convstream_config::MeasuredSeats>,
     /// What FFmpeg's own decoders get from this host, measured in the same run.
     #[serde(default)]
     pub decode_capacity: Vec<DecodeCapacityRow>,

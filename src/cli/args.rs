@@ -8,8 +8,8 @@ use super::values::{
     border_parser, parse_key_value, parse_log_format, parse_mask_size, parse_plane_size, parse_spin_us, parse_time,
     planes_parser,
 };
+use convstream_config::LogFormat;
 use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_media::config::LogFormat;
 
 #[derive(Parser)]
 #[command(

@@ -8,18 +8,18 @@ use super::args::BenchArgs;
 use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
-use convstream::log_filter::is_log_filter;
-use convstream_media::config::{ConfigError, ConfigFile, LogConfig, Overrides};
+use convstream_config::{ConfigError, ConfigFile, LogConfig, Overrides};
+use convstream_media::ffmpeg::output_problems;
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream::server::{ServeError, ServeOptions};
-    let mut file = ConfigFile::load(&config_path, is_log_filter).map_err(config_failure)?;
+    let mut file = ConfigFile::load(&config_path, output_problems).map_err(config_failure)?;
     if shard.is_some() {
         // Laid over the file as [server] shard, so that validation and reloads see it.
         file.server.shard = shard;
     }
     let settings = file
-        .validate_for_serve(config_path.parent(), is_log_filter)
+        .validate_for_serve(config_path.parent(), output_problems)
         .map_err(config_failure)?;
     init_logging(&settings.log);
     convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
@@ -48,21 +48,21 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         return Err(usage(anyhow::anyhow!("--shards {count}: allowed 1..={MAX_SHARDS}")));
     }
     // Inputs that are not there are warned of whatever else is wrong, in the same pass.
-    let table = convstream_media::config::read_config_bytes(path)
+    let table = convstream_config::read_config_bytes(path)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
-    for warning in table.iter().flat_map(convstream_media::config::missing_inputs) {
+    for warning in table.iter().flat_map(convstream_config::missing_inputs) {
         eprintln!("warning: {}", convstream_core::text::for_terminal(&warning));
     }
-    let file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
-    let problems = convstream_media::config::config_file_problems(path, &file.pipelines);
+    let file = ConfigFile::load(path, output_problems).map_err(config_failure)?;
+    let problems = convstream_config::config_file_problems(path, &file.pipelines);
     if !problems.is_empty() {
         return Err(config_failure(ConfigError::Invalid(problems)));
     }
     // A config without pipelines is a server's whose pipelines all come through the API.
     let settings = file
-        .validate_for_serve(path.parent(), is_log_filter)
+        .validate_for_serve(path.parent(), output_problems)
         .map_err(config_failure)?;
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
     if settings.pipelines.is_empty() {
@@ -86,7 +86,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
 }
 
 /// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.
-fn shard_assignment(settings: &convstream_media::config::Settings, count: usize) -> String {
+fn shard_assignment(settings: &convstream_config::Settings, count: usize) -> String {
     let mut shards = vec![Vec::new(); count];
     for pipeline in &settings.pipelines {
         shards[convstream::server::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
@@ -195,7 +195,7 @@ pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
         ..Overrides::default()
     };
     overrides.apply(&mut file, None).map_err(config_failure)?;
-    let settings = file.validate(None, is_log_filter).map_err(config_failure)?;
+    let settings = file.validate(None, output_problems).map_err(config_failure)?;
     init_logging(&settings.log);
     if !sample.exists() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

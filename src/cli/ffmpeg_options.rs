@@ -3,6 +3,8 @@
 //! it takes a value, and, where convstream has no such option, why and what to use instead.
 //! The words convstream honours are rewritten in [`spellings`](super::spellings).
 
+use super::ffmpeg_6_and_7::FFMPEG_6_AND_7;
+
 /// Every option of FFmpeg 5.1's `ffmpeg -h full` before its AVOptions (name without the
 /// dash, whether it takes a value: FFmpeg's `OPT_BOOL` options take none, whatever their
 /// help shows), kept in name order.
@@ -189,29 +191,6 @@ const FFMPEG_5_1: &[(&str, bool)] = &[
     ("vtag", true),
     ("xerror", true),
     ("y", false),
-];
-
-/// Options FFmpeg 6.0 to 7.1 added to `fftools/ffmpeg_opt.c`, listed by hand from FFmpeg's
-/// Changelog (6.0: the heartbeat; 6.1: the `-stats_*` files, `-readrate_initial_burst`; 7.0:
-/// `-stream_group`, `-display_*`; 7.1: `-print_graphs*`, `-apply_cropping`). A name missing
-/// here is still refused by its full name, as no option convstream knows.
-const FFMPEG_6_AND_7: &[(&str, bool)] = &[
-    ("stats_enc_pre", true),
-    ("stats_enc_post", true),
-    ("stats_mux_pre", true),
-    ("stats_enc_pre_fmt", true),
-    ("stats_enc_post_fmt", true),
-    ("stats_mux_pre_fmt", true),
-    ("fix_sub_duration_heartbeat", false),
-    ("readrate_initial_burst", true),
-    ("stream_group", true),
-    ("display_rotation", true),
-    ("display_hflip", false),
-    ("display_vflip", false),
-    ("print_graphs", false),
-    ("print_graphs_file", true),
-    ("print_graphs_format", true),
-    ("apply_cropping", true),
 ];
 
 /// Whether `name` (no dash, no stream specifier) is an option of FFmpeg's command line, and

@@ -9,7 +9,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use convstream::server::pipeline_logs::PipelineLogLayer;
-use convstream_media::config::{LogConfig, LogFormat};
+use convstream_config::{LogConfig, LogFormat};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 

@@ -6,6 +6,7 @@
 
 pub(crate) mod args;
 pub(crate) mod commands;
+pub(crate) mod ffmpeg_6_and_7;
 pub(crate) mod ffmpeg_filters;
 pub(crate) mod ffmpeg_options;
 pub(crate) mod logging;
@@ -15,7 +16,7 @@ pub(crate) mod run;
 pub(crate) mod spellings;
 pub(crate) mod values;
 
-use convstream_media::config::ConfigError;
+use convstream_config::ConfigError;
 
 /// An error with its exit code.
 pub(crate) struct Failure {

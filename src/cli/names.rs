@@ -1,7 +1,7 @@
 //! A run made of flags alone (no `--config`) is told about its flags, not about the places
 //! of the config those flags fill: `filter.device: ...` is reported as `--device: ...`.
 
-use convstream_media::config::ConfigError;
+use convstream_config::{ConfigError, Place, Problem, STANDALONE_PIPELINE};
 
 /// The place a flag fills in the one pipeline (`main`) a run of flags makes, and the flag;
 /// longer places first, so `source.options.video_size` is found before `source.options`.
@@ -31,9 +31,6 @@ const PLACES: &[(&str, &str)] = &[
     ("sink.options", "--encoder-opt"),
 ];
 
-/// The pipeline a run of flags makes, as problems name it.
-const FLAGS_PIPELINE: &str = "pipeline \"main\": ";
-
 /// The problems of a run of flags, each naming the flag where it names a place.
 pub(crate) fn as_flags(error: ConfigError) -> ConfigError {
     match error {
@@ -42,23 +39,30 @@ pub(crate) fn as_flags(error: ConfigError) -> ConfigError {
     }
 }
 
-fn problem_as_flags(problem: String) -> String {
-    let Some(rest) = problem.strip_prefix(FLAGS_PIPELINE) else {
+/// A problem of the one pipeline a run of flags makes, said of the flag that set it, or of
+/// the setting when no flag sets it; problems elsewhere are kept as they are.
+fn problem_as_flags(problem: Problem) -> Problem {
+    if problem.place().pipeline_name() != Some(STANDALONE_PIPELINE) {
         return problem;
-    };
-    for (place, flag) in PLACES {
-        let Some(tail) = rest.strip_prefix(place) else {
-            continue;
-        };
-        // `sink.options.crf: ...` is `--encoder-opt crf: ...`; `sink.url is empty` is
-        // `--output is empty`.
-        return match tail.strip_prefix('.') {
-            Some(key) => format!("{flag} {key}"),
-            None if tail.starts_with(':') || tail.starts_with(' ') => format!("{flag}{tail}"),
-            None => continue,
-        };
     }
-    rest.to_string()
+    let problem = problem.at(Place::Config);
+    match problem.field().and_then(flag_of) {
+        Some(flag) => problem.with_field(flag),
+        None => problem,
+    }
+}
+
+/// The flag that sets `field`: `filter.device` is `--device`, `sink.options.crf` is
+/// `--encoder-opt crf`.
+fn flag_of(field: &str) -> Option<String> {
+    PLACES.iter().find_map(|(place, flag)| {
+        let tail = field.strip_prefix(place)?;
+        match tail.strip_prefix('.') {
+            Some(key) => Some(format!("{flag} {key}")),
+            None if tail.is_empty() => Some(flag.to_string()),
+            None => None,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -67,17 +71,20 @@ mod tests {
 
     #[test]
     fn places_become_flags() {
+        let main = Place::Pipeline(STANDALONE_PIPELINE.to_string());
         let problems = vec![
-            "pipeline \"main\": filter.device: `tpu` is not a device; use auto, cpu, cuda or cuda:N".to_string(),
-            "pipeline \"main\": source.options.video_size: raw video needs its picture size".to_string(),
-            "pipeline \"main\": filter.plane_masks.y: unknown preset".to_string(),
-            "pipeline \"main\": sink.url is empty".to_string(),
-            "pipeline \"main\": filter.streamsx: nothing".to_string(),
-            "two pipelines write out.mkv".to_string(),
+            Problem::value("filter.device", "`tpu` is not a device; use auto, cpu, cuda or cuda:N").at(main.clone()),
+            Problem::value("source.options.video_size", "raw video needs its picture size").at(main.clone()),
+            Problem::value("filter.plane_masks.y", "unknown preset").at(main.clone()),
+            Problem::setting("sink.url", "is empty").at(main.clone()),
+            Problem::value("filter.streamsx", "nothing").at(main.clone()),
+            Problem::general("two pipelines write out.mkv"),
+            Problem::value("filter.device", "`tpu` is not a device").at(Place::Pipeline("cam1".into())),
         ];
         let ConfigError::Invalid(spoken) = as_flags(ConfigError::Invalid(problems)) else {
             panic!("still a list of problems");
         };
+        let spoken: Vec<String> = spoken.iter().map(ToString::to_string).collect();
         assert_eq!(
             spoken,
             vec![
@@ -87,6 +94,7 @@ mod tests {
                 "--output is empty",
                 "filter.streamsx: nothing",
                 "two pipelines write out.mkv",
+                "pipeline \"cam1\": filter.device: `tpu` is not a device",
             ]
         );
     }

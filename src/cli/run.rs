@@ -10,8 +10,8 @@ use super::args::RunArgs;
 use super::logging::init_logging;
 use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
-use convstream::log_filter::is_log_filter;
-use convstream_media::config::{ConfigError, ConfigFile, FileIdentity, LogFormat, Overrides, Settings};
+use convstream_config::{ConfigError, ConfigFile, FileIdentity, LogFormat, Overrides, Problem, Settings};
+use convstream_media::ffmpeg::output_problems;
 use convstream_media::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
@@ -95,7 +95,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     let (file, base_dir) = match &args.config {
         Some(path) => {
-            let mut file = ConfigFile::load(path, is_log_filter).map_err(config_failure)?;
+            let mut file = ConfigFile::load(path, output_problems).map_err(config_failure)?;
             overrides
                 .apply(&mut file, args.pipeline.as_deref())
                 .map_err(config_failure)?;
@@ -116,14 +116,16 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     };
     // The config file is an input of its own run: no sink may write it.
     if let Some(path) = &args.config {
-        let problems = convstream_media::config::config_file_problems(path, &file.pipelines);
+        let problems = convstream_config::config_file_problems(path, &file.pipelines);
         if !problems.is_empty() {
             return Err(config_failure(ConfigError::Invalid(problems)));
         }
     }
-    let settings = file.validate(base_dir.as_deref(), is_log_filter).map_err(speak_flags)?;
+    let settings = file
+        .validate(base_dir.as_deref(), output_problems)
+        .map_err(speak_flags)?;
     // Before anything opens: an existing output is kept unless replacing it was asked for.
-    convstream_media::config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
+    convstream_config::refuse_existing_outputs(&settings.pipelines).map_err(config_failure)?;
     Ok(settings)
 }
 
@@ -166,19 +168,19 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     // The side outputs are checked as outputs are, before anything runs.
     let pipelines: Vec<_> = settings.pipelines.iter().map(|p| p.config.clone()).collect();
     let side_outputs = [("--stats-json", &args.stats_json), ("--trace", &args.trace)];
-    let problems: Vec<String> = side_outputs
+    let problems: Vec<Problem> = side_outputs
         .into_iter()
         .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
-        .flat_map(|(flag, path)| convstream_media::config::side_output_problems(flag, path, &pipelines, args.overwrite))
+        .flat_map(|(flag, path)| convstream_config::side_output_problems(flag, path, &pipelines, args.overwrite))
         .collect();
     let mut problems = problems;
     if let (Some(stats), Some(trace)) = (&args.stats_json, &args.trace) {
         // One file under any name: a link, a hard link, `./x`, a folder through a link.
         if FileIdentity::of(stats) == FileIdentity::of(trace) {
-            problems.push(format!(
+            problems.push(Problem::general(format!(
                 "--stats-json and --trace name one file ({}): one would overwrite the other; give each its own",
                 convstream_core::text::quoted(&stats.display().to_string())
-            ));
+            )));
         }
     }
     if !problems.is_empty() {

@@ -100,10 +100,10 @@ pub(crate) fn parse_time(text: &str) -> Result<f64, String> {
 }
 
 /// `pretty` or `json`, as `[log] format`.
-pub(crate) fn parse_log_format(text: &str) -> Result<convstream_media::config::LogFormat, String> {
+pub(crate) fn parse_log_format(text: &str) -> Result<convstream_config::LogFormat, String> {
     match text {
-        "pretty" => Ok(convstream_media::config::LogFormat::Pretty),
-        "json" => Ok(convstream_media::config::LogFormat::Json),
+        "pretty" => Ok(convstream_config::LogFormat::Pretty),
+        "json" => Ok(convstream_config::LogFormat::Json),
         _ => Err(format!(
             "`{}` is not a log format; use pretty or json",
             convstream_core::text::quoted(text)

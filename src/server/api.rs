@@ -17,9 +17,9 @@ use std::net::SocketAddr;
 use super::guard::{self, log_refusal};
 use super::state::{ApiError, ApiState};
 use super::supervisor::{FilterUpdate, SupervisorError};
+use convstream_config::limits::is_valid_name;
+use convstream_config::{ConfigError, PipelineConfig, Problem};
 use convstream_core::text::quoted;
-use convstream_media::config::limits::is_valid_name;
-use convstream_media::config::{ConfigError, PipelineConfig};
 
 pub fn router(state: ApiState) -> Router {
     let protected = Router::new()
@@ -94,8 +94,8 @@ fn every_shape_problem(body: &Bytes) -> Option<Vec<String>> {
     }
     let json: serde_json::Value = serde_json::from_slice(body).ok()?;
     let value = toml::Value::try_from(without_nulls(json)).ok()?;
-    let problems = convstream_media::config::pipeline_problems(&value);
-    (!problems.is_empty()).then_some(problems)
+    let problems = convstream_config::pipeline_problems(&value);
+    (!problems.is_empty()).then(|| problems.iter().map(ToString::to_string).collect())
 }
 
 /// The body as a pipeline with every part that is not of the pipeline's shape taken out (an
@@ -326,7 +326,9 @@ async fn add_pipeline(State(state): State<ApiState>, body: Bytes) -> Result<Resp
             }
         }
         if error.message.is_empty() {
-            error.message = ConfigError::Invalid(error.problems.clone()).to_string();
+            // Each problem is said as found; the list reads as a config's does.
+            let listed = error.problems.iter().map(|p| Problem::general(p.as_str())).collect();
+            error.message = ConfigError::Invalid(listed).to_string();
         }
         return Err(error);
     }

@@ -10,9 +10,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use convstream_config::{MaskSelection, PipelineConfig, ServerConfig};
 use convstream_core::mask::MaskParams;
 use convstream_core::text::quoted;
-use convstream_media::config::{MaskSelection, PipelineConfig, ServerConfig};
 use convstream_media::sink::{FileId, SinkKind};
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.

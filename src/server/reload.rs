@@ -10,8 +10,8 @@ use tokio::sync::Notify;
 use super::metrics::{self, ServerCounters};
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
-use crate::log_filter::is_log_filter;
-use convstream_media::config::{ConfigError, ConfigFile};
+use convstream_config::{ConfigError, ConfigFile};
+use convstream_media::ffmpeg::output_problems;
 
 /// How often the config file is checked for changes (`server.watch`). Polling the content
 /// (rather than file events) also sees a Kubernetes ConfigMap's symlink swap and editors
@@ -57,7 +57,7 @@ impl Reloader {
         sharding: Option<Arc<Sharding>>,
     ) -> Reloader {
         Reloader {
-            last_seen: convstream_media::config::read_config_bytes(&path).ok(),
+            last_seen: convstream_config::read_config_bytes(&path).ok(),
             path,
             supervisor,
             counters,
@@ -70,7 +70,7 @@ impl Reloader {
         // Read as a reload reads it (a regular file, bounded): a config swapped for a FIFO or
         // a device is reported by the reload, once, instead of blocking or filling memory.
         let path = self.path.clone();
-        let content = tokio::task::spawn_blocking(move || convstream_media::config::read_config_bytes(&path)).await;
+        let content = tokio::task::spawn_blocking(move || convstream_config::read_config_bytes(&path)).await;
         let content = match content {
             Ok(Ok(content)) => Some(content),
             // Removed or mid-replacement: the running pipelines stay as they are.
@@ -84,19 +84,19 @@ impl Reloader {
 
     pub(super) async fn reload(&mut self, why: &str) {
         let path = self.path.clone();
-        self.last_seen = tokio::task::spawn_blocking(move || convstream_media::config::read_config_bytes(&path).ok())
+        self.last_seen = tokio::task::spawn_blocking(move || convstream_config::read_config_bytes(&path).ok())
             .await
             .ok()
             .flatten();
         tracing::info!("{why}: reloading {}", self.path.display());
-        let mut config = match ConfigFile::load(&self.path, is_log_filter) {
+        let mut config = match ConfigFile::load(&self.path, output_problems) {
             Ok(config) => config,
             Err(e) => return self.reject(e),
         };
         if let Some(sharding) = &self.sharding {
             sharding.keep_settings(&mut config);
         }
-        if let Err(e) = config.validate_for_serve(self.path.parent(), is_log_filter) {
+        if let Err(e) = config.validate_for_serve(self.path.parent(), output_problems) {
             return self.reject(e);
         }
         apply_nvdec_seats(&config.server, self.path.parent());
@@ -151,7 +151,10 @@ impl Reloader {
                     problems.len()
                 );
                 for problem in problems {
-                    tracing::error!("config problem: {}", convstream_core::text::escape_control(problem));
+                    tracing::error!(
+                        "config problem: {}",
+                        convstream_core::text::escape_control(&problem.to_string())
+                    );
                 }
             }
             other => tracing::error!(
@@ -164,7 +167,7 @@ impl Reloader {
 
 /// The NVDEC seats `[server]` sets or names a measured file of, for every admission from now
 /// on (at the start and at each reload; the config was validated, so the file read then).
-pub(super) fn apply_nvdec_seats(server: &convstream_media::config::ServerConfig, base_dir: Option<&std::path::Path>) {
+pub(super) fn apply_nvdec_seats(server: &convstream_config::ServerConfig, base_dir: Option<&std::path::Path>) {
     let board = convstream_media::pipeline::SeatBoard::global();
     match server.measured_nvdec_seats(base_dir) {
         Ok(measured) => board.set_measured_seats(measured),

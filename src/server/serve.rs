@@ -17,8 +17,8 @@ use super::reload::{ReloadRequests, Reloader, WATCH_INTERVAL};
 use super::shard::{Sharding, ShardingError};
 use super::state::ApiState;
 use super::supervisor::{Supervisor, SupervisorError};
-use crate::log_filter::is_log_filter;
-use convstream_media::config::{ConfigError, ConfigFile};
+use convstream_config::{ConfigError, ConfigFile};
+use convstream_media::ffmpeg::output_problems;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -54,7 +54,7 @@ pub struct ServeOptions {
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
     // No pipelines is an API-only server.
-    config.validate_for_serve(options.config_path.parent(), is_log_filter)?;
+    config.validate_for_serve(options.config_path.parent(), output_problems)?;
     let sharding = Sharding::from_config(&config)?.map(Arc::new);
     let config = match &sharding {
         Some(sharding) => sharding.select(config)?,

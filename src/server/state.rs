@@ -17,7 +17,7 @@ use super::policy::ApiPolicy;
 use super::reload::ReloadRequests;
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
-use convstream_media::config::ConfigError;
+use convstream_config::ConfigError;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -90,7 +90,9 @@ impl From<SupervisorError> for ApiError {
             SupervisorError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
         };
         let problems = match &error {
-            SupervisorError::Invalid(ConfigError::Invalid(problems)) => problems.clone(),
+            SupervisorError::Invalid(ConfigError::Invalid(problems)) => {
+                problems.iter().map(ToString::to_string).collect()
+            }
             _ => Vec::new(),
         };
         ApiError {

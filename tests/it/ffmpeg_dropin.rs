@@ -37,26 +37,10 @@ const VALUED_WITHOUT_NAME: &[&str] = &[
 ];
 const SWITCH_WITH_NAME: &[&str] = &["hide_banner"];
 
-/// Options FFmpeg 6.0 to 7.1 added, listed by hand from FFmpeg's Changelog (6.0, 6.1, 7.0,
-/// 7.1), with whether each takes a value.
-const FFMPEG_6_AND_7: &[(&str, bool)] = &[
-    ("stats_enc_pre", true),
-    ("stats_enc_post", true),
-    ("stats_mux_pre", true),
-    ("stats_enc_pre_fmt", true),
-    ("stats_enc_post_fmt", true),
-    ("stats_mux_pre_fmt", true),
-    ("fix_sub_duration_heartbeat", false),
-    ("readrate_initial_burst", true),
-    ("stream_group", true),
-    ("display_rotation", true),
-    ("display_hflip", false),
-    ("display_vflip", false),
-    ("print_graphs", false),
-    ("print_graphs_file", true),
-    ("print_graphs_format", true),
-    ("apply_cropping", true),
-];
+/// Options FFmpeg 6.0 to 7.1 added: the command line's own list.
+#[path = "../../src/cli/ffmpeg_6_and_7.rs"]
+mod ffmpeg_6_and_7;
+use ffmpeg_6_and_7::FFMPEG_6_AND_7;
 
 /// Values that mean something for the options convstream honours (others get `1`).
 const VALUES: &[(&str, &str)] = &[

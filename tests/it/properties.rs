@@ -11,9 +11,9 @@ use proptest::sample::select;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use convstream::log_filter::is_log_filter;
 use convstream::server::policy::ApiPolicy;
-use convstream_media::config::{ConfigError, ConfigFile, PipelineConfig};
+use convstream_config::{ConfigError, ConfigFile, PipelineConfig};
+use convstream_media::ffmpeg::output_problems;
 
 fn toml_string(value: &str) -> String {
     toml::Value::String(value.to_string()).to_string()
@@ -39,8 +39,8 @@ proptest! {
             text.push_str(pipeline);
         }
         let started = Instant::now();
-        match ConfigFile::parse(&text, "prop.toml", is_log_filter) {
-            Ok(config) => match config.validate(None, is_log_filter) {
+        match ConfigFile::parse(&text, "prop.toml", output_problems) {
+            Ok(config) => match config.validate(None, output_problems) {
                 Ok(settings) => {
                     // What validates runs: timeouts convert, thread counts are sane.
                     prop_assert!(Duration::try_from_secs_f64(settings.server.shutdown_timeout).is_ok());
@@ -53,7 +53,7 @@ proptest! {
                 }
                 Err(ConfigError::Invalid(problems)) => {
                     prop_assert!(!problems.is_empty());
-                    for problem in problems {
+                    for problem in problems.iter().map(ToString::to_string) {
                         prop_assert!(problem.len() < MESSAGE_LIMIT, "{problem}");
                         prop_assert!(!problem.contains('\n'), "{problem:?}");
                     }
@@ -62,7 +62,7 @@ proptest! {
             },
             Err(ConfigError::InvalidFile { problems, .. }) => {
                 prop_assert!(!problems.is_empty());
-                for problem in problems {
+                for problem in problems.iter().map(ToString::to_string) {
                     prop_assert!(!problem.contains('\n'), "{problem:?}");
                 }
             }
@@ -132,7 +132,7 @@ proptest! {
                     !std::fs::symlink_metadata(sink).is_ok_and(|m| m.file_type().is_symlink()),
                     "a sink through a link was taken: {body}"
                 );
-                if let convstream_media::config::MaskSelection::Inline(params) = &pipeline.filter.mask {
+                if let convstream_config::MaskSelection::Inline(params) = &pipeline.filter.mask {
                     if let Some(file) = &params.file {
                         prop_assert!(file.starts_with(masks.canonicalize().unwrap()), "{}", file.display());
                     }

@@ -1,11 +1,10 @@
 //! convstream's media layer: the FFmpeg source (demux and decode, software or NVDEC) and sink
 //! (encode and mux), the pipeline that runs them around an engine of the core crate, each
-//! stage a thread joined by bounded channels (see [`pipeline`]), and the configuration that
-//! describes pipelines.
+//! stage a thread joined by bounded channels (see [`pipeline`]). The configuration that
+//! describes pipelines is `convstream_config`'s.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
-pub mod config;
 pub mod ffmpeg;
 pub mod pipeline;
 pub mod sample;

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use convstream_media::config::{ConfigError, ConfigFile, Overrides, PipelineSettings};
+use convstream_config::{
+    ConfigError, ConfigFile, Overrides, PipelineSettings, Place, Problem, NO_OUTPUT_CHECK, STANDALONE_PIPELINE,
+};
 
 use super::choices::{device_text, Border, EngineKind, Planes};
 
@@ -68,11 +70,10 @@ impl Settings {
         match self.pipeline(plane_masks) {
             Ok(pipeline) if problems.is_empty() => return Ok(pipeline),
             Ok(_) => {}
-            Err(ConfigError::Invalid(found)) => problems.extend(found.iter().map(|p| as_property_problem(p))),
-            Err(ConfigError::InvalidFile { problems: found, .. }) => {
-                problems.extend(found.iter().map(|p| as_property_problem(p)))
-            }
-            Err(other) => problems.push(format!("config: {other}")),
+            Err(error) => match error.problems() {
+                Some(found) => problems.extend(found.iter().map(as_property_problem)),
+                None => problems.push(format!("config: {error}")),
+            },
         }
         Err(problems.join("; "))
     }
@@ -82,7 +83,7 @@ impl Settings {
     fn pipeline(&self, plane_masks: Vec<(String, String)>) -> Result<PipelineSettings, ConfigError> {
         let (mut config, base_dir) = match &self.config {
             Some(path) => {
-                let config = ConfigFile::load(Path::new(path), is_log_filter)?;
+                let config = ConfigFile::load(Path::new(path), NO_OUTPUT_CHECK)?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
             }
             None => (ConfigFile::default(), None),
@@ -100,36 +101,36 @@ impl Settings {
             ..Overrides::default()
         };
         config.pipelines = overrides.standalone()?.pipelines;
-        let mut settings = config.validate(base_dir.as_deref(), is_log_filter)?;
+        let mut settings = config.validate(base_dir.as_deref(), NO_OUTPUT_CHECK)?;
         settings
             .pipelines
             .pop()
-            .ok_or_else(|| ConfigError::Invalid(vec!["the properties made no pipeline".to_string()]))
+            .ok_or_else(|| ConfigError::Invalid(vec![Problem::general("the properties made no pipeline")]))
     }
 }
 
 /// A problem the configuration check found, named by the element's property that has it:
 /// `pipeline "main": filter.plane_masks.y: size: 4 is even` reads
-/// `plane-masks: y: size: 4 is even`.
-/// Whether `[log] level` in a config is a log filter, as the command line reads it
-/// (`tracing_subscriber`'s `EnvFilter`): a config this element takes is one `convstream run` takes.
-fn is_log_filter(text: &str) -> bool {
-    tracing_subscriber::EnvFilter::try_new(text).is_ok()
+/// `plane-masks: y: size: 4 is even`. Problems of a config file's own pipelines keep their place.
+fn as_property_problem(problem: &Problem) -> String {
+    let ours = match problem.place() {
+        Place::Config => true,
+        place => place.pipeline_name() == Some(STANDALONE_PIPELINE),
+    };
+    match problem {
+        _ if !ours => problem.to_string(),
+        Problem::Value { field, message, .. } => format!("{}: {message}", property_of(field)),
+        other => other.unplaced(),
+    }
 }
 
-fn as_property_problem(problem: &str) -> String {
-    let problem = problem.strip_prefix("pipeline \"main\": ").unwrap_or(problem);
-    match problem.split_once(": ") {
-        // A field path (`filter.mask`), not words.
-        Some((path, rest)) if !path.contains(' ') => {
-            let field = path.strip_prefix("filter.").unwrap_or(path);
-            let property = match field.split_once('.') {
-                Some(("plane_masks", plane)) => format!("plane-masks: {plane}"),
-                _ => field.replace('_', "-"),
-            };
-            format!("{property}: {rest}")
-        }
-        _ => problem.to_string(),
+/// The property a config setting is: `filter.frames_per_stream` is `frames-per-stream`,
+/// `filter.plane_masks.y` is `plane-masks: y`.
+fn property_of(field: &str) -> String {
+    let field = field.strip_prefix("filter.").unwrap_or(field);
+    match field.split_once('.') {
+        Some(("plane_masks", plane)) => format!("plane-masks: {plane}"),
+        _ => field.replace('_', "-"),
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use crate::bench::error::BenchError;
 use crate::bench::results::DecodeCapacityRow;
-use convstream_media::config::SourceConfig;
+use convstream_config::SourceConfig;
 use convstream_media::pipeline::decode_only_on;
 
 /// Media seconds each decode reads (the clip looped): long enough that opening the

@@ -11,12 +11,10 @@ use super::workload::E2E_MASK;
 use crate::bench::error::BenchError;
 use crate::bench::options::BenchOptions;
 use crate::bench::results::E2eRow;
+use convstream_config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
 use convstream_core::engine::{DeviceChoice, GpuTuning};
 use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream_core::mask::Mask;
-use convstream_media::config::{
-    FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig,
-};
 use convstream_media::pipeline::{decode_only, run_pipeline, RunOptions};
 use convstream_media::sample::SampleContent;
 

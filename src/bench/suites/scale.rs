@@ -21,10 +21,11 @@ use super::workload::E2E_MASK;
 use crate::bench::error::BenchError;
 use crate::bench::options::BenchOptions;
 use crate::bench::results::{DecodeCapacityRow, ScaleResults, ScaleRow};
+use convstream_config::MeasuredSeats;
+use convstream_config::{DropPolicy, SourceConfig};
 use convstream_core::engine::DeviceChoice;
 use convstream_core::mask::Mask;
-use convstream_media::config::{DropPolicy, SourceConfig};
-use convstream_media::pipeline::{run_monitored, MeasuredSeats, PipelineMonitor, SeatBoard};
+use convstream_media::pipeline::{run_monitored, PipelineMonitor, SeatBoard};
 use convstream_media::sample::SampleContent;
 use convstream_media::stats::PipelineReport;
 

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::server::state::{ApiError, ApiState};
+use convstream_config::MaskSelection;
 use convstream_core::mask::{show_mask, MaskParams};
-use convstream_media::config::MaskSelection;
 
 /// The body: the mask, as `PUT /pipelines/{name}/filter` takes `mask`.
 #[derive(Debug, Deserialize)]

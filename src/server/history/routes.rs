@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::store::{HISTORY_INTERVAL, HISTORY_POINTS};
 use crate::server::state::{ApiError, ApiState};
+use convstream_config::limits::is_valid_name;
 use convstream_core::text::quoted;
-use convstream_media::config::limits::is_valid_name;
 
 /// `GET /pipelines/{name}/history` (token required).
 pub fn routes() -> Router<ApiState> {

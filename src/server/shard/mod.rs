@@ -10,7 +10,7 @@ mod rendezvous;
 mod replica;
 mod routing;
 
-pub use convstream_media::config::shard_spec::{Shard, ShardError, ShardSpec, MAX_SHARDS};
+pub use convstream_config::shard_spec::{Shard, ShardError, ShardSpec, MAX_SHARDS};
 pub use placement::{resolve, Placement, Surroundings, SHARDS_ENV};
 pub use rendezvous::{owner, weight};
 pub use replica::{ShardCollector, Sharding, ShardingError};

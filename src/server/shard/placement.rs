@@ -5,8 +5,8 @@
 //! nothing itself).
 
 use super::rendezvous::owner;
+use convstream_config::shard_spec::{count_problem, Shard, ShardError, ShardSpec};
 use convstream_core::text::quoted;
-use convstream_media::config::shard_spec::{count_problem, Shard, ShardError, ShardSpec};
 
 /// The environment variable that gives `shard = "auto"` its count (a StatefulSet's manifest
 /// sets it beside `replicas`).

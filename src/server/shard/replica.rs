@@ -9,8 +9,8 @@ use serde_json::json;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::placement::{resolve, Placement, Surroundings, SHARDS_ENV};
-use convstream_media::config::shard_spec::{ShardError, ShardSpec};
-use convstream_media::config::ConfigFile;
+use convstream_config::shard_spec::{ShardError, ShardSpec};
+use convstream_config::ConfigFile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardingError {

@@ -15,8 +15,8 @@ use super::limits::{DEFAULT_WIDTH, FRESH_FOR, POLL_EVERY, WAIT_AT_MOST};
 use super::picture;
 use super::query::parse_query;
 use crate::server::state::ApiState;
+use convstream_config::limits::is_valid_name;
 use convstream_core::text::quoted;
-use convstream_media::config::limits::is_valid_name;
 use convstream_media::pipeline::snapshot::{Snapshot, SnapshotStage};
 use convstream_media::pipeline::{PipelineMonitor, PipelineState};
 

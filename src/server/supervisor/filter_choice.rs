@@ -7,9 +7,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::lifecycle::Supervisor;
+use convstream_config::MaskSelection;
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_core::mask::{Mask, MaskParams};
-use convstream_media::config::MaskSelection;
 
 /// The filter a pipeline runs, mask by mask.
 #[derive(Debug, Clone, Serialize)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::contract::Origin;
-use convstream_media::config::{PipelineConfig, PipelineSettings};
+use convstream_config::{PipelineConfig, PipelineSettings};
 use convstream_media::pipeline::{FilterSwitch, PipelineMonitor};
 
 /// One pipeline the supervisor started.
@@ -74,5 +74,5 @@ pub(super) fn conflict_among(
         }
     }
     let running: Vec<&PipelineConfig> = running.iter().collect();
-    convstream_media::config::conflicts_with_running(pipeline, &running)
+    convstream_config::conflicts_with_running(pipeline, &running)
 }

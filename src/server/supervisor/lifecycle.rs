@@ -17,8 +17,8 @@ use super::error::SupervisorError;
 use super::handle::{conflict_among, Handle};
 use super::stopping::stop_and_join;
 use super::view::{view_of, PipelineView};
-use crate::log_filter::is_log_filter;
-use convstream_media::config::{ConfigFile, PipelineConfig, PipelineSettings};
+use convstream_config::{ConfigFile, PipelineConfig, PipelineSettings};
+use convstream_media::ffmpeg::output_problems;
 use convstream_media::pipeline::{
     cut_short_by_stop, run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions, StartGate,
 };
@@ -30,7 +30,7 @@ pub struct Supervisor {
     /// The config file's folder, for relative mask files.
     pub(super) base_dir: Option<PathBuf>,
     pipelines: Mutex<BTreeMap<String, Handle>>,
-    /// Outputs (by [`convstream_media::config::output_key`]) a pipeline of this process has written: a
+    /// Outputs (by [`convstream_config::output_key`]) a pipeline of this process has written: a
     /// later start on one of them is a restart, which writes beside what was written instead
     /// of replacing it.
     written: Mutex<HashSet<String>>,
@@ -84,7 +84,7 @@ impl Supervisor {
     pub fn start_configured(&self) -> Result<(), SupervisorError> {
         let config = self.config().clone();
         let settings = config
-            .validate_for_serve(self.base_dir.as_deref(), is_log_filter)
+            .validate_for_serve(self.base_dir.as_deref(), output_problems)
             .map_err(SupervisorError::Invalid)?;
         for pipeline in settings.pipelines {
             self.start(pipeline, Origin::ConfigFile)?;
@@ -128,7 +128,9 @@ impl Supervisor {
     pub fn problems_of(&self, pipeline: PipelineConfig) -> Vec<String> {
         match self.validate_one(pipeline) {
             Ok(_) => Vec::new(),
-            Err(SupervisorError::Invalid(convstream_media::config::ConfigError::Invalid(problems))) => problems,
+            Err(SupervisorError::Invalid(convstream_config::ConfigError::Invalid(problems))) => {
+                problems.iter().map(ToString::to_string).collect()
+            }
             Err(other) => vec![other.to_string()],
         }
     }
@@ -137,7 +139,7 @@ impl Supervisor {
         let mut config = self.config().clone();
         config.pipelines = vec![pipeline];
         let mut settings = config
-            .validate(self.base_dir.as_deref(), is_log_filter)
+            .validate(self.base_dir.as_deref(), output_problems)
             .map_err(SupervisorError::Invalid)?;
         Ok(settings.pipelines.remove(0))
     }
@@ -164,7 +166,7 @@ impl Supervisor {
             .written
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(convstream_media::config::output_key(&settings.sink.url));
+            .insert(convstream_config::output_key(&settings.sink.url));
         let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
         let stop = Arc::new(AtomicBool::new(false));
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);

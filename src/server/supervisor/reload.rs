@@ -11,8 +11,8 @@ use super::error::SupervisorError;
 use super::handle::Handle;
 use super::lifecycle::Supervisor;
 use super::stopping::stop_and_join;
-use crate::log_filter::is_log_filter;
-use convstream_media::config::{ConfigFile, PipelineSettings};
+use convstream_config::{ConfigFile, PipelineSettings};
+use convstream_media::ffmpeg::output_problems;
 use convstream_media::pipeline::PipelineState;
 
 impl Supervisor {
@@ -23,7 +23,7 @@ impl Supervisor {
     /// An invalid config changes nothing.
     pub fn reload(&self, new: ConfigFile, timeout: Duration) -> Result<ReloadSummary, SupervisorError> {
         let settings = new
-            .validate_for_serve(self.base_dir.as_deref(), is_log_filter)
+            .validate_for_serve(self.base_dir.as_deref(), output_problems)
             .map_err(SupervisorError::Invalid)?;
         let mut summary = ReloadSummary::default();
         let old = self.config().clone();

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
+use convstream_config::{ConfigError, PipelineSettings, Place, Problem};
 use convstream_core::filter::{FilterSpec, PlaneName};
 use convstream_core::frame::PixelFormat;
-use convstream_media::config::{ConfigError, PipelineSettings};
 use convstream_media::pipeline::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.
@@ -21,9 +21,10 @@ impl Supervisor {
     /// filtered with the new filter and the planes the switch changes.
     pub fn switch_filter(&self, name: &str, update: FilterUpdate) -> Result<Switched, SupervisorError> {
         if update.clear_plane_masks && update.plane_masks.is_some() {
-            return Err(SupervisorError::Invalid(ConfigError::Invalid(vec![format!(
-                "pipeline {name:?}: give either plane_masks (which replaces every plane mask; {{}} clears them) or clear_plane_masks, not both"
-            )])));
+            return Err(SupervisorError::Invalid(ConfigError::Invalid(vec![Problem::general(
+                "give either plane_masks (which replaces every plane mask; {} clears them) or clear_plane_masks, not both",
+            )
+            .at(Place::Pipeline(name.to_string()))])));
         }
         let current = self.settings(name)?;
         let mut config = current.config.clone();
@@ -80,9 +81,9 @@ impl Supervisor {
         if let Some(format) = monitor.format() {
             let problems = settings.filter.problems_with(format);
             if !problems.is_empty() {
-                let place = |p: String| format!("pipeline {name:?}: filter: {p}");
+                let placed = |p: String| Problem::value("filter", p).at(Place::Pipeline(name.to_string()));
                 return Err(SupervisorError::Invalid(ConfigError::Invalid(
-                    problems.into_iter().map(place).collect(),
+                    problems.into_iter().map(placed).collect(),
                 )));
             }
             warnings = settings.filter.warnings(format);

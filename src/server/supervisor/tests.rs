@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::lifecycle::Supervisor;
-use convstream_media::config::ConfigFile;
+use convstream_config::ConfigFile;
 use convstream_media::pipeline::PipelineState;
 
 /// A supervisor running a pipeline named after each input of `inputs` (`None`: a UDP port
@@ -26,7 +26,7 @@ fn pipelines_reading(out: &std::path::Path, inputs: &[(&str, Option<&std::path::
         );
     }
     let supervisor = Supervisor::new(
-        ConfigFile::parse(&text, "test", crate::log_filter::is_log_filter).unwrap(),
+        ConfigFile::parse(&text, "test", convstream_media::ffmpeg::output_problems).unwrap(),
         None,
     );
     supervisor.start_configured().unwrap();

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::contract::Origin;
 use super::handle::Handle;
+use convstream_config::FilterConfig;
 use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_media::config::FilterConfig;
 use convstream_media::pipeline::PipelineState;
 use convstream_media::stats::CounterSnapshot;
 

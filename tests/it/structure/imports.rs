@@ -121,8 +121,16 @@ impl Crate {
                 self.add_items(id, items, &dir.join(&name))
             }
             None => {
+                // Rust reads `#[path]` of a module declared at a file's top level from that
+                // file's own folder, and inside inline modules from their folder.
+                let declaring = &self.modules[parent].file;
+                let at_top = dir == children_dir(declaring);
+                let base = match declaring.parent() {
+                    Some(folder) if at_top => folder.to_path_buf(),
+                    _ => dir.to_path_buf(),
+                };
                 let file = path_attribute(module)
-                    .map(|path| dir.join(path))
+                    .map(|path| base.join(path))
                     .or_else(|| {
                         [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")]
                             .into_iter()

@@ -1,7 +1,8 @@
 //! FFmpeg glue shared by the source and the sink: library start-up (`startup`), pixel
 //! formats and planes between FFmpeg and the engines (`pixels`), muxers (`muxers`), codecs
 //! by name and their lossless modes (`codecs`), whose option a `-KEY` is ([`options`]), the encoders a build can use
-//! ([`encoders`]), HDR metadata ([`hdr`]) and FFmpeg's log lines ([`log`]). The stream
+//! ([`encoders`]), HDR metadata ([`hdr`]), FFmpeg's log lines ([`log`]) and the config's check of outputs
+//! ([`output_problems`]). The stream
 //! types the source hands the sink are in `stream`.
 
 mod codecs;
@@ -10,6 +11,7 @@ pub mod hdr;
 pub mod log;
 mod muxers;
 pub mod options;
+mod output_check;
 mod pixels;
 mod startup;
 mod stream;
@@ -17,6 +19,7 @@ mod stream;
 pub use codecs::{decoder_named, encoder_named, is_again, lossless_options, lossless_unavailable, video_encoder};
 pub use hdr::HdrMetadata;
 pub use muxers::{ffv1_unavailable, guess_muxer, muxer_takes};
+pub use output_check::output_problems;
 pub use pixels::{engine_format, ffmpeg_format, frame_from_ffmpeg, nearest_engine_format};
 pub use startup::init;
 pub use stream::{ColorInfo, PassthroughPacket, PassthroughStream, SourceInfo};

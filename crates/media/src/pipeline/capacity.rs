@@ -1,7 +1,7 @@
 //! How many frames a pipeline holds at once: the queues between its stages, and the pinned
 //! pool sized for everything they, the engine and the decoder can hold together.
 
-use crate::config::PipelineSettings;
+use convstream_config::PipelineSettings;
 
 /// Decoded frames waiting for the engine, and filtered frames waiting for the sink.
 /// Small: enough to ride out jitter, bounded so a slow stage holds the others back.
@@ -21,4 +21,32 @@ const DECODER_PICTURES: usize = 32;
 pub fn pooled_frames(settings: &PipelineSettings) -> usize {
     let most_held = 2 * FRAME_QUEUE + settings.streams * settings.frames_per_stream + 3 + DECODER_PICTURES;
     settings.pinned_frames.map_or(most_held, |cap| cap.min(most_held))
+}
+
+#[cfg(test)]
+mod tests {
+    use convstream_config::{ConfigFile, NO_OUTPUT_CHECK};
+
+    #[test]
+    fn pinned_frames_cap_the_frame_pool() {
+        let pool_for = |filter: &str| {
+            let text = format!(
+                "[[pipeline]]\nname = \"cam1\"\n[pipeline.source]\nurl = \"in.mp4\"\n[pipeline.sink]\nurl = \"out.mp4\"\n[pipeline.filter]\n{filter}\n"
+            );
+            let settings = ConfigFile::parse(&text, "test.toml", NO_OUTPUT_CHECK)
+                .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
+                .unwrap();
+            super::pooled_frames(&settings.pipelines[0])
+        };
+        // Two queues of 8, 4 streams x 2 frames, 3 more, and the decoder's 32 pictures.
+        assert_eq!(pool_for(""), 59);
+        assert_eq!(pool_for("streams = 2\nframes_per_stream = 1"), 53);
+        assert_eq!(pool_for("pinned_frames = 6"), 6);
+        assert_eq!(pool_for("pinned_frames = 0"), 0, "no pool: every frame staged");
+        assert_eq!(
+            pool_for("pinned_frames = 500"),
+            59,
+            "never more than the pipeline can hold"
+        );
+    }
 }

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use super::capacity::FRAME_QUEUE;
 use super::error::PipelineError;
-use crate::config::SourceConfig;
 use crate::ffmpeg::PassthroughPacket;
 use crate::source::Source;
 use crate::stats::Counters;
+use convstream_config::SourceConfig;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
 use convstream_core::host_buffers::{BufferPool, HeapMemory};

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use convstream_core::engine::GpuNvdec;
 
-use super::measured_seats::MeasuredSeats;
+use convstream_config::MeasuredSeats;
 
 /// Which GPU's seat a pipeline may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,12 +12,12 @@ use super::monitor::{EngineStatus, PipelineMonitor};
 use super::nvdec_admission::{NvdecSeat, SeatBoard, SeatWanted};
 use super::options::{OutputPolicy, RunOptions};
 use super::threads::{spawn_source, Queues, Stages};
-use crate::config::{OutputTarget, PipelineSettings, SourceConfig};
 use crate::ffmpeg::SourceInfo;
 use crate::sink::FileId;
 use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;
+use convstream_config::{OutputTarget, PipelineSettings, SourceConfig};
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_core::host_buffers::{HeapMemory, LatePool};
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::config::SourceConfig;
+use convstream_config::SourceConfig;
 
 /// Shows runs' progress. A run tells it when it starts writing, then each frame written,
 /// then its end; several pipelines run at once each get their own [`RunProgress`].

@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use super::monitor::PipelineMonitor;
 use super::options::RunOptions;
-use crate::config::PipelineSettings;
 use crate::sink::SinkOutcome;
 use crate::stats::PipelineReport;
+use convstream_config::PipelineSettings;
 
 /// What the report needs of the running pipeline's parts, kept once the threads own them.
 pub(super) struct Running {

@@ -16,8 +16,8 @@ use super::panics::{inject_panic, panic_message};
 use super::progress::trimmed_length;
 use super::report::{report, Running};
 use super::threads::{finish, run_threads};
-use crate::config::PipelineSettings;
 use crate::stats::PipelineReport;
+use convstream_config::PipelineSettings;
 
 /// Runs one pipeline to the end of its input (or a stop) and reports what happened.
 pub fn run_pipeline(settings: &PipelineSettings, options: &RunOptions) -> Result<PipelineReport, PipelineError> {

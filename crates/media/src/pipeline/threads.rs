@@ -13,10 +13,10 @@ use super::monitor::{FilterSwitch, PipelineMonitor};
 use super::options::RunOptions;
 use super::panics::{inject_panic, panic_message};
 use super::progress::RunProgress;
-use crate::config::{DropPolicy, PipelineSettings};
 use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{self, SinkError, SinkOutcome};
 use crate::source::{DropOldest, Source, SourceError};
+use convstream_config::{DropPolicy, PipelineSettings};
 use convstream_core::engine::{trace, Engine, EngineError, TraceSpan};
 use convstream_core::frame::Frame;
 

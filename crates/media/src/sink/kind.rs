@@ -3,8 +3,8 @@
 use super::contract::{OutputOptions, Sink, SinkError};
 use super::muxer::Muxer;
 use super::null::NullSink;
-use crate::config::{OutputTarget, SinkConfig};
 use crate::ffmpeg::{init, SourceInfo};
+use convstream_config::{OutputTarget, SinkConfig};
 
 /// The kinds of output a sink config can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,9 +12,9 @@ use super::container::header_options;
 use super::contract::{OutputOptions, Sink, SinkError};
 use super::encoder::{self, VideoEncoder};
 use super::output_io::{OutputIo, OutputIoError};
-use crate::config::{container_of_scheme, OutputTarget, SinkConfig};
 use crate::ffmpeg::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
+use convstream_config::{container_of_scheme, OutputTarget, SinkConfig};
 use convstream_core::frame::Frame;
 
 /// Streamable outputs are flushed to the file this often (when something was written), so

@@ -27,9 +27,9 @@ use super::nvdec::{self, NvdecProbe, StreamTraits};
 use super::pooled_pictures::PooledPictures;
 use super::replay::ReplayBuffer;
 use super::sequence::{Sequence, SequenceWatch};
-use crate::config::SourceConfig;
 use crate::ffmpeg::is_again;
 use crate::stats::Counters;
+use convstream_config::SourceConfig;
 use convstream_core::engine::GpuContext;
 use convstream_core::frame::Frame;
 

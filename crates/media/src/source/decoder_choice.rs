@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::error::SourceError;
 use super::nvdec::{self, NvdecProbe, StreamTraits};
-use crate::config::SourceConfig;
 use crate::ffmpeg::decoder_named;
+use convstream_config::SourceConfig;
 
 /// The decoder `config.decoder` names for a stream of `parameters`, and whether it is
 /// NVDEC's. NVDEC is first asked whether it decodes the stream; when it does not, the error

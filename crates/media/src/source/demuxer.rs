@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::error::SourceError;
 use super::pipe_input::PipeInput;
 use super::watchdog::Watchdog;
-use crate::config::SourceConfig;
+use convstream_config::SourceConfig;
 
 extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
     // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the

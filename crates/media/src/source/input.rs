@@ -9,8 +9,8 @@ use super::device_pictures::CudaDecoding;
 use super::nvdec::NvdecProbe;
 use super::pipe_input;
 use super::watchdog::Watchdog;
-use crate::config::SourceConfig;
 use crate::ffmpeg::SourceInfo;
+use convstream_config::SourceConfig;
 use convstream_core::host_buffers::BufferPool;
 
 /// An opened input with its video decoder.

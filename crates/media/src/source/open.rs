@@ -17,11 +17,11 @@ use super::input::Source;
 use super::nvdec::NvdecProbe;
 use super::watchdog::sleep_unless_stopped;
 use super::watchdog::Watchdog;
-use crate::config::SourceConfig;
 use crate::ffmpeg::{
     engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo,
 };
 use crate::stats::Counters;
+use convstream_config::SourceConfig;
 use convstream_core::frame::PixelFormat;
 
 impl Source {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use super::input::Source;
 use super::pooled_pictures::PLANE_ALIGN;
-use crate::config::SourceConfig;
 use crate::sample::{generate, SampleSpec};
 use crate::source::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
 use crate::stats::Counters;
+use convstream_config::SourceConfig;
 use convstream_core::frame::Frame;
 use convstream_core::frame::POOLED_ROW_ALIGN;
 use convstream_core::host_buffers::BufferPool;

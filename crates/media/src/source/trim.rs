@@ -6,7 +6,7 @@
 use ffmpeg::Rational;
 use ffmpeg_next as ffmpeg;
 
-use crate::config::SourceConfig;
+use convstream_config::SourceConfig;
 
 /// The trimmed part of one input, on its own clock (the video stream's time base).
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::SourceConfig;
+use convstream_config::SourceConfig;
 
 /// Decides when FFmpeg must give up a blocking open or read: on a stop, or (live inputs)
 /// when no data came for `idle_timeout`.

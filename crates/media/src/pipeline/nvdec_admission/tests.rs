@@ -243,7 +243,7 @@ fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_the
             nvdec_capacity: Some(56),
         },
     ];
-    board.set_measured_seats(Some(crate::pipeline::MeasuredSeats {
+    board.set_measured_seats(Some(convstream_config::MeasuredSeats {
         measured_with: None,
         seats_per_gpu: [("NVIDIA H200".to_string(), 1)].into(),
     }));
@@ -262,7 +262,7 @@ fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_the
         vec![(Some(1), SeatSource::Measured), (Some(56), SeatSource::Predicted)]
     );
     // A reload measuring more seats admits the pipeline already waiting.
-    board.set_measured_seats(Some(crate::pipeline::MeasuredSeats {
+    board.set_measured_seats(Some(convstream_config::MeasuredSeats {
         measured_with: None,
         seats_per_gpu: [("NVIDIA H200".to_string(), 2)].into(),
     }));

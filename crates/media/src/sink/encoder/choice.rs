@@ -5,11 +5,11 @@ use ffmpeg::codec;
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
-use crate::config::SinkConfig;
 use crate::ffmpeg::encoders::{default_encoders, encoder_usable, encoders_to_name, first_usable, missing_encoder};
 use crate::ffmpeg::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
+use convstream_config::SinkConfig;
 use convstream_core::frame::{PixelFormat, PixelLayout};
 
 /// Pixel formats the YUV4MPEG2 muxer writes: planar YUV at 8 to 16 bits (`C420p10` and

@@ -6,8 +6,8 @@ use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::choice::pixel_name;
-use crate::config::SinkConfig;
 use crate::ffmpeg::SourceInfo;
+use convstream_config::SinkConfig;
 
 /// Why the video encoder could not be set up.
 #[derive(Debug)]

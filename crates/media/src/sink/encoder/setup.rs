@@ -8,9 +8,9 @@ use ffmpeg_next as ffmpeg;
 
 use super::choice::{bits_of, pixel_name};
 use super::opening::{encoder_flags, sets_rate_control};
-use crate::config::SinkConfig;
 use crate::ffmpeg::encoders::default_bit_rate;
 use crate::ffmpeg::{ffmpeg_format, lossless_options, SourceInfo};
+use convstream_config::SinkConfig;
 
 /// Says when frames are converted for the encoder: a warning when depth is lost.
 pub(super) fn log_conversion(config: &SinkConfig, source: &SourceInfo, codec: &ffmpeg::Codec, format: Pixel) {

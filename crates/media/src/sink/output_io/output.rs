@@ -13,7 +13,7 @@ use super::error::OutputIoError;
 use super::guard::OutputGuard;
 use super::staged::{open_local, publish, Staged, WhenExists};
 use super::stop_watch::StopWatch;
-use crate::config::OutputTarget;
+use convstream_config::OutputTarget;
 
 /// Set when the process started with stdout closed (`>&-`): `-o -` then has nowhere to go.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);

@@ -138,7 +138,7 @@ impl KernelSet {
     ///
     /// `src` and `dst` are device memory of the stream's context holding every plane as the
     /// geometry lays it out, and stay allocated until the stream has run the kernel.
-    pub unsafe fn launch_batch(
+    pub(crate) unsafe fn launch_batch(
         &self,
         stream: &Arc<CudaStream>,
         path: KernelPath,

@@ -5,8 +5,9 @@
 
 pub use convstream_core::text::{escape_control, quoted};
 
-use super::schema::MaskSelection;
-use super::schema::{PipelineConfig, ServerConfig, SourceConfig};
+use crate::problem::{Place, Problem};
+use crate::schema::MaskSelection;
+use crate::schema::{PipelineConfig, ServerConfig, SourceConfig};
 
 /// Timeouts and backoff delays, in seconds: from a millisecond (shorter would spin) to an
 /// hour (longer is a mistake, and would overflow a clock long before 1e20).
@@ -43,73 +44,82 @@ pub fn is_valid_name(name: &str) -> bool {
 }
 
 /// The problem with a pipeline name, if any.
-pub fn name_problem(name: &str) -> Option<String> {
+pub fn name_problem(name: &str) -> Option<Problem> {
     if name.trim().is_empty() {
-        return Some(format!(
-            "name is empty; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`"
+        return Some(Problem::setting(
+            "name",
+            format!("is empty; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`"),
         ));
     }
     (!is_valid_name(name)).then(|| {
-        format!(
-            "name `{}` is not allowed; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`",
-            quoted(name)
+        Problem::setting(
+            "name",
+            format!(
+                "`{}` is not allowed; use 1 to {MAX_NAME_CHARS} letters, digits, `.`, `_` or `-`",
+                quoted(name)
+            ),
         )
     })
 }
 
 /// Where a pipeline is, for messages: its name when that is valid, else its position, so
 /// that a hostile name is never repeated in full.
-pub fn pipeline_place(index: usize, name: &str) -> String {
+pub fn pipeline_place(index: usize, name: &str) -> Place {
     if is_valid_name(name) {
-        format!("pipeline {name:?}")
+        Place::Pipeline(name.to_string())
     } else {
-        format!("pipeline #{}", index + 1)
+        Place::PipelineNumber(index + 1)
     }
 }
 
 /// A string setting that holds control characters or is too long.
-fn text_problem(place: &str, value: &str, problems: &mut Vec<String>) {
+fn text_problem(field: &str, value: &str, problems: &mut Vec<Problem>) {
     if value.chars().any(char::is_control) {
-        problems.push(format!(
-            "{place}: `{}` contains control characters, which are not allowed",
-            quoted(value)
+        problems.push(Problem::value(
+            field,
+            format!("`{}` contains control characters, which are not allowed", quoted(value)),
         ));
     } else if value.chars().count() > MAX_TEXT_CHARS {
-        problems.push(format!(
-            "{place}: `{}` is too long; at most {MAX_TEXT_CHARS} characters",
-            quoted(value)
+        problems.push(Problem::value(
+            field,
+            format!("`{}` is too long; at most {MAX_TEXT_CHARS} characters", quoted(value)),
         ));
     }
 }
 
 /// A number of seconds within [`MIN_SECONDS`]..=[`MAX_SECONDS`].
-pub fn seconds_problem(place: &str, value: f64, problems: &mut Vec<String>) {
+pub fn seconds_problem(field: &str, value: f64, problems: &mut Vec<Problem>) {
     if !(value.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&value)) {
-        problems.push(format!(
-            "{place}: {value} is out of range; allowed {MIN_SECONDS}..={MAX_SECONDS} seconds"
+        problems.push(Problem::value(
+            field,
+            format!("{value} is out of range; allowed {MIN_SECONDS}..={MAX_SECONDS} seconds"),
         ));
     }
 }
 
 /// The numeric ranges and string limits of one pipeline's settings (streams and
 /// frames_per_stream are checked beside the device).
-pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
+pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<Problem>) {
     source_limits(&pipeline.source, problems);
     if let Some(threads) = pipeline.sink.options.get("threads") {
         // FFmpeg takes "auto" too; any number must be in range, whatever the encoder.
         let in_range = threads == "auto" || threads.trim().parse::<u64>().is_ok_and(|n| n <= MAX_ENCODER_THREADS);
         if !in_range {
-            problems.push(format!(
-                "sink.options.threads: `{}` is out of range; allowed 0..={MAX_ENCODER_THREADS} or \"auto\" (0: FFmpeg's choice)",
-                quoted(threads)
+            problems.push(Problem::value(
+                "sink.options.threads",
+                format!(
+                    "`{}` is out of range; allowed 0..={MAX_ENCODER_THREADS} or \"auto\" (0: FFmpeg's choice)",
+                    quoted(threads)
+                ),
             ));
         }
     }
     let filter = &pipeline.filter;
     if let Some(cap) = filter.pinned_frames {
         if cap > MAX_PINNED_FRAMES {
-            problems.push(format!(
-                "filter.pinned_frames: {cap} is out of range; allowed 0..={MAX_PINNED_FRAMES}"
+            problems.push(Problem::value(
+                "filter.pinned_frames",
+                format!("{cap} is out of range; allowed 0..={MAX_PINNED_FRAMES}"),
             ));
         }
     }
@@ -144,7 +154,7 @@ pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
     }
 }
 
-fn source_limits(source: &SourceConfig, problems: &mut Vec<String>) {
+fn source_limits(source: &SourceConfig, problems: &mut Vec<Problem>) {
     text_problem("source.url", &source.url, problems);
     if let Some(format) = &source.format {
         text_problem("source.format", format, problems);
@@ -156,39 +166,51 @@ fn source_limits(source: &SourceConfig, problems: &mut Vec<String>) {
     }
     if let Some(start) = source.start {
         if !(start.is_finite() && (0.0..=MAX_MEDIA_SECONDS).contains(&start)) {
-            problems.push(format!(
-                "source.start: {start} is out of range; allowed 0..={MAX_MEDIA_SECONDS} seconds"
+            problems.push(Problem::value(
+                "source.start",
+                format!("{start} is out of range; allowed 0..={MAX_MEDIA_SECONDS} seconds"),
             ));
         }
     }
     if let Some(duration) = source.duration {
         if !(duration.is_finite() && duration > 0.0 && duration <= MAX_MEDIA_SECONDS) {
-            problems.push(format!(
-                "source.duration: {duration} is out of range; allowed more than 0, up to {MAX_MEDIA_SECONDS} seconds"
+            problems.push(Problem::value(
+                "source.duration",
+                format!("{duration} is out of range; allowed more than 0, up to {MAX_MEDIA_SECONDS} seconds"),
             ));
         }
     }
     if let Some(depth) = source.depth.filter(|d| !DEPTHS.contains(d)) {
-        problems.push(format!(
-            "source.depth: {depth} bits is not a depth FFmpeg has pictures at; allowed 8, 9, 10, 12, 14, 16"
+        problems.push(Problem::value(
+            "source.depth",
+            format!("{depth} bits is not a depth FFmpeg has pictures at; allowed 8, 9, 10, 12, 14, 16"),
         ));
     }
     if source.frames == Some(0) {
-        problems.push("source.frames: 0 would filter nothing; give 1 or more, or leave it out".to_string());
+        problems.push(Problem::value(
+            "source.frames",
+            "0 would filter nothing; give 1 or more, or leave it out",
+        ));
     }
     if source.start.is_some_and(|start| start > 0.0) && source.is_live() {
-        problems.push("source.start: a live input cannot be sought; leave start out, or set live = false for a file served over the network".to_string());
+        problems.push(Problem::value(
+            "source.start",
+            "a live input cannot be sought; leave start out, or set live = false for a file served over the network",
+        ));
     }
     if source.threads > MAX_DECODER_THREADS {
-        problems.push(format!(
-            "source.threads: {} is out of range; allowed 0..={MAX_DECODER_THREADS} (0: FFmpeg's choice)",
-            source.threads
+        problems.push(Problem::value(
+            "source.threads",
+            format!(
+                "{} is out of range; allowed 0..={MAX_DECODER_THREADS} (0: FFmpeg's choice)",
+                source.threads
+            ),
         ));
     }
 }
 
 /// The string limits of `[server]` (its timeout is checked beside the listen address).
-pub fn server_limits(server: &ServerConfig, problems: &mut Vec<String>) {
+pub fn server_limits(server: &ServerConfig, problems: &mut Vec<Problem>) {
     text_problem("server.listen", &server.listen, problems);
     if let Some(dir) = &server.mask_dir {
         text_problem("server.mask_dir", &dir.to_string_lossy(), problems);

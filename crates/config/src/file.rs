@@ -5,29 +5,29 @@
 
 use std::path::Path;
 
-use super::error::ConfigError;
-use super::log_filter::LogFilterCheck;
-use super::schema::{ConfigFile, ServerConfig};
-use super::structure;
-use crate::pipeline::MeasuredSeats;
+use crate::error::ConfigError;
+use crate::measured_seats::MeasuredSeats;
+use crate::outputs::OutputCheck;
+use crate::schema::{ConfigFile, ServerConfig};
+use crate::structure;
 
 /// The configuration compiled into the binary, used by `convstream demo`.
-pub const DEFAULT_CONFIG: &str = include_str!("../../../../config/default.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../default.toml");
 
 impl ConfigFile {
     /// Parses TOML text; `origin` names it in errors (a path or "built-in default").
     /// A text that is TOML but not a valid config gets every type-level problem at once,
     /// with those of validation (relative mask files resolve from the working directory;
-    /// `log_filter` says which `[log] level` is a log filter).
-    pub fn parse(text: &str, origin: &str, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
-        ConfigFile::parse_in(text, origin, None, log_filter)
+    /// `outputs` checks containers and encoders, see [`OutputCheck`]).
+    pub fn parse(text: &str, origin: &str, outputs: OutputCheck) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse_in(text, origin, None, outputs)
     }
 
     fn parse_in(
         text: &str,
         origin: &str,
         base_dir: Option<&Path>,
-        log_filter: LogFilterCheck,
+        outputs: OutputCheck,
     ) -> Result<ConfigFile, ConfigError> {
         let error = match toml::from_str(text) {
             Ok(config) => return Ok(config),
@@ -41,7 +41,7 @@ impl ConfigFile {
         let Ok(table) = toml::from_str::<toml::Table>(text) else {
             return Err(parse_error);
         };
-        let problems = structure::problems(&table, base_dir, log_filter);
+        let problems = structure::problems(&table, base_dir, outputs);
         if problems.is_empty() {
             Err(parse_error)
         } else {
@@ -54,7 +54,7 @@ impl ConfigFile {
 
     /// Reads and parses the config file at `path` (see [`read_config_bytes`] and
     /// [`ConfigFile::parse`]); relative mask files resolve from its folder.
-    pub fn load(path: &Path, log_filter: LogFilterCheck) -> Result<ConfigFile, ConfigError> {
+    pub fn load(path: &Path, outputs: OutputCheck) -> Result<ConfigFile, ConfigError> {
         let bytes = read_config_bytes(path)?;
         let text = String::from_utf8(bytes).map_err(|e| ConfigError::Read {
             path: path.to_path_buf(),
@@ -63,12 +63,12 @@ impl ConfigFile {
                 e.utf8_error().valid_up_to()
             ),
         })?;
-        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent(), log_filter)
+        ConfigFile::parse_in(&text, &path.display().to_string(), path.parent(), outputs)
     }
 
     /// The configuration compiled into the binary ([`DEFAULT_CONFIG`]).
     pub fn builtin_default() -> ConfigFile {
-        // It is of the schema, so no check of a broken file (nor of its log filter) runs.
+        // It is of the schema, so no check of a broken file (nor of its outputs) runs.
         toml::from_str(DEFAULT_CONFIG).expect("the built-in default config parses")
     }
 }
@@ -147,8 +147,7 @@ impl ServerConfig {
 
 #[cfg(test)]
 mod measured_seats_tests {
-    use crate::config::ServerConfig;
-    use crate::pipeline::MeasuredSeats;
+    use crate::{MeasuredSeats, ServerConfig};
 
     fn read(path: &std::path::Path) -> Result<Option<MeasuredSeats>, String> {
         let server = ServerConfig {

@@ -4,8 +4,9 @@
 
 use toml::{Table, Value};
 
-use super::limits::{pipeline_place, quoted};
-use super::outputs::OutputTarget;
+use crate::limits::{pipeline_place, quoted};
+use crate::outputs::OutputTarget;
+use crate::problem::Place;
 
 /// A warning for every pipeline whose `source.url` is a local file that does not exist.
 pub fn missing_inputs(table: &Table) -> Vec<String> {
@@ -21,7 +22,7 @@ pub fn missing_inputs(table: &Table) -> Vec<String> {
         let Some(url) = url else { continue };
         let place = match pipeline.get("name").and_then(Value::as_str) {
             Some(name) => pipeline_place(index, name),
-            None => format!("pipeline #{}", index + 1),
+            None => Place::PipelineNumber(index + 1),
         };
         // `-` is stdin, URLs are opened when the run starts; a local path can be looked at.
         if let OutputTarget::File(path) = OutputTarget::of(url) {

@@ -3,8 +3,11 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::problem::Problem;
+
 /// Why a configuration cannot be used. `Invalid` lists every problem found.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read (missing, not a regular file, too large, not UTF-8).
     #[error("cannot read config {path}: {reason}")]
@@ -24,18 +27,28 @@ pub enum ConfigError {
     },
     /// Every problem validation found, each with its place.
     #[error("{}", ProblemList(.0))]
-    Invalid(Vec<String>),
+    Invalid(Vec<Problem>),
     /// A file that is TOML but not of the schema: every problem, found in one pass.
     #[error("{origin}: {}", ProblemList(.problems))]
     InvalidFile {
         /// Where the text came from (a path).
         origin: String,
         /// Every problem, each with its place.
-        problems: Vec<String>,
+        problems: Vec<Problem>,
     },
 }
 
-struct ProblemList<'a>(&'a [String]);
+impl ConfigError {
+    /// Every problem found, when the config was read and parsed but cannot be used.
+    pub fn problems(&self) -> Option<&[Problem]> {
+        match self {
+            ConfigError::Invalid(problems) | ConfigError::InvalidFile { problems, .. } => Some(problems),
+            ConfigError::Read { .. } | ConfigError::Parse { .. } => None,
+        }
+    }
+}
+
+struct ProblemList<'a>(&'a [Problem]);
 
 impl fmt::Display for ProblemList<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

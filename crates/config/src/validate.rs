@@ -4,11 +4,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::error::ConfigError;
-use super::limits;
-use super::log_filter::{self, LogFilterCheck};
-use super::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
-use super::settings::{PipelineSettings, Settings};
+use crate::error::ConfigError;
+use crate::limits;
+use crate::log_filter;
+use crate::outputs::OutputCheck;
+use crate::problem::Problem;
+use crate::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
+use crate::settings::{PipelineSettings, Settings};
 use convstream_core::engine::DeviceChoice;
 use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
 use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
@@ -27,74 +29,71 @@ enum Needs {
 
 impl ConfigFile {
     /// Checks everything and builds every mask. `base_dir` resolves relative mask files
-    /// (the config file's folder); `log_filter` says whether `[log] level` is a log filter.
-    /// A config without pipelines is refused: a run would have nothing to do.
-    pub fn validate(&self, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Result<Settings, ConfigError> {
-        self.validate_as(base_dir, log_filter, Needs::Pipeline)
+    /// (the config file's folder); `outputs` checks each sink's container and encoder (see
+    /// [`OutputCheck`]). A config without pipelines is refused: a run would have nothing to do.
+    pub fn validate(&self, base_dir: Option<&Path>, outputs: OutputCheck) -> Result<Settings, ConfigError> {
+        self.validate_as(base_dir, outputs, Needs::Pipeline)
     }
 
     /// [`ConfigFile::validate`] for `serve` (and `check`, which cannot tell what a config is
     /// for): a config without pipelines is an API-only server, whose pipelines all come
     /// through the API.
-    pub fn validate_for_serve(
-        &self,
-        base_dir: Option<&Path>,
-        log_filter: LogFilterCheck,
-    ) -> Result<Settings, ConfigError> {
-        self.validate_as(base_dir, log_filter, Needs::Nothing)
+    pub fn validate_for_serve(&self, base_dir: Option<&Path>, outputs: OutputCheck) -> Result<Settings, ConfigError> {
+        self.validate_as(base_dir, outputs, Needs::Nothing)
     }
 
     fn validate_as(
         &self,
         base_dir: Option<&Path>,
-        log_filter: LogFilterCheck,
+        outputs: OutputCheck,
         needs: Needs,
     ) -> Result<Settings, ConfigError> {
         let mut problems = Vec::new();
         let named = build_named_masks(&self.masks, base_dir, &mut problems);
         if let Some(level) = &self.log.level {
-            problems.extend(log_filter::problem(level, log_filter));
+            problems.extend(log_filter::problem(level));
         }
         validate_server(&self.server, &mut problems);
         limits::server_limits(&self.server, &mut problems);
         server_folders(&self.server, base_dir, &mut problems);
         if let Err(problem) = self.server.measured_nvdec_seats(base_dir) {
-            problems.push(format!("server.nvdec_seats_file: {problem}"));
+            problems.push(Problem::value("server.nvdec_seats_file", problem));
         }
         // A shard may own none of the pipelines, and holds only its own against
         // max_pipelines: `serve` checks both once it knows which shard it is.
         let sharded = self.server.shard.is_some();
         if self.pipelines.is_empty() && !sharded && needs == Needs::Pipeline {
-            problems.push(NO_PIPELINE.to_string());
+            problems.push(Problem::general(NO_PIPELINE));
         }
         if self.pipelines.len() > self.server.max_pipelines && !sharded {
-            problems.push(format!(
+            problems.push(Problem::general(format!(
                 "{} pipelines, more than server.max_pipelines ({}); raise it (up to {}; a host seats about 24 NVDEC \
                  1080p25 pipelines however many GPUs it has, `convstream doctor` says how many here, and the CPU's \
                  cores decode the software ones) or remove some",
                 self.pipelines.len(),
                 self.server.max_pipelines,
                 limits::MAX_PIPELINES
-            ));
+            )));
         }
         let mut seen = HashSet::new();
         let mut pipelines = Vec::new();
         for (index, pipeline) in self.pipelines.iter().enumerate() {
             let place = limits::pipeline_place(index, &pipeline.name);
             if let Some(problem) = limits::name_problem(&pipeline.name) {
-                problems.push(format!("{place}: {problem}"));
+                problems.push(problem.at(place.clone()));
             } else if !seen.insert(pipeline.name.clone()) {
-                problems.push(format!(
-                    "{place}: the name is used by another pipeline; names must be unique"
-                ));
+                problems.push(
+                    Problem::general("the name is used by another pipeline; names must be unique").at(place.clone()),
+                );
             }
             let mut local = Vec::new();
             limits::pipeline_limits(pipeline, &mut local);
             let settings = validate_pipeline(pipeline, &self.masks, &named, base_dir, &mut local);
-            problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
+            problems.extend(local.into_iter().map(|p| p.at(place.clone())));
             pipelines.extend(settings);
         }
-        problems.extend(super::outputs::check(&self.pipelines));
+        problems.extend(self.pipelines.iter().flat_map(outputs));
+        problems.extend(crate::outputs::check_outputs(&self.pipelines));
         if problems.is_empty() {
             Ok(Settings {
                 log: self.log.clone(),
@@ -110,13 +109,14 @@ impl ConfigFile {
 fn build_named_masks(
     masks: &BTreeMap<String, MaskParams>,
     base_dir: Option<&Path>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, Mask> {
     let mut built = BTreeMap::new();
     for (name, params) in masks {
         if PRESETS.iter().any(|p| p.name == name) {
-            problems.push(format!(
-                "masks.{name}: the name hides the preset `{name}`; choose another name"
+            problems.push(Problem::value(
+                format!("masks.{name}"),
+                format!("the name hides the preset `{name}`; choose another name"),
             ));
             continue;
         }
@@ -125,7 +125,11 @@ fn build_named_masks(
                 let description = format!("{name} ({})", mask.description());
                 built.insert(name.clone(), mask.with_description(description));
             }
-            Err(errors) => problems.extend(errors.into_iter().map(|e| format!("masks.{name}: {e}"))),
+            Err(errors) => problems.extend(
+                errors
+                    .into_iter()
+                    .map(|e| Problem::value(format!("masks.{name}"), e.to_string())),
+            ),
         }
     }
     built
@@ -136,51 +140,66 @@ fn validate_pipeline(
     defined: &BTreeMap<String, MaskParams>,
     named: &BTreeMap<String, Mask>,
     base_dir: Option<&Path>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<PipelineSettings> {
     if pipeline.source.url.trim().is_empty() {
-        problems.push("source.url is empty; give a path, `-` for stdin, or a URL".to_string());
+        problems.push(Problem::setting(
+            "source.url",
+            "is empty; give a path, `-` for stdin, or a URL",
+        ));
     }
     if pipeline.sink.url.trim().is_empty() {
-        problems.push("sink.url is empty; give a path, `-` for stdout, `null`, or a URL".to_string());
+        problems.push(Problem::setting(
+            "sink.url",
+            "is empty; give a path, `-` for stdout, `null`, or a URL",
+        ));
     }
     let decoder = pipeline.source.decoder.as_str();
     if decoder.trim().is_empty() {
-        problems.push("source.decoder is empty; use auto, software, nvdec or an FFmpeg decoder name".to_string());
+        problems.push(Problem::setting(
+            "source.decoder",
+            "is empty; use auto, software, nvdec or an FFmpeg decoder name",
+        ));
     }
     if pipeline.source.format.as_deref() == Some("rawvideo") && !pipeline.source.options.contains_key("video_size") {
-        problems.push(
-            "source.options.video_size: raw video has no header to tell its picture size; give it as WxH (1920x1080), with the pixel format and frame rate when they are not yuv420p and 25"
-                .to_string(),
-        );
+        problems.push(Problem::value(
+            "source.options.video_size",
+            "raw video has no header to tell its picture size; give it as WxH (1920x1080), with the pixel format and frame rate when they are not yuv420p and 25",
+        ));
     }
     validate_source_timing(&pipeline.source, problems);
     let filter = &pipeline.filter;
     let device = DeviceChoice::parse(&filter.device);
     if device.is_none() {
-        problems.push(format!(
-            "filter.device: `{}` is not a device; use auto, cpu, cuda or cuda:N",
-            limits::quoted(&filter.device)
+        problems.push(Problem::value(
+            "filter.device",
+            format!(
+                "`{}` is not a device; use auto, cpu, cuda or cuda:N",
+                limits::quoted(&filter.device)
+            ),
         ));
     }
     if !(1..=MAX_STREAMS).contains(&filter.streams) {
-        problems.push(format!(
-            "filter.streams: {} is out of range; allowed 1..={MAX_STREAMS}",
-            filter.streams
+        problems.push(Problem::value(
+            "filter.streams",
+            format!("{} is out of range; allowed 1..={MAX_STREAMS}", filter.streams),
         ));
     }
     if !(1..=MAX_FRAMES_PER_STREAM).contains(&filter.frames_per_stream) {
-        problems.push(format!(
-            "filter.frames_per_stream: {} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
-            filter.frames_per_stream
+        problems.push(Problem::value(
+            "filter.frames_per_stream",
+            format!(
+                "{} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
+                filter.frames_per_stream
+            ),
         ));
     }
     if let Some(problem) = filter.gpu.spin_problem() {
-        problems.push(format!("filter.gpu.spin_us: {problem}"));
+        problems.push(Problem::value("filter.gpu.spin_us", problem));
     }
-    let build = |place: &str, selection: &MaskSelection, problems: &mut Vec<String>| {
+    let build = |field: &str, selection: &MaskSelection, problems: &mut Vec<Problem>| {
         selected_mask(selection, defined, named, base_dir)
-            .map_err(|errors| problems.extend(errors.into_iter().map(|e| format!("{place}: {e}"))))
+            .map_err(|errors| problems.extend(errors.into_iter().map(|e| Problem::value(field, e.to_string()))))
             .ok()
     };
     let mask = build("filter.mask", &filter.mask, problems);
@@ -189,16 +208,17 @@ fn validate_pipeline(
     for key in filter.plane_masks.keys() {
         for name in PlaneName::parse_key(key).unwrap_or(&[]) {
             if let Some(first) = named_by.insert(*name, key) {
-                problems.push(format!(
-                    "filter.plane_masks: plane {name} is given twice, by `{first}` and by `{key}`; keep one"
+                problems.push(Problem::value(
+                    "filter.plane_masks",
+                    format!("plane {name} is given twice, by `{first}` and by `{key}`; keep one"),
                 ));
                 plane_masks = None;
             }
         }
     }
     for (key, selection) in &filter.plane_masks {
-        let place = format!("filter.plane_masks.{}", limits::quoted(key));
-        let built = build(&place, selection, problems);
+        let field = format!("filter.plane_masks.{}", limits::quoted(key));
+        let built = build(&field, selection, problems);
         match (PlaneName::parse_key(key), built) {
             (Some(names), Some(mask)) => {
                 if let Some(masks) = plane_masks.as_mut() {
@@ -209,7 +229,7 @@ fn validate_pipeline(
                 plane_masks = None;
                 if names.is_none() {
                     let keys: Vec<&str> = PlaneName::KEYS.iter().map(|(k, _)| *k).collect();
-                    problems.push(format!("{place}: not a plane; use {}", keys.join(", ")));
+                    problems.push(Problem::value(field, format!("not a plane; use {}", keys.join(", "))));
                 }
             }
         }
@@ -253,74 +273,86 @@ fn selected_mask(
     }
 }
 
-fn validate_server(server: &ServerConfig, problems: &mut Vec<String>) {
+fn validate_server(server: &ServerConfig, problems: &mut Vec<Problem>) {
     if server.listen.parse::<std::net::SocketAddr>().is_err() {
-        problems.push(format!(
-            "server.listen: `{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
-            limits::quoted(&server.listen)
+        problems.push(Problem::value(
+            "server.listen",
+            format!(
+                "`{}` is not an address and port such as 127.0.0.1:8686 or 0.0.0.0:8686",
+                limits::quoted(&server.listen)
+            ),
         ));
     }
     limits::seconds_problem("server.shutdown_timeout", server.shutdown_timeout, problems);
     if !(1..=limits::MAX_PIPELINES).contains(&server.max_pipelines) {
-        problems.push(format!(
-            "server.max_pipelines: {} is out of range; allowed 1..={}",
-            server.max_pipelines,
-            limits::MAX_PIPELINES
+        problems.push(Problem::value(
+            "server.max_pipelines",
+            format!(
+                "{} is out of range; allowed 1..={}",
+                server.max_pipelines,
+                limits::MAX_PIPELINES
+            ),
         ));
     }
     if server.pinned_memory_mb == Some(0) || server.pinned_memory_mb.is_some_and(|mb| mb > limits::MAX_PINNED_MB) {
-        problems.push(format!(
-            "server.pinned_memory_mb: {} is out of range; allowed 1..={} (leave it out for a quarter of the host's memory)",
-            server.pinned_memory_mb.unwrap_or(0),
-            limits::MAX_PINNED_MB
+        problems.push(Problem::value(
+            "server.pinned_memory_mb",
+            format!(
+                "{} is out of range; allowed 1..={} (leave it out for a quarter of the host's memory)",
+                server.pinned_memory_mb.unwrap_or(0),
+                limits::MAX_PINNED_MB
+            ),
         ));
     }
     if let Some(count) = server
         .starting_at_once
         .filter(|n| !(1..=limits::MAX_PIPELINES).contains(n))
     {
-        problems.push(format!(
-            "server.starting_at_once: {count} is out of range; allowed 1..={}",
-            limits::MAX_PIPELINES
+        problems.push(Problem::value(
+            "server.starting_at_once",
+            format!("{count} is out of range; allowed 1..={}", limits::MAX_PIPELINES),
         ));
     }
-    super::shard_spec::config_problems(server.shard.as_deref(), server.shards, problems);
+    crate::shard_spec::config_problems(server.shard.as_deref(), server.shards, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
         if !valid {
-            problems.push(format!(
-                "server.token_env: `{}` is not an environment variable name",
-                limits::quoted(name)
+            problems.push(Problem::value(
+                "server.token_env",
+                format!("`{}` is not an environment variable name", limits::quoted(name)),
             ));
         }
     }
 }
 
-fn validate_source_timing(source: &SourceConfig, problems: &mut Vec<String>) {
+fn validate_source_timing(source: &SourceConfig, problems: &mut Vec<Problem>) {
     limits::seconds_problem("source.idle_timeout", source.idle_timeout, problems);
     let reconnect = &source.reconnect;
     let before = problems.len();
     limits::seconds_problem("source.reconnect.initial", reconnect.initial, problems);
     limits::seconds_problem("source.reconnect.max", reconnect.max, problems);
     if problems.len() == before && reconnect.initial > reconnect.max {
-        problems.push(format!(
-            "source.reconnect: initial ({}) is more than max ({})",
-            reconnect.initial, reconnect.max
+        problems.push(Problem::value(
+            "source.reconnect",
+            format!("initial ({}) is more than max ({})", reconnect.initial, reconnect.max),
         ));
     }
 }
 
 /// `[server] mask_dir` and `allow_paths` must be folders that exist (relative ones are
 /// resolved from the config file's folder, as mask files are).
-fn server_folders(server: &ServerConfig, base_dir: Option<&Path>, problems: &mut Vec<String>) {
+fn server_folders(server: &ServerConfig, base_dir: Option<&Path>, problems: &mut Vec<Problem>) {
     let folders = server.mask_dir.iter().map(|dir| ("server.mask_dir", dir));
     let folders = folders.chain(server.allow_paths.iter().map(|dir| ("server.allow_paths", dir)));
     for (place, dir) in folders {
         let resolved = ServerConfig::resolve_folder(dir, base_dir);
         if !resolved.is_dir() {
-            problems.push(format!(
-                "{place}: `{}` is not a folder that exists",
-                limits::quoted(&resolved.to_string_lossy())
+            problems.push(Problem::value(
+                place,
+                format!(
+                    "`{}` is not a folder that exists",
+                    limits::quoted(&resolved.to_string_lossy())
+                ),
             ));
         }
     }

@@ -22,19 +22,19 @@ streams = 2
 }
 
 fn settings(text: &str) -> Settings {
-    ConfigFile::parse(text, "test.toml", log_filter)
-        .and_then(|config| config.validate(None, log_filter))
+    ConfigFile::parse(text, "test.toml", NO_OUTPUT_CHECK)
+        .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Every problem of a config, whether found parsing it or validating it.
 fn all_problems(text: &str) -> Vec<String> {
-    let error = ConfigFile::parse(text, "test.toml", log_filter)
-        .and_then(|config| config.validate(None, log_filter))
+    let error = ConfigFile::parse(text, "test.toml", NO_OUTPUT_CHECK)
+        .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
         .map(|_| ())
         .expect_err("the config should be refused");
     match error {
-        ConfigError::Invalid(problems) | ConfigError::InvalidFile { problems, .. } => problems,
+        ConfigError::Invalid(problems) | ConfigError::InvalidFile { problems, .. } => super::texts(&problems),
         other => panic!("expected a list of problems, got {other}"),
     }
 }

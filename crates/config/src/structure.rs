@@ -8,11 +8,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use toml::{Table, Value};
 
-use super::error::ConfigError;
-use super::limits::pipeline_place;
-use super::log_filter::LogFilterCheck;
-use super::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
-use super::validate::NO_PIPELINE;
+use crate::error::ConfigError;
+use crate::limits::pipeline_place;
+use crate::outputs::OutputCheck;
+use crate::problem::{Place, Problem};
+use crate::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
+use crate::validate::NO_PIPELINE;
 use convstream_core::mask::MaskParams;
 
 const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];
@@ -20,7 +21,7 @@ const PIPELINE_KEYS: &[&str] = &["name", "source", "filter", "sink"];
 
 /// Every problem in a config whose text is valid TOML but does not match the schema.
 /// Empty when none is found here (the caller then reports the parser's own error).
-pub(super) fn problems(table: &Table, base_dir: Option<&Path>, log_filter: LogFilterCheck) -> Vec<String> {
+pub(crate) fn problems(table: &Table, base_dir: Option<&Path>, outputs: OutputCheck) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut repaired = ConfigFile::default();
     let mut broken_masks = BTreeSet::new();
@@ -46,9 +47,9 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>, log_filter: LogFi
                         }
                     }
                 }
-                None => problems.push(format!(
-                    "masks: must be tables of named masks ([masks.NAME]), not {}",
-                    value.type_str()
+                None => problems.push(Problem::value(
+                    "masks",
+                    format!("must be tables of named masks ([masks.NAME]), not {}", value.type_str()),
                 )),
             },
             "pipeline" => match value.as_array() {
@@ -63,12 +64,12 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>, log_filter: LogFi
                         }
                     }
                 }
-                None => problems.push(format!(
-                    "pipeline: must be an array of tables ([[pipeline]]), not {}",
-                    value.type_str()
+                None => problems.push(Problem::value(
+                    "pipeline",
+                    format!("must be an array of tables ([[pipeline]]), not {}", value.type_str()),
                 )),
             },
-            other => problems.push(unknown_key(other, TOP_KEYS, "the top-level keys")),
+            other => problems.push(Problem::general(unknown_key(other, TOP_KEYS, "the top-level keys"))),
         }
     }
     if problems.is_empty() {
@@ -76,41 +77,34 @@ pub(super) fn problems(table: &Table, base_dir: Option<&Path>, log_filter: LogFi
     }
     // What is well-formed is validated as usual; problems that only follow from a part
     // already reported (a broken named mask, a pipeline left out) are not repeated.
-    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir, log_filter) {
+    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir, outputs) {
         let renumbered = more.into_iter().map(|problem| renumber(problem, &positions));
         problems.extend(renumbered.filter(|problem| {
             let follows_from_broken_mask = broken_masks
                 .iter()
-                .any(|name| problem.contains(&format!("unknown mask `{name}`")));
-            let follows_from_dropped = dropped_pipeline && problem == NO_PIPELINE;
+                .any(|name| problem.message().contains(&format!("unknown mask `{name}`")));
+            let follows_from_dropped = dropped_pipeline && *problem == Problem::general(NO_PIPELINE);
             !follows_from_broken_mask && !follows_from_dropped
         }));
     }
     problems
 }
 
-/// `pipeline #N: ...` of the repaired config (pipelines left out shift the numbers) as
-/// the file numbers it.
-fn renumber(problem: String, positions: &[usize]) -> String {
-    let Some(rest) = problem.strip_prefix("pipeline #") else {
-        return problem;
-    };
-    let Some((number, tail)) = rest.split_once(':') else {
-        return problem;
-    };
-    match number
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| positions.get(n.wrapping_sub(1)))
-    {
-        Some(position) => format!("pipeline #{}:{tail}", position + 1),
-        None => problem,
+/// A problem of the repaired config's pipeline `#N` (pipelines left out shift the numbers)
+/// placed as the file numbers it.
+fn renumber(problem: Problem, positions: &[usize]) -> Problem {
+    match problem.place() {
+        Place::PipelineNumber(number) => match positions.get(number.wrapping_sub(1)) {
+            Some(position) => problem.clone().at(Place::PipelineNumber(position + 1)),
+            None => problem,
+        },
+        _ => problem,
     }
 }
 
 /// Every type-level problem of one pipeline given as a value (an API request's body), each
 /// with its place; empty when its shape is right.
-pub fn pipeline_problems(value: &Value) -> Vec<String> {
+pub fn pipeline_problems(value: &Value) -> Vec<Problem> {
     let mut problems = Vec::new();
     pipeline(0, value, &mut problems);
     problems
@@ -129,28 +123,29 @@ fn unknown_key(key: &str, allowed: &[&str], what: &str) -> String {
 
 /// One `[[pipeline]]`: its problems go to `problems` with its place; returns it when every
 /// required part is there (bad fields are left at their defaults, so the rest is checked).
-fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<PipelineConfig> {
+fn pipeline(index: usize, value: &Value, problems: &mut Vec<Problem>) -> Option<PipelineConfig> {
     let Some(table) = value.as_table() else {
-        problems.push(format!(
-            "pipeline #{}: must be a table, not {}",
-            index + 1,
-            value.type_str()
-        ));
+        problems.push(
+            Problem::general(format!("must be a table, not {}", value.type_str())).at(Place::PipelineNumber(index + 1)),
+        );
         return None;
     };
     let name = table.get("name").and_then(Value::as_str);
     let place = match name {
         Some(name) => pipeline_place(index, name),
-        None => format!("pipeline #{}", index + 1),
+        None => Place::PipelineNumber(index + 1),
     };
     let mut local = Vec::new();
     match table.get("name") {
-        None => local.push("name is missing; every pipeline needs a name".to_string()),
-        Some(value) if !value.is_str() => local.push(format!("name must be a string, not {}", value.type_str())),
+        None => local.push(Problem::setting("name", "is missing; every pipeline needs a name")),
+        Some(value) if !value.is_str() => local.push(Problem::setting(
+            "name",
+            format!("must be a string, not {}", value.type_str()),
+        )),
         Some(_) => {}
     }
     for key in table.keys().filter(|k| !PIPELINE_KEYS.contains(&k.as_str())) {
-        local.push(unknown_key(key, PIPELINE_KEYS, "a pipeline's keys"));
+        local.push(Problem::general(unknown_key(key, PIPELINE_KEYS, "a pipeline's keys")));
     }
     // `null` stands in for a missing or broken url: as a sink it discards, so it meets no
     // other pipeline's output, and nothing reads it as a source before the fix.
@@ -158,7 +153,10 @@ fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<P
     let source = match table.get("source") {
         Some(value) => section::<SourceConfig>(value, "source", &url, &mut local),
         None => {
-            local.push("source is missing; give [pipeline.source] with a url".to_string());
+            local.push(Problem::setting(
+                "source",
+                "is missing; give [pipeline.source] with a url",
+            ));
             None
         }
     };
@@ -169,11 +167,11 @@ fn pipeline(index: usize, value: &Value, problems: &mut Vec<String>) -> Option<P
     let sink = match table.get("sink") {
         Some(value) => section::<SinkConfig>(value, "sink", &url, &mut local),
         None => {
-            local.push("sink is missing; give [pipeline.sink] with a url".to_string());
+            local.push(Problem::setting("sink", "is missing; give [pipeline.sink] with a url"));
             None
         }
     };
-    problems.extend(local.into_iter().map(|p| format!("{place}: {p}")));
+    problems.extend(local.into_iter().map(|p| p.at(place.clone())));
     Some(PipelineConfig {
         name: name?.to_string(),
         source: source?,
@@ -203,10 +201,13 @@ fn section<T: DeserializeOwned>(
     value: &Value,
     place: &str,
     required: &[(&str, Value)],
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<T> {
     let Some(table) = value.as_table() else {
-        problems.push(format!("{place}: must be a table, not {}", value.type_str()));
+        problems.push(Problem::value(
+            place,
+            format!("must be a table, not {}", value.type_str()),
+        ));
         return None;
     };
     let whole = match value.clone().try_into::<T>() {
@@ -223,13 +224,16 @@ fn section<T: DeserializeOwned>(
             .collect();
         probe.insert(key.clone(), field.clone());
         if let Err(e) = Value::Table(probe).try_into::<T>() {
-            problems.push(format!("{place}.{}: {}", convstream_core::text::quoted(key), shown(&e)));
+            problems.push(Problem::value(
+                format!("{place}.{}", convstream_core::text::quoted(key)),
+                shown(&e),
+            ));
             good.remove(key);
         }
     }
     for (name, placeholder) in required {
         if !table.contains_key(*name) {
-            problems.push(format!("{place}.{name} is missing"));
+            problems.push(Problem::setting(format!("{place}.{name}"), "is missing"));
         }
         // A required field missing or broken (reported above) is stood in for, so that the
         // rest of the table is still checked, in this one pass.
@@ -241,7 +245,7 @@ fn section<T: DeserializeOwned>(
         Ok(parsed) if problems.len() > before => Some(parsed),
         _ => {
             if problems.len() == before {
-                problems.push(format!("{place}: {}", shown(&whole)));
+                problems.push(Problem::value(place, shown(&whole)));
             }
             None
         }

@@ -5,9 +5,10 @@
 use convstream_core::text::quoted;
 use std::path::{Component, Path, PathBuf};
 
-use super::error::ConfigError;
-use super::schema::PipelineConfig;
-use super::settings::PipelineSettings;
+use crate::error::ConfigError;
+use crate::problem::{Place, Problem};
+use crate::schema::PipelineConfig;
+use crate::settings::PipelineSettings;
 
 /// Where a sink URL writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +206,7 @@ fn input_identities(url: &str) -> Vec<FileIdentity> {
 /// demuxer reads it (`format = "concat"`, or a file that opens with `ffconcat version`,
 /// which FFmpeg picks by itself), every file its list names. Without them
 /// `--input-format concat -i list.txt -o v.ts -y` replaced a file the list named.
-fn source_identities(source: &crate::config::SourceConfig) -> Vec<FileIdentity> {
+fn source_identities(source: &crate::schema::SourceConfig) -> Vec<FileIdentity> {
     let mut found = input_identities(&source.url);
     let OutputTarget::File(list) = OutputTarget::of(source.url.trim()) else {
         return found;
@@ -315,54 +316,57 @@ fn output_identity(url: &str) -> Option<FileIdentity> {
 /// Why a side output (`--stats-json`, `--trace`) may not be written at `path`: it is an input
 /// or an output of one of `pipelines` (under any name), or it exists and `overwrite` is off.
 /// Side outputs are outputs: they keep the same promises.
-pub fn side_output_problems(flag: &str, path: &Path, pipelines: &[PipelineConfig], overwrite: bool) -> Vec<String> {
+pub fn side_output_problems(flag: &str, path: &Path, pipelines: &[PipelineConfig], overwrite: bool) -> Vec<Problem> {
     let identity = FileIdentity::of(path);
     let shown = quoted(&path.to_string_lossy());
     let mut problems = Vec::new();
     for pipeline in pipelines {
         if source_identities(&pipeline.source).contains(&identity) {
-            problems.push(format!(
+            problems.push(Problem::general(format!(
                 "{flag} `{shown}` is the input of pipeline {:?} (source.url `{}`); writing it would destroy that input; choose another file",
                 pipeline.name,
                 quoted(&pipeline.source.url)
-            ));
+            )));
         }
         if output_identity(&pipeline.sink.url).as_ref() == Some(&identity) {
-            problems.push(format!(
+            problems.push(Problem::general(format!(
                 "{flag} `{shown}` is the output of pipeline {:?} (sink.url `{}`); choose another file",
                 pipeline.name,
                 quoted(&pipeline.sink.url)
-            ));
+            )));
         }
     }
     if problems.is_empty() && !overwrite && std::fs::symlink_metadata(path).is_ok() {
-        problems.push(format!(
+        problems.push(Problem::general(format!(
             "{flag} `{shown}` exists; it is kept: pass -y / --overwrite to replace it, or choose another file"
-        ));
+        )));
     }
     problems
 }
 
 /// Every sink that would write the config file itself (under any name: a link, a hard
 /// link), one problem each: `run --config cfg.toml` with `overwrite = true` replaced it.
-pub fn config_file_problems(config: &Path, pipelines: &[PipelineConfig]) -> Vec<String> {
+pub fn config_file_problems(config: &Path, pipelines: &[PipelineConfig]) -> Vec<Problem> {
     let identity = FileIdentity::of(config);
     pipelines
         .iter()
         .filter(|pipeline| output_identity(&pipeline.sink.url).as_ref() == Some(&identity))
         .map(|pipeline| {
-            format!(
-                "pipeline {:?}: sink.url `{}` is the config file itself; writing it would destroy the config; choose another output",
-                pipeline.name,
-                quoted(&pipeline.sink.url)
+            Problem::setting(
+                "sink.url",
+                format!(
+                    "`{}` is the config file itself; writing it would destroy the config; choose another output",
+                    quoted(&pipeline.sink.url)
+                ),
             )
+            .at(Place::Pipeline(pipeline.name.clone()))
         })
         .collect()
 }
 
 /// Every output that would overwrite an input or another pipeline's output, one problem
 /// each, naming both pipelines.
-pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
+pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<Problem> {
     let mut problems = Vec::new();
     let inputs: Vec<(&PipelineConfig, Vec<FileIdentity>)> =
         pipelines.iter().map(|p| (p, source_identities(&p.source))).collect();
@@ -372,10 +376,16 @@ pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
         let url = &pipeline.sink.url;
         if url == "-" {
             if let Some(first) = stdout_writer {
-                problems.push(format!(
-                    "pipeline {:?}: sink.url `-`: pipeline {:?} writes to stdout already; their streams would be mixed into one; give each its own output",
-                    pipeline.name, first.name
-                ));
+                problems.push(
+                    Problem::setting(
+                        "sink.url",
+                        format!(
+                            "`-`: pipeline {:?} writes to stdout already; their streams would be mixed into one; give each its own output",
+                            first.name
+                        ),
+                    )
+                    .at(Place::Pipeline(pipeline.name.clone())),
+                );
             }
             stdout_writer.get_or_insert(pipeline);
         }
@@ -387,22 +397,32 @@ pub fn check_outputs(pipelines: &[PipelineConfig]) -> Vec<String> {
                 } else {
                     format!("the input of pipeline {:?}", reader.name)
                 };
-                problems.push(format!(
-                    "pipeline {:?}: sink.url `{}` is the same file as {whose} (source.url `{}`); writing it would destroy that input; choose another output",
-                    pipeline.name,
-                    quoted(url),
-                    quoted(&reader.source.url)
-                ));
+                problems.push(
+                    Problem::setting(
+                        "sink.url",
+                        format!(
+                            "`{}` is the same file as {whose} (source.url `{}`); writing it would destroy that input; choose another output",
+                            quoted(url),
+                            quoted(&reader.source.url)
+                        ),
+                    )
+                    .at(Place::Pipeline(pipeline.name.clone())),
+                );
             }
         }
         if let Some((first, _)) = outputs.iter().find(|(_, other)| *other == identity) {
-            problems.push(format!(
-                "pipeline {:?}: sink.url `{}` is the file pipeline {:?} writes (sink.url `{}`); one stream would be lost inside the other; give each its own output",
-                pipeline.name,
-                quoted(url),
-                first.name,
-                quoted(&first.sink.url)
-            ));
+            problems.push(
+                Problem::setting(
+                    "sink.url",
+                    format!(
+                        "`{}` is the file pipeline {:?} writes (sink.url `{}`); one stream would be lost inside the other; give each its own output",
+                        quoted(url),
+                        first.name,
+                        quoted(&first.sink.url)
+                    ),
+                )
+                .at(Place::Pipeline(pipeline.name.clone())),
+            );
         }
         outputs.push((pipeline, identity));
     }
@@ -419,99 +439,37 @@ pub fn conflicts_with_running(candidate: &PipelineConfig, running: &[&PipelineCo
     let new: Vec<String> = check_outputs(&all)
         .into_iter()
         .filter(|problem| !known.contains(problem))
+        .map(|problem| problem.to_string())
         .collect();
     (!new.is_empty()).then(|| new.join("; "))
 }
 
-/// Container and codec problems that FFmpeg would report only when the output opens: an
-/// unknown container or encoder, a codec the container cannot carry, `lossless` that the
-/// container or the encoder cannot honour.
-fn check_formats(pipeline: &PipelineConfig) -> Vec<String> {
-    use crate::ffmpeg::encoders::missing_encoder;
-    use crate::ffmpeg::{
-        ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailable, muxer_takes, video_encoder,
-    };
-    let sink = &pipeline.sink;
-    let place = format!("pipeline {:?}", pipeline.name);
-    let target = OutputTarget::of(&sink.url);
-    if target == OutputTarget::Discard || sink.url.trim().is_empty() {
-        return Vec::new();
-    }
-    let mut problems = Vec::new();
-    let format = sink
-        .format
-        .as_deref()
-        .or((target == OutputTarget::Stdout).then_some("yuv4mpegpipe"))
-        .or(container_of_scheme(&sink.url));
-    let muxer = guess_muxer(&sink.url, format);
-    if muxer.is_none() {
-        problems.push(match format {
-            Some(name) => format!(
-                "{place}: sink.format: `{}` is not an output format this FFmpeg build has (ffmpeg -muxers lists them)",
-                quoted(name)
-            ),
-            None => format!(
-                "{place}: sink.url `{}`: cannot tell the container from the name; use a known extension (.mkv .mp4 .webm .mov .ts .avi .nut .y4m) or set the format with --format (sink.format in a config)",
-                quoted(&sink.url)
-            ),
-        });
-    }
-    let codec = sink.codec.as_deref().and_then(|name| {
-        let codec = video_encoder(name);
-        if codec.is_none() {
-            problems.push(format!(
-                "{place}: sink.codec: {}",
-                missing_encoder(&quoted(name), muxer.as_ref())
-            ));
-        }
-        codec.map(|codec| (name, codec))
-    });
-    let Some(muxer) = muxer else { return problems };
-    let container = muxer.name().to_string();
-    if matches!(container.as_str(), "yuv4mpegpipe" | "rawvideo") {
-        return problems; // uncompressed: the codec and lossless do not apply
-    }
-    if let Some((name, codec)) = &codec {
-        if !muxer_takes(&muxer, codec.id()) {
-            problems.push(format!(
-                "{place}: sink.codec: the {container} container cannot carry {} video; choose another codec or container",
-                quoted(name)
-            ));
-        } else if sink.lossless && lossless_options(name).is_none() {
-            problems.push(format!("{place}: sink.lossless: {}", lossless_unavailable(name)));
-        }
-    } else if sink.lossless && sink.codec.is_none() {
-        match video_encoder("ffv1") {
-            Some(ffv1) if !muxer_takes(&muxer, ffv1.id()) => {
-                problems.push(format!("{place}: sink.lossless: {}", ffv1_unavailable(&container)));
-            }
-            None => problems.push(format!(
-                "{place}: sink.lossless: lossless output needs the ffv1 encoder, which this FFmpeg build lacks; name another with --codec (libx264)"
-            )),
-            Some(_) => {}
-        }
-    }
-    problems
-}
+/// What only FFmpeg can tell of a pipeline's output, before it opens: whether its container
+/// and encoder exist in this build, and can carry and honour what the sink asks (the media
+/// crate's `output_problems`). Validation calls it for every pipeline; a front end whose
+/// outputs FFmpeg never opens passes [`NO_OUTPUT_CHECK`].
+pub type OutputCheck = fn(&PipelineConfig) -> Vec<Problem>;
 
-/// Every output problem of a config: [`check_outputs`] and each sink's container and codec.
-pub fn check(pipelines: &[PipelineConfig]) -> Vec<String> {
-    let mut problems: Vec<String> = pipelines.iter().flat_map(check_formats).collect();
-    problems.extend(check_outputs(pipelines));
-    problems
-}
+/// The [`OutputCheck`] of a front end that writes no files (the GStreamer element's, a
+/// Python filter's): it finds nothing.
+pub const NO_OUTPUT_CHECK: OutputCheck = |_| Vec::new();
 
 /// `run` without `--overwrite`: every sink whose file exists is a problem (nothing is opened).
 pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), ConfigError> {
-    let problems: Vec<String> = pipelines
+    let problems: Vec<Problem> = pipelines
         .iter()
         .filter(|p| !p.sink.overwrite)
         .filter_map(|p| match OutputTarget::of(&p.sink.url) {
-            OutputTarget::File(path) if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => Some(format!(
-                "pipeline {:?}: sink.url `{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
-                p.name,
-                quoted(&p.sink.url)
-            )),
+            OutputTarget::File(path) if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => Some(
+                Problem::setting(
+                    "sink.url",
+                    format!(
+                        "`{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
+                        quoted(&p.sink.url)
+                    ),
+                )
+                .at(Place::Pipeline(p.name.clone())),
+            ),
             _ => None,
         })
         .collect();

@@ -1,8 +1,13 @@
 //! Command-line flags laid over a config file (or over nothing, when only flags are given):
 //! [`Overrides`].
 
-use super::error::ConfigError;
-use super::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+use crate::error::ConfigError;
+use crate::problem::Problem;
+use crate::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
+
+/// The name of the one pipeline [`Overrides::standalone`] makes of flags alone; front ends
+/// know their own problems by it.
+pub const STANDALONE_PIPELINE: &str = "main";
 use convstream_core::filter::{BorderMode, PlaneSelection};
 
 /// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.
@@ -99,17 +104,17 @@ impl Overrides {
     pub fn standalone(&self) -> Result<ConfigFile, ConfigError> {
         let mut missing = Vec::new();
         if self.input.is_none() {
-            missing.push("--input is required without --config".to_string());
+            missing.push(Problem::general("--input is required without --config"));
         }
         if self.output.is_none() {
-            missing.push("--output is required without --config".to_string());
+            missing.push(Problem::general("--output is required without --config"));
         }
         if !missing.is_empty() {
             return Err(ConfigError::Invalid(missing));
         }
         let mut config = ConfigFile {
             pipelines: vec![PipelineConfig {
-                name: "main".to_string(),
+                name: STANDALONE_PIPELINE.to_string(),
                 source: SourceConfig::from_url(""),
                 filter: FilterConfig::default(),
                 sink: SinkConfig {
@@ -136,14 +141,14 @@ impl Overrides {
             let names: Vec<String> = config.pipelines.iter().map(|p| p.name.clone()).collect();
             config.pipelines.retain(|p| p.name == name);
             if config.pipelines.is_empty() {
-                return Err(ConfigError::Invalid(vec![format!(
+                return Err(ConfigError::Invalid(vec![Problem::general(format!(
                     "--pipeline {name:?}: no such pipeline; the config has {}",
                     if names.is_empty() {
                         "none".to_string()
                     } else {
                         names.join(", ")
                     }
-                )]));
+                ))]));
             }
         }
         if self.overwrite {
@@ -155,10 +160,10 @@ impl Overrides {
             return Ok(());
         }
         if config.pipelines.len() != 1 {
-            return Err(ConfigError::Invalid(vec![format!(
+            return Err(ConfigError::Invalid(vec![Problem::general(format!(
                 "the config has {} pipelines; choose one with --pipeline NAME to apply command-line settings to it",
                 config.pipelines.len()
-            )]));
+            ))]));
         }
         let pipeline = &mut config.pipelines[0];
         let set = |target: &mut String, value: &Option<String>| {

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::problem::Problem;
+
 /// The most shards one config may be spread over.
 pub const MAX_SHARDS: usize = 1024;
 
@@ -79,7 +81,7 @@ impl ShardSpec {
         let shape = || {
             ShardError(vec![format!(
                 "`{}` is neither `auto` nor INDEX/COUNT such as 1/3",
-                super::limits::quoted(text)
+                crate::limits::quoted(text)
             )])
         };
         let (index, count) = text.split_once('/').ok_or_else(shape)?;
@@ -111,20 +113,23 @@ pub struct ShardError(pub Vec<String>);
 
 /// Checks `[server] shard` and `shards` as written (no environment, no hostname): the
 /// problems go to `problems`, each prefixed with its place.
-pub(super) fn config_problems(shard: Option<&str>, shards: Option<usize>, problems: &mut Vec<String>) {
+pub(crate) fn config_problems(shard: Option<&str>, shards: Option<usize>, problems: &mut Vec<Problem>) {
     let spec = shard.map(|text| ShardSpec::parse(text).map_err(|e| e.0));
     if let Some(Err(errors)) = &spec {
-        problems.extend(errors.iter().map(|e| format!("server.shard: {e}")));
+        problems.extend(errors.iter().map(|e| Problem::value("server.shard", e.as_str())));
     }
     if let Some(count) = shards {
         let mut local = Vec::new();
         count_problem(count, "the count", &mut local);
-        problems.extend(local.into_iter().map(|e| format!("server.shards: {e}")));
+        problems.extend(local.into_iter().map(|e| Problem::value("server.shards", e)));
         if let Some(Ok(ShardSpec::Fixed(fixed))) = &spec {
             if fixed.count != count {
-                problems.push(format!(
-                    "server.shard = \"{fixed}\" names {} shards but server.shards = {count}; they must agree (server.shards is for shard = \"auto\")",
-                    fixed.count
+                problems.push(Problem::setting(
+                    "server.shard",
+                    format!(
+                        "= \"{fixed}\" names {} shards but server.shards = {count}; they must agree (server.shards is for shard = \"auto\")",
+                        fixed.count
+                    ),
                 ));
             }
         }
@@ -158,8 +163,11 @@ mod tests {
         let mut problems = Vec::new();
         config_problems(Some("2/2"), Some(0), &mut problems);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].starts_with("server.shard: "), "{problems:?}");
-        assert!(problems[1].starts_with("server.shards: the count 0"), "{problems:?}");
+        assert!(problems[0].to_string().starts_with("server.shard: "), "{problems:?}");
+        assert!(
+            problems[1].to_string().starts_with("server.shards: the count 0"),
+            "{problems:?}"
+        );
         let mut problems = Vec::new();
         config_problems(Some("1/3"), Some(4), &mut problems);
         assert_eq!(problems.len(), 1, "{problems:?}");

@@ -1,7 +1,7 @@
 //! What a validated configuration is: [`Settings`], and each pipeline's
 //! [`PipelineSettings`], ready to run.
 
-use super::schema::{LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
+use crate::schema::{LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use convstream_core::engine::{DeviceChoice, GpuTuning};
 use convstream_core::filter::FilterSpec;
 
