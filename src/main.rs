@@ -3,6 +3,7 @@
 //! configuration error). The flags and handlers live in [`cli`].
 
 mod cli;
+mod doctor;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -108,7 +109,7 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
             action: Some(MasksAction::Show { spec }),
         } => commands::show_mask(&spec),
         Command::Demo { dir, device } => commands::demo(&dir, device),
-        Command::Doctor => commands::print_out(&convstream::doctor::report()),
+        Command::Doctor => commands::print_out(&doctor::report()),
         Command::Bench(args) => commands::bench(*args),
     }
 }

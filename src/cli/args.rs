@@ -74,7 +74,7 @@ pub(crate) enum Command {
 pub(crate) struct BenchArgs {
     /// Which measurements to run.
     #[arg(long, value_enum, default_value = "all")]
-    pub(crate) suite: convstream::bench::Suite,
+    pub(crate) suite: convstream_bench::Suite,
     /// auto, cpu, cuda or cuda:N.
     #[arg(long, default_value = "auto")]
     pub(crate) device: String,

@@ -12,7 +12,7 @@ use convstream_config::{ConfigError, ConfigFile, LogConfig, Overrides};
 use convstream_media::ffmpeg::output_problems;
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
-    use convstream::server::{ServeError, ServeOptions};
+    use convstream_server::{ServeError, ServeOptions};
     let mut file = ConfigFile::load(&config_path, output_problems).map_err(config_failure)?;
     if shard.is_some() {
         // Laid over the file as [server] shard, so that validation and reloads see it.
@@ -22,7 +22,15 @@ pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<
         .validate_for_serve(config_path.parent(), output_problems)
         .map_err(config_failure)?;
     init_logging(&settings.log);
-    convstream::server::serve(file, ServeOptions { config_path, listen }).map_err(|e| match e {
+    convstream_server::serve(
+        file,
+        ServeOptions {
+            config_path,
+            listen,
+            commit: env!("CONVSTREAM_COMMIT"),
+        },
+    )
+    .map_err(|e| match e {
         ServeError::Config(e) => config_failure(e),
         ServeError::MissingToken(_) | ServeError::NoToken(_) | ServeError::NotAnAddress(_) | ServeError::Shard(_) => {
             usage(e)
@@ -43,7 +51,7 @@ pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
 }
 
 pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
-    use convstream::server::shard::MAX_SHARDS;
+    use convstream_server::shard::MAX_SHARDS;
     if let Some(count) = shards.filter(|count| !(1..=MAX_SHARDS).contains(count)) {
         return Err(usage(anyhow::anyhow!("--shards {count}: allowed 1..={MAX_SHARDS}")));
     }
@@ -89,7 +97,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
 fn shard_assignment(settings: &convstream_config::Settings, count: usize) -> String {
     let mut shards = vec![Vec::new(); count];
     for pipeline in &settings.pipelines {
-        shards[convstream::server::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
+        shards[convstream_server::shard::owner(&pipeline.name, count)].push(pipeline.name.as_str());
     }
     let mut text = format!("assignment over {count} shard(s) (rendezvous hashing of the names):\n");
     for (index, names) in shards.iter().enumerate() {
@@ -123,7 +131,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
             args.device
         ))
     })?;
-    let options = convstream::bench::BenchOptions {
+    let options = convstream_bench::BenchOptions {
         suite: args.suite,
         device,
         input: args.input,
@@ -143,11 +151,12 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         max_pipelines: args.max_pipelines,
         scale_seconds: args.scale_seconds,
         ffmpeg: args.ffmpeg,
+        commit: env!("CONVSTREAM_COMMIT"),
         rounds: usize::from(args.rounds),
     };
-    let report = convstream::bench::run(&options).map_err(anyhow::Error::new)?;
-    let written = convstream::bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;
-    let mut text = convstream::bench::report::markdown(&report);
+    let report = convstream_bench::run(&options).map_err(anyhow::Error::new)?;
+    let written = convstream_bench::write_outputs(&report, &options.out).map_err(anyhow::Error::new)?;
+    let mut text = convstream_bench::report::markdown(&report);
     text.push_str("Written:\n");
     for path in written {
         text.push_str(&format!("  {}\n", path.display()));

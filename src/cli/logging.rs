@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
-use convstream::server::pipeline_logs::PipelineLogLayer;
 use convstream_config::{LogConfig, LogFormat};
+use convstream_server::pipeline_logs::PipelineLogLayer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 

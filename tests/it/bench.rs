@@ -170,10 +170,10 @@ fn quick_e2e(out: &Path, extra: &[&str]) -> serde_json::Value {
 #[test]
 fn published_results_replot() {
     let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/h200-2026-11-22");
-    let report = convstream::bench::read_report(&published.join("results.json")).expect("published results parse");
+    let report = convstream_bench::read_report(&published.join("results.json")).expect("published results parse");
     assert!(!report.kernel.is_empty() && !report.overlap.is_empty());
     let out = tempfile::tempdir().expect("a temporary folder");
-    let written = convstream::bench::write_plots(&report, out.path()).expect("plots drawn");
+    let written = convstream_bench::write_plots(&report, out.path()).expect("plots drawn");
     let names: Vec<_> = written.iter().filter_map(|p| p.file_name()?.to_str()).collect();
     assert_eq!(names, ["kernel.svg", "kernel.png", "overlap.svg", "overlap.png"]);
     for plot in ["kernel.png", "overlap.png"] {

@@ -11,9 +11,9 @@ use proptest::sample::select;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use convstream::server::policy::ApiPolicy;
 use convstream_config::{ConfigError, ConfigFile, PipelineConfig};
 use convstream_media::ffmpeg::output_problems;
+use convstream_server::policy::ApiPolicy;
 
 fn toml_string(value: &str) -> String {
     toml::Value::String(value.to_string()).to_string()

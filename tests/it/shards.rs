@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::server::Server;
 use common::{convstream, make_clip, Clip};
-use convstream::server::shard::owner;
+use convstream_server::shard::owner;
 use convstream_testkit::tempdir;
 
 const NAMES: [&str; 9] = [

@@ -97,7 +97,7 @@ fn statefulset_config_is_sharded_and_every_replica_gets_pipelines() {
     let replicas = integer(at(&set, &["spec", "replicas"])).expect("spec.replicas") as usize;
     let mut loads = vec![0; replicas];
     for pipeline in &settings.pipelines {
-        loads[convstream::server::shard::owner(&pipeline.name, replicas)] += 1;
+        loads[convstream_server::shard::owner(&pipeline.name, replicas)] += 1;
         let sink = &pipeline.sink.url;
         assert!(
             sink.starts_with("/data/out/"),

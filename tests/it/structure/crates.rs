@@ -1,5 +1,6 @@
 //! The layers as crates: each package depends only on the layers below it (core knows no
-//! FFmpeg, config no FFmpeg and no media, the GStreamer element no FFmpeg), and no front end
+//! FFmpeg, config no FFmpeg and no media, the GStreamer element no FFmpeg, the server and the
+//! benchmarks not each other), and no front end
 //! reads a configuration problem back out of its text: problems are typed, with their place.
 
 use std::collections::BTreeSet;
@@ -14,6 +15,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("crates/core", &[]),
     ("crates/config", &["convstream-core"]),
     ("crates/media", &["convstream-core", "convstream-config", "ffmpeg-next"]),
+    (
+        "crates/server",
+        &["convstream-core", "convstream-config", "convstream-media"],
+    ),
+    (
+        "crates/bench",
+        &[
+            "convstream-core",
+            "convstream-config",
+            "convstream-media",
+            "ffmpeg-next",
+        ],
+    ),
     ("crates/testkit", &["convstream-core"]),
     ("gst", &["convstream-core", "convstream-config"]),
     ("python", &["convstream-core", "convstream-config", "convstream-media"]),
@@ -23,6 +37,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "convstream-core",
             "convstream-config",
             "convstream-media",
+            "convstream-server",
+            "convstream-bench",
             "ffmpeg-next",
         ],
     ),

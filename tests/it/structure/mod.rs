@@ -25,11 +25,13 @@ fn workspace() -> PathBuf {
 }
 
 /// The workspace's packages, as `[workspace] members` lists them.
-const PACKAGES: [&str; 7] = [
+const PACKAGES: [&str; 9] = [
     ".",
     "crates/core",
     "crates/config",
     "crates/media",
+    "crates/server",
+    "crates/bench",
     "crates/testkit",
     "gst",
     "python",

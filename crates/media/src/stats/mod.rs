@@ -4,10 +4,12 @@
 //! - `latency`, `startup`, `recent_rate`: per-frame latencies, start-up marks, the recent rate.
 //! - `latency_histogram`: latencies bucketed for quantiles without sorting (live readers).
 //! - `report`: the summary of a finished run; `rounding`: how its numbers are written.
+//! - [`process`]: what this process uses (CPU time, memory), from `/proc`.
 
 mod counters;
 mod latency;
 mod latency_histogram;
+pub mod process;
 mod recent_rate;
 mod report;
 mod rounding;

@@ -1,0 +1,37 @@
+//! `GET /pipelines/{name}/history` (token required): a pipeline's points as the server keeps
+//! them (see `store.rs`), oldest first, with the interval and the ring's capacity.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use super::store::{HISTORY_INTERVAL, HISTORY_POINTS};
+use crate::state::{ApiError, ApiState};
+use convstream_config::limits::is_valid_name;
+use convstream_core::text::quoted;
+
+/// `GET /pipelines/{name}/history` (token required).
+pub fn routes() -> Router<ApiState> {
+    Router::new().route("/pipelines/{name}/history", get(history))
+}
+
+async fn history(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let listed = is_valid_name(&name) && state.supervisor.monitors().iter().any(|m| m.name == name);
+    if !listed {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no pipeline named `{}`", quoted(&name)),
+        ));
+    }
+    let points = state.history.points(&name);
+    Ok(Json(json!({
+        "pipeline": name,
+        "interval_seconds": HISTORY_INTERVAL.as_secs_f64(),
+        "capacity": HISTORY_POINTS,
+        "points": points,
+    }))
+    .into_response())
+}
