@@ -153,8 +153,6 @@ impl NativeFilter {
         matrix: Option<ArrayMask>,
     ) -> PyResult<NativeFilter> {
         let request = Request {
-            input: "python".into(),
-            output: "null".into(),
             mask,
             border,
             planes: Some("all".into()),
@@ -167,8 +165,9 @@ impl NativeFilter {
                 ..Default::default()
             },
             array_mask: matrix.map(ArrayMask::into_params).transpose()?,
+            ..Request::default()
         };
-        let settings = request.resolve()?;
+        let settings = request.resolve_filter()?;
         let description = settings.filter.description();
         Ok(NativeFilter {
             filter: FilterSpec {

@@ -8,7 +8,8 @@
 //!   not fit the schema; `schema`: the file's shape; `error`: [`ConfigError`]; `problem`:
 //!   [`Problem`] and [`Place`].
 //! - `validate`: a parsed config turned into [`Settings`] (`settings`), with [`limits`],
-//!   `log_filter`, `inputs` and `outputs` checks.
+//!   `log_filter`, `inputs` and `outputs` checks; `filter`: a `[filter]` alone, as
+//!   [`FilterSettings`].
 //! - `overrides`: command-line flags laid over a config; [`shard_spec`]: `--shard`'s syntax;
 //!   `measured_seats`: the NVDEC seats file `[server] nvdec_seats_file` names.
 //!
@@ -28,6 +29,7 @@
 
 mod error;
 mod file;
+mod filter;
 mod inputs;
 pub mod limits;
 mod log_filter;
@@ -43,6 +45,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use file::{read_config_bytes, DEFAULT_CONFIG, MAX_CONFIG_BYTES};
+pub use filter::FilterSettings;
 pub use inputs::missing_inputs;
 pub use log_filter::is_log_filter;
 pub use measured_seats::MeasuredSeats;

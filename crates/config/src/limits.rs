@@ -7,7 +7,7 @@ pub use convstream_core::text::{escape_control, quoted};
 
 use crate::problem::{Place, Problem};
 use crate::schema::MaskSelection;
-use crate::schema::{PipelineConfig, ServerConfig, SourceConfig};
+use crate::schema::{FilterConfig, PipelineConfig, ServerConfig, SourceConfig};
 
 /// Timeouts and backoff delays, in seconds: from a millisecond (shorter would spin) to an
 /// hour (longer is a mistake, and would overflow a clock long before 1e20).
@@ -114,7 +114,24 @@ pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<Problem>) {
             ));
         }
     }
-    let filter = &pipeline.filter;
+    filter_limits(&pipeline.filter, problems);
+    let sink = &pipeline.sink;
+    text_problem("sink.url", &sink.url, problems);
+    if let Some(format) = &sink.format {
+        text_problem("sink.format", format, problems);
+    }
+    if let Some(codec) = &sink.codec {
+        text_problem("sink.codec", codec, problems);
+    }
+    for (key, value) in &sink.options {
+        text_problem("sink.options", key, problems);
+        text_problem(&format!("sink.options.{}", quoted(key)), value, problems);
+    }
+}
+
+/// The numeric ranges and string limits of a `[filter]` (streams and frames_per_stream are
+/// checked beside the device).
+pub fn filter_limits(filter: &FilterConfig, problems: &mut Vec<Problem>) {
     if let Some(cap) = filter.pinned_frames {
         if cap > MAX_PINNED_FRAMES {
             problems.push(Problem::value(
@@ -139,18 +156,6 @@ pub fn pipeline_limits(pipeline: &PipelineConfig, problems: &mut Vec<Problem>) {
                 }
             }
         }
-    }
-    let sink = &pipeline.sink;
-    text_problem("sink.url", &sink.url, problems);
-    if let Some(format) = &sink.format {
-        text_problem("sink.format", format, problems);
-    }
-    if let Some(codec) = &sink.codec {
-        text_problem("sink.codec", codec, problems);
-    }
-    for (key, value) in &sink.options {
-        text_problem("sink.options", key, problems);
-        text_problem(&format!("sink.options.{}", quoted(key)), value, problems);
     }
 }
 

@@ -174,7 +174,7 @@ impl Overrides {
         set(&mut pipeline.source.url, &self.input);
         set(&mut pipeline.sink.url, &self.output);
         set(&mut pipeline.source.decoder, &self.decoder);
-        set(&mut pipeline.filter.device, &self.device);
+        self.apply_to_filter(&mut pipeline.filter);
         if self.input_format.is_some() {
             pipeline.source.format.clone_from(&self.input_format);
         }
@@ -183,27 +183,6 @@ impl Overrides {
         }
         if self.codec.is_some() {
             pipeline.sink.codec.clone_from(&self.codec);
-        }
-        if let Some(mask) = &self.mask {
-            pipeline.filter.mask = MaskSelection::Named(mask.clone());
-        }
-        if let Some(planes) = self.planes {
-            pipeline.filter.planes = planes;
-        }
-        for (plane, spec) in &self.plane_masks {
-            pipeline
-                .filter
-                .plane_masks
-                .insert(plane.clone(), MaskSelection::Named(spec.clone()));
-        }
-        if let Some(border) = self.border {
-            pipeline.filter.border = border;
-        }
-        if let Some(streams) = self.streams {
-            pipeline.filter.streams = streams;
-        }
-        if let Some(frames) = self.frames_per_stream {
-            pipeline.filter.frames_per_stream = frames;
         }
         pipeline.sink.lossless |= self.lossless;
         pipeline.sink.options.extend(self.encoder_options.iter().cloned());
@@ -221,5 +200,33 @@ impl Overrides {
         pipeline.source.depth = self.depth.or(pipeline.source.depth);
         pipeline.source.threads = self.decoder_threads.unwrap_or(pipeline.source.threads);
         Ok(())
+    }
+
+    /// Lays the flags that choose the filter (`--mask`, `--planes`, `--plane-mask`,
+    /// `--border`, `--device`, `--streams`, `--frames-per-stream`) over `filter`.
+    pub fn apply_to_filter(&self, filter: &mut FilterConfig) {
+        if let Some(device) = &self.device {
+            filter.device.clone_from(device);
+        }
+        if let Some(mask) = &self.mask {
+            filter.mask = MaskSelection::Named(mask.clone());
+        }
+        if let Some(planes) = self.planes {
+            filter.planes = planes;
+        }
+        for (plane, spec) in &self.plane_masks {
+            filter
+                .plane_masks
+                .insert(plane.clone(), MaskSelection::Named(spec.clone()));
+        }
+        if let Some(border) = self.border {
+            filter.border = border;
+        }
+        if let Some(streams) = self.streams {
+            filter.streams = streams;
+        }
+        if let Some(frames) = self.frames_per_stream {
+            filter.frames_per_stream = frames;
+        }
     }
 }

@@ -5,17 +5,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::error::ConfigError;
+use crate::filter::validate_filter;
 use crate::limits;
 use crate::log_filter;
 use crate::outputs::OutputCheck;
 use crate::problem::Problem;
-use crate::schema::{ConfigFile, MaskSelection, PipelineConfig, ServerConfig, SourceConfig};
+use crate::schema::{ConfigFile, PipelineConfig, ServerConfig, SourceConfig};
 use crate::settings::{PipelineSettings, Settings};
 use convstream_core::engine::DeviceChoice;
-use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
-use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
-
-use convstream_core::engine::{MAX_FRAMES_PER_STREAM, MAX_STREAMS};
+use convstream_core::mask::{Mask, MaskParams, PRESETS};
 
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
@@ -106,7 +104,8 @@ impl ConfigFile {
     }
 }
 
-fn build_named_masks(
+/// Every `[masks.NAME]` table built; the problems of those that do not build go to `problems`.
+pub(crate) fn build_named_masks(
     masks: &BTreeMap<String, MaskParams>,
     base_dir: Option<&Path>,
     problems: &mut Vec<Problem>,
@@ -168,82 +167,12 @@ fn validate_pipeline(
         ));
     }
     validate_source_timing(&pipeline.source, problems);
-    let filter = &pipeline.filter;
-    let device = DeviceChoice::parse(&filter.device);
-    if device.is_none() {
-        problems.push(Problem::value(
-            "filter.device",
-            format!(
-                "`{}` is not a device; use auto, cpu, cuda or cuda:N",
-                limits::quoted(&filter.device)
-            ),
-        ));
-    }
-    if !(1..=MAX_STREAMS).contains(&filter.streams) {
-        problems.push(Problem::value(
-            "filter.streams",
-            format!("{} is out of range; allowed 1..={MAX_STREAMS}", filter.streams),
-        ));
-    }
-    if !(1..=MAX_FRAMES_PER_STREAM).contains(&filter.frames_per_stream) {
-        problems.push(Problem::value(
-            "filter.frames_per_stream",
-            format!(
-                "{} is out of range; allowed 1..={MAX_FRAMES_PER_STREAM}",
-                filter.frames_per_stream
-            ),
-        ));
-    }
-    if let Some(problem) = filter.gpu.spin_problem() {
-        problems.push(Problem::value("filter.gpu.spin_us", problem));
-    }
-    let build = |field: &str, selection: &MaskSelection, problems: &mut Vec<Problem>| {
-        selected_mask(selection, defined, named, base_dir)
-            .map_err(|errors| problems.extend(errors.into_iter().map(|e| Problem::value(field, e.to_string()))))
-            .ok()
-    };
-    let mask = build("filter.mask", &filter.mask, problems);
-    let mut plane_masks = Some(PlaneMasks::new());
-    let mut named_by: BTreeMap<PlaneName, &str> = BTreeMap::new();
-    for key in filter.plane_masks.keys() {
-        for name in PlaneName::parse_key(key).unwrap_or(&[]) {
-            if let Some(first) = named_by.insert(*name, key) {
-                problems.push(Problem::value(
-                    "filter.plane_masks",
-                    format!("plane {name} is given twice, by `{first}` and by `{key}`; keep one"),
-                ));
-                plane_masks = None;
-            }
-        }
-    }
-    for (key, selection) in &filter.plane_masks {
-        let field = format!("filter.plane_masks.{}", limits::quoted(key));
-        let built = build(&field, selection, problems);
-        match (PlaneName::parse_key(key), built) {
-            (Some(names), Some(mask)) => {
-                if let Some(masks) = plane_masks.as_mut() {
-                    masks.extend(names.iter().map(|name| (*name, mask.clone())));
-                }
-            }
-            (names, _) => {
-                plane_masks = None;
-                if names.is_none() {
-                    let keys: Vec<&str> = PlaneName::KEYS.iter().map(|(k, _)| *k).collect();
-                    problems.push(Problem::value(field, format!("not a plane; use {}", keys.join(", "))));
-                }
-            }
-        }
-    }
+    let filter = validate_filter(&pipeline.filter, defined, named, base_dir, problems)?;
     Some(PipelineSettings {
         name: pipeline.name.clone(),
         source: pipeline.source.clone(),
-        filter: FilterSpec {
-            mask: mask?,
-            border: filter.border,
-            planes: filter.planes,
-            plane_masks: plane_masks?,
-        },
-        device: device?,
+        filter: filter.filter,
+        device: filter.device,
         streams: filter.streams,
         frames_per_stream: filter.frames_per_stream,
         pinned_frames: filter.pinned_frames,
@@ -251,26 +180,6 @@ fn validate_pipeline(
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })
-}
-
-/// The mask a `mask` value selects: a named mask of the config, a SPEC or an inline table.
-fn selected_mask(
-    selection: &MaskSelection,
-    defined: &BTreeMap<String, MaskParams>,
-    named: &BTreeMap<String, Mask>,
-    base_dir: Option<&Path>,
-) -> Result<Mask, Vec<MaskError>> {
-    match selection {
-        MaskSelection::Named(text) => match named.get(text) {
-            Some(mask) => Ok(mask.clone()),
-            // Defined but broken: its problems are listed under `masks.NAME` already.
-            None if defined.contains_key(text) => Err(Vec::new()),
-            None => MaskParams::parse_spec(text)
-                .and_then(|params| Mask::build(&params, base_dir))
-                .map_err(|errors| errors.into_iter().map(|e| with_named_masks(e, defined)).collect()),
-        },
-        MaskSelection::Inline(params) => Mask::build(params, base_dir),
-    }
 }
 
 fn validate_server(server: &ServerConfig, problems: &mut Vec<Problem>) {
@@ -365,28 +274,6 @@ impl ServerConfig {
             Some(base) if dir.is_relative() => base.join(dir),
             _ => dir.to_path_buf(),
         }
-    }
-}
-
-/// An unknown mask name in a config may be a typo of one of its `[masks.NAME]` tables:
-/// suggest those too, and list them.
-fn with_named_masks(error: MaskError, defined: &BTreeMap<String, MaskParams>) -> MaskError {
-    match error {
-        MaskError::UnknownPreset {
-            name,
-            suggestion,
-            allowed,
-        } if !defined.is_empty() => {
-            let tables: Vec<&str> = defined.keys().map(String::as_str).collect();
-            let mut candidates: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-            candidates.extend(&tables);
-            MaskError::UnknownPreset {
-                suggestion: convstream_core::mask::nearest(&name, &candidates).or(suggestion),
-                allowed: format!("{allowed}; the config's [masks] tables are {}", tables.join(", ")),
-                name,
-            }
-        }
-        other => other,
     }
 }
 

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use convstream_config::{
-    ConfigError, ConfigFile, Overrides, PipelineSettings, Place, Problem, NO_OUTPUT_CHECK, STANDALONE_PIPELINE,
+    ConfigError, ConfigFile, FilterConfig, FilterSettings, Overrides, Place, Problem, NO_OUTPUT_CHECK,
+    STANDALONE_PIPELINE,
 };
 
 use super::choices::{device_text, Border, EngineKind, Planes};
@@ -57,9 +58,9 @@ impl Settings {
             .unwrap_or_else(|| device_text(self.engine, self.cuda_device_id))
     }
 
-    /// The pipeline settings these properties make, or every problem with them, each named
-    /// by its property.
-    pub fn resolve(&self) -> Result<PipelineSettings, String> {
+    /// The filter these properties make, or every problem with them, each named by its
+    /// property.
+    pub fn resolve(&self) -> Result<FilterSettings, String> {
         let mut problems = Vec::new();
         if let Some(device) = &self.bad_device {
             problems.push(format!(
@@ -67,8 +68,8 @@ impl Settings {
             ));
         }
         let plane_masks = split_plane_masks(&self.plane_masks, &mut problems);
-        match self.pipeline(plane_masks) {
-            Ok(pipeline) if problems.is_empty() => return Ok(pipeline),
+        match self.filter(plane_masks) {
+            Ok(filter) if problems.is_empty() => return Ok(filter),
             Ok(_) => {}
             Err(error) => match error.problems() {
                 Some(found) => problems.extend(found.iter().map(as_property_problem)),
@@ -78,10 +79,10 @@ impl Settings {
         Err(problems.join("; "))
     }
 
-    /// The pipeline `convstream run` would make of these masks and names, with the config's
+    /// The filter `convstream run` would make of these masks and names, with the config's
     /// masks to name.
-    fn pipeline(&self, plane_masks: Vec<(String, String)>) -> Result<PipelineSettings, ConfigError> {
-        let (mut config, base_dir) = match &self.config {
+    fn filter(&self, plane_masks: Vec<(String, String)>) -> Result<FilterSettings, ConfigError> {
+        let (config, base_dir) = match &self.config {
             Some(path) => {
                 let config = ConfigFile::load(Path::new(path), NO_OUTPUT_CHECK)?;
                 (config, Path::new(path).parent().map(Path::to_path_buf))
@@ -89,8 +90,6 @@ impl Settings {
             None => (ConfigFile::default(), None),
         };
         let overrides = Overrides {
-            input: Some("element".to_string()),
-            output: Some("null".to_string()),
             mask: Some(self.mask.clone()),
             planes: Some(self.planes.into()),
             plane_masks,
@@ -100,12 +99,9 @@ impl Settings {
             frames_per_stream: Some(self.frames_per_stream as usize),
             ..Overrides::default()
         };
-        config.pipelines = overrides.standalone()?.pipelines;
-        let mut settings = config.validate(base_dir.as_deref(), NO_OUTPUT_CHECK)?;
-        settings
-            .pipelines
-            .pop()
-            .ok_or_else(|| ConfigError::Invalid(vec![Problem::general("the properties made no pipeline")]))
+        let mut filter = FilterConfig::default();
+        overrides.apply_to_filter(&mut filter);
+        config.validate_filter(&filter, base_dir.as_deref())
     }
 }
 

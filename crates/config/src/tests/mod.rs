@@ -398,3 +398,34 @@ fn unreadable_config_names_the_path() {
         "{e}"
     );
 }
+
+#[test]
+fn a_filter_alone_gets_the_problems_a_pipeline_with_it_gets_placed_outside_any_pipeline() {
+    let config = parse("[masks.ridge]\nmatrix = [[0, -1, 0], [-1, 4, -1], [0, -1, 0]]\n");
+    let filter = FilterConfig {
+        mask: MaskSelection::Named("gaussian:size=4".into()),
+        streams: 0,
+        ..FilterConfig::default()
+    };
+    let alone = match config.validate_filter(&filter, None) {
+        Err(ConfigError::Invalid(problems)) => problems,
+        other => panic!("expected every problem, got {other:?}"),
+    };
+    let in_pipeline = problems(&format!(
+        "{MINIMAL}\n[pipeline.filter]\nmask = \"gaussian:size=4\"\nstreams = 0\n"
+    ));
+    assert_eq!(alone.len(), 2, "{alone:?}");
+    for problem in &alone {
+        assert_eq!(problem.place(), &Place::Config);
+        let placed = format!("pipeline \"cam1\": {problem}");
+        assert!(in_pipeline.contains(&placed), "{placed} not in {in_pipeline:?}");
+    }
+    assert_eq!(alone[0].field(), Some("filter.streams"));
+    // The config's named masks are there to name, built as validation builds them.
+    let named = FilterConfig {
+        mask: MaskSelection::Named("ridge".into()),
+        ..FilterConfig::default()
+    };
+    let settings = config.validate_filter(&named, None).unwrap();
+    assert!(settings.filter.mask.description().starts_with("ridge"));
+}
