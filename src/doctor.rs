@@ -5,7 +5,7 @@
 use ffmpeg_next as ffmpeg;
 use std::fmt::Write;
 
-use convstream_media::ffmpeg::encoders;
+use convstream_media::{default_encoders, encoder_usable, first_usable, nvenc_usable, video_encoder_names};
 
 const DECODERS: &[&str] = &[
     "h264",
@@ -33,7 +33,7 @@ const ENCODERS: &[&str] = &[
 
 /// The report as text, one fact per line.
 pub fn report() -> String {
-    convstream_media::ffmpeg::init();
+    convstream_media::init_ffmpeg();
     let mut out = String::new();
     let _ = writeln!(out, "convstream {}", env!("CARGO_PKG_VERSION"));
     let version = ffmpeg::codec::version();
@@ -60,17 +60,17 @@ pub fn report() -> String {
     let _ = writeln!(
         out,
         "  video encoders in this build: {}",
-        encoders::video_encoder_names(None).join(", ")
+        video_encoder_names(None).join(", ")
     );
     let _ = writeln!(out, "  hardware device types: {}", hardware_device_types().join(", "));
-    let nvenc = match encoders::nvenc_usable("h264_nvenc") {
+    let nvenc = match nvenc_usable("h264_nvenc") {
         Ok(()) => "usable".to_string(),
         Err(why) => format!("not usable ({why})"),
     };
     let _ = writeln!(out, "  NVENC (h264_nvenc): {nvenc}");
     let default_for = |container: &str, gpu: bool| {
-        let candidates = encoders::default_encoders(container, gpu);
-        let (default, _) = encoders::first_usable(&candidates, encoders::encoder_usable);
+        let candidates = default_encoders(container, gpu);
+        let (default, _) = first_usable(&candidates, encoder_usable);
         default.unwrap_or("none: name one with --codec")
     };
     let _ = writeln!(

@@ -95,7 +95,7 @@ fn guard_standard_streams() {
                 && stat.st_rdev == libc::makedev(1, 3))
     };
     if closed {
-        convstream_media::sink::mark_stdout_closed();
+        convstream_media::mark_stdout_closed();
     }
 }
 

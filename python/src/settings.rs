@@ -2,12 +2,15 @@
 //! resolved exactly as `convstream run` resolves its flags: the same presets, the same
 //! validation and the same messages, each problem named by the keyword argument that has it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use convstream_config::{ConfigFile, Overrides, PipelineSettings, Place, Problem, STANDALONE_PIPELINE};
+use convstream_config::{
+    ConfigError, ConfigFile, FilterConfig, FilterSettings, Overrides, PipelineSettings, Place, Problem,
+    STANDALONE_PIPELINE,
+};
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_core::mask::MaskParams;
-use convstream_media::ffmpeg::output_problems;
+use convstream_media::output_problems;
 use pyo3::exceptions::PyValueError;
 use pyo3::PyErr;
 
@@ -33,9 +36,50 @@ pub struct Request {
 /// The name an array mask goes by among the config's masks.
 const ARRAY_MASK: &str = "python-array";
 
+/// What the arguments say before validation: the config (and its folder) whose masks they
+/// may name, the flags they amount to, and the problems found reading them.
+struct Prepared {
+    config: ConfigFile,
+    base_dir: Option<PathBuf>,
+    overrides: Overrides,
+    problems: Vec<String>,
+}
+
 impl Request {
     /// The one pipeline these arguments make, or a `ValueError` naming every problem.
     pub fn resolve(&self) -> Result<PipelineSettings, PyErr> {
+        let Prepared {
+            mut config,
+            base_dir,
+            overrides,
+            problems,
+        } = self.prepare()?;
+        let resolved = overrides.standalone().and_then(|file| {
+            config.pipelines = file.pipelines;
+            config.validate(base_dir.as_deref(), output_problems)
+        });
+        let settings = settings_or_problems(resolved, problems)?;
+        let mut pipelines = settings.pipelines;
+        pipelines
+            .pop()
+            .ok_or_else(|| PyValueError::new_err("the arguments made no pipeline"))
+    }
+
+    /// The filter alone these arguments make (no input, no output), or a `ValueError` naming
+    /// every problem: what `Filter` runs.
+    pub fn resolve_filter(&self) -> Result<FilterSettings, PyErr> {
+        let Prepared {
+            config,
+            base_dir,
+            overrides,
+            problems,
+        } = self.prepare()?;
+        let mut filter = FilterConfig::default();
+        overrides.apply_to_filter(&mut filter);
+        settings_or_problems(config.validate_filter(&filter, base_dir.as_deref()), problems)
+    }
+
+    fn prepare(&self) -> Result<Prepared, PyErr> {
         let mut problems = Vec::new();
         let border = self
             .border
@@ -70,25 +114,27 @@ impl Request {
             device: self.device.clone(),
             ..self.overrides.clone()
         };
-        let resolved = overrides.standalone().and_then(|file| {
-            config.pipelines = file.pipelines;
-            config.validate(base_dir.as_deref(), output_problems)
-        });
-        match resolved {
-            Ok(mut settings) if problems.is_empty() => {
-                return settings
-                    .pipelines
-                    .pop()
-                    .ok_or_else(|| PyValueError::new_err("the arguments made no pipeline"))
-            }
-            Ok(_) => {}
-            Err(error) => match error.problems() {
-                Some(found) => problems.extend(found.iter().map(as_argument_problem)),
-                None => problems.push(error.to_string()),
-            },
-        }
-        Err(PyValueError::new_err(problems.join("; ")))
+        Ok(Prepared {
+            config,
+            base_dir,
+            overrides,
+            problems,
+        })
     }
+}
+
+/// What validation made, when neither it nor reading the arguments found a problem; else a
+/// `ValueError` naming every problem, each by its keyword argument.
+fn settings_or_problems<T>(resolved: Result<T, ConfigError>, mut problems: Vec<String>) -> Result<T, PyErr> {
+    match resolved {
+        Ok(settings) if problems.is_empty() => return Ok(settings),
+        Ok(_) => {}
+        Err(error) => match error.problems() {
+            Some(found) => problems.extend(found.iter().map(as_argument_problem)),
+            None => problems.push(error.to_string()),
+        },
+    }
+    Err(PyValueError::new_err(problems.join("; ")))
 }
 
 /// A border mode by its name or an alias (`reflect_101`, `replicate`...), as `--border` takes it.

@@ -16,10 +16,10 @@ use std::time::Duration;
 use convstream_config::Overrides;
 use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_core::frame::Frame;
-use convstream_media::ffmpeg::PassthroughPacket;
-use convstream_media::pipeline::{run_pipeline, OutputPolicy, RunOptions};
-use convstream_media::source::{Source, SourceError};
-use convstream_media::stats::Counters;
+use convstream_media::Counters;
+use convstream_media::PassthroughPacket;
+use convstream_media::{run_pipeline, OutputPolicy, RunOptions};
+use convstream_media::{Source, SourceError};
 use crossbeam_channel::{bounded, Receiver};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -355,7 +355,7 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
             PyRuntimeError::new_err(e.to_string())
         }
     })?;
-    let source = convstream_media::pipeline::fit_to_filter(settings, source).map_err(PyValueError::new_err)?;
+    let source = convstream_media::fit_to_filter(settings, source).map_err(PyValueError::new_err)?;
     let info = source.info().clone();
     let options = EngineOptions {
         shape: Some(FrameShape {

@@ -9,7 +9,7 @@ use super::logging::init_logging;
 use super::run::run_settings;
 use super::{config_failure, usage, Failure};
 use convstream_config::{ConfigError, ConfigFile, LogConfig, Overrides};
-use convstream_media::ffmpeg::output_problems;
+use convstream_media::output_problems;
 
 pub(crate) fn serve(config_path: PathBuf, listen: Option<String>, shard: Option<String>) -> Result<(), Failure> {
     use convstream_server::{ServeError, ServeOptions};
@@ -209,7 +209,7 @@ pub(crate) fn demo(dir: &Path, device: Option<String>) -> Result<(), Failure> {
     if !sample.exists() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         tracing::info!("generating the sample clip {}", sample.display());
-        convstream_media::sample::generate(&sample, Default::default()).map_err(anyhow::Error::msg)?;
+        convstream_media::generate_sample(&sample, Default::default()).map_err(anyhow::Error::msg)?;
     }
     run_settings(&settings, true, None, None, Default::default())?;
     print_out(&format!("filtered video written to {}\n", output.display()))

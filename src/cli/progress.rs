@@ -5,7 +5,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use convstream_media::pipeline::{Progress, RunProgress};
+use convstream_media::{Progress, RunProgress};
 
 /// Draws each run's progress line on stderr, when stderr is a terminal.
 pub(crate) struct TerminalProgress;

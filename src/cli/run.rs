@@ -11,8 +11,8 @@ use super::logging::init_logging;
 use super::progress::TerminalProgress;
 use super::{config_failure, names, usage, Failure};
 use convstream_config::{ConfigError, ConfigFile, FileIdentity, LogFormat, Overrides, Problem, Settings};
-use convstream_media::ffmpeg::output_problems;
-use convstream_media::pipeline::{run_all, OutputPolicy, Progress, RunOptions};
+use convstream_media::output_problems;
+use convstream_media::{run_all, OutputPolicy, Progress, RunOptions};
 
 /// What a run's signal handlers share: the stop flag the pipelines watch, and the signal
 /// that set it (0 while none came), for the exit code.
@@ -303,7 +303,7 @@ pub(crate) fn run_settings(
 
 /// The run's summary on stderr: a line of text, or with JSON logs one JSON event like
 /// every other line, the summary's numbers as fields.
-pub(crate) fn print_summary(report: &convstream_media::stats::PipelineReport, format: LogFormat) {
+pub(crate) fn print_summary(report: &convstream_media::PipelineReport, format: LogFormat) {
     match format {
         LogFormat::Pretty => eprintln!("{}", convstream_core::text::for_terminal(&report.summary())),
         LogFormat::Json => tracing::info!(

@@ -192,7 +192,7 @@ fn ffmpeg_takes_value(word: &str) -> bool {
         Some(value) => value,
         None => {
             matches!(name, "vf" | "threads" | "map" | "movflags" | "stream_loop")
-                || convstream_media::ffmpeg::options::option_owner(name).is_some()
+                || convstream_media::option_owner(name).is_some()
         }
     }
 }
@@ -205,7 +205,7 @@ fn ffmpeg_word_to_flags(
     before_input: bool,
     so_far: &[OsString],
 ) -> Result<Vec<String>, String> {
-    use convstream_media::ffmpeg::options::{option_owner, OptionOwner};
+    use convstream_media::{option_owner, OptionOwner};
     let value_text = value.unwrap_or("");
     let refuse = |why: &str| Err(format!("{typed}: {why}"));
     let once = |flag: &str| match so_far.iter().any(|f| f == flag) {

@@ -768,14 +768,11 @@ fn the_demo_script_announces_each_step_and_builds_visibly() {
 fn the_sharpen_example_states_the_matrix_it_runs() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples/sharpen-y4m-pipe.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let settings = convstream_config::ConfigFile::parse(
-        &text,
-        "sharpen-y4m-pipe.toml",
-        convstream_media::ffmpeg::output_problems,
-    )
-    .unwrap()
-    .validate(None, convstream_media::ffmpeg::output_problems)
-    .unwrap();
+    let settings =
+        convstream_config::ConfigFile::parse(&text, "sharpen-y4m-pipe.toml", convstream_media::output_problems)
+            .unwrap()
+            .validate(None, convstream_media::output_problems)
+            .unwrap();
     let mask = &settings.pipelines[0].filter.mask;
     let c = mask.coefficients();
     assert_eq!((mask.width(), mask.height()), (3, 3));

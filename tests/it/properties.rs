@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use convstream_config::{ConfigError, ConfigFile, PipelineConfig};
-use convstream_media::ffmpeg::output_problems;
+use convstream_media::output_problems;
 use convstream_server::policy::ApiPolicy;
 
 fn toml_string(value: &str) -> String {

@@ -5,9 +5,9 @@ pub enum BenchError {
     #[error(transparent)]
     Engine(#[from] convstream_core::engine::EngineError),
     #[error(transparent)]
-    Pipeline(#[from] convstream_media::pipeline::PipelineError),
+    Pipeline(#[from] convstream_media::PipelineError),
     #[error(transparent)]
-    Source(#[from] convstream_media::source::SourceError),
+    Source(#[from] convstream_media::SourceError),
     #[error("{0}")]
     Other(String),
     #[error("writing {path}: {reason}")]

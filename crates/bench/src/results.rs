@@ -141,7 +141,7 @@ pub struct E2eRow {
     pub latency_p99_ms: Option<f64>,
     /// The slowest frames of the filtered run (frame numbers count from 0).
     #[serde(default)]
-    pub latency_slowest: Vec<convstream_media::stats::FrameLatency>,
+    pub latency_slowest: Vec<convstream_media::FrameLatency>,
     pub mask: String,
     pub engine: String,
     /// Whole commands as a user runs them, as subprocesses of this run: FFmpeg's CLI

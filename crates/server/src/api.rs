@@ -258,7 +258,7 @@ async fn readyz(State(state): State<ApiState>) -> Response {
     if !ready {
         body["not_ready"] = json!(not_ready);
     }
-    if let Some(reason) = convstream_media::pipeline::SeatBoard::global().waiting_reason() {
+    if let Some(reason) = convstream_media::SeatBoard::global().waiting_reason() {
         body["reason"] = json!(reason);
     }
     (status, Json(body)).into_response()

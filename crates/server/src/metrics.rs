@@ -19,8 +19,8 @@ use super::nvdec_metrics::NvdecSeatCollector;
 use super::process_metrics::ProcessCollector;
 use super::shard::{ShardCollector, Sharding};
 use super::supervisor::Supervisor;
-use convstream_media::pipeline::{PipelineMonitor, PipelineState};
-use convstream_media::stats::CounterSnapshot;
+use convstream_media::CounterSnapshot;
+use convstream_media::{PipelineMonitor, PipelineState};
 
 /// Counters of the server itself (not of one pipeline).
 #[derive(Debug, Default)]

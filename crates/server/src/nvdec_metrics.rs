@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use std::sync::Arc;
 
-use convstream_media::pipeline::SeatBoard;
+use convstream_media::SeatBoard;
 
 /// Encodes a seat board's families at each scrape (the process's: `NvdecSeatCollector::global()`).
 #[derive(Debug)]
@@ -59,7 +59,7 @@ impl Collector for NvdecSeatCollector {
 mod tests {
     use super::*;
     use convstream_core::engine::GpuNvdec;
-    use convstream_media::pipeline::SeatWanted;
+    use convstream_media::SeatWanted;
     use prometheus_client::registry::Registry;
     use std::sync::atomic::AtomicBool;
 

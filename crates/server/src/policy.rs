@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use convstream_config::{MaskSelection, PipelineConfig, ServerConfig};
 use convstream_core::mask::MaskParams;
 use convstream_core::text::quoted;
-use convstream_media::sink::{FileId, SinkKind};
+use convstream_media::{FileId, SinkKind};
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.
 const NETWORK_PROTOCOLS: &[&str] = &[
@@ -353,7 +353,7 @@ impl ApiPolicy {
             }
         }
         if SinkKind::of(&sink.url) != SinkKind::Null {
-            if let Some(muxer) = convstream_media::ffmpeg::guess_muxer(&sink.url, sink.format.as_deref()) {
+            if let Some(muxer) = convstream_media::guess_muxer(&sink.url, sink.format.as_deref()) {
                 let name = muxer.name().to_string();
                 if !name.split(',').any(|one| API_MUXERS.contains(&one)) {
                     problems.push(format!(

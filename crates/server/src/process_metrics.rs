@@ -1,9 +1,9 @@
 //! The process's own metrics in Prometheus' standard names (`process_cpu_seconds_total`,
 //! `process_resident_memory_bytes`, ...), read from `/proc/self` at scrape time
-//! (`convstream_media::stats::process`), so an operator sees what the pipelines cost the host
+//! (`convstream_media::process`), so an operator sees what the pipelines cost the host
 //! beside what they do.
 
-use convstream_media::stats::process::{open_fds, read_process_stat};
+use convstream_media::{open_fds, read_process_stat};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::gauge::ConstGauge;

@@ -11,7 +11,7 @@ use super::metrics::{self, ServerCounters};
 use super::shard::Sharding;
 use super::supervisor::{Supervisor, SupervisorError};
 use convstream_config::{ConfigError, ConfigFile};
-use convstream_media::ffmpeg::output_problems;
+use convstream_media::output_problems;
 
 /// How often the config file is checked for changes (`server.watch`). Polling the content
 /// (rather than file events) also sees a Kubernetes ConfigMap's symlink swap and editors
@@ -168,7 +168,7 @@ impl Reloader {
 /// The NVDEC seats `[server]` sets or names a measured file of, for every admission from now
 /// on (at the start and at each reload; the config was validated, so the file read then).
 pub(super) fn apply_nvdec_seats(server: &convstream_config::ServerConfig, base_dir: Option<&std::path::Path>) {
-    let board = convstream_media::pipeline::SeatBoard::global();
+    let board = convstream_media::SeatBoard::global();
     match server.measured_nvdec_seats(base_dir) {
         Ok(measured) => board.set_measured_seats(measured),
         // Changed since it was validated: the seats stay as they were, and the log says so.

@@ -18,7 +18,7 @@ use super::shard::{Sharding, ShardingError};
 use super::state::ApiState;
 use super::supervisor::{Supervisor, SupervisorError};
 use convstream_config::{ConfigError, ConfigFile};
-use convstream_media::ffmpeg::output_problems;
+use convstream_media::output_problems;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

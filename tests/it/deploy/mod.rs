@@ -220,9 +220,9 @@ fn deployed_config_is_a_serve_config_writing_to_the_output_volume() {
 
 /// Validates `text` with convstream's own config checks (every problem listed on failure).
 fn assert_valid_convstream_config(text: &str, what: &str) -> convstream_config::Settings {
-    let file = convstream_config::ConfigFile::parse(text, what, convstream_media::ffmpeg::output_problems)
+    let file = convstream_config::ConfigFile::parse(text, what, convstream_media::output_problems)
         .unwrap_or_else(|e| panic!("{e}"));
-    file.validate(None, convstream_media::ffmpeg::output_problems)
+    file.validate(None, convstream_media::output_problems)
         .unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 

@@ -277,7 +277,7 @@ fn convstream_args(case: &CliCase) -> Vec<String> {
 
 /// FFmpeg's NVDEC decoder for the clip's codec (`h264_cuvid` for H.264).
 fn cuvid_decoder(clip: &Path) -> Result<String, String> {
-    convstream_media::ffmpeg::init();
+    convstream_media::init_ffmpeg();
     let input = ffmpeg_next::format::input(&clip).map_err(|e| format!("{}: {e}", clip.display()))?;
     let stream = input
         .streams()

@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::error::BenchError;
 use crate::results::DecodeCapacityRow;
 use convstream_config::SourceConfig;
-use convstream_media::pipeline::decode_only_on;
+use convstream_media::decode_only_on;
 
 /// Media seconds each decode reads (the clip looped): long enough that opening the
 /// decoders is a small part of the time.

@@ -15,8 +15,8 @@ use convstream_config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSet
 use convstream_core::engine::{DeviceChoice, GpuTuning};
 use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
 use convstream_core::mask::Mask;
-use convstream_media::pipeline::{decode_only, run_pipeline, RunOptions};
-use convstream_media::sample::SampleContent;
+use convstream_media::SampleContent;
+use convstream_media::{decode_only, run_pipeline, RunOptions};
 
 /// A generated clip of `content` in the output folder (kept between runs), named by its
 /// content and size: H.264 where the FFmpeg build has libx264, else MPEG-4 Part 2.
@@ -30,14 +30,14 @@ pub(super) fn generated_clip(
     let path = out.join(format!("{}-{width}x{height}-{frames}.mp4", content.name()));
     if !path.exists() {
         tracing::info!("generating {}", path.display());
-        let spec = convstream_media::sample::SampleSpec {
+        let spec = convstream_media::SampleSpec {
             width,
             height,
             fps: 30,
             frames,
             prefer_h264: true,
         };
-        convstream_media::sample::generate_content(&path, spec, content).map_err(BenchError::Other)?;
+        convstream_media::generate_sample_content(&path, spec, content).map_err(BenchError::Other)?;
     }
     Ok(path)
 }
@@ -152,7 +152,7 @@ fn filtered_run(
     mask: &Mask,
     device: DeviceChoice,
     tuning: GpuTuning,
-) -> Result<convstream_media::stats::PipelineReport, BenchError> {
+) -> Result<convstream_media::PipelineReport, BenchError> {
     let settings = bench_settings(source, mask, device, tuning);
     Ok(run_pipeline(
         &settings,
@@ -167,7 +167,7 @@ pub(super) fn bench_run_options(stop: Arc<AtomicBool>) -> RunOptions {
         progress: None,
         trace: None,
         stage_times: false,
-        outputs: convstream_media::pipeline::OutputPolicy::Command,
+        outputs: convstream_media::OutputPolicy::Command,
         io_grace: std::time::Duration::from_secs(5),
         protected: Vec::new(),
         overlap_gpu_start: false,

@@ -25,9 +25,9 @@ use convstream_config::MeasuredSeats;
 use convstream_config::{DropPolicy, SourceConfig};
 use convstream_core::engine::DeviceChoice;
 use convstream_core::mask::Mask;
-use convstream_media::pipeline::{run_monitored, PipelineMonitor, SeatBoard};
-use convstream_media::sample::SampleContent;
-use convstream_media::stats::PipelineReport;
+use convstream_media::PipelineReport;
+use convstream_media::SampleContent;
+use convstream_media::{run_monitored, PipelineMonitor, SeatBoard};
 
 /// A step passes when every pipeline keeps at least this share of the frame rate.
 const MIN_RATE_SHARE: f64 = 0.99;
@@ -247,7 +247,7 @@ fn measured_seats(
 /// The clip's frame rate, which each pipeline is paced at: the stream's base rate
 /// (`r_frame_rate`), which timestamps follow, rather than an average from the duration.
 fn clip_frame_rate(clip: &std::path::Path) -> Result<f64, BenchError> {
-    convstream_media::ffmpeg::init();
+    convstream_media::init_ffmpeg();
     let input = ffmpeg_next::format::input(&clip).map_err(|e| BenchError::Other(format!("{}: {e}", clip.display())))?;
     let stream = input
         .streams()
@@ -438,7 +438,7 @@ struct Sample {
 impl Sample {
     fn take(running: &[Running]) -> Sample {
         let snapshots: Vec<_> = running.iter().map(|(monitor, _)| monitor.counters.snapshot()).collect();
-        let (cpu_seconds, resident_bytes) = convstream_media::stats::process::cpu_and_resident().unwrap_or((0.0, 0));
+        let (cpu_seconds, resident_bytes) = convstream_media::cpu_and_resident().unwrap_or((0.0, 0));
         Sample {
             at: Instant::now(),
             frames: snapshots.iter().map(|s| s.frames_written).collect(),

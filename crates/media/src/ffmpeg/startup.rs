@@ -4,7 +4,7 @@
 use ffmpeg_next as ffmpeg;
 use std::sync::Once;
 
-/// Initialises FFmpeg once, with its log lines sent through tracing (see [`log`](super::log)).
+/// Initialises FFmpeg once, with its log lines sent through tracing (see `log`).
 pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {

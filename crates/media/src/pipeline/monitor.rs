@@ -223,7 +223,7 @@ impl PipelineMonitor {
         self.counters.reconnecting.load(Ordering::Relaxed)
     }
 
-    /// Frames per second written over the last few seconds ([`crate::stats::RATE_WINDOW`]).
+    /// Frames per second written over the last few seconds (`crate::stats::RATE_WINDOW`).
     pub fn fps(&self) -> f64 {
         self.counters.written_rate.per_second(Instant::now())
     }

@@ -18,8 +18,6 @@ mod null;
 mod output_io;
 mod thread_loop;
 
-pub use container::HeaderOptionsError;
 pub use contract::{OutputOptions, Sink, SinkError, SinkOutcome};
-pub use encoder::VideoEncoder;
 pub use kind::{open, SinkKind};
-pub use output_io::{mark_stdout_closed, numbered, FileId, OutputGuard, OutputIoError, StopWatch, WhenExists};
+pub use output_io::{mark_stdout_closed, FileId, OutputGuard, StopWatch, WhenExists};

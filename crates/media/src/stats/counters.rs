@@ -93,12 +93,12 @@ pub struct Counters {
     /// Nanoseconds the sink spent encoding and writing.
     pub sink_busy_ns: AtomicU64,
     /// Per frame, the time from decoded to filtered in microseconds (for the report's exact
-    /// quantiles; the first [`MAX_LATENCY_SAMPLES`] frames).
+    /// quantiles; the first `MAX_LATENCY_SAMPLES` frames).
     pub filter_latency_us: Mutex<Vec<u32>>,
     /// The same latencies over the whole run, bucketed: what live readers (the console, the
     /// server's history) take quantiles of without sorting anything.
     pub filter_latency: LatencyHistogram,
-    /// The slowest frames so far, slowest first, at most [`SLOWEST_FRAMES`].
+    /// The slowest frames so far, slowest first, at most `SLOWEST_FRAMES`.
     pub slowest_frames: Mutex<Vec<FrameLatency>>,
     /// Per-frame time histograms of each stage.
     pub stages: StageHistograms,
@@ -220,7 +220,7 @@ impl Counters {
         Some(latencies[index] as f64 / 1e3)
     }
 
-    /// The `count` slowest recorded frames (up to [`SLOWEST_FRAMES`]), slowest first (ties:
+    /// The `count` slowest recorded frames (up to `SLOWEST_FRAMES`), slowest first (ties:
     /// earlier frame first).
     pub fn slowest_latencies(&self, count: usize) -> Vec<FrameLatency> {
         let slowest = self.slowest_frames.lock().map(|s| s.clone()).unwrap_or_default();

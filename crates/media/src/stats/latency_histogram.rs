@@ -64,7 +64,7 @@ impl LatencyHistogram {
     }
 }
 
-/// The `q` quantile (0..=1) of the latencies `counts` holds (as [`LatencyHistogram::counts`]
+/// The `q` quantile (0..=1) of the latencies `counts` holds (as `LatencyHistogram::counts`
 /// gives them, or the difference of two), in milliseconds; `None` when it holds none. The
 /// sample taken is the one at rank `round((n - 1) * q)`, as the run's report takes it.
 pub fn quantile_ms_of(counts: &[u64], q: f64) -> Option<f64> {

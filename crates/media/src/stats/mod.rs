@@ -15,9 +15,8 @@ mod report;
 mod rounding;
 mod startup;
 
-pub use self::counters::{CounterSnapshot, Counters, EndedEarly, StageHistograms, MAX_LATENCY_SAMPLES, SLOWEST_FRAMES};
+pub use self::counters::{CounterSnapshot, Counters, EndedEarly, SLOWEST_FRAMES};
 pub use self::latency::FrameLatency;
-pub use self::latency_histogram::{quantile_ms_of, LatencyHistogram, LATENCY_BUCKETS};
-pub use self::recent_rate::{RecentRate, RATE_WINDOW};
+pub use self::latency_histogram::quantile_ms_of;
 pub use self::report::PipelineReport;
 pub use self::startup::{StartupMarks, StartupTimes};

@@ -26,19 +26,19 @@ pub struct StartupMarks {
 /// Seconds from a pipeline's start to each step of it (`None`: not reached).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct StartupTimes {
-    /// See [`StartupMarks::input_opened`].
+    /// See `StartupMarks::input_opened`.
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub input_opened: Option<f64>,
-    /// See [`StartupMarks::engine_ready`].
+    /// See `StartupMarks::engine_ready`.
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub engine_ready: Option<f64>,
-    /// See [`StartupMarks::engine_settled`].
+    /// See `StartupMarks::engine_settled`.
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub engine_settled: Option<f64>,
-    /// See [`StartupMarks::output_opened`].
+    /// See `StartupMarks::output_opened`.
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub output_opened: Option<f64>,
-    /// See [`StartupMarks::first_frame_written`].
+    /// See `StartupMarks::first_frame_written`.
     #[serde(serialize_with = "super::rounding::optional_seconds")]
     pub first_frame: Option<f64>,
 }

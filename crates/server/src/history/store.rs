@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::pipeline_logs::PipelineLogs;
 use crate::supervisor::Supervisor;
-use convstream_media::pipeline::{PipelineMonitor, PipelineState};
-use convstream_media::stats::{quantile_ms_of, Counters};
+use convstream_media::{quantile_ms_of, Counters};
+use convstream_media::{PipelineMonitor, PipelineState};
 
 /// How often a point is taken.
 pub const HISTORY_INTERVAL: Duration = Duration::from_secs(5);
@@ -133,7 +133,7 @@ mod tests {
     use super::*;
     use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
     use convstream_core::mask::Mask;
-    use convstream_media::stats::FrameLatency;
+    use convstream_media::FrameLatency;
 
     fn monitor(name: &str) -> Arc<PipelineMonitor> {
         let mask = Mask::from_spec("box").expect("a preset");

@@ -17,8 +17,8 @@ use super::query::parse_query;
 use crate::state::ApiState;
 use convstream_config::limits::is_valid_name;
 use convstream_core::text::quoted;
-use convstream_media::pipeline::snapshot::{Snapshot, SnapshotStage};
-use convstream_media::pipeline::{PipelineMonitor, PipelineState};
+use convstream_media::{PipelineMonitor, PipelineState};
+use convstream_media::{Snapshot, SnapshotStage};
 
 /// The snapshot route, with the budget its pipelines share.
 pub fn routes() -> axum::Router<ApiState> {

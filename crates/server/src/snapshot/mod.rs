@@ -1,6 +1,6 @@
 //! `GET /pipelines/{name}/snapshot`: the latest input or output frame of a pipeline as a
 //! JPEG or PNG picture, for previews. The pipeline copies a frame only when asked (see
-//! [`convstream_media::pipeline::snapshot`]); converting and encoding run here, on the blocking
+//! [`convstream_media::snapshot`]); converting and encoding run here, on the blocking
 //! pool. Requests are limited per pipeline (429 with `Retry-After` beyond), a copy a
 //! moment old answers several requests, and a wait for a frame is bounded and ends when
 //! the pipeline stops.

@@ -3,7 +3,7 @@
 //! or PNG. Runs on the HTTP side's blocking pool, never on a pipeline's threads.
 
 use convstream_core::frame::PixelLayout;
-use convstream_media::pipeline::snapshot::{Snapshot, SnapshotPlane};
+use convstream_media::{Snapshot, SnapshotPlane};
 
 /// How a snapshot is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

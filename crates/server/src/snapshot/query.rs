@@ -5,7 +5,7 @@ use super::error::SnapshotError;
 use super::limits::MAX_WIDTH;
 use super::picture::ImageFormat;
 use convstream_core::text::quoted;
-use convstream_media::pipeline::snapshot::SnapshotStage;
+use convstream_media::SnapshotStage;
 
 /// What a snapshot request asks for, from its query string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use convstream_config::ConfigError;
 use convstream_core::engine::EngineError;
-use convstream_media::pipeline::PipelineState;
+use convstream_media::PipelineState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {

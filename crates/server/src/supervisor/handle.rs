@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use super::contract::Origin;
 use convstream_config::{PipelineConfig, PipelineSettings};
-use convstream_media::pipeline::{FilterSwitch, PipelineMonitor};
+use convstream_media::{FilterSwitch, PipelineMonitor};
 
 /// One pipeline the supervisor started.
 pub(super) struct Handle {

@@ -18,11 +18,11 @@ use super::handle::{conflict_among, Handle};
 use super::stopping::stop_and_join;
 use super::view::{view_of, PipelineView};
 use convstream_config::{ConfigFile, PipelineConfig, PipelineSettings};
-use convstream_media::ffmpeg::output_problems;
-use convstream_media::pipeline::{
+use convstream_media::output_problems;
+use convstream_media::FileId;
+use convstream_media::{
     cut_short_by_stop, run_monitored, FilterSwitch, OutputPolicy, PipelineMonitor, PipelineState, RunOptions, StartGate,
 };
-use convstream_media::sink::FileId;
 
 pub struct Supervisor {
     /// The config last applied (its masks resolve names in API requests).

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use convstream_media::pipeline::{PipelineMonitor, PipelineState};
+use convstream_media::{PipelineMonitor, PipelineState};
 
 /// How long a pipeline writes frames without a drop (and on time) before it counts as ready.
 pub const STEADY_FOR: Duration = Duration::from_secs(3);
@@ -96,7 +96,7 @@ pub(super) fn steady(
 #[cfg(test)]
 mod tests {
     use super::{steady, Setbacks, STEADY_FOR};
-    use convstream_media::pipeline::PipelineState;
+    use convstream_media::PipelineState;
     use std::time::{Duration, Instant};
 
     #[test]

@@ -12,8 +12,8 @@ use super::handle::Handle;
 use super::lifecycle::Supervisor;
 use super::stopping::stop_and_join;
 use convstream_config::{ConfigFile, PipelineSettings};
-use convstream_media::ffmpeg::output_problems;
-use convstream_media::pipeline::PipelineState;
+use convstream_media::output_problems;
+use convstream_media::PipelineState;
 
 impl Supervisor {
     /// Applies a new config file: pipelines it drops are stopped, new ones started, those

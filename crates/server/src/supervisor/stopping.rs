@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::handle::Handle;
-use convstream_media::pipeline::PipelineState;
+use convstream_media::PipelineState;
 
 /// After a stop's timeout, how long a pipeline unblocked by reading its pipe has to finish.
 const UNBLOCK_GRACE: Duration = Duration::from_secs(5);

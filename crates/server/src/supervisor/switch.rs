@@ -10,7 +10,7 @@ use super::lifecycle::Supervisor;
 use convstream_config::{ConfigError, PipelineSettings, Place, Problem};
 use convstream_core::filter::{FilterSpec, PlaneName};
 use convstream_core::frame::PixelFormat;
-use convstream_media::pipeline::{FilterSwitch, PipelineState};
+use convstream_media::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);

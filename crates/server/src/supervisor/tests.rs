@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::lifecycle::Supervisor;
 use convstream_config::ConfigFile;
-use convstream_media::pipeline::PipelineState;
+use convstream_media::PipelineState;
 
 /// A supervisor running a pipeline named after each input of `inputs` (`None`: a UDP port
 /// nothing sends to), each writing `NAME.ts` into `out`.
@@ -26,7 +26,7 @@ fn pipelines_reading(out: &std::path::Path, inputs: &[(&str, Option<&std::path::
         );
     }
     let supervisor = Supervisor::new(
-        ConfigFile::parse(&text, "test", convstream_media::ffmpeg::output_problems).unwrap(),
+        ConfigFile::parse(&text, "test", convstream_media::output_problems).unwrap(),
         None,
     );
     supervisor.start_configured().unwrap();

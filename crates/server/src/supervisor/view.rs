@@ -7,8 +7,8 @@ use super::contract::Origin;
 use super::handle::Handle;
 use convstream_config::FilterConfig;
 use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_media::pipeline::PipelineState;
-use convstream_media::stats::CounterSnapshot;
+use convstream_media::CounterSnapshot;
+use convstream_media::PipelineState;
 
 /// What the API shows of a pipeline.
 #[derive(Debug, Clone, Serialize)]
@@ -33,7 +33,7 @@ pub struct PipelineView {
     pub uptime_seconds: f64,
     /// Seconds from the start to the input open, the engine ready, the output open and the
     /// first frame written (`null` until reached).
-    pub startup: convstream_media::stats::StartupTimes,
+    pub startup: convstream_media::StartupTimes,
     pub counters: CounterView,
     pub last_error: Option<String>,
     /// What a starting pipeline waits for (an NVDEC seat while the host's are taken).

@@ -24,5 +24,5 @@ mod stop_watch;
 pub use error::OutputIoError;
 pub use guard::{FileId, OutputGuard};
 pub use output::{mark_stdout_closed, OutputIo};
-pub use staged::{numbered, WhenExists};
+pub use staged::WhenExists;
 pub use stop_watch::StopWatch;

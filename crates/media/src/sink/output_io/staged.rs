@@ -214,7 +214,7 @@ fn open_fifo(path: &Path, extra_flags: i32, stop: &StopWatch) -> Result<File, Ou
 }
 
 /// `cam1.mkv` -> `cam1.N.mkv` (`cam1` -> `cam1.N`).
-pub fn numbered(path: &Path, n: u32) -> PathBuf {
+pub(crate) fn numbered(path: &Path, n: u32) -> PathBuf {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
