@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use convstream_config::{
     ConfigError, ConfigFile, FilterConfig, FilterSettings, Overrides, PipelineSettings, Place, Problem,
-    STANDALONE_PIPELINE,
 };
 use convstream_core::filter::{BorderMode, PlaneSelection};
 use convstream_core::mask::MaskParams;
@@ -172,10 +171,7 @@ pub fn parse_planes(text: &str, problems: &mut Vec<String>) -> Option<PlaneSelec
 /// after the name being the CLI's message word for word. Problems of a config file's own
 /// pipelines keep their place.
 fn as_argument_problem(problem: &Problem) -> String {
-    let ours = match problem.place() {
-        Place::Config => true,
-        place => place.pipeline_name() == Some(STANDALONE_PIPELINE),
-    };
+    let ours = matches!(problem.place(), Place::Config) || problem.place().is_standalone();
     match problem {
         _ if !ours => problem.to_string(),
         Problem::Value { field, message, .. } => format!("{}: {message}", argument_of(field)),

@@ -1,7 +1,7 @@
 //! A run made of flags alone (no `--config`) is told about its flags, not about the places
 //! of the config those flags fill: `filter.device: ...` is reported as `--device: ...`.
 
-use convstream_config::{ConfigError, Place, Problem, STANDALONE_PIPELINE};
+use convstream_config::{ConfigError, Place, Problem};
 
 /// The place a flag fills in the one pipeline (`main`) a run of flags makes, and the flag;
 /// longer places first, so `source.options.video_size` is found before `source.options`.
@@ -42,7 +42,7 @@ pub(crate) fn as_flags(error: ConfigError) -> ConfigError {
 /// A problem of the one pipeline a run of flags makes, said of the flag that set it, or of
 /// the setting when no flag sets it; problems elsewhere are kept as they are.
 fn problem_as_flags(problem: Problem) -> Problem {
-    if problem.place().pipeline_name() != Some(STANDALONE_PIPELINE) {
+    if !problem.place().is_standalone() {
         return problem;
     }
     let problem = problem.at(Place::Config);
@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn places_become_flags() {
-        let main = Place::Pipeline(STANDALONE_PIPELINE.to_string());
+        let main = Place::Pipeline(convstream_config::STANDALONE_PIPELINE.to_string());
         let problems = vec![
             Problem::value("filter.device", "`tpu` is not a device; use auto, cpu, cuda or cuda:N").at(main.clone()),
             Problem::value("source.options.video_size", "raw video needs its picture size").at(main.clone()),

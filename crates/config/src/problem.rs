@@ -27,6 +27,14 @@ impl Place {
             _ => None,
         }
     }
+
+    /// Whether this is the one pipeline [`Overrides::standalone`] makes of flags alone (or of a
+    /// front end's properties or arguments): its problems are the front end's own to word.
+    ///
+    /// [`Overrides::standalone`]: crate::Overrides::standalone
+    pub fn is_standalone(&self) -> bool {
+        self.pipeline_name() == Some(crate::STANDALONE_PIPELINE)
+    }
 }
 
 impl fmt::Display for Place {

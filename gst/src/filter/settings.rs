@@ -6,7 +6,6 @@ use std::path::Path;
 
 use convstream_config::{
     ConfigError, ConfigFile, FilterConfig, FilterSettings, Overrides, Place, Problem, NO_OUTPUT_CHECK,
-    STANDALONE_PIPELINE,
 };
 
 use super::choices::{device_text, Border, EngineKind, Planes};
@@ -109,10 +108,7 @@ impl Settings {
 /// `pipeline "main": filter.plane_masks.y: size: 4 is even` reads
 /// `plane-masks: y: size: 4 is even`. Problems of a config file's own pipelines keep their place.
 fn as_property_problem(problem: &Problem) -> String {
-    let ours = match problem.place() {
-        Place::Config => true,
-        place => place.pipeline_name() == Some(STANDALONE_PIPELINE),
-    };
+    let ours = matches!(problem.place(), Place::Config) || problem.place().is_standalone();
     match problem {
         _ if !ours => problem.to_string(),
         Problem::Value { field, message, .. } => format!("{}: {message}", property_of(field)),
