@@ -114,20 +114,23 @@ fn cuda_report() -> String {
 
 #[cfg(feature = "cuda")]
 fn cuda_report() -> String {
-    use convstream_core::engine::cuda::{device, kernels};
-    use convstream_core::filter::BorderMode;
+    use convstream_core::BorderMode;
+    use convstream_core::{
+        compile_kernels, cuda_devices, cuda_driver_version, nvrtc_available, nvrtc_version, open_cuda_device,
+        DeviceInfo, Variant,
+    };
     let mut out = String::new();
-    let count = match device::probe() {
+    let count = match cuda_devices() {
         Ok(count) => count,
         Err(e) => {
             let _ = writeln!(out, "CUDA: unavailable: {e}");
-            let version = device::nvrtc_available().then(kernels::nvrtc_version);
+            let version = nvrtc_available().then(nvrtc_version);
             let _ = writeln!(out, "{}", nvrtc_line(version, false));
             let _ = writeln!(out, "--device auto would use: cpu");
             return out;
         }
     };
-    match device::driver_version() {
+    match cuda_driver_version() {
         Ok((major, minor)) => {
             let _ = writeln!(out, "CUDA driver: {major}.{minor}, {count} device(s)");
         }
@@ -136,10 +139,10 @@ fn cuda_report() -> String {
         }
     }
     // probe() succeeded, so NVRTC loaded.
-    let _ = writeln!(out, "{}", nvrtc_line(Some(kernels::nvrtc_version()), true));
+    let _ = writeln!(out, "{}", nvrtc_line(Some(nvrtc_version()), true));
     let mut usable = None;
     for ordinal in 0..count {
-        let info = device::open(ordinal).and_then(|context| device::DeviceInfo::read(&context, ordinal));
+        let info = open_cuda_device(ordinal).and_then(|context| DeviceInfo::read(&context, ordinal));
         match info {
             Ok(info) => {
                 let _ = writeln!(
@@ -157,17 +160,17 @@ fn cuda_report() -> String {
                     info.max_shared_per_block / 1024
                 );
                 let _ = writeln!(out, "  {}", nvdec_capacity(&info.name, count));
-                let variant = kernels::Variant::new(
+                let variant = Variant::new(
                     13,
                     13,
                     1,
                     BorderMode::Reflect,
                     info.max_shared_per_block,
-                    convstream_core::engine::KernelPath::Dense,
+                    convstream_core::KernelPath::Dense,
                     1920 * 1080,
                 );
                 let started = std::time::Instant::now();
-                match kernels::compile(&variant, &info.arch()) {
+                match compile_kernels(&variant, &info.arch()) {
                     Ok(_) => {
                         let _ = writeln!(
                             out,
@@ -201,11 +204,11 @@ fn cuda_report() -> String {
 /// what needs it and how to get it (which `CUDA: unavailable` alone did not say). `gpu`:
 /// whether a GPU is there to run what it compiles.
 #[cfg(feature = "cuda")]
-fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::engine::EngineError>>, gpu: bool) -> String {
+fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::EngineError>>, gpu: bool) -> String {
     match version {
         Some(Ok((major, minor))) if gpu => format!(
             "NVRTC: {major}.{minor}; kernel cache: {}",
-            convstream_core::engine::cuda::kernels::cache_dir().map_or("off".into(), |d| d.display().to_string())
+            convstream_core::kernel_cache_dir().map_or("off".into(), |d| d.display().to_string())
         ),
         Some(Ok((major, minor))) => {
             format!("NVRTC: {major}.{minor} (kernels can compile, but there is no GPU to run them)")
@@ -219,13 +222,13 @@ fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::engine::Engine
 const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
 
 #[cfg(feature = "cuda")]
-use convstream_core::engine::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES, PIPELINES_PER_NVDEC_ENGINE};
+use convstream_core::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES, PIPELINES_PER_NVDEC_ENGINE};
 
 /// How many NVDEC engines the GPU has and how many live pipelines that predicts on a host of
 /// `gpus` GPUs.
 #[cfg(feature = "cuda")]
 fn nvdec_capacity(gpu: &str, gpus: usize) -> String {
-    match convstream_core::engine::cuda::nvml::decoder_engines(gpu) {
+    match convstream_core::decoder_engines(gpu) {
         Some(engines) => format!(
             "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} \
              ({PIPELINES_PER_NVDEC_ENGINE} per engine, at most this GPU's share of the {HOST_NVDEC_PIPELINES} its host's \
@@ -242,7 +245,7 @@ fn nvdec_capacity(gpu: &str, gpus: usize) -> String {
 /// The host's NVDEC seats: every GPU's, which is what `serve` admits NVDEC pipelines to.
 #[cfg(feature = "cuda")]
 fn host_nvdec_seats() -> String {
-    let inventory = convstream_core::engine::gpu_inventory();
+    let inventory = convstream_core::gpu_inventory();
     let predicted: Vec<usize> = inventory.iter().filter_map(|gpu| gpu.nvdec_capacity).collect();
     if predicted.len() < inventory.len() || inventory.is_empty() {
         return "host NVDEC seats: unknown for some GPU (`convstream bench --suite scale --decoder nvdec --gpus all` measures them for `[server] nvdec_seats_file`)".into();
@@ -259,8 +262,8 @@ fn host_nvdec_seats() -> String {
 /// what `decoder = "nvdec"` is checked against before a decoder is made.
 #[cfg(feature = "cuda")]
 fn nvdec_report() -> String {
-    use convstream_core::nvdec::{Chroma, NvdecCodec, NvdecProbe};
-    let probe = convstream_core::engine::cuda::nvdec::CudaNvdecProbe::global();
+    use convstream_core::{Chroma, NvdecCodec, NvdecProbe};
+    let probe = convstream_core::CudaNvdecProbe::global();
     let mut lines = Vec::new();
     for codec in [
         NvdecCodec::H264,

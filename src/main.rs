@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure { code, error }) => {
             // Credentials hidden, control characters escaped: a message may quote a config's bytes.
-            let message = convstream_core::text::for_terminal(&format!("{error:#}"));
+            let message = convstream_core::for_terminal(&format!("{error:#}"));
             // A run stopped by a signal ended as asked: its line is news, not an error.
             match code {
                 128.. => eprintln!("{message}"),
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     // A GPU still being set up in the background (a clip that ended first) is let finish:
     // exiting while a thread is inside the driver's initialisation can abort the process.
     // Bounded, so a hung driver cannot keep it.
-    convstream_core::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3));
+    convstream_core::wait_for_gpu_starts(std::time::Duration::from_secs(3));
     // Last: with JSON logs, the line above is logged as JSON too before stderr is restored.
     cli::logging::finish_logging();
     code
@@ -57,7 +57,7 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
         })
         .unwrap_or_default();
     let rewritten = cli::spellings::rewrite(std::env::args_os().collect(), &value_flags).map_err(|e| {
-        eprintln!("error: {}", convstream_core::text::for_terminal(&e.to_string()));
+        eprintln!("error: {}", convstream_core::for_terminal(&e.to_string()));
         ExitCode::from(2)
     })?;
     Cli::try_parse_from(&rewritten.args).map_err(|error| {
@@ -67,7 +67,7 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
             return ExitCode::SUCCESS;
         }
         let text = cli::spellings::as_typed(&error.render().to_string(), &rewritten.typed);
-        eprint!("{}", convstream_core::text::for_terminal(&text));
+        eprint!("{}", convstream_core::for_terminal(&text));
         ExitCode::from(2)
     })
 }

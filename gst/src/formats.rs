@@ -1,6 +1,6 @@
 //! The raw video formats the element takes: GStreamer's name for each engine format.
 
-use convstream_core::frame::{PixelFormat, PixelLayout};
+use convstream_core::{PixelFormat, PixelLayout};
 use gst_video::VideoFormat;
 
 /// GStreamer formats and the engine formats they are, sample for sample (P010's 10 bits in

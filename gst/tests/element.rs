@@ -17,9 +17,9 @@ mod common;
 use std::process::Command;
 
 use convstream_config::Overrides;
-use convstream_core::engine::{build_engine, EngineOptions};
-use convstream_core::filter::FilterSpec;
-use convstream_core::frame::Frame;
+use convstream_core::FilterSpec;
+use convstream_core::Frame;
+use convstream_core::{build_engine, EngineOptions};
 use gst::prelude::*;
 use gst_check::Harness;
 use gst_video::VideoFormat;
@@ -98,7 +98,7 @@ fn cpu_reference(filter: &FilterSpec, buffer: &gst::BufferRef, info: &gst_video:
             plane.row_mut(y).copy_from_slice(row);
         }
     }
-    let options = EngineOptions::new(convstream_core::engine::DeviceChoice::Cpu, 1, "reference");
+    let options = EngineOptions::new(convstream_core::DeviceChoice::Cpu, 1, "reference");
     let mut engine = build_engine(filter.clone(), &options).unwrap();
     engine.submit(frame).unwrap();
     let filtered = engine.receive().unwrap().expect("a filtered frame");

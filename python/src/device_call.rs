@@ -7,18 +7,15 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use convstream_core::filter::BorderMode;
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::filter::NativeFilter;
 
 #[cfg(feature = "cuda")]
-use convstream_core::engine::cuda::{
-    kernels::SampleValues,
-    stream_call::{DeviceBatch, DeviceCallError, StreamFilter},
-};
+use convstream_core::{DeviceBatch, DeviceCallError, SampleValues, StreamFilter};
 
 #[pyclass(module = "convstream._convstream", name = "NativeStreamFilter")]
 pub struct NativeStreamFilter {
@@ -129,15 +126,14 @@ impl NativeStreamFilter {
         let ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane)) = placement;
         let (values, depth) = match values {
             "uint" => {
-                let format =
-                    convstream_core::format::PixelFormat::new(convstream_core::format::PixelLayout::Gray, bit_depth)
-                        .ok_or_else(|| {
-                            pyo3::exceptions::PyTypeError::new_err(format!("bit_depth: {bit_depth} is not a depth"))
-                        })?;
+                let format = convstream_core::PixelFormat::new(convstream_core::PixelLayout::Gray, bit_depth)
+                    .ok_or_else(|| {
+                        pyo3::exceptions::PyTypeError::new_err(format!("bit_depth: {bit_depth} is not a depth"))
+                    })?;
                 (SampleValues::Integer, format.sample_depth())
             }
-            "float32" => (SampleValues::Float32, convstream_core::format::SampleDepth::EIGHT),
-            "float16" => (SampleValues::Float16, convstream_core::format::SampleDepth::EIGHT),
+            "float32" => (SampleValues::Float32, convstream_core::SampleDepth::EIGHT),
+            "float16" => (SampleValues::Float16, convstream_core::SampleDepth::EIGHT),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "values: {other:?} is not uint, float32 or float16"
@@ -173,7 +169,7 @@ impl NativeStreamFilter {
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
     fn launch_on(&self, _: Python<'_>, _: usize, _: Placement, _: usize, _: &str, _: u8, _: u64) -> PyResult<()> {
         Err(crate::filter::engine_error(
-            convstream_core::engine::EngineError::NotCompiledWithCuda,
+            convstream_core::EngineError::NotCompiledWithCuda,
         ))
     }
 }

@@ -6,14 +6,14 @@
 
 use std::sync::Mutex;
 
-use convstream_core::engine::cpu::convolve_plane_into;
-use convstream_core::engine::{CpuEngine, DeviceChoice, EngineError, FrameShape};
+use convstream_core::convolve_plane_into;
+use convstream_core::{CpuEngine, DeviceChoice, EngineError, FrameShape};
 #[cfg(feature = "cuda")]
-use convstream_core::engine::{Engine, EngineOptions};
-use convstream_core::filter::{FilterSpec, PlaneSelection};
-use convstream_core::format::{PixelFormat, PixelLayout, PlaneShape};
-use convstream_core::frame::{Frame, Plane, PlaneData};
-use convstream_core::mask::{MaskMode, MaskParams};
+use convstream_core::{Engine, EngineOptions};
+use convstream_core::{FilterSpec, PlaneSelection};
+use convstream_core::{Frame, Plane, PlaneData};
+use convstream_core::{MaskMode, MaskParams};
+use convstream_core::{PixelFormat, PixelLayout, PlaneShape};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -36,7 +36,7 @@ enum Held {
     Cpu,
     #[cfg(feature = "cuda")]
     Cuda {
-        engine: Box<convstream_core::engine::cuda::CudaEngine>,
+        engine: Box<convstream_core::CudaEngine>,
         ordinal: usize,
         shape: (usize, usize, u8),
     },
@@ -360,7 +360,7 @@ impl NativeFilter {
             }
         }
         let options = self.options(DeviceChoice::Cuda(ordinal), shape);
-        let engine = convstream_core::engine::cuda::CudaEngine::new(self.filter.clone(), &options, ordinal)?;
+        let engine = convstream_core::CudaEngine::new(self.filter.clone(), &options, ordinal)?;
         *held = Some(Held::Cuda {
             engine: Box::new(engine),
             ordinal,

@@ -6,8 +6,8 @@
 //! gives the same values on either device. Rows are filtered in parallel (rayon). Integer
 //! samples take the CPU engine instead.
 
-use convstream_core::filter::BorderMode;
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
 use rayon::prelude::*;
 
 /// One float32 plane's place in memory: rows `row_pitch` bytes apart, samples

@@ -11,7 +11,7 @@ mod interrupt;
 mod settings;
 mod video;
 
-use convstream_core::mask::{preset_list, show_spec, Mask, SpecRefused, PRESETS};
+use convstream_core::{preset_list, show_spec, Mask, SpecRefused, PRESETS};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -68,7 +68,7 @@ fn mask_coefficients(spec: &str) -> PyResult<(Vec<Vec<f32>>, f32, bool, String)>
 /// exits while a thread is inside the driver's initialisation can be aborted by it.
 #[pyfunction]
 fn wait_for_gpu_starts(py: Python<'_>) -> bool {
-    py.detach(|| convstream_core::engine::wait_for_gpu_starts(std::time::Duration::from_secs(3)))
+    py.detach(|| convstream_core::wait_for_gpu_starts(std::time::Duration::from_secs(3)))
 }
 
 #[pymodule]

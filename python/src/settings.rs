@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use convstream_config::{
     ConfigError, ConfigFile, FilterConfig, FilterSettings, Overrides, PipelineSettings, Place, Problem,
 };
-use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_core::mask::MaskParams;
+use convstream_core::MaskParams;
+use convstream_core::{BorderMode, PlaneSelection};
 use convstream_media::output_problems;
 use pyo3::exceptions::PyValueError;
 use pyo3::PyErr;

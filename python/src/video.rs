@@ -14,8 +14,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use convstream_config::Overrides;
-use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
+use convstream_core::{build_engine, Engine, EngineOptions, FrameShape};
 use convstream_media::Counters;
 use convstream_media::PassthroughPacket;
 use convstream_media::{run_pipeline, OutputPolicy, RunOptions};
@@ -196,7 +196,7 @@ impl NativeReader {
                 let output = allocated
                     .iter()
                     .zip(&frame.planes)
-                    .map(|((_, address), plane)| convstream_core::frame::DevicePlane {
+                    .map(|((_, address), plane)| convstream_core::DevicePlane {
                         address: *address,
                         pitch: plane.row_bytes(),
                     })
@@ -347,7 +347,7 @@ struct Started {
 /// builds the engine and starts decoding.
 fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) -> PyResult<Started> {
     let counters = Arc::new(Counters::default());
-    let probe = convstream_core::engine::nvdec_probe();
+    let probe = convstream_core::nvdec_probe();
     let source = Source::connect(&settings.source, stop, &counters, false, &probe, None).map_err(|e| {
         if e.is_usage() {
             PyValueError::new_err(e.to_string())
@@ -373,7 +373,7 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
     let source = source.with_device_pictures(
         engine
             .device_pictures_on()
-            .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+            .filter(|_| info.format.layout() == convstream_core::PixelLayout::SemiPlanar420),
     );
     let (decoded_tx, decoded_rx) = bounded::<Frame>(DECODED_AHEAD);
     // No stream is copied: a closed packet queue makes the source skip those packets.
@@ -489,7 +489,7 @@ fn run<'py>(
         return Err(PyRuntimeError::new_err(format!(
             "no frame was written to {} (the input had none in the part asked for, or none decoded); \
              the output was not written, and a file already there is kept",
-            convstream_core::text::redact_credentials(&report.output)
+            convstream_core::redact_credentials(&report.output)
         )));
     }
     let json = serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;

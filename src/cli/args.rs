@@ -9,7 +9,7 @@ use super::values::{
     planes_parser,
 };
 use convstream_config::LogFormat;
-use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::{BorderMode, PlaneSelection};
 
 #[derive(Parser)]
 #[command(
@@ -98,15 +98,15 @@ pub(crate) struct BenchArgs {
     pub(crate) plane_sizes: Option<Vec<(usize, usize)>>,
     /// Microseconds the GPU completion thread polls a lane before blocking (0 blocks at
     /// once; as filter.gpu.spin_us in a config).
-    #[arg(long, default_value_t = convstream_core::engine::DEFAULT_SPIN_US, value_parser = parse_spin_us)]
+    #[arg(long, default_value_t = convstream_core::DEFAULT_SPIN_US, value_parser = parse_spin_us)]
     pub(crate) spin_us: u64,
     /// The dense kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (e.g. 32x8x8x4), instead of the
     /// measured policy's (as filter.gpu.dense_tiling).
     #[arg(long)]
-    pub(crate) dense_tiling: Option<convstream_core::engine::TileShape>,
+    pub(crate) dense_tiling: Option<convstream_core::TileShape>,
     /// The separable kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (as filter.gpu.separable_tiling).
     #[arg(long)]
-    pub(crate) separable_tiling: Option<convstream_core::engine::TileShape>,
+    pub(crate) separable_tiling: Option<convstream_core::TileShape>,
     /// Scale suite: ramp this decoder only (software or nvdec); default both on a GPU,
     /// software on the CPU.
     #[arg(long)]

@@ -61,7 +61,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
     for warning in table.iter().flat_map(convstream_config::missing_inputs) {
-        eprintln!("warning: {}", convstream_core::text::for_terminal(&warning));
+        eprintln!("warning: {}", convstream_core::for_terminal(&warning));
     }
     let file = ConfigFile::load(path, output_problems).map_err(config_failure)?;
     let problems = convstream_config::config_file_problems(path, &file.pipelines);
@@ -83,14 +83,14 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         for warning in pipeline.filter.mask_warnings() {
             eprintln!(
                 "warning: {}",
-                convstream_core::text::for_terminal(&format!("pipeline {:?}: {warning}", pipeline.name))
+                convstream_core::for_terminal(&format!("pipeline {:?}: {warning}", pipeline.name))
             );
         }
     }
     if let Some(count) = shards.or(file.server.shards) {
         text.push_str(&shard_assignment(&settings, count));
     }
-    print_out(&convstream_core::text::for_terminal(&text))
+    print_out(&convstream_core::for_terminal(&text))
 }
 
 /// `check --shards N`: each shard's pipelines, as a sharded `serve` would run them.
@@ -115,17 +115,17 @@ fn shard_assignment(settings: &convstream_config::Settings, count: usize) -> Str
 }
 
 pub(crate) fn list_masks() -> Result<(), Failure> {
-    print_out(&convstream_core::mask::preset_list())
+    print_out(&convstream_core::preset_list())
 }
 
 pub(crate) fn show_mask(spec: &str) -> Result<(), Failure> {
-    let text = convstream_core::mask::show_spec(spec).map_err(|refused| usage(anyhow::anyhow!("{refused}")))?;
+    let text = convstream_core::show_spec(spec).map_err(|refused| usage(anyhow::anyhow!("{refused}")))?;
     print_out(&text)
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     init_logging(&LogConfig::default());
-    let device = convstream_core::engine::DeviceChoice::parse(&args.device).ok_or_else(|| {
+    let device = convstream_core::DeviceChoice::parse(&args.device).ok_or_else(|| {
         usage(anyhow::anyhow!(
             "--device {}: use auto, cpu, cuda or cuda:N",
             args.device
@@ -140,7 +140,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         mask_sizes: args.mask_sizes,
         planes: args.plane_sizes,
         depths: args.depths,
-        tuning: convstream_core::engine::GpuTuning {
+        tuning: convstream_core::GpuTuning {
             spin_us: args.spin_us,
             dense_tiling: args.dense_tiling,
             separable_tiling: args.separable_tiling,
@@ -167,7 +167,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
 /// `--gpus`: `all` (every GPU the driver shows) or distinct ordinals such as `0,1`, each one
 /// the host has.
 fn parse_gpu_set(text: &str) -> Result<Vec<usize>, Failure> {
-    let present = convstream_core::engine::gpu_inventory().len();
+    let present = convstream_core::gpu_inventory().len();
     let wanted: Vec<usize> = if text.trim() == "all" {
         (0..present).collect()
     } else {
@@ -175,7 +175,7 @@ fn parse_gpu_set(text: &str) -> Result<Vec<usize>, Failure> {
         parsed.map_err(|_| {
             usage(anyhow::anyhow!(
                 "--gpus {}: use all or GPU ordinals such as 0,1",
-                convstream_core::text::quoted(text)
+                convstream_core::quoted(text)
             ))
         })?
     };

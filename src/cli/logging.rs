@@ -42,14 +42,12 @@ pub(crate) fn init_logging(log: &LogConfig) {
             match stderr {
                 // URL credentials (`rtsp://user:pass@...`) never reach a log, whoever quotes the URL.
                 Some(original) => builder
-                    .with_writer(move || {
-                        convstream_core::text::RedactingWriter::new(SharedFile(original.clone()), false)
-                    })
+                    .with_writer(move || convstream_core::RedactingWriter::new(SharedFile(original.clone()), false))
                     .finish()
                     .with(PipelineLogLayer)
                     .try_init(),
                 None => builder
-                    .with_writer(move || convstream_core::text::RedactingWriter::new(std::io::stderr(), terminal))
+                    .with_writer(move || convstream_core::RedactingWriter::new(std::io::stderr(), terminal))
                     .finish()
                     .with(PipelineLogLayer)
                     .try_init(),
@@ -57,7 +55,7 @@ pub(crate) fn init_logging(log: &LogConfig) {
         }
         // Timestamps to the millisecond, as a log read later (or beside FFmpeg's) needs.
         LogFormat::Pretty => builder
-            .with_writer(move || convstream_core::text::RedactingWriter::new(std::io::stderr(), terminal))
+            .with_writer(move || convstream_core::RedactingWriter::new(std::io::stderr(), terminal))
             .with_target(false)
             .compact()
             .with_timer(tracing_subscriber::fmt::time::ChronoUtc::new("%H:%M:%S%.3f".into()))

@@ -179,7 +179,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         if FileIdentity::of(stats) == FileIdentity::of(trace) {
             problems.push(Problem::general(format!(
                 "--stats-json and --trace name one file ({}): one would overwrite the other; give each its own",
-                convstream_core::text::quoted(&stats.display().to_string())
+                convstream_core::quoted(&stats.display().to_string())
             )));
         }
     }
@@ -243,7 +243,7 @@ pub(crate) fn run_settings(
             // Stopped by a signal before its input opened: the user's wish, not a failure
             // (the exit code below still says a signal ended the run).
             Err(e) if e.is_stop() => match settings.log.format {
-                LogFormat::Pretty => eprintln!("{}", convstream_core::text::for_terminal(&e.to_string())),
+                LogFormat::Pretty => eprintln!("{}", convstream_core::for_terminal(&e.to_string())),
                 LogFormat::Json => tracing::info!("{e}"),
             },
             Err(e) => {
@@ -256,9 +256,9 @@ pub(crate) fn run_settings(
         let json = serde_json::json!({ "pipelines": reports, "failures": failures });
         let text = serde_json::to_string_pretty(&json).context("encoding the stats")?;
         // The outputs and failures it names may quote URLs: their credentials stay hidden.
-        let text = convstream_core::text::redact_credentials(&text);
+        let text = convstream_core::redact_credentials(&text);
         // Whole or not at all: a full disk leaves an older stats file as it was.
-        convstream_core::side_file::write_whole(path, text.as_bytes())
+        convstream_core::write_whole(path, text.as_bytes())
             .with_context(|| format!("writing stats to {}", path.display()))?;
     }
     if !failures.is_empty() {
@@ -291,7 +291,7 @@ pub(crate) fn run_settings(
             format!(
                 "pipeline {:?}: no frame was written to {} ({why}); it was left as it was (a file there is kept, none is created); pass --allow-empty to accept an empty output",
                 report.pipeline,
-                convstream_core::text::redact_credentials(&report.output)
+                convstream_core::redact_credentials(&report.output)
             )
         })
         .collect();
@@ -305,7 +305,7 @@ pub(crate) fn run_settings(
 /// every other line, the summary's numbers as fields.
 pub(crate) fn print_summary(report: &convstream_media::PipelineReport, format: LogFormat) {
     match format {
-        LogFormat::Pretty => eprintln!("{}", convstream_core::text::for_terminal(&report.summary())),
+        LogFormat::Pretty => eprintln!("{}", convstream_core::for_terminal(&report.summary())),
         LogFormat::Json => tracing::info!(
             pipeline = %report.pipeline,
             summary = true,

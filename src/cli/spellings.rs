@@ -280,7 +280,7 @@ fn spelling_flags(
                 Ok(0) => Ok(Some(Vec::new())),
                 _ => Err(format!(
                     "-stream_loop `{}`: use -1 (start over at the end, for ever: --loop) or 0 (play once); bound a loop with -t TIME or --frames N",
-                    convstream_core::text::quoted(value_text)
+                    convstream_core::quoted(value_text)
                 )),
             }
         }
@@ -314,7 +314,7 @@ fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
     let translated = super::ffmpeg_filters::translate(typed, chain)?;
     for warning in &translated.warnings {
         // Before logging starts: said on the terminal as the other command-line warnings are.
-        eprintln!("warning: {}", convstream_core::text::for_terminal(warning));
+        eprintln!("warning: {}", convstream_core::for_terminal(warning));
     }
     let mut flags = vec!["--mask".to_string(), "identity".to_string()];
     for (plane, spec) in translated.plane_masks {

@@ -1,7 +1,7 @@
 //! Values of flags as clap reads them: `KEY=VALUE`, times, sizes, the filter's choices.
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::{BorderMode, PlaneSelection};
 
 /// `--border`: a mode's name or an alias (hidden from the help, as the other tools'
 /// spellings), each name listed in the help with what it takes beyond the edges.
@@ -34,7 +34,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<f64, String> {
     let bad = || {
         format!(
             "`{}` is not a time; use seconds (90, 1.5, 1s, 500ms, 250us) or [HH:]MM:SS[.frac] (1:30, 00:01:02.5)",
-            convstream_core::text::quoted(text)
+            convstream_core::quoted(text)
         )
     };
     let trimmed = text.trim();
@@ -93,7 +93,7 @@ pub(crate) fn parse_time(text: &str) -> Result<f64, String> {
     if seconds < 0.0 {
         return Err(format!(
             "`{}` is before the input's start; give a time of 0 or more",
-            convstream_core::text::quoted(text)
+            convstream_core::quoted(text)
         ));
     }
     Ok(seconds)
@@ -106,7 +106,7 @@ pub(crate) fn parse_log_format(text: &str) -> Result<convstream_config::LogForma
         "json" => Ok(convstream_config::LogFormat::Json),
         _ => Err(format!(
             "`{}` is not a log format; use pretty or json",
-            convstream_core::text::quoted(text)
+            convstream_core::quoted(text)
         )),
     }
 }
@@ -119,7 +119,7 @@ pub(crate) fn parse_mask_size(text: &str) -> Result<usize, String> {
 }
 
 pub(crate) fn parse_spin_us(text: &str) -> Result<u64, String> {
-    let max = convstream_core::engine::MAX_SPIN_US;
+    let max = convstream_core::MAX_SPIN_US;
     match text.parse::<u64>() {
         Ok(micros) if micros <= max => Ok(micros),
         _ => Err(format!("{text} is not a number of microseconds in 0..={max}")),

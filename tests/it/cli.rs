@@ -16,9 +16,9 @@ use common::{
     audio_packets_md5, convstream, decode_raw, make_clip, make_clip_as, plane_of, remuxed_video_pts, run, run_in,
     stats, stream_types, video_pts, video_stream, Clip, Y4m,
 };
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::Plane;
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::Plane;
 use convstream_testkit::oracle::oracle;
 use convstream_testkit::tempdir;
 
@@ -279,7 +279,7 @@ fn packed_rgb_input_is_filtered_per_channel() {
     let mask = Mask::from_spec("box:size=3").unwrap();
     for n in 0..4 {
         let plane = Plane {
-            depth: convstream_core::frame::SampleDepth::EIGHT,
+            depth: convstream_core::SampleDepth::EIGHT,
             width: 33,
             height: 21,
             channels: 3,
@@ -597,7 +597,7 @@ fn version_and_help() {
 #[test]
 fn masks_lists_every_preset() {
     let text = run(&["masks"]).success().stdout_text();
-    for preset in convstream_core::mask::PRESETS {
+    for preset in convstream_core::PRESETS {
         assert!(text.contains(preset.name), "masks lacks {}:\n{text}", preset.name);
     }
     for preset in [

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{PixelFormat, PixelLayout, Plane};
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::{PixelFormat, PixelLayout, Plane};
 
 use crate::common::{self, decode_raw, ffmpeg, make_clip_as, run_in, video_stream, Clip, Y4m};
 use convstream_testkit::oracle::oracle;

@@ -291,8 +291,8 @@ fn default_h264_quality_matches_ffmpegs_own_defaults() {
 
 #[test]
 fn plane_masks_make_a_grey_scale_edge_map() {
-    use convstream_core::filter::BorderMode;
-    use convstream_core::mask::Mask;
+    use convstream_core::BorderMode;
+    use convstream_core::Mask;
     let dir = tempdir();
     make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 3);
     let input = y4m(&dir.path().join("in.y4m"));
@@ -366,8 +366,8 @@ fn a_plane_mask_the_input_lacks_is_a_usage_error() {
 
 #[test]
 fn nv12_input_with_two_chroma_masks_is_filtered_as_planar_yuv() {
-    use convstream_core::filter::BorderMode;
-    use convstream_core::mask::Mask;
+    use convstream_core::BorderMode;
+    use convstream_core::Mask;
     let dir = tempdir();
     make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 3);
     let input = y4m(&dir.path().join("in.y4m"));

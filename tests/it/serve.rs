@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::server::{free_tcp_port, free_udp_port, Server};
 use common::{convstream, make_clip, plane_of, readable_frames, video_pts, Clip, Y4m};
-use convstream_core::filter::BorderMode;
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
 use convstream_testkit::oracle::oracle;
 use convstream_testkit::tempdir;
 use serde_json::Value;

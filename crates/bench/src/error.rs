@@ -3,7 +3,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    Engine(#[from] convstream_core::engine::EngineError),
+    Engine(#[from] convstream_core::EngineError),
     #[error(transparent)]
     Pipeline(#[from] convstream_media::PipelineError),
     #[error(transparent)]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use convstream_core::engine::{DeviceChoice, GpuTuning};
+use convstream_core::{DeviceChoice, GpuTuning};
 
 /// Which suites to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

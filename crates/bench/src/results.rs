@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use convstream_core::engine::GpuTuning;
+use convstream_core::GpuTuning;
 
 /// Where and how the figures were taken.
 #[derive(Debug, Clone, Serialize, Deserialize)]

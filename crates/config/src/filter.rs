@@ -11,9 +11,9 @@ use crate::error::ConfigError;
 use crate::limits;
 use crate::problem::Problem;
 use crate::schema::{ConfigFile, FilterConfig, MaskSelection};
-use convstream_core::engine::{DeviceChoice, GpuTuning, MAX_FRAMES_PER_STREAM, MAX_STREAMS};
-use convstream_core::filter::{FilterSpec, PlaneMasks, PlaneName};
-use convstream_core::mask::{Mask, MaskError, MaskParams, PRESETS};
+use convstream_core::{DeviceChoice, GpuTuning, MAX_FRAMES_PER_STREAM, MAX_STREAMS};
+use convstream_core::{FilterSpec, PlaneMasks, PlaneName};
+use convstream_core::{Mask, MaskError, MaskParams, PRESETS};
 
 /// A validated `[filter]`: what the engine computes and where it runs.
 #[derive(Debug, Clone)]
@@ -174,7 +174,7 @@ fn with_named_masks(error: MaskError, defined: &BTreeMap<String, MaskParams>) ->
             let mut candidates: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
             candidates.extend(&tables);
             MaskError::UnknownPreset {
-                suggestion: convstream_core::mask::nearest(&name, &candidates).or(suggestion),
+                suggestion: convstream_core::nearest(&name, &candidates).or(suggestion),
                 allowed: format!("{allowed}; the config's [masks] tables are {}", tables.join(", ")),
                 name,
             }

@@ -3,7 +3,7 @@
 //! or its log. How user strings are shown in messages (`escape_control`, `quoted`) is
 //! `convstream_core::text`, re-exported here.
 
-pub use convstream_core::text::{escape_control, quoted};
+pub use convstream_core::{escape_control, quoted};
 
 use crate::problem::{Place, Problem};
 use crate::schema::MaskSelection;

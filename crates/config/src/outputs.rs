@@ -2,7 +2,7 @@
 //! that is one of the inputs (by any name: `./v.ts`, a symlink, a hard link), two
 //! pipelines writing one file, and (for `run`) an existing file replaced without consent.
 
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::ConfigError;

@@ -8,7 +8,7 @@ use crate::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, Sin
 /// The name of the one pipeline [`Overrides::standalone`] makes of flags alone; front ends
 /// know their own problems by it.
 pub const STANDALONE_PIPELINE: &str = "main";
-use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::{BorderMode, PlaneSelection};
 
 /// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.
 #[derive(Debug, Clone, Default)]

@@ -5,9 +5,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use convstream_core::engine::GpuTuning;
-use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_core::mask::MaskParams;
+use convstream_core::GpuTuning;
+use convstream_core::MaskParams;
+use convstream_core::{BorderMode, PlaneSelection};
 
 /// A whole config file: `[log]`, `[server]`, `[masks.NAME]` and the `[[pipeline]]`s.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -386,7 +386,7 @@ fn default_streams() -> usize {
 }
 
 fn default_frames_per_stream() -> usize {
-    convstream_core::engine::DEFAULT_FRAMES_PER_STREAM
+    convstream_core::DEFAULT_FRAMES_PER_STREAM
 }
 
 /// `mask = "SPEC or NAME"` or an inline table of mask keys.

@@ -2,8 +2,8 @@
 //! [`PipelineSettings`], ready to run.
 
 use crate::schema::{LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
-use convstream_core::engine::{DeviceChoice, GpuTuning};
-use convstream_core::filter::FilterSpec;
+use convstream_core::FilterSpec;
+use convstream_core::{DeviceChoice, GpuTuning};
 
 /// A validated configuration.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use crate::outputs::OutputCheck;
 use crate::problem::{Place, Problem};
 use crate::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
 use crate::validate::NO_PIPELINE;
-use convstream_core::mask::MaskParams;
+use convstream_core::MaskParams;
 
 const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];
 const PIPELINE_KEYS: &[&str] = &["name", "source", "filter", "sink"];
@@ -111,12 +111,12 @@ pub fn pipeline_problems(value: &Value) -> Vec<Problem> {
 }
 
 fn unknown_key(key: &str, allowed: &[&str], what: &str) -> String {
-    let suggestion = convstream_core::mask::nearest(key, allowed)
+    let suggestion = convstream_core::nearest(key, allowed)
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default();
     format!(
         "unknown field `{}`{suggestion}; {what} are {}",
-        convstream_core::text::quoted(key),
+        convstream_core::quoted(key),
         allowed.join(", ")
     )
 }
@@ -186,7 +186,7 @@ const MESSAGE_CHARS: usize = 300;
 /// A parser message on one line (it quotes the value as written, control characters and
 /// all), cut if a long value made it long.
 fn shown(error: &toml::de::Error) -> String {
-    let message = convstream_core::text::escape_control(error.message().trim_end());
+    let message = convstream_core::escape_control(error.message().trim_end());
     if message.chars().count() <= MESSAGE_CHARS {
         return message.into_owned();
     }
@@ -225,7 +225,7 @@ fn section<T: DeserializeOwned>(
         probe.insert(key.clone(), field.clone());
         if let Err(e) = Value::Table(probe).try_into::<T>() {
             problems.push(Problem::value(
-                format!("{place}.{}", convstream_core::text::quoted(key)),
+                format!("{place}.{}", convstream_core::quoted(key)),
                 shown(&e),
             ));
             good.remove(key);

@@ -12,8 +12,8 @@ use crate::outputs::OutputCheck;
 use crate::problem::Problem;
 use crate::schema::{ConfigFile, PipelineConfig, ServerConfig, SourceConfig};
 use crate::settings::{PipelineSettings, Settings};
-use convstream_core::engine::DeviceChoice;
-use convstream_core::mask::{Mask, MaskParams, PRESETS};
+use convstream_core::DeviceChoice;
+use convstream_core::{Mask, MaskParams, PRESETS};
 
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";

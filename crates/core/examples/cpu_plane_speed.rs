@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
-use convstream_core::engine::cpu::convolve_plane;
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{Plane, PlaneShape};
-use convstream_core::mask::Mask;
+use convstream_core::convolve_plane;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::{Plane, PlaneShape};
 
 fn main() {
     let mut runs = 30usize;

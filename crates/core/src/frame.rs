@@ -11,7 +11,7 @@ use crate::host_buffers::BufferPool;
 pub use crate::host_buffers::PlaneData;
 // The pixel-format vocabulary frames are made of, under the names the engines and the media
 // crate use (`frame::PixelFormat`...).
-pub use crate::format::{PixelFormat, PixelLayout, PlaneShape, SampleDepth, POOLED_ROW_ALIGN};
+pub use crate::format::{PixelFormat, PlaneShape, SampleDepth, POOLED_ROW_ALIGN};
 
 /// One plane. Rows are `stride` bytes apart; the first `width * channels` samples of a row
 /// (one byte each at 8 bits, else a little-endian word) are pixels, the rest is padding that

@@ -3,15 +3,11 @@
 //! Nothing here knows FFmpeg, an async runtime or HTTP: the media crate feeds the engines
 //! decoded frames, and the binary, the GStreamer element and Python build on both.
 //!
-//! An [`Engine`](engine::Engine) takes frames and gives them back filtered, in the order they
+//! An [`Engine`] takes frames and gives them back filtered, in the order they
 //! came; the CPU engine is the reference every GPU result is checked against:
 //!
 //! ```
-//! use convstream_core::engine::{CpuEngine, Engine};
-//! use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-//! use convstream_core::format::PixelFormat;
-//! use convstream_core::frame::Frame;
-//! use convstream_core::mask::Mask;
+//! use convstream_core::{BorderMode, CpuEngine, Engine, FilterSpec, Frame, Mask, PixelFormat, PlaneSelection};
 //!
 //! let mask = Mask::from_spec("box:size=3").unwrap();
 //! let mut engine = CpuEngine::new(FilterSpec::uniform(mask, BorderMode::Reflect, PlaneSelection::All));
@@ -26,12 +22,55 @@
 
 #![deny(missing_docs)]
 
-pub mod engine;
-pub mod filter;
-pub mod format;
-pub mod frame;
-pub mod host_buffers;
-pub mod mask;
-pub mod nvdec;
-pub mod side_file;
-pub mod text;
+mod engine;
+mod filter;
+mod format;
+mod frame;
+mod host_buffers;
+mod mask;
+mod nvdec;
+mod side_file;
+mod text;
+
+// The crate's surface: everything other crates use, named here and nowhere else. The modules
+// are private; `engine` holds the engines, `mask` and `filter` what they compute, `format`,
+// `frame` and `host_buffers` what they compute it on, `text` how user strings are shown.
+pub use engine::cpu::{convolve_plane, convolve_plane_into};
+pub use engine::placement::Placements;
+pub use engine::starting::HELD_BYTES;
+pub use engine::trace::write_chrome_trace;
+pub use engine::{
+    build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, nvdec_probe, predicted_nvdec_pipelines,
+    wait_for_gpu_starts, warm_up, CpuEngine, DeviceChoice, Engine, EngineError, EngineOptions, FilterPreparer,
+    FrameShape, GpuContext, GpuNvdec, GpuTuning, GpuUsage, KernelPath, NoGpuReason, StageTimes, TileShape, TraceSpan,
+    UnsupportedRequest, DEFAULT_FRAMES_PER_STREAM, DEFAULT_SPIN_US, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM,
+    MAX_SPIN_US, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
+};
+pub use filter::{BorderMode, FilterSpec, PlaneMasks, PlaneName, PlaneSelection};
+pub use format::{PixelFormat, PixelLayout, PlaneShape, SampleDepth, POOLED_ROW_ALIGN};
+pub use frame::{DevicePicture, DevicePlane, Frame, Plane, Timeline};
+pub use host_buffers::pinned_budget::PinnedBudget;
+pub use host_buffers::{BufferPool, HeapMemory, LatePool, PlaneData, IDLE_WINDOW};
+pub use mask::{
+    nearest, preset_list, show_mask, show_spec, Mask, MaskError, MaskMode, MaskParams, SpecRefused, MAX_SIDE, PRESETS,
+};
+pub use nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
+pub use side_file::write_whole;
+pub use text::{escape_control, for_terminal, quoted, quoted_up_to, redact_credentials, RedactingWriter};
+
+/// The CUDA engine's own parts, for the crates that drive a GPU directly: the benchmarks'
+/// kernel timings, `doctor`'s report, Python's calls on the caller's stream.
+#[cfg(feature = "cuda")]
+pub use engine::cuda::{
+    copy_picture_to_host,
+    device::{
+        driver_version as cuda_driver_version, nvrtc_available, open as open_cuda_device, probe as cuda_devices,
+        DeviceInfo,
+    },
+    kernels::{cache_dir as kernel_cache_dir, compile as compile_kernels, nvrtc_version, SampleValues, Variant},
+    measure::{Bench, KernelCheck, TimingPlan},
+    nvdec::CudaNvdecProbe,
+    nvml::decoder_engines,
+    stream_call::{DeviceBatch, DeviceCallError, StreamFilter},
+    CudaEngine,
+};

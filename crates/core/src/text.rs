@@ -29,7 +29,7 @@ fn escape_control_but(value: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> 
     Cow::Owned(escaped)
 }
 
-/// `value` escaped and cut to [`QUOTED_CHARS`] characters, for quoting in a message.
+/// `value` escaped and cut to `QUOTED_CHARS` characters, for quoting in a message.
 pub fn quoted(value: &str) -> String {
     quoted_up_to(value, QUOTED_CHARS)
 }
@@ -219,7 +219,7 @@ fn escape_keeping_colours(text: &str) -> String {
     shown
 }
 
-/// A writer of log events that shows each as [`for_log`] does: URL credentials hidden and
+/// A writer of log events that shows each as `for_log` does: URL credentials hidden and
 /// control characters escaped. The log formatter writes each event with one call, so no URL
 /// is split between two writes.
 pub struct RedactingWriter<W: std::io::Write> {

@@ -4,8 +4,8 @@
 //! and random 5x5 integer matrices over random pictures.
 //! The GPU engine runs the same cases against this engine in `engines gpu::exact_ties`.
 
-use convstream_core::engine::cpu::convolve_plane;
-use convstream_core::filter::BorderMode;
+use convstream_core::convolve_plane;
+use convstream_core::BorderMode;
 use convstream_testkit::ties::{all_cases, count};
 
 #[test]
@@ -36,8 +36,8 @@ fn every_tie_of_every_divisor_rounds_half_away_from_zero() {
 /// -127.5 and the sample to 127.
 #[test]
 fn a_tie_below_zero_moved_up_by_the_bias_rounds_away_from_zero() {
-    use convstream_core::frame::{Plane, PlaneShape};
-    use convstream_core::mask::Mask;
+    use convstream_core::Mask;
+    use convstream_core::{Plane, PlaneShape};
     let mut plane = Plane::new(PlaneShape::eight_bit(3, 1, 1));
     plane.row_mut(0).copy_from_slice(&[249, 6, 0]);
     let mask = Mask::from_spec("custom:matrix=[[0,-1,-256]],mode=correlate,divisor=14,bias=255").expect("a valid mask");

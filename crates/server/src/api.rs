@@ -19,7 +19,7 @@ use super::state::{ApiError, ApiState};
 use super::supervisor::{FilterUpdate, SupervisorError};
 use convstream_config::limits::is_valid_name;
 use convstream_config::{ConfigError, PipelineConfig, Problem};
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 pub fn router(state: ApiState) -> Router {
     let protected = Router::new()
@@ -380,7 +380,7 @@ async fn switch_filter(
         .plane_masks
         .iter_mut()
         .flatten()
-        .map(|(key, mask)| (format!("plane_masks.{}", convstream_core::text::quoted(key)), mask));
+        .map(|(key, mask)| (format!("plane_masks.{}", convstream_core::quoted(key)), mask));
     for (place, mask) in masks.chain(plane_masks) {
         state.policy.check_mask(mask).map_err(|problem| {
             let mut error = ApiError::new(StatusCode::BAD_REQUEST, format!("{place}: {problem}"));

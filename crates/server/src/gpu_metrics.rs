@@ -7,7 +7,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use convstream_core::engine::{gpu_usage, GpuUsage};
+use convstream_core::{gpu_usage, GpuUsage};
 
 /// One family: its name, help, and what it reads of a GPU.
 type Family = (&'static str, &'static str, fn(&GpuUsage) -> Option<f64>);

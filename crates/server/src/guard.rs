@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use convstream_config::ServerConfig;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 /// Refusals logged per window; the rest are counted and summed up in the next line.
 const LOGGED_PER_WINDOW: u32 = 5;

@@ -289,7 +289,7 @@ fn encode_pinned_by_device(encoder: &mut DescriptorEncoder, scraped: &[Scraped])
     }
     // The process's whole page-locked memory against its budget ([server] pinned_memory_mb):
     // past it, frame pools lend ordinary memory.
-    let budget = convstream_core::host_buffers::pinned_budget::PinnedBudget::host();
+    let budget = convstream_core::PinnedBudget::host();
     let host_wide = [
         (
             "convstream_pinned_memory_budget_bytes",

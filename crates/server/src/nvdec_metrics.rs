@@ -58,7 +58,7 @@ impl Collector for NvdecSeatCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::engine::GpuNvdec;
+    use convstream_core::GpuNvdec;
     use convstream_media::SeatWanted;
     use prometheus_client::registry::Registry;
     use std::sync::atomic::AtomicBool;

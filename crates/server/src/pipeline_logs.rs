@@ -50,8 +50,8 @@ impl PipelineLogs {
     /// Files `text` under `pipeline`.
     pub fn push(&self, pipeline: &str, level: Level, text: &str) {
         // Hidden and escaped first, then cut: a cut URL could hide its secret from the redaction.
-        let text = convstream_core::text::redact_credentials(text);
-        let text = convstream_core::text::escape_control(&text);
+        let text = convstream_core::redact_credentials(text);
+        let text = convstream_core::escape_control(&text);
         let text: String = text.chars().take(LINE_CHARS).collect();
         let line = LogLine {
             at: SystemTime::now()

@@ -11,8 +11,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use convstream_config::{MaskSelection, PipelineConfig, ServerConfig};
-use convstream_core::mask::MaskParams;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
+use convstream_core::MaskParams;
 use convstream_media::{FileId, SinkKind};
 
 /// FFmpeg protocols that only reach the network: an API pipeline may use these freely.

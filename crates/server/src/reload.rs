@@ -153,13 +153,13 @@ impl Reloader {
                 for problem in problems {
                     tracing::error!(
                         "config problem: {}",
-                        convstream_core::text::escape_control(&problem.to_string())
+                        convstream_core::escape_control(&problem.to_string())
                     );
                 }
             }
             other => tracing::error!(
                 "reload refused, the running pipelines are unchanged: {}",
-                convstream_core::text::escape_control(&other.to_string())
+                convstream_core::escape_control(&other.to_string())
             ),
         }
     }

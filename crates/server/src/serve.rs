@@ -63,13 +63,12 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         None => config,
     };
     let server = config.server.clone();
-    convstream_core::host_buffers::pinned_budget::PinnedBudget::host()
-        .set_limit(server.pinned_memory_mb.map(|mb| mb.saturating_mul(1 << 20)));
+    convstream_core::PinnedBudget::host().set_limit(server.pinned_memory_mb.map(|mb| mb.saturating_mul(1 << 20)));
     super::reload::apply_nvdec_seats(&server, options.config_path.parent());
     let address = options.listen.clone().unwrap_or_else(|| server.listen.clone());
     let address: SocketAddr = address
         .parse()
-        .map_err(|_| ServeError::NotAnAddress(convstream_core::text::quoted(&address)))?;
+        .map_err(|_| ServeError::NotAnAddress(convstream_core::quoted(&address)))?;
     let token = match &server.token_env {
         Some(name) => match std::env::var(name) {
             Ok(value) if !value.is_empty() => Some(Arc::<str>::from(value)),

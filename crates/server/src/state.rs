@@ -62,7 +62,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         // Credentials of a URL the request or the config holds are never echoed.
-        let redact = |text: &str| convstream_core::text::redact_credentials(text).into_owned();
+        let redact = |text: &str| convstream_core::redact_credentials(text).into_owned();
         let mut body = json!({ "error": redact(&self.message) });
         if !self.problems.is_empty() {
             body["problems"] = json!(self.problems.iter().map(|p| redact(p)).collect::<Vec<_>>());
@@ -106,7 +106,7 @@ impl From<SupervisorError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::engine::{EngineError, UnsupportedRequest};
+    use convstream_core::{EngineError, UnsupportedRequest};
 
     fn status_of(error: EngineError) -> StatusCode {
         ApiError::from(SupervisorError::Engine {

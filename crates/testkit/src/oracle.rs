@@ -5,9 +5,9 @@
 //! order, each sum then divided by the mask's divisor (an integer matrix's taps are summed as
 //! whole numbers): the arithmetic the engines promise, so results must match bit for bit.
 
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{Plane, SampleDepth};
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::{Plane, SampleDepth};
 
 /// SciPy's extension of a line of `len` samples, folding the index back one reflection
 /// (or one period) at a time until it lands inside. `None` is the constant 0.

@@ -9,9 +9,9 @@
 //! row pair reaches every sum up to 65535. Odd columns read across two pairs and are not
 //! checked. 16-bit planes take a 1x1 mask: the sum is the sample itself.
 
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{Plane, PlaneShape, SampleDepth};
-use convstream_core::mask::Mask;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::{Plane, PlaneShape, SampleDepth};
 
 use crate::oracle::oracle_index;
 use crate::random::Random;

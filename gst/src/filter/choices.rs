@@ -2,7 +2,7 @@
 //! fails when it is set (`gst-launch-1.0` names the property and the value), and the engine's
 //! own types they stand for.
 
-use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::{BorderMode, PlaneSelection};
 use gst::glib;
 
 /// How samples outside the picture read, as SciPy's `ndimage` names the modes.

@@ -6,8 +6,8 @@
 use gst::glib::translate::IntoGlib;
 use gst_video::prelude::*;
 
-use convstream_core::frame::{Frame, PixelFormat, Plane};
-use convstream_core::host_buffers::{BufferPool, PlaneData};
+use convstream_core::{BufferPool, PlaneData};
+use convstream_core::{Frame, PixelFormat, Plane};
 
 /// What an input buffer carries besides its pixels, given back to its filtered buffer.
 #[derive(Debug, Clone, Copy)]

@@ -16,8 +16,8 @@ use gst_base::prelude::*;
 use gst_base::subclass::base_transform::GenerateOutputSuccess;
 use gst_base::subclass::prelude::*;
 
-use convstream_core::engine::{build_engine, DeviceChoice, EngineOptions, FrameShape};
-use convstream_core::host_buffers::{BufferPool, HeapMemory};
+use convstream_core::{build_engine, DeviceChoice, EngineOptions, FrameShape};
+use convstream_core::{BufferPool, HeapMemory};
 
 use super::choices::{parse_device, MAX_CUDA_DEVICE_ID};
 use super::frames::BufferTiming;
@@ -193,7 +193,7 @@ impl ObjectImpl for ConvstreamFilter {
                     .nick("CUDA streams")
                     .blurb("CUDA streams whose copies and kernels overlap (1-16)")
                     .minimum(1)
-                    .maximum(convstream_core::engine::MAX_STREAMS as u32)
+                    .maximum(convstream_core::MAX_STREAMS as u32)
                     .default_value(defaults.streams)
                     .mutable_ready()
                     .build(),
@@ -201,7 +201,7 @@ impl ObjectImpl for ConvstreamFilter {
                     .nick("Frames per stream")
                     .blurb("Buffers queued on each CUDA stream (1-4); streams x frames-per-stream buffers are in flight, the latency the element reports")
                     .minimum(1)
-                    .maximum(convstream_core::engine::MAX_FRAMES_PER_STREAM as u32)
+                    .maximum(convstream_core::MAX_FRAMES_PER_STREAM as u32)
                     .default_value(defaults.frames_per_stream)
                     .mutable_ready()
                     .build(),

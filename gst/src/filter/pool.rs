@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use convstream_core::frame::POOLED_ROW_ALIGN;
-use convstream_core::host_buffers::{BufferPool, PlaneData};
+use convstream_core::POOLED_ROW_ALIGN;
+use convstream_core::{BufferPool, PlaneData};
 use gst::glib;
 use gst::subclass::prelude::*;
 use gst_video::prelude::*;

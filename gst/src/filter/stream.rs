@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use gst::prelude::*;
 
-use convstream_core::engine::Engine;
-use convstream_core::frame::{Frame, PixelFormat};
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::BufferPool;
+use convstream_core::Engine;
+use convstream_core::{Frame, PixelFormat};
 
 use super::frames::{self, BufferTiming};
 use super::pool::FramePool;

@@ -394,9 +394,9 @@ impl Y4m {
 }
 
 /// A tightly packed one-channel plane holding `data`.
-pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream_core::frame::Plane {
-    convstream_core::frame::Plane {
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+pub fn plane_of(data: &[u8], width: usize, height: usize) -> convstream_core::Plane {
+    convstream_core::Plane {
+        depth: convstream_core::SampleDepth::EIGHT,
         width,
         height,
         channels: 1,

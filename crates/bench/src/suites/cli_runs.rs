@@ -11,7 +11,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::results::{CliComparison, CliMeasure, CliRound};
-use convstream_core::engine::DeviceChoice;
+use convstream_core::DeviceChoice;
 
 /// What the whole-command comparison needs, found once per run.
 pub(super) struct CliPrograms {

@@ -47,9 +47,7 @@ pub fn decode_capacity(
     };
     // One context per GPU, shared by its decodes; software decodes get none.
     let contexts: Vec<_> = if nvdec && !gpus.is_empty() {
-        gpus.iter()
-            .map(|gpu| convstream_core::engine::gpu_context(*gpu))
-            .collect()
+        gpus.iter().map(|gpu| convstream_core::gpu_context(*gpu)).collect()
     } else {
         vec![None]
     };

@@ -12,9 +12,9 @@ use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::E2eRow;
 use convstream_config::{FilterConfig, MaskSelection, PipelineConfig, PipelineSettings, SinkConfig, SourceConfig};
-use convstream_core::engine::{DeviceChoice, GpuTuning};
-use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream_core::mask::Mask;
+use convstream_core::Mask;
+use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::{DeviceChoice, GpuTuning};
 use convstream_media::SampleContent;
 use convstream_media::{decode_only, run_pipeline, RunOptions};
 

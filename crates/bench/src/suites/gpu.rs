@@ -8,20 +8,20 @@ use super::workload::{dense_mask, drive, plane_sizes, separable_mask};
 use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::{KernelRow, OverlapRow, TransferRow};
-use convstream_core::engine::cuda::measure::{Bench, KernelCheck, TimingPlan};
-use convstream_core::engine::cuda::{device, CudaEngine};
-use convstream_core::engine::{DeviceChoice, Engine, EngineOptions, KernelPath};
-use convstream_core::filter::{BorderMode, FilterSpec};
-use convstream_core::frame::{Frame, PixelFormat, PixelLayout};
+use convstream_core::{cuda_devices, cuda_driver_version, open_cuda_device, CudaEngine, DeviceInfo};
+use convstream_core::{Bench, KernelCheck, TimingPlan};
+use convstream_core::{BorderMode, FilterSpec};
+use convstream_core::{DeviceChoice, Engine, EngineOptions, KernelPath};
+use convstream_core::{Frame, PixelFormat, PixelLayout};
 
 pub fn probe() -> Result<(), BenchError> {
-    device::probe().map(|_| ()).map_err(BenchError::from)
+    cuda_devices().map(|_| ()).map_err(BenchError::from)
 }
 
 pub fn describe_device(ordinal: usize) -> Result<(String, Option<String>, Option<f64>), BenchError> {
-    let context = device::open(ordinal)?;
-    let info = device::DeviceInfo::read(&context, ordinal)?;
-    let (major, minor) = device::driver_version()?;
+    let context = open_cuda_device(ordinal)?;
+    let info = DeviceInfo::read(&context, ordinal)?;
+    let (major, minor) = cuda_driver_version()?;
     Ok((
         format!("cuda:{ordinal} {}", info.name),
         Some(format!("CUDA {major}.{minor}")),
@@ -172,7 +172,7 @@ pub fn overlap(
     } = case;
     let engine_options = EngineOptions {
         trace: true,
-        shape: Some(convstream_core::engine::FrameShape {
+        shape: Some(convstream_core::FrameShape {
             format: PixelFormat::YUV420P,
             width,
             height,
@@ -219,10 +219,10 @@ pub fn overlap(
         .into_iter()
         .map(|stage| busy_us_per_frame(&spans, stage, count))
         .fold(host_copy_in_us, f64::max);
-    let default_depth = frames_per_stream == convstream_core::engine::DEFAULT_FRAMES_PER_STREAM;
+    let default_depth = frames_per_stream == convstream_core::DEFAULT_FRAMES_PER_STREAM;
     if streams == 4 && width <= 1920 && frames_in == FramesIn::Pool && default_depth {
         let path = options.out.join("overlap-trace.json");
-        convstream_core::engine::trace::write_chrome_trace(
+        convstream_core::write_chrome_trace(
             &path,
             &format!("bench overlap {width}x{height} streams=4 x {frames_per_stream}"),
             &spans,

@@ -7,8 +7,8 @@ use super::workload::{dense_mask, random_frame, separable_mask};
 use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::{compare_with_eight_bit, KernelRow};
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{PixelFormat, PixelLayout};
+use convstream_core::BorderMode;
+use convstream_core::{PixelFormat, PixelLayout};
 
 /// Mask sides the kernel suite sweeps.
 const KERNEL_SIZES: &[usize] = &[3, 5, 7, 9, 13, 21, 31, 63];
@@ -55,11 +55,7 @@ fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<Ker
                 let mut samples: Vec<f64> = (0..repetitions)
                     .map(|_| {
                         let started = Instant::now();
-                        std::hint::black_box(convstream_core::engine::cpu::convolve_plane(
-                            &plane,
-                            &mask,
-                            BorderMode::Reflect,
-                        ));
+                        std::hint::black_box(convstream_core::convolve_plane(&plane, &mask, BorderMode::Reflect));
                         started.elapsed().as_secs_f64() * 1e6
                     })
                     .collect();

@@ -8,10 +8,10 @@ use super::workload::{drive, plane_sizes, random_frame, E2E_MASK};
 use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::OverlapRow;
-use convstream_core::engine::CpuEngine;
-use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream_core::frame::{Frame, PixelFormat};
-use convstream_core::mask::Mask;
+use convstream_core::CpuEngine;
+use convstream_core::Mask;
+use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::{Frame, PixelFormat};
 
 pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<OverlapRow>, BenchError> {
     let frames: Vec<(usize, usize)> = if options.quick && gpu.is_none() {
@@ -39,7 +39,7 @@ pub fn overlap(options: &BenchOptions, gpu: Option<usize>) -> Result<Vec<Overlap
         // Frames in the engine's pinned pool (as the source makes them) at every stream
         // count, with the default frames per stream. Baselines at 1 and 4 streams: one frame
         // per stream, and ordinary heap frames, which the lanes stage through pinned buffers.
-        let depth = convstream_core::engine::DEFAULT_FRAMES_PER_STREAM;
+        let depth = convstream_core::DEFAULT_FRAMES_PER_STREAM;
         let runs: Vec<(FramesIn, usize, usize)> = match gpu {
             Some(_) => [1, 2, 3, 4, 8]
                 .map(|streams| (FramesIn::Pool, streams, depth))

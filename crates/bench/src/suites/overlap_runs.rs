@@ -6,7 +6,7 @@ use crate::results::OverlapRow;
 /// Microseconds per frame during which at least one span of `stage` was under way: the
 /// union of the spans' intervals over `frames`.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // the GPU side uses it
-pub(super) fn busy_us_per_frame(spans: &[convstream_core::engine::TraceSpan], stage: &str, frames: u64) -> f64 {
+pub(super) fn busy_us_per_frame(spans: &[convstream_core::TraceSpan], stage: &str, frames: u64) -> f64 {
     let mut intervals: Vec<(f64, f64)> = spans
         .iter()
         .filter(|s| s.stage == stage)
@@ -93,7 +93,7 @@ impl OverlapCase {
 #[cfg(test)]
 mod tests {
     use super::busy_us_per_frame;
-    use convstream_core::engine::TraceSpan;
+    use convstream_core::TraceSpan;
 
     fn span(stage: &'static str, start_us: f64, duration_us: f64) -> TraceSpan {
         TraceSpan {

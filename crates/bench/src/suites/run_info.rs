@@ -5,7 +5,7 @@ use super::cpu_info;
 use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::RunInfo;
-use convstream_core::engine::DeviceChoice;
+use convstream_core::DeviceChoice;
 
 /// The GPU the options ask for, `None` for the CPU.
 pub fn gpu_ordinal(device: DeviceChoice) -> Result<Option<usize>, BenchError> {
@@ -34,7 +34,7 @@ fn probe() -> Result<(), BenchError> {
     #[cfg(feature = "cuda")]
     return super::gpu::probe();
     #[cfg(not(feature = "cuda"))]
-    Err(convstream_core::engine::EngineError::NotCompiledWithCuda.into())
+    Err(convstream_core::EngineError::NotCompiledWithCuda.into())
 }
 
 pub fn run_info(options: &BenchOptions, gpu: Option<usize>) -> Result<RunInfo, BenchError> {

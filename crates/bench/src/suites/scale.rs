@@ -23,8 +23,8 @@ use crate::options::BenchOptions;
 use crate::results::{DecodeCapacityRow, ScaleResults, ScaleRow};
 use convstream_config::MeasuredSeats;
 use convstream_config::{DropPolicy, SourceConfig};
-use convstream_core::engine::DeviceChoice;
-use convstream_core::mask::Mask;
+use convstream_core::DeviceChoice;
+use convstream_core::Mask;
 use convstream_media::PipelineReport;
 use convstream_media::SampleContent;
 use convstream_media::{run_monitored, PipelineMonitor, SeatBoard};
@@ -211,7 +211,7 @@ fn measured_seats(
     never_failed: bool,
     frame_rate: f64,
 ) -> Option<MeasuredSeats> {
-    let inventory = convstream_core::engine::gpu_inventory();
+    let inventory = convstream_core::gpu_inventory();
     let models: Vec<String> = devices
         .iter()
         .filter_map(|device| match device {
@@ -466,7 +466,7 @@ fn gpu_busy_percent(device: DeviceChoice) -> Option<f64> {
     let DeviceChoice::Cuda(ordinal) = device else {
         return None;
     };
-    convstream_core::engine::gpu_usage()
+    convstream_core::gpu_usage()
         .into_iter()
         .find(|gpu| gpu.index as usize == ordinal)
         .and_then(|gpu| gpu.busy_percent)

@@ -4,9 +4,9 @@
 use std::time::Instant;
 
 use crate::error::BenchError;
-use convstream_core::engine::Engine;
-use convstream_core::frame::{Frame, PixelFormat};
-use convstream_core::mask::Mask;
+use convstream_core::Engine;
+use convstream_core::Mask;
+use convstream_core::{Frame, PixelFormat};
 
 /// The dense mask of the overlap and e2e suites: a 13x13 Laplacian of Gaussian (not separable).
 pub(crate) const E2E_MASK: &str = "edge:size=13,sigma=2";

@@ -3,9 +3,9 @@
 //! beside it too: command-line overrides, type-level mistakes and ranges, GPU tuning.
 
 use super::*;
-use convstream_core::engine::DeviceChoice;
-use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_core::mask::Mask;
+use convstream_core::DeviceChoice;
+use convstream_core::Mask;
+use convstream_core::{BorderMode, PlaneSelection};
 
 mod overrides;
 mod shape_and_ranges;

@@ -2,7 +2,7 @@
 //! defaults, their ranges and their unknown keys.
 
 use super::*;
-use convstream_core::engine::{GpuTuning, TileShape};
+use convstream_core::{GpuTuning, TileShape};
 
 fn pipeline_with_gpu(table: &str) -> String {
     format!(

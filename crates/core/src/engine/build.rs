@@ -1,8 +1,7 @@
 //! Making an engine: [`build_engine`] for what a pipeline asks (the CPU, a GPU, or the CPU
-//! until the GPU is ready), and the GPU's start-up around it: [`warm_up`], where a pipeline
-//! will most likely land ([`likely_gpu_context`]), what the driver reports ([`gpu_usage`],
-//! [`nvdec_capacity`], [`nvdec_probe`]). Each has a twin without the `cuda` feature that says
-//! there is no GPU.
+//! until the GPU is ready), and the GPU's start-up around it: [`warm_up`], what the driver
+//! reports ([`gpu_usage`], [`gpu_inventory`], [`nvdec_probe`]). Each has a twin without the
+//! `cuda` feature that says there is no GPU.
 
 use super::contract::{DeviceChoice, Engine, EngineOptions, GpuContext, GpuUsage};
 use super::cpu::CpuEngine;
@@ -185,20 +184,6 @@ pub fn gpu_driver_present() -> bool {
     false
 }
 
-/// The CUDA context a pipeline on `device` will most likely run in (see [`warm_up`]), for an
-/// NVDEC decoder to leave its pictures in from its first opening; `None` on the CPU or when
-/// no GPU can be opened (the engine then says why).
-#[cfg(feature = "cuda")]
-pub fn likely_gpu_context(device: DeviceChoice) -> Option<GpuContext> {
-    let ordinal = likely_ordinal(device)?;
-    let context = cuda::device::open(ordinal).ok()?;
-    Some(GpuContext {
-        ordinal,
-        handle: context.cu_ctx() as usize,
-        keeper: context,
-    })
-}
-
 /// The CUDA context of GPU `ordinal` (shared by the process's pipelines), for an NVDEC
 /// decoder seated there to leave its pictures in; `None` when it cannot be opened.
 #[cfg(feature = "cuda")]
@@ -217,7 +202,7 @@ pub fn gpu_context(_ordinal: usize) -> Option<GpuContext> {
     None
 }
 
-/// Every GPU of the host with its predicted NVDEC capacity (see [`nvdec_capacity`]), in
+/// Every GPU of the host with its predicted NVDEC capacity (see `predicted_nvdec_pipelines`), in
 /// ordinal order; empty without a driver.
 #[cfg(feature = "cuda")]
 pub fn gpu_inventory() -> Vec<GpuNvdec> {
@@ -255,30 +240,10 @@ pub struct GpuNvdec {
     pub nvdec_capacity: Option<usize>,
 }
 
-/// How many live NVDEC pipelines GPU `ordinal` carries, predicted from its NVDEC engines
-/// and the host's GPUs (see [`predicted_nvdec_pipelines`]); `None` when that is unknown.
-#[cfg(feature = "cuda")]
-pub fn nvdec_capacity(ordinal: usize) -> Option<usize> {
-    let context = cuda::device::open(ordinal).ok()?;
-    predicted_nvdec_capacity(&context.name().ok()?, cuda::device::probe().unwrap_or(1))
-}
-
 /// The live NVDEC pipelines a GPU of `model` is predicted to carry on a host of `gpus` GPUs.
 #[cfg(feature = "cuda")]
 fn predicted_nvdec_capacity(model: &str, gpus: usize) -> Option<usize> {
     cuda::nvml::decoder_engines(model).map(|engines| predicted_nvdec_pipelines(engines.count as usize, gpus))
-}
-
-/// Without CUDA support: unknown.
-#[cfg(not(feature = "cuda"))]
-pub fn nvdec_capacity(_ordinal: usize) -> Option<usize> {
-    None
-}
-
-/// Without CUDA support there is no GPU context.
-#[cfg(not(feature = "cuda"))]
-pub fn likely_gpu_context(_device: DeviceChoice) -> Option<GpuContext> {
-    None
 }
 
 /// Every GPU's load and memory, from NVML; empty without a driver (or without CUDA support).

@@ -26,7 +26,7 @@ pub struct GpuContext {
 
 /// The contract every engine keeps: `submit` takes a frame while `in_flight() < capacity()`,
 /// `receive` blocks for the oldest frame still in flight and returns it filtered, or `None`
-/// when it has none to give yet (nothing in flight, or a [`StartingEngine`](super::starting::StartingEngine)
+/// when it has none to give yet (nothing in flight, or a `StartingEngine`
 /// holding frames for a GPU engine still being made: it waits a moment first, and the
 /// caller calls again). Frames come back in exactly the order they went in.
 pub trait Engine: Send {
@@ -88,7 +88,7 @@ pub trait Engine: Send {
     fn finish(&mut self) -> Result<(), EngineError> {
         Ok(())
     }
-    /// Whether the engine will go on as it is now: false while a [`StartingEngine`](super::starting::StartingEngine)
+    /// Whether the engine will go on as it is now: false while a `StartingEngine`
     /// filters on the CPU for a GPU engine not ready yet (its name, device and preparer
     /// change at the switch).
     fn settled(&self) -> bool {
@@ -137,7 +137,7 @@ pub enum DeviceChoice {
     Auto,
     /// The CPU engine.
     Cpu,
-    /// CUDA on the GPU with the fewest active pipelines (see [`placement`](super::placement)).
+    /// CUDA on the GPU with the fewest active pipelines (see `placement`).
     AnyCuda,
     /// CUDA on this device ordinal.
     Cuda(usize),
@@ -169,7 +169,7 @@ pub const DEFAULT_FRAMES_PER_STREAM: usize = 2;
 
 /// Memory the frames held for the GPU may take where holding pays: about the GPU's start
 /// of 1080p frames decoded by 16 cores (164 frames of 3.1 MB), or 41 at 2160p. Frames past
-/// it are filtered on the CPU rather than held (see [`super::starting`]).
+/// it are filtered on the CPU rather than held (see `super::starting`).
 pub const HELD_BYTES: usize = 512 << 20;
 
 /// Live 1080p25 H.264 pipelines one NVDEC engine carried with 0 drops and p99 under 50 ms
@@ -231,7 +231,7 @@ pub struct EngineOptions {
     /// Take frames while the GPU's engine is made, when its GPU is not ready yet (a fresh
     /// process: the driver and the context take about 0.2 s): the first one filtered on the
     /// CPU and out at once, the next ones held for the GPU up to [`held_for_gpu`] bytes,
-    /// the rest filtered on the CPU (see [`starting`](super::starting)).
+    /// the rest filtered on the CPU (see `starting`).
     ///
     /// [`held_for_gpu`]: EngineOptions::held_for_gpu
     pub overlap_gpu_start: bool,

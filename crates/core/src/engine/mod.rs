@@ -19,17 +19,15 @@ pub mod trace;
 mod tuning;
 
 pub use build::{
-    build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, likely_gpu_context, nvdec_capacity,
-    nvdec_probe, warm_up, GpuNvdec,
+    build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, nvdec_probe, warm_up, GpuNvdec,
 };
 pub use contract::predicted_nvdec_pipelines;
 pub use contract::{
     DeviceChoice, Engine, EngineOptions, FilterPreparer, FrameShape, GpuContext, GpuUsage, StageTimes,
-    DEFAULT_FRAMES_PER_STREAM, HELD_BYTES, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM, MAX_STREAMS,
-    PIPELINES_PER_NVDEC_ENGINE,
+    DEFAULT_FRAMES_PER_STREAM, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
 };
 pub use cpu::CpuEngine;
 pub use error::{EngineError, NoGpuReason, UnsupportedRequest};
 pub use gpu_starts::wait_for_gpu_starts;
 pub use trace::TraceSpan;
-pub use tuning::{GpuTuning, KernelPath, TileShape, TileShapeError, DEFAULT_SPIN_US, MAX_SPIN_US};
+pub use tuning::{GpuTuning, KernelPath, TileShape, DEFAULT_SPIN_US, MAX_SPIN_US};

@@ -8,5 +8,5 @@ mod choices;
 mod spec;
 
 pub use crate::format::PlaneName;
-pub use choices::{BorderMode, PlaneSelection, UnknownName};
+pub use choices::{BorderMode, PlaneSelection};
 pub use spec::{FilterSpec, PlaneMasks};

@@ -43,7 +43,7 @@ impl HostMemory for SharedLate {
     }
 }
 
-/// A frame pool made before its memory (see [`LateMemory`]): the pool the decoder fills,
+/// A frame pool made before its memory (see `LateMemory`): the pool the decoder fills,
 /// and the slot the engine's memory goes in.
 #[derive(Clone)]
 pub struct LatePool {

@@ -21,8 +21,11 @@ pub mod pinned_budget;
 mod plane_data;
 mod pool;
 
-pub use late::{LateMemory, LatePool};
-pub use memory::{AllocationError, HeapMemory, HostBlock, HostMemory};
+pub use late::LatePool;
+pub use memory::HeapMemory;
+// What the CUDA engine's pinned blocks are made of (and the pool's tests' fake memory).
+#[cfg_attr(not(any(feature = "cuda", test)), allow(unused_imports))]
+pub(crate) use memory::{AllocationError, HostBlock, HostMemory};
 pub use plane_data::PlaneData;
 pub use pool::{BufferPool, IDLE_WINDOW};
 

@@ -47,7 +47,7 @@ impl Drop for PinnedCharge {
 }
 
 impl PinnedBudget {
-    /// A budget at [`default_budget`] until set.
+    /// A budget at `default_budget` until set.
     pub const fn new() -> PinnedBudget {
         PinnedBudget {
             limit: AtomicUsize::new(0),
@@ -60,7 +60,7 @@ impl PinnedBudget {
         &HOST
     }
 
-    /// Sets the limit, in bytes (`None`: [`default_budget`]).
+    /// Sets the limit, in bytes (`None`: `default_budget`).
     pub fn set_limit(&self, bytes: Option<usize>) {
         self.limit.store(bytes.unwrap_or(0), Ordering::SeqCst);
     }

@@ -377,7 +377,7 @@ impl BufferPool {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Whether its blocks are page-locked (see [`HostMemory::page_locked`]).
+    /// Whether its blocks are page-locked (see `HostMemory::page_locked`).
     pub fn page_locked(&self) -> bool {
         self.memory.page_locked()
     }

@@ -21,11 +21,10 @@ mod whole;
 
 pub use describe::{preset_list, show_mask, show_spec, SpecRefused};
 pub use error::{nearest, MaskError};
-pub use factors::{rank_one_factors, SeparableFactors};
-pub use limits::{MAX_MASK_FILE_BYTES, MAX_SIDE};
+pub use limits::MAX_SIDE;
 pub use matrix::Mask;
-pub use params::{MaskMode, MaskParams, SPEC_KEYS};
-pub use presets::{Preset, PRESETS};
+pub use params::{MaskMode, MaskParams};
+pub use presets::PRESETS;
 
 #[cfg(test)]
 mod tests;

@@ -11,11 +11,11 @@
 //! One test file at some length (about 720 lines): every engine path against the oracle shares
 //! the random planes and masks above the tests.
 
-use convstream_core::engine::cpu::{convolve_plane, CpuEngine};
-use convstream_core::engine::Engine;
-use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream_core::frame::{Frame, PixelFormat, Plane, PlaneShape, SampleDepth};
-use convstream_core::mask::Mask;
+use convstream_core::Engine;
+use convstream_core::Mask;
+use convstream_core::{convolve_plane, CpuEngine};
+use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::{Frame, PixelFormat, Plane, PlaneShape, SampleDepth};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -379,7 +379,7 @@ fn engine_reads(mode: BorderMode, values: &[u8], from: i64, to: i64) -> Vec<u8> 
     let taps = 2 * from.unsigned_abs().max(to.unsigned_abs()) as usize + 1;
     let centre = (taps / 2) as i64;
     let plane = Plane {
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+        depth: convstream_core::SampleDepth::EIGHT,
         width: values.len(),
         height: 1,
         channels: 1,
@@ -414,7 +414,7 @@ fn engine_border_reads_match_hand_written_sequences() {
         );
         // Down a column as well as along a row.
         let column = Plane {
-            depth: convstream_core::frame::SampleDepth::EIGHT,
+            depth: convstream_core::SampleDepth::EIGHT,
             width: 1,
             height: values.len(),
             channels: 1,
@@ -547,7 +547,7 @@ fn sobel_and_prewitt_are_gradient_magnitudes() {
         }
     });
     // What `masks show` prints for it.
-    let shown = convstream_core::mask::show_spec("sobel").expect("sobel is a preset");
+    let shown = convstream_core::show_spec("sobel").expect("sobel is a preset");
     assert!(
         shown.contains("magnitude sqrt(a^2 + b^2)") && shown.contains("separable: no"),
         "{shown}"
@@ -576,7 +576,7 @@ fn identity_returns_the_plane_exactly() {
 fn box_blur_by_hand() {
     // 3x3 of 0..9, reflect: the centre is the mean of everything, 4.
     let plane = Plane {
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+        depth: convstream_core::SampleDepth::EIGHT,
         width: 3,
         height: 3,
         channels: 1,
@@ -595,7 +595,7 @@ fn box_blur_by_hand() {
 #[test]
 fn results_are_rounded_half_away_from_zero_and_clamped() {
     let plane = Plane {
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+        depth: convstream_core::SampleDepth::EIGHT,
         width: 1,
         height: 1,
         channels: 1,
@@ -739,7 +739,7 @@ fn the_ffmpeg_border_is_ffmpegs_3x3_rule_and_mirror_otherwise() {
     }
     // a b c d as 10 20 30 40, one row; tap `j` of a correlation row reads x + j - side/2.
     let plane = Plane {
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+        depth: convstream_core::SampleDepth::EIGHT,
         width: 4,
         height: 1,
         channels: 1,

@@ -14,12 +14,14 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
 
-use convstream_core::engine::cuda::{device, kernels, CudaEngine};
-use convstream_core::engine::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
-use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream_core::frame::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
-use convstream_core::host_buffers::{BufferPool, PlaneData};
-use convstream_core::mask::Mask;
+use convstream_core::Mask;
+use convstream_core::{
+    compile_kernels, cuda_devices, nvrtc_available, nvrtc_version, open_cuda_device, CudaEngine, SampleValues, Variant,
+};
+use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::{BufferPool, PlaneData};
+use convstream_core::{CpuEngine, DeviceChoice, Engine, EngineOptions, FrameShape, KernelPath};
+use convstream_core::{Frame, PixelFormat, PixelLayout, Plane, SampleDepth};
 
 use convstream_testkit::gpu_requested;
 
@@ -427,7 +429,7 @@ fn large_planes_take_wide_tiles_and_match_the_cpu() {
     let (width, height) = (2701, 1499); // over 4 Mpx, not a multiple of any tile
     for (mw, mh) in [(21, 21), (17, 25)] {
         let mask = random_mask(&mut rng, mw, mh, false);
-        let variant = kernels::Variant::new(
+        let variant = Variant::new(
             mw,
             mh,
             1,
@@ -900,7 +902,7 @@ fn a_planes_switch_keeps_the_frame_pool() {
 #[test]
 fn kernels_compile_with_nvrtc() {
     let required = std::env::var("CONVSTREAM_TEST_NVRTC").is_ok_and(|v| v == "1") || gpu_requested();
-    if !device::nvrtc_available() {
+    if !nvrtc_available() {
         assert!(
             !required,
             "NVRTC was required (CONVSTREAM_TEST_NVRTC=1) but libnvrtc could not be loaded"
@@ -908,7 +910,7 @@ fn kernels_compile_with_nvrtc() {
         println!("kernels_compile_with_nvrtc: skipped (libnvrtc not found; CI installs it)");
         return;
     }
-    let (major, minor) = kernels::nvrtc_version().unwrap();
+    let (major, minor) = nvrtc_version().unwrap();
     let started = Instant::now();
     let mut compiled = 0;
     // Every mask size with every border on planar planes, and the interleaved channel counts
@@ -919,11 +921,10 @@ fn kernels_compile_with_nvrtc() {
     const HD: usize = 1920 * 1080;
     const UHD: usize = 3840 * 2160;
     for &(mw, mh) in MASK_SIZES {
-        variants.extend(
-            BorderMode::ALL.map(|border| kernels::Variant::new(mw, mh, 1, border, max_shared, KernelPath::Dense, HD)),
-        );
+        variants
+            .extend(BorderMode::ALL.map(|border| Variant::new(mw, mh, 1, border, max_shared, KernelPath::Dense, HD)));
         variants.extend([2, 3].map(|channels| {
-            kernels::Variant::new(
+            Variant::new(
                 mw,
                 mh,
                 channels,
@@ -934,7 +935,7 @@ fn kernels_compile_with_nvrtc() {
             )
         }));
         // Large planes take other tilings for large masks.
-        variants.push(kernels::Variant::new(
+        variants.push(Variant::new(
             mw,
             mh,
             1,
@@ -946,13 +947,11 @@ fn kernels_compile_with_nvrtc() {
     }
     // Gradient magnitudes (sobel, prewitt) on each border and channel count.
     variants.extend(
-        BorderMode::ALL.map(|border| {
-            kernels::Variant::new(3, 3, 1, border, max_shared, KernelPath::Dense, HD).with_magnitude(true)
-        }),
+        BorderMode::ALL
+            .map(|border| Variant::new(3, 3, 1, border, max_shared, KernelPath::Dense, HD).with_magnitude(true)),
     );
     variants.extend([2, 3].map(|channels| {
-        kernels::Variant::new(3, 3, channels, BorderMode::Reflect, max_shared, KernelPath::Dense, HD)
-            .with_magnitude(true)
+        Variant::new(3, 3, channels, BorderMode::Reflect, max_shared, KernelPath::Dense, HD).with_magnitude(true)
     }));
     // 16-bit words: LSB-aligned depths and P010's high-bit samples, on each channel count,
     // dense, separable and magnitude.
@@ -968,30 +967,27 @@ fn kernels_compile_with_nvrtc() {
                 (31, KernelPath::Dense),
             ] {
                 variants.push(
-                    kernels::Variant::new(size, size, channels, BorderMode::Reflect, max_shared, path, UHD)
-                        .with_depth(depth),
+                    Variant::new(size, size, channels, BorderMode::Reflect, max_shared, path, UHD).with_depth(depth),
                 );
             }
             variants.push(
-                kernels::Variant::new(3, 3, channels, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
+                Variant::new(3, 3, channels, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
                     .with_magnitude(true)
                     .with_depth(depth),
             );
         }
     }
     // float32 and float16 values (device arrays from Python): dense, separable and magnitude.
-    for values in [kernels::SampleValues::Float32, kernels::SampleValues::Float16] {
+    for values in [SampleValues::Float32, SampleValues::Float16] {
         for (size, path) in [
             (3, KernelPath::Separable),
             (13, KernelPath::Dense),
             (31, KernelPath::Dense),
         ] {
-            variants.push(
-                kernels::Variant::new(size, size, 1, BorderMode::Reflect, max_shared, path, UHD).with_values(values),
-            );
+            variants.push(Variant::new(size, size, 1, BorderMode::Reflect, max_shared, path, UHD).with_values(values));
         }
         variants.push(
-            kernels::Variant::new(3, 3, 1, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
+            Variant::new(3, 3, 1, BorderMode::Constant, max_shared, KernelPath::Dense, HD)
                 .with_magnitude(true)
                 .with_values(values),
         );
@@ -999,14 +995,14 @@ fn kernels_compile_with_nvrtc() {
     // FFmpeg's arithmetic (an rdiv), with FFmpeg's edges, on 8- and 16-bit planes.
     for depth in [SampleDepth::EIGHT, SampleDepth { bits: 10, shift: 0 }] {
         variants.push(
-            kernels::Variant::new(3, 3, 1, BorderMode::Ffmpeg, max_shared, KernelPath::Dense, HD)
+            Variant::new(3, 3, 1, BorderMode::Ffmpeg, max_shared, KernelPath::Dense, HD)
                 .with_depth(depth)
                 .with_ffmpeg_rdiv(Some(1.0 / 16.0)),
         );
     }
     variants.dedup();
     for variant in &variants {
-        let cubin = kernels::compile(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
+        let cubin = compile_kernels(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
         assert_eq!(&cubin[..4], b"\x7fELF", "CUBIN is an ELF image");
         compiled += 1;
     }
@@ -1019,7 +1015,7 @@ fn kernels_compile_with_nvrtc() {
 /// Without a GPU, `--device cuda` must fail with a clear error and `auto` must fall back.
 #[test]
 fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
-    if gpu_requested() || device::probe().is_ok() {
+    if gpu_requested() || cuda_devices().is_ok() {
         println!("missing_gpu_is_a_clear_error_and_auto_falls_back: skipped (a GPU is present)");
         return;
     }
@@ -1029,13 +1025,13 @@ fn missing_gpu_is_a_clear_error_and_auto_falls_back() {
         planes: PlaneSelection::All,
         plane_masks: Default::default(),
     };
-    let error = convstream_core::engine::build_engine(filter.clone(), &options(4, false, 64, None))
+    let error = convstream_core::build_engine(filter.clone(), &options(4, false, 64, None))
         .err()
         .expect("no GPU here");
     let text = error.to_string();
     assert!(text.contains("no usable GPU"), "{text}");
     let auto = EngineOptions::new(DeviceChoice::Auto, 4, "test");
-    let engine = convstream_core::engine::build_engine(filter, &auto).unwrap();
+    let engine = convstream_core::build_engine(filter, &auto).unwrap();
     assert_eq!(engine.name(), "cpu");
 }
 
@@ -1105,7 +1101,7 @@ fn gpu_lane_throughput_1080p() {
             let path = std::env::var("CONVSTREAM_TRACE_OUT")
                 .map(std::path::PathBuf::from)
                 .unwrap_or_else(|_| std::env::temp_dir().join("convstream-lanes-trace.json"));
-            convstream_core::engine::trace::write_chrome_trace(&path, "gpu_lane_throughput_1080p", &spans).unwrap();
+            convstream_core::write_chrome_trace(&path, "gpu_lane_throughput_1080p", &spans).unwrap();
             println!("trace of {} spans written to {}", spans.len(), path.display());
         }
         results.push((streams, fps));
@@ -1125,16 +1121,16 @@ fn dense_13() -> Mask {
 // poisoned, so an unwritten sample shows. Then a switch from one mask to per-plane masks
 // between two frames.
 test_device!(plane_masks_match_the_cpu_engine, |make_engine, label| {
-    use convstream_core::filter::PlaneName;
+    use convstream_core::PlaneName;
     let (mut rng, seed) = seeded_rng();
     let (width, height) = (333, 191);
-    let masks = |pairs: &[(PlaneName, &str)]| -> convstream_core::filter::PlaneMasks {
+    let masks = |pairs: &[(PlaneName, &str)]| -> convstream_core::PlaneMasks {
         pairs
             .iter()
             .map(|(name, spec)| (*name, Mask::from_spec(spec).unwrap()))
             .collect()
     };
-    let cases: Vec<(PixelFormat, convstream_core::filter::PlaneMasks)> = vec![
+    let cases: Vec<(PixelFormat, convstream_core::PlaneMasks)> = vec![
         (
             PixelFormat::YUV420P,
             masks(&[
@@ -1342,12 +1338,12 @@ fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn pictures_with_an_output_on_the_gpu_stay_there() {
-    use convstream_core::frame::{DevicePicture, DevicePlane};
+    use convstream_core::{DevicePicture, DevicePlane};
     use cudarc::driver::DevicePtr;
     use std::sync::Arc;
 
     let (mut rng, seed) = seeded_rng();
-    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let context = open_cuda_device(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
     let stream = context.default_stream();
     let yuv10 = PixelFormat::new(PixelLayout::Yuv420, 10).expect("yuv420p10");
     let cases = [
@@ -1418,12 +1414,12 @@ fn pictures_with_an_output_on_the_gpu_stay_there() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn pictures_on_the_gpu_get_host_memory_only_when_filtered() {
-    use convstream_core::frame::{DevicePicture, DevicePlane};
+    use convstream_core::{DevicePicture, DevicePlane};
     use cudarc::driver::DevicePtr;
     use std::sync::Arc;
 
     let (mut rng, seed) = seeded_rng();
-    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let context = open_cuda_device(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
     let stream = context.default_stream();
     let cases = [
         (PixelFormat::NV12, PlaneSelection::All),
@@ -1512,12 +1508,12 @@ fn pictures_on_the_gpu_get_host_memory_only_when_filtered() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn a_picture_on_the_gpu_is_copied_back_whole_for_a_preview() {
-    use convstream_core::engine::cuda::copy_picture_to_host;
-    use convstream_core::frame::{DevicePicture, DevicePlane};
+    use convstream_core::copy_picture_to_host;
+    use convstream_core::{DevicePicture, DevicePlane};
     use cudarc::driver::DevicePtr;
 
     let (mut rng, seed) = seeded_rng();
-    let context = device::open(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
+    let context = open_cuda_device(0).unwrap_or_else(|e| panic!("cuda:0: {e}"));
     let stream = context.default_stream();
     for format in [PixelFormat::NV12, PixelFormat::P010, PixelFormat::YUV420P] {
         let (width, height) = (99, 37);
@@ -1569,7 +1565,7 @@ fn a_picture_on_the_gpu_is_copied_back_whole_for_a_preview() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn exact_ties_match_the_cpu_engine_and_round_half_away_from_zero() {
-    use convstream_core::frame::PixelLayout;
+    use convstream_core::PixelLayout;
     use convstream_testkit::ties::{all_cases, count};
     let (mut ties, mut cases) = (0, 0);
     for case in all_cases() {

@@ -3,7 +3,7 @@
 //! its promises (odd sides within the limit, finite taps) and errors stay short, quoting no
 //! more than a cut token and nothing of a file's contents.
 
-use convstream_core::mask::{Mask, MaskParams, MAX_SIDE};
+use convstream_core::{Mask, MaskParams, MAX_SIDE};
 use convstream_testkit::hostile::{config, mask_spec, text, value_text, MESSAGE_LIMIT, TIME_LIMIT};
 use proptest::prelude::*;
 use std::time::Instant;

@@ -5,13 +5,12 @@
 
 use rand::{Rng, SeedableRng};
 
-use convstream_core::engine::cuda::device;
-use convstream_core::engine::cuda::kernels::SampleValues;
-use convstream_core::engine::cuda::stream_call::{DeviceBatch, DeviceCallError, StreamFilter};
-use convstream_core::engine::CpuEngine;
-use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-use convstream_core::frame::{Frame, PixelFormat, PixelLayout, Plane};
-use convstream_core::mask::Mask;
+use convstream_core::CpuEngine;
+use convstream_core::Mask;
+use convstream_core::{open_cuda_device, SampleValues};
+use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
+use convstream_core::{DeviceBatch, DeviceCallError, StreamFilter};
+use convstream_core::{Frame, PixelFormat, PixelLayout, Plane};
 
 const SPECS: [&str; 4] = ["gaussian:size=13,sigma=3", "sharpen", "sobel", "box:size=31"];
 
@@ -57,7 +56,7 @@ fn spec(mask: &str, border: BorderMode) -> FilterSpec {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn batches_on_the_callers_stream_match_the_cpu_engine() {
-    let context = device::open(0).expect("a GPU");
+    let context = open_cuda_device(0).expect("a GPU");
     let stream = context.new_stream().expect("a stream");
     let mut rng = rand::rngs::StdRng::seed_from_u64(41);
     let (planes, height, width) = (3, 67, 129);
@@ -102,7 +101,7 @@ fn batches_on_the_callers_stream_match_the_cpu_engine() {
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
 fn float_values_and_refusals() {
-    let context = device::open(0).expect("a GPU");
+    let context = open_cuda_device(0).expect("a GPU");
     let stream = context.new_stream().expect("a stream");
     let (height, width) = (40usize, 70usize);
     let values: Vec<f32> = (0..height * width).map(|i| (i % 97) as f32 * 0.5 - 7.0).collect();
@@ -123,7 +122,7 @@ fn float_values_and_refusals() {
         src_plane: 0,
         dst_plane: 0,
         values: SampleValues::Float32,
-        depth: convstream_core::frame::SampleDepth::EIGHT,
+        depth: convstream_core::SampleDepth::EIGHT,
     };
     ours.launch(&batch, stream.cu_stream() as u64, true).expect("filtered");
     // A buffer too small for its planes, and host memory, are refused before any launch.

@@ -9,10 +9,10 @@
 //! Runs with a fixed seed and one from the clock; a failure prints the seed, and
 //! `CONVSTREAM_TEST_SEED=N` replays it.
 
-use convstream_core::engine::cpu::convolve_plane;
-use convstream_core::filter::BorderMode;
-use convstream_core::frame::{Plane, PlaneShape, SampleDepth};
-use convstream_core::mask::Mask;
+use convstream_core::convolve_plane;
+use convstream_core::BorderMode;
+use convstream_core::Mask;
+use convstream_core::{Plane, PlaneShape, SampleDepth};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -3,7 +3,7 @@
 //! `OutputCheck`.
 
 use convstream_config::{container_of_scheme, OutputTarget, PipelineConfig, Place, Problem};
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 use super::encoders::missing_encoder;
 use super::{ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailable, muxer_takes, video_encoder};

@@ -6,8 +6,8 @@ use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 use std::sync::{Arc, OnceLock};
 
-use convstream_core::frame::{Frame, PixelFormat, Plane};
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::BufferPool;
+use convstream_core::{Frame, PixelFormat, Plane};
 
 /// Every engine format with the FFmpeg format of the same name, made once.
 fn format_table() -> &'static [(PixelFormat, Pixel)] {

@@ -5,7 +5,7 @@ use ffmpeg::{codec, media, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::hdr::HdrMetadata;
-use convstream_core::frame::PixelFormat;
+use convstream_core::PixelFormat;
 
 /// Colour description carried from input to output.
 #[derive(Debug, Clone, Copy)]

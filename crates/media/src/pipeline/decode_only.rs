@@ -13,9 +13,9 @@ use crate::ffmpeg::PassthroughPacket;
 use crate::source::Source;
 use crate::stats::Counters;
 use convstream_config::SourceConfig;
-use convstream_core::engine::GpuContext;
-use convstream_core::frame::Frame;
-use convstream_core::host_buffers::{BufferPool, HeapMemory};
+use convstream_core::Frame;
+use convstream_core::GpuContext;
+use convstream_core::{BufferPool, HeapMemory};
 
 /// Decodes `source` to the end and discards the frames: the decoder's own speed, the
 /// baseline filtered runs are compared with. Frames are made in reused heap buffers, as a
@@ -30,7 +30,7 @@ pub fn decode_only(source: &SourceConfig) -> Result<(u64, f64), PipelineError> {
 /// context of its own per decoder and copies each picture to host memory).
 pub fn decode_only_on(source: &SourceConfig, gpu: Option<GpuContext>) -> Result<(u64, f64), PipelineError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let opened = Source::open(source, stop.clone(), &convstream_core::engine::nvdec_probe(), gpu).map_err(|error| {
+    let opened = Source::open(source, stop.clone(), &convstream_core::nvdec_probe(), gpu).map_err(|error| {
         PipelineError::Source {
             pipeline: "decode-only".into(),
             error,

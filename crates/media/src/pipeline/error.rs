@@ -2,7 +2,7 @@
 
 use crate::sink::SinkError;
 use crate::source::SourceError;
-use convstream_core::engine::EngineError;
+use convstream_core::EngineError;
 
 /// Why a pipeline could not run to the end of its input, each variant naming the pipeline.
 #[derive(Debug, thiserror::Error)]

@@ -1,15 +1,15 @@
 //! The filter stage: keeps the engine's lanes full, passes frames on in order, and applies
 //! live filter switches between two frames.
 
-use convstream_core::host_buffers::IDLE_WINDOW;
+use convstream_core::IDLE_WINDOW;
 use crossbeam_channel::{never, select, Receiver, Sender, TryRecvError};
 use std::time::Instant;
 
 use super::held_up::HeldUpFrames;
 use super::monitor::{EngineStatus, FilterSwitch, PipelineMonitor};
 use crate::stats::{Counters, FrameLatency, StartupMarks};
-use convstream_core::engine::{Engine, EngineError, StageTimes, TraceSpan};
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
+use convstream_core::{Engine, EngineError, StageTimes, TraceSpan};
 
 /// Runs until the decoded queue closes (or the sink is gone), then drains the engine.
 pub fn run_engine(
@@ -232,8 +232,8 @@ fn apply_switch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::filter::FilterSpec;
-    use convstream_core::host_buffers::{BufferPool, HeapMemory};
+    use convstream_core::FilterSpec;
+    use convstream_core::{BufferPool, HeapMemory};
     use std::sync::Arc;
 
     /// An engine that only has a frame pool: what the tally reads.
@@ -298,9 +298,9 @@ mod tests {
     #[test]
     fn a_frame_a_second_or_more_from_decoded_to_filtered_is_counted_held_up() {
         use super::super::held_up::START_GRACE;
-        use convstream_core::format::PixelFormat;
+        use convstream_core::PixelFormat;
         use std::time::Duration;
-        let identity = convstream_core::mask::Mask::from_spec("identity").expect("a preset");
+        let identity = convstream_core::Mask::from_spec("identity").expect("a preset");
         let filter = FilterSpec::uniform(identity, Default::default(), Default::default());
         let monitor = PipelineMonitor::new("held", &filter);
         let (filtered_tx, filtered_rx) = crossbeam_channel::unbounded();

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::stats::Counters;
-use convstream_core::engine::{EngineError, FilterPreparer};
-use convstream_core::filter::FilterSpec;
+use convstream_core::FilterSpec;
+use convstream_core::{EngineError, FilterPreparer};
 
 /// Where a pipeline is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,7 +80,7 @@ pub struct PipelineMonitor {
     engine: Mutex<Option<EngineStatus>>,
     filter: Mutex<String>,
     /// The layout of the frames the engine is given, once the input is open.
-    format: Mutex<Option<convstream_core::frame::PixelFormat>>,
+    format: Mutex<Option<convstream_core::PixelFormat>>,
     preparer: Mutex<Option<FilterPreparer>>,
     last_error: Mutex<Option<String>>,
     /// What a starting pipeline waits for (an NVDEC seat while the host's are taken).
@@ -161,12 +161,12 @@ impl PipelineMonitor {
     }
 
     /// The layout of the pipeline's frames, once its input is open.
-    pub fn format(&self) -> Option<convstream_core::frame::PixelFormat> {
+    pub fn format(&self) -> Option<convstream_core::PixelFormat> {
         self.format.lock().ok().and_then(|f| *f)
     }
 
     /// Records the layout of the frames the engine is given.
-    pub fn set_format(&self, format: convstream_core::frame::PixelFormat) {
+    pub fn set_format(&self, format: convstream_core::PixelFormat) {
         if let Ok(mut slot) = self.format.lock() {
             *slot = Some(format);
         }

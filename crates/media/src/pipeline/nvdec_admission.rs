@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-pub use convstream_core::engine::GpuNvdec;
+pub use convstream_core::GpuNvdec;
 
 use convstream_config::MeasuredSeats;
 

@@ -18,8 +18,8 @@ use crate::sink::{self, OutputGuard, OutputOptions, SinkKind, StopWatch};
 use crate::source::Source;
 use crate::stats::StartupMarks;
 use convstream_config::{OutputTarget, PipelineSettings, SourceConfig};
-use convstream_core::engine::{build_engine, Engine, EngineOptions, FrameShape};
-use convstream_core::host_buffers::{HeapMemory, LatePool};
+use convstream_core::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream_core::{HeapMemory, LatePool};
 
 /// A pipeline once every part is made: the source's thread (decoding already), the engine
 /// and the output, the queues between them, and what the input is.
@@ -48,7 +48,7 @@ pub(super) fn open(
 ) -> Result<Opened, PipelineError> {
     // The GPU's set-up that needs nothing of the input (the driver, the context, NVRTC:
     // 0.2-0.4 s) goes on while the input is opened and probed.
-    convstream_core::engine::warm_up(settings.device);
+    convstream_core::warm_up(settings.device);
     let (source, nvdec_seat) = open_source(settings, options, monitor)?;
     // The costly part of a start (decoder threads, the engine, the frame pool's first
     // pinned buffers, the first frames) waits for its turn among the pipelines starting.
@@ -68,7 +68,7 @@ pub(super) fn open(
     let settings = match &nvdec_seat {
         Some(seat) => {
             on_seat_gpu = PipelineSettings {
-                device: convstream_core::engine::DeviceChoice::Cuda(seat.ordinal()),
+                device: convstream_core::DeviceChoice::Cuda(seat.ordinal()),
                 ..settings.clone()
             };
             &on_seat_gpu
@@ -162,7 +162,7 @@ fn open_source(
     refuse_protected_input(settings, options)?;
     let gpu = seat
         .as_ref()
-        .and_then(|seat| convstream_core::engine::gpu_context(seat.ordinal()));
+        .and_then(|seat| convstream_core::gpu_context(seat.ordinal()));
     // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
     // wait for a live sender cut short) is the stop, not a fault of the input.
     let source = Source::connect(
@@ -170,7 +170,7 @@ fn open_source(
         &options.stop,
         counters,
         false,
-        &convstream_core::engine::nvdec_probe(),
+        &convstream_core::nvdec_probe(),
         gpu,
     )
     .map_err(|error| {
@@ -233,7 +233,7 @@ pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Sour
     };
     let info = source.info();
     let mut problems = settings.filter.problems_with(info.format);
-    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::filter::PlaneSelection::All {
+    if !info.format.has_luma_plane() && settings.filter.planes != convstream_core::PlaneSelection::All {
         problems.push(format!(
             "planes = {} needs a YUV or gray input, but {} decodes to packed {}; use planes = all",
             settings.filter.planes, info.url, info.format
@@ -251,17 +251,17 @@ pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Sour
 /// waits, the monitor and one warning say why. `None` on the CPU, without a GPU, or when
 /// stopped first.
 fn take_nvdec_seat(settings: &PipelineSettings, options: &RunOptions, monitor: &PipelineMonitor) -> Option<NvdecSeat> {
-    use convstream_core::engine::DeviceChoice;
+    use convstream_core::DeviceChoice;
     let wanted = match settings.device {
         DeviceChoice::Cpu => return None,
         DeviceChoice::Cuda(ordinal) => SeatWanted::Gpu(ordinal),
         DeviceChoice::Auto | DeviceChoice::AnyCuda => SeatWanted::AnyGpu,
     };
-    let inventory = convstream_core::engine::gpu_inventory();
+    let inventory = convstream_core::gpu_inventory();
     if inventory.is_empty() {
         return None;
     }
-    let engines = convstream_core::engine::placement::Placements::global().active();
+    let engines = convstream_core::Placements::global().active();
     let seat = SeatBoard::global().admit(&inventory, wanted, &engines, &options.stop, &mut |why| {
         tracing::warn!(
             "pipeline {} waits for {why}: every NVDEC seat it may take is taken (decoder = \"software\" decodes \
@@ -291,8 +291,7 @@ fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool>
         .map(|plane| plane.pooled_bytes())
         .sum();
     let pool = LatePool::new(frames * frame_bytes);
-    let on_the_cpu =
-        settings.device == convstream_core::engine::DeviceChoice::Cpu || !convstream_core::engine::gpu_driver_present();
+    let on_the_cpu = settings.device == convstream_core::DeviceChoice::Cpu || !convstream_core::gpu_driver_present();
     if on_the_cpu {
         pool.memory.install(Box::new(HeapMemory));
     }
@@ -307,7 +306,7 @@ fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool>
 /// one that way; BENCHMARKS.md, "Start-up and whole commands").
 fn held_for_gpu(settings: &PipelineSettings) -> usize {
     match SinkKind::of(&settings.sink.url) {
-        SinkKind::Null => convstream_core::engine::starting::HELD_BYTES,
+        SinkKind::Null => convstream_core::HELD_BYTES,
         SinkKind::Encoded => 0,
     }
 }
@@ -384,7 +383,7 @@ fn start_engine(
         .with_device_pictures(
             engine
                 .device_pictures_on()
-                .filter(|_| info.format.layout() == convstream_core::frame::PixelLayout::SemiPlanar420),
+                .filter(|_| info.format.layout() == convstream_core::PixelLayout::SemiPlanar420),
         );
     Ok((source, engine))
 }
@@ -407,8 +406,7 @@ fn open_sink(
         keep_empty: options.keep_empty_outputs,
         // A GPU may encode where the run may use one: not on `--device cpu`, nor where no
         // driver is installed (the NVENC probe would only fail there).
-        gpu: settings.device != convstream_core::engine::DeviceChoice::Cpu
-            && convstream_core::engine::gpu_driver_present(),
+        gpu: settings.device != convstream_core::DeviceChoice::Cpu && convstream_core::gpu_driver_present(),
     };
     // An output that nobody came to read before the stop stays an error (its message says
     // so): unlike a live input that has not sent yet, a consumer was expected to be there.

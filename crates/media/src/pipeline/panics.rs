@@ -13,7 +13,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or("(no message)");
     // A panic's message is the program's own, and is what tells the bug: shown whole up to
     // a bound (a user value it quotes is escaped and cut already), not cut to a value's 48.
-    convstream_core::text::quoted_up_to(text, PANIC_MESSAGE_CHARS)
+    convstream_core::quoted_up_to(text, PANIC_MESSAGE_CHARS)
 }
 
 /// Fault injection for the reliability tests: `CONVSTREAM_INJECT_PANIC=NAME:STAGE,...`

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use convstream_core::frame::{Frame, PixelFormat, SampleDepth};
+use convstream_core::{Frame, PixelFormat, SampleDepth};
 
 /// Which frame of the pipeline a snapshot shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,10 +99,10 @@ impl Snapshot {
     #[cfg(feature = "cuda")]
     pub fn of_device(
         frame: &Frame,
-        picture: &convstream_core::frame::DevicePicture,
-    ) -> Result<Snapshot, convstream_core::engine::EngineError> {
+        picture: &convstream_core::DevicePicture,
+    ) -> Result<Snapshot, convstream_core::EngineError> {
         let shapes: Vec<(usize, usize)> = frame.planes.iter().map(|p| (p.row_bytes(), p.height)).collect();
-        let data = convstream_core::engine::cuda::copy_picture_to_host(picture, &shapes)?;
+        let data = convstream_core::copy_picture_to_host(picture, &shapes)?;
         let planes = frame
             .planes
             .iter()
@@ -127,7 +127,7 @@ impl Snapshot {
 
     /// Without the CUDA engine no picture is on a GPU; one that were could not be copied.
     #[cfg(not(feature = "cuda"))]
-    pub fn of_device(_frame: &Frame, _picture: &convstream_core::frame::DevicePicture) -> Result<Snapshot, String> {
+    pub fn of_device(_frame: &Frame, _picture: &convstream_core::DevicePicture) -> Result<Snapshot, String> {
         Err("built without CUDA".to_string())
     }
 }
@@ -206,7 +206,7 @@ impl Snapshots {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::frame::Plane;
+    use convstream_core::Plane;
 
     fn gray_frame(index: u64, fill: u8) -> Frame {
         let shape = PixelFormat::GRAY8.plane_shapes(4, 2)[0];

@@ -129,8 +129,8 @@ mod tests {
     use super::{StartGate, LONGEST_TURN};
     use crate::pipeline::PipelineMonitor;
     use crate::stats::StartupMarks;
-    use convstream_core::filter::FilterSpec;
-    use convstream_core::mask::Mask;
+    use convstream_core::FilterSpec;
+    use convstream_core::Mask;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use std::time::{Duration, Instant};

@@ -17,8 +17,8 @@ use crate::ffmpeg::PassthroughPacket;
 use crate::sink::{self, SinkError, SinkOutcome};
 use crate::source::{DropOldest, Source, SourceError};
 use convstream_config::{DropPolicy, PipelineSettings};
-use convstream_core::engine::{trace, Engine, EngineError, TraceSpan};
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
+use convstream_core::{write_chrome_trace, Engine, EngineError, TraceSpan};
 
 /// The queues between the stages: decoded frames, filtered frames, and the packets of the
 /// streams copied as they are (audio, subtitles).
@@ -187,7 +187,7 @@ pub(super) fn finish(
         error,
     })?;
     if let Some(path) = &options.trace {
-        trace::write_chrome_trace(path, name, &spans).map_err(|e| PipelineError::Setup {
+        write_chrome_trace(path, name, &spans).map_err(|e| PipelineError::Setup {
             pipeline: name.clone(),
             message: format!("cannot write the trace {}: {e}", path.display()),
         })?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::output_io::{OutputGuard, OutputIoError, StopWatch, WhenExists};
 use crate::ffmpeg::PassthroughPacket;
 use crate::stats::Counters;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// How a sink opens its output, beyond its config.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use super::output_io::{OutputIo, OutputIoError};
 use crate::ffmpeg::{PassthroughPacket, SourceInfo};
 use crate::stats::Counters;
 use convstream_config::{container_of_scheme, OutputTarget, SinkConfig};
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// Streamable outputs are flushed to the file this often (when something was written), so
 /// a process killed outright loses at most about this much.
@@ -252,7 +252,7 @@ fn write_header(
         .map(|unused| {
             unused
                 .iter()
-                .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
+                .map(|(key, _)| format!("`{}`", convstream_core::quoted(key)))
                 .collect::<Vec<String>>()
         })
         .map_err(|e| match e {
@@ -266,7 +266,7 @@ fn write_header(
                         config
                             .muxer_options
                             .keys()
-                            .map(|key| format!("`{}`", convstream_core::text::quoted(key)))
+                            .map(|key| format!("`{}`", convstream_core::quoted(key)))
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),

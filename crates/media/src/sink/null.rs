@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::contract::Sink;
 use crate::ffmpeg::PassthroughPacket;
 use crate::stats::Counters;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// Discards every frame.
 pub(super) struct NullSink;

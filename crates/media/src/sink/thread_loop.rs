@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::contract::{Sink, SinkError, SinkOutcome};
 use crate::ffmpeg::PassthroughPacket;
 use crate::stats::Counters;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 impl dyn Sink {
     /// Writes frames and copied packets as they come until both channels close.

@@ -16,8 +16,8 @@ use super::trim::Trim;
 use super::watchdog::sleep_unless_stopped;
 use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
 use crate::stats::Counters;
-use convstream_core::frame::{Frame, PixelFormat};
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::BufferPool;
+use convstream_core::{Frame, PixelFormat};
 
 /// Consecutive decoding errors without a frame or a request for more data, after which a
 /// decoder is taken as stuck (one that returns the same error for ever) rather than fed

@@ -30,8 +30,8 @@ use super::sequence::{Sequence, SequenceWatch};
 use crate::ffmpeg::is_again;
 use crate::stats::Counters;
 use convstream_config::SourceConfig;
-use convstream_core::engine::GpuContext;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
+use convstream_core::GpuContext;
 
 /// Fresh NVDEC decoders that failed again before giving a frame, after which the stream is
 /// taken as one NVDEC cannot decode.

@@ -63,7 +63,7 @@ pub(super) fn choose_decoder(
                     url: url.clone(),
                     reason: format!(
                         "this FFmpeg build has no decoder named `{}` (`ffmpeg -decoders` lists them; or use decoder = \"auto\")",
-                        convstream_core::text::quoted(name)
+                        convstream_core::quoted(name)
                     ),
                 });
             }

@@ -145,7 +145,7 @@ fn open_context(
         let status = avformat_open_input(&mut context, c_url.as_ptr(), format as _, &mut options);
         let unknown: Vec<String> = ffmpeg::Dictionary::own(options)
             .iter()
-            .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
+            .map(|(key, _)| format!("`{}`", convstream_core::quoted(key)))
             .collect();
         if status >= 0 && !unknown.is_empty() {
             avformat_close_input(&mut context);

@@ -19,8 +19,8 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::ffmpeg::ffmpeg_format;
-use convstream_core::engine::GpuContext;
-use convstream_core::frame::{DevicePicture, DevicePlane, Frame, PixelFormat, PixelLayout};
+use convstream_core::GpuContext;
+use convstream_core::{DevicePicture, DevicePlane, Frame, PixelFormat, PixelLayout};
 
 /// An FFmpeg CUDA device on one GPU's primary context, for cuvid decoders.
 pub struct CudaDecoding {

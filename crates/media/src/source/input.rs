@@ -11,7 +11,7 @@ use super::pipe_input;
 use super::watchdog::Watchdog;
 use crate::ffmpeg::SourceInfo;
 use convstream_config::SourceConfig;
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::BufferPool;
 
 /// An opened input with its video decoder.
 pub struct Source {
@@ -42,9 +42,9 @@ impl Source {
     }
 
     /// Delivers frames in `format` instead of the layout the decoder gives (see
-    /// [`convstream_core::filter::FilterSpec::planar_format_for`]); each picture is converted, as a
+    /// [`convstream_core::FilterSpec::planar_format_for`]); each picture is converted, as a
     /// size change is, and NVDEC pictures come through host memory.
-    pub fn with_format(mut self, format: convstream_core::frame::PixelFormat, why: &str) -> Source {
+    pub fn with_format(mut self, format: convstream_core::PixelFormat, why: &str) -> Source {
         if format != self.info.format {
             tracing::info!(input = %self.config.url, "{} pictures are converted to {format}: {why}", self.info.format);
             if format.bits() != self.info.format.bits() {
@@ -66,7 +66,7 @@ impl Source {
     /// so that a frame crosses PCIe once, filtered; `None`, or a software decoder, changes
     /// nothing. When the GPU cannot be opened for NVDEC, pictures come to host memory as
     /// before, with a warning.
-    pub fn with_device_pictures(mut self, context: Option<convstream_core::engine::GpuContext>) -> Source {
+    pub fn with_device_pictures(mut self, context: Option<convstream_core::GpuContext>) -> Source {
         let Some(context) = context.filter(|_| self.decoder.is_hardware()) else {
             return self;
         };

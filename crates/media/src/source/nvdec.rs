@@ -10,7 +10,7 @@
 use ffmpeg::codec;
 use ffmpeg_next as ffmpeg;
 
-pub use convstream_core::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
+pub use convstream_core::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
 
 /// The NVDEC codec for an FFmpeg codec, if NVDEC has one.
 pub fn codec_of(id: codec::Id) -> Option<NvdecCodec> {

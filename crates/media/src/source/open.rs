@@ -2,7 +2,7 @@
 //! the best video stream, what the pipeline and the sink are told about the streams, and
 //! retrying a live input until it opens.
 
-use convstream_core::engine::GpuContext;
+use convstream_core::GpuContext;
 use ffmpeg::{media, Rational};
 use ffmpeg_next as ffmpeg;
 use std::ffi::c_int;
@@ -22,7 +22,7 @@ use crate::ffmpeg::{
 };
 use crate::stats::Counters;
 use convstream_config::SourceConfig;
-use convstream_core::frame::PixelFormat;
+use convstream_core::PixelFormat;
 
 impl Source {
     /// Opens the input and its video decoder. `stop` interrupts blocking reads once set;

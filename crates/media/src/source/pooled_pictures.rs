@@ -15,8 +15,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
 use crate::ffmpeg::ffmpeg_format;
-use convstream_core::frame::{Frame, PixelFormat, Plane, PlaneData, POOLED_ROW_ALIGN};
-use convstream_core::host_buffers::BufferPool;
+use convstream_core::BufferPool;
+use convstream_core::{Frame, PixelFormat, Plane, PlaneData, POOLED_ROW_ALIGN};
 
 /// FFmpeg reads up to this many bytes past a plane's end in its SIMD code (its own pools
 /// add `16 + STRIDE_ALIGN - 1`; STRIDE_ALIGN is at most 64).

@@ -15,7 +15,7 @@ use super::input::Source;
 use super::trim::Trim;
 use crate::ffmpeg::{is_again, PassthroughPacket};
 use crate::stats::{Counters, EndedEarly};
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// Consecutive unreadable packets after which the input is taken as broken rather than damaged.
 const MAX_CONSECUTIVE_READ_ERRORS: u32 = 64;

@@ -12,10 +12,10 @@ use crate::sample::{generate, SampleSpec};
 use crate::source::nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
 use crate::stats::Counters;
 use convstream_config::SourceConfig;
-use convstream_core::frame::Frame;
-use convstream_core::frame::POOLED_ROW_ALIGN;
-use convstream_core::host_buffers::BufferPool;
-use convstream_core::host_buffers::HeapMemory;
+use convstream_core::BufferPool;
+use convstream_core::Frame;
+use convstream_core::HeapMemory;
+use convstream_core::POOLED_ROW_ALIGN;
 
 struct NoNvdec;
 impl NvdecProbe for NoNvdec {

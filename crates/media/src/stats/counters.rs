@@ -376,7 +376,7 @@ pub struct EndedEarly {
 #[cfg(test)]
 mod tests {
     use super::{Counters, EndedEarly, FrameLatency, SLOWEST_FRAMES};
-    use convstream_core::frame::Timeline;
+    use convstream_core::Timeline;
     use std::time::{Duration, Instant};
 
     fn latency(frame: u64, ms: f64) -> FrameLatency {

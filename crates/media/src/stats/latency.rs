@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-use convstream_core::frame::Timeline;
+use convstream_core::Timeline;
 
 /// One frame's latency, and where it went. `frame` is its number from the pipeline's start
 /// (as in filter switches), so a tail made of the first frames shows as small numbers. The

@@ -1,5 +1,5 @@
 //! `POST /console/mask-preview`: the matrix a mask would apply, before it is applied, as
-//! `convstream masks show` prints it (the same text, from `convstream_core::mask::show_mask`)
+//! `convstream masks show` prints it (the same text, from `convstream_core::show_mask`)
 //! and as numbers for the page to lay out. The mask is read and checked as a filter switch
 //! reads it (a file only from `[server] mask_dir`, the config's named masks resolved);
 //! nothing runs.
@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::state::{ApiError, ApiState};
 use convstream_config::MaskSelection;
-use convstream_core::mask::{show_mask, MaskParams};
+use convstream_core::{show_mask, MaskParams};
 
 /// The body: the mask, as `PUT /pipelines/{name}/filter` takes `mask`.
 #[derive(Debug, Deserialize)]

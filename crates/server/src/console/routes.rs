@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::pipeline_logs::PipelineLogs;
 use crate::state::ApiState;
-use convstream_core::filter::{BorderMode, PlaneName, PlaneSelection};
-use convstream_core::mask::{MaskMode, PRESETS};
+use convstream_core::{BorderMode, PlaneName, PlaneSelection};
+use convstream_core::{MaskMode, PRESETS};
 
 /// Nothing but this server's own script, style and pictures (previews are blobs made from
 /// fetched snapshots); no frames, forms, plugins or base rewriting.

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::store::{HISTORY_INTERVAL, HISTORY_POINTS};
 use crate::state::{ApiError, ApiState};
 use convstream_config::limits::is_valid_name;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 /// `GET /pipelines/{name}/history` (token required).
 pub fn routes() -> Router<ApiState> {

@@ -131,8 +131,8 @@ impl PipelineHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::filter::{BorderMode, FilterSpec, PlaneSelection};
-    use convstream_core::mask::Mask;
+    use convstream_core::Mask;
+    use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
     use convstream_media::FrameLatency;
 
     fn monitor(name: &str) -> Arc<PipelineMonitor> {

@@ -6,7 +6,7 @@
 
 use super::rendezvous::owner;
 use convstream_config::shard_spec::{count_problem, Shard, ShardError, ShardSpec};
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 /// The environment variable that gives `shard = "auto"` its count (a StatefulSet's manifest
 /// sets it beside `replicas`).

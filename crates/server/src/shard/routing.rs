@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::rendezvous::owner;
 use super::replica::Sharding;
 use convstream_config::limits::is_valid_name;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 
 /// The header of a 421 that names the owning shard (`2/3`), for clients and proxies that
 /// route by it.

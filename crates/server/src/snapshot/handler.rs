@@ -16,7 +16,7 @@ use super::picture;
 use super::query::parse_query;
 use crate::state::ApiState;
 use convstream_config::limits::is_valid_name;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 use convstream_media::{PipelineMonitor, PipelineState};
 use convstream_media::{Snapshot, SnapshotStage};
 

@@ -2,7 +2,7 @@
 //! GBR, 8 to 16 bits) converted to 8-bit RGB at the width asked for, then encoded as JPEG
 //! or PNG. Runs on the HTTP side's blocking pool, never on a pipeline's threads.
 
-use convstream_core::frame::PixelLayout;
+use convstream_core::PixelLayout;
 use convstream_media::{Snapshot, SnapshotPlane};
 
 /// How a snapshot is encoded.
@@ -151,7 +151,7 @@ pub fn encode(rgb: &Rgb, format: ImageFormat) -> Result<Vec<u8>, PictureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use convstream_core::frame::{PixelFormat, SampleDepth};
+    use convstream_core::{PixelFormat, SampleDepth};
     use std::time::Instant;
 
     fn plane(width: usize, height: usize, channels: usize, depth: SampleDepth, data: Vec<u8>) -> SnapshotPlane {

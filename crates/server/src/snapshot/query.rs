@@ -4,7 +4,7 @@
 use super::error::SnapshotError;
 use super::limits::MAX_WIDTH;
 use super::picture::ImageFormat;
-use convstream_core::text::quoted;
+use convstream_core::quoted;
 use convstream_media::SnapshotStage;
 
 /// What a snapshot request asks for, from its query string.

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use convstream_config::MaskSelection;
-use convstream_core::filter::{BorderMode, PlaneName, PlaneSelection};
+use convstream_core::{BorderMode, PlaneName, PlaneSelection};
 
 /// Where a pipeline came from: a reload only touches the config file's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

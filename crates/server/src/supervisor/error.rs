@@ -1,7 +1,7 @@
 //! Why a supervisor call failed; the API maps each variant to its status code.
 
 use convstream_config::ConfigError;
-use convstream_core::engine::EngineError;
+use convstream_core::EngineError;
 use convstream_media::PipelineState;
 
 #[derive(Debug, thiserror::Error)]

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use super::lifecycle::Supervisor;
 use convstream_config::MaskSelection;
-use convstream_core::filter::{BorderMode, PlaneSelection};
-use convstream_core::mask::{Mask, MaskParams};
+use convstream_core::{BorderMode, PlaneSelection};
+use convstream_core::{Mask, MaskParams};
 
 /// The filter a pipeline runs, mask by mask.
 #[derive(Debug, Clone, Serialize)]

@@ -8,8 +8,8 @@ use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
 use convstream_config::{ConfigError, PipelineSettings, Place, Problem};
-use convstream_core::filter::{FilterSpec, PlaneName};
-use convstream_core::frame::PixelFormat;
+use convstream_core::PixelFormat;
+use convstream_core::{FilterSpec, PlaneName};
 use convstream_media::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.

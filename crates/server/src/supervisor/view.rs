@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::contract::Origin;
 use super::handle::Handle;
 use convstream_config::FilterConfig;
-use convstream_core::filter::{BorderMode, PlaneSelection};
+use convstream_core::{BorderMode, PlaneSelection};
 use convstream_media::CounterSnapshot;
 use convstream_media::PipelineState;
 
@@ -59,8 +59,8 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         origin: handle.origin,
         state: monitor.state(),
         reconnecting: monitor.reconnecting(),
-        source: convstream_core::text::redact_credentials(&handle.settings.source.url).into_owned(),
-        sink: convstream_core::text::redact_credentials(&handle.settings.sink.url).into_owned(),
+        source: convstream_core::redact_credentials(&handle.settings.source.url).into_owned(),
+        sink: convstream_core::redact_credentials(&handle.settings.sink.url).into_owned(),
         mask: monitor.filter(),
         border: handle.settings.filter.border,
         planes: handle.settings.filter.planes,
@@ -83,7 +83,7 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         },
         last_error: monitor
             .last_error()
-            .map(|error| convstream_core::text::redact_credentials(&error).into_owned()),
+            .map(|error| convstream_core::redact_credentials(&error).into_owned()),
         waiting_for: monitor.waiting_for(),
     }
 }

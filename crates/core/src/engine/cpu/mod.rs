@@ -21,4 +21,3 @@ mod rows;
 
 pub use convolve::{convolve_plane, convolve_plane_into};
 pub use engine::CpuEngine;
-pub use finish::{magnitude, to_sample};

@@ -13,7 +13,7 @@ use super::kernels::{KernelSet, PlaneGeometry, Variant};
 use crate::engine::cpu::convolve_plane;
 use crate::engine::{EngineError, GpuTuning, KernelPath};
 use crate::filter::BorderMode;
-use crate::frame::{Plane, PlaneShape, SampleDepth};
+use crate::frame::{Plane, SampleDepth};
 use crate::mask::Mask;
 
 /// Distinct input planes a timing loop cycles through, so caches do not flatter.
@@ -349,9 +349,4 @@ pub struct TransferResult {
     pub d2h: Timing,
     /// An upload and a download of `bytes` each, on two streams at once.
     pub both: Timing,
-}
-
-/// A plane shape for planar 8-bit data.
-pub fn plane_shape(width: usize, height: usize) -> PlaneShape {
-    PlaneShape::eight_bit(width, height, 1)
 }

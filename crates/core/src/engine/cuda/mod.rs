@@ -34,8 +34,5 @@ pub mod pinned;
 mod plan;
 pub mod stream_call;
 
-pub use completion::HostCopyTimes;
-pub use engine::{CudaEngine, POISON};
-pub use error::CudaError;
-pub use pcie::PcieBytes;
+pub use engine::CudaEngine;
 pub use picture_copy::copy_picture_to_host;

@@ -1,6 +1,7 @@
 //! Unit tests of masks: preset values, separability, normalisation, SPEC parsing and the
 //! errors a user sees for bad masks.
 
+use super::factors::rank_one_factors;
 use super::*;
 use std::io::Write;
 

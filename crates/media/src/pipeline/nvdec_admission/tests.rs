@@ -286,7 +286,7 @@ fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_the
 /// engines each) seats the same number in all, split evenly, and the next pipeline waits.
 #[test]
 fn predicted_seats_fill_one_host_ceiling_however_many_gpus() {
-    use convstream_core::engine::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES};
+    use convstream_core::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES};
     for count in [1, 2, 4] {
         let board = Arc::new(SeatBoard::default());
         let inventory = gpus(count, predicted_nvdec_pipelines(7, count));

@@ -10,7 +10,7 @@ use crate::ffmpeg::{
     encoder_named, ffmpeg_format, ffv1_unavailable, lossless_options, lossless_unavailable, muxer_takes,
 };
 use convstream_config::SinkConfig;
-use convstream_core::frame::{PixelFormat, PixelLayout};
+use convstream_core::{PixelFormat, PixelLayout};
 
 /// Pixel formats the YUV4MPEG2 muxer writes: planar YUV at 8 to 16 bits (`C420p10` and
 /// the like above 8) and grey at 8, 9, 10, 12 and 16.

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::ffmpeg::ffmpeg_format;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// A frame as an FFmpeg picture that points at the frame's own planes: each plane becomes
 /// a read-only reference-counted buffer holding the frame, which is dropped (its pooled

@@ -62,7 +62,7 @@ pub(super) fn crf_problem(codec: &str, value: &str) -> Option<String> {
         )),
         None => Some(format!(
             "--crf `{}` (sink.options.crf) is not a number; {codec} takes {min}..={max}",
-            convstream_core::text::quoted(value)
+            convstream_core::quoted(value)
         )),
     }
 }
@@ -125,7 +125,7 @@ pub(super) fn open_reporting_unused(
     let unused = unsafe { Dictionary::own(raw_options) };
     let unused: Vec<String> = unused
         .iter()
-        .map(|(key, _)| format!("`{}`", convstream_core::text::quoted(key)))
+        .map(|(key, _)| format!("`{}`", convstream_core::quoted(key)))
         .collect();
     let opened = match status {
         0 => Ok(ffmpeg::encoder::video::Encoder(encoder)),

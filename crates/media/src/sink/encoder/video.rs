@@ -11,7 +11,7 @@ use super::opening::{crf_problem, describe_encoder, is_uncompressed, open_encode
 use super::setup::{codec_defaults, context, hdr_params, log_conversion, lossless_mode, time_base_for, user_options};
 use crate::ffmpeg::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
 use convstream_config::SinkConfig;
-use convstream_core::frame::Frame;
+use convstream_core::Frame;
 
 /// A swscale context moved to the sink thread.
 struct Converter(ffmpeg::software::scaling::Context);

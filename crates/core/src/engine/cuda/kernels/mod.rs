@@ -7,6 +7,6 @@ mod compile;
 mod launch;
 mod variant;
 
-pub use compile::{cache_dir, compile, nvrtc_version, program_source};
-pub use launch::{constant_taps, KernelSet, PlaneGeometry};
-pub use variant::{SampleValues, Tiling, Variant};
+pub use compile::{cache_dir, compile, nvrtc_version};
+pub use launch::{KernelSet, PlaneGeometry};
+pub use variant::{SampleValues, Variant};
