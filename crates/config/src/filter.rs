@@ -42,7 +42,7 @@ impl ConfigFile {
         base_dir: Option<&Path>,
     ) -> Result<FilterSettings, ConfigError> {
         let mut problems = Vec::new();
-        let named = crate::validate::build_named_masks(&self.masks, base_dir, &mut problems);
+        let named = build_named_masks(&self.masks, base_dir, &mut problems);
         limits::filter_limits(filter, &mut problems);
         let settings = validate_filter(filter, &self.masks, &named, base_dir, &mut problems);
         match settings {
@@ -50,6 +50,36 @@ impl ConfigFile {
             _ => Err(ConfigError::Invalid(problems)),
         }
     }
+}
+
+/// Every `[masks.NAME]` table built; the problems of those that do not build go to `problems`.
+pub(crate) fn build_named_masks(
+    masks: &BTreeMap<String, MaskParams>,
+    base_dir: Option<&Path>,
+    problems: &mut Vec<Problem>,
+) -> BTreeMap<String, Mask> {
+    let mut built = BTreeMap::new();
+    for (name, params) in masks {
+        if PRESETS.iter().any(|p| p.name == name) {
+            problems.push(Problem::value(
+                format!("masks.{name}"),
+                format!("the name hides the preset `{name}`; choose another name"),
+            ));
+            continue;
+        }
+        match Mask::build(params, base_dir) {
+            Ok(mask) => {
+                let description = format!("{name} ({})", mask.description());
+                built.insert(name.clone(), mask.with_description(description));
+            }
+            Err(errors) => problems.extend(
+                errors
+                    .into_iter()
+                    .map(|e| Problem::value(format!("masks.{name}"), e.to_string())),
+            ),
+        }
+    }
+    built
 }
 
 /// Checks `filter` and builds its masks (`defined` are the config's `[masks]` tables, `named`

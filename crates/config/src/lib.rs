@@ -53,8 +53,8 @@ pub use outputs::{
     check_outputs, config_file_problems, conflicts_with_running, container_of_scheme, output_key,
     refuse_existing_outputs, side_output_problems, FileIdentity, OutputCheck, OutputTarget, NO_OUTPUT_CHECK,
 };
-pub use overrides::{Overrides, STANDALONE_PIPELINE};
-pub use problem::{Place, Problem};
+pub use overrides::Overrides;
+pub use problem::{Place, Problem, STANDALONE_PIPELINE};
 pub use schema::{
     ConfigFile, DropPolicy, FilterConfig, LogConfig, LogFormat, MaskSelection, PipelineConfig, ReconnectConfig,
     ServerConfig, SinkConfig, SourceConfig,

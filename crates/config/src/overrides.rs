@@ -2,12 +2,9 @@
 //! [`Overrides`].
 
 use crate::error::ConfigError;
-use crate::problem::Problem;
+use crate::problem::{Problem, STANDALONE_PIPELINE};
 use crate::schema::{ConfigFile, FilterConfig, MaskSelection, PipelineConfig, SinkConfig, SourceConfig};
 
-/// The name of the one pipeline [`Overrides::standalone`] makes of flags alone; front ends
-/// know their own problems by it.
-pub const STANDALONE_PIPELINE: &str = "main";
 use convstream_core::{BorderMode, PlaneSelection};
 
 /// Flags of `convstream run` that change pipeline settings. `None` leaves the config's value.

@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+/// The name of the one pipeline `Overrides::standalone` makes of flags alone; front ends
+/// know their own problems by it (see [`Place::is_standalone`]).
+pub const STANDALONE_PIPELINE: &str = "main";
+
 /// Where a problem is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -33,7 +37,7 @@ impl Place {
     ///
     /// [`Overrides::standalone`]: crate::Overrides::standalone
     pub fn is_standalone(&self) -> bool {
-        self.pipeline_name() == Some(crate::STANDALONE_PIPELINE)
+        self.pipeline_name() == Some(STANDALONE_PIPELINE)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::error::ConfigError;
-use crate::filter::validate_filter;
+use crate::filter::{build_named_masks, validate_filter};
 use crate::limits;
 use crate::log_filter;
 use crate::outputs::OutputCheck;
@@ -13,7 +13,7 @@ use crate::problem::Problem;
 use crate::schema::{ConfigFile, PipelineConfig, ServerConfig, SourceConfig};
 use crate::settings::{PipelineSettings, Settings};
 use convstream_core::DeviceChoice;
-use convstream_core::{Mask, MaskParams, PRESETS};
+use convstream_core::{Mask, MaskParams};
 
 /// The problem of a config without pipelines.
 pub(super) const NO_PIPELINE: &str = "no [[pipeline]] defined; a config needs at least one";
@@ -102,36 +102,6 @@ impl ConfigFile {
             Err(ConfigError::Invalid(problems))
         }
     }
-}
-
-/// Every `[masks.NAME]` table built; the problems of those that do not build go to `problems`.
-pub(crate) fn build_named_masks(
-    masks: &BTreeMap<String, MaskParams>,
-    base_dir: Option<&Path>,
-    problems: &mut Vec<Problem>,
-) -> BTreeMap<String, Mask> {
-    let mut built = BTreeMap::new();
-    for (name, params) in masks {
-        if PRESETS.iter().any(|p| p.name == name) {
-            problems.push(Problem::value(
-                format!("masks.{name}"),
-                format!("the name hides the preset `{name}`; choose another name"),
-            ));
-            continue;
-        }
-        match Mask::build(params, base_dir) {
-            Ok(mask) => {
-                let description = format!("{name} ({})", mask.description());
-                built.insert(name.clone(), mask.with_description(description));
-            }
-            Err(errors) => problems.extend(
-                errors
-                    .into_iter()
-                    .map(|e| Problem::value(format!("masks.{name}"), e.to_string())),
-            ),
-        }
-    }
-    built
 }
 
 fn validate_pipeline(
