@@ -215,6 +215,18 @@ class Filter:
                                   # queued on torch's current stream
         f(batch, out=result)      # into a tensor the caller allocated
 
+    On the CPU engine, a 3 x 3 box spreads one bright pixel over its neighbours, a ninth
+    each (this example runs as a test, ``python/tests/test_docstrings.py``):
+
+    >>> import numpy as np
+    >>> image = np.zeros((4, 8), np.uint8)
+    >>> image[1, 3] = 90
+    >>> out = Filter("box:size=3", device="cpu")(image)
+    >>> out[0:3, 2:5].tolist()
+    [[10, 10, 10], [10, 10, 10], [10, 10, 10]]
+    >>> out.dtype, out.shape
+    (dtype('uint8'), (4, 8))
+
     Arguments:
 
     - ``mask``: a mask SPEC as ``convstream run --mask`` takes it (``convstream.masks()``
