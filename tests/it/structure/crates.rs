@@ -1,7 +1,7 @@
 //! The layers as crates: each package depends only on the layers below it (core knows no
 //! FFmpeg, config no FFmpeg and no media, the GStreamer element no FFmpeg, the server and the
-//! benchmarks not each other), and no front end
-//! reads a configuration problem back out of its text: problems are typed, with their place.
+//! benchmarks not each other), no front end reads a configuration problem back out of its
+//! text (problems are typed, with their place), and each crate compiles in only its own files.
 
 use std::collections::BTreeSet;
 
@@ -156,4 +156,59 @@ fn no_front_end_reads_a_config_problem_back_from_its_text() {
         "a problem's place read back from its text (match on convstream_config::Problem instead):\n{}",
         report.join("\n")
     );
+}
+
+/// The package folder a source file belongs to: the longest of [`PACKAGES`] it is under.
+fn package_of(relative: &str) -> &'static str {
+    PACKAGES
+        .iter()
+        .filter(|package| **package != "." && relative.starts_with(&format!("{package}/")))
+        .max_by_key(|package| package.len())
+        .copied()
+        .unwrap_or(".")
+}
+
+#[test]
+fn files_compiled_in_are_inside_their_own_crate() {
+    // `include_str!`/`include_bytes!` of a file outside the package (the kernels, the default
+    // config) breaks `cargo package`: each crate carries what it compiles in.
+    let mut report = Vec::new();
+    let mut seen = 0;
+    for file in rust_files() {
+        let relative = shown(&file);
+        let package = workspace()
+            .join(package_of(&relative))
+            .canonicalize()
+            .expect("a package folder");
+        let text = std::fs::read_to_string(&file).expect("reading a source file");
+        for target in includes(&text) {
+            seen += 1;
+            let resolved = file.parent().expect("a folder").join(&target).canonicalize();
+            match resolved {
+                Ok(path) if path.starts_with(&package) => {}
+                Ok(path) => report.push(format!("  {relative}: `{target}` is {}", path.display())),
+                Err(e) => report.push(format!("  {relative}: `{target}`: {e}")),
+            }
+        }
+    }
+    assert!(seen >= 5, "only {seen} files compiled in were found");
+    assert!(
+        report.is_empty(),
+        "files compiled in from outside their crate:\n{}",
+        report.join("\n")
+    );
+}
+
+/// The paths that `include_str!` and `include_bytes!` name in a source text.
+fn includes(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for macro_name in ["include_str!(\"", "include_bytes!(\""] {
+        for (at, _) in text.match_indices(macro_name) {
+            let rest = &text[at + macro_name.len()..];
+            if let Some(end) = rest.find('"') {
+                found.push(rest[..end].to_string());
+            }
+        }
+    }
+    found
 }
