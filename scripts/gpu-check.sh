@@ -8,7 +8,7 @@
 #
 #   scripts/gpu-check.sh [DIST] [--end-to-end]   (DIST defaults to dist/portable; results go to $OUT or ./gpu-results)
 #
-# --end-to-end skips the GPU tests and the sanitizers (about five minutes on an H100), for
+# --end-to-end skips the GPU tests and the sanitizers (about ten minutes on an H100, more than one 400 s command), for
 # a run that checks the command line's paths only.
 set -uo pipefail
 
