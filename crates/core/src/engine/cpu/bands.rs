@@ -4,15 +4,19 @@
 //! (`lanes.rs`; for a rank-one mask, row-filtered into the ring), sums each output row's taps
 //! over the ring once it holds them, and finishes the row (`finish::write_row`: divisor, bias,
 //! rounding; or an integer finish). What a band works on stays a few rows, in the core's
-//! nearest caches. Which lanes and taps a mask takes, and why integer lanes give the f32
-//! sums' samples, is in `band_mask.rs`.
+//! nearest caches; a row wider than `rows::TILE_SAMPLES` samples is taken in column tiles, one
+//! after the other, so that holds for any width (each output's sum is the same taps in the
+//! same order in a tile as in a whole row: the samples do not change). Which lanes and taps a
+//! mask takes, and why integer lanes give the f32 sums' samples, is in `band_mask.rs`.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::band_mask::{BandMask, Lanes, Taps};
 use super::finish::{magnitude, write_row};
 use super::lanes::{pad_row, sum_blocked, sum_column_group, BandBuffers, Lane, LaneRow, LaneTaps};
-use super::rows::index_map;
+use super::rows::{EdgeMap, TILE_SAMPLES};
 use crate::filter::BorderMode;
 use crate::frame::Plane;
 
@@ -31,10 +35,24 @@ fn band_rows(height: usize, mask_height: usize) -> usize {
 /// Convolves every channel of `src` with `mask` into `out`: `src.height` rows of samples,
 /// `out_stride` bytes apart (the bytes between them left as they are).
 pub(super) fn convolve_bands(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
+    convolve_tiled(src, mask, border, out, out_stride, TILE_SAMPLES);
+}
+
+/// [`convolve_bands`] with rows taken `tile_samples` samples (rounded down to whole pixels)
+/// at a time.
+fn convolve_tiled(
+    src: &Plane,
+    mask: &BandMask,
+    border: BorderMode,
+    out: &mut [u8],
+    out_stride: usize,
+    tile_samples: usize,
+) {
+    let tile = (tile_samples / src.channels.max(1)).max(1);
     match mask.lanes {
-        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, out_stride),
-        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, out_stride),
-        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, out_stride),
+        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, out_stride, tile),
+        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, out_stride, tile),
+        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, out_stride, tile),
     }
 }
 
@@ -53,17 +71,30 @@ struct BandPlan<'a, T> {
     second: Option<Vec<Vec<(usize, T)>>>,
     /// A rank-one mask's column taps (offset 0, one per mask row) and row taps.
     factors: Option<(LaneTaps<T>, LaneTaps<T>)>,
-    xmap: Vec<Option<usize>>,
-    ymap: Vec<Option<usize>>,
+    xmap: EdgeMap,
+    ymap: EdgeMap,
     band: usize,
-    row_len: usize,
-    padded_len: usize,
+    /// Output columns a tile takes at most.
+    tile: usize,
     row_bytes: usize,
     /// Bytes between output rows (at least `row_bytes`).
     out_stride: usize,
 }
 
-fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
+/// Where a band works: output rows from `first` on, output columns `columns` of them.
+struct Area {
+    first: usize,
+    columns: Range<usize>,
+}
+
+fn convolve_lanes<T: Lane>(
+    src: &Plane,
+    mask: &BandMask,
+    border: BorderMode,
+    out: &mut [u8],
+    out_stride: usize,
+    tile: usize,
+) {
     let factors = mask.factors.as_ref().map(|(column, row)| {
         let column: Vec<(usize, T)> = column.iter().map(|w| (0, T::tap(*w))).collect();
         (column, as_lanes::<T>(std::slice::from_ref(row)).remove(0))
@@ -74,56 +105,65 @@ fn convolve_lanes<T: Lane>(src: &Plane, mask: &BandMask, border: BorderMode, out
         rows: as_lanes::<T>(&mask.rows),
         second: mask.second.as_deref().map(as_lanes::<T>),
         factors,
-        xmap: index_map(src.width, mask.width, border),
-        ymap: index_map(src.height, mask.height, border),
+        xmap: EdgeMap::new(src.width, mask.width, border),
+        ymap: EdgeMap::new(src.height, mask.height, border),
         band: band_rows(src.height, mask.height),
-        row_len: src.width * src.channels,
-        padded_len: (src.width + mask.width - 1) * src.channels,
+        tile,
         row_bytes: src.row_bytes().max(1),
         out_stride: out_stride.max(src.row_bytes()).max(1),
     };
     out.par_chunks_mut(plan.out_stride * plan.band)
         .enumerate()
-        .for_each(|(index, out)| T::with_buffers(|buffers| filter_band(&plan, buffers, index * plan.band, out)));
+        .for_each(|(index, out)| {
+            T::with_buffers(|buffers| {
+                for x in (0..src.width).step_by(plan.tile) {
+                    let area = Area {
+                        first: index * plan.band,
+                        columns: x..(x + plan.tile).min(src.width),
+                    };
+                    filter_band(&plan, buffers, &area, out);
+                }
+            })
+        });
 }
 
 /// [`filter_band_with`] compiled for the widest vectors the CPU has: the conversion, the
 /// sums and the integer finish all vectorise within it.
-fn filter_band<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
+fn filter_band<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, area: &Area, out: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         let fma = std::is_x86_feature_detected!("fma");
         if fma && std::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512F and BW and FMA, the features the function is
             // compiled for.
-            unsafe { filter_band_avx512(plan, buffers, first, out) };
+            unsafe { filter_band_avx512(plan, buffers, area, out) };
             return;
         }
         if fma && std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 and FMA, the features the function is compiled for.
-            unsafe { filter_band_avx2(plan, buffers, first, out) };
+            unsafe { filter_band_avx2(plan, buffers, area, out) };
             return;
         }
     }
-    filter_band_with::<T, 16, 16>(plan, buffers, first, out);
+    filter_band_with::<T, 16, 16>(plan, buffers, area, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
-unsafe fn filter_band_avx512<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
+unsafe fn filter_band_avx512<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, area: &Area, out: &mut [u8]) {
     // Eight 512-bit accumulators whatever the lane: enough independent sums to keep both
     // vector units busy through an FMA's latency.
     if std::mem::size_of::<T>() == 2 {
-        filter_band_with::<T, 256, 128>(plan, buffers, first, out);
+        filter_band_with::<T, 256, 128>(plan, buffers, area, out);
     } else {
-        filter_band_with::<T, 128, 64>(plan, buffers, first, out);
+        filter_band_with::<T, 128, 64>(plan, buffers, area, out);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn filter_band_avx2<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, first: usize, out: &mut [u8]) {
-    filter_band_with::<T, 32, 16>(plan, buffers, first, out);
+unsafe fn filter_band_avx2<T: Lane>(plan: &BandPlan<T>, buffers: &mut BandBuffers<T>, area: &Area, out: &mut [u8]) {
+    filter_band_with::<T, 32, 16>(plan, buffers, area, out);
 }
 
 /// Output rows a rank-one mask's column pass makes at once (see `lanes::sum_column_group`).
@@ -140,16 +180,21 @@ const COLUMN_GROUP: usize = 4;
 fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
     plan: &BandPlan<T>,
     buffers: &mut BandBuffers<T>,
-    first: usize,
+    area: &Area,
     out: &mut [u8],
 ) {
     let (src, mask) = (plan.src, plan.mask);
-    let (row_len, padded_len, height) = (plan.row_len, plan.padded_len, mask.height);
+    let (channels, height) = (src.channels, mask.height);
+    let row_len = area.columns.len() * channels;
+    let padded_len = (area.columns.len() + mask.width - 1) * channels;
+    // The tile's bytes within an output row.
+    let pixel_bytes = channels * src.depth.bytes();
+    let tile_bytes = area.columns.start * pixel_bytes..area.columns.end * pixel_bytes;
     // The last band's last row may end at its samples, without the stride's padding.
     let outputs = (out.len() + plan.out_stride - plan.row_bytes) / plan.out_stride;
-    // The source rows the band reads: padded position `first + i` for i in 0..span.
+    // The source rows the band reads: padded position `area.first + i` for i in 0..span.
     let span = outputs + height - 1;
-    let source = &plan.ymap[first..first + span];
+    let source = |i: usize| plan.ymap.get(area.first + i);
     let ring_len = if plan.factors.is_some() { row_len } else { padded_len };
     // A rank-one mask keeps the rows of a whole group of outputs.
     let ring_rows = if plan.factors.is_some() {
@@ -164,27 +209,28 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
         buffers.second.resize(row_len, T::default());
     }
     let mut next = 0;
-    for (i, sy) in source.iter().enumerate() {
-        if let Some(sy) = sy {
+    let x0 = area.columns.start;
+    for i in 0..span {
+        if let Some(sy) = source(i) {
             let slot = &mut buffers.ring[(i % ring_rows) * ring_len..(i % ring_rows + 1) * ring_len];
             match &plan.factors {
                 Some((_, across)) => {
-                    pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, &mut buffers.padded);
+                    pad_row(src.row(sy), channels, src.depth, &plan.xmap, x0, &mut buffers.padded);
                     sum_blocked::<T, BLOCK>(&[(&buffers.padded, across.as_slice())], slot);
                 }
-                None => pad_row(src.row(*sy), src.channels, src.depth, &plan.xmap, slot),
+                None => pad_row(src.row(sy), channels, src.depth, &plan.xmap, x0, slot),
             }
         }
         // Output rows whose source rows have all been converted.
         let ready = (i + 1).saturating_sub(height - 1);
         while next < ready {
             let ring = (&buffers.ring[..], ring_len, ring_rows);
-            let out_row = |r: usize| r * plan.out_stride..r * plan.out_stride + plan.row_bytes;
+            let out_row = |r: usize| r * plan.out_stride + tile_bytes.start..r * plan.out_stride + tile_bytes.end;
             let second_sums = match (&plan.factors, &plan.second) {
                 (Some((column, _)), _) if ready - next >= COLUMN_GROUP => {
                     let weights: Vec<T> = column.iter().map(|(_, w)| *w).collect();
                     let rows: Vec<Option<&[T]>> = (next..next + COLUMN_GROUP + height - 1)
-                        .map(|j| source[j].map(|_| ring_slot(ring, j)))
+                        .map(|j| source(j).map(|_| ring_slot(ring, j)))
                         .collect();
                     sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(&rows, &weights, &mut buffers.sums, row_len);
                     for g in 0..COLUMN_GROUP {
@@ -198,18 +244,17 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
                 (Some((column, _)), _) if i + 1 == span => {
                     let columns: Vec<&[(usize, T)]> = (0..height).map(|k| &column[k..k + 1]).collect();
                     let sums = &mut buffers.sums[..row_len];
-                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, &source[next..next + height], &columns), sums);
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, source, &columns), sums);
                     None
                 }
                 // A rank-one mask waits for a whole group until the band's last rows.
                 (Some(_), _) => break,
                 (None, second) => {
-                    let taps = &source[next..next + height];
                     let rows: Vec<&[(usize, T)]> = plan.rows.iter().map(Vec::as_slice).collect();
-                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.sums[..row_len]);
+                    sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, source, &rows), &mut buffers.sums[..row_len]);
                     second.as_ref().map(|second| {
                         let rows: Vec<&[(usize, T)]> = second.iter().map(Vec::as_slice).collect();
-                        sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, taps, &rows), &mut buffers.second);
+                        sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, source, &rows), &mut buffers.second);
                         buffers.second.as_slice()
                     })
                 }
@@ -234,18 +279,16 @@ fn ring_slot<T>((ring, slot_len, ring_rows): (&[T], usize, usize), j: usize) -> 
 }
 
 /// The tap rows of output row `r`: mask row `k`'s taps over source row `r + k` in the ring,
-/// for each mask row whose source row (`source[k]`) is inside the plane.
+/// for each mask row whose source row (`source(r + k)`) is inside the plane.
 fn ring_tap_rows<'a, T>(
     ring: (&'a [T], usize, usize),
     r: usize,
-    source: &[Option<usize>],
+    source: impl Fn(usize) -> Option<usize>,
     taps: &[&'a [(usize, T)]],
 ) -> Vec<LaneRow<'a, T>> {
-    source
-        .iter()
-        .enumerate()
-        .filter(|(_, sy)| sy.is_some())
-        .map(|(k, _)| (ring_slot(ring, r + k), taps[k]))
+    (0..taps.len())
+        .filter(|k| source(r + k).is_some())
+        .map(|k| (ring_slot(ring, r + k), taps[k]))
         .collect()
 }
 
@@ -284,4 +327,79 @@ fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &
         }
     }
     write_row(out, floats, mask.finish);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{PlaneShape, SampleDepth};
+    use crate::mask::Mask;
+
+    /// A plane of `shape` with samples spread over the depth's range, the same every run.
+    fn plane(shape: PlaneShape) -> Plane {
+        let mut plane = Plane::new(shape);
+        let max = u64::from(shape.depth.max_value());
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for sample in plane.data.chunks_exact_mut(shape.depth.bytes()) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let value = ((state >> 11) % (max + 1)) as u16;
+            if sample.len() == 2 {
+                sample.copy_from_slice(&(value << shape.depth.shift).to_le_bytes());
+            } else {
+                sample[0] = value as u8;
+            }
+        }
+        plane
+    }
+
+    /// Rows taken in column tiles of any width give the samples whole rows give, byte for
+    /// byte: every lane kind (f32, rank-one, gradient pairs, integer), every border, several
+    /// channels and depths, tiles narrower than the mask included.
+    #[test]
+    fn column_tiles_give_the_samples_of_whole_rows_bit_for_bit() {
+        let specs = [
+            "box:size=3",
+            "gaussian:size=7,sigma=2",
+            "sharpen",
+            "sobel",
+            "edge:size=9",
+            "custom:matrix=[[1,2,0],[0,-1,3],[1,0,1]]",
+            "custom:matrix=[[0.5,1.25,-0.75,2,0.1]]",
+        ];
+        let depths = [
+            SampleDepth::EIGHT,
+            SampleDepth { bits: 10, shift: 0 },
+            SampleDepth { bits: 16, shift: 0 },
+        ];
+        for spec in specs {
+            let mask = Mask::from_spec(spec).expect("a mask");
+            for border in BorderMode::ALL {
+                let border = border.for_mask(mask.width(), mask.height());
+                for (channels, depth) in [(1, depths[0]), (3, depths[0]), (1, depths[1]), (2, depths[2])] {
+                    let src = plane(PlaneShape {
+                        width: 67,
+                        height: 9,
+                        channels,
+                        depth,
+                    });
+                    let band_mask = BandMask::of(&mask, depth, channels);
+                    let stride = src.row_bytes() + 3;
+                    let len = stride * (src.height - 1) + src.row_bytes();
+                    let mut whole = vec![0xA5u8; len];
+                    convolve_tiled(&src, &band_mask, border, &mut whole, stride, usize::MAX);
+                    for tile_samples in [1, 2, 5, 16, 64] {
+                        let mut tiled = vec![0xA5u8; len];
+                        convolve_tiled(&src, &band_mask, border, &mut tiled, stride, tile_samples);
+                        assert!(
+                            tiled == whole,
+                            "{spec}, {border:?}, {channels} channel(s) of {} bits, tiles of {tile_samples}",
+                            depth.bits
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::band_mask::BandMask;
 use super::bands::convolve_bands;
 use super::finish::{write_row, Finish};
-use super::rows::MIN_ROWS_PER_TASK;
+use super::rows::{MIN_ROWS_PER_TASK, TILE_SAMPLES};
 use crate::filter::BorderMode;
 use crate::frame::Plane;
 use crate::mask::Mask;
@@ -42,11 +42,16 @@ pub fn convolve_plane_into(src: &Plane, mask: &Mask, border: BorderMode, out: &m
     let out = &mut out[..needed];
     let border = border.for_mask(mask.width(), mask.height());
     if mask.is_constant() {
-        let zeros = vec![0f32; src.width * src.channels];
+        // A tile of zero sums at a time: a row of them would cost four bytes a sample.
+        let zeros = vec![0f32; (src.width * src.channels).min(TILE_SAMPLES)];
         let finish = Finish::of(mask, src.depth);
         out.par_chunks_mut(out_stride.max(1))
             .with_min_len(MIN_ROWS_PER_TASK)
-            .for_each(|row| write_row(&mut row[..row_bytes], &zeros, finish));
+            .for_each(|row| {
+                for tile in row[..row_bytes].chunks_mut(TILE_SAMPLES * src.depth.bytes()) {
+                    write_row(tile, &zeros, finish);
+                }
+            });
         return;
     }
     convolve_bands(

@@ -3,6 +3,7 @@
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 
+use super::rows::EdgeMap;
 use crate::frame::SampleDepth;
 
 /// What a band works in, kept from one band to the next on a thread.
@@ -246,13 +247,16 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     start
 }
 
-/// Source row `row` as lanes in `padded`, with the border samples `xmap` gives around it.
+/// Padded positions `first ..` of source row `row` as lanes in `padded` (as many positions
+/// as it holds, `channels` lanes each): the row's own samples where `xmap` reads them in
+/// place, its border samples beyond the edges.
 #[inline(always)]
 pub(super) fn pad_row<T: Lane>(
     row: &[u8],
     channels: usize,
     depth: SampleDepth,
-    xmap: &[Option<usize>],
+    xmap: &EdgeMap,
+    first: usize,
     padded: &mut [T],
 ) {
     let wide = depth.bytes() == 2;
@@ -263,21 +267,27 @@ pub(super) fn pad_row<T: Lane>(
             T::sample(u16::from(row[i]))
         }
     };
-    let width = row.len() / depth.bytes() / channels;
-    let left = (xmap.len() - width) / 2;
-    let inside = &mut padded[left * channels..(left + width) * channels];
+    let last = first + padded.len() / channels;
+    // The positions that read the row in place, clipped to those asked for.
+    let inside = xmap.inside();
+    let start = inside.start.clamp(first, last);
+    let end = inside.end.clamp(start, last);
+    let samples = (start - inside.start) * channels..(end - inside.start) * channels;
+    let slots = &mut padded[(start - first) * channels..(end - first) * channels];
     if wide {
-        for (value, bytes) in inside.iter_mut().zip(row.chunks_exact(2)) {
+        let bytes = &row[2 * samples.start..2 * samples.end];
+        for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(2)) {
             *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
         }
     } else {
-        for (value, byte) in inside.iter_mut().zip(row) {
+        for (value, byte) in slots.iter_mut().zip(&row[samples]) {
             *value = T::sample(u16::from(*byte));
         }
     }
-    for p in (0..left).chain(left + width..xmap.len()) {
+    for p in (first..start).chain(end..last) {
+        let x = xmap.get(p);
         for c in 0..channels {
-            padded[p * channels + c] = xmap[p].map_or(T::default(), |x| read(x * channels + c));
+            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| read(x * channels + c));
         }
     }
 }
