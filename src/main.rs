@@ -66,10 +66,35 @@ fn parse_command_line() -> Result<Cli, ExitCode> {
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        let text = cli::spellings::as_typed(&error.render().to_string(), &rewritten.typed);
+        let text = cli::spellings::as_typed(&error_quoting_escaped_words(error, &rewritten.args), &rewritten.typed);
         eprint!("{}", convstream_core::for_terminal(&text));
         ExitCode::from(2)
     })
+}
+
+/// clap's message for a command line it refused, with every word it quotes escaped as every
+/// user string is (`--border $'x\nFAKE'` cannot start a line of its own): the words are
+/// parsed again, each escaped, which splits them as before and refuses them the same way.
+fn error_quoting_escaped_words(error: clap::Error, args: &[std::ffi::OsString]) -> String {
+    let escaped: Vec<std::ffi::OsString> = args
+        .iter()
+        .map(|arg| match arg.to_str() {
+            Some(word) => convstream_core::escape_control(word).into_owned().into(),
+            None => arg.clone(),
+        })
+        .collect();
+    if escaped == args {
+        return error.render().to_string();
+    }
+    match Cli::try_parse_from(&escaped) {
+        Err(again) if again.kind() == error.kind() => again.render().to_string(),
+        // Escaping changed the verdict (a word valid only with its control characters): the
+        // whole message is escaped, its own line breaks too.
+        _ => {
+            let rendered = error.render().to_string();
+            format!("{}\n", convstream_core::escape_control(rendered.trim_end()))
+        }
+    }
 }
 
 /// Process-wide settings that keep output failures visible. SIGXFSZ is ignored, so a write

@@ -266,6 +266,10 @@ pub(crate) struct RunArgs {
     /// Replace output files that exist already (without it, an existing output is an error).
     #[arg(long, short = 'y')]
     pub(crate) overwrite: bool,
+    /// Never replace an output file, even where the config allows it (FFmpeg's `-n`); with
+    /// -y too, refused.
+    #[arg(long, conflicts_with = "overwrite")]
+    pub(crate) no_overwrite: bool,
     /// Config file; without pipeline flags, every pipeline in it runs.
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,

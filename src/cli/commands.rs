@@ -64,14 +64,19 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         eprintln!("warning: {}", convstream_core::for_terminal(&warning));
     }
     let file = ConfigFile::load(path, output_problems).map_err(config_failure)?;
-    let problems = convstream_config::config_file_problems(path, &file.pipelines);
-    if !problems.is_empty() {
-        return Err(config_failure(ConfigError::Invalid(problems)));
-    }
+    // Everything `run` and `serve` would refuse, in one list.
+    let mut problems = convstream_config::config_file_problems(path, &file.pipelines);
+    problems.extend(file.server.open_api_problem());
     // A config without pipelines is a server's whose pipelines all come through the API.
-    let settings = file
-        .validate_for_serve(path.parent(), output_problems)
-        .map_err(config_failure)?;
+    let settings = match file.validate_for_serve(path.parent(), output_problems) {
+        Ok(settings) if problems.is_empty() => settings,
+        Ok(_) => return Err(config_failure(ConfigError::Invalid(problems))),
+        Err(ConfigError::Invalid(more)) => {
+            problems.extend(more);
+            return Err(config_failure(ConfigError::Invalid(problems)));
+        }
+        Err(other) => return Err(config_failure(other)),
+    };
     let mut text = format!("{}: ok, {} pipeline(s)\n", path.display(), settings.pipelines.len());
     if settings.pipelines.is_empty() {
         text.push_str("  none: `serve` runs it as an API-only server; `run` needs at least one\n");

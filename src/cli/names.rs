@@ -28,6 +28,9 @@ const PLACES: &[(&str, &str)] = &[
     ("sink.codec", "--codec"),
     ("sink.lossless", "--lossless"),
     ("sink.muxer_options", "--muxer-opt"),
+    ("sink.options.crf", "--crf"),
+    ("sink.options.b", "--bitrate"),
+    ("sink.options.preset", "--preset"),
     ("sink.options", "--encoder-opt"),
 ];
 

@@ -80,6 +80,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         codec: args.codec.clone(),
         lossless: args.lossless,
         overwrite: args.overwrite,
+        no_overwrite: args.no_overwrite,
         encoder_options: encoder_options(args),
         no_audio: args.no_audio,
         start: args.ss,

@@ -61,10 +61,20 @@ pub(crate) struct Rewritten {
     pub(crate) typed: Vec<(String, String)>,
 }
 
-/// A spelling that has no convstream meaning where it stands.
+/// The spellings that have no convstream meaning where they stand, one problem a line. Each
+/// problem quotes what was typed, so each is shown with its control characters escaped
+/// (`-vf $'sobel\nFAKE ERROR'` cannot start a line of its own).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct SpellingError(String);
+#[error("{}", shown_one_a_line(.0))]
+pub(crate) struct SpellingError(Vec<String>);
+
+fn shown_one_a_line(problems: &[String]) -> String {
+    let lines: Vec<_> = problems
+        .iter()
+        .map(|problem| convstream_core::escape_control(problem))
+        .collect();
+    lines.join("\n")
+}
 
 /// Rewrites the words of `convstream run ...` (the program's name first); other
 /// subcommands are passed on untouched. `value_flags` are the flags of `run` that take a
@@ -152,9 +162,10 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
             Err(problem) => problems.push(problem),
         }
     }
+    problems.extend(flags_that_repeat_the_filter_chain(&args, &flag_at, &out.typed));
     match problems.is_empty() {
         true => Ok(out),
-        false => Err(SpellingError(problems.join("\n"))),
+        false => Err(SpellingError(problems)),
     }
 }
 
@@ -227,7 +238,8 @@ fn ffmpeg_word_to_flags(
         ("c" | "codec", None) if value_text == "copy" => return refuse("convstream encodes the video it filters; -c:a copy copies the rest"),
         ("c" | "codec", None) => return Ok(vec![if before_input { "--decoder" } else { "--codec" }.into(), value_text.into()]),
         ("vf" | "filter", _) => return filter_flags(typed, value_text),
-        ("hide_banner" | "nostdin" | "stdin" | "n", None) => return Ok(Vec::new()),
+        ("hide_banner" | "nostdin" | "stdin", None) => return Ok(Vec::new()),
+        ("n", None) => return Ok(once("--no-overwrite")),
         ("stats", None) => return Ok(once("--progress")),
         ("nostats", None) => return Ok(once("--no-progress")),
         ("loglevel" | "v", None) => return log_level(typed, value_text).map(|level| vec!["--log-level".into(), level.into()]),
@@ -301,12 +313,37 @@ fn spelling_flags(
         },
     };
     match long {
+        Some("--codec") if value_text == "copy" => Err(format!(
+            "{typed} copy: the video is filtered, so it is encoded again; name an encoder (libx264, as \
+             `convstream doctor` lists them) or leave {typed} out for the container's default"
+        )),
         Some(long) => Ok(Some(with_value(long))),
         None => Err(format!(
             "{typed} applies to the input only: put it before -i (as in FFmpeg); convstream does not change the output's {}",
             if spelled == "-pix_fmt" { "pixel format" } else { "size or frame rate" }
         )),
     }
+}
+
+/// The flags typed beside `-vf` that say again what its chain says (the masks, the planes,
+/// the border), each refused by the name the user typed: `-vf` becomes those flags, so clap
+/// would otherwise call the user's own flag a repeated `-vf`.
+fn flags_that_repeat_the_filter_chain(args: &[OsString], flag_at: &[bool], typed: &[(String, String)]) -> Vec<String> {
+    let Some((chain_flag, _)) = typed.iter().find(|(_, became)| became == "--mask") else {
+        return Vec::new();
+    };
+    let said_by_the_chain = ["--mask", "--plane-mask", "--planes", "--border"];
+    args.iter()
+        .zip(flag_at)
+        .filter(|(_, &is_flag)| is_flag)
+        .filter_map(|(word, _)| word.to_str())
+        .filter_map(|word| {
+            let flag = word.split_once('=').map_or(word, |(flag, _)| flag);
+            said_by_the_chain.contains(&flag).then(|| {
+                format!("{flag} cannot be given with {chain_flag}: the filter chain says the masks, planes and border; give one or the other")
+            })
+        })
+        .collect()
 }
 
 /// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution family.

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::error::ConfigError;
 use crate::measured_seats::MeasuredSeats;
 use crate::outputs::OutputCheck;
+use crate::problem::Problem;
 use crate::schema::{ConfigFile, ServerConfig};
 use crate::structure;
 
@@ -131,6 +132,23 @@ pub fn read_config_bytes(path: &Path) -> Result<Vec<u8>, ConfigError> {
 }
 
 impl ServerConfig {
+    /// `serve`'s refusal of an API open to the network with no token, for `check` to say
+    /// too: an address that is not loopback needs `token_env` or, knowingly,
+    /// `insecure_no_token`. (`serve --listen` may change the address; `serve` checks again.)
+    pub fn open_api_problem(&self) -> Option<Problem> {
+        let address = self.listen.parse::<std::net::SocketAddr>().ok()?;
+        (!address.ip().is_loopback() && self.token_env.is_none() && !self.insecure_no_token).then(|| {
+            Problem::value(
+                "server.listen",
+                format!(
+                    "{address} without a token: `serve` refuses it, as anyone who reaches that address would \
+                     control the pipelines; set [server] token_env (a bearer token), listen on loopback \
+                     (127.0.0.1), or set [server] insecure_no_token = true to accept that"
+                ),
+            )
+        })
+    }
+
     /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now as the
     /// config file is (a regular file, bounded: a FIFO or a device named by mistake is
     /// refused instead of blocking or filling memory).
@@ -177,13 +195,25 @@ mod measured_seats_tests {
     fn a_file_that_is_no_seats_file_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         for (text, says) in [
-            ("password = \"hunter2\"\n", "not a measured NVDEC seats file"),
+            ("password = \"hunter2\"\n", "a key other than"),
             ("[seats_per_gpu]\n", "names no GPU model"),
-            ("[seats_per_gpu]\n\"NVIDIA H200\" = 0\n", "has 0 seats"),
             (
-                "[seats_per_gpu]\n\"NVIDIA H200\" = -3\n",
-                "not a measured NVDEC seats file",
+                "[seats_per_gpu]\n\"NVIDIA H200\" = 0\n",
+                "model 1 of seats_per_gpu has 0 seats",
             ),
+            ("[seats_per_gpu]\n\"NVIDIA H200\" = -3\n", "no whole number of seats"),
+            // A value of the wrong kind, a key, a line that is no TOML: none of it is shown.
+            ("seats_per_gpu = \"hunter2-A\"\n", "seats_per_gpu is not a table"),
+            (
+                "[seats_per_gpu]\n\"NVIDIA H200\" = \"hunter2-B\"\n",
+                "no whole number of seats",
+            ),
+            (
+                "measured_with = 3\nhunter2 = 1\n",
+                "a key other than measured_with and seats_per_gpu; measured_with is not text",
+            ),
+            ("[seats_per_gpu]\nA = 4\nhunter2 secret line\n", "line 3 is not TOML"),
+            ("root:x:0:0:hunter2:/root:/bin/bash\n", "line 1 is not TOML"),
         ] {
             let path = dir.path().join("seats.toml");
             std::fs::write(&path, text).unwrap();

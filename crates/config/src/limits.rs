@@ -74,15 +74,25 @@ pub fn pipeline_place(index: usize, name: &str) -> Place {
 
 /// A string setting that holds control characters or is too long.
 fn text_problem(field: &str, value: &str, problems: &mut Vec<Problem>) {
+    text_problem_up_to(field, value, MAX_TEXT_CHARS, problems);
+}
+
+/// The most characters a mask spec given as text may have: a custom matrix of the largest
+/// size written out (63 x 63 values, as a `-vf unsharp=23:23` or a user writes them) is
+/// longer than other settings; as long as a mask file may be.
+pub const MAX_MASK_SPEC_CHARS: usize = 256 * 1024;
+
+/// [`text_problem`] with a limit of `max` characters.
+fn text_problem_up_to(field: &str, value: &str, max: usize, problems: &mut Vec<Problem>) {
     if value.chars().any(char::is_control) {
         problems.push(Problem::value(
             field,
             format!("`{}` contains control characters, which are not allowed", quoted(value)),
         ));
-    } else if value.chars().count() > MAX_TEXT_CHARS {
+    } else if value.chars().count() > max {
         problems.push(Problem::value(
             field,
-            format!("`{}` is too long; at most {MAX_TEXT_CHARS} characters", quoted(value)),
+            format!("`{}` is too long; at most {max} characters", quoted(value)),
         ));
     }
 }
@@ -149,7 +159,7 @@ pub fn filter_limits(filter: &FilterConfig, problems: &mut Vec<Problem>) {
     );
     for (place, selection) in selections {
         match selection {
-            MaskSelection::Named(spec) => text_problem(&place, spec, problems),
+            MaskSelection::Named(spec) => text_problem_up_to(&place, spec, MAX_MASK_SPEC_CHARS, problems),
             MaskSelection::Inline(params) => {
                 if let Some(file) = &params.file {
                     text_problem(&format!("{place}.file"), &file.to_string_lossy(), problems);

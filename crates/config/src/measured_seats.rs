@@ -9,6 +9,20 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// The most seats a GPU may be given (as `[server] max_pipelines` allows at most).
+const MAX_SEATS: usize = crate::limits::MAX_PIPELINES;
+
+/// "line N" of `text` where `span` starts, or "its text" when the parser gave no place.
+fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            format!("line {}", before.matches('\n').count() + 1)
+        }
+        None => "its text".to_string(),
+    }
+}
+
 /// The file's contents: seats per GPU by model, and how they were measured.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,26 +38,54 @@ pub struct MeasuredSeats {
 impl MeasuredSeats {
     /// Checks the text of a file `bench` wrote (or an operator edited), read from `path`
     /// (`ServerConfig::measured_nvdec_seats` reads it as a config file is read). The error
-    /// names the file and what is wrong, never its contents beyond the offending key.
+    /// names the file, the rule broken and where (a line, a model's place in the table),
+    /// never a key or value of the file: `nvdec_seats_file` may name any file, through a
+    /// link too, and its contents are not for a log or an API answer.
     pub fn parse(text: &str, path: &Path) -> Result<MeasuredSeats, String> {
-        let seats: MeasuredSeats = toml::from_str(text).map_err(|e| {
+        let refused = |why: String| {
             format!(
-                "{}: not a measured NVDEC seats file ({}): `convstream bench --suite scale --decoder nvdec` writes one",
-                path.display(),
-                e.message()
-            )
-        })?;
-        if seats.seats_per_gpu.is_empty() {
-            return Err(format!("{}: names no GPU model under seats_per_gpu", path.display()));
-        }
-        if let Some((model, _)) = seats.seats_per_gpu.iter().find(|(_, &seats)| seats == 0) {
-            return Err(format!(
-                "{}: {model:?} has 0 seats: a GPU that keeps no NVDEC pipeline is left out of the file, \
-                 and decoder = \"software\" decodes on the CPU",
+                "{}: not a measured NVDEC seats file: {why}; `convstream bench --suite scale --decoder nvdec` writes one",
                 path.display()
-            ));
+            )
+        };
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| refused(format!("{} is not TOML", line_of(text, e.span()))))?;
+        let mut seats = MeasuredSeats::default();
+        let mut problems = Vec::new();
+        for (key, value) in &table {
+            match (key.as_str(), value) {
+                ("measured_with", toml::Value::String(text)) => seats.measured_with = Some(text.clone()),
+                ("measured_with", _) => problems.push("measured_with is not text".to_string()),
+                ("seats_per_gpu", toml::Value::Table(models)) => {
+                    for (place, (model, count)) in models.iter().enumerate() {
+                        match count.as_integer().and_then(|n| usize::try_from(n).ok()) {
+                            Some(count) if (1..=MAX_SEATS).contains(&count) => {
+                                seats.seats_per_gpu.insert(model.clone(), count);
+                            }
+                            Some(0) => problems.push(format!(
+                                "model {} of seats_per_gpu has 0 seats: a GPU that keeps no NVDEC pipeline is \
+                                 left out of the file, and decoder = \"software\" decodes on the CPU",
+                                place + 1
+                            )),
+                            _ => problems.push(format!(
+                                "model {} of seats_per_gpu has no whole number of seats 1..={MAX_SEATS}",
+                                place + 1
+                            )),
+                        }
+                    }
+                }
+                ("seats_per_gpu", _) => problems.push("seats_per_gpu is not a table of GPU models".to_string()),
+                _ => problems.push("it holds a key other than measured_with and seats_per_gpu".to_string()),
+            }
         }
-        Ok(seats)
+        if !table.contains_key("seats_per_gpu") || (problems.is_empty() && seats.seats_per_gpu.is_empty()) {
+            problems.push("it names no GPU model under seats_per_gpu".to_string());
+        }
+        match problems.is_empty() {
+            true => Ok(seats),
+            false => Err(refused(problems.join("; "))),
+        }
     }
 
     /// The file's text: a comment saying what it is and how to use it, then the table.

@@ -40,6 +40,9 @@ pub struct Overrides {
     pub lossless: bool,
     /// Consent to replace existing output files (`-y`); applies to every pipeline that runs.
     pub overwrite: bool,
+    /// Never replace an existing output file (`-n`), whatever the config says; with
+    /// `overwrite` too, refused (as FFmpeg refuses `-y -n`).
+    pub no_overwrite: bool,
     /// Encoder options (`--crf`, `--bitrate`, `--preset`, `--encoder-opt`), laid over sink.options.
     pub encoder_options: Vec<(String, String)>,
     /// `-an`: no audio or other copied streams.
@@ -148,9 +151,14 @@ impl Overrides {
                 ))]));
             }
         }
-        if self.overwrite {
+        if self.overwrite && self.no_overwrite {
+            return Err(ConfigError::Invalid(vec![Problem::general(
+                "-y (replace existing outputs) and -n (never replace them) contradict each other: give one",
+            )]));
+        }
+        if self.overwrite || self.no_overwrite {
             for pipeline in &mut config.pipelines {
-                pipeline.sink.overwrite = true;
+                pipeline.sink.overwrite = self.overwrite;
             }
         }
         if !self.changes_pipeline() {

@@ -13,7 +13,6 @@ use crate::limits::pipeline_place;
 use crate::outputs::OutputCheck;
 use crate::problem::{Place, Problem};
 use crate::schema::{ConfigFile, FilterConfig, LogConfig, PipelineConfig, ServerConfig, SinkConfig, SourceConfig};
-use crate::validate::NO_PIPELINE;
 use convstream_core::MaskParams;
 
 const TOP_KEYS: &[&str] = &["log", "server", "masks", "pipeline"];
@@ -25,7 +24,6 @@ pub(crate) fn problems(table: &Table, base_dir: Option<&Path>, outputs: OutputCh
     let mut problems = Vec::new();
     let mut repaired = ConfigFile::default();
     let mut broken_masks = BTreeSet::new();
-    let mut dropped_pipeline = false;
     // Each repaired pipeline's position in the file, for places given by number.
     let mut positions = Vec::new();
     for (key, value) in table {
@@ -55,12 +53,9 @@ pub(crate) fn problems(table: &Table, base_dir: Option<&Path>, outputs: OutputCh
             "pipeline" => match value.as_array() {
                 Some(pipelines) => {
                     for (index, value) in pipelines.iter().enumerate() {
-                        match pipeline(index, value, &mut problems) {
-                            Some(pipeline) => {
-                                repaired.pipelines.push(pipeline);
-                                positions.push(index);
-                            }
-                            None => dropped_pipeline = true,
+                        if let Some(pipeline) = pipeline(index, value, &mut problems) {
+                            repaired.pipelines.push(pipeline);
+                            positions.push(index);
                         }
                     }
                 }
@@ -77,14 +72,14 @@ pub(crate) fn problems(table: &Table, base_dir: Option<&Path>, outputs: OutputCh
     }
     // What is well-formed is validated as usual; problems that only follow from a part
     // already reported (a broken named mask, a pipeline left out) are not repeated.
-    if let Err(ConfigError::Invalid(more)) = repaired.validate(base_dir, outputs) {
+    // As `serve` and `check` validate: a file is read before anyone knows it is for `run`
+    // (which needs a pipeline, and says so once this is fixed) or for an API-only server.
+    if let Err(ConfigError::Invalid(more)) = repaired.validate_for_serve(base_dir, outputs) {
         let renumbered = more.into_iter().map(|problem| renumber(problem, &positions));
         problems.extend(renumbered.filter(|problem| {
-            let follows_from_broken_mask = broken_masks
+            !broken_masks
                 .iter()
-                .any(|name| problem.message().contains(&format!("unknown mask `{name}`")));
-            let follows_from_dropped = dropped_pipeline && *problem == Problem::general(NO_PIPELINE);
-            !follows_from_broken_mask && !follows_from_dropped
+                .any(|name| problem.message().contains(&format!("unknown mask `{name}`")))
         }));
     }
     problems

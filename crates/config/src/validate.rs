@@ -192,6 +192,19 @@ fn validate_server(server: &ServerConfig, problems: &mut Vec<Problem>) {
             format!("{count} is out of range; allowed 1..={}", limits::MAX_PIPELINES),
         ));
     }
+    if let Some(seats) = server
+        .nvdec_seats_per_gpu
+        .filter(|n| !(1..=limits::MAX_PIPELINES).contains(n))
+    {
+        problems.push(Problem::value(
+            "server.nvdec_seats_per_gpu",
+            format!(
+                "{seats} is out of range; allowed 1..={} (for a GPU that should keep no NVDEC pipeline, \
+                 give those pipelines decoder = \"software\")",
+                limits::MAX_PIPELINES
+            ),
+        ));
+    }
     crate::shard_spec::config_problems(server.shard.as_deref(), server.shards, problems);
     if let Some(name) = &server.token_env {
         let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');

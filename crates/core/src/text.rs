@@ -7,14 +7,27 @@ use std::borrow::Cow;
 /// How many characters of a user's value a message quotes.
 pub const QUOTED_CHARS: usize = 48;
 
-/// `value` with control characters escaped (`\n`, `\u{1b}`).
+/// Whether `c` must not reach a terminal, a log or a console raw: a control character (C0,
+/// DEL, C1), a bidirectional control that reorders what follows it on screen (U+202A..U+202E,
+/// U+2066..U+2069, the marks U+200E, U+200F, U+061C), or a line or paragraph separator
+/// (U+2028, U+2029) that some viewers break lines at. Every escaping function here uses this
+/// one rule, so a value cannot start a fake log line, drive a terminal or show text backwards.
+pub fn must_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}'
+        )
+}
+
+/// `value` with the characters [`must_escape`] names escaped (`\n`, `\u{1b}`, `\u{202e}`).
 pub fn escape_control(value: &str) -> Cow<'_, str> {
     escape_control_but(value, |_| false)
 }
 
-/// `value` with control characters escaped, except those `keep` keeps.
+/// `value` with the characters [`must_escape`] names escaped, except those `keep` keeps.
 fn escape_control_but(value: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    let escapes = |c: char| c.is_control() && !keep(c);
+    let escapes = |c: char| must_escape(c) && !keep(c);
     if !value.chars().any(escapes) {
         return Cow::Borrowed(value);
     }
@@ -47,9 +60,11 @@ pub fn quoted_up_to(value: &str, max: usize) -> String {
     }
 }
 
-/// Query keys whose values are credentials: a key is one when it is, or ends with, one of
-/// these (case aside), so `access_token`, `stream_key` and `X-Amz-Signature` are too.
-const SECRET_QUERY_KEYS: [&str; 13] = [
+/// Keys whose values are credentials, wherever a URL gives `KEY=VALUE` (query, fragment,
+/// `;` parameters, a path segment): a key is one when it is, or ends with, one of these (case
+/// aside, after percent-decoding), so `access_token`, `stream_key`, `X-Amz-Signature` and
+/// `to%6Ben` are too. `policy` and `key-pair-id` complete a signed URL's `Signature`.
+const SECRET_KEYS: [&str; 15] = [
     "passphrase",
     "streamid",
     "token",
@@ -63,6 +78,8 @@ const SECRET_QUERY_KEYS: [&str; 13] = [
     "sig",
     "signature",
     "credential",
+    "policy",
+    "key-pair-id",
 ];
 
 /// URL schemes whose path after the application is a stream key (`rtmp://host/app/KEY`).
@@ -72,11 +89,13 @@ const STREAM_KEY_SCHEMES: [&str; 6] = ["rtmp", "rtmps", "rtmpe", "rtmpt", "rtmpt
 const HIDDEN: &str = "***";
 
 /// `text` with the credentials of every URL in it hidden: the userinfo
-/// (`rtsp://user:pass@cam/x` becomes `rtsp://***@cam/x`), the values of query keys that
-/// hold secrets (`srt://h:9000?passphrase=***&streamid=***`, `?token=***`, see
-/// `SECRET_QUERY_KEYS`) and an RTMP stream key (`rtmp://host/app/***`). Applied where
-/// text leaves the process (log lines, API answers, what the CLI prints), so a secret in a
-/// source or sink URL is shown nowhere, whichever message (ours or FFmpeg's) quotes it.
+/// (`rtsp://user:pass@cam/x` becomes `rtsp://***@cam/x`), the value of every `KEY=VALUE` whose
+/// key names a secret, wherever the URL gives one: query, fragment, `;` parameters, a path
+/// segment (`srt://h:9000?passphrase=***&streamid=***`, `#token=***`, `/pass=***/`, keys
+/// percent-decoded before matching, see `SECRET_KEYS`), a value that is itself an encoded URL
+/// with credentials, and an RTMP stream key (`rtmp://host/app/***`). Applied where text leaves
+/// the process (log lines, API answers, what the CLI prints), so a secret in a source or sink
+/// URL is shown nowhere, whichever message (ours or FFmpeg's) quotes it.
 pub fn redact_credentials(text: &str) -> Cow<'_, str> {
     const SEPARATOR: &str = "://";
     if !text.contains(SEPARATOR) {
@@ -93,7 +112,7 @@ pub fn redact_credentials(text: &str) -> Cow<'_, str> {
         let after = &rest[at + SEPARATOR.len()..];
         // The URL ends where the text quoting it goes on.
         let end = after
-            .find(|c: char| matches!(c, '`' | '"' | '\'' | '<' | '>') || c.is_whitespace() || c.is_control())
+            .find(|c: char| matches!(c, '`' | '"' | '\'' | '<' | '>') || c.is_whitespace() || must_escape(c))
             .unwrap_or(after.len());
         shown.push_str(&rest[..at + SEPARATOR.len()]);
         redact_url(scheme, &after[..end], &mut shown);
@@ -111,14 +130,19 @@ pub fn redact_credentials(text: &str) -> Cow<'_, str> {
 fn redact_url(scheme: &str, url: &str, shown: &mut String) {
     let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
     let authority = &url[..authority_end];
-    match authority.rfind('@') {
-        // A password holding '@' is hidden whole: the last '@' of the authority ends it.
+    let host = match authority.rfind('@') {
+        // A password holding '@' (or ';') is hidden whole: the last '@' of the authority ends it.
         Some(userinfo_end) => {
             shown.push_str(HIDDEN);
-            shown.push_str(&authority[userinfo_end..]);
+            &authority[userinfo_end..]
         }
-        None => shown.push_str(authority),
-    }
+        None => authority,
+    };
+    // `srt://h:9000;passphrase=...`: parameters after the host, as in a path.
+    let params_start = host.find(';').unwrap_or(host.len());
+    shown.push_str(&host[..params_start]);
+    redact_pairs(&host[params_start..], PATH_SEPARATORS, PATH_SEPARATORS, shown);
+
     let rest = &url[authority_end..];
     let path_end = rest.find(['?', '#']).unwrap_or(rest.len());
     let path = &rest[..path_end];
@@ -129,36 +153,79 @@ fn redact_url(scheme: &str, url: &str, shown: &mut String) {
             shown.push_str(&path[..=app_end]);
             shown.push_str(HIDDEN);
         }
-        _ => shown.push_str(path),
+        _ => redact_pairs(path, PATH_SEPARATORS, PATH_SEPARATORS, shown),
     }
-    let rest = &rest[path_end..];
-    // A query runs to the URL's end: an SRT `streamid` holds `#` (`#!::r=live`), so a
-    // fragment after a secret value is hidden with it.
-    match rest.strip_prefix('?') {
-        None => shown.push_str(rest),
-        Some(query) => {
-            shown.push('?');
-            for (index, pair) in query.split('&').enumerate() {
-                if index > 0 {
-                    shown.push('&');
-                }
-                match pair.split_once('=') {
-                    Some((key, value)) if is_secret_key(key) && !value.is_empty() => {
-                        shown.push_str(key);
-                        shown.push('=');
-                        shown.push_str(HIDDEN);
-                    }
-                    _ => shown.push_str(pair),
-                }
+    // The query and the fragment: a secret value runs to the next `&` or `;`, past a `#`, since
+    // an SRT `streamid` holds one (`#!::r=live`); other pairs end at a `#` too, so a
+    // fragment's `#token=...` is a pair of its own.
+    redact_pairs(&rest[path_end..], QUERY_SEPARATORS, SECRET_VALUE_ENDS, shown);
+}
+
+/// What separates `KEY=VALUE` pairs in a URL's path (`/pass=X/`, `;passphrase=X`).
+const PATH_SEPARATORS: &[char] = &['/', ';'];
+/// What separates pairs in a URL's query and fragment.
+const QUERY_SEPARATORS: &[char] = &['?', '&', ';', '#'];
+/// What ends a secret value in a query or fragment.
+const SECRET_VALUE_ENDS: &[char] = &['&', ';'];
+
+/// Appends `text` to `shown`, each `KEY=VALUE` between `separators` with its value hidden when
+/// the key names a secret (the value then running to one of `secret_ends`), or when the value,
+/// percent-decoded, is a URL holding credentials (`?url=rtsp%3A%2F%2Fu%3Ap%40h`).
+fn redact_pairs(text: &str, separators: &[char], secret_ends: &[char], shown: &mut String) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let segment_end = rest.find(separators).unwrap_or(rest.len());
+        let segment = &rest[..segment_end];
+        let Some((key, value)) = segment.split_once('=') else {
+            // A separator, or a segment that is no pair: shown, and the separator after it.
+            let taken = segment_end + rest[segment_end..].chars().next().map_or(0, char::len_utf8);
+            shown.push_str(&rest[..taken]);
+            rest = &rest[taken..];
+            continue;
+        };
+        if is_secret_key(key) {
+            let value_start = key.len() + 1;
+            let value_end = rest[value_start..]
+                .find(secret_ends)
+                .map_or(rest.len(), |i| value_start + i);
+            shown.push_str(&rest[..value_start]);
+            if value_end > value_start {
+                shown.push_str(HIDDEN);
             }
+            rest = &rest[value_end..];
+        } else {
+            shown.push_str(key);
+            shown.push('=');
+            if holds_credentials(value) {
+                shown.push_str(HIDDEN);
+            } else {
+                shown.push_str(value);
+            }
+            rest = &rest[segment_end..];
         }
     }
 }
 
-/// Whether a query key names a credential (see [`SECRET_QUERY_KEYS`]).
+/// Whether a key names a credential (see [`SECRET_KEYS`]), percent-decoded and case aside.
 fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_QUERY_KEYS.iter().any(|secret| key.ends_with(secret))
+    let key = percent_encoding::percent_decode_str(key)
+        .decode_utf8_lossy()
+        .to_ascii_lowercase();
+    let key = key.trim();
+    SECRET_KEYS.iter().any(|secret| key.ends_with(secret))
+}
+
+/// Whether a value, percent-decoded, is or holds a URL with credentials in it.
+fn holds_credentials(value: &str) -> bool {
+    if !value.contains('%') {
+        return false;
+    }
+    let decoded = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+    if !decoded.contains("://") {
+        return false;
+    }
+    // A URL encoded twice is not looked into further (that would recurse): it is hidden.
+    decoded.contains('%') || matches!(redact_credentials(&decoded), Cow::Owned(_))
 }
 
 /// `text` as a terminal shows it: URL credentials hidden ([`redact_credentials`]) and every
@@ -176,7 +243,7 @@ pub fn for_terminal(text: &str) -> String {
 pub fn for_log(event: &str, keep_colours: bool) -> Cow<'_, str> {
     let body = event.strip_suffix('\n').unwrap_or(event);
     let redacted = redact_credentials(body);
-    let needs_escape = redacted.chars().any(char::is_control);
+    let needs_escape = redacted.chars().any(must_escape);
     if !needs_escape && matches!(redacted, Cow::Borrowed(_)) {
         return Cow::Borrowed(event);
     }
@@ -196,7 +263,7 @@ pub fn for_log(event: &str, keep_colours: bool) -> Cow<'_, str> {
 fn escape_keeping_colours(text: &str) -> String {
     let mut shown = String::with_capacity(text.len() + 8);
     let mut rest = text;
-    while let Some(at) = rest.find(|c: char| c.is_control()) {
+    while let Some(at) = rest.find(must_escape) {
         shown.push_str(&rest[..at]);
         let tail = &rest[at..];
         let sgr_len = tail.strip_prefix("\u{1b}[").and_then(|params| {
@@ -299,6 +366,60 @@ mod tests {
             redact_credentials(r#"{"url":"srt://h?pwd=p","x":1}"#),
             r#"{"url":"srt://h?pwd=***","x":1}"#
         );
+    }
+
+    #[test]
+    fn secrets_are_found_in_fragments_parameters_paths_and_encoded_keys() {
+        let cases = [
+            ("https://h/v.m3u8#token=SECRET1", "https://h/v.m3u8#token=***"),
+            (
+                "https://h/v.m3u8?a=1#access_token=SECRET1&b=2",
+                "https://h/v.m3u8?a=1#access_token=***&b=2",
+            ),
+            (
+                "https://h/v.m3u8?to%6Ben=SECRET1&x=1",
+                "https://h/v.m3u8?to%6Ben=***&x=1",
+            ),
+            ("https://h/v.m3u8?%70%61ss=SECRET1", "https://h/v.m3u8?%70%61ss=***"),
+            (
+                "https://d.cloudfront.net/v.m3u8?Policy=SECRET1&Signature=SECRET2&Key-Pair-Id=SECRET3",
+                "https://d.cloudfront.net/v.m3u8?Policy=***&Signature=***&Key-Pair-Id=***",
+            ),
+            ("srt://h:9000;passphrase=SECRET1", "srt://h:9000;passphrase=***"),
+            ("rtsp://h/live;auth=SECRET1;x=1/s", "rtsp://h/live;auth=***;x=1/s"),
+            ("http://h/pass=SECRET1/v.ts", "http://h/pass=***/v.ts"),
+            (
+                "http://h/a/b?url=rtsp%3A%2F%2Fu%3ASECRET1%40cam%2Fx&n=1",
+                "http://h/a/b?url=***&n=1",
+            ),
+            ("rtsp://u:p;SECRET1@h/x", "rtsp://***@h/x"),
+        ];
+        for (url, wanted) in cases {
+            let shown = redact_credentials(url);
+            assert_eq!(shown, wanted, "{url}");
+            assert!(!shown.contains("SECRET"), "{shown}");
+        }
+        // What names no secret is kept as it was.
+        for url in [
+            "https://h/v.m3u8?a=1#t=10",
+            "http://h/a=b/c;d=e?f=g#h",
+            "http://h/x?u=http%3A%2F%2Fh%2Fy",
+        ] {
+            assert_eq!(redact_credentials(url), url);
+        }
+    }
+
+    #[test]
+    fn bidirectional_controls_and_line_separators_are_escaped_as_control_characters_are() {
+        let url = "rtsp://cam/\u{202e}4pm.exe\u{2066}x\u{2069}\u{2028}y\u{200f}";
+        let wanted = "rtsp://cam/\\u{202e}4pm.exe\\u{2066}x\\u{2069}\\u{2028}y\\u{200f}";
+        assert_eq!(escape_control(url), wanted);
+        assert_eq!(for_log(&format!("{url}\n"), false), format!("{wanted}\n"));
+        assert_eq!(for_log(&format!("{url}\n"), true), format!("{wanted}\n"));
+        assert_eq!(for_terminal(url), wanted);
+        assert_eq!(quoted("a\u{202e}b"), "a\\u{202e}b");
+        // Letters of right-to-left scripts are text, not controls.
+        assert_eq!(escape_control("שלום مرحبا"), "שלום مرحبا");
     }
 
     #[test]

@@ -47,11 +47,13 @@ impl Mask {
         let name = params.preset_name();
         let Some(preset) = presets::find(name) else {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-            return Err(vec![MaskError::UnknownPreset {
+            errors.push(MaskError::UnknownPreset {
                 name: crate::text::quoted(name),
                 suggestion: nearest(name, &names),
                 allowed: names.join(", "),
-            }]);
+            });
+            presets::check_sides_of_any_preset(params, &mut errors);
+            return Err(errors);
         };
         for key in params.keys_set() {
             if !preset.keys.contains(&key) && !UNIVERSAL_KEYS.contains(&key) {

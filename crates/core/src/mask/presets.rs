@@ -118,6 +118,17 @@ pub fn find(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
+/// The sides a mask of any preset would refuse (`size = 4`), for a mask whose preset is not
+/// known: said with the unknown name, so that fixing the name does not reveal a second
+/// problem.
+pub fn check_sides_of_any_preset(p: &MaskParams, errors: &mut Vec<MaskError>) {
+    for (key, side) in [("size", p.size), ("width", p.width), ("height", p.height)] {
+        if let Some(side) = side {
+            check_side(key, side, errors);
+        }
+    }
+}
+
 fn check_side(key: &str, value: u32, errors: &mut Vec<MaskError>) -> usize {
     if value == 0 || value.is_multiple_of(2) || value as usize > MAX_SIDE {
         errors.push(MaskError::BadSide {

@@ -48,12 +48,61 @@ pub fn video_encoder_names(muxer: Option<&ffmpeg::format::Output>) -> Vec<String
         // SAFETY: a non-null entry of the static table.
         let codec = unsafe { ffmpeg::Codec::wrap(codec) };
         if codec.is_encoder() && codec.is_video() && muxer.is_none_or(|muxer| muxer_takes(muxer, codec.id())) {
-            names.push(codec.name().to_string());
+            names.push(codec);
         }
     }
+    let mut names: Vec<String> = names.into_iter().map(|codec| codec.name().to_string()).collect();
     names.sort_unstable();
     names.dedup();
     names
+}
+
+/// [`video_encoder_names`] that open on this host: every software encoder, and the hardware
+/// ones (NVENC, QSV, VAAPI, V4L2...) only where a small one opens here (asked once each per
+/// process, quietly), so a message never offers an encoder the host cannot run.
+pub fn usable_video_encoder_names(muxer: Option<&ffmpeg::format::Output>) -> Vec<String> {
+    video_encoder_names(muxer)
+        .into_iter()
+        .filter(|name| encoder_named(name).is_some_and(|codec| !is_hardware(codec) || hardware_opens(name)))
+        .collect()
+}
+
+/// Whether an encoder drives a device rather than the CPU (by FFmpeg's capability flags, and
+/// by the wrappers' names for builds whose flags say nothing).
+fn is_hardware(codec: ffmpeg::Codec) -> bool {
+    const DEVICE_SUFFIXES: [&str; 9] = [
+        "_nvenc",
+        "_qsv",
+        "_vaapi",
+        "_v4l2m2m",
+        "_omx",
+        "_amf",
+        "_mf",
+        "_videotoolbox",
+        "_vulkan",
+    ];
+    let flags = ffmpeg::ffi::AV_CODEC_CAP_HARDWARE | ffmpeg::ffi::AV_CODEC_CAP_HYBRID;
+    // SAFETY: `codec` is an entry of FFmpeg's static codec table.
+    let capabilities = unsafe { (*codec.as_ptr()).capabilities } as u32;
+    capabilities & flags != 0 || DEVICE_SUFFIXES.iter().any(|suffix| codec.name().ends_with(suffix))
+}
+
+/// Whether the hardware encoder `name` opens here, asked once per process.
+fn hardware_opens(name: &str) -> bool {
+    if name.ends_with("_nvenc") {
+        return nvenc_usable(name).is_ok();
+    }
+    static OPENS: OnceLock<std::sync::Mutex<std::collections::HashMap<String, bool>>> = OnceLock::new();
+    let known = OPENS.get_or_init(Default::default);
+    if let Some(&opens) = known.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        return opens;
+    }
+    let opens = open_tiny(name).is_ok();
+    known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.to_string(), opens);
+    opens
 }
 
 /// Why `name` cannot encode an output into `muxer` (`None`: the container is unknown):
@@ -65,17 +114,17 @@ pub fn missing_encoder(name: &str, muxer: Option<&ffmpeg::format::Output>) -> St
     )
 }
 
-/// "for the mp4 container it has: a, b, c (`convstream doctor` lists them all)", or what to
-/// do when it has none for the container.
+/// "for the mp4 container it has: a, b, c (`convstream doctor` lists them all)", naming
+/// only encoders that open on this host, or what to do when it has none for the container.
 pub fn encoders_to_name(muxer: Option<&ffmpeg::format::Output>) -> String {
-    let names = video_encoder_names(muxer);
+    let names = usable_video_encoder_names(muxer);
     match muxer {
         Some(muxer) if names.is_empty() => format!(
             "it has no video encoder the {} container takes: choose another container (.mkv takes most)",
             muxer.name()
         ),
         Some(muxer) => format!(
-            "for the {} container it has: {} (`convstream doctor` lists them all)",
+            "for the {} container, these open here: {} (`convstream doctor` lists them all)",
             muxer.name(),
             names.join(", ")
         ),

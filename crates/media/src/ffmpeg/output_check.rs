@@ -5,7 +5,7 @@
 use convstream_config::{container_of_scheme, OutputTarget, PipelineConfig, Place, Problem};
 use convstream_core::quoted;
 
-use super::encoders::missing_encoder;
+use super::encoders::{default_encoders, first_usable, missing_encoder};
 use super::{ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailable, muxer_takes, video_encoder};
 
 /// Container and codec problems that FFmpeg would report only when the output opens: an
@@ -62,6 +62,24 @@ pub fn output_problems(pipeline: &PipelineConfig) -> Vec<Problem> {
     let container = muxer.name().to_string();
     if matches!(container.as_str(), "yuv4mpegpipe" | "rawvideo") {
         return placed(problems, &place); // uncompressed: the codec and lossless do not apply
+    }
+    // The encoder the output will have, for its options' trial: the one named, else the
+    // container's default on the CPU (`lossless` alone picks ffv1, which takes no options).
+    let encoder = match &codec {
+        Some((_, codec)) => Some(*codec),
+        None if !sink.lossless => {
+            let candidates = default_encoders(&container, false);
+            first_usable(&candidates, |name| match video_encoder(name) {
+                Some(codec) if muxer_takes(&muxer, codec.id()) => Ok(()),
+                _ => Err(String::new()),
+            })
+            .0
+            .and_then(video_encoder)
+        }
+        None => None,
+    };
+    if let Some(encoder) = encoder.filter(|codec| muxer_takes(&muxer, codec.id())) {
+        problems.extend(crate::sink::encoder_option_problems(sink, encoder));
     }
     if let Some((name, codec)) = &codec {
         if !muxer_takes(&muxer, codec.id()) {

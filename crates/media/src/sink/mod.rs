@@ -19,5 +19,6 @@ mod output_io;
 mod thread_loop;
 
 pub use contract::{OutputOptions, Sink, SinkError, SinkOutcome};
+pub(crate) use encoder::encoder_option_problems;
 pub use kind::{open, SinkKind};
 pub use output_io::{mark_stdout_closed, FileId, OutputGuard, StopWatch, WhenExists};

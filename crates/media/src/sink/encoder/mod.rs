@@ -7,7 +7,9 @@ mod choice;
 mod lending;
 mod opening;
 mod setup;
+mod trial;
 mod video;
 
 pub(crate) use choice::container_accepts;
+pub(crate) use trial::encoder_option_problems;
 pub use video::VideoEncoder;

@@ -6,8 +6,10 @@ use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::choice::pixel_name;
+use super::trial::unused_option;
 use crate::ffmpeg::SourceInfo;
 use convstream_config::SinkConfig;
+use convstream_core::quoted;
 
 /// Why the video encoder could not be set up.
 #[derive(Debug)]
@@ -42,7 +44,7 @@ pub(super) fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Optio
 
 /// The constant rate factors an encoder takes. FFmpeg's own option ranges are wider than the
 /// encoders' (libx264's `crf` takes any float and x264 then clamps it to 51 without a word).
-fn crf_range(codec: &str) -> Option<(f64, f64)> {
+pub(super) fn crf_range(codec: &str) -> Option<(f64, f64)> {
     match codec {
         "libx264" | "libx264rgb" | "libx265" => Some((0.0, 51.0)),
         "libvpx" | "libvpx-vp9" | "libaom-av1" | "libsvtav1" => Some((0.0, 63.0)),
@@ -107,8 +109,9 @@ pub(super) fn sets_rate_control(config: &SinkConfig) -> bool {
     config.options.keys().any(|key| RATE_CONTROL.contains(&key.as_str()))
 }
 
-/// Opens the encoder with `options`, as `open_as_with` does, and returns the options the
-/// encoder did not take (a misspelt or foreign option would otherwise be ignored).
+/// Opens the encoder with `options`, as `open_as_with` does, and returns the keys of the
+/// options the encoder did not take (a misspelt or foreign option, a value out of range,
+/// would otherwise be ignored).
 pub(super) fn open_reporting_unused(
     mut encoder: ffmpeg::encoder::video::Video,
     codec: ffmpeg::Codec,
@@ -123,10 +126,7 @@ pub(super) fn open_reporting_unused(
     let status = unsafe { ffmpeg::ffi::avcodec_open2(encoder.as_mut_ptr(), codec.as_ptr(), &mut raw_options) };
     // SAFETY: as above: `raw_options` is a dictionary FFmpeg allocated (or null).
     let unused = unsafe { Dictionary::own(raw_options) };
-    let unused: Vec<String> = unused
-        .iter()
-        .map(|(key, _)| format!("`{}`", convstream_core::quoted(key)))
-        .collect();
+    let unused: Vec<String> = unused.iter().map(|(key, _)| key.to_string()).collect();
     let opened = match status {
         0 => Ok(ffmpeg::encoder::video::Encoder(encoder)),
         e => Err(ffmpeg::Error::from(e)),
@@ -146,15 +146,27 @@ pub(super) fn open_encoder(
     format: Pixel,
     time_base: Rational,
 ) -> Result<ffmpeg::encoder::Video, EncoderSetupError> {
+    let values = settings_text(&options);
     let (encoder, unused) = open_reporting_unused(encoder, codec, options);
     if !unused.is_empty() {
+        let value_of = |key: &str| {
+            values
+                .iter()
+                .find_map(|setting| setting.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+                .unwrap_or("")
+        };
+        let reasons: Vec<String> = unused
+            .iter()
+            .map(|key| {
+                format!(
+                    "sink.options.{}: {}",
+                    quoted(key),
+                    unused_option(codec, key, value_of(key))
+                )
+            })
+            .collect();
         return Err(EncoderSetupError {
-            reason: format!(
-                "the {} encoder has no option {} (`ffmpeg -h encoder={}` lists what it takes)",
-                codec.name(),
-                unused.join(", "),
-                codec.name()
-            ),
+            reason: reasons.join("; "),
             unsuitable_input: true,
         });
     }

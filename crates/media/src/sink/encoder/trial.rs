@@ -1,0 +1,231 @@
+//! The encoder's options tried before anything runs: a small encoder of the output's codec is
+//! opened with the user's options, so that `check`, `run` and the API refuse an option the
+//! encoder does not have, a value out of its range (`-b:v 1e30`, `-bf -5`, `crf = 70`) or a
+//! value it refuses (`preset = "turbo"`) at validation, each by its setting, in one pass,
+//! instead of when the output opens.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Mutex, OnceLock};
+
+use ffmpeg::{codec, Dictionary, Rational};
+use ffmpeg_next as ffmpeg;
+
+use super::opening::{crf_range, open_reporting_unused, opens_without_options};
+use super::setup::user_options;
+use crate::ffmpeg::log;
+use convstream_config::{Problem, SinkConfig};
+use convstream_core::quoted;
+
+/// The size of the picture the trial's encoder is opened for: small, even, and accepted by
+/// every software encoder's minimum.
+const TRIAL_SIZE: (u32, u32) = (256, 144);
+
+/// Why the encoder `codec` (a software encoder; a device's encoder is left to its opening)
+/// would refuse the sink's options, each problem placed at `sink.options.KEY`. Answers are
+/// kept by encoder and options, so a config of many like pipelines tries once.
+pub(crate) fn encoder_option_problems(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
+    if sink.options.is_empty() {
+        return Vec::new();
+    }
+    static TRIED: OnceLock<Mutex<HashMap<String, Vec<Problem>>>> = OnceLock::new();
+    let key = format!("{}\0{:?}", codec.name(), sink.options);
+    let tried = TRIED.get_or_init(Default::default);
+    if let Some(problems) = tried.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return problems.clone();
+    }
+    let problems = log::quietly(|| try_options(sink, codec));
+    tried
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, problems.clone());
+    problems
+}
+
+/// Opens a small encoder with the options: each it leaves unused is a problem (no such
+/// option, or a value out of range), and when it does not open although it opens without
+/// them, each option that alone stops it is one.
+fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    if let Some(value) = sink.options.get("crf") {
+        if let Some(why) = crf_out_of_range(codec.name(), value) {
+            problems.push(Problem::value("sink.options.crf", why));
+        }
+    }
+    let Some(mut encoder) = trial_context(codec) else {
+        return problems;
+    };
+    let options = match user_options(sink, &mut encoder) {
+        Ok(options) => options,
+        Err(why) => {
+            problems.push(Problem::general(why));
+            return problems;
+        }
+    };
+    let values: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let (opened, unused) = open_reporting_unused(encoder, codec, options);
+    for key in &unused {
+        if key == "crf" && !problems.is_empty() {
+            continue; // said above, in the encoder's own range
+        }
+        let value = values.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str());
+        problems.push(Problem::value(
+            format!("sink.options.{key}"),
+            unused_option(codec, key, value),
+        ));
+    }
+    let (width, height) = TRIAL_SIZE;
+    let format = trial_format(codec);
+    if opened.is_err() && opens_without_options(codec, width as usize, height as usize, format, time_base()) {
+        let reported = |key: &String| {
+            unused.contains(key)
+                || problems
+                    .iter()
+                    .any(|p| p.field() == Some(&format!("sink.options.{key}")))
+        };
+        let untried: Vec<&(String, String)> = values.iter().filter(|(key, _)| !reported(key)).collect();
+        for (key, value) in untried.iter().copied() {
+            // One option left: it is the one refused, without opening again (an encoder
+            // such as libx264 prints its complaint on its own at each opening).
+            if untried.len() == 1 || !opens_with(codec, key, value) {
+                log::clear_last_error();
+                problems.push(Problem::value(
+                    format!("sink.options.{key}"),
+                    format!(
+                        "`{}` is a value the {name} encoder refuses (`ffmpeg -h encoder={name}` lists the values it takes)",
+                        quoted(value),
+                        name = codec.name()
+                    ),
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// `crf`'s value when the encoder's own range does not hold it.
+fn crf_out_of_range(codec: &str, value: &str) -> Option<String> {
+    let (min, max) = crf_range(codec)?;
+    match value.trim().parse::<f64>().ok().filter(|crf| crf.is_finite()) {
+        Some(crf) if (min..=max).contains(&crf) => None,
+        Some(_) => Some(format!(
+            "{} is out of range for {codec}; allowed {min}..={max} (lower is better quality)",
+            quoted(value)
+        )),
+        None => Some(format!(
+            "`{}` is not a number; {codec} takes {min}..={max}",
+            quoted(value)
+        )),
+    }
+}
+
+/// Why the encoder left an option unused: it has no option of that name, or it has and the
+/// value is out of the option's range (given for numbers) or not one it reads.
+pub(super) fn unused_option(codec: ffmpeg::Codec, key: &str, value: &str) -> String {
+    let name = codec.name();
+    let Some(option) = find_option(codec, key) else {
+        return format!(
+            "the {name} encoder has no option `{}` (`ffmpeg -h encoder={name}` lists what it takes)",
+            quoted(key)
+        );
+    };
+    use ffmpeg::ffi::AVOptionType::*;
+    let whole = matches!(
+        option.kind,
+        AV_OPT_TYPE_INT | AV_OPT_TYPE_INT64 | AV_OPT_TYPE_UINT64 | AV_OPT_TYPE_BOOL
+    );
+    let number = whole || matches!(option.kind, AV_OPT_TYPE_DOUBLE | AV_OPT_TYPE_FLOAT);
+    match number {
+        true => format!(
+            "{} is out of range for {name}, or no {}; allowed {}..={}",
+            quoted(value),
+            if whole { "whole number" } else { "number" },
+            shown_bound(option.min, whole),
+            shown_bound(option.max, whole)
+        ),
+        false => format!(
+            "`{}` is a value the {name} encoder refuses (`ffmpeg -h encoder={name}` lists the values it takes)",
+            quoted(value)
+        ),
+    }
+}
+
+/// A bound of an option's range as people write it (`9223372036854775807`, `-1`, `0.5`).
+fn shown_bound(bound: f64, whole: bool) -> String {
+    match whole {
+        true if bound >= i64::MAX as f64 => i64::MAX.to_string(),
+        true if bound <= i64::MIN as f64 => i64::MIN.to_string(),
+        true => format!("{}", bound as i64),
+        false => format!("{bound}"),
+    }
+}
+
+/// What FFmpeg's option table says of one option.
+struct OptionInfo {
+    kind: ffmpeg::ffi::AVOptionType,
+    min: f64,
+    max: f64,
+}
+
+/// The option `key` of the encoder's own options or of every codec's, if it has one.
+fn find_option(codec: ffmpeg::Codec, key: &str) -> Option<OptionInfo> {
+    let name = CString::new(key).ok()?;
+    // SAFETY: `codec` is an encoder from FFmpeg's static table; its `priv_class` and
+    // `avcodec_get_class()` are static AVClass pointers. With AV_OPT_SEARCH_FAKE_OBJ,
+    // av_opt_find takes a pointer to a class pointer (no object), and returns a pointer into
+    // the class's static option table, or null.
+    unsafe {
+        let classes = [(*codec.as_ptr()).priv_class, ffmpeg::ffi::avcodec_get_class()];
+        classes.into_iter().filter(|class| !class.is_null()).find_map(|class| {
+            let fake_object = &class as *const *const ffmpeg::ffi::AVClass as *mut std::ffi::c_void;
+            let option = ffmpeg::ffi::av_opt_find(
+                fake_object,
+                name.as_ptr(),
+                std::ptr::null(),
+                0,
+                ffmpeg::ffi::AV_OPT_SEARCH_FAKE_OBJ as i32,
+            );
+            option.as_ref().map(|option| OptionInfo {
+                kind: option.type_,
+                min: option.min,
+                max: option.max,
+            })
+        })
+    }
+}
+
+/// Whether the encoder opens with the one option `key=value`.
+fn opens_with(codec: ffmpeg::Codec, key: &str, value: &str) -> bool {
+    let Some(encoder) = trial_context(codec) else {
+        return true;
+    };
+    let mut options = Dictionary::new();
+    options.set(key, value);
+    let (opened, _) = open_reporting_unused(encoder, codec, options);
+    opened.is_ok()
+}
+
+/// An unopened encoder of `codec` for the trial's picture.
+fn trial_context(codec: ffmpeg::Codec) -> Option<ffmpeg::encoder::video::Video> {
+    let mut encoder = codec::Context::new_with_codec(codec).encoder().video().ok()?;
+    let (width, height) = TRIAL_SIZE;
+    encoder.set_width(width);
+    encoder.set_height(height);
+    encoder.set_format(trial_format(codec));
+    encoder.set_time_base(time_base());
+    encoder.set_frame_rate(Some(Rational::new(25, 1)));
+    Some(encoder)
+}
+
+/// The first pixel format the encoder takes (yuv420p when it does not say).
+fn trial_format(codec: ffmpeg::Codec) -> ffmpeg::format::Pixel {
+    codec
+        .video()
+        .ok()
+        .and_then(|video| video.formats().and_then(|mut formats| formats.next()))
+        .unwrap_or(ffmpeg::format::Pixel::YUV420P)
+}
+
+fn time_base() -> Rational {
+    Rational::new(1, 25)
+}
