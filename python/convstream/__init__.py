@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import numbers
 from fractions import Fraction
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -153,6 +154,93 @@ def _whole_number(name: str, value: Any) -> int:
     return value.__index__()
 
 
+def _base_array(array: np.ndarray) -> np.ndarray:
+    """``array`` as a plain ``numpy.ndarray`` over the same memory: the native side takes no
+    subclass, whose ``__array_interface__`` could say anything."""
+    return array if type(array) is np.ndarray else array.view(np.ndarray)
+
+
+def _on_gpu(array: Any) -> bool:
+    """Whether ``array`` lives in GPU memory: a CUDA tensor, a CuPy array, anything with
+    ``__cuda_array_interface__`` or a DLPack capsule of CUDA memory."""
+    library = _library(array)
+    if library == "torch":
+        return bool(array.is_cuda)
+    if library == "cupy" or hasattr(array, "__cuda_array_interface__"):
+        return True
+    return not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array)
+
+
+def _gpu_out(out: Any) -> Any:
+    """``out`` for an input in GPU memory, whose result is written on its GPU: refused unless
+    it is a GPU array too (the shape, dtype and GPU are checked with the call)."""
+    if out is not None and not _on_gpu(out):
+        raise ValueError(
+            f"out: the input is in GPU memory, where its result is written; out is a {type(out).__name__} "
+            "in host memory: pass an array on the input's GPU (torch.empty_like(x), cupy.empty_like(x))"
+        )
+    return out
+
+
+def _host_array(array: Any) -> np.ndarray:
+    """A host input as a NumPy array over its memory: a CPU tensor's, a DLPack array's, an
+    ``__array_interface__`` or ``__array__`` object's."""
+    if isinstance(array, np.ndarray):
+        return array
+    if _library(array) == "torch":
+        return array.detach().contiguous().numpy()
+    if _device.is_cpu_dlpack(array):
+        return np.from_dlpack(array)
+    if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
+        return np.asarray(array)
+    raise TypeError(
+        "convstream.Filter takes a NumPy array, a CuPy array, a torch.Tensor or a DLPack array, "
+        f"not {type(array).__name__}"
+    )
+
+
+def _host_out(out: Any) -> Optional[np.ndarray]:
+    """``out`` for an input in host memory, as a NumPy array over ``out``'s own memory (a CPU
+    tensor's, a DLPack array's, an ``__array_interface__`` object's), so the result reaches
+    it; refused, naming the argument, where it would land in a copy or on a GPU."""
+    if out is None or isinstance(out, np.ndarray):
+        return out
+    if _on_gpu(out):
+        raise ValueError(
+            f"out: a {type(out).__name__} in GPU memory, but the input is in host memory: "
+            "pass a NumPy array or a CPU tensor (or filter a GPU input)"
+        )
+    if _library(out) == "torch":
+        view = out.detach().numpy()
+    elif _device.is_cpu_dlpack(out):
+        view = np.from_dlpack(out)
+    elif hasattr(out, "__array_interface__"):
+        view = np.asarray(out)
+        if view.__array_interface__["data"][0] != out.__array_interface__["data"][0]:
+            raise TypeError(f"out: NumPy reads this {type(out).__name__} as a copy, which the result would not leave")
+    else:
+        raise TypeError(
+            "out: takes an array the result is written into (a NumPy array, a CPU tensor, or host memory "
+            f"through DLPack or __array_interface__), not {type(out).__name__}"
+        )
+    if not view.flags.writeable:
+        raise ValueError(f"out: the {type(out).__name__} is read-only")
+    return view
+
+
+def _count(name: str, value: Any, bits: int = 64) -> Optional[int]:
+    """``value`` (``None`` passes) as a whole number from 0 to ``2**bits - 1``, refused by name
+    otherwise: the native call would raise ``OverflowError`` without naming the argument."""
+    if value is None:
+        return None
+    number = _whole_number(name, value)
+    if number < 0:
+        raise ValueError(f"{name}: {number} is negative; give 0 or more, or leave it out")
+    if number >= 1 << bits:
+        raise ValueError(f"{name}: {number} is too large; at most {(1 << bits) - 1}")
+    return number
+
+
 def _channel(ndim: int, c: int) -> Any:
     """The index of channel ``c`` of a host array: the last axis of H x W x C, the second of
     (N, C, H, W), the whole of a 2-D plane."""
@@ -161,6 +249,29 @@ def _channel(ndim: int, c: int) -> Any:
     if ndim == 4:
         return (slice(None), c)
     return ...
+
+
+def _real_coefficients(mask: Any) -> np.ndarray:
+    """An array mask's coefficients as float64, refused (naming ``mask``) unless they are
+    real numbers: NumPy alone would keep the real part of complex ones and read numeric
+    strings as numbers, without a word."""
+    not_a_mask = TypeError(
+        f"mask: a SPEC string such as 'gaussian:size=5' or a 2-D array of coefficients, not {type(mask).__name__}"
+    )
+    try:
+        values = np.asarray(mask)
+    except (TypeError, ValueError):
+        raise not_a_mask from None
+    kind = values.dtype.kind
+    if kind in "cSU":
+        what = "complex numbers" if kind == "c" else "strings"
+        raise TypeError(f"mask: the coefficients must be real numbers, not {what} ({values.dtype})")
+    if kind not in "biufO" or kind == "O" and not all(isinstance(v, numbers.Real) for v in values.flat):
+        raise not_a_mask
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise not_a_mask from None
 
 
 def _mask_spec(
@@ -184,12 +295,7 @@ def _mask_spec(
         return mask + ("," if ":" in mask else ":") + ",".join(keys), None
     if _library(mask) == "torch":
         mask = mask.detach().cpu().numpy()
-    try:
-        matrix = np.asarray(mask, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"mask: a SPEC string such as 'gaussian:size=5' or a 2-D array of coefficients, not {type(mask).__name__}"
-        ) from None
+    matrix = _real_coefficients(mask)
     if matrix.ndim != 2 or matrix.size == 0:
         raise ValueError(f"mask: an array mask is 2-D (rows x columns); got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
@@ -275,6 +381,11 @@ class Filter:
     - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors; anything
       else that speaks DLPack from host memory (``__dlpack__``) is read through
       ``numpy.from_dlpack`` and given back in its own library where it takes DLPack.
+    - ``out=``: the result is written into it and it is returned: a NumPy array, a CPU
+      tensor, or host memory through DLPack or ``__array_interface__``, of the input's shape
+      and dtype, C-contiguous, writable and apart from the input. An ``out`` the result
+      could not reach (one NumPy would copy, a list, GPU memory) raises ``TypeError`` or
+      ``ValueError`` naming ``out``.
 
     Arrays on a GPU (PyTorch CUDA tensors, CuPy arrays, anything with
     ``__cuda_array_interface__`` or a DLPack capsule of CUDA memory, such as JAX's):
@@ -338,8 +449,8 @@ class Filter:
             spec,
             border=str(border),
             device=str(device),
-            streams=streams,
-            frames_per_stream=frames_per_stream,
+            streams=_count("streams", streams),
+            frames_per_stream=_count("frames_per_stream", frames_per_stream),
             config=config,
             matrix=array_mask,
         )
@@ -404,39 +515,29 @@ class Filter:
         CUDA stream (or ``stream``: a handle, a ``torch.cuda.Stream`` or a
         ``cupy.cuda.Stream``) without waiting unless the filter was made with ``sync=True``."""
         library = _library(array)
-        if library == "torch":
-            if array.is_cuda:
-                return self._device_call(array, bit_depth, out, stream)
-            import torch
-
-            host = array.detach().contiguous().numpy()
-            result = self._host_call(host, bit_depth, None if out is None else out.numpy())
-            return out if out is not None else torch.from_numpy(result)
-        if library == "cupy":
-            return self._device_call(array, bit_depth, out, stream)
+        if library == "torch" and array.is_cuda or library == "cupy":
+            return self._device_call(array, bit_depth, _gpu_out(out), stream)
         # Other libraries' CUDA arrays (JAX...) go through DLPack where they speak it: its
         # stream protocol orders their pending writes before the filter reads.
         if not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array):
             imported = _device.from_dlpack(array)
-            imported_out = None if out is None else _device.from_dlpack(out)
+            imported_out = None if _gpu_out(out) is None else _device.from_dlpack(out)
             # Waited for: the array's own library knows nothing of the stream the filter is
             # queued on, and may free or reuse the memory as soon as the call returns.
             result = self._device_call(imported, bit_depth, imported_out, stream, wait=True)
             return out if out is not None else _device.to_library_of(array, result)
         if hasattr(array, "__cuda_array_interface__"):
-            return self._device_call(array, bit_depth, out, stream)
-        if not isinstance(array, np.ndarray):
-            if _device.is_cpu_dlpack(array):
-                result = self._host_call(np.from_dlpack(array), bit_depth, None)
-                return _device.to_library_of(array, result)
-            if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
-                array = np.asarray(array)
-            else:
-                raise TypeError(
-                    "convstream.Filter takes a NumPy array, a CuPy array, a torch.Tensor or a DLPack array, "
-                    f"not {type(array).__name__}"
-                )
-        return self._host_call(array, bit_depth, out)
+            return self._device_call(array, bit_depth, _gpu_out(out), stream)
+        result = self._host_call(_host_array(array), bit_depth, _host_out(out))
+        if out is not None:
+            return out
+        if library == "torch":
+            import torch
+
+            return torch.from_numpy(result)
+        if not isinstance(array, np.ndarray) and _device.is_cpu_dlpack(array):
+            return _device.to_library_of(array, result)
+        return result
 
     def _host_call(self, array: np.ndarray, bit_depth: Optional[int], out: Optional[np.ndarray]) -> np.ndarray:
         dtype = array.dtype
@@ -504,27 +605,14 @@ class Filter:
         self, array: np.ndarray, out: np.ndarray, selected: Any, channels: int, depth: Optional[int]
     ) -> None:
         """Filters the ``selected`` channels of a host array (2-D, H x W x C or (N, C, H, W))
-        into ``out``: integer samples by the engine, float32 values by the float path."""
-        source = array.__array_interface__["data"][0]
-        target = out.__array_interface__["data"][0]
-        itemsize = array.itemsize
-        if array.ndim == 4:
-            batch, _, height, width = array.shape
-            plane_bytes = height * width * itemsize
-            indices = [n * channels + c for n in range(batch) for c in sorted(set(selected))]
-            planes = [(source + i * plane_bytes, target + i * plane_bytes) for i in indices]
-            row_pitch, sample_pitch = width * itemsize, itemsize
+        into ``out``: integer samples by the engine, float32 values by the float path. The
+        arrays go to the native side as they are (base ``numpy.ndarray`` views of them), which
+        reads their layout from NumPy and checks it."""
+        if array.ndim == 2:
+            wanted = [0] if selected else []
         else:
-            height, width = array.shape[0], array.shape[1]
-            offsets = sorted(set(selected)) if array.ndim == 3 else ([0] if selected else [])
-            planes = [(source + c * itemsize, target + c * itemsize) for c in offsets]
-            # A C-contiguous array's rows are packed: its first stride is the row's size,
-            # except that a single row may carry any stride, which no row is read with.
-            row_pitch, sample_pitch = width * channels * itemsize, channels * itemsize
-        if depth is None:
-            self._native.filter_host_float(planes, height, width, row_pitch, sample_pitch)
-        else:
-            self._native.filter_host(planes, height, width, itemsize, depth, row_pitch, sample_pitch)
+            wanted = sorted(set(selected))
+        self._native.filter_host(_base_array(array), _base_array(out), wanted, depth)
         self._last_device = None
 
     def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any, wait: bool = False) -> Any:
@@ -733,8 +821,8 @@ def read(
         decoder=decoder,
         start=start,
         duration=duration,
-        frames=frames,
-        depth=depth,
+        frames=_count("frames", frames),
+        depth=_count("depth", depth, bits=8),
         input_format=input_format,
         config=config,
         copyts=copyts,
@@ -789,12 +877,12 @@ def run(
         no_audio=no_audio,
         start=start,
         duration=duration,
-        frames=frames,
-        depth=depth,
+        frames=_count("frames", frames),
+        depth=_count("depth", depth, bits=8),
         decoder=decoder,
         input_format=input_format,
         output_format=output_format,
-        streams=streams,
-        frames_per_stream=frames_per_stream,
+        streams=_count("streams", streams),
+        frames_per_stream=_count("frames_per_stream", frames_per_stream),
         copyts=copyts,
     )

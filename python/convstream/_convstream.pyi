@@ -37,21 +37,10 @@ class NativeFilter:
     def pcie_bytes(self) -> Optional[Tuple[int, int, int]]: ...
     def filter_host(
         self,
-        planes: Sequence[Tuple[int, int]],
-        height: int,
-        width: int,
-        itemsize: int,
-        bit_depth: int,
-        row_pitch: int,
-        sample_pitch: int,
-    ) -> None: ...
-    def filter_host_float(
-        self,
-        planes: Sequence[Tuple[int, int]],
-        height: int,
-        width: int,
-        row_pitch: int,
-        sample_pitch: int,
+        source: Any,
+        out: Any,
+        channels: Sequence[int],
+        bit_depth: Optional[int] = None,
     ) -> None: ...
 
 class NativeStreamFilter:

@@ -1,35 +1,28 @@
-//! `convstream.Filter`'s native half: a filter (mask, border) and the engine that applies it to
-//! planes the Python side hands over by address: host memory (NumPy) or GPU memory (CuPy,
-//! PyTorch), each plane a 2D array of 8-bit samples or of 16-bit words holding `bit_depth`
-//! bits. The Python side checks the arrays (dtype, contiguity, device) and keeps them alive
-//! for the call; here the GIL is released while the planes are filtered.
+//! `convstream.Filter`'s native half for host arrays: a filter (mask, border) and the engine
+//! that applies it to NumPy arrays handed over themselves (`host_array.rs` checks them and
+//! lays out their planes), each plane a 2D array of 8-bit samples, of 16-bit words holding
+//! `bit_depth` bits, or of float32 values. The GIL is released while the planes are
+//! filtered. On the CPU, memory beside the arrays is bounded (the engine works in bands and
+//! column tiles) or taken fallibly: a call that cannot have it raises `MemoryError`. GPU
+//! arrays take `device_call.rs`.
 
 use std::sync::Mutex;
 
 use convstream_core::convolve_plane_into;
-use convstream_core::{CpuEngine, DeviceChoice, EngineError, FrameShape};
+use convstream_core::{DeviceChoice, EngineError, FrameShape};
 #[cfg(feature = "cuda")]
-use convstream_core::{Engine, EngineOptions};
+use convstream_core::{Engine, EngineOptions, Frame};
 use convstream_core::{FilterSpec, PlaneSelection};
-use convstream_core::{Frame, Plane, PlaneData};
 use convstream_core::{MaskMode, MaskParams};
 use convstream_core::{PixelFormat, PixelLayout, PlaneShape};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use convstream_core::{Plane, PlaneData};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::float_planes::{filter_float_plane, FloatPlaneAt};
+use crate::float_planes::filter_float_plane;
+use crate::host_array::{host_planes, try_zeroed, HostPlanes, PlaneAt, Samples};
 use crate::settings::Request;
 use crate::GpuUnavailableError;
-
-/// One plane's place in memory: `rows` rows `row_pitch` bytes apart, samples `sample_pitch`
-/// bytes apart within a row (the channel count times the sample size, for a channel of an
-/// interleaved H x W x C array).
-#[derive(Debug, Clone, Copy)]
-struct PlaneAt {
-    address: usize,
-    row_pitch: usize,
-    sample_pitch: usize,
-}
 
 /// The engine a filter runs on, made for one plane geometry at a time.
 enum Held {
@@ -235,82 +228,44 @@ impl NativeFilter {
         })
     }
 
-    /// Filters planes in host memory: `planes` lists `(source, destination)` addresses of
-    /// `height x width` planes with the given row and sample pitches (bytes), `itemsize` 1 or
-    /// 2. The caller keeps both buffers alive and untouched for the call.
-    #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
+    /// Filters `channels` of `source` into `out`, two C-contiguous NumPy arrays of one shape
+    /// and sample type (see `host_array.rs`): uint8 or uint16 samples of `bit_depth` bits
+    /// (8 or 16 when not given) by the engine, float32 values with the GPU kernels' float
+    /// arithmetic (see float_planes.rs).
+    #[pyo3(signature = (source, out, channels, bit_depth=None))]
     fn filter_host(
         &self,
         py: Python<'_>,
-        planes: Vec<(usize, usize)>,
-        height: usize,
-        width: usize,
-        itemsize: usize,
-        bit_depth: u8,
-        row_pitch: usize,
-        sample_pitch: usize,
+        source: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        channels: Vec<usize>,
+        bit_depth: Option<u8>,
     ) -> PyResult<()> {
-        let shape = gray_planes(height, width, itemsize, bit_depth)?;
-        self.reserve_host_memory(height, width, itemsize)?;
-        let at = |address| PlaneAt {
-            address,
-            row_pitch,
-            sample_pitch,
-        };
-        let planes: Vec<(PlaneAt, PlaneAt)> = planes.into_iter().map(|(from, to)| (at(from), at(to))).collect();
-        py.detach(|| self.run_host(&planes, shape))
-    }
-
-    /// Filters float32 planes in host memory with the GPU kernels' float arithmetic (see
-    /// float_planes.rs): `planes` lists `(source, destination)` addresses of `height x width`
-    /// planes with the given row and sample pitches (bytes). The caller keeps both buffers
-    /// alive and untouched for the call.
-    fn filter_host_float(
-        &self,
-        py: Python<'_>,
-        planes: Vec<(usize, usize)>,
-        height: usize,
-        width: usize,
-        row_pitch: usize,
-        sample_pitch: usize,
-    ) -> PyResult<()> {
-        self.reserve_host_memory(height, width, std::mem::size_of::<f32>())?;
-        let at = |address| FloatPlaneAt {
-            address,
-            row_pitch,
-            sample_pitch,
-        };
-        py.detach(|| {
-            for &(from, to) in &planes {
-                // SAFETY: the Python side checked both arrays (float32, this shape and these
-                // pitches, the output writable and apart from the source) and keeps them alive.
-                unsafe { filter_float_plane(&self.filter.mask, self.filter.border, at(from), at(to), height, width) };
+        let planes = host_planes(source, out, &channels)?;
+        if planes.samples == Samples::F32 {
+            if let Some(bits) = bit_depth {
+                return Err(PyValueError::new_err(format!(
+                    "bit_depth: float32 values take none, not {bits}"
+                )));
             }
-        });
-        Ok(())
+            let (mask, border) = (&self.filter.mask, self.filter.border);
+            return py.detach(|| {
+                for (from, to) in &planes.places {
+                    // SAFETY: `host_planes` laid both planes out inside two C-contiguous
+                    // float32 arrays of this shape, the output writable and apart from the
+                    // source; the caller's references keep both alive for the call.
+                    unsafe { filter_float_plane(mask, border, *from, *to, planes.height, planes.width)? };
+                }
+                Ok(())
+            });
+        }
+        let bits = bit_depth.unwrap_or(8 * planes.samples.bytes() as u8);
+        let shape = gray_planes(planes.height, planes.width, planes.samples.bytes(), bits)?;
+        py.detach(|| self.run_host(&planes, shape))
     }
 }
 
 impl NativeFilter {
-    /// Refuses with `MemoryError` a plane whose filtering cannot get the memory it takes: the
-    /// copy in, the result, and the f32 rows of the CPU engine (the padded source and the
-    /// sums, three times the samples as f32 at most), reserved (not touched) and let go here,
-    /// because an allocation that fails inside the engine aborts the process.
-    fn reserve_host_memory(&self, height: usize, width: usize, itemsize: usize) -> PyResult<()> {
-        let padded_width = width.checked_add(self.filter.mask.width());
-        let needed = padded_width
-            .and_then(|w| w.checked_mul(height))
-            .and_then(|samples| samples.checked_mul(2 * itemsize + 3 * std::mem::size_of::<f32>()));
-        let refused = || {
-            PyMemoryError::new_err(format!(
-                "a {height} x {width} plane of {itemsize}-byte samples needs more memory than can be had"
-            ))
-        };
-        let needed = needed.ok_or_else(refused)?;
-        let mut probe: Vec<u8> = Vec::new();
-        probe.try_reserve_exact(needed).map_err(|_| refused())
-    }
-
     fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Option<Held>>> {
         self.engine
             .lock()
@@ -374,43 +329,28 @@ impl NativeFilter {
         Err(EngineError::NotCompiledWithCuda)
     }
 
-    fn run_host(&self, planes: &[(PlaneAt, PlaneAt)], shape: FrameShape) -> PyResult<()> {
+    fn run_host(&self, planes: &HostPlanes, shape: FrameShape) -> PyResult<()> {
         let FrameShape { format, width, height } = shape;
         let mut held = self.lock()?;
         self.host_engine(&mut held, shape)?;
         let plane_shape = format.plane_shapes(width, height)[0];
-        if matches!(held.as_ref(), Some(Held::Cpu) | None)
-            && planes
-                .iter()
-                .all(|(from, to)| packed(*from, plane_shape) && packed(*to, plane_shape))
-        {
-            for (from, to) in planes {
-                // SAFETY: the Python side checked both arrays (this shape and these pitches,
-                // samples packed in their rows, the output writable and apart from the
-                // source) and keeps them alive and the source unchanged for the call.
-                unsafe { self.filter_in_place(*from, *to, plane_shape, format) };
-            }
-            return Ok(());
+        #[cfg(feature = "cuda")]
+        if let Some(Held::Cuda { engine, .. }) = held.as_mut() {
+            // SAFETY: `host_planes` laid every place out inside its array, the outputs
+            // writable and apart from the sources; the caller's references keep them alive.
+            return unsafe { through_gpu(engine.as_mut(), &planes.places, plane_shape, format) };
         }
-        let frames: Vec<Frame> = planes
-            .iter()
-            .enumerate()
-            .map(|(index, (from, _))| {
-                let mut frame = Frame::of_planes(format, width, height, vec![gather(*from, plane_shape)]);
-                frame.index = index as u64;
-                frame
-            })
-            .collect();
-        let filtered: Vec<Frame> = match held.as_mut() {
-            Some(Held::Cpu) | None => frames
-                .iter()
-                .map(|frame| CpuEngine::filter_frame(&self.filter, frame))
-                .collect(),
-            #[cfg(feature = "cuda")]
-            Some(Held::Cuda { engine, .. }) => through(engine.as_mut(), frames)?,
-        };
-        for (frame, (_, to)) in filtered.iter().zip(planes) {
-            scatter(&frame.planes[0], *to);
+        for (from, to) in &planes.places {
+            if packed(*from, plane_shape) && packed(*to, plane_shape) {
+                // SAFETY: `host_planes` laid both planes out inside two C-contiguous arrays
+                // of this shape (samples packed in their rows, as just checked), the output
+                // writable and apart from the source; the caller's references keep both
+                // alive for the call.
+                unsafe { self.filter_in_place(*from, *to, plane_shape, format) };
+            } else {
+                // SAFETY: as above, the samples of a row apart.
+                unsafe { self.filter_gathered(*from, *to, plane_shape, format)? };
+            }
         }
         Ok(())
     }
@@ -439,18 +379,91 @@ impl NativeFilter {
         let source = Plane::of_data(shape, from.row_pitch, data);
         // SAFETY: the caller vouches for `len(to)` writable bytes no one else touches.
         let target = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, len(to)) };
+        self.filter_into(&source, target, to.row_pitch, format);
+    }
+
+    /// Filters a plane whose samples are not side by side (a channel of an H x W x C array)
+    /// on the CPU: gathered into a packed copy, filtered into another, scattered back.
+    ///
+    /// # Safety
+    ///
+    /// Both places hold `shape.height` rows of `shape.width` samples at their pitches;
+    /// `from` stays alive and unchanged and `to` is written by no one else during the call.
+    unsafe fn filter_gathered(
+        &self,
+        from: PlaneAt,
+        to: PlaneAt,
+        shape: PlaneShape,
+        format: PixelFormat,
+    ) -> PyResult<()> {
+        // SAFETY: the caller vouches for `from`.
+        let source = unsafe { gather(from, shape)? };
+        let mut target = try_zeroed::<u8>(shape.row_bytes() * shape.height, || plane_words("the result", shape))?;
+        self.filter_into(&source, &mut target, shape.row_bytes(), format);
+        // SAFETY: the caller vouches for `to`.
+        unsafe { scatter(&target, shape, to) };
+        Ok(())
+    }
+
+    /// `source` filtered into `target`, rows `stride` bytes apart, by the plane's mask (a
+    /// copy where it has none or the identity).
+    fn filter_into(&self, source: &Plane, target: &mut [u8], stride: usize, format: PixelFormat) {
         match self.filter.mask_for(format, 0) {
             Some(mask) if !mask.is_identity() => {
-                convolve_plane_into(&source, mask, self.filter.border, target, to.row_pitch);
+                convolve_plane_into(source, mask, self.filter.border, target, stride);
             }
             _ => {
-                for y in 0..shape.height {
-                    let start = y * to.row_pitch;
-                    target[start..start + shape.row_bytes()].copy_from_slice(source.row(y));
+                for y in 0..source.height {
+                    let start = y * stride;
+                    target[start..start + source.row_bytes()].copy_from_slice(source.row(y));
                 }
             }
         }
     }
+}
+
+/// What a plane of `shape` is called in a `MemoryError` (`the result of a 1 x 268435456
+/// plane of 1-byte samples`).
+fn plane_words(what: &str, shape: PlaneShape) -> String {
+    format!(
+        "{what} of a {} x {} plane of {}-byte samples",
+        shape.height,
+        shape.width,
+        shape.depth.bytes()
+    )
+}
+
+/// Filters every plane on the GPU: each gathered into a frame of its own (in memory taken
+/// fallibly), the frames run through `engine`, the results scattered to their places.
+///
+/// # Safety
+///
+/// Every place holds `shape.height` rows of `shape.width` samples at its pitches, the
+/// sources alive and unchanged and the destinations written by no one else for the call.
+#[cfg(feature = "cuda")]
+unsafe fn through_gpu(
+    engine: &mut dyn Engine,
+    places: &[(PlaneAt, PlaneAt)],
+    shape: PlaneShape,
+    format: PixelFormat,
+) -> PyResult<()> {
+    let mut frames = Vec::new();
+    for (index, (from, _)) in places.iter().enumerate() {
+        // SAFETY: the caller vouches for `from`.
+        let plane = unsafe { gather(*from, shape)? };
+        let mut frame = Frame::of_planes(format, shape.width, shape.height, vec![plane]);
+        frame.index = index as u64;
+        frames.push(frame);
+    }
+    let filtered = through(engine, frames)?;
+    for (frame, (_, to)) in filtered.iter().zip(places) {
+        let plane = &frame.planes[0];
+        for y in 0..plane.height {
+            // SAFETY: the caller vouches for `to`; `y` is one of its rows.
+            unsafe { scatter_row(plane.row(y), shape, *to, y) };
+        }
+    }
+    Ok(())
 }
 
 /// Runs `frames` through `engine`, keeping it full, and returns them filtered, in order.
@@ -469,16 +482,20 @@ fn through(engine: &mut dyn Engine, frames: Vec<Frame>) -> PyResult<Vec<Frame>> 
     Ok(filtered)
 }
 
-/// A tightly packed plane of `shape` read from `at`.
-fn gather(at: PlaneAt, shape: PlaneShape) -> Plane {
+/// A tightly packed copy of the plane of `shape` at `at`, in memory taken fallibly.
+///
+/// # Safety
+///
+/// `at` holds `shape.height` rows of `shape.width` samples at its pitches, alive and
+/// unchanged for the call.
+unsafe fn gather(at: PlaneAt, shape: PlaneShape) -> PyResult<Plane> {
     let bytes = shape.depth.bytes();
-    let mut plane = Plane::new(shape);
-    for y in 0..shape.height {
-        let row = plane.row_mut(y);
+    let row_bytes = shape.row_bytes();
+    let mut data = try_zeroed::<u8>(row_bytes * shape.height, || plane_words("a copy", shape))?;
+    for (y, row) in data.chunks_exact_mut(row_bytes.max(1)).enumerate() {
         let start = at.address + y * at.row_pitch;
         if at.sample_pitch == bytes {
-            // SAFETY: the caller's buffer holds `height` rows of `width` samples at these
-            // pitches (checked on the Python side) and outlives the call.
+            // SAFETY: the caller vouches for row `y`'s `row_bytes` bytes.
             let source = unsafe { std::slice::from_raw_parts(start as *const u8, row.len()) };
             row.copy_from_slice(source);
         } else {
@@ -489,27 +506,39 @@ fn gather(at: PlaneAt, shape: PlaneShape) -> Plane {
             }
         }
     }
-    plane
+    Ok(Plane::of_data(shape, row_bytes, PlaneData::from(data)))
 }
 
-/// Writes `plane`'s pixels to `at`.
-fn scatter(plane: &Plane, at: PlaneAt) {
-    let bytes = plane.depth.bytes();
-    for y in 0..plane.height {
-        let row = plane.row(y);
-        let start = at.address + y * at.row_pitch;
-        if at.sample_pitch == bytes {
-            // SAFETY: the caller's destination holds `height` rows of `width` samples at these
-            // pitches, is writable (checked on the Python side), and no one else touches it
-            // during the call.
-            let target = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, row.len()) };
-            target.copy_from_slice(row);
-        } else {
-            for (x, sample) in row.chunks_exact(bytes).enumerate() {
-                // SAFETY: as above; sample `x` of row `y` lies at this offset.
-                let target = unsafe { std::slice::from_raw_parts_mut((start + x * at.sample_pitch) as *mut u8, bytes) };
-                target.copy_from_slice(sample);
-            }
+/// Writes the packed plane `data` (rows of `shape.row_bytes()`) to `at`.
+///
+/// # Safety
+///
+/// `at` holds `shape.height` rows of `shape.width` samples at its pitches, writable and
+/// touched by no one else during the call.
+unsafe fn scatter(data: &[u8], shape: PlaneShape, at: PlaneAt) {
+    for (y, row) in data.chunks_exact(shape.row_bytes().max(1)).enumerate() {
+        // SAFETY: the caller vouches for `at`; `y` is one of its rows.
+        unsafe { scatter_row(row, shape, at, y) };
+    }
+}
+
+/// Writes the packed row `row` as row `y` of the plane at `at`.
+///
+/// # Safety
+///
+/// As [`scatter`], for row `y`.
+unsafe fn scatter_row(row: &[u8], shape: PlaneShape, at: PlaneAt, y: usize) {
+    let bytes = shape.depth.bytes();
+    let start = at.address + y * at.row_pitch;
+    if at.sample_pitch == bytes {
+        // SAFETY: the caller vouches for row `y`'s bytes at `at`.
+        let target = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, row.len()) };
+        target.copy_from_slice(row);
+    } else {
+        for (x, sample) in row.chunks_exact(bytes).enumerate() {
+            // SAFETY: as above; sample `x` of row `y` lies at this offset.
+            let target = unsafe { std::slice::from_raw_parts_mut((start + x * at.sample_pitch) as *mut u8, bytes) };
+            target.copy_from_slice(sample);
         }
     }
 }

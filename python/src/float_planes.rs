@@ -3,59 +3,81 @@
 //! separable mask's row pass, then its column pass; a gradient magnitude's
 //! `sqrt(fma(a, a, b * b))`; then divided by the mask's divisor (an integer mask sums its whole
 //! taps, see `Mask::divisor`) and + bias, neither rounded nor clamped), so a float array
-//! gives the same values on either device. Rows are filtered in parallel (rayon). Integer
-//! samples take the CPU engine instead.
+//! gives the same values on either device. Integer samples take the CPU engine instead.
+//!
+//! The plane is cut into areas of at most [`AREA_ROWS`] x [`AREA_COLUMNS`] outputs, filtered
+//! in parallel (rayon), each from a padded copy of the source it reads: what a call holds
+//! beside the arrays is a few areas' worth whatever the plane's shape, and taken fallibly
+//! (`MemoryError`, not an abort). Every output sums the same values in the same order
+//! whichever area it falls in.
+
+use std::ops::Range;
 
 use convstream_core::BorderMode;
 use convstream_core::Mask;
+use pyo3::PyResult;
 use rayon::prelude::*;
 
-/// One float32 plane's place in memory: rows `row_pitch` bytes apart, samples
-/// `sample_pitch` bytes apart within a row.
-#[derive(Debug, Clone, Copy)]
-pub struct FloatPlaneAt {
-    pub address: usize,
-    pub row_pitch: usize,
-    pub sample_pitch: usize,
-}
+use crate::host_array::{try_zeroed, PlaneAt};
 
-/// The plane with its border, as the kernels' shared tiles hold it: `height + mask_h - 1`
-/// rows of `width + mask_w - 1` values.
+/// Output rows of an area: enough that the `mask height - 1` rows an area pads (and, for a
+/// separable mask, row-filters) beyond its own stay a small share.
+const AREA_ROWS: usize = 64;
+
+/// Output columns of an area, likewise for the `mask width - 1` columns beyond.
+const AREA_COLUMNS: usize = 2048;
+
+/// The source around one area of outputs with its border, as the kernels' shared tiles hold
+/// it: `rows + mask_h - 1` rows of `columns + mask_w - 1` values.
 struct Padded {
     values: Vec<f32>,
     width: usize,
 }
 
-/// Reads the plane at `from` with `border` applied `mask_w / 2` columns and `mask_h / 2` rows
-/// beyond each edge.
+/// One area of outputs: rows `rows` and columns `columns` of the plane.
+struct Area {
+    rows: Range<usize>,
+    columns: Range<usize>,
+}
+
+/// Reads what `area` of the plane at `from` needs, with `border` applied `mask_w / 2` columns
+/// and `mask_h / 2` rows beyond each edge of the plane.
 ///
 /// # Safety
 ///
 /// `from` holds `height` rows of `width` float32 values at its pitches.
-unsafe fn padded(from: FloatPlaneAt, border: BorderMode, mask: &Mask, height: usize, width: usize) -> Padded {
+unsafe fn padded(
+    from: PlaneAt,
+    border: BorderMode,
+    mask: &Mask,
+    (height, width): (usize, usize),
+    area: &Area,
+) -> PyResult<Padded> {
     let (mask_w, mask_h) = (mask.width(), mask.height());
-    let padded_w = width + mask_w - 1;
+    let padded_w = area.columns.len() + mask_w - 1;
+    let padded_h = area.rows.len() + mask_h - 1;
     let mapped = |index: usize, half: usize, len: usize| border.map(index as isize - half as isize, len);
-    let columns: Vec<Option<usize>> = (0..padded_w).map(|x| mapped(x, mask_w / 2, width)).collect();
-    let mut values = vec![0.0f32; padded_w * (height + mask_h - 1)];
+    let mut values = try_zeroed::<f32>(padded_w * padded_h, || "the padded source of an area".to_string())?;
     for (row, line) in values.chunks_exact_mut(padded_w).enumerate() {
-        let Some(y) = mapped(row, mask_h / 2, height) else {
+        let Some(y) = mapped(area.rows.start + row, mask_h / 2, height) else {
             continue;
         };
-        for (value, x) in line.iter_mut().zip(&columns) {
-            if let Some(x) = x {
-                // SAFETY: (x, y) lies inside the source plane the caller vouches for.
-                *value = unsafe { ((from.address + y * from.row_pitch + x * from.sample_pitch) as *const f32).read() };
+        for (column, value) in line.iter_mut().enumerate() {
+            if let Some(x) = mapped(area.columns.start + column, mask_w / 2, width) {
+                let at = from.address + y * from.row_pitch + x * from.sample_pitch;
+                // SAFETY: (x, y) lies inside the source plane the caller vouches for; NumPy
+                // may place float32 values at any byte, so the read asks for no alignment.
+                *value = unsafe { (at as *const f32).read_unaligned() };
             }
         }
     }
-    Padded {
+    Ok(Padded {
         values,
         width: padded_w,
-    }
+    })
 }
 
-/// The dense sum of `taps` (row-major, `mask_w` a row) for the output at (x, y).
+/// The dense sum of `taps` (row-major, `mask_w` a row) for the output at (x, y) of an area.
 fn dense_sum(padded: &Padded, taps: &[f32], mask_w: usize, x: usize, y: usize) -> f32 {
     let mut sum = 0.0f32;
     for (i, row_taps) in taps.chunks_exact(mask_w).enumerate() {
@@ -67,85 +89,104 @@ fn dense_sum(padded: &Padded, taps: &[f32], mask_w: usize, x: usize, y: usize) -
     sum
 }
 
-/// The filtered values of the plane, `height` rows of `width`, before the bias.
-fn sums(mask: &Mask, padded: &Padded, height: usize, width: usize) -> Vec<f32> {
+/// The filtered values of an area, `rows` rows of `columns`, before the bias.
+fn sums(mask: &Mask, padded: &Padded, rows: usize, columns: usize) -> PyResult<Vec<f32>> {
     let mask_w = mask.width();
-    let mut out = vec![0.0f32; width * height];
+    let mut out = try_zeroed::<f32>(columns * rows, || "the sums of an area".to_string())?;
     match (mask.second_correlation_taps(), mask.correlation_factors()) {
         (Some(second), _) => {
             let first = mask.correlation_taps();
-            out.par_chunks_mut(width).enumerate().for_each(|(y, row)| {
+            for (y, row) in out.chunks_exact_mut(columns).enumerate() {
                 for (x, value) in row.iter_mut().enumerate() {
                     let a = dense_sum(padded, &first, mask_w, x, y);
                     let b = dense_sum(padded, &second, mask_w, x, y);
                     *value = a.mul_add(a, b * b).sqrt();
                 }
-            });
+            }
         }
         (None, Some((column_taps, row_taps))) => {
             // The row pass over every padded row, then the column pass over its sums.
-            let mut rows = vec![0.0f32; width * (height + mask.height() - 1)];
-            rows.par_chunks_mut(width)
-                .zip(padded.values.par_chunks(padded.width))
-                .for_each(|(sums, line)| {
-                    for (x, sum) in sums.iter_mut().enumerate() {
-                        *sum = row_taps
-                            .iter()
-                            .zip(&line[x..])
-                            .fold(0.0f32, |sum, (tap, value)| tap.mul_add(*value, sum));
-                    }
-                });
-            out.par_chunks_mut(width).enumerate().for_each(|(y, row)| {
+            let padded_rows = rows + mask.height() - 1;
+            let mut across = try_zeroed::<f32>(columns * padded_rows, || "the row sums of an area".to_string())?;
+            for (sums, line) in across
+                .chunks_exact_mut(columns)
+                .zip(padded.values.chunks_exact(padded.width))
+            {
+                for (x, sum) in sums.iter_mut().enumerate() {
+                    *sum = row_taps
+                        .iter()
+                        .zip(&line[x..])
+                        .fold(0.0f32, |sum, (tap, value)| tap.mul_add(*value, sum));
+                }
+            }
+            for (y, row) in out.chunks_exact_mut(columns).enumerate() {
                 for (x, value) in row.iter_mut().enumerate() {
                     *value = column_taps
                         .iter()
                         .enumerate()
-                        .fold(0.0f32, |sum, (i, tap)| tap.mul_add(rows[(y + i) * width + x], sum));
+                        .fold(0.0f32, |sum, (i, tap)| tap.mul_add(across[(y + i) * columns + x], sum));
                 }
-            });
+            }
         }
         (None, None) => {
             let taps = mask.correlation_taps();
-            out.par_chunks_mut(width).enumerate().for_each(|(y, row)| {
+            for (y, row) in out.chunks_exact_mut(columns).enumerate() {
                 for (x, value) in row.iter_mut().enumerate() {
                     *value = dense_sum(padded, &taps, mask_w, x, y);
                 }
-            });
+            }
         }
     }
-    out
+    Ok(out)
+}
+
+/// The areas of a `height x width` plane, row by row.
+fn areas(height: usize, width: usize) -> Vec<Area> {
+    let span = |len: usize, step: usize| (0..len).step_by(step).map(move |start| start..(start + step).min(len));
+    span(height, AREA_ROWS)
+        .flat_map(|rows| {
+            span(width, AREA_COLUMNS).map(move |columns| Area {
+                rows: rows.clone(),
+                columns,
+            })
+        })
+        .collect()
 }
 
 /// Filters the `height x width` float32 plane at `from` into `to` with `mask`, `border`
-/// applied beyond the edges.
+/// applied beyond the edges. `MemoryError` where an area's buffers cannot be had (the areas
+/// written before it keep their values).
 ///
 /// # Safety
 ///
-/// Both places hold `height` rows of `width` float32 values at their pitches, suitably
-/// aligned; `from` stays unwritten and `to` untouched by anyone else during the call.
+/// Both places hold `height` rows of `width` float32 values at their pitches; `from` stays
+/// unwritten and `to` untouched by anyone else during the call, and the two do not overlap.
 pub unsafe fn filter_float_plane(
     mask: &Mask,
     border: BorderMode,
-    from: FloatPlaneAt,
-    to: FloatPlaneAt,
+    from: PlaneAt,
+    to: PlaneAt,
     height: usize,
     width: usize,
-) {
-    if width == 0 || height == 0 {
-        return;
-    }
-    // SAFETY: the caller vouches for `from`.
-    let padded = unsafe { padded(from, border, mask, height, width) };
+) -> PyResult<()> {
     let (bias, divisor) = (mask.bias(), mask.divisor());
     // As the kernels' `divided_plus_bias`: one IEEE division, skipped for a divisor of 1.
     let finish = |sum: f32| {
         let divided = if divisor == 1.0 { sum } else { sum / divisor };
         divided + bias
     };
-    for (y, row) in sums(mask, &padded, height, width).chunks_exact(width).enumerate() {
-        for (x, value) in row.iter().enumerate() {
-            // SAFETY: (x, y) lies inside the output plane the caller vouches for.
-            unsafe { ((to.address + y * to.row_pitch + x * to.sample_pitch) as *mut f32).write(finish(*value)) };
+    areas(height, width).par_iter().try_for_each(|area| {
+        // SAFETY: the caller vouches for `from`.
+        let padded = unsafe { padded(from, border, mask, (height, width), area)? };
+        let sums = sums(mask, &padded, area.rows.len(), area.columns.len())?;
+        for (row, y) in sums.chunks_exact(area.columns.len()).zip(area.rows.clone()) {
+            for (value, x) in row.iter().zip(area.columns.clone()) {
+                let at = to.address + y * to.row_pitch + x * to.sample_pitch;
+                // SAFETY: (x, y) lies inside the output plane the caller vouches for, and in
+                // this area alone, so no other task writes it; no alignment is assumed.
+                unsafe { (at as *mut f32).write_unaligned(finish(*value)) };
+            }
         }
-    }
+        Ok(())
+    })
 }

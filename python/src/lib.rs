@@ -1,12 +1,14 @@
 //! The native module of the `convstream` Python package (`convstream._convstream`): filters
-//! for arrays (`filter.rs`), decoded video as an iterator and `run` (`video.rs`), and the mask
-//! catalogue. The public API, its argument checks and the arrays of NumPy, CuPy and PyTorch
-//! live in python/convstream/__init__.py; this side takes planes by address and releases the
-//! GIL while it works.
+//! for arrays (`filter.rs` for NumPy arrays, taken as the arrays themselves and checked in
+//! `host_array.rs`; `device_call.rs` for GPU arrays, by device address, checked against the
+//! driver), decoded video as an iterator and `run` (`video.rs`), and the mask catalogue. The
+//! public API, its argument checks and the arrays of NumPy, CuPy and PyTorch live in
+//! python/convstream/__init__.py; this side releases the GIL while it works.
 
 mod device_call;
 mod filter;
 mod float_planes;
+mod host_array;
 mod interrupt;
 mod settings;
 mod video;

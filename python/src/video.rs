@@ -4,7 +4,7 @@
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
 //!
-//! One file at some length (about 490 lines): `read` and `run` share the arguments, the
+//! One file at some length (about 520 lines): `read` and `run` share the arguments, the
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
@@ -349,10 +349,11 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
     let counters = Arc::new(Counters::default());
     let probe = convstream_core::nvdec_probe();
     let source = Source::connect(&settings.source, stop, &counters, false, &probe, None).map_err(|e| {
+        let message = naming_the_protocol(e.to_string(), &settings.source.url);
         if e.is_usage() {
-            PyValueError::new_err(e.to_string())
+            PyValueError::new_err(message)
         } else {
-            PyRuntimeError::new_err(e.to_string())
+            PyRuntimeError::new_err(message)
         }
     })?;
     let source = convstream_media::fit_to_filter(settings, source).map_err(PyValueError::new_err)?;
@@ -478,11 +479,13 @@ fn run<'py>(
         start_gate: None,
     };
     let stop = options.stop.clone();
+    let url = settings.source.url.clone();
     let report = run_interruptibly(py, &stop, move || run_pipeline(&settings, &options))?.map_err(|e| {
+        let message = naming_the_protocol(e.to_string(), &url);
         if e.is_usage() {
-            PyValueError::new_err(e.to_string())
+            PyValueError::new_err(message)
         } else {
-            PyRuntimeError::new_err(e.to_string())
+            PyRuntimeError::new_err(message)
         }
     })?;
     if report.frames_out == 0 && report.stopped_early.is_none() {
@@ -498,4 +501,22 @@ fn run<'py>(
         .call1((json,))?
         .cast_into::<PyDict>()
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The protocol FFmpeg looks for to open `url`, by its own rule (libavformat's
+/// `url_find_protocol`): the letters, digits, `+`, `-` and `.` it begins with, when a `:`
+/// follows them (`udp://host`, and `lavfi:testsrc` too); none for a plain path.
+fn ffmpeg_protocol(url: &str) -> Option<&str> {
+    let end = url.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))?;
+    (end > 0 && url[end..].starts_with(':')).then(|| &url[..end])
+}
+
+/// An input's error `message` with the protocol named where the source left its name empty:
+/// the source reads a scheme from `scheme://` URLs only, while FFmpeg also takes `name:` as
+/// one, so `lavfi:testsrc` was refused as having "no `` protocol".
+fn naming_the_protocol(message: String, url: &str) -> String {
+    match ffmpeg_protocol(url) {
+        Some(protocol) => message.replace("no `` protocol", &format!("no `{protocol}` protocol")),
+        None => message,
+    }
 }

@@ -1,7 +1,8 @@
 """The package's safety promises, each in a fresh interpreter: Ctrl-C ends a blocking call
 (``read`` of a silent input, ``run``) with ``KeyboardInterrupt`` within seconds; a huge array
 costs memory in proportion to its size and, where it cannot fit, raises ``MemoryError``
-instead of aborting the interpreter; arguments of the wrong type or value are refused by name."""
+instead of aborting the interpreter; the native host call takes arrays, not addresses;
+arguments of the wrong type or value are refused by name."""
 
 from __future__ import annotations
 
@@ -138,23 +139,117 @@ def test_ctrl_c_ends_read_of_a_refused_http_input():
     interrupted_within(f"next(iter(convstream.read('http://127.0.0.1:{port}/video.ts', mask='box')))")
 
 
+# What a huge array may take under RLIMIT_AS: the 128 MB arrays below, their results, the
+# interpreter, NumPy and the module's libraries fit many times over; before column tiles a
+# 1 x 2**27 plane needed 7.9 GB and aborted the interpreter under this limit.
+ADDRESS_SPACE = 6 << 30
+
+
+def run_child(script: str) -> str:
+    """Runs `script` in a child (see `child`) and returns what it printed; fails unless it
+    exited normally, within the deadline."""
+    process = child(script)
+    try:
+        output, _ = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, f"exit {process.returncode}: {output}"
+    return output
+
+
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [((1, 1 << 27), "uint8"), ((1 << 27, 1), "uint8"), ((1, 1 << 26), "uint16"), ((1, 1 << 25), "float32")],
+    ids=["wide-uint8", "tall-uint8", "wide-uint16", "wide-float32"],
+)
+def test_a_huge_array_takes_memory_in_proportion_to_it(shape, dtype):
+    # A 128 MB array under a 6 GB address-space limit: filtered, and the process's peak
+    # resident memory (the interpreter and its libraries included) under three times the
+    # array; the samples across the engine's column tiles are those of a small array.
+    output = run_child(
+        f"""
+        import resource, numpy as np, convstream
+        resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))
+        shape, dtype = {shape!r}, np.{dtype}
+        array = np.arange(shape[0] * shape[1], dtype=dtype).reshape(shape)
+        box = convstream.Filter("box:size=3", device="cpu")
+        out = box(array)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print("peak", peak, "array", array.nbytes, flush=True)
+        rows = out if shape[0] == 1 else out.T
+        source = array if shape[0] == 1 else array.T
+        for start in (0, (1 << 16) - 500, (1 << 20) - 500):
+            window = np.ascontiguousarray(source[:, start:start + 1000])
+            alone = box(window if shape[0] == 1 else np.ascontiguousarray(window.T))
+            alone = alone if shape[0] == 1 else alone.T
+            same = np.array_equal(alone[:, 1:-1], rows[:, start + 1:start + 999])
+            print("window", start, "same" if same else "differs", flush=True)
+        """
+    )
+    words = output.split()
+    peak, size = int(words[words.index("peak") + 1]), int(words[words.index("array") + 1])
+    assert peak < 3 * size, f"peak resident memory {peak >> 20} MB for a {size >> 20} MB array"
+    assert output.count("same") == 3 and "differs" not in output, output
+
+
 def test_a_plane_that_cannot_fit_raises_memory_error():
-    # 1 x (2**31 + 8) bytes under a 6 GB address-space limit: MemoryError, the interpreter alive.
-    process = child(
+    # The arrays fit, the copy of one channel of an H x W x C array the filter takes does not:
+    # MemoryError naming what was asked for, the interpreter alive.
+    output = run_child(
         """
         import resource, numpy as np, convstream
-        limit = 6 << 30
+        array = np.zeros((1, 1 << 29, 2), np.uint8)
+        out = np.zeros_like(array)
+        box = convstream.Filter("box", planes=[0], device="cpu")
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+        limit = size + (256 << 20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        array = np.zeros((1, (1 << 31) + 8), np.uint8)
         try:
-            convstream.Filter("box", device="cpu")(array)
+            box(array, out=out)
+            print("filtered", flush=True)
         except MemoryError as error:
             print("MemoryError", error, flush=True)
         """
     )
-    output, _ = process.communicate(timeout=DEADLINE)
-    assert process.returncode == 0, f"exit {process.returncode}: {output}"
-    assert "MemoryError" in output, output
+    assert "MemoryError" in output and "1 x 536870912 plane" in output, output
+
+
+def test_the_native_host_call_takes_arrays_not_addresses():
+    # The private native call once took raw addresses and trusted them: the first call below
+    # crashed the interpreter. Now it takes the arrays and refuses anything else by name.
+    output = run_child(
+        """
+        import numpy as np, convstream
+        native = convstream.Filter("box", device="cpu")._native
+        plane = np.zeros((4, 8), np.uint8)
+        class Sub(np.ndarray):
+            pass
+        read_only = np.zeros((4, 8), np.uint8)
+        read_only.flags.writeable = False
+        calls = [
+            lambda: native.filter_host([(8, 8)], 1, 1, 1, 8, 1, 1),
+            lambda: native.filter_host(8, 8, [0]),
+            lambda: native.filter_host(plane, plane.view(Sub), [0]),
+            lambda: native.filter_host(plane, read_only, [0]),
+            lambda: native.filter_host(plane, plane, [0]),
+            lambda: native.filter_host(plane, np.zeros((4, 9), np.uint8), [0]),
+            lambda: native.filter_host(plane, np.zeros((4, 8), np.uint16), [0]),
+            lambda: native.filter_host(np.zeros((8, 8), np.uint8)[::2], plane.copy(), [0]),
+            lambda: native.filter_host(plane, plane.copy(), [1]),
+            lambda: native.filter_host(np.zeros((4, 8), np.int8), np.zeros((4, 8), np.int8), [0]),
+        ]
+        for call in calls:
+            try:
+                call()
+                print("accepted", flush=True)
+            except (TypeError, ValueError) as error:
+                print("refused", type(error).__name__, error, flush=True)
+        """
+    )
+    assert output.count("refused") == 10 and "accepted" not in output, output
 
 
 @pytest.mark.parametrize(
@@ -177,3 +272,41 @@ def test_a_single_row_with_a_negative_stride_is_filtered():
     assert flipped.flags.c_contiguous and flipped.strides[0] < 0
     box = convstream.Filter("box", device="cpu")
     np.testing.assert_array_equal(box(flipped), box(row.copy()))
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: convstream.read("in.y4m", frames=-1), "frames"),
+        (lambda: convstream.read("in.y4m", depth=-8), "depth"),
+        (lambda: convstream.read("in.y4m", frames=1 << 64), "frames"),
+        (lambda: convstream.run("in.y4m", "out.y4m", frames=-1), "frames"),
+        (lambda: convstream.run("in.y4m", "out.y4m", streams=-2), "streams"),
+        (lambda: convstream.Filter("box", device="cpu", frames_per_stream=-1), "frames_per_stream"),
+    ],
+    ids=["read-frames", "read-depth", "read-frames-too-many", "run-frames", "run-streams", "filter-frames-per-stream"],
+)
+def test_counts_out_of_range_are_value_errors_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_an_input_with_an_unknown_protocol_names_it():
+    # FFmpeg takes `lavfi:` as a protocol's name (lavfi is a demuxer): the message says which.
+    with pytest.raises(ValueError, match="no `lavfi` protocol"):
+        convstream.read("lavfi:testsrc")
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        np.array([[0, 1j, 0], [1, 4, 1], [0, 1, 0]]),
+        np.array([["1", "2", "1"], ["2", "4", "2"], ["1", "2", "1"]]),
+        [["1", "2", "1"], ["2", "4", "2"], ["1", "2", "1"]],
+        [[1, 2, 1], [2, 4 + 0j, 2], [1, 2, 1]],
+    ],
+    ids=["complex-array", "string-array", "string-lists", "complex-lists"],
+)
+def test_array_masks_of_complex_numbers_or_strings_are_refused(mask):
+    with pytest.raises(TypeError, match="mask: the coefficients must be real numbers"):
+        convstream.Filter(mask, device="cpu")
