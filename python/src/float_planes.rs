@@ -5,11 +5,11 @@
 //! taps, see `Mask::divisor`) and + bias, neither rounded nor clamped), so a float array
 //! gives the same values on either device. Integer samples take the CPU engine instead.
 //!
-//! The plane is cut into areas of at most [`AREA_ROWS`] x [`AREA_COLUMNS`] outputs, filtered
-//! in parallel (rayon), each from a padded copy of the source it reads: what a call holds
-//! beside the arrays is a few areas' worth whatever the plane's shape, and taken fallibly
-//! (`MemoryError`, not an abort). Every output sums the same values in the same order
-//! whichever area it falls in.
+//! The plane is cut into areas of outputs (at most [`AREA_COLUMNS`] wide, a few per thread,
+//! each of at most [`AREA_VALUES`] values), filtered in parallel (rayon), each from a padded
+//! copy of the source it reads: what a call holds beside the arrays is a few areas' worth
+//! whatever the plane's shape, and taken fallibly (`MemoryError`, not an abort). Every
+//! output sums the same values in the same order whichever area it falls in.
 
 use std::ops::Range;
 
@@ -20,12 +20,20 @@ use rayon::prelude::*;
 
 use crate::host_array::{try_zeroed, PlaneAt};
 
-/// Output rows of an area: enough that the `mask height - 1` rows an area pads (and, for a
-/// separable mask, row-filters) beyond its own stay a small share.
-const AREA_ROWS: usize = 64;
+/// Output columns of an area: enough that the `mask width - 1` columns an area pads beyond
+/// its own stay a small share.
+const AREA_COLUMNS: usize = 4096;
 
-/// Output columns of an area, likewise for the `mask width - 1` columns beyond.
-const AREA_COLUMNS: usize = 2048;
+/// The most outputs an area takes: each of its three buffers is then at most 4 MB or so.
+const AREA_VALUES: usize = 1 << 20;
+
+/// Output rows of an area of `columns` columns: a few areas a thread, and several times the
+/// `mask_h - 1` rows an area pads (and, for a separable mask, row-filters) beyond its own.
+fn area_rows(height: usize, columns: usize, mask_h: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let most = (AREA_VALUES / columns.max(1)).max(1);
+    height.div_ceil(4 * threads).max(4 * (mask_h - 1)).max(16).min(most)
+}
 
 /// The source around one area of outputs with its border, as the kernels' shared tiles hold
 /// it: `rows + mask_h - 1` rows of `columns + mask_w - 1` values.
@@ -57,17 +65,22 @@ unsafe fn padded(
     let padded_w = area.columns.len() + mask_w - 1;
     let padded_h = area.rows.len() + mask_h - 1;
     let mapped = |index: usize, half: usize, len: usize| border.map(index as isize - half as isize, len);
+    // The source column of each padded column, found once for all the area's rows.
+    let mut columns = try_zeroed::<Option<usize>>(padded_w, || "the border columns of an area".to_string())?;
+    for (column, x) in columns.iter_mut().enumerate() {
+        *x = mapped(area.columns.start + column, mask_w / 2, width);
+    }
     let mut values = try_zeroed::<f32>(padded_w * padded_h, || "the padded source of an area".to_string())?;
     for (row, line) in values.chunks_exact_mut(padded_w).enumerate() {
         let Some(y) = mapped(area.rows.start + row, mask_h / 2, height) else {
             continue;
         };
-        for (column, value) in line.iter_mut().enumerate() {
-            if let Some(x) = mapped(area.columns.start + column, mask_w / 2, width) {
-                let at = from.address + y * from.row_pitch + x * from.sample_pitch;
+        let start = from.address + y * from.row_pitch;
+        for (value, x) in line.iter_mut().zip(&columns) {
+            if let Some(x) = x {
                 // SAFETY: (x, y) lies inside the source plane the caller vouches for; NumPy
                 // may place float32 values at any byte, so the read asks for no alignment.
-                *value = unsafe { (at as *const f32).read_unaligned() };
+                *value = unsafe { ((start + x * from.sample_pitch) as *const f32).read_unaligned() };
             }
         }
     }
@@ -140,10 +153,11 @@ fn sums(mask: &Mask, padded: &Padded, rows: usize, columns: usize) -> PyResult<V
     Ok(out)
 }
 
-/// The areas of a `height x width` plane, row by row.
-fn areas(height: usize, width: usize) -> Vec<Area> {
+/// The areas of a `height x width` plane under a mask `mask_h` rows high, row by row.
+fn areas(height: usize, width: usize, mask_h: usize) -> Vec<Area> {
     let span = |len: usize, step: usize| (0..len).step_by(step).map(move |start| start..(start + step).min(len));
-    span(height, AREA_ROWS)
+    let rows = area_rows(height, width.min(AREA_COLUMNS), mask_h);
+    span(height, rows)
         .flat_map(|rows| {
             span(width, AREA_COLUMNS).map(move |columns| Area {
                 rows: rows.clone(),
@@ -175,7 +189,7 @@ pub unsafe fn filter_float_plane(
         let divided = if divisor == 1.0 { sum } else { sum / divisor };
         divided + bias
     };
-    areas(height, width).par_iter().try_for_each(|area| {
+    areas(height, width, mask.height()).par_iter().try_for_each(|area| {
         // SAFETY: the caller vouches for `from`.
         let padded = unsafe { padded(from, border, mask, (height, width), area)? };
         let sums = sums(mask, &padded, area.rows.len(), area.columns.len())?;
