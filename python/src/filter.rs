@@ -447,6 +447,18 @@ unsafe fn through_gpu(
     shape: PlaneShape,
     format: PixelFormat,
 ) -> PyResult<()> {
+    // The engine makes its results' planes with ordinary allocations, which end the process
+    // when they fail: memory for all of them is asked for here first (and let go), so a call
+    // that could not have it raises MemoryError instead.
+    let results = (shape.row_bytes() * shape.height).saturating_mul(places.len());
+    let mut probe: Vec<u8> = Vec::new();
+    if probe.try_reserve_exact(results).is_err() {
+        return Err(pyo3::exceptions::PyMemoryError::new_err(format!(
+            "the GPU engine's results ({} planes): {results} bytes are more than can be had",
+            places.len()
+        )));
+    }
+    drop(probe);
     let mut frames = Vec::new();
     for (index, (from, _)) in places.iter().enumerate() {
         // SAFETY: the caller vouches for `from`.
