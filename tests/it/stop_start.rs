@@ -118,8 +118,8 @@ fn racing_stops_starts_and_deletes_leave_a_consistent_list() {
 }
 
 /// `POST .../stop`, `.../start` and `/console/reload` as a client sends them bare (no body,
-/// no `Content-Type`): taken, where before each was a 415. A body that is not declared JSON
-/// is still refused. And a `POST /pipelines` with mistakes of shape and of meaning lists
+/// no `Content-Type` or an empty one): taken, where before each was a 415. A body that is
+/// not declared JSON is still refused. And a `POST /pipelines` with mistakes of shape and of meaning lists
 /// every one of them at once.
 #[test]
 fn bodiless_posts_are_taken_and_a_pipelines_every_problem_is_listed() {
@@ -151,6 +151,17 @@ fn bodiless_posts_are_taken_and_a_pipelines_every_problem_is_listed() {
         None,
     );
     assert_eq!(status, 415, "a form, even an empty one: {body}");
+    // An empty `Content-Type:` (some clients send the header on every request) names no body.
+    let (status, body) = server.send("POST", "/pipelines/rec/stop", &[("Content-Type", "")], None);
+    assert_eq!(status, 200, "a bare stop with an empty Content-Type: {body}");
+    assert_eq!(state(&server, "rec"), "stopped");
+    let (status, body) = server.send(
+        "PUT",
+        "/pipelines/rec/filter",
+        &[("Content-Type", "")],
+        Some(r#"{"mask": "box"}"#),
+    );
+    assert_eq!(status, 415, "a body still must be JSON: {body}");
 
     let body = r#"{"name": "x", "source": {"url": "udp://127.0.0.1:9", "colour": 1},
                    "filter": {"mask": "gaussian:size=4", "device": "cpu", "streams": 99},

@@ -155,18 +155,27 @@ pub fn log_refusal(guard: &RequestGuard, what: std::fmt::Arguments<'_>) {
 }
 
 /// Whether the request carries a body (or says it will). A POST, PUT or PATCH with neither
-/// a length above 0, a chunked body nor a `Content-Type` has none (`curl -X POST`, a client's
-/// bare POST to `/stop`); one that names a type has one, even an empty one, as every form a
-/// page posts does, so the JSON check still stands in front of it.
+/// a length above 0, a chunked body nor a media type has none (`curl -X POST`, a client's
+/// bare POST to `/stop`, one that sends an empty `Content-Type:`); one that names a type has
+/// one, even an empty one, as every form a page posts does, so the JSON check still stands
+/// in front of it.
 fn has_body(method: &Method, headers: &HeaderMap) -> bool {
     let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().parse::<u64>());
-    let typed =
-        matches!(*method, Method::POST | Method::PUT | Method::PATCH) && headers.contains_key(header::CONTENT_TYPE);
+    let typed = matches!(*method, Method::POST | Method::PUT | Method::PATCH) && names_a_type(headers);
     // A length that is no number says a body is there all the same.
     typed || length.is_some_and(|n| n.map_or(true, |n| n > 0)) || headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+/// Whether a `Content-Type` names anything: an empty or blank one (some clients send the
+/// header on every request) says nothing of a body.
+fn names_a_type(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONTENT_TYPE)
+        .iter()
+        .any(|value| !value.as_bytes().trim_ascii().is_empty())
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -313,6 +322,37 @@ mod tests {
             ..ServerConfig::default()
         };
         RequestGuard::new(listen.parse().unwrap(), &server)
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn an_empty_content_type_is_no_body_and_a_named_one_or_a_length_is() {
+        let bare = [
+            headers(&[]),
+            headers(&[(header::CONTENT_TYPE, "")]),
+            headers(&[(header::CONTENT_TYPE, "  ")]),
+            headers(&[(header::CONTENT_TYPE, ""), (header::CONTENT_LENGTH, "0")]),
+        ];
+        for sent in &bare {
+            assert!(!has_body(&Method::POST, sent), "{sent:?}");
+        }
+        let with_body = [
+            // An empty form names its type: the JSON check stands in front of it.
+            headers(&[(header::CONTENT_TYPE, "application/x-www-form-urlencoded")]),
+            headers(&[(header::CONTENT_TYPE, ""), (header::CONTENT_LENGTH, "2")]),
+            headers(&[(header::CONTENT_TYPE, ""), (header::TRANSFER_ENCODING, "chunked")]),
+            headers(&[(header::CONTENT_LENGTH, "many")]),
+        ];
+        for sent in &with_body {
+            assert!(has_body(&Method::POST, sent), "{sent:?}");
+            assert!(!is_json(sent), "{sent:?}");
+        }
     }
 
     #[test]
