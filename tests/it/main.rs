@@ -38,3 +38,4 @@ mod stop_start;
 mod stops;
 mod streams;
 mod structure;
+mod thread_names;

@@ -17,6 +17,7 @@ use crate::filter::FilterSpec;
 /// the fewest active pipelines. With `auto`, a missing GPU falls back to the CPU engine and
 /// says so once.
 pub fn build_engine(filter: FilterSpec, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
+    super::cpu::name_shared_workers();
     if options.overlap_gpu_start && !options.trace && gpu_still_starting(options.device) {
         return start_while_the_gpu_starts(filter, options);
     }

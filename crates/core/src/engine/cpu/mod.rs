@@ -21,3 +21,18 @@ mod rows;
 
 pub use convolve::{convolve_plane, convolve_plane_into};
 pub use engine::CpuEngine;
+
+/// Names the CPU workers every pipeline of the process shares (rayon's global pool, which
+/// the engines' bands and copies run on) `cpu-worker-N`, before anything starts them: a
+/// thread started without a name takes its starter's, so the pool would be named after
+/// whichever pipeline filtered first, and keep that name after the pipeline is gone.
+pub(crate) fn name_shared_workers() {
+    static NAMED: std::sync::Once = std::sync::Once::new();
+    NAMED.call_once(|| {
+        // Refused only when the pool runs already (a caller outside the engines started it):
+        // it keeps the names it has.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .thread_name(|index| format!("cpu-worker-{index}"))
+            .build_global();
+    });
+}
