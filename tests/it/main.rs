@@ -29,6 +29,7 @@ mod host_fill;
 mod image_encoders;
 mod outputs;
 mod peers;
+mod pipeline_identity;
 mod properties;
 mod runaways;
 mod serve;

@@ -1,9 +1,13 @@
 //! The last log lines of each pipeline, for the console beside a failed pipeline's reason:
 //! a tracing layer ([`PipelineLogLayer`]) files every INFO, WARN and ERROR event under the
-//! pipeline it belongs to (its `pipeline` field, or the `pipeline` span its thread runs in),
-//! and [`PipelineLogs`] keeps the last [`LINES_KEPT`] of each, cut to [`LINE_CHARS`], for
-//! at most [`NAMES_KEPT`] names. Pipelines no longer listed are forgotten by the history
-//! keeper, so memory follows the pipelines that exist.
+//! pipeline it belongs to (its `pipeline_id` field, or that of the `pipeline` span its thread
+//! runs in), and [`PipelineLogs`] keeps the last [`LINES_KEPT`] of each, cut to
+//! [`LINE_CHARS`], for at most [`NAMES_KEPT`] pipelines. Pipelines no longer listed are
+//! forgotten by the history keeper, so memory follows the pipelines that exist.
+//!
+//! Lines are filed by [`PipelineId`], not by name: a pipeline deleted and added again under
+//! its name shows none of the old one's lines, even before the keeper forgets them. Events
+//! of no pipeline of `serve` (no id: a plain `run`) are not kept.
 
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
@@ -15,6 +19,8 @@ use tracing::span::{Attributes, Id};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
+
+use crate::supervisor::PipelineId;
 
 /// Lines kept per pipeline.
 pub const LINES_KEPT: usize = 20;
@@ -37,7 +43,7 @@ pub struct LogLine {
 /// Every pipeline's last lines.
 #[derive(Default)]
 pub struct PipelineLogs {
-    lines: Mutex<HashMap<String, VecDeque<LogLine>>>,
+    lines: Mutex<HashMap<PipelineId, VecDeque<LogLine>>>,
 }
 
 impl PipelineLogs {
@@ -48,7 +54,7 @@ impl PipelineLogs {
     }
 
     /// Files `text` under `pipeline`.
-    pub fn push(&self, pipeline: &str, level: Level, text: &str) {
+    pub fn push(&self, pipeline: PipelineId, level: Level, text: &str) {
         // Hidden and escaped first, then cut: a cut URL could hide its secret from the redaction.
         let text = convstream_core::redact_credentials(text);
         let text = convstream_core::escape_control(&text);
@@ -65,16 +71,16 @@ impl PipelineLogs {
             text,
         };
         let mut lines = self.lines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !lines.contains_key(pipeline) && lines.len() >= NAMES_KEPT {
+        if !lines.contains_key(&pipeline) && lines.len() >= NAMES_KEPT {
             let quietest = lines
                 .iter()
                 .min_by(|a, b| last_at(a.1).total_cmp(&last_at(b.1)))
-                .map(|(name, _)| name.clone());
-            if let Some(name) = quietest {
-                lines.remove(&name);
+                .map(|(id, _)| *id);
+            if let Some(id) = quietest {
+                lines.remove(&id);
             }
         }
-        let kept = lines.entry(pipeline.to_string()).or_default();
+        let kept = lines.entry(pipeline).or_default();
         if kept.len() == LINES_KEPT {
             kept.pop_front();
         }
@@ -82,18 +88,18 @@ impl PipelineLogs {
     }
 
     /// The last lines of `pipeline`, oldest first.
-    pub fn lines(&self, pipeline: &str) -> Vec<LogLine> {
+    pub fn lines(&self, pipeline: PipelineId) -> Vec<LogLine> {
         let lines = self.lines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         lines
-            .get(pipeline)
+            .get(&pipeline)
             .map(|kept| kept.iter().cloned().collect())
             .unwrap_or_default()
     }
 
     /// Forgets every pipeline `listed` says is gone.
-    pub fn retain(&self, listed: impl Fn(&str) -> bool) {
+    pub fn retain(&self, listed: impl Fn(PipelineId) -> bool) {
         let mut lines = self.lines.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        lines.retain(|name, _| listed(name));
+        lines.retain(|id, _| listed(*id));
     }
 }
 
@@ -105,21 +111,33 @@ fn last_at(lines: &VecDeque<LogLine>) -> f64 {
 pub struct PipelineLogLayer;
 
 /// The pipeline a span is about, kept in the span's extensions.
-struct PipelineOfSpan(String);
+struct PipelineOfSpan(PipelineId);
 
-/// Collects an event's message and fields as one line, and its `pipeline` field.
+/// The field that names the pipeline an event or span belongs to.
+const ID_FIELD: &str = "pipeline_id";
+/// The field of the pipeline's name: beside the id, not part of the line.
+const NAME_FIELD: &str = "pipeline";
+
+/// Collects an event's message and fields as one line, and its `pipeline_id` field.
 #[derive(Default)]
 struct LineVisitor {
     message: String,
     fields: String,
-    pipeline: Option<String>,
+    pipeline: Option<PipelineId>,
 }
 
 impl Visit for LineVisitor {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match field.name() {
+            ID_FIELD => self.pipeline = Some(PipelineId(value)),
+            _ => self.record_debug(field, &value),
+        }
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         match field.name() {
             "message" => self.message.push_str(value),
-            "pipeline" => self.pipeline = Some(value.to_string()),
+            NAME_FIELD => {}
             name => {
                 let _ = write!(self.fields, " {name}={value}");
             }
@@ -131,7 +149,7 @@ impl Visit for LineVisitor {
             "message" => {
                 let _ = write!(self.message, "{value:?}");
             }
-            "pipeline" => self.pipeline = Some(format!("{value:?}")),
+            NAME_FIELD | ID_FIELD => {}
             name => {
                 let _ = write!(self.fields, " {name}={value:?}");
             }
@@ -149,8 +167,8 @@ where
         }
         let mut visitor = LineVisitor::default();
         attrs.record(&mut visitor);
-        if let (Some(name), Some(span)) = (visitor.pipeline, ctx.span(id)) {
-            span.extensions_mut().insert(PipelineOfSpan(name));
+        if let (Some(pipeline), Some(span)) = (visitor.pipeline, ctx.span(id)) {
+            span.extensions_mut().insert(PipelineOfSpan(pipeline));
         }
     }
 
@@ -164,10 +182,10 @@ where
         let pipeline = visitor.pipeline.take().or_else(|| {
             ctx.event_scope(event)?
                 .from_root()
-                .find_map(|span| span.extensions().get::<PipelineOfSpan>().map(|p| p.0.clone()))
+                .find_map(|span| span.extensions().get::<PipelineOfSpan>().map(|p| p.0))
         });
         if let Some(pipeline) = pipeline {
-            PipelineLogs::global().push(&pipeline, level, &format!("{}{}", visitor.message, visitor.fields));
+            PipelineLogs::global().push(pipeline, level, &format!("{}{}", visitor.message, visitor.fields));
         }
     }
 }
@@ -180,11 +198,12 @@ mod tests {
     #[test]
     fn events_are_filed_under_their_pipeline_bounded_and_escaped() {
         let logs = PipelineLogs::default();
+        let cam = PipelineId(1);
         for n in 0..30 {
-            logs.push("cam", Level::INFO, &format!("line {n}"));
+            logs.push(cam, Level::INFO, &format!("line {n}"));
         }
-        logs.push("cam", Level::ERROR, "cannot open rtsp://user:secret@host/x\n\u{1b}[31m");
-        let lines = logs.lines("cam");
+        logs.push(cam, Level::ERROR, "cannot open rtsp://user:secret@host/x\n\u{1b}[31m");
+        let lines = logs.lines(cam);
         assert_eq!(lines.len(), LINES_KEPT);
         assert_eq!(lines[0].text, "line 11");
         let last = lines.last().unwrap();
@@ -193,26 +212,33 @@ mod tests {
             !last.text.contains("secret") && !last.text.contains('\u{1b}'),
             "{last:?}"
         );
-        logs.push("cam", Level::WARN, &"x".repeat(10_000));
-        assert_eq!(logs.lines("cam").last().unwrap().text.chars().count(), LINE_CHARS);
-        logs.retain(|name| name != "cam");
-        assert!(logs.lines("cam").is_empty());
+        logs.push(cam, Level::WARN, &"x".repeat(10_000));
+        assert_eq!(logs.lines(cam).last().unwrap().text.chars().count(), LINE_CHARS);
+        logs.retain(|id| id != cam);
+        assert!(logs.lines(cam).is_empty());
     }
+
+    /// Ids no pipeline of a test's supervisor gets (they count from 1): the store is the
+    /// process's.
+    const A: PipelineId = PipelineId(u64::MAX - 1);
+    const B: PipelineId = PipelineId(u64::MAX - 2);
 
     #[test]
     fn the_layer_files_events_by_the_span_their_thread_runs_in_or_their_field() {
         let subscriber = tracing_subscriber::registry().with(PipelineLogLayer);
         tracing::subscriber::with_default(subscriber, || {
-            let span = tracing::info_span!("pipeline", pipeline = %"layer-test-a");
+            let span = tracing::info_span!("pipeline", pipeline = %"layer-test", pipeline_id = A.0);
             let _entered = span.enter();
             tracing::error!("the input is gone");
             tracing::debug!("not for the page");
-            tracing::warn!(pipeline = %"layer-test-b", "filed by its field");
+            tracing::warn!(pipeline = %"layer-test-b", pipeline_id = B.0, "filed by its field");
+            tracing::warn!(pipeline = %"no-id", "of no pipeline of serve: in the span's");
         });
-        let a = PipelineLogs::global().lines("layer-test-a");
-        assert_eq!(a.len(), 1, "{a:?}");
-        assert_eq!((a[0].level, a[0].text.as_str()), ("ERROR", "the input is gone"));
-        let b = PipelineLogs::global().lines("layer-test-b");
+        let a = PipelineLogs::global().lines(A);
+        let texts: Vec<&str> = a.iter().map(|line| line.text.as_str()).collect();
+        assert_eq!(texts, ["the input is gone", "of no pipeline of serve: in the span's"]);
+        assert_eq!(a[0].level, "ERROR");
+        let b = PipelineLogs::global().lines(B);
         assert_eq!(b.len(), 1, "{b:?}");
         assert_eq!(b[0].text, "filed by its field");
     }

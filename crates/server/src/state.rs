@@ -78,6 +78,7 @@ impl From<SupervisorError> for ApiError {
             SupervisorError::Exists(_)
             | SupervisorError::StillEnding(_)
             | SupervisorError::NotRunning { .. }
+            | SupervisorError::EndedDuringSwitch(_)
             | SupervisorError::WrongState { .. }
             | SupervisorError::OutputInUse(_) => StatusCode::CONFLICT,
             SupervisorError::Invalid(_) => StatusCode::BAD_REQUEST,

@@ -83,22 +83,23 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 /// their keys.
 async fn status(State(state): State<ApiState>) -> Response {
     let supervisor = &state.supervisor;
-    let monitors = supervisor.monitors();
+    let listed = supervisor.listed();
     let pipelines: Vec<serde_json::Value> = supervisor
         .views()
         .into_iter()
         .map(|view| {
-            let p99 = monitors
+            // By id: a pipeline listed anew under the name between the two looks is not this one.
+            let p99 = listed
                 .iter()
-                .find(|m| m.name == view.name)
-                .and_then(|m| m.counters.filter_latency.quantile_ms(0.99));
+                .find(|pipeline| pipeline.id == view.id)
+                .and_then(|pipeline| pipeline.monitor.counters.filter_latency.quantile_ms(0.99));
             let filter = supervisor.filter_choice(&view.name);
             let mut value = serde_json::to_value(&view).unwrap_or_default();
             value["latency_p99_ms"] = json!(p99);
             value["filter"] = json!(filter);
-            value["log"] = json!(PipelineLogs::global().lines(&view.name));
+            value["log"] = json!(PipelineLogs::global().lines(view.id));
             // The table's sparkline: the server's own points, so a reloaded page has them.
-            let fps: Vec<f64> = state.history.points(&view.name).iter().map(|p| p.fps).collect();
+            let fps: Vec<f64> = state.history.points(view.id).iter().map(|p| p.fps).collect();
             value["fps_history"] = json!(fps);
             value
         })

@@ -1,5 +1,6 @@
-//! `GET /pipelines/{name}/history` (token required): a pipeline's points as the server keeps
-//! them (see `store.rs`), oldest first, with the interval and the ring's capacity.
+//! `GET /pipelines/{name}/history` (token required): the points of the pipeline listed under
+//! the name as the server keeps them (see `store.rs`), oldest first, with its id, the interval
+//! and the ring's capacity.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -19,16 +20,20 @@ pub fn routes() -> Router<ApiState> {
 }
 
 async fn history(State(state): State<ApiState>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let listed = is_valid_name(&name) && state.supervisor.monitors().iter().any(|m| m.name == name);
-    if !listed {
+    let listed = is_valid_name(&name)
+        .then(|| state.supervisor.listed())
+        .and_then(|listed| listed.into_iter().find(|pipeline| pipeline.monitor.name == name));
+    let Some(pipeline) = listed else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no pipeline named `{}`", quoted(&name)),
         ));
-    }
-    let points = state.history.points(&name);
+    };
+    // The points of the pipeline listed under the name now, none of an earlier one's.
+    let points = state.history.points(pipeline.id);
     Ok(Json(json!({
         "pipeline": name,
+        "id": pipeline.id,
         "interval_seconds": HISTORY_INTERVAL.as_secs_f64(),
         "capacity": HISTORY_POINTS,
         "points": points,

@@ -2,6 +2,10 @@
 //! with the frame rate, the frames dropped and the 99th-percentile filter latency of that
 //! interval, at most [`HISTORY_POINTS`] per pipeline (10 minutes). Memory is bounded by the
 //! pipeline count: a ring of points and one copy of the latency histogram's counts each.
+//!
+//! Points are kept by [`PipelineId`], not by name: a pipeline deleted and added again under
+//! its name between two points is another pipeline, and starts with none of the old one's.
+//! Its restarts (a stop and start, a reload's) are the same pipeline: its points go on.
 
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
@@ -9,9 +13,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::pipeline_logs::PipelineLogs;
-use crate::supervisor::Supervisor;
+use crate::supervisor::{Listed, PipelineId, Supervisor};
+use convstream_media::PipelineState;
 use convstream_media::{quantile_ms_of, Counters};
-use convstream_media::{PipelineMonitor, PipelineState};
 
 /// How often a point is taken.
 pub const HISTORY_INTERVAL: Duration = Duration::from_secs(5);
@@ -48,22 +52,22 @@ struct Track {
 /// Every pipeline's points (see the module's docs).
 #[derive(Default)]
 pub struct PipelineHistory {
-    tracks: Mutex<HashMap<String, Track>>,
+    tracks: Mutex<HashMap<PipelineId, Track>>,
 }
 
 impl PipelineHistory {
-    /// Takes a point of every pipeline in `monitors` at `now` (`wall` for its timestamp);
+    /// Takes a point of every pipeline in `listed` at `now` (`wall` for its timestamp);
     /// forgets pipelines no longer there.
-    pub fn sample(&self, monitors: &[Arc<PipelineMonitor>], now: Instant, wall: SystemTime) {
+    pub fn sample(&self, listed: &[Listed], now: Instant, wall: SystemTime) {
         let at = wall.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
         let mut tracks = self.tracks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        tracks.retain(|name, _| monitors.iter().any(|m| &m.name == name));
-        for monitor in monitors {
+        tracks.retain(|id, _| listed.iter().any(|pipeline| pipeline.id == *id));
+        for Listed { id, monitor } in listed {
             let counters = &monitor.counters;
             let written = Counters::get(&counters.frames_written);
             let dropped = Counters::get(&counters.frames_dropped);
             let latencies = counters.filter_latency.counts();
-            let track = tracks.entry(monitor.name.clone()).or_insert_with(|| Track {
+            let track = tracks.entry(*id).or_insert_with(|| Track {
                 points: VecDeque::with_capacity(HISTORY_POINTS),
                 counters: Weak::new(),
                 taken_at: monitor.started_at,
@@ -104,11 +108,11 @@ impl PipelineHistory {
         }
     }
 
-    /// The points of pipeline `name`, oldest first (empty before its first).
-    pub fn points(&self, name: &str) -> Vec<HistoryPoint> {
+    /// The points of pipeline `id`, oldest first (empty before its first).
+    pub fn points(&self, id: PipelineId) -> Vec<HistoryPoint> {
         let tracks = self.tracks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tracks
-            .get(name)
+            .get(&id)
             .map(|track| track.points.iter().cloned().collect())
             .unwrap_or_default()
     }
@@ -120,10 +124,10 @@ impl PipelineHistory {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            let monitors = supervisor.monitors();
-            self.sample(&monitors, Instant::now(), SystemTime::now());
+            let listed = supervisor.listed();
+            self.sample(&listed, Instant::now(), SystemTime::now());
             // The last log lines of pipelines gone go with them.
-            PipelineLogs::global().retain(|name| monitors.iter().any(|m| m.name == name));
+            PipelineLogs::global().retain(|id| listed.iter().any(|pipeline| pipeline.id == id));
         }
     }
 }
@@ -133,12 +137,16 @@ mod tests {
     use super::*;
     use convstream_core::Mask;
     use convstream_core::{BorderMode, FilterSpec, PlaneSelection};
-    use convstream_media::FrameLatency;
+    use convstream_media::{FrameLatency, PipelineMonitor};
 
-    fn monitor(name: &str) -> Arc<PipelineMonitor> {
+    /// A run of pipeline `id`, named `name`.
+    fn run(id: u64, name: &str) -> Listed {
         let mask = Mask::from_spec("box").expect("a preset");
         let filter = FilterSpec::uniform(mask, BorderMode::default(), PlaneSelection::default());
-        Arc::new(PipelineMonitor::new(name, &filter))
+        Listed {
+            id: PipelineId(id),
+            monitor: Arc::new(PipelineMonitor::new(name, &filter)),
+        }
     }
 
     fn frames(monitor: &PipelineMonitor, count: u64, latency_ms: f64) {
@@ -159,17 +167,18 @@ mod tests {
     #[test]
     fn each_point_measures_its_own_interval_and_the_ring_stays_bounded() {
         let history = PipelineHistory::default();
-        let cam = monitor("cam");
-        let start = cam.started_at;
+        let cam = run(1, "cam");
+        let start = cam.monitor.started_at;
         let wall = SystemTime::now();
-        frames(&cam, 50, 40.0);
+        frames(&cam.monitor, 50, 40.0);
         history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL, wall);
-        frames(&cam, 100, 2.0);
-        cam.counters
+        frames(&cam.monitor, 100, 2.0);
+        cam.monitor
+            .counters
             .frames_dropped
             .store(7, std::sync::atomic::Ordering::Relaxed);
         history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL * 2, wall);
-        let points = history.points("cam");
+        let points = history.points(cam.id);
         assert_eq!(points.len(), 2);
         assert!((points[0].fps - 10.0).abs() < 1e-9, "{points:?}");
         assert!((points[1].fps - 20.0).abs() < 1e-9, "{points:?}");
@@ -183,7 +192,7 @@ mod tests {
         for step in 3..500u32 {
             history.sample(std::slice::from_ref(&cam), start + HISTORY_INTERVAL * step, wall);
         }
-        let points = history.points("cam");
+        let points = history.points(cam.id);
         assert_eq!(points.len(), HISTORY_POINTS, "bounded");
         assert_eq!(points.last().map(|p| p.fps), Some(0.0));
         assert_eq!(points.last().and_then(|p| p.latency_p99_ms), None, "no frame, no p99");
@@ -192,21 +201,53 @@ mod tests {
     #[test]
     fn a_restart_is_measured_from_zero_and_a_removed_pipeline_is_forgotten() {
         let history = PipelineHistory::default();
-        let first = monitor("cam");
-        frames(&first, 500, 5.0);
+        let first = run(1, "cam");
+        frames(&first.monitor, 500, 5.0);
         let wall = SystemTime::now();
-        history.sample(std::slice::from_ref(&first), first.started_at + HISTORY_INTERVAL, wall);
-        let second = monitor("cam");
-        frames(&second, 25, 5.0);
-        history.sample(
-            std::slice::from_ref(&second),
-            second.started_at + HISTORY_INTERVAL,
-            wall,
-        );
-        let points = history.points("cam");
-        assert_eq!(points.len(), 2, "one track for the name across runs");
+        let after = |run: &Listed| run.monitor.started_at + HISTORY_INTERVAL;
+        history.sample(std::slice::from_ref(&first), after(&first), wall);
+        // The same pipeline, started again: a new run under the same id.
+        let restarted = Listed {
+            id: first.id,
+            ..run(1, "cam")
+        };
+        frames(&restarted.monitor, 25, 5.0);
+        history.sample(std::slice::from_ref(&restarted), after(&restarted), wall);
+        let points = history.points(first.id);
+        assert_eq!(points.len(), 2, "one track for the pipeline across its runs");
         assert!((points[1].fps - 5.0).abs() < 1e-9, "{points:?}");
         history.sample(&[], Instant::now(), wall);
-        assert!(history.points("cam").is_empty());
+        assert!(history.points(first.id).is_empty());
+    }
+
+    #[test]
+    fn a_pipeline_added_again_under_a_deleted_ones_name_starts_with_no_points() {
+        let history = PipelineHistory::default();
+        let wall = SystemTime::now();
+        let deleted = run(1, "h1");
+        frames(&deleted.monitor, 250, 5.0);
+        history.sample(
+            std::slice::from_ref(&deleted),
+            deleted.monitor.started_at + HISTORY_INTERVAL,
+            wall,
+        );
+        history.sample(
+            std::slice::from_ref(&deleted),
+            deleted.monitor.started_at + HISTORY_INTERVAL * 2,
+            wall,
+        );
+        // Deleted and added again between two points: the keeper never saw the name unlisted.
+        let added = run(2, "h1");
+        assert!(history.points(added.id).is_empty(), "none of the deleted one's points");
+        frames(&added.monitor, 25, 5.0);
+        history.sample(
+            std::slice::from_ref(&added),
+            added.monitor.started_at + HISTORY_INTERVAL,
+            wall,
+        );
+        let points = history.points(added.id);
+        assert_eq!(points.len(), 1, "its own point only: {points:?}");
+        assert!((points[0].fps - 5.0).abs() < 1e-9, "{points:?}");
+        assert!(history.points(deleted.id).is_empty(), "the deleted one is forgotten");
     }
 }

@@ -1,10 +1,35 @@
-//! What the supervisor is asked and what it answers: where a pipeline came from, a filter
-//! change, what a switch did, what a reload did.
+//! What the supervisor is asked and what it answers: which pipeline a name stands for now,
+//! where a pipeline came from, a filter change, what a switch did, what a reload did.
 
 use serde::Serialize;
+use std::sync::Arc;
 
 use convstream_config::MaskSelection;
 use convstream_core::{BorderMode, PlaneName, PlaneSelection};
+use convstream_media::PipelineMonitor;
+
+/// Which pipeline a name stands for: a number given when the name is listed (a POST, the
+/// config file, a reload adding it), never given again in the process, and kept while the
+/// name stays listed, through stops, starts and a reload's restarts. What the server keeps
+/// of a pipeline beside the supervisor (its history, its log lines) is keyed by it, not by
+/// the name, so that a pipeline deleted and added again under its name starts with none of
+/// the old one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct PipelineId(pub u64);
+
+impl std::fmt::Display for PipelineId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A listed pipeline as the server's keepers read it: which one it is and its current run.
+#[derive(Clone)]
+pub struct Listed {
+    pub id: PipelineId,
+    pub monitor: Arc<PipelineMonitor>,
+}
 
 /// Where a pipeline came from: a reload only touches the config file's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

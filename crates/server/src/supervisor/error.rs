@@ -27,6 +27,10 @@ pub enum SupervisorError {
     Engine { name: String, error: EngineError },
     #[error("pipeline {0:?} did not take the new filter within 10 s")]
     SwitchTimedOut(String),
+    /// The run ended (its input ended, a stop, a failure) before it took a filter switch:
+    /// what a switch asked of a pipeline that has ended gets, not a timeout.
+    #[error("pipeline {0:?} ended (its input ended, it was stopped or it failed) before it took the new filter; a filter can only switch while the pipeline runs")]
+    EndedDuringSwitch(String),
     #[error("cannot start a thread for pipeline {name:?}: {reason}")]
     Spawn { name: String, reason: String },
     /// A stop or start asked of a pipeline in a state that does not allow it.

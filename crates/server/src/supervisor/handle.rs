@@ -1,18 +1,21 @@
-//! One pipeline the supervisor started: its settings, monitor, stop flag, switch channel and
-//! thread; and which running pipeline's files a new one would collide with.
+//! One pipeline the supervisor started: which one it is, its settings, monitor, stop flag,
+//! switch channel and thread; and which running pipeline's files a new one would collide with.
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::contract::Origin;
+use super::contract::{Origin, PipelineId};
 use convstream_config::{PipelineConfig, PipelineSettings};
 use convstream_media::{FilterSwitch, PipelineMonitor};
 
 /// One pipeline the supervisor started.
 pub(super) struct Handle {
+    /// Which pipeline this is: kept by its restarts, new when the name is listed anew.
+    pub(super) id: PipelineId,
     pub(super) settings: PipelineSettings,
     pub(super) origin: Origin,
     pub(super) monitor: Arc<PipelineMonitor>,
@@ -21,6 +24,9 @@ pub(super) struct Handle {
     /// The run's thread, shared with a stop in progress: every holder of the name sees
     /// whether it still runs, whoever waits for it.
     pub(super) thread: Option<Arc<JoinHandle<()>>>,
+    /// Closes when the run's thread returns (nothing is ever sent): a wait on the run (a
+    /// filter switch) selects on it, so that it ends with the run instead of at its timeout.
+    pub(super) run_ended: Receiver<Infallible>,
     /// Stopped through `POST /pipelines/{name}/stop`: kept listed with its settings, so
     /// that a start runs it again.
     pub(super) operator_stopped: bool,
@@ -34,12 +40,14 @@ impl Handle {
     /// and files taken while the thread still runs.
     pub(super) fn share_for_stop(&self) -> Handle {
         Handle {
+            id: self.id,
             settings: self.settings.clone(),
             origin: self.origin,
             monitor: self.monitor.clone(),
             stop: self.stop.clone(),
             switches: self.switches.clone(),
             thread: self.thread.clone(),
+            run_ended: self.run_ended.clone(),
             operator_stopped: self.operator_stopped,
             was_ready: self.was_ready.clone(),
         }

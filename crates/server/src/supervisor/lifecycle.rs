@@ -8,11 +8,11 @@
 use crossbeam_channel::bounded;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::contract::Origin;
+use super::contract::{Listed, Origin, PipelineId};
 use super::error::SupervisorError;
 use super::handle::{conflict_among, Handle};
 use super::stopping::stop_and_join;
@@ -41,6 +41,8 @@ pub struct Supervisor {
     protected: Vec<PathBuf>,
     /// Pipelines start through it a few at a time (`[server] starting_at_once`).
     start_gate: Arc<StartGate>,
+    /// The last [`PipelineId`] given.
+    last_id: AtomicU64,
 }
 
 impl Supervisor {
@@ -60,6 +62,7 @@ impl Supervisor {
             io_grace,
             protected: Vec::new(),
             start_gate,
+            last_id: AtomicU64::new(0),
         }
     }
 
@@ -87,7 +90,7 @@ impl Supervisor {
             .validate_for_serve(self.base_dir.as_deref(), output_problems)
             .map_err(SupervisorError::Invalid)?;
         for pipeline in settings.pipelines {
-            self.start(pipeline, Origin::ConfigFile)?;
+            self.start(pipeline, Origin::ConfigFile, self.new_id())?;
         }
         Ok(())
     }
@@ -119,7 +122,7 @@ impl Supervisor {
         if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
             return Err(SupervisorError::OutputInUse(conflict));
         }
-        self.start_in(&mut pipelines, settings, Origin::Api)?;
+        self.start_in(&mut pipelines, settings, Origin::Api, self.new_id())?;
         pipelines.get(&name).map(view_of).ok_or(SupervisorError::NotFound(name))
     }
 
@@ -150,16 +153,28 @@ impl Supervisor {
         conflict_among(&self.pipelines(), pipeline, among)
     }
 
-    pub(super) fn start(&self, settings: PipelineSettings, origin: Origin) -> Result<(), SupervisorError> {
-        self.start_in(&mut self.pipelines(), settings, origin)
+    /// An id no pipeline of this process had: for a name listed anew.
+    pub(super) fn new_id(&self) -> PipelineId {
+        PipelineId(self.last_id.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
-    /// Starts a pipeline and lists it in `pipelines` (the map under the caller's lock).
+    /// Starts pipeline `id` (a new one, or one listed already that runs again).
+    pub(super) fn start(
+        &self,
+        settings: PipelineSettings,
+        origin: Origin,
+        id: PipelineId,
+    ) -> Result<(), SupervisorError> {
+        self.start_in(&mut self.pipelines(), settings, origin, id)
+    }
+
+    /// Starts pipeline `id` and lists it in `pipelines` (the map under the caller's lock).
     fn start_in(
         &self,
         pipelines: &mut BTreeMap<String, Handle>,
         settings: PipelineSettings,
         origin: Origin,
+        id: PipelineId,
     ) -> Result<(), SupervisorError> {
         let name = settings.name.clone();
         let restarted = !self
@@ -170,6 +185,7 @@ impl Supervisor {
         let monitor = Arc::new(PipelineMonitor::new(&name, &settings.filter));
         let stop = Arc::new(AtomicBool::new(false));
         let (switches_tx, switches_rx) = bounded::<FilterSwitch>(4);
+        let (run_ending, run_ended) = bounded::<std::convert::Infallible>(0);
         let options = RunOptions {
             stop: stop.clone(),
             progress: None,
@@ -188,7 +204,9 @@ impl Supervisor {
             std::thread::Builder::new()
                 .name(format!("{name}-run"))
                 .spawn(move || {
-                    let span = tracing::info_span!("pipeline", pipeline = %settings.name);
+                    // Dropped as the thread returns, however it returns: `run_ended` closes.
+                    let _run_ending = run_ending;
+                    let span = tracing::info_span!("pipeline", pipeline = %settings.name, pipeline_id = id.0);
                     let _entered = span.enter();
                     match run_monitored(&settings, &options, &monitor, switches_rx) {
                         Ok(report) => tracing::info!("{}", report.summary()),
@@ -211,12 +229,14 @@ impl Supervisor {
         pipelines.insert(
             name,
             Handle {
+                id,
                 settings,
                 origin,
                 monitor,
                 stop,
                 switches: switches_tx,
                 thread: Some(Arc::new(thread)),
+                run_ended,
                 operator_stopped: false,
                 was_ready: Arc::new(AtomicBool::new(false)),
             },
@@ -312,7 +332,7 @@ impl Supervisor {
                 why: "only a stopped, finished or failed pipeline can be started",
             });
         }
-        let (settings, origin) = (handle.settings.clone(), handle.origin);
+        let (settings, origin, id) = (handle.settings.clone(), handle.origin, handle.id);
         let restarts = handle.monitor.restarts.load(Ordering::Relaxed);
         if let Some(conflict) = conflict_among(&pipelines, &settings.config, |_| true) {
             return Err(SupervisorError::OutputInUse(conflict));
@@ -322,7 +342,7 @@ impl Supervisor {
                 let _ = old.join(); // finished, checked above
             }
         }
-        self.start_in(&mut pipelines, settings, origin)?;
+        self.start_in(&mut pipelines, settings, origin, id)?;
         let handle = pipelines
             .get(name)
             .ok_or_else(|| SupervisorError::NotFound(name.to_string()))?;
@@ -343,6 +363,17 @@ impl Supervisor {
 
     pub fn monitors(&self) -> Vec<Arc<PipelineMonitor>> {
         self.pipelines().values().map(|h| h.monitor.clone()).collect()
+    }
+
+    /// Every listed pipeline: which one it is, and its current run's monitor.
+    pub fn listed(&self) -> Vec<Listed> {
+        self.pipelines()
+            .values()
+            .map(|h| Listed {
+                id: h.id,
+                monitor: h.monitor.clone(),
+            })
+            .collect()
     }
 
     pub fn view(&self, name: &str) -> Result<PipelineView, SupervisorError> {

@@ -14,7 +14,7 @@ mod stopping;
 mod switch;
 mod view;
 
-pub use contract::{FilterUpdate, Origin, ReloadSummary, Switched};
+pub use contract::{FilterUpdate, Listed, Origin, PipelineId, ReloadSummary, Switched};
 pub use error::SupervisorError;
 pub use filter_choice::FilterChoice;
 pub use lifecycle::Supervisor;

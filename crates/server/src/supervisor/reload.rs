@@ -42,7 +42,7 @@ impl Supervisor {
             let current = self
                 .pipelines()
                 .get(&name)
-                .map(|h| (h.origin, h.settings.clone(), h.monitor.clone()));
+                .map(|h| (h.origin, h.settings.clone(), h.monitor.clone(), h.id));
             // A file pipeline may not take a file that a pipeline started through the API uses.
             if let Some(conflict) = self.output_conflict(&next.config, |h| h.origin == Origin::Api) {
                 summary
@@ -51,14 +51,14 @@ impl Supervisor {
                 continue;
             }
             match current {
-                None => match self.start(next, Origin::ConfigFile) {
+                None => match self.start(next, Origin::ConfigFile, self.new_id()) {
                     Ok(()) => summary.started.push(name),
                     Err(e) => summary.problems.push(e.to_string()),
                 },
                 Some((Origin::Api, ..)) => summary.problems.push(format!(
                     "pipeline {name:?}: the name is taken by a pipeline started through the API; the config's is not started"
                 )),
-                Some((Origin::ConfigFile, current, monitor)) => {
+                Some((Origin::ConfigFile, current, monitor, id)) => {
                     // Only a running pipeline can switch its filter live; one that is still
                     // starting, or has ended, starts again with the new settings.
                     let changed = current.config != next.config || current.filter != next.filter;
@@ -83,7 +83,8 @@ impl Supervisor {
                             ));
                             continue;
                         }
-                        match self.start(next, Origin::ConfigFile) {
+                        // The same pipeline, run again: its id (and so its history) stays.
+                        match self.start(next, Origin::ConfigFile, id) {
                             Ok(()) => {
                                 if let Some(handle) = self.pipelines().get(&name) {
                                     handle.monitor.restarts.store(restarts, Ordering::Relaxed);

@@ -1,7 +1,11 @@
 //! Live filter switches: the new filter checked against the pipeline's frames, its kernels
 //! made on the caller's thread, then handed to the pipeline, which swaps between two frames.
+//! The hand-over waits for the run's answer, its end or [`SWITCH_TIMEOUT`], whichever comes
+//! first: a pipeline that ends meanwhile (its input ends, a stop) is an ended pipeline, not
+//! a timeout.
 
-use crossbeam_channel::bounded;
+use crossbeam_channel::{bounded, select, Receiver, Sender};
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use super::contract::{FilterUpdate, Switched};
@@ -9,7 +13,7 @@ use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
 use convstream_config::{ConfigError, PipelineSettings, Place, Problem};
 use convstream_core::PixelFormat;
-use convstream_core::{FilterSpec, PlaneName};
+use convstream_core::{EngineError, FilterSpec, PlaneName};
 use convstream_media::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.
@@ -55,14 +59,16 @@ impl Supervisor {
     /// that keep a new mask from any plane (the API and the config file differ).
     pub(super) fn switch_to(&self, settings: &PipelineSettings, clear_hint: &str) -> Result<Switched, SupervisorError> {
         let name = &settings.name;
-        let (monitor, switches, before) = {
+        let (id, monitor, switches, run_ended, before) = {
             let pipelines = self.pipelines();
             let handle = pipelines
                 .get(name)
                 .ok_or_else(|| SupervisorError::NotFound(name.clone()))?;
             (
+                handle.id,
                 handle.monitor.clone(),
                 handle.switches.clone(),
+                handle.run_ended.clone(),
                 handle.settings.filter.clone(),
             )
         };
@@ -88,7 +94,7 @@ impl Supervisor {
             }
             warnings = settings.filter.warnings(format);
             for warning in &warnings {
-                tracing::warn!(pipeline = %name, "{warning}");
+                tracing::warn!(pipeline = %name, pipeline_id = id.0, "{warning}");
             }
         }
         let started = Instant::now();
@@ -98,21 +104,9 @@ impl Supervisor {
             settings.filter.description(),
             started.elapsed().as_secs_f64() * 1e3
         );
-        let (reply_tx, reply_rx) = bounded(1);
-        switches
-            .send_timeout(
-                FilterSwitch {
-                    filter: settings.filter.clone(),
-                    reply: reply_tx,
-                },
-                SWITCH_TIMEOUT,
-            )
-            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?;
-        let applies_from = reply_rx
-            .recv_timeout(SWITCH_TIMEOUT)
-            .map_err(|_| SupervisorError::SwitchTimedOut(name.clone()))?
-            .map_err(engine_error)?;
-        if let Some(handle) = self.pipelines().get_mut(name) {
+        let applies_from = hand_over(name, settings.filter.clone(), &switches, &run_ended)?.map_err(engine_error)?;
+        // The run switched; the name may list another pipeline by now, which it did not.
+        if let Some(handle) = self.pipelines().get_mut(name).filter(|handle| handle.id == id) {
             handle.settings = settings.clone();
         }
         // A running pipeline knows its frames' format; the planes follow from it.
@@ -122,7 +116,7 @@ impl Supervisor {
             .filter(|_| changed_planes.is_empty())
             .map(|format| why_unchanged(&before, &settings.filter, format, clear_hint));
         if let Some(reason) = &unchanged_because {
-            tracing::warn!(pipeline = %name, "the filter switch from frame {applies_from} changes no plane: {reason}");
+            tracing::warn!(pipeline = %name, pipeline_id = id.0, "the filter switch from frame {applies_from} changes no plane: {reason}");
         }
         Ok(Switched {
             applies_from,
@@ -137,6 +131,36 @@ impl Supervisor {
             .get(name)
             .map(|h| h.settings.clone())
             .ok_or_else(|| SupervisorError::NotFound(name.to_string()))
+    }
+}
+
+/// Hands `filter` to the run of pipeline `name` through `switches` and waits for its answer
+/// (the first frame filtered anew, or the engine's refusal), all within [`SWITCH_TIMEOUT`].
+/// The run's end (`run_ended` closes, or `switches` has no receiver left) ends the wait as
+/// [`SupervisorError::EndedDuringSwitch`]: a switch queued as the input ended is never taken,
+/// and a closed channel is no timeout.
+fn hand_over(
+    name: &str,
+    filter: FilterSpec,
+    switches: &Sender<FilterSwitch>,
+    run_ended: &Receiver<Infallible>,
+) -> Result<Result<u64, EngineError>, SupervisorError> {
+    let deadline = Instant::now() + SWITCH_TIMEOUT;
+    let ended = || SupervisorError::EndedDuringSwitch(name.to_string());
+    let timed_out = || SupervisorError::SwitchTimedOut(name.to_string());
+    let (reply, answer) = bounded(1);
+    let switch = FilterSwitch { filter, reply };
+    select! {
+        send(switches, switch) -> sent => sent.map_err(|_| ended())?,
+        recv(run_ended) -> _ => return Err(ended()),
+        default(deadline.saturating_duration_since(Instant::now())) => return Err(timed_out()),
+    }
+    select! {
+        // No answer and no sender left: the run dropped the switch as it ended.
+        recv(answer) -> answered => answered.map_err(|_| ended()),
+        // The answer may have come just before the run's thread returned.
+        recv(run_ended) -> _ => answer.try_recv().map_err(|_| ended()),
+        default(deadline.saturating_duration_since(Instant::now())) => Err(timed_out()),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Readiness: a live pipeline takes input before its sender's first frames; and a stop
 //! before those frames is a stop, not a failure; a name stays taken while a stopped run's
-//! thread still runs; an instance whose every pipeline failed is not ready.
+//! thread still runs; an instance whose every pipeline failed is not ready; a filter switch
+//! to a run that ends before it takes the switch says the pipeline ended, at once, not that
+//! it timed out.
 
 use std::time::Duration;
 
@@ -128,4 +130,101 @@ fn an_instance_whose_every_pipeline_failed_is_not_ready_and_one_doing_work_is() 
     wait_until("gone to fail", &|| failed(&mixed, "gone"));
     assert!(mixed.ready(), "{:?}", mixed.not_ready());
     assert!(mixed.shutdown(Duration::from_secs(10)).is_empty());
+}
+
+/// A supervisor listing pipeline `name` as running on a stand-in run: `stage` gets the
+/// pipeline's end of the switch channel on a thread of its own, as the filter stage does,
+/// and the run ends when `stage` returns. Returns the pipeline's settings too.
+fn running_on(
+    name: &str,
+    stage: impl FnOnce(crossbeam_channel::Receiver<convstream_media::FilterSwitch>) + Send + 'static,
+) -> (Supervisor, convstream_config::PipelineSettings) {
+    let text = format!(
+        "[[pipeline]]\nname = {name:?}\n[pipeline.source]\nurl = \"clip.y4m\"\n[pipeline.filter]\ndevice = \"cpu\"\n[pipeline.sink]\nurl = \"null\"\n"
+    );
+    let config = ConfigFile::parse(&text, "test", convstream_media::output_problems).unwrap();
+    let supervisor = Supervisor::new(config.clone(), None);
+    let settings = supervisor.validate_one(config.pipelines[0].clone()).unwrap();
+    let monitor = std::sync::Arc::new(convstream_media::PipelineMonitor::new(name, &settings.filter));
+    monitor.set_state(PipelineState::Running);
+    let (switches, received) = crossbeam_channel::bounded(4);
+    let (run_ending, run_ended) = crossbeam_channel::bounded(0);
+    let thread = std::thread::spawn(move || {
+        let _run_ending = run_ending;
+        stage(received);
+    });
+    let handle = super::handle::Handle {
+        id: supervisor.new_id(),
+        settings: settings.clone(),
+        origin: super::Origin::Api,
+        monitor,
+        stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        switches,
+        thread: Some(std::sync::Arc::new(thread)),
+        run_ended,
+        operator_stopped: false,
+        was_ready: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    supervisor.pipelines().insert(name.to_string(), handle);
+    (supervisor, settings)
+}
+
+/// Switches `name` to the filter it has; returns the outcome and how long it took.
+fn switch_timed(
+    supervisor: &Supervisor,
+    settings: &convstream_config::PipelineSettings,
+) -> (Result<super::Switched, super::SupervisorError>, Duration) {
+    let started = std::time::Instant::now();
+    let outcome = supervisor.switch_to(settings, "");
+    (outcome, started.elapsed())
+}
+
+#[test]
+fn a_switch_to_a_run_whose_filter_stage_has_ended_says_it_ended() {
+    // The stage returned (its input ended) before the switch came: no receiver is left.
+    let (supervisor, settings) = running_on("ended", drop);
+    let (outcome, took) = switch_timed(&supervisor, &settings);
+    assert!(
+        matches!(outcome, Err(super::SupervisorError::EndedDuringSwitch(ref name)) if name == "ended"),
+        "{outcome:?} after {took:?}"
+    );
+}
+
+#[test]
+fn a_switch_the_run_drops_as_it_ends_says_it_ended() {
+    // Taken and dropped unanswered, as a stage that fails while it drains does.
+    let (supervisor, settings) = running_on("dropped", |received| drop(received.recv()));
+    let (outcome, took) = switch_timed(&supervisor, &settings);
+    assert!(
+        matches!(outcome, Err(super::SupervisorError::EndedDuringSwitch(_))),
+        "{outcome:?} after {took:?}"
+    );
+}
+
+#[test]
+fn a_switch_queued_when_the_run_ends_answers_with_the_end_not_at_the_timeout() {
+    // The stage stops reading (its input ended while the switch was on the way) and the run
+    // returns without taking it: the switch stays queued, and no answer ever comes.
+    let (supervisor, settings) = running_on("queued", |received| {
+        while received.is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let (outcome, took) = switch_timed(&supervisor, &settings);
+    assert!(
+        matches!(outcome, Err(super::SupervisorError::EndedDuringSwitch(_))),
+        "{outcome:?} after {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "with the run's end: {took:?}");
+}
+
+#[test]
+fn a_switch_the_run_takes_answers_its_first_frame() {
+    let (supervisor, settings) = running_on("taken", |received| {
+        if let Ok(switch) = received.recv() {
+            let _ = switch.reply.send(Ok(42));
+        }
+    });
+    let (outcome, _) = switch_timed(&supervisor, &settings);
+    assert_eq!(outcome.map(|switched| switched.applies_from).ok(), Some(42));
 }

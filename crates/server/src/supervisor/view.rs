@@ -3,7 +3,7 @@
 use serde::Serialize;
 use std::sync::atomic::Ordering;
 
-use super::contract::Origin;
+use super::contract::{Origin, PipelineId};
 use super::handle::Handle;
 use convstream_config::FilterConfig;
 use convstream_core::{BorderMode, PlaneSelection};
@@ -14,6 +14,9 @@ use convstream_media::PipelineState;
 #[derive(Debug, Clone, Serialize)]
 pub struct PipelineView {
     pub name: String,
+    /// Which pipeline the name stands for: the same through its stops, starts and restarts,
+    /// another once it is deleted and added again.
+    pub id: PipelineId,
     pub origin: Origin,
     pub state: PipelineState,
     pub reconnecting: bool,
@@ -56,6 +59,7 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
     let FilterConfig { device, .. } = &handle.settings.config.filter;
     PipelineView {
         name: monitor.name.clone(),
+        id: handle.id,
         origin: handle.origin,
         state: monitor.state(),
         reconnecting: monitor.reconnecting(),

@@ -174,9 +174,14 @@
 
   function showPipelines(pipelines) {
     const seen = new Set();
+    let replaced = false;
     for (const p of pipelines) {
       const name = String(p.name);
       seen.add(name);
+      // Another pipeline under the selected name (deleted and added again): its picker,
+      // previews and plots are opened anew, never left on the old one's.
+      const before = latest.get(name);
+      if (name === selected && before && before.id !== p.id) replaced = true;
       latest.set(name, p);
       const entry = rows.get(name) || makeRow(name);
       rows.set(name, entry);
@@ -217,6 +222,7 @@
         if (name === selected) selectPipeline(null);
       }
     }
+    if (replaced) selectPipeline(selected);
     $('empty').hidden = rows.size > 0;
   }
 
