@@ -5,6 +5,10 @@
 //! filtered. On the CPU, memory beside the arrays is bounded (the engine works in bands and
 //! column tiles) or taken fallibly: a call that cannot have it raises `MemoryError`. GPU
 //! arrays take `device_call.rs`.
+//!
+//! One file at some length (about 560 lines): the filter's Python methods and the three ways
+//! its planes reach an engine (read in place, gathered and scattered, through the GPU
+//! engine) share the engine the filter holds and the checks made before any of them.
 
 use std::sync::Mutex;
 
