@@ -31,6 +31,7 @@ mod outputs;
 mod peers;
 mod pipeline_identity;
 mod properties;
+mod refusals_round_four;
 mod runaways;
 mod serve;
 mod service_truth;

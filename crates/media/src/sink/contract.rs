@@ -48,6 +48,15 @@ pub enum SinkError {
         /// What went wrong with its I/O.
         error: OutputIoError,
     },
+    /// The output's file could not be finished as the file named (removed while written,
+    /// not synced).
+    #[error("output {url}: {error}")]
+    Finish {
+        /// The output as configured.
+        url: String,
+        /// What went wrong with its file.
+        error: OutputIoError,
+    },
     /// The video encoder could not be set up or opened.
     #[error("output {url}: {reason}")]
     Encoder {

@@ -449,7 +449,7 @@ impl Sink for Muxer {
     }
 
     fn complete(&mut self) -> Result<(), SinkError> {
-        self.io.complete(&mut self.output).map_err(|error| SinkError::Output {
+        self.io.complete(&mut self.output).map_err(|error| SinkError::Finish {
             url: self.url.clone(),
             error,
         })

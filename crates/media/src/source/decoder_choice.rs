@@ -67,6 +67,21 @@ pub(super) fn choose_decoder(
                     ),
                 });
             }
+            if let Some(found) = found.filter(|found| found.id() != codec_id) {
+                // `-c:v mpeg4 -i h264.mkv`: the decoder named cannot take this stream.
+                return Err(SourceError::Unusable {
+                    url: url.clone(),
+                    reason: format!(
+                        "the {} decoder decodes {}, but this input's video is {}; name a decoder of {} \
+                         (decoder = \"{}\"), or leave the decoder out (\"auto\")",
+                        found.name(),
+                        found.id().name(),
+                        codec_id.name(),
+                        codec_id.name(),
+                        ffmpeg::decoder::find(codec_id).map_or_else(|| codec_id.name().to_string(), |c| c.name().to_string())
+                    ),
+                });
+            }
             (found, name.ends_with("_cuvid"))
         }
     };

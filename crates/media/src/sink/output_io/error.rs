@@ -65,6 +65,9 @@ pub enum OutputIoError {
     /// The file written was removed or replaced before it was named.
     #[error("the output {} was removed or replaced while it was written (its folder deleted?); what was written is lost", .0.display())]
     Lost(PathBuf),
+    /// The file stdout was redirected to lost its last name while it was written.
+    #[error("the file stdout was redirected to was removed while it was written (its folder deleted?); what was written is lost")]
+    LostStdout,
     /// The finished file could not be flushed to the disk.
     #[error("cannot finish the output {}: {error}", path.display())]
     Sync {

@@ -158,8 +158,18 @@ impl OutputIo {
     /// named at the start must still be there under that name. Anything else is an error,
     /// so a run never reports success for output nobody can read.
     pub fn complete(&mut self, output: &mut ffmpeg::format::context::Output) -> Result<(), OutputIoError> {
-        let (Some(staged), Some(custom)) = (self.staged.as_mut(), self.custom.as_ref()) else {
+        let Some(custom) = self.custom.as_ref() else {
             return Ok(());
+        };
+        let Some(staged) = self.staged.as_mut() else {
+            // stdout redirected to a file (`> folder/out.mkv`): that file must still have a
+            // name, or what was written is lost (its folder deleted while the run wrote).
+            return match custom.file().metadata() {
+                Ok(meta) if meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 0 => {
+                    Err(OutputIoError::LostStdout)
+                }
+                _ => Ok(()),
+            };
         };
         // SAFETY: the context's pb is ours (set in `attach`) while `custom` is attached.
         unsafe {
