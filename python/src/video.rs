@@ -349,7 +349,7 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
     let counters = Arc::new(Counters::default());
     let probe = convstream_core::nvdec_probe();
     let source = Source::connect(&settings.source, stop, &counters, false, &probe, None).map_err(|e| {
-        let message = naming_the_protocol(e.to_string(), &settings.source.url);
+        let message = e.to_string();
         if e.is_usage() {
             PyValueError::new_err(message)
         } else {
@@ -481,7 +481,7 @@ fn run<'py>(
     let stop = options.stop.clone();
     let url = settings.source.url.clone();
     let report = run_interruptibly(py, &stop, move || run_pipeline(&settings, &options))?.map_err(|e| {
-        let message = naming_the_protocol(e.to_string(), &url);
+        let message = e.to_string();
         if e.is_usage() {
             PyValueError::new_err(message)
         } else {
@@ -501,22 +501,4 @@ fn run<'py>(
         .call1((json,))?
         .cast_into::<PyDict>()
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))
-}
-
-/// The protocol FFmpeg looks for to open `url`, by its own rule (libavformat's
-/// `url_find_protocol`): the letters, digits, `+`, `-` and `.` it begins with, when a `:`
-/// follows them (`udp://host`, and `lavfi:testsrc` too); none for a plain path.
-fn ffmpeg_protocol(url: &str) -> Option<&str> {
-    let end = url.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))?;
-    (end > 0 && url[end..].starts_with(':')).then(|| &url[..end])
-}
-
-/// An input's error `message` with the protocol named where the source left its name empty:
-/// the source reads a scheme from `scheme://` URLs only, while FFmpeg also takes `name:` as
-/// one, so `lavfi:testsrc` was refused as having "no `` protocol".
-fn naming_the_protocol(message: String, url: &str) -> String {
-    match ffmpeg_protocol(url) {
-        Some(protocol) => message.replace("no `` protocol", &format!("no `{protocol}` protocol")),
-        None => message,
-    }
 }

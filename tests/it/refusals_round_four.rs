@@ -3,7 +3,8 @@
 //! spellings hidden, the flag the user typed named, encoder options tried before anything
 //! runs, `check` saying what `run` and `serve` refuse in one pass, a seats file's contents
 //! never shown, a decoder that cannot take the stream a usage error, and output written into
-//! a folder deleted meanwhile never a success.
+//! a folder deleted meanwhile never a success; the service's answers hold no secret of any
+//! spelling and no raw bidi control.
 
 use std::path::Path;
 use std::time::Duration;
@@ -254,4 +255,67 @@ fn output_into_a_folder_deleted_meanwhile_is_never_a_success() {
     let run: common::Run = child.wait_with_output().unwrap().into();
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("removed while it was written"), "{}", run.stderr);
+}
+
+#[test]
+fn the_service_shows_no_secret_of_any_spelling_and_no_raw_bidi_control() {
+    use crate::common::server::Server;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A config pipeline whose path holds a secret; the API ones below hold the rest.
+    std::fs::write(
+        root.join("config.toml"),
+        "[[pipeline]]\nname = \"pathcam\"\nsource = { url = \"rtsp://127.0.0.1:9/cam/pass=PATH-SECRET/s\", reconnect = { initial = 0.1, max = 0.2 } }\n\
+         filter = { device = \"cpu\" }\nsink = { url = \"null\" }\n",
+    )
+    .unwrap();
+    let serve = Server::start(root, &[]);
+    let sources = [
+        ("frag", "rtmp://127.0.0.1:9/live?x=1#token=FRAG-SECRET"),
+        ("enc", "rtmp://127.0.0.1:9/live?to%6Ben=ENC-SECRET"),
+        (
+            "signed",
+            "rtmp://127.0.0.1:9/live?Policy=POLICY-SECRET&Signature=SIG-SECRET",
+        ),
+        ("semi", "rtmp://127.0.0.1:9/live;passphrase=SEMI-SECRET"),
+        ("bidi", "rtmp://127.0.0.1:9/live?x=\u{202e}gpj.exe\u{2066}"),
+    ];
+    let mut answers = Vec::new();
+    for (name, url) in sources {
+        let body = serde_json::json!({
+            "name": name,
+            "source": {"url": url, "reconnect": {"initial": 0.1, "max": 0.2}},
+            "filter": {"device": "cpu"},
+            "sink": {"url": "null"},
+        })
+        .to_string();
+        let (status, answer) = serve.json("POST", "/pipelines", &body);
+        assert_eq!(status, 201, "{name}: {answer}");
+        answers.push(answer);
+    }
+    serve.wait_for("every input to fail and be logged", Duration::from_secs(30), || {
+        let log = serve.log_text();
+        log.matches("cannot open input").count() >= sources.len() + 1
+    });
+    let (_, listed) = serve.request("GET", "/pipelines", None);
+    let (_, console) = serve.request("GET", "/console/status", None);
+    let (code, log) = serve.terminate();
+    assert_eq!(code, Some(0), "{log}");
+    let answers = answers.join("\n");
+    for (what, text) in [
+        ("the POST answers", &answers),
+        ("GET /pipelines", &listed),
+        ("/console/status", &console),
+        ("the log", &log),
+    ] {
+        assert!(!text.contains("SECRET"), "{what} shows a secret:\n{text}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{2066}'),
+            "{what} holds a raw bidi control:\n{text}"
+        );
+    }
+    assert!(
+        listed.contains("u{202e}gpj.exe"),
+        "the control is shown escaped: {listed}"
+    );
 }

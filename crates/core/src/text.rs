@@ -228,6 +228,13 @@ fn holds_credentials(value: &str) -> bool {
     decoded.contains('%') || matches!(redact_credentials(&decoded), Cow::Owned(_))
 }
 
+/// `text` as an API answer or the console shows a user's string (a URL, an error quoting
+/// one): URL credentials hidden and every character [`must_escape`] names escaped, line
+/// breaks too (JSON would carry them, and a bidi control, raw to whoever renders it).
+pub fn for_display(text: &str) -> String {
+    escape_control(&redact_credentials(text)).into_owned()
+}
+
 /// `text` as a terminal shows it: URL credentials hidden ([`redact_credentials`]) and every
 /// control character escaped but the line breaks of a message of several lines (a config
 /// error's quoted line, a list of problems), so that no value (a hostname, a config's bytes)

@@ -61,8 +61,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        // Credentials of a URL the request or the config holds are never echoed.
-        let redact = |text: &str| convstream_core::redact_credentials(text).into_owned();
+        // Credentials of a URL the request or the config holds are never echoed, and no
+        // control or bidi character of a quoted value reaches whoever renders the answer.
+        let redact = |text: &str| convstream_core::for_display(text);
         let mut body = json!({ "error": redact(&self.message) });
         if !self.problems.is_empty() {
             body["problems"] = json!(self.problems.iter().map(|p| redact(p)).collect::<Vec<_>>());

@@ -165,13 +165,14 @@ fn open_source(
         .and_then(|seat| convstream_core::gpu_context(seat.ordinal()));
     // Whatever a stop interrupted while opening ("Immediate exit requested" from FFmpeg, a
     // wait for a live sender cut short) is the stop, not a fault of the input.
-    let source = Source::connect(
+    let source = Source::connect_guarded(
         &settings.source,
         &options.stop,
         counters,
         false,
         &convstream_core::nvdec_probe(),
         gpu,
+        &options.protected,
     )
     .map_err(|error| {
         if options.stop.load(Ordering::Relaxed) {

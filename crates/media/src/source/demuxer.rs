@@ -14,7 +14,8 @@ use std::sync::Arc;
 use super::error::SourceError;
 use super::pipe_input::PipeInput;
 use super::watchdog::Watchdog;
-use convstream_config::SourceConfig;
+use crate::sink::FileId;
+use convstream_config::{OutputTarget, SourceConfig};
 
 extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
     // SAFETY: opaque is the Watchdog inside the Arc that Source keeps alive while the
@@ -26,6 +27,14 @@ extern "C" fn interrupt_requested(opaque: *mut c_void) -> c_int {
         crate::ffmpeg::log::quiet_from_now();
     }
     watchdog.interrupted() as c_int
+}
+
+/// The protocol FFmpeg looks for to open `url`, by its own rule (libavformat's
+/// `url_find_protocol`): the letters, digits, `+`, `-` and `.` it begins with, when a `:`
+/// follows them (`udp://host`, and `lavfi:testsrc` too); none for a plain path.
+fn ffmpeg_protocol(url: &str) -> Option<&str> {
+    let end = url.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))?;
+    (end > 0 && url[end..].starts_with(':')).then(|| &url[..end])
 }
 
 fn ffmpeg_url(url: &str) -> &str {
@@ -42,6 +51,7 @@ fn ffmpeg_url(url: &str) -> &str {
 pub(super) fn open_input(
     config: &SourceConfig,
     watchdog: &Arc<Watchdog>,
+    protected: &[FileId],
 ) -> Result<(ffmpeg::format::context::Input, Option<PipeInput>), SourceError> {
     let url = &config.url;
     let open_error = |reason: String| SourceError::Open {
@@ -53,13 +63,64 @@ pub(super) fn open_input(
         reason: "the URL contains a NUL byte".into(),
     })?;
     let format = input_format(config)?;
-    let pipe = PipeInput::open_for(url, watchdog).map_err(|e| open_error(format!("cannot open the pipe: {e}")))?;
+    let pipe = match guarded_file(url, protected)? {
+        Some(Guarded::Regular(file)) => {
+            Some(PipeInput::over_file(file, watchdog).map_err(|e| open_error(e.to_string()))?)
+        }
+        Some(Guarded::Fifo(file)) => Some(PipeInput::over_fifo(file, watchdog).map_err(|e| open_error(e.to_string()))?),
+        None => PipeInput::open_for(url, watchdog).map_err(|e| open_error(format!("cannot open the pipe: {e}")))?,
+    };
     let context = allocate_context(pipe.as_ref(), watchdog).ok_or_else(|| open_error("out of memory".into()))?;
     let context = open_context(context, &c_url, format, config, watchdog)?;
     let context = find_stream_info(context, url, watchdog)?;
     // SAFETY: `context` is an opened format context that nothing else owns: wrapped (and
     // so freed) exactly once.
     Ok((unsafe { ffmpeg::format::context::Input::wrap(context) }, pipe))
+}
+
+/// A local input opened and checked here, to be read through its descriptor.
+enum Guarded {
+    Regular(std::fs::File),
+    Fifo(std::fs::File),
+}
+
+/// With files no input may be (`protected`: the service's config file), a local input is
+/// opened here (without blocking, so a FIFO waits for no writer) and checked by its
+/// descriptor, then read through that descriptor ([`PipeInput`]): what is checked is what is
+/// read, whatever happens to the name meanwhile. `None` when nothing is protected, for
+/// URLs, and for devices (a camera), which FFmpeg's own protocol opens.
+fn guarded_file(url: &str, protected: &[FileId]) -> Result<Option<Guarded>, SourceError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    if protected.is_empty() {
+        return Ok(None);
+    }
+    let OutputTarget::File(path) = OutputTarget::of(url) else {
+        return Ok(None);
+    };
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path);
+    let file = opened.map_err(|e| SourceError::Open {
+        url: url.to_string(),
+        // As FFmpeg would say it: the system's words, without Rust's "(os error N)".
+        reason: e.to_string().split(" (os error").next().unwrap_or_default().to_string(),
+    })?;
+    let meta = file.metadata().map_err(|e| SourceError::Open {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    if protected.contains(&FileId::of(&meta)) {
+        return Err(SourceError::Unusable {
+            url: url.to_string(),
+            reason: "it is the service's own config file; a pipeline never reads it".into(),
+        });
+    }
+    Ok(match meta.file_type() {
+        kind if kind.is_file() => Some(Guarded::Regular(file)),
+        kind if kind.is_fifo() => Some(Guarded::Fifo(file)),
+        _ => None,
+    })
 }
 
 /// The demuxer the config names (`source.format`), or null to let FFmpeg probe.
@@ -160,10 +221,13 @@ fn open_context(
         }
         if status == AVERROR_PROTOCOL_NOT_FOUND {
             // A scheme this FFmpeg build does not have will not appear on a second try.
-            let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+            let scheme = ffmpeg_protocol(url).unwrap_or("file");
             return Err(SourceError::Unusable {
                 url: url.clone(),
-                reason: format!("this FFmpeg build has no `{scheme}` protocol (`convstream doctor` lists what it has)"),
+                reason: format!(
+                    "this FFmpeg build has no `{}` protocol (`convstream doctor` lists what it has)",
+                    convstream_core::quoted(scheme)
+                ),
             });
         }
         if status < 0 {

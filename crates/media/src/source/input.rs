@@ -17,7 +17,8 @@ use convstream_core::BufferPool;
 pub struct Source {
     pub(super) decoder: VideoDecoder,
     pub(super) input: ffmpeg::format::context::Input,
-    /// Our reader of a FIFO input: declared after `input`, so dropped after it.
+    /// Our reader of a FIFO input, or of a file checked by its descriptor: declared after
+    /// `input`, so dropped after it.
     #[allow(dead_code)] // held, never read: FFmpeg reads through it
     pub(super) pipe: Option<pipe_input::PipeInput>,
     /// What the interrupt callback reads; kept alive as long as `input`.
@@ -33,6 +34,9 @@ pub struct Source {
     pub(super) device: Option<Arc<CudaDecoding>>,
     /// How a looped file starts its next pass (see `looping.rs`).
     pub(super) looping: super::looping::LoopState,
+    /// Files this input may never be (the service's config file), checked again at each
+    /// reconnection.
+    pub(super) protected: Vec<crate::sink::FileId>,
 }
 
 impl Source {

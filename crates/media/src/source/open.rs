@@ -20,6 +20,7 @@ use super::watchdog::Watchdog;
 use crate::ffmpeg::{
     engine_format, init, nearest_engine_format, ColorInfo, HdrMetadata, PassthroughStream, SourceInfo,
 };
+use crate::sink::FileId;
 use crate::stats::Counters;
 use convstream_config::SourceConfig;
 use convstream_core::PixelFormat;
@@ -34,9 +35,22 @@ impl Source {
         nvdec_probe: &Arc<dyn NvdecProbe>,
         gpu: Option<GpuContext>,
     ) -> Result<Source, SourceError> {
+        Source::open_guarded(config, stop, nvdec_probe, gpu, &[])
+    }
+
+    /// [`Source::open`] for an input that may never be one of the `protected` files (the
+    /// service's config file): a local input is then opened and checked by its descriptor,
+    /// and FFmpeg reads that descriptor, so no swap of the name can slip the file in.
+    pub fn open_guarded(
+        config: &SourceConfig,
+        stop: Arc<AtomicBool>,
+        nvdec_probe: &Arc<dyn NvdecProbe>,
+        gpu: Option<GpuContext>,
+        protected: &[FileId],
+    ) -> Result<Source, SourceError> {
         init();
         let watchdog = Arc::new(Watchdog::new(stop, config));
-        let (input, pipe) = open_input(config, &watchdog)?;
+        let (input, pipe) = open_input(config, &watchdog, protected)?;
         refuse_text(config, &input)?;
         let stream = input
             .streams()
@@ -62,6 +76,7 @@ impl Source {
             nvdec_probe: nvdec_probe.clone(),
             device,
             looping,
+            protected: protected.to_vec(),
         })
     }
 
@@ -76,8 +91,22 @@ impl Source {
         nvdec_probe: &Arc<dyn NvdecProbe>,
         gpu: Option<GpuContext>,
     ) -> Result<Source, SourceError> {
+        Source::connect_guarded(config, stop, counters, wait_first, nvdec_probe, gpu, &[])
+    }
+
+    /// [`Source::connect`] for an input that may never be one of the `protected` files (see
+    /// [`Source::open_guarded`]).
+    pub fn connect_guarded(
+        config: &SourceConfig,
+        stop: &Arc<AtomicBool>,
+        counters: &Counters,
+        wait_first: bool,
+        nvdec_probe: &Arc<dyn NvdecProbe>,
+        gpu: Option<GpuContext>,
+        protected: &[FileId],
+    ) -> Result<Source, SourceError> {
         if !config.is_live() {
-            return Source::open(config, stop.clone(), nvdec_probe, gpu);
+            return Source::open_guarded(config, stop.clone(), nvdec_probe, gpu, protected);
         }
         let max = Duration::from_secs_f64(config.reconnect.max);
         let mut delay = Duration::from_secs_f64(config.reconnect.initial);
@@ -88,7 +117,7 @@ impl Source {
             });
         }
         loop {
-            match Source::open(config, stop.clone(), nvdec_probe, gpu.clone()) {
+            match Source::open_guarded(config, stop.clone(), nvdec_probe, gpu.clone(), protected) {
                 Ok(source) => return Ok(source),
                 // An unknown protocol or demuxer, a stream the decoder cannot take: a
                 // second try would fail the same way.

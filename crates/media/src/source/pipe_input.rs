@@ -1,9 +1,16 @@
-//! Named pipes, and stdin when it is a pipe, as inputs. FFmpeg's own file and pipe protocols
-//! block in `open()` until a FIFO has a writer and in `read()` while the writer is silent,
-//! where no interrupt callback reaches them. Here the FIFO is opened without blocking and
-//! read through our own AVIO context, whose reads wait in `poll()` and give up as soon as
-//! the source's [`Watchdog`] says stop: SIGTERM, `DELETE` and reloads end such a source at
-//! once, writer or not.
+//! Inputs read through our own AVIO context instead of FFmpeg's protocols.
+//!
+//! Named pipes, and stdin when it is a pipe: FFmpeg's own file and pipe protocols block in
+//! `open()` until a FIFO has a writer and in `read()` while the writer is silent, where no
+//! interrupt callback reaches them. Here the FIFO is opened without blocking and read through
+//! our own AVIO context, whose reads wait in `poll()` and give up as soon as the source's
+//! [`Watchdog`] says stop: SIGTERM, `DELETE` and reloads end such a source at once, writer or
+//! not.
+//!
+//! A regular file a service pipeline reads ([`PipeInput::over_file`]): opened here, checked by
+//! its descriptor against the files no pipeline may read (the service's config file), and
+//! handed to FFmpeg as that descriptor, so no rename or link swap between the check and the
+//! open can change what is read.
 
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void};
@@ -65,6 +72,21 @@ impl PipeInput {
                 .custom_flags(libc::O_NONBLOCK)
                 .open(local_path(url))?
         };
+        PipeInput::with_reader(file, watchdog, false).map(Some)
+    }
+
+    /// Our reader over a FIFO already opened (without blocking) and checked.
+    pub(super) fn over_fifo(file: File, watchdog: &Arc<Watchdog>) -> std::io::Result<PipeInput> {
+        PipeInput::with_reader(file, watchdog, false)
+    }
+
+    /// Our reader (seekable) over a regular file already opened and checked.
+    pub(super) fn over_file(file: File, watchdog: &Arc<Watchdog>) -> std::io::Result<PipeInput> {
+        PipeInput::with_reader(file, watchdog, true)
+    }
+
+    /// An AVIO context reading `file`, seekable (a regular file) or not (a pipe).
+    fn with_reader(file: File, watchdog: &Arc<Watchdog>, seekable: bool) -> std::io::Result<PipeInput> {
         let reader = Box::into_raw(Box::new(PipeReader {
             file,
             watchdog: watchdog.clone(),
@@ -84,14 +106,14 @@ impl PipeInput {
                 reader as *mut c_void,
                 Some(read_packet),
                 None,
-                None,
+                if seekable { Some(seek_file) } else { None },
             );
             if context.is_null() {
                 ffmpeg::ffi::av_free(buffer as *mut c_void);
                 drop(Box::from_raw(reader));
                 return Err(std::io::ErrorKind::OutOfMemory.into());
             }
-            Ok(Some(PipeInput { context, reader }))
+            Ok(PipeInput { context, reader })
         }
     }
 }
@@ -107,6 +129,29 @@ impl Drop for PipeInput {
             drop(Box::from_raw(self.reader));
         }
     }
+}
+
+/// AVIO seek callback of a regular file: a position (from the start, here, or the end), or
+/// the file's size for `AVSEEK_SIZE`; a negative errno when the system refuses.
+unsafe extern "C" fn seek_file(opaque: *mut c_void, offset: i64, whence: c_int) -> i64 {
+    use std::io::{Seek, SeekFrom};
+    // SAFETY: `opaque` is the PipeReader the PipeInput owns, alive as long as the
+    // AVIOContext; FFmpeg calls back from the one thread using the context.
+    let reader = unsafe { &mut *(opaque as *mut PipeReader) };
+    let failed = |e: std::io::Error| -i64::from(e.raw_os_error().unwrap_or(libc::EIO));
+    if whence & ffmpeg::ffi::AVSEEK_SIZE as c_int != 0 {
+        return reader.file.metadata().map_or_else(failed, |meta| meta.len() as i64);
+    }
+    let to = match whence & !(ffmpeg::ffi::AVSEEK_FORCE as c_int) {
+        libc::SEEK_SET => match u64::try_from(offset) {
+            Ok(offset) => SeekFrom::Start(offset),
+            Err(_) => return -i64::from(libc::EINVAL),
+        },
+        libc::SEEK_CUR => SeekFrom::Current(offset),
+        libc::SEEK_END => SeekFrom::End(offset),
+        _ => return -i64::from(libc::EINVAL),
+    };
+    reader.file.seek(to).map_or_else(failed, |position| position as i64)
 }
 
 /// AVIO read callback: waits for data in poll(), a tenth of a second at a time, until the

@@ -53,6 +53,7 @@ impl Source {
         state = state.trimmed(trim);
         let first_streams = source.info.stream_signature();
         let source_probe = source.nvdec_probe.clone();
+        let protected = source.protected.clone();
         let device = source.device.clone();
         source.decoder.allocate_in(state.pictures.clone());
         source.decoder.decode_on(device.clone(), &config.url)?;
@@ -69,7 +70,7 @@ impl Source {
             tracing::warn!(input = %config.url, "{lost}; reconnecting");
             drop(source);
             counters.reconnecting.store(true, Ordering::Relaxed);
-            let reopened = Source::connect(&config, stop, counters, true, &source_probe, None);
+            let reopened = Source::connect_guarded(&config, stop, counters, true, &source_probe, None, &protected);
             counters.reconnecting.store(false, Ordering::Relaxed);
             source = match reopened {
                 Ok(source) => source,

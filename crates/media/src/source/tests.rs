@@ -26,13 +26,22 @@ impl NvdecProbe for NoNvdec {
 
 /// Every frame of `path`, decoded with frame threads, into `pool` if given.
 fn decode(path: &std::path::Path, pool: Option<Arc<BufferPool>>) -> Vec<Frame> {
+    decode_guarded(path, pool, &[]).expect("the sample opens")
+}
+
+/// [`decode`] of an input that may not be one of `protected`.
+fn decode_guarded(
+    path: &std::path::Path,
+    pool: Option<Arc<BufferPool>>,
+    protected: &[crate::sink::FileId],
+) -> Result<Vec<Frame>, super::error::SourceError> {
     let config = SourceConfig {
         threads: 4,
         ..SourceConfig::from_url(&path.display().to_string())
     };
     let probe: Arc<dyn NvdecProbe> = Arc::new(NoNvdec);
     let stop = Arc::new(AtomicBool::new(false));
-    let source = Source::open(&config, stop.clone(), &probe, None).expect("the sample opens");
+    let source = Source::open_guarded(&config, stop.clone(), &probe, None, protected)?;
     let (frames, received) = unbounded();
     let (packets, _) = unbounded();
     let counters = Counters::default();
@@ -41,7 +50,43 @@ fn decode(path: &std::path::Path, pool: Option<Arc<BufferPool>>) -> Vec<Frame> {
         .run(&frames, &packets, &stop, &counters, None)
         .expect("the sample decodes");
     drop(frames);
-    received.into_iter().collect()
+    Ok(received.into_iter().collect())
+}
+
+#[test]
+fn a_guarded_input_is_read_through_the_descriptor_checked_and_the_protected_file_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clip.mp4");
+    let spec = SampleSpec {
+        width: 160,
+        height: 96,
+        fps: 25,
+        frames: 30,
+        prefer_h264: true,
+    };
+    generate(&path, spec).unwrap();
+    let protected_elsewhere = dir.path().join("config.toml");
+    std::fs::write(&protected_elsewhere, "[server]\n").unwrap();
+    let other = crate::sink::FileId::at(&protected_elsewhere).unwrap();
+    // Read through our own descriptor (seeks included: MP4 keeps its index at the end), the
+    // frames are FFmpeg's own.
+    let by_ffmpeg = decode(&path, None);
+    let by_descriptor = decode_guarded(&path, None, &[other]).expect("an unprotected file opens");
+    assert!(by_descriptor.len() >= 25, "{} frames", by_descriptor.len());
+    assert_eq!(by_descriptor.len(), by_ffmpeg.len());
+    for (ours, theirs) in by_descriptor.iter().zip(&by_ffmpeg) {
+        assert_eq!(ours.pts, theirs.pts);
+        assert!(ours.planes.iter().zip(&theirs.planes).all(|(a, b)| a.same_pixels(b)));
+    }
+    // The protected file under another name (a hard link) is refused by its descriptor.
+    let link = dir.path().join("innocent.mp4");
+    std::fs::hard_link(&protected_elsewhere, &link).unwrap();
+    let refused = decode_guarded(&link, None, &[other]).unwrap_err();
+    assert!(refused.to_string().contains("own config file"), "{refused}");
+    assert!(refused.is_usage());
+    // A name that is not there is said as FFmpeg says it.
+    let missing = decode_guarded(&dir.path().join("absent.mp4"), None, &[other]).unwrap_err();
+    assert!(missing.to_string().contains("No such file or directory"), "{missing}");
 }
 
 #[test]

@@ -63,8 +63,8 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
         origin: handle.origin,
         state: monitor.state(),
         reconnecting: monitor.reconnecting(),
-        source: convstream_core::redact_credentials(&handle.settings.source.url).into_owned(),
-        sink: convstream_core::redact_credentials(&handle.settings.sink.url).into_owned(),
+        source: convstream_core::for_display(&handle.settings.source.url),
+        sink: convstream_core::for_display(&handle.settings.sink.url),
         mask: monitor.filter(),
         border: handle.settings.filter.border,
         planes: handle.settings.filter.planes,
@@ -85,9 +85,7 @@ pub(super) fn view_of(handle: &Handle) -> PipelineView {
             counted: counters.snapshot(),
             restarts: monitor.restarts.load(Ordering::Relaxed),
         },
-        last_error: monitor
-            .last_error()
-            .map(|error| convstream_core::redact_credentials(&error).into_owned()),
+        last_error: monitor.last_error().map(|error| convstream_core::for_display(&error)),
         waiting_for: monitor.waiting_for(),
     }
 }

@@ -6,6 +6,7 @@
 mod choice;
 mod lending;
 mod opening;
+mod option_table;
 mod setup;
 mod trial;
 mod video;

@@ -6,7 +6,7 @@ use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::choice::pixel_name;
-use super::trial::unused_option;
+use super::option_table::unused_option;
 use crate::ffmpeg::SourceInfo;
 use convstream_config::SinkConfig;
 use convstream_core::quoted;
