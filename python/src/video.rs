@@ -479,7 +479,6 @@ fn run<'py>(
         start_gate: None,
     };
     let stop = options.stop.clone();
-    let url = settings.source.url.clone();
     let report = run_interruptibly(py, &stop, move || run_pipeline(&settings, &options))?.map_err(|e| {
         let message = e.to_string();
         if e.is_usage() {

@@ -56,7 +56,9 @@ pub use mask::{
 };
 pub use nvdec::{Chroma, NvdecCaps, NvdecCodec, NvdecProbe, ProbeError};
 pub use side_file::write_whole;
-pub use text::{escape_control, for_display, for_terminal, quoted, quoted_up_to, redact_credentials, RedactingWriter};
+pub use text::{
+    escape_control, for_display, for_terminal, must_escape, quoted, quoted_up_to, redact_credentials, RedactingWriter,
+};
 
 /// The CUDA engine's own parts, for the crates that drive a GPU directly: the benchmarks'
 /// kernel timings, `doctor`'s report, Python's calls on the caller's stream.

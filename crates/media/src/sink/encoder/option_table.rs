@@ -72,7 +72,7 @@ fn find_option(codec: ffmpeg::Codec, key: &str) -> Option<OptionInfo> {
                 name.as_ptr(),
                 std::ptr::null(),
                 0,
-                ffmpeg::ffi::AV_OPT_SEARCH_FAKE_OBJ as i32,
+                ffmpeg::ffi::AV_OPT_SEARCH_FAKE_OBJ,
             );
             option.as_ref().map(|option| OptionInfo {
                 kind: option.type_,
