@@ -281,11 +281,11 @@ fn exit_codes_for_option_values_and_empty_outputs() {
     make_clip(dir.path(), "in.y4m", Clip::Y4m, W, H, 25);
     usage_error(
         &filter(dir.path(), &["-i", "in.y4m", "--preset", "turbo", "a.mp4"]),
-        "the libx264 encoder refused its options (preset=turbo)",
+        "--preset: `turbo` is a value the libx264 encoder refuses",
     );
     usage_error(
         &filter(dir.path(), &["-i", "in.y4m", "--crf", "70", "b.mp4"]),
-        "--crf 70 (sink.options.crf) is out of range for libx264; allowed 0..=51",
+        "--crf: 70 is out of range for libx264; allowed 0..=51",
     );
     usage_error(
         &filter(

@@ -24,9 +24,9 @@ fn doctor_encoders(dir: &Path) -> Vec<String> {
     line.split(", ").map(str::to_string).collect()
 }
 
-/// The encoders a message lists after "for the CONTAINER container it has: ", up to " (".
+/// The encoders a message lists after "for the CONTAINER container, these open here: ", up to " (".
 fn listed_for(message: &str, container: &str) -> Vec<String> {
-    let lead = format!("for the {container} container it has: ");
+    let lead = format!("for the {container} container, these open here: ");
     let at = message
         .find(&lead)
         .unwrap_or_else(|| panic!("no list for {container}:\n{message}"));

@@ -69,7 +69,7 @@ pub fn usable_video_encoder_names(muxer: Option<&ffmpeg::format::Output>) -> Vec
 
 /// Whether an encoder drives a device rather than the CPU (by FFmpeg's capability flags, and
 /// by the wrappers' names for builds whose flags say nothing).
-fn is_hardware(codec: ffmpeg::Codec) -> bool {
+pub(crate) fn is_hardware(codec: ffmpeg::Codec) -> bool {
     const DEVICE_SUFFIXES: [&str; 9] = [
         "_nvenc",
         "_qsv",

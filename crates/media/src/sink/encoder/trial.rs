@@ -25,7 +25,8 @@ const TRIAL_SIZE: (u32, u32) = (256, 144);
 /// would refuse the sink's options, each problem placed at `sink.options.KEY`. Answers are
 /// kept by encoder and options, so a config of many like pipelines tries once.
 pub(crate) fn encoder_option_problems(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
-    if sink.options.is_empty() {
+    // A device's encoder opens only on its device (and would take it at validation).
+    if sink.options.is_empty() || crate::ffmpeg::encoders::is_hardware(codec) {
         return Vec::new();
     }
     static TRIED: OnceLock<Mutex<HashMap<String, Vec<Problem>>>> = OnceLock::new();
@@ -42,9 +43,10 @@ pub(crate) fn encoder_option_problems(sink: &SinkConfig, codec: ffmpeg::Codec) -
     problems
 }
 
-/// Opens a small encoder with the options: each it leaves unused is a problem (no such
-/// option, or a value out of range), and when it does not open although it opens without
-/// them, each option that alone stops it is one.
+/// Opens a small encoder with the options. When it leaves one unused or does not open
+/// (FFmpeg then gives every option back, taken or not), each option is tried alone: one the
+/// encoder lacks or whose value is out of range, and one that alone stops it opening, is a
+/// problem of its own; options that fail only together are one problem of them all.
 fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
     let mut problems = Vec::new();
     if let Some(value) = sink.options.get("crf") {
@@ -64,43 +66,71 @@ fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
     };
     let values: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let (opened, unused) = open_reporting_unused(encoder, codec, options);
-    for key in &unused {
-        if key == "crf" && !problems.is_empty() {
-            continue; // said above, in the encoder's own range
-        }
-        let value = values.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str());
-        problems.push(Problem::value(
-            format!("sink.options.{key}"),
-            unused_option(codec, key, value),
-        ));
+    if opened.is_ok() && unused.is_empty() {
+        return problems;
     }
     let (width, height) = TRIAL_SIZE;
-    let format = trial_format(codec);
-    if opened.is_err() && opens_without_options(codec, width as usize, height as usize, format, time_base()) {
-        let reported = |key: &String| {
-            unused.contains(key)
-                || problems
-                    .iter()
-                    .any(|p| p.field() == Some(&format!("sink.options.{key}")))
-        };
-        let untried: Vec<&(String, String)> = values.iter().filter(|(key, _)| !reported(key)).collect();
-        for (key, value) in untried.iter().copied() {
-            // One option left: it is the one refused, without opening again (an encoder
-            // such as libx264 prints its complaint on its own at each opening).
-            if untried.len() == 1 || !opens_with(codec, key, value) {
-                log::clear_last_error();
-                problems.push(Problem::value(
-                    format!("sink.options.{key}"),
-                    format!(
-                        "`{}` is a value the {name} encoder refuses (`ffmpeg -h encoder={name}` lists the values it takes)",
-                        quoted(value),
-                        name = codec.name()
-                    ),
-                ));
-            }
+    if !opens_without_options(codec, width as usize, height as usize, trial_format(codec), time_base()) {
+        return problems; // not at this size: the output's own opening will say why
+    }
+    let before = problems.len();
+    for (key, value) in &values {
+        if problems
+            .iter()
+            .any(|p| p.field() == Some(&format!("sink.options.{key}")))
+        {
+            continue; // said above, in the encoder's own range
+        }
+        let field = format!("sink.options.{key}");
+        match open_with(codec, key, value) {
+            Alone::Opens => {}
+            Alone::Unused => problems.push(Problem::value(field, unused_option(codec, key, value))),
+            Alone::Refused => problems.push(Problem::value(
+                field,
+                format!(
+                    "`{}` is a value the {name} encoder refuses (`ffmpeg -h encoder={name}` lists the values it takes)",
+                    quoted(value),
+                    name = codec.name()
+                ),
+            )),
         }
     }
+    if problems.len() == before && opened.is_err() {
+        let all: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", quoted(v))).collect();
+        problems.push(Problem::value(
+            "sink.options",
+            format!(
+                "the {} encoder does not open with these options together: {}",
+                codec.name(),
+                all.join(", ")
+            ),
+        ));
+    }
+    log::clear_last_error();
     problems
+}
+
+/// What one option alone does to the encoder's opening.
+enum Alone {
+    Opens,
+    /// Left unused: no such option, or a value out of its range.
+    Unused,
+    /// Taken, and the encoder then does not open.
+    Refused,
+}
+
+/// Opens the encoder with the one option `key=value`.
+fn open_with(codec: ffmpeg::Codec, key: &str, value: &str) -> Alone {
+    let Some(encoder) = trial_context(codec) else {
+        return Alone::Opens;
+    };
+    let mut options = Dictionary::new();
+    options.set(key, value);
+    match open_reporting_unused(encoder, codec, options) {
+        (_, unused) if !unused.is_empty() => Alone::Unused,
+        (Ok(_), _) => Alone::Opens,
+        (Err(_), _) => Alone::Refused,
+    }
 }
 
 /// `crf`'s value when the encoder's own range does not hold it.
@@ -117,17 +147,6 @@ fn crf_out_of_range(codec: &str, value: &str) -> Option<String> {
             quoted(value)
         )),
     }
-}
-
-/// Whether the encoder opens with the one option `key=value`.
-fn opens_with(codec: ffmpeg::Codec, key: &str, value: &str) -> bool {
-    let Some(encoder) = trial_context(codec) else {
-        return true;
-    };
-    let mut options = Dictionary::new();
-    options.set(key, value);
-    let (opened, _) = open_reporting_unused(encoder, codec, options);
-    opened.is_ok()
 }
 
 /// An unopened encoder of `codec` for the trial's picture.
