@@ -61,7 +61,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok());
     for warning in table.iter().flat_map(convstream_config::missing_inputs) {
-        eprintln!("warning: {}", convstream_core::for_terminal(&warning));
+        eprintln!("warning: {}", convstream_core::for_display(&warning));
     }
     let file = ConfigFile::load(path, output_problems).map_err(config_failure)?;
     // Everything `run` and `serve` would refuse, in one list.
@@ -88,7 +88,7 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         for warning in pipeline.filter.mask_warnings() {
             eprintln!(
                 "warning: {}",
-                convstream_core::for_terminal(&format!("pipeline {:?}: {warning}", pipeline.name))
+                convstream_core::for_display(&format!("pipeline {:?}: {warning}", pipeline.name))
             );
         }
     }

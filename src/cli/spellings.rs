@@ -351,7 +351,8 @@ fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
     let translated = super::ffmpeg_filters::translate(typed, chain)?;
     for warning in &translated.warnings {
         // Before logging starts: said on the terminal as the other command-line warnings are.
-        eprintln!("warning: {}", convstream_core::for_terminal(warning));
+        // One line: the warning may quote what was typed.
+        eprintln!("warning: {}", convstream_core::for_display(warning));
     }
     let mut flags = vec!["--mask".to_string(), "identity".to_string()];
     for (plane, spec) in translated.plane_masks {
