@@ -125,6 +125,10 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
         };
         let ffmpeg_word = typed.starts_with('-') && !typed.starts_with("--") && !OWN_SHORT.contains(&typed.as_str());
         if !ffmpeg_word {
+            if typed == "-y" {
+                // clap names it `--overwrite` (`-y` and `-n` together): said as typed.
+                out.typed.push((typed.clone(), "--overwrite".into()));
+            }
             out.args.push(word);
             continue;
         }

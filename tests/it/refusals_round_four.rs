@@ -26,7 +26,11 @@ fn y_and_n_together_are_refused_and_the_existing_file_kept() {
     for flags in [["-y", "-n"], ["-n", "-y"]] {
         let run = common::run_on_cpu(dir.path(), &["-i", &input, flags[0], flags[1], "out.mkv"]);
         assert_eq!(run.code, Some(2), "{flags:?}: {}", run.stderr);
-        assert!(run.stderr.contains("-n"), "{flags:?} names -n: {}", run.stderr);
+        assert!(
+            run.stderr.contains("'-n'") && run.stderr.contains("'-y'"),
+            "{flags:?} names -y and -n as typed: {}",
+            run.stderr
+        );
         assert_eq!(
             std::fs::read(&output).unwrap(),
             b"precious",
@@ -192,6 +196,11 @@ fn check_says_everything_run_and_serve_refuse_in_one_pass() {
     let run = common::run_in(dir.path(), &["run", "--config", "c.toml", "--device", "cpu"]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(run.stderr.contains("sink.options.crf"), "{}", run.stderr);
+    // An option valid in another of the encoder's pixel formats (10-bit output from a 10-bit
+    // input) is the output's to decide, not refused here.
+    let text = format!("{pipeline}sink = {{ url = \"o.mkv\", options = {{ profile = \"high10\" }} }}\n");
+    let run = check(dir.path(), &text);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     // A token, loopback, or the explicit opt-in: serve takes it, so check does.
     let run = check(
         dir.path(),

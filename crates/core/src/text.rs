@@ -110,9 +110,10 @@ pub fn redact_credentials(text: &str) -> Cow<'_, str> {
             .map_or(0, |i| i + before[i..].chars().next().map_or(1, char::len_utf8));
         let scheme = &before[scheme_start..];
         let after = &rest[at + SEPARATOR.len()..];
-        // The URL ends where the text quoting it goes on.
+        // The URL ends where the text quoting it goes on (a bidi control inside it does not
+        // end it: what follows is still redacted, and the control escaped after).
         let end = after
-            .find(|c: char| matches!(c, '`' | '"' | '\'' | '<' | '>') || c.is_whitespace() || must_escape(c))
+            .find(|c: char| matches!(c, '`' | '"' | '\'' | '<' | '>') || c.is_whitespace() || c.is_control())
             .unwrap_or(after.len());
         shown.push_str(&rest[..at + SEPARATOR.len()]);
         redact_url(scheme, &after[..end], &mut shown);
@@ -425,6 +426,11 @@ mod tests {
         assert_eq!(for_log(&format!("{url}\n"), true), format!("{wanted}\n"));
         assert_eq!(for_terminal(url), wanted);
         assert_eq!(quoted("a\u{202e}b"), "a\\u{202e}b");
+        // A control inside a URL ends nothing: the secret after it is hidden still.
+        assert_eq!(
+            for_log("rtsp://h/\u{202e}x?token=SECRET\n", false),
+            "rtsp://h/\\u{202e}x?token=***\n"
+        );
         // Letters of right-to-left scripts are text, not controls.
         assert_eq!(escape_control("שלום مرحبا"), "שלום مرحبا");
     }

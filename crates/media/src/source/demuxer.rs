@@ -88,7 +88,8 @@ enum Guarded {
 /// opened here (without blocking, so a FIFO waits for no writer) and checked by its
 /// descriptor, then read through that descriptor ([`PipeInput`]): what is checked is what is
 /// read, whatever happens to the name meanwhile. `None` when nothing is protected, for
-/// URLs, and for devices (a camera), which FFmpeg's own protocol opens.
+/// URLs, for names no file has (a pattern) and for devices (a camera), which FFmpeg's own
+/// protocol opens.
 fn guarded_file(url: &str, protected: &[FileId]) -> Result<Option<Guarded>, SourceError> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     if protected.is_empty() {
@@ -101,11 +102,11 @@ fn guarded_file(url: &str, protected: &[FileId]) -> Result<Option<Guarded>, Sour
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(&path);
-    let file = opened.map_err(|e| SourceError::Open {
-        url: url.to_string(),
-        // As FFmpeg would say it: the system's words, without Rust's "(os error N)".
-        reason: e.to_string().split(" (os error").next().unwrap_or_default().to_string(),
-    })?;
+    // No file of that name (an image sequence's `img%03d.png`, a name not there yet): FFmpeg
+    // opens what it means and says why not, as without protected files.
+    let Ok(file) = opened else {
+        return Ok(None);
+    };
     let meta = file.metadata().map_err(|e| SourceError::Open {
         url: url.to_string(),
         reason: e.to_string(),

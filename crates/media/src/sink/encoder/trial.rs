@@ -45,8 +45,10 @@ pub(crate) fn encoder_option_problems(sink: &SinkConfig, codec: ffmpeg::Codec) -
 
 /// Opens a small encoder with the options. When it leaves one unused or does not open
 /// (FFmpeg then gives every option back, taken or not), each option is tried alone: one the
-/// encoder lacks or whose value is out of range, and one that alone stops it opening, is a
-/// problem of its own; options that fail only together are one problem of them all.
+/// encoder lacks or whose value is out of range, and one that alone stops it opening in
+/// every pixel format it takes (`profile=high10` opens at 10 bits only, which the output may
+/// have), is a problem of its own; options that fail only together, in every format, are one
+/// problem of them all.
 fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
     let mut problems = Vec::new();
     if let Some(value) = sink.options.get("crf") {
@@ -54,35 +56,29 @@ fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
             problems.push(Problem::value("sink.options.crf", why));
         }
     }
-    let Some(mut encoder) = trial_context(codec) else {
-        return problems;
-    };
-    let options = match user_options(sink, &mut encoder) {
-        Ok(options) => options,
-        Err(why) => {
+    let formats = pixel_formats(codec);
+    let (width, height) = TRIAL_SIZE;
+    if !opens_without_options(codec, width as usize, height as usize, formats[0], time_base()) {
+        return problems; // not at this size: the output's own opening will say why
+    }
+    let (opened, unused, values) = match open_as_configured(sink, codec, formats[0]) {
+        Some(Ok(tried)) => tried,
+        Some(Err(why)) => {
             problems.push(Problem::general(why));
             return problems;
         }
+        None => return problems,
     };
-    let values: Vec<(String, String)> = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let (opened, unused) = open_reporting_unused(encoder, codec, options);
-    if opened.is_ok() && unused.is_empty() {
+    if opened && unused.is_empty() {
         return problems;
-    }
-    let (width, height) = TRIAL_SIZE;
-    if !opens_without_options(codec, width as usize, height as usize, trial_format(codec), time_base()) {
-        return problems; // not at this size: the output's own opening will say why
     }
     let before = problems.len();
     for (key, value) in &values {
-        if problems
-            .iter()
-            .any(|p| p.field() == Some(&format!("sink.options.{key}")))
-        {
+        let field = format!("sink.options.{key}");
+        if problems.iter().any(|p| p.field() == Some(&field)) {
             continue; // said above, in the encoder's own range
         }
-        let field = format!("sink.options.{key}");
-        match open_with(codec, key, value) {
+        match alone(codec, key, value, &formats) {
             Alone::Opens => {}
             Alone::Unused => problems.push(Problem::value(field, unused_option(codec, key, value))),
             Alone::Refused => problems.push(Problem::value(
@@ -95,7 +91,12 @@ fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
             )),
         }
     }
-    if problems.len() == before && opened.is_err() {
+    let opens_in_some_format = || {
+        formats[1..]
+            .iter()
+            .any(|&format| matches!(open_as_configured(sink, codec, format), Some(Ok((true, _, _)))))
+    };
+    if problems.len() == before && !opened && !opens_in_some_format() {
         let all: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", quoted(v))).collect();
         problems.push(Problem::value(
             "sink.options",
@@ -110,27 +111,50 @@ fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
     problems
 }
 
+/// Whether the encoder opened (at `format`) with the sink's options as the output gives them,
+/// the options it left unused and the options given; `Err` when they cannot be given
+/// (`q` that is no quantiser), `None` when no encoder could be made.
+#[allow(clippy::type_complexity)]
+fn open_as_configured(
+    sink: &SinkConfig,
+    codec: ffmpeg::Codec,
+    format: ffmpeg::format::Pixel,
+) -> Option<Result<(bool, Vec<String>, Vec<(String, String)>), String>> {
+    let mut encoder = trial_context(codec, format)?;
+    let options = match user_options(sink, &mut encoder) {
+        Ok(options) => options,
+        Err(why) => return Some(Err(why)),
+    };
+    let values = options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let (opened, unused) = open_reporting_unused(encoder, codec, options);
+    Some(Ok((opened.is_ok(), unused, values)))
+}
+
 /// What one option alone does to the encoder's opening.
 enum Alone {
+    /// It opens, in one of its pixel formats at least.
     Opens,
     /// Left unused: no such option, or a value out of its range.
     Unused,
-    /// Taken, and the encoder then does not open.
+    /// Taken, and the encoder then opens in none of its pixel formats.
     Refused,
 }
 
-/// Opens the encoder with the one option `key=value`.
-fn open_with(codec: ffmpeg::Codec, key: &str, value: &str) -> Alone {
-    let Some(encoder) = trial_context(codec) else {
-        return Alone::Opens;
-    };
-    let mut options = Dictionary::new();
-    options.set(key, value);
-    match open_reporting_unused(encoder, codec, options) {
-        (_, unused) if !unused.is_empty() => Alone::Unused,
-        (Ok(_), _) => Alone::Opens,
-        (Err(_), _) => Alone::Refused,
+/// Opens the encoder with the one option `key=value`, in each of `formats` until one opens.
+fn alone(codec: ffmpeg::Codec, key: &str, value: &str, formats: &[ffmpeg::format::Pixel]) -> Alone {
+    for &format in formats {
+        let Some(encoder) = trial_context(codec, format) else {
+            return Alone::Opens;
+        };
+        let mut options = Dictionary::new();
+        options.set(key, value);
+        match open_reporting_unused(encoder, codec, options) {
+            (_, unused) if !unused.is_empty() => return Alone::Unused,
+            (Ok(_), _) => return Alone::Opens,
+            (Err(_), _) => {}
+        }
     }
+    Alone::Refused
 }
 
 /// `crf`'s value when the encoder's own range does not hold it.
@@ -149,25 +173,30 @@ fn crf_out_of_range(codec: &str, value: &str) -> Option<String> {
     }
 }
 
-/// An unopened encoder of `codec` for the trial's picture.
-fn trial_context(codec: ffmpeg::Codec) -> Option<ffmpeg::encoder::video::Video> {
+/// An unopened encoder of `codec` for the trial's picture in `format`.
+fn trial_context(codec: ffmpeg::Codec, format: ffmpeg::format::Pixel) -> Option<ffmpeg::encoder::video::Video> {
     let mut encoder = codec::Context::new_with_codec(codec).encoder().video().ok()?;
     let (width, height) = TRIAL_SIZE;
     encoder.set_width(width);
     encoder.set_height(height);
-    encoder.set_format(trial_format(codec));
+    encoder.set_format(format);
     encoder.set_time_base(time_base());
     encoder.set_frame_rate(Some(Rational::new(25, 1)));
     Some(encoder)
 }
 
-/// The first pixel format the encoder takes (yuv420p when it does not say).
-fn trial_format(codec: ffmpeg::Codec) -> ffmpeg::format::Pixel {
-    codec
+/// The pixel formats the encoder takes, its first (its preferred) first; yuv420p when it
+/// does not say.
+fn pixel_formats(codec: ffmpeg::Codec) -> Vec<ffmpeg::format::Pixel> {
+    let formats: Vec<_> = codec
         .video()
         .ok()
-        .and_then(|video| video.formats().and_then(|mut formats| formats.next()))
-        .unwrap_or(ffmpeg::format::Pixel::YUV420P)
+        .and_then(|video| video.formats().map(|formats| formats.collect()))
+        .unwrap_or_default();
+    match formats.is_empty() {
+        true => vec![ffmpeg::format::Pixel::YUV420P],
+        false => formats,
+    }
 }
 
 fn time_base() -> Rational {
