@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's check, as a user gets it: builds the wheel (scripts/build-wheel.sh),
-# installs it into a fresh virtual environment with pytest, NumPy and SciPy from PyPI, and runs
+# installs it into a fresh virtual environment with pytest, NumPy, SciPy and OpenCV (the peers
+# the tests compare with) from PyPI, and runs
 # python/tests against it from outside the source tree (so the installed wheel is what is
 # imported). The tests compare with the `convstream` binary ($CONVSTREAM_BIN, else the release
 # build, built here when missing). GPU tests are skipped here; on a GPU host with CuPy or
@@ -26,7 +27,7 @@ fi
 workdir="$(mktemp -d)"
 trap 'rm -rf "$workdir"' EXIT
 "$python" -m venv "$workdir/venv"
-"$workdir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel" pytest numpy scipy
+"$workdir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel" pytest numpy scipy opencv-python-headless
 cd "$workdir"
 "$workdir/venv/bin/python" -c 'import convstream, sys; print("convstream", convstream.__version__, "from", convstream.__file__, "on Python", sys.version.split()[0])'
 "$workdir/venv/bin/python" -m pytest "$repo/python/tests" -v -p no:cacheprovider -rs "$@"

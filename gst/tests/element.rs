@@ -455,6 +455,21 @@ fn choices_are_enums_that_refuse_a_bad_value_when_set() {
     }
     let filter = element(&[("border", "mirror"), ("planes", "luma"), ("device", "cuda:1")]);
     assert_eq!(filter.property_value("border").serialize().unwrap(), "mirror");
+    // Every spelling the CLI takes; an alias reads back as its mode.
+    for (alias, mode) in [
+        ("reflect_101", "mirror"),
+        ("replicate", "nearest"),
+        ("symmetric", "reflect"),
+        ("zero", "constant"),
+        ("periodic", "wrap"),
+    ] {
+        let aliased = element(&[("border", alias)]);
+        assert_eq!(
+            aliased.property_value("border").serialize().unwrap(),
+            mode,
+            "border={alias}"
+        );
+    }
     assert_eq!(filter.property_value("planes").serialize().unwrap(), "luma");
     assert_eq!(filter.property_value("engine").serialize().unwrap(), "cuda");
     assert_eq!(filter.property::<i32>("cuda-device-id"), 1);

@@ -274,8 +274,48 @@ def _real_coefficients(mask: Any) -> np.ndarray:
         raise not_a_mask from None
 
 
+#: OpenCV's border constants (``cv2.BORDER_*``) and the mode of the same edges here.
+_CV2_BORDERS = {0: "constant", 1: "nearest", 2: "reflect", 3: "wrap", 4: "mirror"}
+#: OpenCV's names for them (``"BORDER_REFLECT_101"``), ``BORDER_DEFAULT`` included.
+_CV2_BORDER_NAMES = {
+    "BORDER_CONSTANT": "constant",
+    "BORDER_REPLICATE": "nearest",
+    "BORDER_REFLECT": "reflect",
+    "BORDER_WRAP": "wrap",
+    "BORDER_REFLECT_101": "mirror",
+    "BORDER_REFLECT101": "mirror",
+    "BORDER_DEFAULT": "mirror",
+}
+#: ``cv2.BORDER_ISOLATED``: look at nothing outside the ROI, which a whole array (or a view,
+#: read alone) never does: the same edges as the mode it is combined with.
+_CV2_BORDER_ISOLATED = 16
+
+
+def _border_name(border: Any) -> str:
+    """The border mode ``border`` names: a mode's name or alias (``reflect``, ``reflect_101``),
+    OpenCV's constant (``cv2.BORDER_REFLECT_101``, the int 4, with ``cv2.BORDER_ISOLATED`` or
+    not) or its name (``"BORDER_REFLECT_101"``)."""
+    if isinstance(border, bool):
+        raise TypeError(f"border: takes a mode's name or a cv2.BORDER_* constant, not {border!r}")
+    if isinstance(border, (int, np.integer)):
+        value = int(border) & ~_CV2_BORDER_ISOLATED
+        if value in _CV2_BORDERS:
+            return _CV2_BORDERS[value]
+        known = ", ".join(f"{v} ({n.lower()})" for n, v in (("BORDER_CONSTANT", 0), ("BORDER_REPLICATE", 1), ("BORDER_REFLECT", 2), ("BORDER_WRAP", 3), ("BORDER_REFLECT_101", 4)))
+        why = "cv2.BORDER_TRANSPARENT leaves the edges unwritten, which no filter here does" if value == 5 else "not a cv2.BORDER_* constant"
+        raise ValueError(f"border: {int(border)} is {why}; the constants taken are {known}")
+    if not isinstance(border, str):
+        raise TypeError(f"border: takes a mode's name or a cv2.BORDER_* constant, not {type(border).__name__}")
+    named = border.upper().removeprefix("CV2.")
+    return _CV2_BORDER_NAMES.get(named, border)
+
+
 def _mask_spec(
-    mask: Any, mode: Optional[str], divisor: Optional[float], bias: Optional[float]
+    mask: Any,
+    mode: Optional[str],
+    divisor: Optional[float],
+    bias: Optional[float],
+    normalize: Optional[bool] = None,
 ) -> Tuple[str, Optional[tuple]]:
     """The SPEC of ``mask`` (a SPEC string, or a 2-D array of coefficients: NumPy, a torch
     tensor, nested lists) with ``mode``, ``divisor`` and ``bias`` as SPEC keys; and, for an
@@ -289,6 +329,8 @@ def _mask_spec(
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
                 raise TypeError(f"{name}: takes a number, not {value!r} ({type(value).__name__})")
             keys.append(f"{name}={float(value)!r}")
+    if normalize is not None and isinstance(mask, str):
+        keys.append(f"normalize={'true' if normalize else 'false'}")
     if isinstance(mask, str):
         if not keys:
             return mask, None
@@ -300,6 +342,15 @@ def _mask_spec(
         raise ValueError(f"mask: an array mask is 2-D (rows x columns); got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("mask: the coefficients must be finite numbers (no inf or nan)")
+    if normalize:
+        total = float(matrix.sum())
+        if total == 0:
+            raise ValueError(
+                "normalize: the coefficients sum to 0 (an edge or Laplacian mask), which cannot be "
+                "normalised; give divisor instead, or leave normalize out"
+            )
+        divisor = total
+        keys.append(f"divisor={total!r}")
     rows = ",".join("[" + ",".join(repr(float(v)) for v in row) + "]" for row in matrix)
     spec = f"custom:matrix=[{rows}]" + "".join("," + key for key in keys)
     as_floats = lambda value: None if value is None else float(value)
@@ -310,7 +361,7 @@ class Filter:
     """A 2D convolution filter: a mask, a border mode and an engine.
 
     ``Filter(mask, border="reflect", planes="all", device="auto", bit_depth=None, *,
-    mode=None, divisor=None, bias=None, sync=False)``
+    mode=None, divisor=None, bias=None, normalize=None, sync=False)``
 
     Call it on an array to get the filtered array back, of the same type, dtype, shape and
     device::
@@ -343,15 +394,23 @@ class Filter:
     - ``mode``, ``divisor``, ``bias``: the SPEC keys of the same names (``convolve`` or
       ``correlate``; coefficients divided by ``divisor``; ``bias`` added to every result, in
       8-bit units, scaled to deeper integer samples, added as written to float values).
+    - ``normalize``: ``True`` divides the coefficients by their sum, as OpenCV's
+      ``normalize=True`` does (not with ``divisor``; a mask whose sum is 0 is refused).
     - ``border``: how samples beyond the edges are taken: ``reflect`` (default), ``mirror``,
       ``nearest``, ``constant`` (zeros), ``wrap``, ``ffmpeg`` (FFmpeg's ``convolution``
       filter's edges), or an alias (``reflect_101``,
-      ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...).
+      ``replicate``, ``edge``, ``symmetric``, ``zero``, ``periodic``...), or OpenCV's
+      constant or its name (``cv2.BORDER_REFLECT_101`` or ``"BORDER_REFLECT_101"`` is
+      ``mirror``, ``cv2.BORDER_DEFAULT`` too; ``BORDER_REPLICATE`` is ``nearest``,
+      ``BORDER_REFLECT`` ``reflect``, ``BORDER_CONSTANT`` ``constant``, ``BORDER_WRAP``
+      ``wrap``).
     - ``planes``: which channels of an H x W x C array (or C of an (N, C, H, W) host
       batch) are filtered: ``"all"`` (default) or a list of channel indices; the others are
       copied. Device arrays take ``"all"``.
     - ``device``: ``"auto"`` (CUDA when a usable GPU is present, else the CPU), ``"cpu"``,
-      ``"cuda"`` or ``"cuda:N"``. Device arrays are filtered on their own GPU.
+      ``"cuda"`` or ``"cuda:N"``. Device arrays are filtered on their own GPU. A GPU asked
+      for by name that this host does not have raises ``GpuUnavailableError`` here, when the
+      filter is made.
     - ``bit_depth``: bits per sample of ``uint16`` arrays, 9 to 16 (default 16): 10- and
       12-bit samples are clamped to ``2**bit_depth - 1`` and a ``bias`` is scaled to it.
       ``uint8`` arrays are always 8-bit.
@@ -416,7 +475,7 @@ class Filter:
     def __init__(
         self,
         mask: Any,
-        border: str = "reflect",
+        border: Union[str, int] = "reflect",
         planes: Union[str, Sequence[int]] = "all",
         device: str = "auto",
         bit_depth: Optional[int] = None,
@@ -424,12 +483,17 @@ class Filter:
         mode: Optional[str] = None,
         divisor: Optional[float] = None,
         bias: Optional[float] = None,
+        normalize: Optional[bool] = None,
         sync: bool = False,
         config: Optional[str] = None,
         streams: Optional[int] = None,
         frames_per_stream: Optional[int] = None,
     ) -> None:
-        spec, array_mask = _mask_spec(mask, mode, divisor, bias)
+        if normalize is not None and not isinstance(normalize, bool):
+            raise TypeError(f"normalize: takes True or False, not {normalize!r}")
+        if normalize and divisor is not None:
+            raise ValueError("normalize and divisor: give one (normalize=True divides by the coefficients' sum)")
+        spec, array_mask = _mask_spec(mask, mode, divisor, bias, normalize)
         if isinstance(planes, str):
             if planes != "all":
                 raise ValueError(
@@ -447,7 +511,7 @@ class Filter:
         self._sync = sync
         self._native = NativeFilter(
             spec,
-            border=str(border),
+            border=_border_name(border),
             device=str(device),
             streams=_count("streams", streams),
             frames_per_stream=_count("frames_per_stream", frames_per_stream),
@@ -565,10 +629,9 @@ class Filter:
                 f"got {array.ndim} dimensions (shape {array.shape})"
             )
         if not array.flags.c_contiguous:
-            raise ValueError(
-                f"the array is not C-contiguous (shape {array.shape}, strides {array.strides}); "
-                "pass numpy.ascontiguousarray(a)"
-            )
+            # A view (a crop, a step, a channel of an image, negative strides): its samples
+            # are gathered once, in proportion to the view, and filtered as an array of its own.
+            array = np.ascontiguousarray(array)
         if out is None:
             out = np.empty_like(array, order="C")
         elif not isinstance(out, np.ndarray) or out.shape != array.shape or out.dtype != array.dtype:
@@ -773,7 +836,7 @@ def read(
     path: str,
     mask: str = "identity",
     *,
-    border: Optional[str] = None,
+    border: Union[str, int, None] = None,
     planes: Optional[str] = None,
     plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
     device: str = "auto",
@@ -814,7 +877,7 @@ def read(
     native = NativeReader(
         str(path),
         mask,
-        border=border,
+        border=None if border is None else _border_name(border),
         planes=planes,
         plane_masks=_plane_masks(plane_masks),
         device=device,
@@ -835,7 +898,7 @@ def run(
     output: str,
     mask: str = "identity",
     *,
-    border: Optional[str] = None,
+    border: Union[str, int, None] = None,
     planes: Optional[str] = None,
     plane_masks: Optional[Union[dict, Sequence[Tuple[str, str]]]] = None,
     device: Optional[str] = None,
@@ -865,7 +928,7 @@ def run(
         str(input),
         str(output),
         mask,
-        border=border,
+        border=None if border is None else _border_name(border),
         planes=planes,
         plane_masks=_plane_masks(plane_masks),
         device=device,

@@ -102,6 +102,31 @@ pub(crate) fn engine_error(error: EngineError) -> PyErr {
     }
 }
 
+/// A GPU asked for by name (`cuda`, `cuda:N`) must be on this host when the filter is made:
+/// refused there, with the driver's reason, rather than at the first call.
+fn asked_gpu_is_there(device: DeviceChoice) -> PyResult<()> {
+    let ordinal = match device {
+        DeviceChoice::Cuda(n) => n,
+        DeviceChoice::AnyCuda => 0,
+        DeviceChoice::Cpu | DeviceChoice::Auto => return Ok(()),
+    };
+    #[cfg(feature = "cuda")]
+    {
+        let count = convstream_core::cuda_devices().map_err(engine_error)?;
+        if ordinal >= count {
+            return Err(engine_error(EngineError::NoGpu {
+                reason: convstream_core::NoGpuReason::NoSuchDevice { ordinal, count },
+            }));
+        }
+        Ok(())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = ordinal;
+        Err(engine_error(EngineError::NotCompiledWithCuda))
+    }
+}
+
 /// A mask given as an array (`Filter(np.array(...), mode=, divisor=, bias=)`), passed as the
 /// tuple `(rows, mode, divisor, bias)`: its rows as floats and the SPEC keys that go with it.
 #[derive(FromPyObject)]
@@ -165,6 +190,7 @@ impl NativeFilter {
             ..Request::default()
         };
         let settings = request.resolve_filter()?;
+        asked_gpu_is_there(settings.device)?;
         let description = settings.filter.description();
         Ok(NativeFilter {
             filter: FilterSpec {

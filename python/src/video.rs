@@ -462,8 +462,12 @@ fn run<'py>(
         array_mask: None,
     }
     .resolve()?;
-    convstream_config::refuse_existing_outputs(std::slice::from_ref(&settings))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(existing) = convstream_config::existing_outputs(std::slice::from_ref(&settings)).first() {
+        return Err(PyValueError::new_err(format!(
+            "output: `{}` exists; it is kept: pass overwrite=True to replace it, or choose another name",
+            convstream_core::quoted(&existing.sink.url)
+        )));
+    }
     let options = RunOptions {
         stop: Arc::new(AtomicBool::new(false)),
         progress: None,

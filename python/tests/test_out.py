@@ -117,4 +117,5 @@ def test_an_out_the_result_cannot_reach_is_refused_by_name(rng, input_kind, make
 
 def test_a_gpu_input_refuses_a_host_out_before_any_gpu_work():
     with pytest.raises(ValueError, match="out"):
-        convstream.Filter("box", device="cuda")(FakeGpuArray((4, 4)), out=np.zeros((4, 4), np.uint8))
+        # "auto": a filter made for "cuda" is refused at once on a host without a GPU.
+        convstream.Filter("box", device="auto")(FakeGpuArray((4, 4)), out=np.zeros((4, 4), np.uint8))

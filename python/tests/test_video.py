@@ -120,7 +120,7 @@ def test_run_writes_what_the_cli_writes(convstream_bin, clip, tmp_path):
     assert ours.read_bytes() == theirs.read_bytes()
     assert report["frames_in"] == 12 and report["frames_out"] == 12
     assert report["engine"] == "cpu"
-    with pytest.raises(ValueError, match="exists"):
+    with pytest.raises(ValueError, match="exists; it is kept: pass overwrite=True"):
         convstream.run(str(clip), str(ours), mask="sharpen", device="cpu")
     convstream.run(str(clip), str(ours), mask="box", device="cpu", overwrite=True)
     # Nothing was set up on a GPU in the background: the wait registered for the

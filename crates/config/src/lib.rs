@@ -50,7 +50,7 @@ pub use inputs::missing_inputs;
 pub use log_filter::is_log_filter;
 pub use measured_seats::MeasuredSeats;
 pub use outputs::{
-    check_outputs, config_file_problems, conflicts_with_running, container_of_scheme, output_key,
+    check_outputs, config_file_problems, conflicts_with_running, container_of_scheme, existing_outputs, output_key,
     refuse_existing_outputs, side_output_problems, FileIdentity, OutputCheck, OutputTarget, NO_OUTPUT_CHECK,
 };
 pub use overrides::Overrides;

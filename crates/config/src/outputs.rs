@@ -454,23 +454,32 @@ pub type OutputCheck = fn(&PipelineConfig) -> Vec<Problem>;
 /// Python filter's): it finds nothing.
 pub const NO_OUTPUT_CHECK: OutputCheck = |_| Vec::new();
 
-/// `run` without `--overwrite`: every sink whose file exists is a problem (nothing is opened).
-pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), ConfigError> {
-    let problems: Vec<Problem> = pipelines
+/// The pipelines whose sink is a file that exists and that may not replace it: each front end
+/// words the refusal in its own terms (`-y` for the CLI, `overwrite=True` for Python).
+pub fn existing_outputs(pipelines: &[PipelineSettings]) -> Vec<&PipelineSettings> {
+    pipelines
         .iter()
         .filter(|p| !p.sink.overwrite)
-        .filter_map(|p| match OutputTarget::of(&p.sink.url) {
-            OutputTarget::File(path) if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => Some(
-                Problem::setting(
-                    "sink.url",
-                    format!(
-                        "`{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
-                        quoted(&p.sink.url)
-                    ),
-                )
-                .at(Place::Pipeline(p.name.clone())),
-            ),
-            _ => None,
+        .filter(|p| match OutputTarget::of(&p.sink.url) {
+            OutputTarget::File(path) => std::fs::metadata(&path).is_ok_and(|m| m.is_file()),
+            _ => false,
+        })
+        .collect()
+}
+
+/// `run` without `--overwrite`: every sink whose file exists is a problem (nothing is opened).
+pub fn refuse_existing_outputs(pipelines: &[PipelineSettings]) -> Result<(), ConfigError> {
+    let problems: Vec<Problem> = existing_outputs(pipelines)
+        .into_iter()
+        .map(|p| {
+            Problem::setting(
+                "sink.url",
+                format!(
+                    "`{}` exists; it is kept: pass -y / --overwrite (or set sink.overwrite = true) to replace it, or choose another name",
+                    quoted(&p.sink.url)
+                ),
+            )
+            .at(Place::Pipeline(p.name.clone()))
         })
         .collect();
     if problems.is_empty() {

@@ -26,16 +26,56 @@ pub enum Border {
         nick = "ffmpeg"
     )]
     Ffmpeg,
+    // Other tools' names for the same modes, as the CLI, configs and Python take them
+    // (`BorderMode::aliases`); a value set by one of them reads back as the mode's own name.
+    #[enum_value(name = "Alias of constant", nick = "zero")]
+    Zero,
+    #[enum_value(name = "Alias of constant", nick = "zeros")]
+    Zeros,
+    #[enum_value(name = "Alias of nearest (OpenCV's BORDER_REPLICATE)", nick = "replicate")]
+    Replicate,
+    #[enum_value(name = "Alias of nearest (NumPy's edge)", nick = "edge")]
+    Edge,
+    #[enum_value(name = "Alias of nearest", nick = "clamp")]
+    Clamp,
+    #[enum_value(name = "Alias of reflect (NumPy's symmetric)", nick = "symmetric")]
+    Symmetric,
+    #[enum_value(name = "Alias of mirror (OpenCV's BORDER_REFLECT_101)", nick = "reflect_101")]
+    Reflect101,
+    #[enum_value(name = "Alias of mirror", nick = "reflect101")]
+    Reflect101Joined,
+    #[enum_value(name = "Alias of mirror", nick = "reflect-101")]
+    Reflect101Dashed,
+    #[enum_value(name = "Alias of wrap", nick = "periodic")]
+    Periodic,
+    #[enum_value(name = "Alias of wrap", nick = "circular")]
+    Circular,
+}
+
+impl Border {
+    /// The mode's own value for an alias (`reflect_101` is `mirror`), itself for a mode.
+    pub fn canonical(self) -> Border {
+        match BorderMode::from(self) {
+            BorderMode::Constant => Border::Constant,
+            BorderMode::Nearest => Border::Nearest,
+            BorderMode::Reflect => Border::Reflect,
+            BorderMode::Mirror => Border::Mirror,
+            BorderMode::Wrap => Border::Wrap,
+            BorderMode::Ffmpeg => Border::Ffmpeg,
+        }
+    }
 }
 
 impl From<Border> for BorderMode {
     fn from(border: Border) -> BorderMode {
         match border {
-            Border::Constant => BorderMode::Constant,
-            Border::Nearest => BorderMode::Nearest,
-            Border::Reflect => BorderMode::Reflect,
-            Border::Mirror => BorderMode::Mirror,
-            Border::Wrap => BorderMode::Wrap,
+            Border::Constant | Border::Zero | Border::Zeros => BorderMode::Constant,
+            Border::Nearest | Border::Replicate | Border::Edge | Border::Clamp => BorderMode::Nearest,
+            Border::Reflect | Border::Symmetric => BorderMode::Reflect,
+            Border::Mirror | Border::Reflect101 | Border::Reflect101Joined | Border::Reflect101Dashed => {
+                BorderMode::Mirror
+            }
+            Border::Wrap | Border::Periodic | Border::Circular => BorderMode::Wrap,
             Border::Ffmpeg => BorderMode::Ffmpeg,
         }
     }

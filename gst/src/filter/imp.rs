@@ -19,7 +19,7 @@ use gst_base::subclass::prelude::*;
 use convstream_core::{build_engine, DeviceChoice, EngineOptions, FrameShape};
 use convstream_core::{BufferPool, HeapMemory};
 
-use super::choices::{parse_device, MAX_CUDA_DEVICE_ID};
+use super::choices::{parse_device, Border, MAX_CUDA_DEVICE_ID};
 use super::frames::BufferTiming;
 use super::settings::{Settings, DEFAULT_MASK};
 use super::stream::{Counters, OutputTarget, State};
@@ -227,7 +227,8 @@ impl ObjectImpl for ConvstreamFilter {
             "mask" => settings.mask = text(),
             "plane-masks" => settings.plane_masks = text(),
             "planes" => settings.planes = value.get().unwrap_or(settings.planes),
-            "border" => settings.border = value.get().unwrap_or(settings.border),
+            // An alias (`reflect_101`) is kept as its mode, which reads back by its own name.
+            "border" => settings.border = value.get::<Border>().map_or(settings.border, Border::canonical),
             "engine" => {
                 settings.engine = value.get().unwrap_or(settings.engine);
                 settings.bad_device = None;
