@@ -409,8 +409,8 @@ class Filter:
       copied. Device arrays take ``"all"``.
     - ``device``: ``"auto"`` (CUDA when a usable GPU is present, else the CPU), ``"cpu"``,
       ``"cuda"`` or ``"cuda:N"``. Device arrays are filtered on their own GPU. A GPU asked
-      for by name that this host does not have raises ``GpuUnavailableError`` here, when the
-      filter is made.
+      for by name is looked for when the filter is made: none usable raises
+      ``GpuUnavailableError`` there, ``cuda:N`` past the host's GPUs ``ValueError``.
     - ``bit_depth``: bits per sample of ``uint16`` arrays, 9 to 16 (default 16): 10- and
       12-bit samples are clamped to ``2**bit_depth - 1`` and a ``bias`` is scaled to it.
       ``uint8`` arrays are always 8-bit.

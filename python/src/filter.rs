@@ -103,7 +103,9 @@ pub(crate) fn engine_error(error: EngineError) -> PyErr {
 }
 
 /// A GPU asked for by name (`cuda`, `cuda:N`) must be on this host when the filter is made:
-/// refused there, with the driver's reason, rather than at the first call.
+/// refused there rather than at the first call, with the driver's reason
+/// (`GpuUnavailableError`) when there is no usable GPU, as a `ValueError` naming `device`
+/// when the host has GPUs but not that one.
 fn asked_gpu_is_there(device: DeviceChoice) -> PyResult<()> {
     let ordinal = match device {
         DeviceChoice::Cuda(n) => n,
@@ -114,9 +116,9 @@ fn asked_gpu_is_there(device: DeviceChoice) -> PyResult<()> {
     {
         let count = convstream_core::cuda_devices().map_err(engine_error)?;
         if ordinal >= count {
-            return Err(engine_error(EngineError::NoGpu {
-                reason: convstream_core::NoGpuReason::NoSuchDevice { ordinal, count },
-            }));
+            // The host has GPUs, not this one: the argument's fault, a ValueError naming it.
+            let reason = convstream_core::NoGpuReason::NoSuchDevice { ordinal, count };
+            return Err(PyValueError::new_err(format!("device: {reason}")));
         }
         Ok(())
     }

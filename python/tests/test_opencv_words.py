@@ -109,7 +109,7 @@ def test_views_are_filtered_as_the_arrays_they_show(view):
 
 @pytest.mark.skipif(gpu_usable(), reason="this host has a GPU")
 def test_a_gpu_asked_for_by_name_is_refused_when_the_filter_is_made():
-    for device in ("cuda", "cuda:0", "cuda:3"):
+    for device in ("cuda", "cuda:0", "cuda:3"):  # no GPU at all: the driver's reason
         with pytest.raises(convstream.GpuUnavailableError, match="no usable GPU"):
             convstream.Filter("box", device=device)
     # auto falls back to the CPU, as it always has.
