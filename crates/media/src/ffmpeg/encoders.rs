@@ -114,21 +114,25 @@ pub fn missing_encoder(name: &str, muxer: Option<&ffmpeg::format::Output>) -> St
     )
 }
 
-/// "for the mp4 container it has: a, b, c (`convstream doctor` lists them all)", naming
-/// only encoders that open on this host, or what to do when it has none for the container.
+/// "for the mp4 container, these open here: a, b, c (`convstream doctor` lists them all)",
+/// naming only encoders that open on this host, or what to do when it has none for the
+/// container. Without a container to narrow the list by (the output's name says none), the
+/// whole list would be a hundred names: `doctor` has them.
 pub fn encoders_to_name(muxer: Option<&ffmpeg::format::Output>) -> String {
-    let names = usable_video_encoder_names(muxer);
-    match muxer {
-        Some(muxer) if names.is_empty() => format!(
+    let Some(muxer) = muxer else {
+        return "`convstream doctor` lists the ones it has".to_string();
+    };
+    let names = usable_video_encoder_names(Some(muxer));
+    match names.is_empty() {
+        true => format!(
             "it has no video encoder the {} container takes: choose another container (.mkv takes most)",
             muxer.name()
         ),
-        Some(muxer) => format!(
+        false => format!(
             "for the {} container, these open here: {} (`convstream doctor` lists them all)",
             muxer.name(),
             names.join(", ")
         ),
-        None => format!("it has: {} (`convstream doctor` lists them)", names.join(", ")),
     }
 }
 
