@@ -137,7 +137,7 @@ impl ServerConfig {
     /// `insecure_no_token`. (`serve --listen` may change the address; `serve` checks again.)
     pub fn open_api_problem(&self) -> Option<Problem> {
         let address = self.listen.parse::<std::net::SocketAddr>().ok()?;
-        (!address.ip().is_loopback() && self.token_env.is_none() && !self.insecure_no_token).then(|| {
+        self.open_without_token(address).then(|| {
             Problem::value(
                 "server.listen",
                 format!(
@@ -147,6 +147,13 @@ impl ServerConfig {
                 ),
             )
         })
+    }
+
+    /// Whether serving the API on `address` would leave it open to the network with no
+    /// token: not loopback, no `token_env`, and `insecure_no_token` not set. The one rule
+    /// `serve` refuses by and `check` reports.
+    pub fn open_without_token(&self, address: std::net::SocketAddr) -> bool {
+        !address.ip().is_loopback() && self.token_env.is_none() && !self.insecure_no_token
     }
 
     /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now as the

@@ -76,7 +76,8 @@ pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError
         },
         None => None,
     };
-    if !address.ip().is_loopback() && token.is_none() && !server.insecure_no_token {
+    // A token_env that names no value was refused above: no token_env means no token.
+    if server.open_without_token(address) {
         return Err(ServeError::NoToken(address));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

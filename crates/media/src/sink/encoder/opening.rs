@@ -44,7 +44,7 @@ pub(super) fn odd_size_hint(format: Pixel, width: usize, height: usize) -> Optio
 
 /// The constant rate factors an encoder takes. FFmpeg's own option ranges are wider than the
 /// encoders' (libx264's `crf` takes any float and x264 then clamps it to 51 without a word).
-pub(super) fn crf_range(codec: &str) -> Option<(f64, f64)> {
+fn crf_range(codec: &str) -> Option<(f64, f64)> {
     match codec {
         "libx264" | "libx264rgb" | "libx265" => Some((0.0, 51.0)),
         "libvpx" | "libvpx-vp9" | "libaom-av1" | "libsvtav1" => Some((0.0, 63.0)),
@@ -52,18 +52,20 @@ pub(super) fn crf_range(codec: &str) -> Option<(f64, f64)> {
     }
 }
 
-/// Why `crf` is not a constant rate factor this encoder takes, if it is not. Encoders not
-/// known here are left to FFmpeg (one without the option is reported as such).
+/// Why `crf` is not a constant rate factor this encoder takes, if it is not (`70 is out of
+/// range for libx264; allowed 0..=51`): said of `sink.options.crf` when the options are tried
+/// at validation, and again when the output opens. Encoders not known here are left to
+/// FFmpeg (one without the option is reported as such).
 pub(super) fn crf_problem(codec: &str, value: &str) -> Option<String> {
     let (min, max) = crf_range(codec)?;
-    let parsed = value.trim().parse::<f64>().ok().filter(|crf| crf.is_finite());
-    match parsed {
+    match value.trim().parse::<f64>().ok().filter(|crf| crf.is_finite()) {
         Some(crf) if (min..=max).contains(&crf) => None,
         Some(_) => Some(format!(
-            "--crf {value} (sink.options.crf) is out of range for {codec}; allowed {min}..={max} (lower is better quality)"
+            "{} is out of range for {codec}; allowed {min}..={max} (lower is better quality)",
+            convstream_core::quoted(value)
         )),
         None => Some(format!(
-            "--crf `{}` (sink.options.crf) is not a number; {codec} takes {min}..={max}",
+            "`{}` is not a number; {codec} takes {min}..={max}",
             convstream_core::quoted(value)
         )),
     }
@@ -259,7 +261,7 @@ mod tests {
         assert_eq!(crf_problem("libx264", "23"), None);
         assert_eq!(crf_problem("libx264", "0"), None);
         let out = crf_problem("libx264", "70").expect("out of range");
-        assert!(out.contains("--crf 70") && out.contains("0..=51"), "{out}");
+        assert!(out.contains("70 is out of range") && out.contains("0..=51"), "{out}");
         assert_eq!(crf_problem("libvpx-vp9", "60"), None, "VP9 goes to 63");
         assert!(crf_problem("libaom-av1", "64").is_some());
         assert!(crf_problem("libx265", "high")

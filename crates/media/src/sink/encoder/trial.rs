@@ -10,7 +10,7 @@ use std::sync::{Mutex, OnceLock};
 use ffmpeg::{codec, Dictionary, Rational};
 use ffmpeg_next as ffmpeg;
 
-use super::opening::{crf_range, open_reporting_unused, opens_without_options};
+use super::opening::{crf_problem, open_reporting_unused, opens_without_options};
 use super::option_table::unused_option;
 use super::setup::user_options;
 use crate::ffmpeg::log;
@@ -52,7 +52,7 @@ pub(crate) fn encoder_option_problems(sink: &SinkConfig, codec: ffmpeg::Codec) -
 fn try_options(sink: &SinkConfig, codec: ffmpeg::Codec) -> Vec<Problem> {
     let mut problems = Vec::new();
     if let Some(value) = sink.options.get("crf") {
-        if let Some(why) = crf_out_of_range(codec.name(), value) {
+        if let Some(why) = crf_problem(codec.name(), value) {
             problems.push(Problem::value("sink.options.crf", why));
         }
     }
@@ -155,22 +155,6 @@ fn alone(codec: ffmpeg::Codec, key: &str, value: &str, formats: &[ffmpeg::format
         }
     }
     Alone::Refused
-}
-
-/// `crf`'s value when the encoder's own range does not hold it.
-fn crf_out_of_range(codec: &str, value: &str) -> Option<String> {
-    let (min, max) = crf_range(codec)?;
-    match value.trim().parse::<f64>().ok().filter(|crf| crf.is_finite()) {
-        Some(crf) if (min..=max).contains(&crf) => None,
-        Some(_) => Some(format!(
-            "{} is out of range for {codec}; allowed {min}..={max} (lower is better quality)",
-            quoted(value)
-        )),
-        None => Some(format!(
-            "`{}` is not a number; {codec} takes {min}..={max}",
-            quoted(value)
-        )),
-    }
 }
 
 /// An unopened encoder of `codec` for the trial's picture in `format`.

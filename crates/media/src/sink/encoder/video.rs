@@ -51,7 +51,7 @@ impl VideoEncoder {
         let mut encoder = context(codec, source, format, time_base, output)?;
         if let Some(problem) = config.options.get("crf").and_then(|crf| crf_problem(codec.name(), crf)) {
             return Err(EncoderSetupError {
-                reason: problem,
+                reason: format!("sink.options.crf: {problem}"),
                 unsuitable_input: true,
             });
         }
