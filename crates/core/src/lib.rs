@@ -35,7 +35,9 @@ mod text;
 // The crate's surface: everything other crates use, named here and nowhere else. The modules
 // are private; `engine` holds the engines, `mask` and `filter` what they compute, `format`,
 // `frame` and `host_buffers` what they compute it on, `text` how user strings are shown.
-pub use engine::cpu::{convolve_plane, convolve_plane_into};
+pub use engine::cpu::{
+    convolve_plane, convolve_plane_into, convolve_view_into, Pitches, PlaneView, ViewError, ViewSamples,
+};
 pub use engine::placement::Placements;
 pub use engine::starting::HELD_BYTES;
 pub use engine::trace::write_chrome_trace;

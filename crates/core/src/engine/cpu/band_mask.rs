@@ -72,7 +72,19 @@ fn tap_rows(taps: &[f32], width: usize, channels: usize, keep_zeros: bool) -> Ve
 impl BandMask {
     /// `mask` over samples of `depth` with `channels` channels.
     pub(super) fn of(mask: &Mask, depth: SampleDepth, channels: usize) -> BandMask {
-        BandMask::exact(mask, depth, channels).unwrap_or_else(|| BandMask {
+        BandMask::exact(mask, depth, channels)
+            .unwrap_or_else(|| BandMask::in_f32(mask, channels, Finish::of(mask, depth)))
+    }
+
+    /// `mask` over float32 values with `channels` channels: f32 lanes, every tap kept (a zero
+    /// tap times an infinite value is NaN, as on the GPU), the float finish.
+    pub(super) fn of_floats(mask: &Mask, channels: usize) -> BandMask {
+        BandMask::in_f32(mask, channels, Finish::of_floats(mask))
+    }
+
+    /// `mask` in f32 lanes, every tap kept, in the kernels' order.
+    fn in_f32(mask: &Mask, channels: usize, finish: Finish) -> BandMask {
+        BandMask {
             width: mask.width(),
             height: mask.height(),
             rows: tap_rows(&mask.correlation_taps(), mask.width(), channels, true),
@@ -84,8 +96,8 @@ impl BandMask {
                 .map(|(column, row)| (column, tap_rows(&row, mask.width(), channels, true).remove(0))),
             lanes: Lanes::F32,
             integer_bias: None,
-            finish: Finish::of(mask, depth),
-        })
+            finish,
+        }
     }
 
     /// The mask in integer lanes, or `None` when its sums are not exact integers (taps that

@@ -17,8 +17,8 @@ use super::band_mask::{BandMask, Lanes, Taps};
 use super::finish::{magnitude, write_row};
 use super::lanes::{pad_row, sum_blocked, sum_column_group, BandBuffers, Lane, LaneRow, LaneTaps};
 use super::rows::{EdgeMap, TILE_SAMPLES};
+use super::view::PlaneView;
 use crate::filter::BorderMode;
-use crate::frame::Plane;
 
 /// Output rows a band takes: a few bands a core (so a busy core's share moves to an idle
 /// one), and several times the rows the mask adds above and below, which a band converts
@@ -32,27 +32,35 @@ fn band_rows(height: usize, mask_height: usize) -> usize {
         .min(height.max(1))
 }
 
-/// Convolves every channel of `src` with `mask` into `out`: `src.height` rows of samples,
-/// `out_stride` bytes apart (the bytes between them left as they are).
-pub(super) fn convolve_bands(src: &Plane, mask: &BandMask, border: BorderMode, out: &mut [u8], out_stride: usize) {
-    convolve_tiled(src, mask, border, out, out_stride, TILE_SAMPLES);
+/// Where the results go: rows `stride` bytes apart, pixels `pixel` bytes apart within a row
+/// (each pixel's channels side by side); the bytes between them are left as they are.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OutLayout {
+    pub(super) stride: usize,
+    pub(super) pixel: usize,
+}
+
+/// Convolves every channel of `src` with `mask` into `out`: `src.height` rows of samples of
+/// `src`'s kind, laid out as `layout` says.
+pub(super) fn convolve_bands(src: &PlaneView, mask: &BandMask, border: BorderMode, out: &mut [u8], layout: OutLayout) {
+    convolve_tiled(src, mask, border, out, layout, TILE_SAMPLES);
 }
 
 /// [`convolve_bands`] with rows taken `tile_samples` samples (rounded down to whole pixels)
 /// at a time.
 fn convolve_tiled(
-    src: &Plane,
+    src: &PlaneView,
     mask: &BandMask,
     border: BorderMode,
     out: &mut [u8],
-    out_stride: usize,
+    layout: OutLayout,
     tile_samples: usize,
 ) {
     let tile = (tile_samples / src.channels.max(1)).max(1);
     match mask.lanes {
-        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, out_stride, tile),
-        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, out_stride, tile),
-        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, out_stride, tile),
+        Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, layout, tile),
+        Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, layout, tile),
+        Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, layout, tile),
     }
 }
 
@@ -65,7 +73,7 @@ fn as_lanes<T: Lane>(rows: &[Taps]) -> Vec<Vec<(usize, T)>> {
 /// What every band of one plane shares: the source, the mask's taps as lanes, the border
 /// index maps and the sizes.
 struct BandPlan<'a, T> {
-    src: &'a Plane,
+    src: &'a PlaneView<'a>,
     mask: &'a BandMask,
     rows: Vec<Vec<(usize, T)>>,
     second: Option<Vec<Vec<(usize, T)>>>,
@@ -76,9 +84,14 @@ struct BandPlan<'a, T> {
     band: usize,
     /// Output columns a tile takes at most.
     tile: usize,
+    /// Bytes of a pixel's samples.
+    pixel_bytes: usize,
+    /// Bytes from an output row's first sample to just past its last.
     row_bytes: usize,
     /// Bytes between output rows (at least `row_bytes`).
     out_stride: usize,
+    /// Bytes between output pixels (at least `pixel_bytes`).
+    out_pixel: usize,
 }
 
 /// Where a band works: output rows from `first` on, output columns `columns` of them.
@@ -88,13 +101,16 @@ struct Area {
 }
 
 fn convolve_lanes<T: Lane>(
-    src: &Plane,
+    src: &PlaneView,
     mask: &BandMask,
     border: BorderMode,
     out: &mut [u8],
-    out_stride: usize,
+    layout: OutLayout,
     tile: usize,
 ) {
+    let pixel_bytes = src.channels * src.samples().bytes();
+    let out_pixel = layout.pixel.max(pixel_bytes);
+    let row_bytes = (src.width.max(1) - 1) * out_pixel + pixel_bytes;
     let factors = mask.factors.as_ref().map(|(column, row)| {
         let column: Vec<(usize, T)> = column.iter().map(|w| (0, T::tap(*w))).collect();
         (column, as_lanes::<T>(std::slice::from_ref(row)).remove(0))
@@ -109,8 +125,10 @@ fn convolve_lanes<T: Lane>(
         ymap: EdgeMap::new(src.height, mask.height, border),
         band: band_rows(src.height, mask.height),
         tile,
-        row_bytes: src.row_bytes().max(1),
-        out_stride: out_stride.max(src.row_bytes()).max(1),
+        pixel_bytes,
+        row_bytes: row_bytes.max(1),
+        out_stride: layout.stride.max(row_bytes).max(1),
+        out_pixel,
     };
     out.par_chunks_mut(plan.out_stride * plan.band)
         .enumerate()
@@ -188,8 +206,7 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
     let row_len = area.columns.len() * channels;
     let padded_len = (area.columns.len() + mask.width - 1) * channels;
     // The tile's bytes within an output row.
-    let pixel_bytes = channels * src.depth.bytes();
-    let tile_bytes = area.columns.start * pixel_bytes..area.columns.end * pixel_bytes;
+    let tile_bytes = area.columns.start * plan.out_pixel..(area.columns.end - 1) * plan.out_pixel + plan.pixel_bytes;
     // The last band's last row may end at its samples, without the stride's padding.
     let outputs = (out.len() + plan.out_stride - plan.row_bytes) / plan.out_stride;
     // The source rows the band reads: padded position `area.first + i` for i in 0..span.
@@ -215,10 +232,10 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
             let slot = &mut buffers.ring[(i % ring_rows) * ring_len..(i % ring_rows + 1) * ring_len];
             match &plan.factors {
                 Some((_, across)) => {
-                    pad_row(src.row(sy), channels, src.depth, &plan.xmap, x0, &mut buffers.padded);
+                    pad_row(src, sy, &plan.xmap, x0, &mut buffers.padded);
                     sum_blocked::<T, BLOCK>(&[(&buffers.padded, across.as_slice())], slot);
                 }
-                None => pad_row(src.row(sy), channels, src.depth, &plan.xmap, x0, slot),
+                None => pad_row(src, sy, &plan.xmap, x0, slot),
             }
         }
         // Output rows whose source rows have all been converted.
@@ -236,7 +253,8 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
                     for g in 0..COLUMN_GROUP {
                         let sums = &buffers.sums[g * row_len..(g + 1) * row_len];
                         let range = out_row(next + g);
-                        finish_row(&mut out[range], sums, None, mask, &mut buffers.floats);
+                        let spare = (&mut buffers.floats, &mut buffers.spread);
+                        finish_into(plan, &mut out[range], sums, None, spare);
                     }
                     next += COLUMN_GROUP;
                     continue;
@@ -260,13 +278,8 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
                 }
             };
             let range = out_row(next);
-            finish_row(
-                &mut out[range],
-                &buffers.sums[..row_len],
-                second_sums,
-                mask,
-                &mut buffers.floats,
-            );
+            let spare = (&mut buffers.floats, &mut buffers.spread);
+            finish_into(plan, &mut out[range], &buffers.sums[..row_len], second_sums, spare);
             next += 1;
         }
     }
@@ -290,6 +303,27 @@ fn ring_tap_rows<'a, T>(
         .filter(|k| source(r + k).is_some())
         .map(|k| (ring_slot(ring, r + k), taps[k]))
         .collect()
+}
+
+/// One row of a tile's sums written as samples where the output's pixels are: straight into
+/// `out` when they are side by side, else finished into `spread` and copied a pixel at a
+/// time (`floats`: the finish's own buffer).
+#[inline(always)]
+fn finish_into<T: Lane>(
+    plan: &BandPlan<T>,
+    out: &mut [u8],
+    sums: &[T],
+    second: Option<&[T]>,
+    (floats, spread): (&mut Vec<f32>, &mut Vec<u8>),
+) {
+    if plan.out_pixel == plan.pixel_bytes {
+        return finish_row(out, sums, second, plan.mask, floats);
+    }
+    spread.resize(sums.len() / plan.src.channels * plan.pixel_bytes, 0);
+    finish_row(spread, sums, second, plan.mask, floats);
+    for (pixel, at) in spread.chunks_exact(plan.pixel_bytes).zip((0..).step_by(plan.out_pixel)) {
+        out[at..at + plan.pixel_bytes].copy_from_slice(pixel);
+    }
 }
 
 /// One row of sums (and a gradient magnitude's second sums) written as samples.
@@ -333,6 +367,7 @@ fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &
 mod tests {
     use super::*;
     use crate::format::{PlaneShape, SampleDepth};
+    use crate::frame::Plane;
     use crate::mask::Mask;
 
     /// A plane of `shape` with samples spread over the depth's range, the same every run.
@@ -387,11 +422,16 @@ mod tests {
                     let band_mask = BandMask::of(&mask, depth, channels);
                     let stride = src.row_bytes() + 3;
                     let len = stride * (src.height - 1) + src.row_bytes();
+                    let layout = OutLayout {
+                        stride,
+                        pixel: channels * depth.bytes(),
+                    };
+                    let view = PlaneView::of_plane(&src);
                     let mut whole = vec![0xA5u8; len];
-                    convolve_tiled(&src, &band_mask, border, &mut whole, stride, usize::MAX);
+                    convolve_tiled(&view, &band_mask, border, &mut whole, layout, usize::MAX);
                     for tile_samples in [1, 2, 5, 16, 64] {
                         let mut tiled = vec![0xA5u8; len];
-                        convolve_tiled(&src, &band_mask, border, &mut tiled, stride, tile_samples);
+                        convolve_tiled(&view, &band_mask, border, &mut tiled, layout, tile_samples);
                         assert!(
                             tiled == whole,
                             "{spec}, {border:?}, {channels} channel(s) of {} bits, tiles of {tile_samples}",

@@ -1,14 +1,18 @@
 //! One plane through one mask on the CPU ([`convolve_plane`], or [`convolve_plane_into`] the
-//! caller's memory): the border mode the mask's size takes, a mask of zeros alone (`neutral`)
-//! written as its bias without a pass, every other mask through the band loops of `bands.rs`.
+//! caller's memory, or [`convolve_view_into`] from a plane at any pitches, of integer samples
+//! or float32 values): the border mode the mask's size takes, a mask of zeros alone
+//! (`neutral`) over integer samples written as its bias without a pass, every other mask
+//! through the band loops of `bands.rs`.
 
 use rayon::prelude::*;
 
 use super::band_mask::BandMask;
-use super::bands::convolve_bands;
+use super::bands::{convolve_bands, OutLayout};
 use super::finish::{write_row, Finish};
-use super::rows::{MIN_ROWS_PER_TASK, TILE_SAMPLES};
+use super::rows::MIN_ROWS_PER_TASK;
+use super::view::{PlaneView, ViewSamples};
 use crate::filter::BorderMode;
+use crate::format::SampleDepth;
 use crate::frame::Plane;
 use crate::mask::Mask;
 
@@ -32,40 +36,85 @@ pub fn convolve_plane(src: &Plane, mask: &Mask, border: BorderMode) -> Plane {
 ///
 /// When `out` is shorter than those rows, or `out_stride` than a row.
 pub fn convolve_plane_into(src: &Plane, mask: &Mask, border: BorderMode, out: &mut [u8], out_stride: usize) {
-    let row_bytes = src.row_bytes();
+    let pixel = src.channels * src.depth.bytes();
+    convolve_view_into(&PlaneView::of_plane(src), mask, border, out, (out_stride, pixel));
+}
+
+/// Convolves every channel of the view `src` (a plane anywhere in memory, at any pitches;
+/// see [`PlaneView`]) into `out`, whose rows are `out_stride` bytes apart and pixels
+/// `out_pixel` bytes apart within a row, each pixel's channels side by side as samples of
+/// `src`'s kind; the bytes between them are left as they are. Integer samples are
+/// [`convolve_plane`]'s, sample for sample; float32 values are the float result (f32 sums
+/// in the kernels' order, divided, + bias as written), neither rounded nor clamped, as the
+/// CUDA kernels' float variants make them.
+///
+/// # Panics
+///
+/// When `out` is shorter than those rows, or the pitches make samples overlap.
+pub fn convolve_view_into(
+    src: &PlaneView,
+    mask: &Mask,
+    border: BorderMode,
+    out: &mut [u8],
+    (out_stride, out_pixel): (usize, usize),
+) {
+    let pixel_bytes = src.channels * src.samples().bytes();
+    assert!(out_pixel >= pixel_bytes, "output pixels overlap");
+    let row_bytes = src
+        .width
+        .checked_sub(1)
+        .map_or(0, |last| last * out_pixel + pixel_bytes);
     assert!(out_stride >= row_bytes, "output rows overlap");
     let needed = src
         .height
         .checked_sub(1)
         .map_or(0, |rows| rows * out_stride + row_bytes);
     assert!(out.len() >= needed, "the output holds {} bytes of {needed}", out.len());
-    let out = &mut out[..needed];
-    let border = border.for_mask(mask.width(), mask.height());
-    if mask.is_constant() {
-        // A tile of zero sums at a time: a row of them would cost four bytes a sample.
-        let zeros = vec![0f32; (src.width * src.channels).min(TILE_SAMPLES)];
-        let finish = Finish::of(mask, src.depth);
-        out.par_chunks_mut(out_stride.max(1))
-            .with_min_len(MIN_ROWS_PER_TASK)
-            .for_each(|row| {
-                for tile in row[..row_bytes].chunks_mut(TILE_SAMPLES * src.depth.bytes()) {
-                    write_row(tile, &zeros, finish);
-                }
-            });
+    if needed == 0 {
         return;
     }
-    convolve_bands(
-        src,
-        &BandMask::of(mask, src.depth, src.channels),
-        border,
-        out,
-        out_stride,
-    );
+    let out = &mut out[..needed];
+    let border = border.for_mask(mask.width(), mask.height());
+    let layout = OutLayout {
+        stride: out_stride,
+        pixel: out_pixel,
+    };
+    match src.samples() {
+        ViewSamples::Float32 => convolve_bands(src, &BandMask::of_floats(mask, src.channels), border, out, layout),
+        ViewSamples::Integer(depth) if mask.is_constant() => write_constant(src, mask, depth, out, layout),
+        ViewSamples::Integer(depth) => {
+            convolve_bands(src, &BandMask::of(mask, depth, src.channels), border, out, layout)
+        }
+    }
+}
+
+/// A mask of zeros alone: its bias in every sample, without a pass (the sum of every pixel
+/// is 0). Integer samples only: a float value's sum is NaN where a neighbour is infinite.
+fn write_constant(src: &PlaneView, mask: &Mask, depth: SampleDepth, out: &mut [u8], layout: OutLayout) {
+    let pixel_bytes = src.channels * depth.bytes();
+    // One pixel's samples, made once: every pixel is the same.
+    let mut pixel = vec![0u8; pixel_bytes];
+    write_row(&mut pixel, &vec![0f32; src.channels], Finish::of(mask, depth));
+    let row_bytes = (src.width - 1) * layout.pixel + pixel_bytes;
+    // Pixels side by side take a whole row made once; pixels apart are written one by one,
+    // leaving the bytes between them.
+    let whole_row = (layout.pixel == pixel_bytes).then(|| pixel.repeat(src.width));
+    out.par_chunks_mut(layout.stride.max(1))
+        .with_min_len(MIN_ROWS_PER_TASK)
+        .for_each(|row| match &whole_row {
+            Some(whole) => row[..row_bytes].copy_from_slice(whole),
+            None => {
+                for at in (0..row_bytes).step_by(layout.pixel) {
+                    row[at..at + pixel_bytes].copy_from_slice(&pixel);
+                }
+            }
+        });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::cpu::view::Pitches;
     use crate::frame::PlaneShape;
 
     /// Planes filtered from inside rayon's own workers, many at once (a worker waiting on
@@ -124,6 +173,213 @@ mod tests {
                         "{spec}: the bytes after row {y} changed"
                     );
                 }
+            }
+        }
+    }
+
+    /// Samples spread over 0..=255, the same every run.
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 33) as u8
+            })
+            .collect()
+    }
+
+    /// Channel `c` of a packed plane of `channels` channels as a plane of its own.
+    fn channel_of(plane: &Plane, c: usize) -> Plane {
+        let mut one = Plane::new(PlaneShape::eight_bit(plane.width, plane.height, 1));
+        for y in 0..plane.height {
+            for x in 0..plane.width {
+                one.data[y * plane.width + x] = plane.row(y)[x * plane.channels + c];
+            }
+        }
+        one
+    }
+
+    const SPECS: [&str; 6] = [
+        "gaussian:size=7,sigma=2",
+        "sharpen",
+        "sobel",
+        "box:size=5",
+        "custom:matrix=[[1,2,0],[0,-1,3],[1,0,1]],bias=7",
+        "neutral:bias=9",
+    ];
+
+    /// An interleaved plane filtered whole gives each channel's samples as the channel filtered
+    /// alone; read through a view that skips a fourth byte a pixel (BGRA seen as BGR), flipped
+    /// upside down, or written to pixels four bytes apart, the same samples land.
+    #[test]
+    fn interleaved_and_strided_views_give_each_channels_own_samples() {
+        let (w, h) = (41, 23);
+        let mut plane = Plane::new(PlaneShape::eight_bit(w, h, 3));
+        plane.data.copy_from_slice(&noise(w * h * 3, 7));
+        // The same pixels with a fourth byte after each, and the rows in reverse order.
+        let mut bgra = vec![0u8; w * h * 4];
+        for y in 0..h {
+            for x in 0..w {
+                for c in 0..3 {
+                    bgra[((h - 1 - y) * w + x) * 4 + c] = plane.row(y)[x * 3 + c];
+                }
+            }
+        }
+        let eight = ViewSamples::Integer(SampleDepth::EIGHT);
+        let flipped = PlaneView::new(
+            &bgra,
+            (h - 1) * w * 4,
+            (w, h, 3),
+            Pitches {
+                row: -(w as isize * 4),
+                pixel: 4,
+                channel: 1,
+            },
+            eight,
+        )
+        .expect("inside the slice");
+        for spec in SPECS {
+            let mask = Mask::from_spec(spec).unwrap();
+            for border in [BorderMode::Mirror, BorderMode::Constant, BorderMode::Wrap] {
+                let whole = convolve_plane(&plane, &mask, border);
+                for c in 0..3 {
+                    let alone = convolve_plane(&channel_of(&plane, c), &mask, border);
+                    assert_eq!(
+                        channel_of(&whole, c).data,
+                        alone.data,
+                        "{spec}, {border:?}, channel {c}"
+                    );
+                }
+                // Read flipped with a gap a pixel, written to pixels four bytes apart.
+                let mut spread = vec![0xA5u8; w * h * 4];
+                convolve_view_into(&flipped, &mask, border, &mut spread, (w * 4, 4));
+                for y in 0..h {
+                    for x in 0..w {
+                        let at = (y * w + x) * 4;
+                        assert_eq!(
+                            &spread[at..at + 3],
+                            &whole.row(y)[x * 3..x * 3 + 3],
+                            "{spec}, ({x}, {y})"
+                        );
+                        assert_eq!(spread[at + 3], 0xA5, "{spec}: the byte between pixels changed");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The float definition the kernels' float variants follow: f32 sums with one fused
+    /// multiply-add a tap, mask row by mask row (a rank-one mask's row pass, then its column
+    /// pass), a magnitude's `sqrt(fma(a, a, b * b))`, then divided and + bias.
+    fn float_reference(values: &[f32], (w, h): (usize, usize), mask: &Mask, border: BorderMode) -> Vec<f32> {
+        let border = border.for_mask(mask.width(), mask.height());
+        let (mw, mh) = (mask.width(), mask.height());
+        let at = |x: isize, y: isize| -> f32 {
+            match (border.map(x, w), border.map(y, h)) {
+                (Some(x), Some(y)) => values[y * w + x],
+                _ => 0.0,
+            }
+        };
+        let dense = |taps: &[f32], x: usize, y: usize| {
+            let mut sum = 0.0f32;
+            for i in 0..mh {
+                for j in 0..mw {
+                    let v = at(
+                        x as isize + j as isize - (mw / 2) as isize,
+                        y as isize + i as isize - (mh / 2) as isize,
+                    );
+                    sum = taps[i * mw + j].mul_add(v, sum);
+                }
+            }
+            sum
+        };
+        let (divisor, bias) = (mask.divisor(), mask.bias());
+        let mut out = vec![0f32; w * h];
+        for y in 0..h {
+            for x in 0..w {
+                let sum = match (mask.second_correlation_taps(), mask.correlation_factors()) {
+                    (Some(second), _) => {
+                        let (a, b) = (dense(&mask.correlation_taps(), x, y), dense(&second, x, y));
+                        a.mul_add(a, b * b).sqrt()
+                    }
+                    (None, Some((column, row))) => {
+                        let mut sum = 0.0f32;
+                        for (i, c) in column.iter().enumerate() {
+                            let yy = y as isize + i as isize - (mh / 2) as isize;
+                            if border.map(yy, h).is_none() {
+                                continue;
+                            }
+                            let mut across = 0.0f32;
+                            for (j, r) in row.iter().enumerate() {
+                                across = r.mul_add(at(x as isize + j as isize - (mw / 2) as isize, yy), across);
+                            }
+                            sum = c.mul_add(across, sum);
+                        }
+                        sum
+                    }
+                    (None, None) => dense(&mask.correlation_taps(), x, y),
+                };
+                let divided = if divisor == 1.0 { sum } else { sum / divisor };
+                out[y * w + x] = divided + bias;
+            }
+        }
+        out
+    }
+
+    /// float32 values through the band loops are the float definition bit for bit: every
+    /// kind of mask, every border, values far outside a sample's range, and an infinity,
+    /// whose NaNs a zero tap spreads as on the GPU.
+    #[test]
+    fn float_values_are_the_kernels_float_sums_bit_for_bit() {
+        let (w, h) = (37, 19);
+        let mut values: Vec<f32> = noise(w * h, 11)
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (f32::from(*b) - 128.0) * if i % 3 == 0 { 1000.5 } else { 0.013 })
+            .collect();
+        values[5 * w + 9] = f32::INFINITY;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let view = PlaneView::new(
+            &bytes,
+            0,
+            (w, h, 1),
+            Pitches {
+                row: (w * 4) as isize,
+                pixel: 4,
+                channel: 4,
+            },
+            ViewSamples::Float32,
+        )
+        .expect("inside the slice");
+        for spec in SPECS
+            .iter()
+            .chain(&["custom:matrix=[[0.5,1.25,-0.75,2,0.1]],divisor=3", "emboss"])
+        {
+            let mask = Mask::from_spec(spec).unwrap();
+            for border in BorderMode::ALL {
+                let mut out = vec![0u8; w * h * 4];
+                convolve_view_into(&view, &mask, border, &mut out, (w * 4, 4));
+                let got: Vec<u32> = out
+                    .chunks_exact(4)
+                    .map(|b| u32::from_ne_bytes(b.try_into().unwrap()))
+                    .collect();
+                let expected: Vec<u32> = float_reference(&values, (w, h), &mask, border)
+                    .iter()
+                    .map(|v| if v.is_nan() { f32::NAN.to_bits() } else { v.to_bits() })
+                    .collect();
+                let got: Vec<u32> = got
+                    .iter()
+                    .map(|b| {
+                        if f32::from_bits(*b).is_nan() {
+                            f32::NAN.to_bits()
+                        } else {
+                            *b
+                        }
+                    })
+                    .collect();
+                assert_eq!(got, expected, "{spec}, {border:?}");
             }
         }
     }

@@ -44,6 +44,9 @@ pub(super) struct Finish {
     pub(super) bias: f32,
     pub(super) depth: SampleDepth,
     pub(super) ffmpeg_rdiv: Option<f32>,
+    /// float32 values out: divided and + bias (as written, not scaled), neither rounded nor
+    /// clamped, as the kernels' float variants make them.
+    pub(super) float: bool,
 }
 
 impl Finish {
@@ -53,6 +56,19 @@ impl Finish {
             bias: mask.bias(),
             depth,
             ffmpeg_rdiv: mask.ffmpeg_rdiv(),
+            float: false,
+        }
+    }
+
+    /// The finish of float32 values: the mask's divisor and bias, whatever arithmetic its
+    /// integer samples would take.
+    pub(super) fn of_floats(mask: &Mask) -> Finish {
+        Finish {
+            divisor: mask.divisor(),
+            bias: mask.bias(),
+            depth: SampleDepth::EIGHT,
+            ffmpeg_rdiv: None,
+            float: true,
         }
     }
 }
@@ -108,6 +124,9 @@ unsafe fn write_row_avx2(out: &mut [u8], acc: &[f32], finish: Finish) {
 
 #[inline(always)]
 fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
+    if finish.float {
+        return write_floats(out, acc, finish);
+    }
     if let Some(rdiv) = finish.ffmpeg_rdiv {
         return write_row_ffmpeg(out, acc, rdiv, finish);
     }
@@ -116,6 +135,22 @@ fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
         write_samples(out, acc, finish, |a| a);
     } else {
         write_samples(out, acc, finish, |a| a / divisor);
+    }
+}
+
+/// float32 values: as the kernels' `divided_plus_bias`, one IEEE division (skipped for a
+/// divisor of 1), then + bias.
+#[inline(always)]
+fn write_floats(out: &mut [u8], acc: &[f32], finish: Finish) {
+    let (divisor, bias) = (finish.divisor, finish.bias);
+    if divisor == 1.0 {
+        for (o, a) in out.chunks_exact_mut(4).zip(acc) {
+            o.copy_from_slice(&(*a + bias).to_ne_bytes());
+        }
+    } else {
+        for (o, a) in out.chunks_exact_mut(4).zip(acc) {
+            o.copy_from_slice(&(*a / divisor + bias).to_ne_bytes());
+        }
     }
 }
 
@@ -168,6 +203,7 @@ mod tests {
             bias: 3.0,
             depth: SampleDepth::EIGHT,
             ffmpeg_rdiv: None,
+            float: false,
         };
         write_row(&mut bytes, &sums, finish);
         for (byte, sum) in bytes.iter().zip(&sums) {

@@ -4,7 +4,7 @@
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 
 use super::rows::EdgeMap;
-use crate::frame::SampleDepth;
+use super::view::{PlaneView, ViewSamples};
 
 /// What a band works in, kept from one band to the next on a thread.
 #[derive(Default)]
@@ -17,12 +17,16 @@ pub(super) struct BandBuffers<T> {
     pub(super) sums: Vec<T>,
     pub(super) second: Vec<T>,
     pub(super) floats: Vec<f32>,
+    /// A row's samples before they are spread to an output whose pixels are apart.
+    pub(super) spread: Vec<u8>,
 }
 
 /// The lanes sums are made in: i16 or i32 (exact sums) or f32.
 pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     /// A sample's value.
     fn sample(value: u16) -> Self;
+    /// A float value's (f32 lanes only take float values).
+    fn float(value: f32) -> Self;
     /// A tap's weight.
     fn tap(weight: f32) -> Self;
     /// `self + weight * value`: exact in integers, one fused multiply-add in f32.
@@ -59,6 +63,10 @@ impl Lane for i16 {
         value as i16
     }
     #[inline(always)]
+    fn float(value: f32) -> i16 {
+        value as i16
+    }
+    #[inline(always)]
     fn tap(weight: f32) -> i16 {
         weight as i16
     }
@@ -88,6 +96,10 @@ impl Lane for i32 {
         i32::from(value)
     }
     #[inline(always)]
+    fn float(value: f32) -> i32 {
+        value as i32
+    }
+    #[inline(always)]
     fn tap(weight: f32) -> i32 {
         weight as i32
     }
@@ -115,6 +127,10 @@ impl Lane for f32 {
     #[inline(always)]
     fn sample(value: u16) -> f32 {
         f32::from(value)
+    }
+    #[inline(always)]
+    fn float(value: f32) -> f32 {
+        value
     }
     #[inline(always)]
     fn tap(weight: f32) -> f32 {
@@ -247,47 +263,55 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     start
 }
 
-/// Padded positions `first ..` of source row `row` as lanes in `padded` (as many positions
+/// Padded positions `first ..` of row `y` of `src` as lanes in `padded` (as many positions
 /// as it holds, `channels` lanes each): the row's own samples where `xmap` reads them in
-/// place, its border samples beyond the edges.
+/// place, its border samples beyond the edges. A packed row converts one slice; any other
+/// layout is read sample by sample.
 #[inline(always)]
-pub(super) fn pad_row<T: Lane>(
-    row: &[u8],
-    channels: usize,
-    depth: SampleDepth,
-    xmap: &EdgeMap,
-    first: usize,
-    padded: &mut [T],
-) {
-    let wide = depth.bytes() == 2;
-    let read = |i: usize| -> T {
-        if wide {
-            T::sample(u16::from_le_bytes([row[2 * i], row[2 * i + 1]]) >> depth.shift)
-        } else {
-            T::sample(u16::from(row[i]))
-        }
-    };
+pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first: usize, padded: &mut [T]) {
+    let channels = src.channels;
     let last = first + padded.len() / channels;
     // The positions that read the row in place, clipped to those asked for.
     let inside = xmap.inside();
     let start = inside.start.clamp(first, last);
     let end = inside.end.clamp(start, last);
-    let samples = (start - inside.start) * channels..(end - inside.start) * channels;
+    let pixels = start - inside.start..end - inside.start;
     let slots = &mut padded[(start - first) * channels..(end - first) * channels];
-    if wide {
-        let bytes = &row[2 * samples.start..2 * samples.end];
-        for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(2)) {
-            *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
+    if src.packed() {
+        let row = src.packed_row(y);
+        match src.samples() {
+            ViewSamples::Integer(depth) if depth.bytes() == 2 => {
+                let bytes = &row[2 * channels * pixels.start..2 * channels * pixels.end];
+                for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
+                }
+            }
+            ViewSamples::Integer(_) => {
+                for (value, byte) in slots
+                    .iter_mut()
+                    .zip(&row[channels * pixels.start..channels * pixels.end])
+                {
+                    *value = T::sample(u16::from(*byte));
+                }
+            }
+            ViewSamples::Float32 => {
+                let bytes = &row[4 * channels * pixels.start..4 * channels * pixels.end];
+                for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *value = T::float(f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+                }
+            }
         }
     } else {
-        for (value, byte) in slots.iter_mut().zip(&row[samples]) {
-            *value = T::sample(u16::from(*byte));
+        for (pixel, x) in slots.chunks_exact_mut(channels).zip(pixels) {
+            for (c, value) in pixel.iter_mut().enumerate() {
+                *value = src.value(y, x, c);
+            }
         }
     }
     for p in (first..start).chain(end..last) {
         let x = xmap.get(p);
         for c in 0..channels {
-            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| read(x * channels + c));
+            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| src.value(y, x, c));
         }
     }
 }

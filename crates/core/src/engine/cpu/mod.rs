@@ -9,7 +9,8 @@
 //! plane through one mask in `convolve.rs`, the band loops in `bands.rs`, which lanes
 //! (f32, or integer for exact sums) and taps a mask takes in `band_mask.rs`, the lanes and
 //! their inner loop in `lanes.rs`, the step from sums to samples in `finish.rs`, border index
-//! maps in `rows.rs`.
+//! maps in `rows.rs`, planes at any pitches (NumPy views, interleaved channels, float32
+//! values) as the band loops read them in `view.rs`.
 
 mod band_mask;
 mod bands;
@@ -18,9 +19,11 @@ mod engine;
 mod finish;
 mod lanes;
 mod rows;
+mod view;
 
-pub use convolve::{convolve_plane, convolve_plane_into};
+pub use convolve::{convolve_plane, convolve_plane_into, convolve_view_into};
 pub use engine::CpuEngine;
+pub use view::{Pitches, PlaneView, ViewError, ViewSamples};
 
 /// Names the CPU workers every pipeline of the process shares (rayon's global pool, which
 /// the engines' bands and copies run on) `cpu-worker-N`, before anything starts them: a
