@@ -109,6 +109,13 @@ protocols=(
     file pipe udp tcp rtp http rtmp crypto hls data
 )
 
+# The filters convstream's own graphs can use: `-vf` text is read by libavfilter, the
+# convolution family's options are taken from it, and the other filters run in-process.
+graph_filters=(
+    buffer buffersink null copy convolution sobel prewitt roberts gblur boxblur unsharp
+    scale format fps crop pad setsar setdar transpose hflip vflip rotate setpts settb trim
+)
+
 # Start from nothing (--disable-everything, --disable-autodetect) so the result never picks up
 # whatever happens to be installed on the build machine, then enable exactly what is needed.
 configure_args=(
@@ -119,7 +126,8 @@ configure_args=(
     --enable-zlib   # png and other zlib-based codecs; zlib is linked into the binary too
     --enable-libopenh264 --enable-libdav1d --enable-libvpx --pkg-config-flags=--static
     --enable-swscale --enable-swresample --enable-avformat --enable-avcodec
-    --disable-avdevice --disable-avfilter --disable-postproc
+    --disable-avdevice --disable-postproc
+    --enable-avfilter "--enable-filter=$(IFS=,; echo "${graph_filters[*]}")"
     --enable-network
     # FFmpeg compiles with -g by default: its DWARF would be ~30 MB of every linked executable.
     --disable-debug
@@ -367,7 +375,7 @@ build_ffmpeg_cli() {
         case "$arg" in
             --prefix=*) args+=("--prefix=$dir/prefix") ;;
             --disable-programs) args+=(--disable-programs --enable-ffmpeg) ;;
-            --disable-avfilter) args+=(--enable-avfilter "--enable-filter=$(IFS=,; echo "${filters[*]}")") ;;
+            --enable-filter=*) args+=("--enable-filter=$(IFS=,; echo "${graph_filters[*]},${filters[*]}")") ;;
             *) args+=("$arg") ;;
         esac
     done
@@ -382,8 +390,8 @@ build_ffmpeg_cli() {
     cd / && rm -rf "$dir"
 }
 
-# The static build's components as shared libraries with Debian's sonames, plus an empty
-# libavfilter (gst-libav links it), for GStreamer's libav plugin on a GPU host.
+# The static build's components as shared libraries with Debian's sonames, libavfilter with
+# convstream's graph filters (gst-libav links it), for GStreamer's libav plugin on a GPU host.
 build_ffmpeg_shared() {
     local dir="$workdir-shared" dist="$repo_root/dist/ffmpeg-shared" arg args=()
     for arg in "${configure_args[@]}"; do
@@ -391,7 +399,6 @@ build_ffmpeg_shared() {
             --prefix=*) args+=("--prefix=$dir/prefix") ;;
             --enable-static) args+=(--disable-static) ;;
             --disable-shared) args+=(--enable-shared) ;;
-            --disable-avfilter) args+=(--enable-avfilter) ;;
             # GStreamer's libav plugin has its own AV1 decoders to choose from (av1dec, dav1ddec).
             --enable-libdav1d) ;;
             # Encoders: the plugin decodes only, and stays LGPL.

@@ -3,6 +3,8 @@
 //! runs FFmpeg's own arithmetic and edges (`custom:...,rdiv=R` with `--border ffmpeg`). Any
 //! other filter is refused by its name, with the reason.
 
+use convstream_media::ChainFilter;
+
 /// What a `-vf` chain becomes: a mask SPEC for each plane it filters (`y`, `u`, `v`) and the
 /// border every one of them takes.
 #[derive(Debug, Default, PartialEq)]
@@ -13,7 +15,8 @@ pub(crate) struct Translated {
     pub(crate) warnings: Vec<String>,
 }
 
-/// FFmpeg's planes in order; a fourth (alpha) has no place in convstream's frames.
+/// FFmpeg's planes in order; a fourth (alpha) has no place in convstream's frames, and is
+/// set aside as FFmpeg sets aside a plane the format lacks.
 const PLANES: [&str; 3] = ["y", "u", "v"];
 
 /// Filters FFmpeg users often put in a `-vf` chain, with why convstream does not run them.
@@ -32,22 +35,34 @@ const REFUSED: &[(&str, &str)] = &[
     ("null", "it does nothing: leave it out"),
 ];
 
-/// Translates a `-vf` chain. `option` is the flag as typed, for messages.
+/// The filters convstream runs on its own engines, as masks.
+const FAMILY: &[&str] = &[
+    "convolution",
+    "sobel",
+    "prewitt",
+    "roberts",
+    "gblur",
+    "boxblur",
+    "unsharp",
+];
+
+/// Translates a `-vf` chain, read by libavfilter itself (so its syntax, escaping, defaults
+/// and range checks are FFmpeg's). `option` is the flag as typed, for messages.
 pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String> {
+    let filters = convstream_media::parse_chain(option, chain).map_err(|e| e.to_string())?;
     let mut out = Translated::default();
-    for filter in split_outside_quotes(chain, ',') {
-        let filter = filter.trim();
-        if filter.is_empty() {
-            continue;
-        }
-        if filter.starts_with('[') || filter.contains(';') {
+    for filter in &filters {
+        let name = filter.name.as_str();
+        if !FAMILY.contains(&name) {
+            let why = REFUSED
+                .iter()
+                .find(|(refused, _)| *refused == name)
+                .map_or("convstream runs FFmpeg's convolution family only", |(_, why)| why);
             return Err(format!(
-                "{option}: link labels and several chains (`[in]`, `;`) are -filter_complex's; convstream runs one chain of convolution filters"
+                "{option}: FFmpeg's `{name}` filter is not one convstream runs: {why}. It takes convolution, sobel, prewitt, roberts, gblur, boxblur and unsharp (do the rest with ffmpeg before or after)"
             ));
         }
-        let (name, args) = filter.split_once('=').unwrap_or((filter, ""));
-        let name = name.split('@').next().unwrap_or(name).trim();
-        let (masks, border) = filter_masks(option, name, args, &mut out.warnings)?;
+        let (masks, border) = filter_masks(option, filter, &mut out.warnings)?;
         for (plane, spec) in masks {
             if out.plane_masks.iter().any(|(p, _)| *p == plane) {
                 return Err(format!(
@@ -76,108 +91,26 @@ type PlaneSpecs = (Vec<(&'static str, String)>, Option<&'static str>);
 /// checked and then set aside the same way, with a warning.
 const RDIV_IGNORED: &str = "is set aside, as FFmpeg 5.1's convolution sets it aside: the plane is divided by the sum of its matrix (1 when it sums to 0)";
 
-/// The masks one filter gives its planes, and the border they need.
-fn filter_masks(option: &str, name: &str, args: &str, warnings: &mut Vec<String>) -> Result<PlaneSpecs, String> {
-    let order: &[&str] = match name {
-        "convolution" => &[
-            "0m", "1m", "2m", "3m", "0rdiv", "1rdiv", "2rdiv", "3rdiv", "0bias", "1bias", "2bias", "3bias", "0mode",
-            "1mode", "2mode", "3mode",
-        ],
-        "sobel" | "prewitt" | "roberts" => &["planes", "scale", "delta"],
-        "gblur" => &["sigma", "steps", "planes", "sigmaV"],
-        "boxblur" => &[
-            "luma_radius",
-            "luma_power",
-            "chroma_radius",
-            "chroma_power",
-            "alpha_radius",
-            "alpha_power",
-        ],
-        "unsharp" => &[
-            "luma_msize_x",
-            "luma_msize_y",
-            "luma_amount",
-            "chroma_msize_x",
-            "chroma_msize_y",
-            "chroma_amount",
-            "alpha_msize_x",
-            "alpha_msize_y",
-            "alpha_amount",
-        ],
-        _ => {
-            let why = REFUSED
-                .iter()
-                .find(|(refused, _)| *refused == name)
-                .map_or("convstream runs FFmpeg's convolution family only", |(_, why)| why);
-            return Err(format!(
-                "{option}: FFmpeg's `{name}` filter is not one convstream runs: {why}. It takes convolution, sobel, prewitt, roberts, gblur, boxblur and unsharp (do the rest with ffmpeg before or after)"
-            ));
-        }
-    };
-    let options = named_options(option, name, args, order)?;
-    let get = Options(options);
-    match name {
+/// The masks one filter of the family gives its planes, and the border they need, from the
+/// option values FFmpeg holds for it.
+fn filter_masks(option: &str, filter: &ChainFilter, warnings: &mut Vec<String>) -> Result<PlaneSpecs, String> {
+    let get = Options(filter);
+    match filter.name.as_str() {
         "convolution" => convolution(option, &get, warnings),
-        "sobel" | "prewitt" | "roberts" => gradient(option, name, &get),
+        "sobel" | "prewitt" | "roberts" => gradient(option, &filter.name, &get),
         "gblur" => gblur(option, &get),
         "boxblur" => boxblur(option, &get),
         _ => unsharp(option, &get),
     }
 }
 
-/// `key=value:key=value` or values in the filter's option order, as FFmpeg reads them;
-/// FFmpeg's short aliases are taken to the long names.
-fn named_options(option: &str, name: &str, args: &str, order: &[&str]) -> Result<Vec<(String, String)>, String> {
-    const ALIASES: &[(&str, &str)] = &[
-        ("lr", "luma_radius"),
-        ("lp", "luma_power"),
-        ("cr", "chroma_radius"),
-        ("cp", "chroma_power"),
-        ("ar", "alpha_radius"),
-        ("ap", "alpha_power"),
-        ("lx", "luma_msize_x"),
-        ("ly", "luma_msize_y"),
-        ("la", "luma_amount"),
-        ("cx", "chroma_msize_x"),
-        ("cy", "chroma_msize_y"),
-        ("ca", "chroma_amount"),
-        ("ax", "alpha_msize_x"),
-        ("ay", "alpha_msize_y"),
-        ("aa", "alpha_amount"),
-    ];
-    let mut options = Vec::new();
-    for (at, part) in split_outside_quotes(args, ':').into_iter().enumerate() {
-        if part.trim().is_empty() {
-            continue;
-        }
-        let (key, value) = match part.split_once('=') {
-            Some((key, value)) => (key.trim(), value),
-            None => match order.get(at) {
-                Some(key) => (*key, part.as_str()),
-                None => return Err(format!("{option}: `{name}` takes at most {} values", order.len())),
-            },
-        };
-        let key = ALIASES
-            .iter()
-            .find(|(short, _)| *short == key)
-            .map_or(key, |(_, long)| long);
-        if !order.contains(&key) {
-            return Err(format!(
-                "{option}: `{name}` has no option `{key}`; it takes {}",
-                order.join(", ")
-            ));
-        }
-        options.push((key.to_string(), unquote(value.trim())));
-    }
-    Ok(options)
-}
+/// A filter's options by their full names, as FFmpeg holds them (defaults filled in; an
+/// unset string is empty).
+struct Options<'a>(&'a ChainFilter);
 
-/// A filter's options by their long names, as written.
-struct Options(Vec<(String, String)>);
-
-impl Options {
+impl Options<'_> {
     fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0.option(key).filter(|value| !value.is_empty())
     }
 }
 
@@ -195,6 +128,8 @@ fn number(option: &str, key: &str, value: &str) -> Result<f64, String> {
 /// or column of up to 49 taps), its rdiv (0: 1 / the sum) and bias, in FFmpeg's arithmetic.
 fn convolution(option: &str, o: &Options, warnings: &mut Vec<String>) -> Result<PlaneSpecs, String> {
     let mut masks = Vec::new();
+    // A fourth (alpha) plane's matrix is read and checked like the others, then set aside as
+    // FFmpeg sets aside the planes a format lacks: convstream's frames have none.
     for plane in 0..4 {
         let key = |what: &str| format!("{plane}{what}");
         let matrix = o.get(&key("m")).unwrap_or("0 0 0 0 1 0 0 0 0");
@@ -244,10 +179,7 @@ fn convolution(option: &str, o: &Options, warnings: &mut Vec<String>) -> Result<
             continue;
         }
         let Some(name) = PLANES.get(plane) else {
-            return Err(format!(
-                "{option}: {}: convstream's frames have no fourth (alpha) plane",
-                key("m")
-            ));
+            continue;
         };
         let written: Vec<String> = rows
             .iter()
@@ -357,10 +289,15 @@ fn boxblur(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
     let chroma = match chroma_radius < 0.0 {
         true => (
             luma.0,
+            // FFmpeg's -1: the luma's.
             o.get("chroma_power")
+                .filter(|power| power.trim() != "-1")
                 .map_or(Ok(luma.1), |_| whole("chroma_power", 2.0))?,
         ),
-        false => (whole("chroma_radius", 0.0)?, whole("chroma_power", luma.1 as f64)?),
+        false => match o.get("chroma_power").is_some_and(|power| power.trim() != "-1") {
+            true => (whole("chroma_radius", 0.0)?, whole("chroma_power", luma.1 as f64)?),
+            false => (whole("chroma_radius", 0.0)?, luma.1),
+        },
     };
     let mut masks = Vec::new();
     for (plane, (radius, power)) in [("y", luma), ("u", chroma), ("v", chroma)] {
@@ -436,48 +373,6 @@ fn unsharp(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
     Ok((masks, Some("nearest")))
 }
 
-/// Splits at `separator` outside single quotes and backslash escapes (FFmpeg's filter
-/// quoting), the quotes and escapes kept for [`unquote`].
-fn split_outside_quotes(text: &str, separator: char) -> Vec<String> {
-    let (mut parts, mut current, mut quoted, mut escaped) = (Vec::new(), String::new(), false, false);
-    for c in text.chars() {
-        match c {
-            _ if escaped => {
-                current.push(c);
-                escaped = false;
-                continue;
-            }
-            '\\' => escaped = true,
-            '\'' => quoted = !quoted,
-            c if c == separator && !quoted => {
-                parts.push(std::mem::take(&mut current));
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    parts.push(current);
-    parts
-}
-
-/// A value with FFmpeg's quotes and escapes taken off.
-fn unquote(value: &str) -> String {
-    let (mut out, mut escaped) = (String::new(), false);
-    for c in value.chars() {
-        match c {
-            _ if escaped => {
-                out.push(c);
-                escaped = false;
-            }
-            '\\' => escaped = true,
-            '\'' => {}
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,6 +390,27 @@ mod tests {
             )]
         );
         assert_eq!(t.border, Some("ffmpeg"));
+    }
+
+    /// FFmpeg's documented examples give four matrices; the fourth (alpha) is set aside.
+    #[test]
+    fn a_fourth_matrix_is_set_aside_as_ffmpeg_sets_it_aside() {
+        let sharpen = "0 -1 0 -1 5 -1 0 -1 0";
+        let t = translate(
+            "-vf",
+            &format!("convolution='{sharpen}:{sharpen}:{sharpen}:{sharpen}:1:1:1:1:0:0:0:0'"),
+        )
+        .unwrap();
+        let planes: Vec<&str> = t.plane_masks.iter().map(|(plane, _)| *plane).collect();
+        assert_eq!(planes, ["y", "u", "v"]);
+    }
+
+    #[test]
+    fn ffmpegs_checks_and_errors_come_first() {
+        for text in ["gblur=sigma=-3", "convolution=0rdiv=-2", ",sobel,", "sobel=::::"] {
+            let error = translate("-vf", text).expect_err(text);
+            assert!(error.starts_with("-vf: FFmpeg refuses"), "{text}: {error}");
+        }
     }
 
     #[test]

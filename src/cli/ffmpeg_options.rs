@@ -222,7 +222,7 @@ pub(crate) fn refusal(name: &str) -> &'static str {
             "convstream copies audio as it is (-c:a copy), or leaves it out with -an",
         ),
         (
-            &["filter_complex", "lavfi", "filter_complex_script", "filter_script", "filter_complex_threads", "filter_threads", "af"],
+            &["filter_complex_script", "filter_script", "filter_complex_threads", "filter_threads", "af"],
             "convstream runs one chain of convolution filters: give it with -vf",
         ),
         (

@@ -206,8 +206,10 @@ fn ffmpeg_takes_value(word: &str) -> bool {
     match super::ffmpeg_options::ffmpeg_option(name) {
         Some(value) => value,
         None => {
-            matches!(name, "vf" | "threads" | "map" | "movflags" | "stream_loop")
-                || convstream_media::option_owner(name).is_some()
+            matches!(
+                name,
+                "vf" | "filter_complex" | "lavfi" | "threads" | "map" | "movflags" | "stream_loop"
+            ) || convstream_media::option_owner(name).is_some()
         }
     }
 }
@@ -241,7 +243,7 @@ fn ffmpeg_word_to_flags(
         (_, Some('o')) => return refuse(super::ffmpeg_options::refusal("af")),
         ("c" | "codec", None) if value_text == "copy" => return refuse("convstream encodes the video it filters; -c:a copy copies the rest"),
         ("c" | "codec", None) => return Ok(vec![if before_input { "--decoder" } else { "--codec" }.into(), value_text.into()]),
-        ("vf" | "filter", _) => return filter_flags(typed, value_text),
+        ("vf" | "filter", _) | ("filter_complex" | "lavfi", None) => return filter_flags(typed, value_text),
         ("hide_banner" | "nostdin" | "stdin", None) => return Ok(Vec::new()),
         ("n", None) => return Ok(once("--no-overwrite")),
         ("stats", None) => return Ok(once("--progress")),
@@ -252,6 +254,8 @@ fn ffmpeg_word_to_flags(
             return match value_text {
                 "0" => Ok(Vec::new()),
                 "0:v" | "0:V" | "0:v:0" | "0:V:0" => Ok(once("--no-audio")),
+                // -filter_complex's output, by its label: the one chain's (read with it).
+                label if label.starts_with('[') && label.ends_with(']') => Ok(Vec::new()),
                 _ => refuse("convstream takes its one input's video (-map 0:v) or every stream (-map 0)"),
             }
         }

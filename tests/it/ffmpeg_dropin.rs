@@ -260,6 +260,10 @@ fn vf_convolution_is_ffmpegs_own_byte_for_byte() {
         "convolution=0m=-1 -1 -1 -1 8 -1 -1 -1 -1:0bias=128:0rdiv=1:1m=-1 0 1 -2 0 2 -1 0 1:2m=1 1 1 1 -7 1 1 1 1".into(),
         "convolution='1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1':'0 0 0 0 1 0 0 0 0':'-1 -2 -1 0 0 0 1 2 1':'0 0 0 0 1 0 0 0 0':0:0:0:0:10:0:0:0".into(),
         "sobel".into(),
+        // FFmpeg's documented examples: four matrices, the fourth (alpha) set aside.
+        "convolution='0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0'".into(),
+        "convolution=-2 -1 0 -1 1 1 0 1 2:-2 -1 0 -1 1 1 0 1 2:-2 -1 0 -1 1 1 0 1 2:-2 -1 0 -1 1 1 0 1 2".into(),
+        "[in]prewitt[out]".into(),
         "prewitt=planes=1:scale=0.5:delta=10".into(),
         "roberts".into(),
         "roberts=planes=5:scale=2:delta=3".into(),
@@ -329,7 +333,10 @@ fn other_filters_are_refused_by_name_with_the_reason() {
         ("fps=10", "`fps` filter"),
         ("sobel,convolution=0m=1 1 1 1 1 1 1 1 1", "two filters"),
         ("kirsch", "`kirsch`"),
-        ("[in]sobel[out]", "-filter_complex"),
+        ("[in]split[a][b]", "open outputs"),
+        ("gblur=sigma=-3", "Value -3.000000 for parameter 'sigma' out of range"),
+        ("sobel=::::", "No option name"),
+        (",sobel,", "No such filter"),
         ("convolution=0m=1 2 3 4", "9, 25 or 49"),
     ] {
         let run = common::run_on_cpu(dir.path(), &["-i", "in.mkv", "-vf", chain, "out.mkv"]);

@@ -136,9 +136,17 @@ fn refusals_name_the_flag_typed_the_range_broken_and_encoders_that_open_here() {
     for device_encoder in ["h264_nvenc", "h264_vaapi", "h264_qsv", "h264_v4l2m2m"] {
         assert!(!said.contains(device_encoder), "{device_encoder} offered: {said}");
     }
-    // FFmpeg's largest unsharp runs, as FFmpeg runs it.
-    let run = common::run_on_cpu(dir.path(), &["-y", "-i", &input, "-vf", "unsharp=23:23:1", "out.mkv"]);
+    // FFmpeg's largest unsharp runs, as FFmpeg runs it; one past it is refused with FFmpeg's words.
+    let run = common::run_on_cpu(dir.path(), &["-y", "-i", &input, "-vf", "unsharp=13:13:1", "out.mkv"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let run = common::run_on_cpu(dir.path(), &["-y", "-i", &input, "-vf", "unsharp=23:23:1", "out.mkv"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("-vf: FFmpeg refuses the filter graph: luma or chroma or alpha matrix size too big"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

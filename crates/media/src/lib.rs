@@ -9,11 +9,13 @@
 //! - `pipeline`: running pipelines, their monitor, start gate and NVDEC seats, frame previews;
 //! - `source` and `sink`: FFmpeg's input and output;
 //! - `stats`: counters and reports, and what the process uses ([`cpu_and_resident`]);
+//! - `graph`: FFmpeg filter graphs read by libavfilter ([`parse_chain`]);
 //! - `sample`: the generated sample clip.
 
 #![deny(missing_docs)]
 
 mod ffmpeg;
+mod graph;
 mod pipeline;
 mod sample;
 mod sink;
@@ -23,6 +25,7 @@ mod stats;
 pub use ffmpeg::encoders::{default_encoders, encoder_usable, first_usable, nvenc_usable, video_encoder_names};
 pub use ffmpeg::options::{option_owner, OptionOwner};
 pub use ffmpeg::{guess_muxer, init as init_ffmpeg, output_problems, PassthroughPacket};
+pub use graph::chain::{parse_chain, ChainError, ChainFilter};
 pub use pipeline::snapshot::{Snapshot, SnapshotPlane, SnapshotStage};
 pub use pipeline::{
     cut_short_by_stop, decode_only, decode_only_on, fit_to_filter, panic_message, pooled_frames, run_all,

@@ -22,6 +22,26 @@ thread_local! {
     /// Set while this thread asks FFmpeg a question whose "no" is an answer, not a fault
     /// (see [`quietly`]).
     static QUIET: Cell<bool> = const { Cell::new(false) };
+    /// Every error line while a [`first_error_during`] call runs on this thread.
+    static COLLECTED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Runs `call` quietly (see [`quietly`]) and returns, with its result, the first error FFmpeg
+/// logged on this thread meanwhile: where FFmpeg explains one failure in several lines, the
+/// first names the cause ("Value -3.000000 for parameter 'sigma' out of range [0 - 1024]")
+/// and the later ones only where it surfaced ("Error initializing filter 'gblur'").
+pub fn first_error_during<T>(call: impl FnOnce() -> T) -> (T, Option<String>) {
+    struct Restore(Option<Vec<String>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COLLECTED.with(|collected| *collected.borrow_mut() = self.0.take());
+        }
+    }
+    let restore = Restore(COLLECTED.with(|collected| collected.replace(Some(Vec::new()))));
+    let result = quietly(call);
+    let first = COLLECTED.with(|collected| collected.borrow_mut().as_mut().and_then(|lines| lines.drain(..).next()));
+    drop(restore);
+    (result, first)
 }
 
 /// Runs `probe` with FFmpeg's errors on this thread kept as its reason (for
@@ -128,6 +148,15 @@ unsafe extern "C" fn log_line(
     // SAFETY: an object FFmpeg logs with starts with a pointer to its AVClass (or is null).
     let component = unsafe { component_name(object) };
     if level <= AV_LOG_ERROR as c_int {
+        COLLECTED.with(|collected| {
+            if let Some(lines) = collected
+                .borrow_mut()
+                .as_mut()
+                .filter(|lines| lines.len() < KEPT_ERRORS)
+            {
+                lines.push(line.clone());
+            }
+        });
         LAST_ERRORS.with(|last| {
             let mut last = last.borrow_mut();
             if last.len() == KEPT_ERRORS {
