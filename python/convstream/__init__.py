@@ -188,7 +188,7 @@ def _host_array(array: Any) -> np.ndarray:
     if isinstance(array, np.ndarray):
         return array
     if _library(array) == "torch":
-        return array.detach().contiguous().numpy()
+        return array.detach().numpy()
     if _device.is_cpu_dlpack(array):
         return np.from_dlpack(array)
     if hasattr(array, "__array_interface__") or hasattr(array, "__array__"):
@@ -241,14 +241,38 @@ def _count(name: str, value: Any, bits: int = 64) -> Optional[int]:
     return number
 
 
-def _channel(ndim: int, c: int) -> Any:
-    """The index of channel ``c`` of a host array: the last axis of H x W x C, the second of
-    (N, C, H, W), the whole of a 2-D plane."""
-    if ndim == 3:
+def _channel(ndim: int, c: int, channels_last: bool) -> Any:
+    """The index of channel ``c`` of a host array: the last axis of an array laid out
+    channels last (H x W x C, N x H x W x C), the third from last of planes (C x H x W,
+    N x C x H x W), the whole of a 2-D plane."""
+    if ndim == 2:
+        return ...
+    if channels_last:
         return (..., c)
-    if ndim == 4:
-        return (slice(None), c)
-    return ...
+    return (..., c, slice(None), slice(None))
+
+
+#: The layouts ``layout=`` names, and whether each is channels last.
+_LAYOUTS = {"HW": False, "HWC": True, "NHWC": True, "CHW": False, "NCHW": False}
+
+
+def _channels_last(ndim: int, layout: Optional[str]) -> bool:
+    """Whether a host array of ``ndim`` dimensions is laid out channels last: as ``layout``
+    says (``"HWC"``, ``"NHWC"``; ``"CHW"``, ``"NCHW"``, ``"HW"`` are planes), else by its
+    dimensions: a 3-D array is H x W x C (OpenCV's images), a 4-D one (N, C, H, W)."""
+    if layout is None:
+        if not 2 <= ndim <= 4:
+            raise ValueError(
+                "convstream.Filter takes a 2-D plane, an H x W x C image or an (N, C, H, W) batch "
+                f"(or layout='NHWC' / 'CHW'); got {ndim} dimensions"
+            )
+        return ndim == 3
+    if not isinstance(layout, str) or layout.upper() not in _LAYOUTS:
+        raise ValueError(f"layout: {layout!r} is not one of {', '.join(_LAYOUTS)}")
+    name = layout.upper()
+    if len(name) != ndim:
+        raise ValueError(f"layout: {name} is {len(name)}-D but the array has {ndim} dimensions")
+    return _LAYOUTS[name]
 
 
 def _real_coefficients(mask: Any) -> np.ndarray:
@@ -573,11 +597,23 @@ class Filter:
             raise ValueError(f"bit_depth: {depth} is out of range for uint16 samples; allowed 9..=16")
         return depth
 
-    def __call__(self, array: Any, *, bit_depth: Optional[int] = None, out: Any = None, stream: Any = None) -> Any:
+    def __call__(
+        self,
+        array: Any,
+        *,
+        bit_depth: Optional[int] = None,
+        out: Any = None,
+        stream: Any = None,
+        layout: Optional[str] = None,
+    ) -> Any:
         """Filters ``array`` and returns the result: a new array of the same type, dtype,
         shape and device, or ``out`` filled. Device arrays: queued on the caller's current
         CUDA stream (or ``stream``: a handle, a ``torch.cuda.Stream`` or a
-        ``cupy.cuda.Stream``) without waiting unless the filter was made with ``sync=True``."""
+        ``cupy.cuda.Stream``) without waiting unless the filter was made with ``sync=True``.
+        ``layout``: ``"HWC"``/``"NHWC"`` (channels last, each channel filtered as a plane),
+        ``"CHW"``/``"NCHW"``/``"HW"`` (planes); by default a 3-D host array is H x W x C, a
+        4-D one (N, C, H, W), and a device array (..., H, W) planes (a torch tensor in
+        ``torch.channels_last`` memory is read as it is laid out)."""
         library = _library(array)
         if library == "torch" and array.is_cuda or library == "cupy":
             return self._device_call(array, bit_depth, _gpu_out(out), stream)
@@ -592,7 +628,7 @@ class Filter:
             return out if out is not None else _device.to_library_of(array, result)
         if hasattr(array, "__cuda_array_interface__"):
             return self._device_call(array, bit_depth, _gpu_out(out), stream)
-        result = self._host_call(_host_array(array), bit_depth, _host_out(out))
+        result = self._host_call(_host_array(array), bit_depth, _host_out(out), layout)
         if out is not None:
             return out
         if library == "torch":
@@ -603,7 +639,9 @@ class Filter:
             return _device.to_library_of(array, result)
         return result
 
-    def _host_call(self, array: np.ndarray, bit_depth: Optional[int], out: Optional[np.ndarray]) -> np.ndarray:
+    def _host_call(
+        self, array: np.ndarray, bit_depth: Optional[int], out: Optional[np.ndarray], layout: Optional[str]
+    ) -> np.ndarray:
         dtype = array.dtype
         if dtype.byteorder == (">" if np.little_endian else "<"):
             raise TypeError(
@@ -611,33 +649,28 @@ class Filter:
             )
         if np.dtype(dtype.name) not in _device.SAMPLE_KINDS:
             raise TypeError(f"convstream.Filter takes {_device.DTYPE_ADVICE}; not {dtype} (shape {array.shape})")
+        channels_last = _channels_last(array.ndim, layout)
         if array.ndim == 2:
-            height, width = array.shape
             channels = 1
-        elif array.ndim == 3:
-            height, width, channels = array.shape
+        elif channels_last:
+            channels = array.shape[-1]
             if not 1 <= channels <= MAX_CHANNELS:
                 raise ValueError(
-                    f"a 3-D array is H x W x C with 1 to {MAX_CHANNELS} channels; got shape {array.shape} "
-                    "(for a stack of planes, pass an (N, C, H, W) array)"
+                    f"an image laid out channels last (H x W x C) has 1 to {MAX_CHANNELS} channels; got shape "
+                    f"{array.shape} (for a stack of planes, pass an (N, C, H, W) array or layout='CHW')"
                 )
-        elif array.ndim == 4:
-            _, channels, height, width = array.shape
         else:
-            raise ValueError(
-                "convstream.Filter takes a 2-D plane, an H x W x C array or an (N, C, H, W) batch; "
-                f"got {array.ndim} dimensions (shape {array.shape})"
-            )
-        if not array.flags.c_contiguous:
-            # A view (a crop, a step, a channel of an image, negative strides): its samples
-            # are gathered once, in proportion to the view, and filtered as an array of its own.
-            array = np.ascontiguousarray(array)
+            channels = array.shape[-3]
         if out is None:
-            out = np.empty_like(array, order="C")
-        elif not isinstance(out, np.ndarray) or out.shape != array.shape or out.dtype != array.dtype:
-            raise ValueError(f"out: a C-contiguous array of shape {array.shape} and dtype {array.dtype}")
-        elif not out.flags.c_contiguous or not out.flags.writeable or np.shares_memory(out, array):
-            raise ValueError("out: must be C-contiguous, writable and apart from the input")
+            target = np.empty(array.shape, dtype=dtype)
+        elif not isinstance(out, np.ndarray) or out.shape != array.shape or out.dtype != dtype:
+            raise ValueError(f"out: an array of shape {array.shape} and dtype {dtype}")
+        elif not out.flags.writeable or np.shares_memory(out, array):
+            raise ValueError("out: must be writable and apart from the input")
+        else:
+            # A strided out (a crop of a larger image) takes the result through a packed
+            # array of its own; the input, however strided, is read where it is.
+            target = out if out.flags.c_contiguous else np.empty(array.shape, dtype=dtype)
         floating = dtype.kind == "f"
         depth = None if floating else self._depth(array.itemsize, bit_depth)
         if depth not in (None, 8, 16) and array.size and int(array.max()) > (1 << depth) - 1:
@@ -648,34 +681,34 @@ class Filter:
         for c in selected:
             if not 0 <= c < channels:
                 raise ValueError(f"planes: channel {c} is not in an array of {channels} channel(s)")
-        if array.size == 0:
+        if array.size:
+            index = lambda c: _channel(array.ndim, c, channels_last)
+            for c in range(channels):
+                if c not in selected:
+                    target[index(c)] = array[index(c)]
+            if dtype == np.float16:
+                # float16 values are filtered as float32 and rounded once to float16 at the
+                # end, as the GPU kernel does.
+                wide = np.empty(array.shape, dtype=np.float32)
+                self._filter_host(array.astype(np.float32), wide, selected, depth, channels_last)
+                for c in selected:
+                    target[index(c)] = wide[index(c)].astype(np.float16)
+            else:
+                self._filter_host(array, target, selected, depth, channels_last)
+        if out is not None and target is not out:
+            np.copyto(out, target)
             return out
-        for c in range(channels):
-            if c not in selected:
-                out[_channel(array.ndim, c)] = array[_channel(array.ndim, c)]
-        if dtype == np.float16:
-            # float16 values are filtered as float32 and rounded once to float16 at the end,
-            # as the GPU kernel does.
-            wide = np.empty(array.shape, dtype=np.float32)
-            self._filter_host(np.ascontiguousarray(array, dtype=np.float32), wide, selected, channels, None)
-            for c in selected:
-                out[_channel(array.ndim, c)] = wide[_channel(array.ndim, c)].astype(np.float16)
-            return out
-        self._filter_host(array, out, selected, channels, depth)
-        return out
+        return target
 
     def _filter_host(
-        self, array: np.ndarray, out: np.ndarray, selected: Any, channels: int, depth: Optional[int]
+        self, array: np.ndarray, out: np.ndarray, selected: Any, depth: Optional[int], channels_last: bool
     ) -> None:
-        """Filters the ``selected`` channels of a host array (2-D, H x W x C or (N, C, H, W))
-        into ``out``: integer samples by the engine, float32 values by the float path. The
-        arrays go to the native side as they are (base ``numpy.ndarray`` views of them), which
-        reads their layout from NumPy and checks it."""
-        if array.ndim == 2:
-            wanted = [0] if selected else []
-        else:
-            wanted = sorted(set(selected))
-        self._native.filter_host(_base_array(array), _base_array(out), wanted, depth)
+        """Filters the ``selected`` channels of a host array into ``out`` (C-contiguous):
+        integer samples by the engine, float32 values by the CPU's band loops. The arrays go
+        to the native side as they are (base ``numpy.ndarray`` views of them, the input at
+        any strides), which reads their layout from NumPy and checks it."""
+        wanted = ([0] if selected else []) if array.ndim == 2 else sorted(set(selected))
+        self._native.filter_host(_base_array(array), _base_array(out), wanted, depth, channels_last)
         self._last_device = None
 
     def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any, wait: bool = False) -> Any:

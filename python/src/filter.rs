@@ -12,19 +12,19 @@
 
 use std::sync::Mutex;
 
-use convstream_core::convolve_plane_into;
+use convstream_core::{convolve_view_into, Pitches, PlaneView, ViewSamples};
 use convstream_core::{DeviceChoice, EngineError, FrameShape};
 #[cfg(feature = "cuda")]
-use convstream_core::{Engine, EngineOptions, Frame};
+use convstream_core::{Engine, EngineOptions, Frame, Plane, PlaneData, PlaneShape};
 use convstream_core::{FilterSpec, PlaneSelection};
 use convstream_core::{MaskMode, MaskParams};
-use convstream_core::{PixelFormat, PixelLayout, PlaneShape};
-use convstream_core::{Plane, PlaneData};
+use convstream_core::{PixelFormat, PixelLayout};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::float_planes::filter_float_plane;
-use crate::host_array::{host_planes, try_zeroed, HostPlanes, PlaneAt, Samples};
+use crate::host_array::{host_planes, HostPlanes, Samples};
+#[cfg(feature = "cuda")]
+use crate::host_array::{try_zeroed, SourceAt, TargetAt};
 use crate::settings::Request;
 use crate::GpuUnavailableError;
 
@@ -260,11 +260,11 @@ impl NativeFilter {
         })
     }
 
-    /// Filters `channels` of `source` into `out`, two C-contiguous NumPy arrays of one shape
-    /// and sample type (see `host_array.rs`): uint8 or uint16 samples of `bit_depth` bits
-    /// (8 or 16 when not given) by the engine, float32 values with the GPU kernels' float
-    /// arithmetic (see float_planes.rs).
-    #[pyo3(signature = (source, out, channels, bit_depth=None))]
+    /// Filters `channels` of `source` into `out`, two NumPy arrays of one shape and sample
+    /// type (`source` at any strides, `out` C-contiguous; see `host_array.rs`), laid out
+    /// channels last or as planes: uint8 or uint16 samples of `bit_depth` bits (8 or 16 when
+    /// not given), or float32 values, each filtered as the kernels' float variants do.
+    #[pyo3(signature = (source, out, channels, bit_depth=None, channels_last=false))]
     fn filter_host(
         &self,
         py: Python<'_>,
@@ -272,24 +272,20 @@ impl NativeFilter {
         out: &Bound<'_, PyAny>,
         channels: Vec<usize>,
         bit_depth: Option<u8>,
+        channels_last: bool,
     ) -> PyResult<()> {
-        let planes = host_planes(source, out, &channels)?;
+        let planes = host_planes(source, out, &channels, channels_last)?;
         if planes.samples == Samples::F32 {
             if let Some(bits) = bit_depth {
                 return Err(PyValueError::new_err(format!(
                     "bit_depth: float32 values take none, not {bits}"
                 )));
             }
-            let (mask, border) = (&self.filter.mask, self.filter.border);
-            return py.detach(|| {
-                for (from, to) in &planes.places {
-                    // SAFETY: `host_planes` laid both planes out inside two C-contiguous
-                    // float32 arrays of this shape, the output writable and apart from the
-                    // source; the caller's references keep both alive for the call.
-                    unsafe { filter_float_plane(mask, border, *from, *to, planes.height, planes.width)? };
-                }
-                Ok(())
-            });
+            // Float values take the CPU's band loops on every device: the same values the
+            // GPU's float kernels give, without a trip over PCIe.
+            // SAFETY: `host_planes` laid every place out inside its array, the output
+            // writable and apart from the source; the caller's references keep both alive.
+            return py.detach(|| unsafe { self.filter_on_cpu(&planes, ViewSamples::Float32) });
         }
         let bits = bit_depth.unwrap_or(8 * planes.samples.bytes() as u8);
         let shape = gray_planes(planes.height, planes.width, planes.samples.bytes(), bits)?;
@@ -365,95 +361,50 @@ impl NativeFilter {
         let FrameShape { format, width, height } = shape;
         let mut held = self.lock()?;
         self.host_engine(&mut held, shape)?;
-        let plane_shape = format.plane_shapes(width, height)[0];
         #[cfg(feature = "cuda")]
         if let Some(Held::Cuda { engine, .. }) = held.as_mut() {
+            let plane_shape = format.plane_shapes(width, height)[0];
             // SAFETY: `host_planes` laid every place out inside its array, the outputs
             // writable and apart from the sources; the caller's references keep them alive.
-            return unsafe { through_gpu(engine.as_mut(), &planes.places, plane_shape, format) };
+            return unsafe { through_gpu(engine.as_mut(), planes, plane_shape, format) };
         }
+        let _ = (width, height);
+        // SAFETY: as above.
+        unsafe { self.filter_on_cpu(planes, ViewSamples::Integer(format.sample_depth())) }
+    }
+
+    /// Filters every place of `planes` on the CPU with nothing copied: each source read
+    /// where it is, at its strides, the results written straight into the output's rows.
+    ///
+    /// # Safety
+    ///
+    /// `planes` lays every place out inside its array (spans `planes.source` and
+    /// `planes.out`), the sources alive and unchanged and the output written by no one else
+    /// for the call, the two apart.
+    unsafe fn filter_on_cpu(&self, planes: &HostPlanes, samples: ViewSamples) -> PyResult<()> {
+        let (low, len) = planes.source;
+        // SAFETY: the caller vouches for the source's span.
+        let source = unsafe { std::slice::from_raw_parts(low as *const u8, len) };
         for (from, to) in &planes.places {
-            if packed(*from, plane_shape) && packed(*to, plane_shape) {
-                // SAFETY: `host_planes` laid both planes out inside two C-contiguous arrays
-                // of this shape (samples packed in their rows, as just checked), the output
-                // writable and apart from the source; the caller's references keep both
-                // alive for the call.
-                unsafe { self.filter_in_place(*from, *to, plane_shape, format) };
-            } else {
-                // SAFETY: as above, the samples of a row apart.
-                unsafe { self.filter_gathered(*from, *to, plane_shape, format)? };
-            }
+            let pitches = Pitches {
+                row: from.row,
+                pixel: from.pixel,
+                channel: from.channel,
+            };
+            let dims = (planes.width, planes.height, from.channels);
+            let view = PlaneView::new(source, from.address - low, dims, pitches, samples)
+                .map_err(|error| PyValueError::new_err(format!("source: {error}")))?;
+            let (out_low, out_len) = planes.out;
+            // SAFETY: the caller vouches for the output's span, which `to` starts inside;
+            // one place is written at a time.
+            let out = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, out_low + out_len - to.address) };
+            convolve_view_into(&view, &self.filter.mask, self.filter.border, out, (to.row, to.pixel));
         }
         Ok(())
     }
 }
 
-/// Whether the plane at `at` is packed: samples side by side, rows one after the other.
-fn packed(at: PlaneAt, shape: PlaneShape) -> bool {
-    at.sample_pitch == shape.depth.bytes() && at.row_pitch == shape.row_bytes()
-}
-
-impl NativeFilter {
-    /// Filters the plane at `from` into `to` on the CPU with neither copied: the source read
-    /// where it is (lent to the engine read-only), the samples written straight into the
-    /// destination's rows.
-    ///
-    /// # Safety
-    ///
-    /// Both places hold `shape.height` rows of `shape`'s samples, packed (see [`packed`]);
-    /// `from` stays alive and unchanged and `to` is written by no one else during the
-    /// call, and the two do not overlap.
-    unsafe fn filter_in_place(&self, from: PlaneAt, to: PlaneAt, shape: PlaneShape, format: PixelFormat) {
-        let len = |at: PlaneAt| shape.height * at.row_pitch;
-        // SAFETY: the caller vouches for `len(from)` readable bytes that stay unchanged while
-        // the plane (dropped at the end of this call) lives; nothing needs keeping alive here.
-        let data = unsafe { PlaneData::lent(from.address as *const u8, len(from), false, Box::new(())) };
-        let source = Plane::of_data(shape, from.row_pitch, data);
-        // SAFETY: the caller vouches for `len(to)` writable bytes no one else touches.
-        let target = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, len(to)) };
-        self.filter_into(&source, target, to.row_pitch, format);
-    }
-
-    /// Filters a plane whose samples are not side by side (a channel of an H x W x C array)
-    /// on the CPU: gathered into a packed copy, filtered into another, scattered back.
-    ///
-    /// # Safety
-    ///
-    /// Both places hold `shape.height` rows of `shape.width` samples at their pitches;
-    /// `from` stays alive and unchanged and `to` is written by no one else during the call.
-    unsafe fn filter_gathered(
-        &self,
-        from: PlaneAt,
-        to: PlaneAt,
-        shape: PlaneShape,
-        format: PixelFormat,
-    ) -> PyResult<()> {
-        // SAFETY: the caller vouches for `from`.
-        let source = unsafe { gather(from, shape)? };
-        let mut target = try_zeroed::<u8>(shape.row_bytes() * shape.height, || plane_words("the result", shape))?;
-        self.filter_into(&source, &mut target, shape.row_bytes(), format);
-        // SAFETY: the caller vouches for `to`.
-        unsafe { scatter(&target, shape, to) };
-        Ok(())
-    }
-
-    /// `source` filtered into `target`, rows `stride` bytes apart, by the plane's mask (a
-    /// copy where it has none or the identity).
-    fn filter_into(&self, source: &Plane, target: &mut [u8], stride: usize, format: PixelFormat) {
-        match self.filter.mask_for(format, 0) {
-            Some(mask) if !mask.is_identity() => {
-                convolve_plane_into(source, mask, self.filter.border, target, stride);
-            }
-            _ => {
-                for y in 0..source.height {
-                    let start = y * stride;
-                    target[start..start + source.row_bytes()].copy_from_slice(source.row(y));
-                }
-            }
-        }
-    }
-}
-
+#[cfg(feature = "cuda")]
 /// What a plane of `shape` is called in a `MemoryError` (`the result of a 1 x 268435456
 /// plane of 1-byte samples`).
 fn plane_words(what: &str, shape: PlaneShape) -> String {
@@ -465,46 +416,59 @@ fn plane_words(what: &str, shape: PlaneShape) -> String {
     )
 }
 
-/// Filters every plane on the GPU: each gathered into a frame of its own (in memory taken
-/// fallibly), the frames run through `engine`, the results scattered to their places.
+/// Filters every plane on the GPU: each channel of each place gathered into a frame of its
+/// own (in memory taken fallibly), the frames run through `engine`, the results scattered to
+/// their places.
 ///
 /// # Safety
 ///
-/// Every place holds `shape.height` rows of `shape.width` samples at its pitches, the
+/// Every place holds `shape.height` rows of `shape.width` pixels at its pitches, the
 /// sources alive and unchanged and the destinations written by no one else for the call.
 #[cfg(feature = "cuda")]
 unsafe fn through_gpu(
     engine: &mut dyn Engine,
-    places: &[(PlaneAt, PlaneAt)],
+    planes: &HostPlanes,
     shape: PlaneShape,
     format: PixelFormat,
 ) -> PyResult<()> {
+    // One plane a channel: (source place, target place, channel).
+    let channels: Vec<(SourceAt, TargetAt, usize)> = planes
+        .places
+        .iter()
+        .flat_map(|(from, to)| (0..from.channels).map(move |c| (*from, *to, c)))
+        .collect();
     // The engine makes its results' planes with ordinary allocations, which end the process
     // when they fail: memory for all of them is asked for here first (and let go), so a call
     // that could not have it raises MemoryError instead.
-    let results = (shape.row_bytes() * shape.height).saturating_mul(places.len());
+    let results = (shape.row_bytes() * shape.height).saturating_mul(channels.len());
     let mut probe: Vec<u8> = Vec::new();
     if probe.try_reserve_exact(results).is_err() {
         return Err(pyo3::exceptions::PyMemoryError::new_err(format!(
             "the GPU engine's results ({} planes): {results} bytes are more than can be had",
-            places.len()
+            channels.len()
         )));
     }
     drop(probe);
     let mut frames = Vec::new();
-    for (index, (from, _)) in places.iter().enumerate() {
+    for (index, (from, _, c)) in channels.iter().enumerate() {
         // SAFETY: the caller vouches for `from`.
-        let plane = unsafe { gather(*from, shape)? };
+        let plane = unsafe { gather(*from, *c, shape)? };
         let mut frame = Frame::of_planes(format, shape.width, shape.height, vec![plane]);
         frame.index = index as u64;
         frames.push(frame);
     }
     let filtered = through(engine, frames)?;
-    for (frame, (_, to)) in filtered.iter().zip(places) {
+    let bytes = shape.depth.bytes();
+    for (frame, (_, to, c)) in filtered.iter().zip(&channels) {
         let plane = &frame.planes[0];
         for y in 0..plane.height {
-            // SAFETY: the caller vouches for `to`; `y` is one of its rows.
-            unsafe { scatter_row(plane.row(y), shape, *to, y) };
+            let start = to.address + y * to.row + c * bytes;
+            for (x, sample) in plane.row(y).chunks_exact(bytes).enumerate() {
+                // SAFETY: the caller vouches for `to`; sample `c` of pixel `x` of row `y`
+                // lies at this offset.
+                let target = unsafe { std::slice::from_raw_parts_mut((start + x * to.pixel) as *mut u8, bytes) };
+                target.copy_from_slice(sample);
+            }
         }
     }
     Ok(())
@@ -526,63 +490,30 @@ fn through(engine: &mut dyn Engine, frames: Vec<Frame>) -> PyResult<Vec<Frame>> 
     Ok(filtered)
 }
 
-/// A tightly packed copy of the plane of `shape` at `at`, in memory taken fallibly.
+/// A tightly packed copy of channel `c` of the place `at` (a plane of `shape`), in memory
+/// taken fallibly.
 ///
 /// # Safety
 ///
-/// `at` holds `shape.height` rows of `shape.width` samples at its pitches, alive and
-/// unchanged for the call.
-unsafe fn gather(at: PlaneAt, shape: PlaneShape) -> PyResult<Plane> {
+/// `at` holds `shape.height` rows of `shape.width` pixels of `at.channels` channels at its
+/// pitches, alive and unchanged for the call.
+#[cfg(feature = "cuda")]
+unsafe fn gather(at: SourceAt, c: usize, shape: PlaneShape) -> PyResult<Plane> {
     let bytes = shape.depth.bytes();
     let row_bytes = shape.row_bytes();
     let mut data = try_zeroed::<u8>(row_bytes * shape.height, || plane_words("a copy", shape))?;
     for (y, row) in data.chunks_exact_mut(row_bytes.max(1)).enumerate() {
-        let start = at.address + y * at.row_pitch;
-        if at.sample_pitch == bytes {
-            // SAFETY: the caller vouches for row `y`'s `row_bytes` bytes.
-            let source = unsafe { std::slice::from_raw_parts(start as *const u8, row.len()) };
-            row.copy_from_slice(source);
-        } else {
-            for (x, sample) in row.chunks_exact_mut(bytes).enumerate() {
-                // SAFETY: as above; sample `x` of row `y` lies at this offset.
-                let source = unsafe { std::slice::from_raw_parts((start + x * at.sample_pitch) as *const u8, bytes) };
-                sample.copy_from_slice(source);
-            }
+        let start = at
+            .address
+            .wrapping_add_signed(y as isize * at.row + c as isize * at.channel);
+        for (x, sample) in row.chunks_exact_mut(bytes).enumerate() {
+            // SAFETY: the caller vouches for `at`; sample `c` of pixel `x` of row `y` lies
+            // at this offset.
+            let source = unsafe {
+                std::slice::from_raw_parts(start.wrapping_add_signed(x as isize * at.pixel) as *const u8, bytes)
+            };
+            sample.copy_from_slice(source);
         }
     }
     Ok(Plane::of_data(shape, row_bytes, PlaneData::from(data)))
-}
-
-/// Writes the packed plane `data` (rows of `shape.row_bytes()`) to `at`.
-///
-/// # Safety
-///
-/// `at` holds `shape.height` rows of `shape.width` samples at its pitches, writable and
-/// touched by no one else during the call.
-unsafe fn scatter(data: &[u8], shape: PlaneShape, at: PlaneAt) {
-    for (y, row) in data.chunks_exact(shape.row_bytes().max(1)).enumerate() {
-        // SAFETY: the caller vouches for `at`; `y` is one of its rows.
-        unsafe { scatter_row(row, shape, at, y) };
-    }
-}
-
-/// Writes the packed row `row` as row `y` of the plane at `at`.
-///
-/// # Safety
-///
-/// As [`scatter`], for row `y`.
-unsafe fn scatter_row(row: &[u8], shape: PlaneShape, at: PlaneAt, y: usize) {
-    let bytes = shape.depth.bytes();
-    let start = at.address + y * at.row_pitch;
-    if at.sample_pitch == bytes {
-        // SAFETY: the caller vouches for row `y`'s bytes at `at`.
-        let target = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, row.len()) };
-        target.copy_from_slice(row);
-    } else {
-        for (x, sample) in row.chunks_exact(bytes).enumerate() {
-            // SAFETY: as above; sample `x` of row `y` lies at this offset.
-            let target = unsafe { std::slice::from_raw_parts_mut((start + x * at.sample_pitch) as *mut u8, bytes) };
-            target.copy_from_slice(sample);
-        }
-    }
 }

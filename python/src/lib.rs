@@ -7,7 +7,6 @@
 
 mod device_call;
 mod filter;
-mod float_planes;
 mod host_array;
 mod interrupt;
 mod settings;

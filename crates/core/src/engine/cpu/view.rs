@@ -145,10 +145,11 @@ impl<'a> PlaneView<'a> {
         self.width * self.channels * self.samples.bytes()
     }
 
-    /// Whether a row's samples lie side by side, pixel after pixel, in memory order.
+    /// Whether a row's samples lie side by side, pixel after pixel, in memory order (the
+    /// channel pitch of a single channel says nothing).
     pub(super) fn packed(&self) -> bool {
         let bytes = self.samples.bytes() as isize;
-        self.pitches.channel == bytes && self.pitches.pixel == bytes * self.channels as isize
+        (self.channels == 1 || self.pitches.channel == bytes) && self.pitches.pixel == bytes * self.channels as isize
     }
 
     /// The byte of sample `c` of pixel `x` of row `y`.
@@ -185,6 +186,37 @@ impl<'a> PlaneView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_channel_is_packed_whatever_its_channel_pitch() {
+        let data = vec![0u8; 100];
+        let eight = ViewSamples::Integer(SampleDepth::EIGHT);
+        let plane = |channel| Pitches {
+            row: 10,
+            pixel: 1,
+            channel,
+        };
+        assert!(PlaneView::new(&data, 0, (10, 10, 1), plane(0), eight).unwrap().packed());
+        assert!(PlaneView::new(&data, 0, (10, 10, 1), plane(4000), eight)
+            .unwrap()
+            .packed());
+        let pixels_apart = Pitches {
+            row: 10,
+            pixel: 2,
+            channel: 1,
+        };
+        assert!(!PlaneView::new(&data, 0, (5, 10, 1), pixels_apart, eight)
+            .unwrap()
+            .packed());
+        let interleaved = Pitches {
+            row: 10,
+            pixel: 2,
+            channel: 1,
+        };
+        assert!(PlaneView::new(&data, 0, (5, 10, 2), interleaved, eight)
+            .unwrap()
+            .packed());
+    }
 
     #[test]
     fn a_view_reading_outside_its_slice_is_refused_whichever_way_it_runs() {
