@@ -616,7 +616,7 @@ class Filter:
         ``torch.channels_last`` memory is read as it is laid out)."""
         library = _library(array)
         if library == "torch" and array.is_cuda or library == "cupy":
-            return self._device_call(array, bit_depth, _gpu_out(out), stream)
+            return self._device_call(array, bit_depth, _gpu_out(out), stream, layout=layout)
         # Other libraries' CUDA arrays (JAX...) go through DLPack where they speak it: its
         # stream protocol orders their pending writes before the filter reads.
         if not isinstance(array, np.ndarray) and _device.is_cuda_dlpack(array):
@@ -624,10 +624,10 @@ class Filter:
             imported_out = None if _gpu_out(out) is None else _device.from_dlpack(out)
             # Waited for: the array's own library knows nothing of the stream the filter is
             # queued on, and may free or reuse the memory as soon as the call returns.
-            result = self._device_call(imported, bit_depth, imported_out, stream, wait=True)
+            result = self._device_call(imported, bit_depth, imported_out, stream, wait=True, layout=layout)
             return out if out is not None else _device.to_library_of(array, result)
         if hasattr(array, "__cuda_array_interface__"):
-            return self._device_call(array, bit_depth, _gpu_out(out), stream)
+            return self._device_call(array, bit_depth, _gpu_out(out), stream, layout=layout)
         result = self._host_call(_host_array(array), bit_depth, _host_out(out), layout)
         if out is not None:
             return out
@@ -711,11 +711,20 @@ class Filter:
         self._native.filter_host(_base_array(array), _base_array(out), wanted, depth, channels_last)
         self._last_device = None
 
-    def _device_call(self, array: Any, bit_depth: Optional[int], out: Any, stream: Any, wait: bool = False) -> Any:
+    def _device_call(
+        self,
+        array: Any,
+        bit_depth: Optional[int],
+        out: Any,
+        stream: Any,
+        wait: bool = False,
+        layout: Optional[str] = None,
+    ) -> Any:
         view = _device.describe(array)
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
-        _device.row_layout(view, "input")
+        planes, channels = _device.pixel_planes(view, layout, "input")
+        _device.row_layout(planes, "input")
         device = self._device_asked
         if device == "cpu":
             raise ValueError(
@@ -733,15 +742,22 @@ class Filter:
         result = out if out is not None else _device.new_like(view)
         target = _device.describe(result)
         _device.check_out(view, target)
+        target_planes, target_channels = _device.pixel_planes(target, layout, "output")
+        if target_channels != channels:
+            raise ValueError(
+                f"out: laid out {'channels last' if target_channels > 1 else 'as planes'} but the input "
+                f"{'channels last' if channels > 1 else 'as planes'}; make it like the input "
+                "(torch.empty_like(x), cupy.empty_like(x))"
+            )
         if self._stream_filter is None:
             self._stream_filter = NativeStreamFilter(self._native)
-        height, width = view.shape[-2], view.shape[-1]
+        height, width = planes.shape[-2], planes.shape[-1] // channels
         if height and width:
-            for src, dst, count, src_pitch, src_plane, dst_pitch, dst_plane in _device.launches(view, target):
+            for src, dst, count, src_pitch, src_plane, dst_pitch, dst_plane in _device.launches(planes, target_planes):
                 if count == 0:
                     continue
                 placement = ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane))
-                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle)
+                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle, channels)
             if self._sync or wait:
                 # Once, after every launch of the call.
                 self._stream_filter.synchronize(view.ordinal, handle)

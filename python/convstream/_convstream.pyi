@@ -41,6 +41,7 @@ class NativeFilter:
         out: Any,
         channels: Sequence[int],
         bit_depth: Optional[int] = None,
+        channels_last: bool = False,
     ) -> None: ...
 
 class NativeStreamFilter:
@@ -53,6 +54,7 @@ class NativeStreamFilter:
         values: str,
         bit_depth: int,
         stream: int,
+        channels: int = 1,
     ) -> None: ...
     def synchronize(self, ordinal: int, stream: int) -> None: ...
     def engine_name(self, ordinal: int) -> Optional[str]: ...

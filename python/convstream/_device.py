@@ -274,6 +274,47 @@ def overlaps(a: DeviceArray, b: DeviceArray) -> bool:
     return a.address < b.address + extent(b) and b.address < a.address + extent(a)
 
 
+def pixel_planes(view: DeviceArray, layout: Optional[str], name: str) -> Tuple[DeviceArray, int]:
+    """``view`` as the kernels take it, and the channels a pixel holds: planes (..., H, W) as
+    they are, with 1; an image laid out channels last, its C samples a pixel side by side,
+    as planes (..., H, W * C) of C interleaved channels (each filtered as a plane of its own,
+    in one launch). Channels last is asked for with ``layout="NHWC"``/``"HWC"`` (the last
+    dimension is C, as CV-CUDA's tensors), or read from memory laid out that way: a torch
+    tensor (N, C, H, W) in ``torch.channels_last`` (C samples a pixel side by side)."""
+    shape, strides, itemsize = view.shape, view.strides, view.dtype.itemsize
+    named = None if layout is None else str(layout).upper()
+    if named is not None and named not in ("HW", "CHW", "NCHW", "HWC", "NHWC"):
+        raise ValueError(f"layout: {layout!r} is not one of HW, HWC, NHWC, CHW, NCHW")
+    if named is not None and len(named) != len(shape):
+        raise ValueError(f"layout: {named} is {len(named)}-D but the {name} has {len(shape)} dimensions")
+    if named in ("HWC", "NHWC"):
+        axes = (len(shape) - 3, len(shape) - 2, len(shape) - 1)
+    elif (
+        named is None
+        and len(shape) >= 3
+        and 2 <= shape[-3] <= 4
+        and shape[-1] > 1
+        and strides[-3] == itemsize
+        and strides[-1] == shape[-3] * itemsize
+    ):
+        axes = (len(shape) - 2, len(shape) - 1, len(shape) - 3)
+    else:
+        return view, 1
+    rows, pixels, channels = axes
+    count = shape[channels]
+    if not 1 <= count <= 4:
+        raise ValueError(f"the {name} laid out channels last has {count} channels; 1 to 4 are taken")
+    if count > 1 and strides[channels] != itemsize or shape[pixels] > 1 and strides[pixels] != count * itemsize:
+        raise ValueError(
+            f"the {name}'s pixels are not {count} samples side by side (shape {shape}, strides {strides}): "
+            "pass .contiguous() / cupy.ascontiguousarray"
+        )
+    leading = [d for d in range(len(shape)) if d not in axes]
+    planes_shape = tuple(shape[d] for d in leading) + (shape[rows], shape[pixels] * count)
+    planes_strides = tuple(strides[d] for d in leading) + (strides[rows], itemsize)
+    return view._replace(shape=planes_shape, strides=planes_strides), count
+
+
 def row_layout(view: DeviceArray, name: str) -> int:
     """The bytes between rows of ``view``'s planes, refused unless each row's samples are
     packed (the last dimension's stride is the sample size)."""

@@ -61,8 +61,10 @@ impl NativeStreamFilter {
     /// handle; 0 is the legacy default stream): `placement` is `((source, output), (height,
     /// width), (source row pitch, source plane stride), (output row pitch, output plane
     /// stride))`, in bytes; `values` is `uint` (samples of `bit_depth` bits), `float32` or
-    /// `float16`. Returns once the work is queued.
+    /// `float16`; `channels`: samples a pixel, side by side (an image laid out channels
+    /// last; `width` counts pixels). Returns once the work is queued.
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
+    #[pyo3(signature = (ordinal, placement, planes, values, bit_depth, stream, channels=1))]
     fn launch(
         &self,
         py: Python<'_>,
@@ -72,8 +74,9 @@ impl NativeStreamFilter {
         values: &str,
         bit_depth: u8,
         stream: u64,
+        channels: usize,
     ) -> PyResult<()> {
-        self.launch_on(py, ordinal, placement, planes, values, bit_depth, stream)
+        self.launch_on(py, ordinal, placement, (planes, channels), values, bit_depth, stream)
     }
 
     /// Waits (the GIL released) until `stream` on GPU `ordinal` has run everything queued on
@@ -118,7 +121,7 @@ impl NativeStreamFilter {
         py: Python<'_>,
         ordinal: usize,
         placement: Placement,
-        planes: usize,
+        (planes, channels): (usize, usize),
         values: &str,
         bit_depth: u8,
         stream: u64,
@@ -144,6 +147,7 @@ impl NativeStreamFilter {
             src: src as u64,
             dst: dst as u64,
             width,
+            channels,
             height,
             src_pitch,
             dst_pitch,
@@ -167,7 +171,16 @@ impl NativeStreamFilter {
 
     #[cfg(not(feature = "cuda"))]
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
-    fn launch_on(&self, _: Python<'_>, _: usize, _: Placement, _: usize, _: &str, _: u8, _: u64) -> PyResult<()> {
+    fn launch_on(
+        &self,
+        _: Python<'_>,
+        _: usize,
+        _: Placement,
+        _: (usize, usize),
+        _: &str,
+        _: u8,
+        _: u64,
+    ) -> PyResult<()> {
         Err(crate::filter::engine_error(
             convstream_core::EngineError::NotCompiledWithCuda,
         ))

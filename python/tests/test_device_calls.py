@@ -588,3 +588,70 @@ def test_calls_are_captured_in_cuda_graphs(cuda, rng):
     graph.replay()
     torch.cuda.synchronize()
     assert np.array_equal(y.cpu().numpy(), cpu_engine("box:size=5", "reflect", host[::-1].copy(), 8))
+
+
+@gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32", "float16"])
+def test_channels_last_tensors_equal_their_planes_bit_for_bit(cuda, rng, dtype):
+    """NHWC on the GPU, as CV-CUDA takes it: a (N, H, W, C) tensor with layout="NHWC", and a
+    (N, C, H, W) tensor in torch.channels_last memory, give what the same planes give laid out
+    as planes, bit for bit, in one launch a batch; outputs poisoned first."""
+    import torch
+
+    if dtype == "uint16" and not hasattr(torch, "uint16"):
+        pytest.skip("this torch has no uint16 tensors")
+    if dtype.startswith("float"):
+        host = (rng.random((2, 45, 77, 3)) * 255 - 40).astype(dtype)
+    else:
+        host = rng.integers(0, 1 << (8 * np.dtype(dtype).itemsize), size=(2, 45, 77, 3)).astype(dtype)
+    nhwc = torch.from_numpy(host).cuda()
+    nchw = nhwc.permute(0, 3, 1, 2).contiguous()
+    channels_last = nchw.contiguous(memory_format=torch.channels_last)
+    assert channels_last.stride()[1] == 1
+    for border in BORDERS:
+        for spec in DEVICE_MASKS:
+            f = convstream.Filter(spec, border=border, device="cuda")
+            want = f(nchw)
+            poisoned = torch.full_like(nhwc, 77)
+            got = f(nhwc, layout="NHWC", out=poisoned)
+            assert got is poisoned
+            torch.cuda.synchronize()
+            same = lambda a, b: torch.equal(a.view(torch.uint8) if a.dtype.is_floating_point else a, b.view(torch.uint8) if b.dtype.is_floating_point else b)
+            assert same(got.permute(0, 3, 1, 2).contiguous(), want), (spec, border, dtype)
+            memory = f(channels_last)
+            assert memory.stride() == channels_last.stride(), "the result keeps channels_last"
+            torch.cuda.synchronize()
+            assert same(memory.contiguous(), want), (spec, border, dtype)
+
+
+@gpu
+@needs_torch
+def test_channels_last_refusals_say_what_to_do(cuda, rng):
+    import torch
+
+    f = convstream.Filter("box:size=3", device="cuda")
+    nhwc = torch.zeros((1, 8, 9, 3), dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="layout: NHWC is 4-D but the input has 3"):
+        f(nhwc[0], layout="NHWC")
+    with pytest.raises(ValueError, match="1 to 4 are taken"):
+        f(torch.zeros((1, 8, 9, 5), dtype=torch.uint8, device="cuda"), layout="NHWC")
+    with pytest.raises(ValueError, match="pixels are not 3 samples side by side"):
+        f(torch.zeros((1, 8, 18, 3), dtype=torch.uint8, device="cuda")[:, :, ::2], layout="NHWC")
+    nchw_out = torch.zeros((1, 3, 8, 9), dtype=torch.uint8, device="cuda").permute(0, 2, 3, 1)
+    with pytest.raises(ValueError, match="out: laid out"):
+        f(nhwc.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last), out=nchw_out.permute(0, 3, 1, 2).contiguous())
+
+
+@gpu
+@needs_cupy
+def test_cupy_hwc_images_with_layout(cuda, rng):
+    import cupy
+
+    host = rng.integers(0, 256, size=(61, 83, 4), dtype=np.uint8)
+    image = cupy.asarray(host)
+    f = convstream.Filter("gaussian:size=7", border="mirror", device="cuda")
+    got = f(image, layout="HWC")
+    cupy.cuda.get_current_stream().synchronize()
+    # The host path reads H x W x C the same way; each channel as the CPU engine gives it.
+    assert np.array_equal(cupy.asnumpy(got), convstream.Filter("gaussian:size=7", border="mirror", device="cpu")(host))

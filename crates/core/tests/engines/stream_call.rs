@@ -76,6 +76,7 @@ fn batches_on_the_callers_stream_match_the_cpu_engine() {
                     src,
                     dst,
                     width,
+                    channels: 1,
                     height,
                     src_pitch: pitch,
                     dst_pitch: pitch,
@@ -115,6 +116,7 @@ fn float_values_and_refusals() {
         src,
         dst,
         width,
+        channels: 1,
         height,
         src_pitch: width * 4,
         dst_pitch: width * 4,
@@ -160,6 +162,95 @@ fn float_values_and_refusals() {
             }
             let ours = result[y as usize * width + x as usize] as f64;
             assert!((ours - sum).abs() < 1e-3, "({x}, {y}): {ours} against {sum}");
+        }
+    }
+}
+
+/// Channels-last images (H x W x C, C of 2 to 4, as CV-CUDA's NHWC tensors hold them) are
+/// filtered in one launch a batch with each channel as the channel filtered alone as a
+/// plane, bit for bit: 8-bit samples and float32 values, every border; the output poisoned
+/// first, so a sample left unwritten shows.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn channels_last_images_equal_each_channel_filtered_as_a_plane() {
+    let context = open_cuda_device(0).expect("a GPU");
+    let stream = context.new_stream().expect("a stream");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(63);
+    let (images, height, width) = (2usize, 45usize, 77usize);
+    for (values, bytes) in [(SampleValues::Integer, 1usize), (SampleValues::Float32, 4)] {
+        for channels in [2usize, 3, 4] {
+            let samples = images * height * width * channels;
+            let data: Vec<u8> = match values {
+                SampleValues::Float32 => (0..samples)
+                    .flat_map(|_| (rng.gen_range(-300.0f32..300.0)).to_ne_bytes())
+                    .collect(),
+                _ => (0..samples).map(|_| rng.gen::<u8>()).collect(),
+            };
+            // The same samples as planes: image n's channel c is plane n * channels + c.
+            let mut planar = vec![0u8; data.len()];
+            for n in 0..images {
+                for c in 0..channels {
+                    for i in 0..height * width {
+                        let from = ((n * height * width + i) * channels + c) * bytes;
+                        let to = (((n * channels + c) * height * width) + i) * bytes;
+                        planar[to..to + bytes].copy_from_slice(&data[from..from + bytes]);
+                    }
+                }
+            }
+            let source = stream.clone_htod(&data).expect("upload");
+            let planar_source = stream.clone_htod(&planar).expect("upload");
+            for border in BorderMode::ALL {
+                for mask in SPECS {
+                    let filter = spec(mask, border);
+                    let mut ours = StreamFilter::new(filter.mask.clone(), border, 0).expect("a stream filter");
+                    let poison = vec![0xA5u8; data.len()];
+                    let mut interleaved_out = stream.clone_htod(&poison).expect("output");
+                    let mut planar_out = stream.clone_htod(&poison).expect("output");
+                    let launch = |ours: &mut StreamFilter, src, dst, channels: usize, planes: usize| {
+                        let row = width * channels * bytes;
+                        let batch = DeviceBatch {
+                            src,
+                            dst,
+                            width,
+                            channels,
+                            height,
+                            src_pitch: row,
+                            dst_pitch: row,
+                            planes,
+                            src_plane: row * height,
+                            dst_plane: row * height,
+                            values,
+                            depth: convstream_core::SampleDepth::EIGHT,
+                        };
+                        ours.launch(&batch, stream.cu_stream() as u64, true).expect("filtered");
+                    };
+                    {
+                        let (src, _g) = cudarc::driver::DevicePtr::device_ptr(&source, &stream);
+                        let (dst, _g2) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut interleaved_out, &stream);
+                        launch(&mut ours, src, dst, channels, images);
+                    }
+                    {
+                        let (src, _g) = cudarc::driver::DevicePtr::device_ptr(&planar_source, &stream);
+                        let (dst, _g2) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut planar_out, &stream);
+                        launch(&mut ours, src, dst, 1, images * channels);
+                    }
+                    let interleaved = stream.clone_dtoh(&interleaved_out).expect("download");
+                    let planes = stream.clone_dtoh(&planar_out).expect("download");
+                    for n in 0..images {
+                        for c in 0..channels {
+                            for i in 0..height * width {
+                                let from = ((n * height * width + i) * channels + c) * bytes;
+                                let to = (((n * channels + c) * height * width) + i) * bytes;
+                                assert_eq!(
+                                    interleaved[from..from + bytes],
+                                    planes[to..to + bytes],
+                                    "{mask}, {border:?}, {channels} channels of {values:?}, image {n}, channel {c}, sample {i}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -25,15 +25,19 @@ use crate::mask::Mask;
 const MAX_PLANES_PER_LAUNCH: usize = 65_535;
 
 /// Planes in GPU memory, filtered from `src` into `dst`: `planes` planes of `height` rows of
-/// `width` samples, rows `*_pitch` bytes apart, planes `*_plane` bytes apart.
+/// `width` pixels of `channels` interleaved samples (1 for a plane; 3 for a channels-last
+/// RGB image, each channel filtered on its own), rows `*_pitch` bytes apart, planes
+/// `*_plane` bytes apart.
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceBatch {
     /// The first source plane's device address.
     pub src: u64,
     /// The first output plane's device address.
     pub dst: u64,
-    /// Samples per row.
+    /// Pixels per row.
     pub width: usize,
+    /// Interleaved samples per pixel, 1 to 4.
+    pub channels: usize,
     /// Rows per plane.
     pub height: usize,
     /// Bytes between source rows.
@@ -62,13 +66,16 @@ impl DeviceBatch {
         }
     }
 
+    /// Bytes of a row's samples.
+    fn row_bytes(&self) -> Option<usize> {
+        self.width.checked_mul(self.channels)?.checked_mul(self.sample_bytes())
+    }
+
     /// Bytes from a buffer's first sample to just past its last: what it must hold.
     fn extent(&self, pitch: usize, plane: usize) -> Option<usize> {
         let last_plane = (self.planes - 1).checked_mul(plane)?;
         let last_row = (self.height - 1).checked_mul(pitch)?;
-        last_plane
-            .checked_add(last_row)?
-            .checked_add(self.width.checked_mul(self.sample_bytes())?)
+        last_plane.checked_add(last_row)?.checked_add(self.row_bytes()?)
     }
 }
 
@@ -123,8 +130,8 @@ pub struct StreamFilter {
     border: BorderMode,
     context: Arc<CudaContext>,
     device: DeviceInfo,
-    /// Plans by (sample kind, depth, width, height).
-    plans: HashMap<(SampleValues, SampleDepth, usize, usize), Plan>,
+    /// Plans by (sample kind, depth, width, height, channels).
+    plans: HashMap<(SampleValues, SampleDepth, usize, usize, usize), Plan>,
     /// Loaded kernel sets by variant: plane sizes with the same variant share one.
     sets: HashMap<Variant, Arc<KernelSet>>,
 }
@@ -179,19 +186,23 @@ impl StreamFilter {
         }
         let refuse = |what: String| Err(DeviceCallError::Refused(what));
         let bytes = batch.sample_bytes();
+        if !(1..=4).contains(&batch.channels) {
+            return refuse(format!("{} channels a pixel: 1 to 4 are taken", batch.channels));
+        }
         let fits = |n: usize| i32::try_from(n).is_ok();
-        if !fits(batch.width) || !fits(batch.height) || !fits(batch.src_pitch) || !fits(batch.dst_pitch) {
+        let row_samples = batch.width.checked_mul(batch.channels).filter(|n| fits(*n));
+        if row_samples.is_none() || !fits(batch.height) || !fits(batch.src_pitch) || !fits(batch.dst_pitch) {
             return refuse(format!(
                 "a {} x {} plane with rows {} and {} bytes apart is too large for one launch",
                 batch.height, batch.width, batch.src_pitch, batch.dst_pitch
             ));
         }
         for (name, pitch) in [("source", batch.src_pitch), ("output", batch.dst_pitch)] {
-            if pitch < batch.width * bytes || pitch % bytes != 0 {
+            if pitch < batch.width * batch.channels * bytes || pitch % bytes != 0 {
                 return refuse(format!(
                     "the {name}'s rows are {pitch} bytes apart: they overlap or split samples \
                      ({} samples of {bytes} bytes a row)",
-                    batch.width
+                    batch.width * batch.channels
                 ));
             }
         }
@@ -205,7 +216,7 @@ impl StreamFilter {
         self.check_buffer("source", batch.src, src_extent)?;
         self.check_buffer("output", batch.dst, dst_extent)?;
         self.check_stream(stream)?;
-        let key = (batch.values, batch.depth, batch.width, batch.height);
+        let key = (batch.values, batch.depth, batch.width, batch.height, batch.channels);
         if !self.plans.contains_key(&key) {
             let plan = self.plan(batch)?;
             self.plans.insert(key, plan);
@@ -337,7 +348,7 @@ impl StreamFilter {
             Variant::new(
                 mask.width(),
                 mask.height(),
-                1,
+                batch.channels,
                 border,
                 max_shared,
                 path,
