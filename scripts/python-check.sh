@@ -8,6 +8,9 @@
 # PyTorch run them with: python3 -m pytest python/tests -m gpu (see python/tests/test_gpu.py),
 # or scripts/python-gpu-check.sh (the device-call tests and their benchmark, pytest optional).
 #
+# Then the benchmark against OpenCV runs once on a small image (python/bench/vs_opencv.py
+# --smoke: each row's result compared with cv2's, no timing).
+#
 # Usage: scripts/python-check.sh [pytest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,3 +34,6 @@ trap 'rm -rf "$workdir"' EXIT
 cd "$workdir"
 "$workdir/venv/bin/python" -c 'import convstream, sys; print("convstream", convstream.__version__, "from", convstream.__file__, "on Python", sys.version.split()[0])'
 "$workdir/venv/bin/python" -m pytest "$repo/python/tests" -v -p no:cacheprovider -rs "$@"
+# The benchmark against OpenCV, once on a small image (its rows must agree with cv2's; no
+# speed claim): python/bench/vs_opencv.py without --smoke gives the figures.
+"$workdir/venv/bin/python" "$repo/python/bench/vs_opencv.py" --smoke

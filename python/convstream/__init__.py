@@ -457,16 +457,20 @@ class Filter:
 
     Arrays on the host:
 
-    - NumPy: C-contiguous, native byte order, 2-D (one plane), H x W x C with C <= 4 (each
-      channel filtered as a plane of its own, as OpenCV's ``filter2D`` does) or (N, C, H, W)
-      (N*C planes). Other dtypes raise ``TypeError``; non-contiguous arrays, other shapes and
-      samples above ``2**bit_depth - 1`` raise ``ValueError``.
+    - NumPy: native byte order, 2-D (one plane), H x W x C with C <= 4 (each channel
+      filtered as a plane of its own, as OpenCV's ``filter2D`` does) or (N, C, H, W) (N*C
+      planes); the call's ``layout=`` names others (``"NHWC"``, ``"CHW"``). Any strides:
+      a view (a crop, steps, negative strides, a transposed image, BGRA seen as BGR) is read
+      where it is, an interleaved image's channels side by side in one pass. Other dtypes
+      raise ``TypeError``; other shapes and samples above ``2**bit_depth - 1`` raise
+      ``ValueError``.
     - PyTorch CPU tensors are filtered as NumPy arrays and come back as tensors; anything
       else that speaks DLPack from host memory (``__dlpack__``) is read through
       ``numpy.from_dlpack`` and given back in its own library where it takes DLPack.
     - ``out=``: the result is written into it and it is returned: a NumPy array, a CPU
       tensor, or host memory through DLPack or ``__array_interface__``, of the input's shape
-      and dtype, C-contiguous, writable and apart from the input. An ``out`` the result
+      and dtype, writable and apart from the input (a strided one, such as a window of a
+      larger image, takes the result through a packed array). An ``out`` the result
       could not reach (one NumPy would copy, a list, GPU memory) raises ``TypeError`` or
       ``ValueError`` naming ``out``.
 
@@ -475,7 +479,10 @@ class Filter:
 
     - Shape (..., H, W): every leading index is a plane, and planes whose strides nest (a
       (N, C, H, W) batch, or a slice of one) are filtered in ONE kernel launch. Rows may be
-      strided (a crop); samples within a row must be packed.
+      strided (a crop); samples within a row must be packed. Channels last: ``layout="NHWC"``
+      (or ``"HWC"``) takes (N, H, W, C) images as CV-CUDA holds them, and a torch tensor in
+      ``torch.channels_last`` memory is read as it is laid out; C <= 4 samples a pixel side by
+      side, each channel filtered as a plane, one launch a batch.
     - Read in place and written into a new array of the input's own library
       (``torch.empty_like`` / ``cupy.empty_like``, stream-ordered), or into ``out=`` (same
       shape, dtype and GPU; any strides as above; not overlapping the input).
