@@ -22,11 +22,12 @@ use convstream_core::{PixelFormat, PixelLayout};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::host_array::{host_planes, HostPlanes, Samples};
 #[cfg(feature = "cuda")]
-use crate::host_array::{try_zeroed, SourceAt, TargetAt};
+use crate::host_array::try_zeroed;
+use crate::host_array::{host_planes, HostPlanes, Samples, SourceAt, TargetAt};
 use crate::settings::Request;
 use crate::GpuUnavailableError;
+use rayon::prelude::*;
 
 /// The engine a filter runs on, made for one plane geometry at a time.
 enum Held {
@@ -378,29 +379,55 @@ impl NativeFilter {
     ///
     /// # Safety
     ///
-    /// `planes` lays every place out inside its array (spans `planes.source` and
-    /// `planes.out`), the sources alive and unchanged and the output written by no one else
-    /// for the call, the two apart.
+    /// `planes` lays every place out inside its array (the source's span is
+    /// `planes.source`), the sources alive and unchanged and the output written by no one
+    /// else for the call, the two apart.
     unsafe fn filter_on_cpu(&self, planes: &HostPlanes, samples: ViewSamples) -> PyResult<()> {
         let (low, len) = planes.source;
         // SAFETY: the caller vouches for the source's span.
         let source = unsafe { std::slice::from_raw_parts(low as *const u8, len) };
-        for (from, to) in &planes.places {
+        // The bytes each place's results span in the output.
+        let (height, width) = (planes.height, planes.width);
+        let extent = |to: &TargetAt, channels: usize| {
+            (height - 1) * to.row + (width - 1) * to.pixel + channels * samples.bytes()
+        };
+        let filter_one = |(from, to): &(SourceAt, TargetAt)| -> PyResult<()> {
             let pitches = Pitches {
                 row: from.row,
                 pixel: from.pixel,
                 channel: from.channel,
             };
-            let dims = (planes.width, planes.height, from.channels);
-            let view = PlaneView::new(source, from.address - low, dims, pitches, samples)
-                .map_err(|error| PyValueError::new_err(format!("source: {error}")))?;
-            let (out_low, out_len) = planes.out;
-            // SAFETY: the caller vouches for the output's span, which `to` starts inside;
-            // one place is written at a time.
-            let out = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, out_low + out_len - to.address) };
+            let view = PlaneView::new(
+                source,
+                from.address - low,
+                (width, height, from.channels),
+                pitches,
+                samples,
+            )
+            .map_err(|error| PyValueError::new_err(format!("source: {error}")))?;
+            // SAFETY: the caller vouches for the output's span, which holds this place's
+            // results; no other place being written shares a byte of them (see below).
+            let out = unsafe { std::slice::from_raw_parts_mut(to.address as *mut u8, extent(to, from.channels)) };
             convolve_view_into(&view, &self.filter.mask, self.filter.border, out, (to.row, to.pixel));
+            Ok(())
+        };
+        if height == 0 || width == 0 {
+            return Ok(());
         }
-        Ok(())
+        // Places whose results lie apart (the planes of a batch) are filtered side by side:
+        // a small plane's bands alone would leave cores idle. Interleaved channels filtered
+        // one at a time share their bytes' span, and take turns.
+        let mut spans: Vec<(usize, usize)> = planes
+            .places
+            .iter()
+            .map(|(from, to)| (to.address, to.address + extent(to, from.channels)))
+            .collect();
+        spans.sort_unstable();
+        if spans.windows(2).all(|pair| pair[0].1 <= pair[1].0) {
+            planes.places.par_iter().try_for_each(filter_one)
+        } else {
+            planes.places.iter().try_for_each(filter_one)
+        }
     }
 }
 

@@ -167,14 +167,13 @@ pub struct TargetAt {
 }
 
 /// The planes of one call: each `(source, target)` is `height x width` pixels, every byte
-/// of it inside its array; `source` and `out` are the arrays' spans (lowest byte, length).
+/// of it inside its array; `source` is the source array's span (lowest byte, length).
 pub struct HostPlanes {
     pub height: usize,
     pub width: usize,
     pub samples: Samples,
     pub places: Vec<(SourceAt, TargetAt)>,
     pub source: (usize, usize),
-    pub out: (usize, usize),
 }
 
 /// The planes of `source` to filter into `out`: a 2-D plane, or the `channels` of an image
@@ -238,7 +237,6 @@ pub fn host_planes(
         samples: from.samples,
         places: Vec::new(),
         source: (from.low, from.len),
-        out: (to.low, to.len),
     };
     if from.len == 0 || channels.is_empty() {
         return Ok(planes);
