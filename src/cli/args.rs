@@ -170,6 +170,14 @@ pub(crate) struct RunArgs {
     /// How pixels beyond the picture's edges are taken (SciPy's modes; default reflect).
     #[arg(long, value_parser = border_parser())]
     pub(crate) border: Option<BorderMode>,
+    /// FFmpeg's own filters run before the mask, as a libavfilter chain (scale=640:-2,crop=...);
+    /// the part of a -vf chain before its convolution filters goes here.
+    #[arg(long = "ffmpeg-before", value_name = "CHAIN")]
+    pub(crate) ffmpeg_before: Option<String>,
+    /// FFmpeg's own filters run after the mask, before encoding (format=gray, fps=10); the
+    /// part of a -vf chain after its convolution filters goes here.
+    #[arg(long = "ffmpeg-after", value_name = "CHAIN")]
+    pub(crate) ffmpeg_after: Option<String>,
     /// auto (CUDA if a usable GPU is present, else CPU), cpu, cuda or cuda:N.
     #[arg(long)]
     pub(crate) device: Option<String>,

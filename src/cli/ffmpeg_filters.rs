@@ -1,7 +1,7 @@
-//! FFmpeg's `-vf` filter chains of the convolution family, read as convstream's masks: each
-//! filter becomes a mask SPEC per plane and a border mode, so that `-vf "convolution=..."`
-//! runs FFmpeg's own arithmetic and edges (`custom:...,rdiv=R` with `--border ffmpeg`). Any
-//! other filter is refused by its name, with the reason.
+//! FFmpeg's `-vf` filter chains, read by libavfilter: the run of convolution filters becomes
+//! convstream's masks (a mask SPEC per plane and a border mode, so that `-vf
+//! "convolution=..."` runs FFmpeg's own arithmetic and edges: `custom:...,rdiv=R` with
+//! `--border ffmpeg`), and the filters before and after it run as FFmpeg's own.
 
 use convstream_media::ChainFilter;
 
@@ -13,55 +13,46 @@ pub(crate) struct Translated {
     pub(crate) border: Option<&'static str>,
     /// What is taken differently from how it reads, as FFmpeg takes it.
     pub(crate) warnings: Vec<String>,
+    /// FFmpeg's own filters before the convolution filters, as a chain.
+    pub(crate) before: Option<String>,
+    /// FFmpeg's own filters after them, as a chain.
+    pub(crate) after: Option<String>,
 }
 
 /// FFmpeg's planes in order; a fourth (alpha) has no place in convstream's frames, and is
 /// set aside as FFmpeg sets aside a plane the format lacks.
 const PLANES: [&str; 3] = ["y", "u", "v"];
 
-/// Filters FFmpeg users often put in a `-vf` chain, with why convstream does not run them.
-const REFUSED: &[(&str, &str)] = &[
-    ("scale", "convstream keeps the input's size"),
-    (
-        "format",
-        "convstream keeps the input's pixel format (--depth changes the bits per sample)",
-    ),
-    ("fps", "convstream keeps the input's frame rate"),
-    ("setpts", "convstream keeps the input's timestamps"),
-    ("crop", "convstream keeps the input's size"),
-    ("pad", "convstream keeps the input's size"),
-    ("hwupload", "convstream moves frames to the GPU itself (--device)"),
-    ("hwdownload", "convstream moves frames to the GPU itself (--device)"),
-    ("null", "it does nothing: leave it out"),
-];
-
-/// The filters convstream runs on its own engines, as masks.
-const FAMILY: &[&str] = &[
-    "convolution",
-    "sobel",
-    "prewitt",
-    "roberts",
-    "gblur",
-    "boxblur",
-    "unsharp",
-];
+/// The filters convstream runs on its own engines, as masks, with FFmpeg's arithmetic byte
+/// for byte. FFmpeg's blurs (`gblur`, `boxblur`, `unsharp`) compute in ways of their own
+/// (recursively, with running sums, in fixed point): they run as FFmpeg's own filters.
+const ON_ENGINES: &[&str] = &["convolution", "sobel", "prewitt", "roberts"];
 
 /// Translates a `-vf` chain, read by libavfilter itself (so its syntax, escaping, defaults
-/// and range checks are FFmpeg's). `option` is the flag as typed, for messages.
+/// and range checks are FFmpeg's). `option` is the flag as typed, for messages. The filters
+/// before the first of [`ON_ENGINES`] and after the last run as FFmpeg's own, in-process.
 pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String> {
     let filters = convstream_media::parse_chain(option, chain).map_err(|e| e.to_string())?;
+    let on_engines = |filter: &ChainFilter| ON_ENGINES.contains(&filter.name.as_str());
+    let first = filters.iter().position(on_engines).unwrap_or(filters.len());
+    let last = filters.iter().rposition(on_engines).map_or(first, |at| at + 1);
     let mut out = Translated::default();
-    for filter in &filters {
+    if let Some(between) = filters[first..last].iter().find(|f| !on_engines(f)) {
+        return Err(format!(
+            "{option}: `{}` stands between `{}` and `{}`; convstream runs the convolution filters of a chain together, with FFmpeg's other filters before or after them (move `{}` to one end, or run the rest with a second convstream)",
+            between.name,
+            filters[first].name,
+            filters[last - 1].name,
+            between.name
+        ));
+    }
+    let joined = |part: &[ChainFilter]| {
+        (!part.is_empty()).then(|| part.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join(","))
+    };
+    out.before = joined(&filters[..first]);
+    out.after = joined(&filters[last..]);
+    for filter in &filters[first..last] {
         let name = filter.name.as_str();
-        if !FAMILY.contains(&name) {
-            let why = REFUSED
-                .iter()
-                .find(|(refused, _)| *refused == name)
-                .map_or("convstream runs FFmpeg's convolution family only", |(_, why)| why);
-            return Err(format!(
-                "{option}: FFmpeg's `{name}` filter is not one convstream runs: {why}. It takes convolution, sobel, prewitt, roberts, gblur, boxblur and unsharp (do the rest with ffmpeg before or after)"
-            ));
-        }
         let (masks, border) = filter_masks(option, filter, &mut out.warnings)?;
         for (plane, spec) in masks {
             if out.plane_masks.iter().any(|(p, _)| *p == plane) {
@@ -97,10 +88,7 @@ fn filter_masks(option: &str, filter: &ChainFilter, warnings: &mut Vec<String>) 
     let get = Options(filter);
     match filter.name.as_str() {
         "convolution" => convolution(option, &get, warnings),
-        "sobel" | "prewitt" | "roberts" => gradient(option, &filter.name, &get),
-        "gblur" => gblur(option, &get),
-        "boxblur" => boxblur(option, &get),
-        _ => unsharp(option, &get),
+        _ => gradient(option, &filter.name, &get),
     }
 }
 
@@ -228,151 +216,6 @@ fn gradient(option: &str, name: &str, o: &Options) -> Result<PlaneSpecs, String>
     Ok((planes.into_iter().map(|p| (p, spec.clone())).collect(), Some("ffmpeg")))
 }
 
-/// `gblur`: a Gaussian of sigma (sigmaV for the vertical, which must equal it here).
-fn gblur(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
-    let sigma = o.get("sigma").map_or(Ok(0.5), |v| number(option, "sigma", v))?;
-    let vertical = o.get("sigmaV").map_or(Ok(-1.0), |v| number(option, "sigmaV", v))?;
-    if vertical >= 0.0 && vertical != sigma {
-        return Err(format!(
-            "{option}: gblur sigmaV={vertical} differs from sigma={sigma}; convstream's gaussian has one sigma"
-        ));
-    }
-    if sigma <= 0.0 {
-        return Ok((Vec::new(), None));
-    }
-    let spec = format!("gaussian:sigma={sigma:?}");
-    let planes = selected_planes(option, o)?;
-    // FFmpeg's recursive Gaussian starts each line from its edge sample: `nearest` is closest.
-    Ok((planes.into_iter().map(|p| (p, spec.clone())).collect(), Some("nearest")))
-}
-
-/// A `box` of `radius` applied `power` times: the binomial-like 1D taps, as a matrix.
-fn repeated_box(radius: usize, power: usize) -> Vec<f64> {
-    let mut taps = vec![1.0];
-    for _ in 0..power {
-        let mut next = vec![0.0; taps.len() + 2 * radius];
-        for (i, t) in taps.iter().enumerate() {
-            for slot in next.iter_mut().skip(i).take(2 * radius + 1) {
-                *slot += t;
-            }
-        }
-        taps = next;
-    }
-    taps
-}
-
-fn matrix_of(column: &[f64], row: &[f64]) -> String {
-    let rows: Vec<String> = column
-        .iter()
-        .map(|c| {
-            let values: Vec<String> = row.iter().map(|r| format!("{:?}", c * r)).collect();
-            format!("[{}]", values.join(","))
-        })
-        .collect();
-    format!("[{}]", rows.join(","))
-}
-
-/// `boxblur`: per plane group a box of `radius` taken `power` times (chroma defaults to
-/// luma's); expressions are not read.
-fn boxblur(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
-    let whole = |key: &str, default: f64| -> Result<usize, String> {
-        let value = o.get(key).map_or(Ok(default), |v| number(option, key, v))?;
-        if value < 0.0 || value.fract() != 0.0 || value > 31.0 {
-            return Err(format!("{option}: boxblur {key}={value} must be a whole number 0..31"));
-        }
-        Ok(value as usize)
-    };
-    let luma = (whole("luma_radius", 2.0)?, whole("luma_power", 2.0)?);
-    let chroma_radius = o
-        .get("chroma_radius")
-        .map_or(Ok(-1.0), |v| number(option, "chroma_radius", v))?;
-    let chroma = match chroma_radius < 0.0 {
-        true => (
-            luma.0,
-            // FFmpeg's -1: the luma's.
-            o.get("chroma_power")
-                .filter(|power| power.trim() != "-1")
-                .map_or(Ok(luma.1), |_| whole("chroma_power", 2.0))?,
-        ),
-        false => match o.get("chroma_power").is_some_and(|power| power.trim() != "-1") {
-            true => (whole("chroma_radius", 0.0)?, whole("chroma_power", luma.1 as f64)?),
-            false => (whole("chroma_radius", 0.0)?, luma.1),
-        },
-    };
-    let mut masks = Vec::new();
-    for (plane, (radius, power)) in [("y", luma), ("u", chroma), ("v", chroma)] {
-        if radius == 0 || power == 0 {
-            continue;
-        }
-        let taps = repeated_box(radius, power);
-        masks.push((
-            plane,
-            format!("custom:matrix={},normalize=true", matrix_of(&taps, &taps)),
-        ));
-    }
-    Ok((masks, Some("reflect")))
-}
-
-/// The 2 `steps` + 1 binomial taps, `C(2 steps, k)`.
-fn binomial(steps: usize) -> Vec<f64> {
-    let n = 2 * steps;
-    (0..=n)
-        .map(|k| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64))
-        .collect()
-}
-
-/// `unsharp`: per plane group `(1 + amount) * identity - amount * blur`, the blur FFmpeg's
-/// binomial one of msize_x x msize_y, edges repeated as FFmpeg repeats them.
-fn unsharp(option: &str, o: &Options) -> Result<PlaneSpecs, String> {
-    let mut masks = Vec::new();
-    for (planes, prefix, amount_default) in [(&["y"][..], "luma", 1.0), (&["u", "v"][..], "chroma", 0.0)] {
-        let size = |axis: &str| -> Result<usize, String> {
-            let key = format!("{prefix}_msize_{axis}");
-            let value = o.get(&key).map_or(Ok(5.0), |v| number(option, &key, v))?;
-            if !(3.0..=23.0).contains(&value) || value % 2.0 != 1.0 {
-                return Err(format!("{option}: unsharp {key}={value} must be odd, 3..23"));
-            }
-            Ok(value as usize)
-        };
-        let (width, height) = (size("x")?, size("y")?);
-        let key = format!("{prefix}_amount");
-        let amount = o.get(&key).map_or(Ok(amount_default), |v| number(option, &key, v))?;
-        if amount == 0.0 {
-            continue;
-        }
-        // FFmpeg blurs with msize / 2 steps of [1 2 1] each way: binomial taps, over 4^steps.
-        let (across, down) = (binomial(width / 2), binomial(height / 2));
-        let scale = 1.0 / (across.iter().sum::<f64>() * down.iter().sum::<f64>());
-        let rows: Vec<Vec<f64>> = down
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                across
-                    .iter()
-                    .enumerate()
-                    .map(|(j, a)| {
-                        let centre = f64::from(u8::from(i == height / 2 && j == width / 2));
-                        (1.0 + amount) * centre - amount * a * d * scale
-                    })
-                    .collect()
-            })
-            .collect();
-        let written: Vec<String> = rows
-            .iter()
-            .map(|row| {
-                format!(
-                    "[{}]",
-                    row.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(",")
-                )
-            })
-            .collect();
-        for plane in planes {
-            masks.push((*plane, format!("custom:matrix=[{}]", written.join(","))));
-        }
-    }
-    Ok((masks, Some("nearest")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,9 +257,23 @@ mod tests {
     }
 
     #[test]
-    fn other_filters_are_refused_by_name() {
-        let error = translate("-vf", "scale=640:360").unwrap_err();
-        assert!(error.contains("`scale`") && error.contains("size"), "{error}");
+    fn other_filters_run_before_and_after_as_ffmpegs_own() {
+        let t = translate("-vf", "scale=64:-2,crop=32:16,sobel,gblur=sigma=2,format=gray").unwrap();
+        assert_eq!(t.before.as_deref(), Some("scale=64:-2,crop=32:16"));
+        assert_eq!(t.after.as_deref(), Some("gblur=sigma=2,format=gray"));
+        assert_eq!(t.plane_masks.len(), 3);
+        let t = translate("-vf", "unsharp").unwrap();
+        assert_eq!((t.before.as_deref(), t.after), (Some("unsharp"), None));
+        assert!(t.plane_masks.is_empty());
+    }
+
+    #[test]
+    fn what_one_run_cannot_be_is_refused_naming_the_filters() {
+        let error = translate("-vf", "sobel,scale=64:32,prewitt").unwrap_err();
+        assert!(
+            error.contains("`scale` stands between `sobel` and `prewitt`"),
+            "{error}"
+        );
         let error = translate("-vf", "sobel,sobel").unwrap_err();
         assert!(error.contains("two filters"), "{error}");
     }

@@ -73,6 +73,8 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         planes: args.planes,
         plane_masks: args.plane_masks.clone(),
         border: args.border,
+        ffmpeg_before: args.ffmpeg_before.clone(),
+        ffmpeg_after: args.ffmpeg_after.clone(),
         device: args.device.clone(),
         streams: args.streams,
         frames_per_stream: args.frames_per_stream,

@@ -254,8 +254,8 @@ fn ffmpeg_word_to_flags(
             return match value_text {
                 "0" => Ok(Vec::new()),
                 "0:v" | "0:V" | "0:v:0" | "0:V:0" => Ok(once("--no-audio")),
-                // -filter_complex's output, by its label: the one chain's (read with it).
-                label if label.starts_with('[') && label.ends_with(']') => Ok(Vec::new()),
+                // -filter_complex's output, by its label: the one chain's (read with it), alone.
+                label if label.starts_with('[') && label.ends_with(']') => Ok(once("--no-audio")),
                 _ => refuse("convstream takes its one input's video (-map 0:v) or every stream (-map 0)"),
             }
         }
@@ -340,7 +340,14 @@ fn flags_that_repeat_the_filter_chain(args: &[OsString], flag_at: &[bool], typed
     let Some((chain_flag, _)) = typed.iter().find(|(_, became)| became == "--mask") else {
         return Vec::new();
     };
-    let said_by_the_chain = ["--mask", "--plane-mask", "--planes", "--border"];
+    let said_by_the_chain = [
+        "--mask",
+        "--plane-mask",
+        "--planes",
+        "--border",
+        "--ffmpeg-before",
+        "--ffmpeg-after",
+    ];
     args.iter()
         .zip(flag_at)
         .filter(|(_, &is_flag)| is_flag)
@@ -354,7 +361,8 @@ fn flags_that_repeat_the_filter_chain(args: &[OsString], flag_at: &[bool], typed
         .collect()
 }
 
-/// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution family.
+/// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution filters, and
+/// FFmpeg's other filters before and after them.
 fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
     let translated = super::ffmpeg_filters::translate(typed, chain)?;
     for warning in &translated.warnings {
@@ -370,6 +378,15 @@ fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
     if let Some(border) = translated.border {
         flags.push("--border".into());
         flags.push(border.into());
+    }
+    for (flag, chain) in [
+        ("--ffmpeg-before", translated.before),
+        ("--ffmpeg-after", translated.after),
+    ] {
+        if let Some(chain) = chain {
+            flags.push(flag.into());
+            flags.push(chain);
+        }
     }
     Ok(flags)
 }

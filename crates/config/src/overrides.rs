@@ -26,6 +26,10 @@ pub struct Overrides {
     pub plane_masks: Vec<(String, String)>,
     /// `--border`: how the mask reads past the picture's edges (filter.border).
     pub border: Option<BorderMode>,
+    /// `--ffmpeg-before CHAIN`: FFmpeg's filters before the engine (filter.ffmpeg_before).
+    pub ffmpeg_before: Option<String>,
+    /// `--ffmpeg-after CHAIN`: FFmpeg's filters after the engine (filter.ffmpeg_after).
+    pub ffmpeg_after: Option<String>,
     /// `--device`: `auto`, `cpu`, `cuda` or `cuda:N` (filter.device).
     pub device: Option<String>,
     /// `--streams`: the CUDA engine's streams (filter.streams).
@@ -80,6 +84,8 @@ impl Overrides {
             || self.planes.is_some()
             || !self.plane_masks.is_empty()
             || self.border.is_some()
+            || self.ffmpeg_before.is_some()
+            || self.ffmpeg_after.is_some()
             || self.device.is_some()
             || self.streams.is_some()
             || self.frames_per_stream.is_some()
@@ -208,7 +214,8 @@ impl Overrides {
     }
 
     /// Lays the flags that choose the filter (`--mask`, `--planes`, `--plane-mask`,
-    /// `--border`, `--device`, `--streams`, `--frames-per-stream`) over `filter`.
+    /// `--border`, `--ffmpeg-before`, `--ffmpeg-after`, `--device`, `--streams`,
+    /// `--frames-per-stream`) over `filter`.
     pub fn apply_to_filter(&self, filter: &mut FilterConfig) {
         if let Some(device) = &self.device {
             filter.device.clone_from(device);
@@ -226,6 +233,12 @@ impl Overrides {
         }
         if let Some(border) = self.border {
             filter.border = border;
+        }
+        if let Some(chain) = &self.ffmpeg_before {
+            filter.ffmpeg_before = Some(chain.clone());
+        }
+        if let Some(chain) = &self.ffmpeg_after {
+            filter.ffmpeg_after = Some(chain.clone());
         }
         if let Some(streams) = self.streams {
             filter.streams = streams;

@@ -340,6 +340,14 @@ pub struct FilterConfig {
     /// How the mask reads past the picture's edges.
     #[serde(default)]
     pub border: BorderMode,
+    /// FFmpeg's own filters run on the decoded pictures before the engine, as a libavfilter
+    /// chain (`scale=640:-2,crop=320:240`): what the engine filters is what they give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ffmpeg_before: Option<String>,
+    /// FFmpeg's own filters run on the engine's pictures before they are encoded, as a
+    /// libavfilter chain (`format=gray`, `fps=10`): the output is what they give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ffmpeg_after: Option<String>,
     /// `auto`, `cpu`, `cuda` or `cuda:N`.
     #[serde(default = "default_device")]
     pub device: String,
@@ -368,6 +376,8 @@ impl Default for FilterConfig {
             planes: PlaneSelection::default(),
             plane_masks: BTreeMap::new(),
             border: BorderMode::default(),
+            ffmpeg_before: None,
+            ffmpeg_after: None,
             device: default_device(),
             streams: default_streams(),
             frames_per_stream: default_frames_per_stream(),

@@ -50,6 +50,14 @@ pub enum PipelineError {
         /// Every way the filter cannot work on the input's frames.
         message: String,
     },
+    /// FFmpeg's filters after the engine failed on a frame.
+    #[error("pipeline {pipeline:?}: FFmpeg's filters after the convolution: {message}")]
+    AfterFilters {
+        /// The pipeline's name.
+        pipeline: String,
+        /// FFmpeg's reason.
+        message: String,
+    },
     /// A stage's thread (or the pipeline's own) panicked; the others were joined.
     #[error("pipeline {pipeline:?}: the {stage} thread panicked: {message}")]
     Panicked {

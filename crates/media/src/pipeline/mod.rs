@@ -8,6 +8,7 @@
 //! are in leaf modules every step imports. This file declares them and re-exports the
 //! public ones.
 
+mod after_stage;
 mod capacity;
 mod decode_only;
 mod error;

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::after_stage::AfterFilters;
 use super::capacity::pooled_frames;
 use super::error::PipelineError;
 use super::monitor::{EngineStatus, PipelineMonitor};
@@ -91,8 +92,11 @@ pub(super) fn open(
         let engine = build(settings, options, monitor, &info, pool);
         (source_thread, engine)
     };
-    let sink = engine.and_then(|engine| Ok((engine, open_sink(settings, options, monitor, &info)?)));
-    let (engine, sink) = match sink {
+    let sink = engine.and_then(|engine| {
+        let (after, written) = after_filters(settings, &info)?;
+        Ok((engine, after, open_sink(settings, options, monitor, &written)?))
+    });
+    let (engine, after, sink) = match sink {
         Ok(parts) => parts,
         Err(e) => {
             // The source stops at its next frame, finding nobody to take it (a source that
@@ -119,6 +123,7 @@ pub(super) fn open(
         source: source_thread,
         engine,
         sink,
+        after,
         filter_ended,
     };
     Ok(Opened {
@@ -128,6 +133,21 @@ pub(super) fn open(
         nvdec_seat,
         start_turn,
     })
+}
+
+/// FFmpeg's filters after the engine, made for its frames, and what the sink then writes.
+fn after_filters(
+    settings: &PipelineSettings,
+    info: &SourceInfo,
+) -> Result<(Option<AfterFilters>, SourceInfo), PipelineError> {
+    let Some(chain) = &settings.config.filter.ffmpeg_after else {
+        return Ok((None, info.clone()));
+    };
+    let (after, written) = AfterFilters::new(chain, info).map_err(|message| PipelineError::FilterUnsuitable {
+        pipeline: settings.name.clone(),
+        message,
+    })?;
+    Ok((Some(after), written))
 }
 
 /// Whether the source's decoder is NVDEC (`nvdec`, or a `*_cuvid` decoder by name).
@@ -221,6 +241,10 @@ fn refuse_protected_input(settings: &PipelineSettings, options: &RunOptions) -> 
 /// the filter cannot work on them, joined by "; ". Shared by pipelines and the Python
 /// module's reader.
 pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Source, String> {
+    let source = match &settings.config.filter.ffmpeg_before {
+        Some(chain) => source.with_filters_before(chain)?,
+        None => source,
+    };
     let source = match settings.source.depth {
         Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
             Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
+use super::after_stage::AfterFilters;
 use super::capacity::{FRAME_QUEUE, PACKET_QUEUE};
 use super::error::PipelineError;
 use super::filter_stage;
@@ -80,6 +81,8 @@ pub(super) struct Stages {
     pub(super) source: thread::JoinHandle<Result<(), SourceError>>,
     pub(super) engine: Box<dyn Engine>,
     pub(super) sink: Box<dyn sink::Sink>,
+    /// FFmpeg's filters between the engine and the sink, if any.
+    pub(super) after: Option<AfterFilters>,
     /// Set when the filter stage ends (see `DropOldest`).
     pub(super) filter_ended: Arc<AtomicBool>,
 }
@@ -89,6 +92,7 @@ pub(super) struct Ended {
     pub(super) source: Result<(), SourceError>,
     pub(super) engine: Result<Vec<TraceSpan>, EngineError>,
     pub(super) sink: Result<SinkOutcome, SinkError>,
+    pub(super) after: Result<(), String>,
 }
 
 /// Runs filter and sink on threads of their own beside the source's, joined by bounded
@@ -115,6 +119,7 @@ pub(super) fn run_threads(
         source: source_thread,
         engine,
         sink,
+        after,
         filter_ended,
     } = stages;
     // A sink that copies no stream must not hold the packet queue open: the source would
@@ -138,6 +143,22 @@ pub(super) fn run_threads(
                 result
             })
             .map_err(spawn_error(name))?
+    };
+    // FFmpeg's filters after the engine, on a thread of their own between it and the sink.
+    let (filtered_rx, after_thread) = match after {
+        None => (filtered_rx, None),
+        Some(after) => {
+            let (after_tx, after_rx) = bounded(FRAME_QUEUE);
+            let span = span.clone();
+            let thread = thread::Builder::new()
+                .name(format!("{name}-after"))
+                .spawn(move || {
+                    let _entered = span.enter();
+                    after.run(&filtered_rx, &after_tx)
+                })
+                .map_err(spawn_error(name))?;
+            (after_rx, Some(thread))
+        }
     };
     let sink_thread = {
         let (counters, sink_name) = (counters.clone(), name.clone());
@@ -164,11 +185,13 @@ pub(super) fn run_threads(
     // Join every stage before reporting, so the sink has finished the output whatever failed.
     let source_joined = source_thread.join();
     let engine_joined = filter_thread.join();
+    let after_joined = after_thread.map_or(Ok(Ok(())), |thread| thread.join());
     let sink_joined = sink_thread.join();
     Ok(Ended {
         source: source_joined.map_err(|p| panicked("source", p))?,
         engine: engine_joined.map_err(|p| panicked("filter", p))?,
         sink: sink_joined.map_err(|p| panicked("sink", p))?,
+        after: after_joined.map_err(|p| panicked("after-filters", p))?,
     })
 }
 
@@ -192,6 +215,10 @@ pub(super) fn finish(
             message: format!("cannot write the trace {}: {e}", path.display()),
         })?;
     }
+    ended.after.map_err(|message| PipelineError::AfterFilters {
+        pipeline: name.clone(),
+        message,
+    })?;
     let outcome = ended.sink.map_err(|error| PipelineError::Sink {
         pipeline: name.clone(),
         error,

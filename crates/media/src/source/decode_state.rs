@@ -15,6 +15,7 @@ use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
 use super::watchdog::sleep_unless_stopped;
 use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, is_again, SourceInfo};
+use crate::graph::host::HostGraph;
 use crate::stats::Counters;
 use convstream_core::BufferPool;
 use convstream_core::{Frame, PixelFormat};
@@ -135,6 +136,8 @@ pub(super) struct DecodeState {
     pub(super) replayed_frames: u64,
     /// The part of the input kept (`start`, `duration`, `frames`).
     pub(super) trim: Trim,
+    /// FFmpeg's filters each picture goes through before it becomes a frame.
+    pub(super) before: Option<HostGraph>,
 }
 
 impl DecodeState {
@@ -173,6 +176,7 @@ impl DecodeState {
             replaying: false,
             replayed_frames: 0,
             trim: Trim::default(),
+            before: None,
         }
     }
 
@@ -312,7 +316,11 @@ impl DecodeState {
             if concealed {
                 Counters::add(&counters.damaged_frames, 1);
             }
-            let mut frame = self.convert(&decoded)?;
+            let filtered = match self.before.as_mut() {
+                Some(graph) => Some(one_picture(graph, &decoded, &self.url)?),
+                None => None,
+            };
+            let mut frame = self.convert(filtered.as_ref().unwrap_or(&decoded))?;
             frame.pts = Some(self.timestamp(&decoded));
             frame.index = self.next_index;
             self.next_index += 1;
@@ -436,8 +444,16 @@ impl DecodeState {
         let direct = engine_format(decoded.format()) == Some(format)
             && decoded.width() as usize == width
             && decoded.height() as usize == height;
+        // A filtered picture may point anywhere in a decoder's buffer (`crop` moves its
+        // planes' starts): it is copied, never lent.
+        let lendable = self.before.is_none();
         if direct {
-            if let Some(frame) = self.pictures.as_ref().and_then(|p| p.lend(decoded, format)) {
+            if let Some(frame) = self
+                .pictures
+                .as_ref()
+                .filter(|_| lendable)
+                .and_then(|p| p.lend(decoded, format))
+            {
                 return Ok(frame);
             }
             return Ok(frame_from_ffmpeg(decoded, format, self.frame_pool.as_ref()));
@@ -467,6 +483,26 @@ impl DecodeState {
             reason: format!("conversion failed: {e}"),
         })?;
         Ok(frame_from_ffmpeg(&converted, format, self.frame_pool.as_ref()))
+    }
+}
+
+/// The one picture FFmpeg's filters give for `decoded`.
+fn one_picture(
+    graph: &mut HostGraph,
+    decoded: &ffmpeg::frame::Video,
+    url: &str,
+) -> Result<ffmpeg::frame::Video, SourceError> {
+    let refused = |reason: String| SourceError::Decoder {
+        url: url.to_string(),
+        reason,
+    };
+    let mut pictures = graph.run(decoded).map_err(refused)?;
+    match (pictures.pop(), pictures.is_empty()) {
+        (Some(picture), true) => Ok(picture),
+        (_, _) => Err(refused(format!(
+            "FFmpeg's `{}` did not give one picture for each decoded picture; filters that add, drop or hold back frames go after the convolution filters",
+            convstream_core::quoted(graph.chain())
+        ))),
     }
 }
 

@@ -9,7 +9,8 @@ use super::device_pictures::CudaDecoding;
 use super::nvdec::NvdecProbe;
 use super::pipe_input;
 use super::watchdog::Watchdog;
-use crate::ffmpeg::SourceInfo;
+use crate::ffmpeg::{engine_format, nearest_engine_format, SourceInfo};
+use crate::graph::host::{HostGraph, Pictures};
 use convstream_config::SourceConfig;
 use convstream_core::BufferPool;
 
@@ -37,6 +38,9 @@ pub struct Source {
     /// Files this input may never be (the service's config file), checked again at each
     /// reconnection.
     pub(super) protected: Vec<crate::sink::FileId>,
+    /// FFmpeg's filters run on each decoded picture before it becomes a frame (see
+    /// [`Source::with_filters_before`]).
+    pub(super) before: Option<HostGraph>,
 }
 
 impl Source {
@@ -57,6 +61,52 @@ impl Source {
             self.info.format = format;
         }
         self
+    }
+
+    /// Runs FFmpeg's `chain` (a libavfilter chain) on each decoded picture: frames are what
+    /// it gives (size, format, aspect), and what the rest of the pipeline is set up for. The
+    /// chain must give one picture for each (FFmpeg's filters that add, drop or retime
+    /// frames, such as `fps`, go after the convolution). NVDEC's pictures are refused: they
+    /// are on the GPU, where FFmpeg's filters are not.
+    pub fn with_filters_before(mut self, chain: &str) -> Result<Source, String> {
+        if self.decoder.is_hardware() {
+            return Err(format!(
+                "FFmpeg's filters before the convolution (`{}`) take pictures in host memory, and NVDEC leaves them on the GPU: decode in software (--decoder software), or put those filters after the convolution",
+                convstream_core::quoted(chain)
+            ));
+        }
+        let video = self.decoder.video();
+        let input = Pictures {
+            width: video.width(),
+            height: video.height(),
+            format: video.format(),
+            time_base: self.info.time_base,
+            frame_rate: self.info.frame_rate,
+            aspect_ratio: self.info.aspect_ratio,
+        };
+        let graph = HostGraph::new(chain, &input)?;
+        let out = *graph.output();
+        if out.time_base != input.time_base || out.frame_rate != input.frame_rate {
+            return Err(format!(
+                "FFmpeg's `{}` changes the frames' timing before the convolution; put `fps`, `setpts` and the like after the convolution filters (they give the same result there)",
+                convstream_core::quoted(chain)
+            ));
+        }
+        let format = engine_format(out.format).unwrap_or_else(|| nearest_engine_format(out.format));
+        tracing::info!(
+            input = %self.config.url,
+            "FFmpeg's `{chain}` gives {}x{} {:?}, filtered as {format}",
+            out.width,
+            out.height,
+            out.format
+        );
+        self.info.width = out.width as usize;
+        self.info.height = out.height as usize;
+        self.info.format = format;
+        self.info.stream_bits = self.info.stream_bits.min(format.bits());
+        self.info.aspect_ratio = out.aspect_ratio;
+        self.before = Some(graph);
+        Ok(self)
     }
 
     /// Makes decoded frames in `pool`'s buffers (the engine's page-locked memory, so the

@@ -77,6 +77,7 @@ impl Source {
             device,
             looping,
             protected: protected.to_vec(),
+            before: None,
         })
     }
 

@@ -51,6 +51,7 @@ impl Source {
             source.seek_to(to, 0)?;
         }
         state = state.trimmed(trim);
+        state.before = source.before.take();
         let first_streams = source.info.stream_signature();
         let source_probe = source.nvdec_probe.clone();
         let protected = source.protected.clone();

@@ -6,10 +6,9 @@ use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::choice::{choose_codec, choose_format};
-use super::lending::lend_to_ffmpeg;
 use super::opening::{crf_problem, describe_encoder, is_uncompressed, open_encoder, settings_text, EncoderSetupError};
 use super::setup::{codec_defaults, context, hdr_params, log_conversion, lossless_mode, time_base_for, user_options};
-use crate::ffmpeg::{ffmpeg_format, is_again, lossless_options, ColorInfo, SourceInfo};
+use crate::ffmpeg::{ffmpeg_format, is_again, lend_to_ffmpeg, lossless_options, ColorInfo, SourceInfo};
 use convstream_config::SinkConfig;
 use convstream_core::Frame;
 

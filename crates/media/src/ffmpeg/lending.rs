@@ -1,18 +1,18 @@
 //! Frames lent to FFmpeg without a copy: each plane a read-only buffer that holds the frame
-//! until the encoder lets go of it.
+//! until the encoder, or a filter graph, lets go of it.
 
 use ffmpeg_next as ffmpeg;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::ffmpeg::ffmpeg_format;
+use super::pixels::ffmpeg_format;
 use convstream_core::Frame;
 
 /// A frame as an FFmpeg picture that points at the frame's own planes: each plane becomes
 /// a read-only reference-counted buffer holding the frame, which is dropped (its pooled
 /// planes going back to their pool) when the encoder lets go of the last one. An encoder
 /// that wants to write to its input copies it first, as FFmpeg's read-only flag tells it.
-pub(super) fn lend_to_ffmpeg(frame: Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+pub fn lend_to_ffmpeg(frame: Frame) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
     use ffmpeg::ffi;
     let format = ffmpeg_format(frame.format);
     let (width, height) = (frame.width as i32, frame.height as i32);

@@ -1,0 +1,117 @@
+//! FFmpeg's own filters after the engine (`filter.ffmpeg_after`, the end of a `-vf` chain
+//! past its convolution filters): [`AfterFilters`] made for the engine's frames, and the
+//! thread stage that runs every filtered frame through them on its way to the sink. Such
+//! filters may add, drop or retime frames (`fps`), so the stage owns its own numbering.
+
+use crossbeam_channel::{Receiver, Sender};
+use ffmpeg_next as ffmpeg;
+
+use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, lend_to_ffmpeg, SourceInfo};
+use crate::graph::host::{HostGraph, Pictures};
+use convstream_core::{Frame, PixelFormat};
+
+/// The graph, and the frames it gives as the engines' formats name them.
+pub(super) struct AfterFilters {
+    graph: HostGraph,
+    format: PixelFormat,
+    /// The time base the sink counts in (the input's): the graph's timestamps are taken to it.
+    time_base: ffmpeg::Rational,
+    /// How long a frame lasts, in that time base: the input ends one frame after the last.
+    frame_duration: i64,
+}
+
+impl AfterFilters {
+    /// Sets up `chain` for the engine's frames (`engine`: what the source gives, which the
+    /// engine keeps) and says what the sink then gets: the same input, in the graph's size,
+    /// format, aspect and frame rate.
+    pub(super) fn new(chain: &str, engine: &SourceInfo) -> Result<(AfterFilters, SourceInfo), String> {
+        let input = Pictures {
+            width: engine.width as u32,
+            height: engine.height as u32,
+            format: ffmpeg_format(engine.format),
+            time_base: engine.time_base,
+            frame_rate: engine.frame_rate,
+            aspect_ratio: engine.aspect_ratio,
+        };
+        let graph = HostGraph::new(chain, &input)?;
+        let out = *graph.output();
+        let Some(format) = engine_format(out.format) else {
+            return Err(format!(
+                "FFmpeg's `{}` gives {:?} pictures, a format convstream does not write; end the chain with `format=` one of yuv420p, yuv422p, yuv444p, gray, nv12, rgb24, gbrp or their deeper kinds",
+                convstream_core::quoted(chain),
+                out.format
+            ));
+        };
+        let mut sink = engine.clone();
+        sink.width = out.width as usize;
+        sink.height = out.height as usize;
+        sink.format = format;
+        sink.stream_bits = sink.stream_bits.min(format.bits());
+        sink.aspect_ratio = out.aspect_ratio;
+        if out.frame_rate.numerator() > 0 && out.frame_rate != engine.frame_rate {
+            sink.frame_rate = out.frame_rate;
+            sink.expected_frames = None;
+        }
+        Ok((
+            AfterFilters {
+                graph,
+                format,
+                time_base: engine.time_base,
+                frame_duration: frame_duration(engine),
+            },
+            sink,
+        ))
+    }
+
+    /// Runs every frame from `filtered` through the graph and sends what it gives to
+    /// `output`, then flushes it at the end of the input. Returns when the input ends or
+    /// the sink is gone; an error is FFmpeg's.
+    pub(super) fn run(mut self, filtered: &Receiver<Frame>, output: &Sender<Frame>) -> Result<(), String> {
+        let mut next_index = 0u64;
+        let mut end = None;
+        for frame in filtered {
+            end = frame.pts.map(|pts| pts.saturating_add(self.frame_duration)).or(end);
+            let (pts, timeline) = (frame.pts, frame.timeline);
+            let mut picture =
+                lend_to_ffmpeg(frame).map_err(|e| format!("cannot hand a frame to FFmpeg's filters: {e}"))?;
+            picture.set_pts(pts);
+            for out in self.graph.run(&picture)? {
+                let mut frame = self.frame_of(&out, &mut next_index);
+                frame.timeline = timeline;
+                if output.send(frame).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        for out in self.graph.finish(end)? {
+            let frame = self.frame_of(&out, &mut next_index);
+            if output.send(frame).is_err() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// A picture the graph gave, as the sink's frame, its timestamp in the sink's time base.
+    fn frame_of(&self, picture: &ffmpeg::frame::Video, next_index: &mut u64) -> Frame {
+        let mut frame = frame_from_ffmpeg(picture, self.format, None);
+        let from = self.graph.output().time_base;
+        frame.pts = picture.pts().map(|pts| match from == self.time_base {
+            true => pts,
+            // SAFETY: av_rescale_q only computes with its integer arguments.
+            false => unsafe { ffmpeg::ffi::av_rescale_q(pts, from.into(), self.time_base.into()) },
+        });
+        frame.index = *next_index;
+        *next_index += 1;
+        frame
+    }
+}
+
+/// One frame's duration in the input's time base (at least 1).
+fn frame_duration(info: &SourceInfo) -> i64 {
+    let per_frame = f64::from(info.frame_rate.invert()) / f64::from(info.time_base);
+    match per_frame.is_finite() {
+        true => (per_frame.round() as i64).max(1),
+        false => 1,
+    }
+}

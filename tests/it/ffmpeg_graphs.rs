@@ -1,0 +1,84 @@
+//! FFmpeg's own command lines with filter graphs, run by FFmpeg and by `convstream run` with
+//! the same words: the convolution filters on convstream's engine, every other filter of the
+//! chain as FFmpeg's own, before or after them. Both outputs are lossless (FFV1) and their
+//! decoded frames, with their timestamps, are compared byte for byte (`-f framemd5`).
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{make_clip, Clip};
+use convstream_testkit::tempdir;
+
+/// The words after `-i in.mkv`, before the encoder and the output's name.
+const COMMAND_LINES: &[&[&str]] = &[
+    &["-vf", "scale=64:-2,sobel"],
+    &["-vf", "sobel,format=gray"],
+    &["-vf", "crop=40:30:5:3,convolution=0m=1 2 1 2 4 2 1 2 1:0bias=3"],
+    &["-filter_complex", "[0:v]prewitt[v]", "-map", "[v]"],
+    &["-filter:v", "boxblur=2:1,format=yuv444p"],
+    &["-vf", "roberts,fps=10"],
+    &["-vf", "gblur=sigma=2"],
+    &["-vf", "unsharp=5:5:1.5,sobel"],
+    &["-vf", "transpose=1,sobel,setsar=2"],
+    &["-vf", "sobel,scale=48:-2,fps=30"],
+    // FFmpeg's documented sharpen: four matrices, the fourth (alpha) set aside.
+    &[
+        "-vf",
+        "convolution='0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0:0 -1 0 -1 5 -1 0 -1 0'",
+    ],
+];
+
+/// The decoded video of `path`, frame by frame with timestamps, as `-f framemd5` prints it.
+fn framemd5(dir: &Path, path: &str) -> String {
+    let output = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-nostdin",
+            "-i",
+            path,
+            "-map",
+            "0:v",
+            "-f",
+            "framemd5",
+            "-",
+        ])
+        .current_dir(dir)
+        .output()
+        .expect("ffmpeg is installed");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn ffmpeg_command_lines_with_graphs_give_ffmpegs_frames_byte_for_byte() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 97, 61, 12);
+    let mut differ = Vec::new();
+    for (at, words) in COMMAND_LINES.iter().enumerate() {
+        let (theirs, ours) = (format!("ffmpeg{at}.mkv"), format!("convstream{at}.mkv"));
+        let mut ffmpeg_args = vec!["-i", "in.mkv"];
+        ffmpeg_args.extend_from_slice(words);
+        ffmpeg_args.extend_from_slice(&["-c:v", "ffv1", &theirs]);
+        common::ffmpeg(dir.path(), &ffmpeg_args);
+        let mut args = vec!["run", "--device", "cpu", "--no-progress", "-i", "in.mkv"];
+        args.extend_from_slice(words);
+        args.extend_from_slice(&["-c:v", "ffv1", &ours]);
+        let run = common::run_bounded(dir.path(), &args, Duration::from_secs(120));
+        assert_eq!(run.code, Some(0), "{words:?}:\n{}", run.stderr);
+        let (expected, got) = (framemd5(dir.path(), &theirs), framemd5(dir.path(), &ours));
+        assert!(!expected.is_empty(), "{words:?}: FFmpeg wrote no frame");
+        if expected != got {
+            differ.push(format!("{words:?}:\nffmpeg:\n{expected}\nconvstream:\n{got}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n\n"));
+}
