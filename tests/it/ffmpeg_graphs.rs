@@ -82,3 +82,21 @@ fn ffmpeg_command_lines_with_graphs_give_ffmpegs_frames_byte_for_byte() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n\n"));
 }
+
+/// `-f null -` is FFmpeg's way to run the filters and keep nothing: every frame is filtered
+/// (FFmpeg's filters after the convolution too: `fps=50` makes 12 of 6), none is encoded,
+/// nothing is written to standard output, and the summary says so.
+#[test]
+fn format_null_filters_every_frame_and_encodes_nothing() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 64, 48, 6);
+    let run = common::run_on_cpu(dir.path(), &["-i", "in.mkv", "-vf", "sobel,fps=50", "-f", "null", "-"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{} bytes on stdout", run.stdout.len());
+    assert!(
+        run.stderr.contains("6 frames in, 12 out") && run.stderr.contains("output: null, nothing encoded"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("libx264"), "{}", run.stderr);
+}

@@ -330,7 +330,7 @@ fn late_pool(settings: &PipelineSettings, info: &SourceInfo) -> Option<LatePool>
 /// keeping the encoder busy (a filtered transcode measured 108-114% of FFmpeg's unfiltered
 /// one that way; BENCHMARKS.md, "Start-up and whole commands").
 fn held_for_gpu(settings: &PipelineSettings) -> usize {
-    match SinkKind::of(&settings.sink.url) {
+    match SinkKind::of_sink(&settings.sink) {
         SinkKind::Null => convstream_core::HELD_BYTES,
         SinkKind::Encoded => 0,
     }

@@ -99,11 +99,15 @@ impl PipelineReport {
         if let Some(first) = self.time_to_first_frame {
             text.push_str(&format!("; first frame after {:.0} ms", first * 1e3));
         }
-        if let Some(encoder) = &self.output_encoder {
-            text.push_str(&format!("; output: {encoder}, {}", self.output_size));
-            if let Some(kbps) = self.output_kbps {
-                text.push_str(&format!(", {kbps:.0} kb/s"));
+        match &self.output_encoder {
+            Some(encoder) => {
+                text.push_str(&format!("; output: {encoder}, {}", self.output_size));
+                if let Some(kbps) = self.output_kbps {
+                    text.push_str(&format!(", {kbps:.0} kb/s"));
+                }
             }
+            // The null output (`null`, `-f null`): the frames were filtered, then dropped.
+            None => text.push_str("; output: null, nothing encoded"),
         }
         let damage = self.damage();
         if !damage.is_empty() {
