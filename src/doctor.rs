@@ -222,21 +222,25 @@ fn nvrtc_line(version: Option<Result<(i32, i32), convstream_core::EngineError>>,
 const NVRTC_MISSING: &str = "NVRTC: missing (no libnvrtc.so, libnvrtc.so.13 or .12 could be loaded). The CUDA engine compiles its kernels with NVRTC when a pipeline starts, so without it --device auto runs on the CPU and --device cuda fails. Get it from NVIDIA's CUDA repository (apt install cuda-nvrtc-12-x, the version the driver supports) or from PyPI (pip install nvidia-cuda-nvrtc-cu12, as scripts/install-deps.sh does), then add the folder holding libnvrtc.so.12 to LD_LIBRARY_PATH.";
 
 #[cfg(feature = "cuda")]
-use convstream_core::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES, PIPELINES_PER_NVDEC_ENGINE};
+use convstream_core::{predicted_nvdec_pipelines, PIPELINES_PER_NVDEC_ENGINE};
 
-/// How many NVDEC engines the GPU has and how many live pipelines that predicts on a host of
-/// `gpus` GPUs.
+/// How many NVDEC engines the GPU has and how many live pipelines that predicts before
+/// anything ran; `gpus`: the host's GPUs, which share one NVDEC ceiling.
 #[cfg(feature = "cuda")]
 fn nvdec_capacity(gpu: &str, gpus: usize) -> String {
+    let shared = match gpus {
+        0 | 1 => "",
+        _ => "; this host's GPUs share one NVDEC ceiling, so each may keep fewer with all decoding",
+    };
     match convstream_core::decoder_engines(gpu) {
         Some(engines) => format!(
-            "NVDEC engines: {} ({}); predicted live 1080p25 H.264 pipelines with decoder = \"nvdec\": about {} \
-             ({PIPELINES_PER_NVDEC_ENGINE} per engine, at most this GPU's share of the {HOST_NVDEC_PIPELINES} its host's \
-             {gpus} GPU(s) share: NVDEC's ceiling is one per host, not one per GPU; \
-             `convstream bench --suite scale --decoder nvdec --gpus all` measures this host)",
+            "NVDEC engines: {} ({}); live 1080p25 H.264 pipelines with decoder = \"nvdec\" admitted before any \
+             fell behind: up to {} ({PIPELINES_PER_NVDEC_ENGINE} per engine, what one such GPU alone keeps up \
+             with){shared}; `serve` stops admitting at the first NVDEC pipeline behind its pace and keeps what it \
+             learned",
             engines.count,
             engines.from,
-            predicted_nvdec_pipelines(engines.count as usize, gpus),
+            predicted_nvdec_pipelines(engines.count as usize),
         ),
         None => "NVDEC engines: unknown (NVML has no instance profile for this GPU and it is not in the published table); `convstream bench --suite scale --decoder nvdec` measures how many live pipelines it carries".into(),
     }
@@ -251,7 +255,7 @@ fn host_nvdec_seats() -> String {
         return "host NVDEC seats: unknown for some GPU (`convstream bench --suite scale --decoder nvdec --gpus all` measures them for `[server] nvdec_seats_file`)".into();
     }
     format!(
-        "host NVDEC seats: {} on {} GPU(s) ({}, predicted); `convstream bench --suite scale --decoder nvdec --gpus all` measures what this host keeps up with and writes `nvdec-seats.toml` for `[server] nvdec_seats_file`",
+        "host NVDEC seats: up to {} on {} GPU(s) ({}, predicted; `serve` learns fewer if its NVDEC pipelines fall behind, and writes what it learned to `[server] nvdec_seats_file` when set); `convstream bench --suite scale --decoder nvdec --gpus all` measures what this host keeps up with beforehand",
         predicted.iter().sum::<usize>(),
         inventory.len(),
         predicted.iter().map(usize::to_string).collect::<Vec<_>>().join(" + ")

@@ -3,7 +3,7 @@
 //! problem `structure` finds), the built-in default config, and the files a config names
 //! that are read as it is (`[server] nvdec_seats_file`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::ConfigError;
 use crate::measured_seats::MeasuredSeats;
@@ -156,14 +156,31 @@ impl ServerConfig {
         !address.ip().is_loopback() && self.token_env.is_none() && !self.insecure_no_token
     }
 
-    /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set), read now as the
-    /// config file is (a regular file, bounded: a FIFO or a device named by mistake is
-    /// refused instead of blocking or filling memory).
+    /// Where `nvdec_seats_file` is, relative to the config file's folder (`None`: not set).
+    pub fn nvdec_seats_path(&self, base_dir: Option<&Path>) -> Option<PathBuf> {
+        let file = self.nvdec_seats_file.as_deref()?;
+        Some(ServerConfig::resolve_folder(file, base_dir))
+    }
+
+    /// The NVDEC seats `nvdec_seats_file` holds (`None` when it is not set, or not there yet:
+    /// `serve` writes it once it learned the seats), read now as the config file is (a
+    /// regular file, bounded: a FIFO or a device named by mistake is refused instead of
+    /// blocking or filling memory).
     pub fn measured_nvdec_seats(&self, base_dir: Option<&Path>) -> Result<Option<MeasuredSeats>, String> {
-        let Some(file) = self.nvdec_seats_file.as_deref() else {
+        let Some(path) = self.nvdec_seats_path(base_dir) else {
             return Ok(None);
         };
-        let path = ServerConfig::resolve_folder(file, base_dir);
+        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            // A folder that is not there either is more likely a slip than a file to come.
+            let folder = path.parent().filter(|folder| !folder.as_os_str().is_empty());
+            return match folder.is_none_or(Path::is_dir) {
+                true => Ok(None),
+                false => Err(format!(
+                    "{}: no such file, nor a folder to write it in (`serve` writes the NVDEC seats it learns there)",
+                    path.display()
+                )),
+            };
+        }
         let bytes = read_config_bytes(&path).map_err(|e| e.to_string())?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
         MeasuredSeats::parse(&text, &path).map(Some)
@@ -199,6 +216,33 @@ mod measured_seats_tests {
     }
 
     #[test]
+    fn seats_serve_learned_are_laid_over_its_own_file_and_only_its_own_is_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nvdec-seats.toml");
+        let first = MeasuredSeats::learned(None, [("NVIDIA H200".to_string(), 20)].into());
+        assert!(first.is_learned_by_serve());
+        std::fs::write(&path, first.to_file_text()).unwrap();
+        let read_back = read(&path).unwrap().expect("a file");
+        assert_eq!(read_back, first);
+        let second = MeasuredSeats::learned(Some(read_back), [("NVIDIA H100 80GB HBM3".to_string(), 0)].into());
+        assert_eq!(
+            second.seats_per_gpu,
+            [
+                ("NVIDIA H200".to_string(), 20),
+                ("NVIDIA H100 80GB HBM3".to_string(), 1)
+            ]
+            .into(),
+            "the earlier model kept, a new one at least 1"
+        );
+        let from_bench = MeasuredSeats {
+            measured_with: Some("1080p25 H.264, gaussian:size=13".into()),
+            seats_per_gpu: [("NVIDIA H200".to_string(), 44)].into(),
+        };
+        assert!(!from_bench.is_learned_by_serve());
+        assert!(!MeasuredSeats::default().is_learned_by_serve());
+    }
+
+    #[test]
     fn a_file_that_is_no_seats_file_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         for (text, says) in [
@@ -228,8 +272,10 @@ mod measured_seats_tests {
             assert!(error.contains(says), "{text:?}: {error}");
             assert!(!error.contains("hunter2"), "the file's contents stay out: {error}");
         }
-        let missing = read(&dir.path().join("absent.toml")).unwrap_err();
-        assert!(missing.contains("absent.toml"), "{missing}");
+        // Not there yet is nothing measured: `serve` writes it once it learned the seats.
+        assert_eq!(read(&dir.path().join("absent.toml")), Ok(None));
+        let nowhere = read(&dir.path().join("absent").join("seats.toml")).unwrap_err();
+        assert!(nowhere.contains("nor a folder"), "{nowhere}");
         let folder = read(dir.path()).unwrap_err();
         assert!(folder.contains("a folder"), "{folder}");
     }

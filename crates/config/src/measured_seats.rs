@@ -1,5 +1,6 @@
 //! NVDEC seats measured on a host, by GPU model: what `bench --suite scale --decoder nvdec`
-//! writes (`nvdec-seats.toml` beside its results) and `serve` reads through
+//! writes (`nvdec-seats.toml` beside its results), or `serve` itself once its NVDEC
+//! pipelines fell behind ([`MeasuredSeats::learned`]), and `serve` reads through
 //! `[server] nvdec_seats_file`, in place of the prediction from a GPU's NVDEC engines. Kept
 //! by model so that one measurement serves every GPU of that model, on this host or on a
 //! fleet of like hosts (the file goes into each node's config).
@@ -8,6 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+/// How a file `serve` wrote starts its `measured_with`: `serve` writes over such a file only.
+const LEARNED_BY_SERVE: &str = "learned by convstream serve";
 
 /// The most seats a GPU may be given (as `[server] max_pipelines` allows at most).
 const MAX_SEATS: usize = crate::limits::MAX_PIPELINES;
@@ -88,12 +92,36 @@ impl MeasuredSeats {
         }
     }
 
+    /// The seats `serve` learned per model, laid over `earlier` (a file `serve` wrote before:
+    /// the models it does not name keep their seats).
+    pub fn learned(earlier: Option<MeasuredSeats>, seats_per_model: BTreeMap<String, usize>) -> MeasuredSeats {
+        let mut seats = earlier.unwrap_or_default();
+        seats.seats_per_gpu.extend(
+            seats_per_model
+                .into_iter()
+                .map(|(model, count)| (model, count.clamp(1, MAX_SEATS))),
+        );
+        seats.measured_with = Some(format!(
+            "{LEARNED_BY_SERVE}: the NVDEC pipelines it seated fell behind their real-time pace past these seats"
+        ));
+        seats
+    }
+
+    /// Whether `serve` wrote the file (so it may write over it); one from `bench` or a
+    /// person is theirs.
+    pub fn is_learned_by_serve(&self) -> bool {
+        self.measured_with
+            .as_deref()
+            .is_some_and(|with| with.starts_with(LEARNED_BY_SERVE))
+    }
+
     /// The file's text: a comment saying what it is and how to use it, then the table.
     pub fn to_file_text(&self) -> String {
         let table = toml::to_string(self).unwrap_or_default();
         format!(
-            "# NVDEC seats measured by `convstream bench --suite scale --decoder nvdec`: live pipelines each\n\
-             # GPU of a model kept at their frame rate with no drop, every GPU of the host filled at once.\n\
+            "# NVDEC seats per GPU model: live pipelines each GPU of a model kept at their frame rate with no\n\
+             # drop, every GPU of the host filled at once. `convstream bench --suite scale --decoder nvdec` measures\n\
+             # them; `serve` writes what it learned into a file it wrote or that is not there yet, never into another.\n\
              # `[server] nvdec_seats_file` names this file; `[server] nvdec_seats_per_gpu` overrides it.\n{table}"
         )
     }

@@ -101,14 +101,16 @@ pub struct ServerConfig {
     pub pinned_memory_mb: Option<usize>,
     /// NVDEC pipelines each GPU seats, as measured on this host (`convstream bench --suite
     /// scale`, or `scripts/host-fill-check.sh`): replaces the prediction from the GPU's NVDEC
-    /// engines, which assumes 1080p25 H.264 and may be high for other streams. Unset: the
-    /// prediction (`convstream doctor` shows it).
+    /// engines (what one such GPU alone sustains at 1080p25 H.264) and what admission learns
+    /// from pipelines falling behind. Unset: the seats learned, measured or predicted
+    /// (`convstream doctor` shows the prediction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvdec_seats_per_gpu: Option<usize>,
     /// NVDEC seats measured per GPU model (`nvdec-seats.toml`, which `convstream bench
     /// --suite scale --decoder nvdec` writes; relative to the config file's folder): each GPU
-    /// of a model the file names seats that many, the others keep the prediction.
-    /// `nvdec_seats_per_gpu` overrides it.
+    /// of a model the file names seats that many, the others keep the prediction. A file not
+    /// there yet is nothing measured; `serve` writes the seats it learns into it then, or
+    /// into one it wrote before, never into another. `nvdec_seats_per_gpu` overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvdec_seats_file: Option<PathBuf>,
     /// How many pipelines may be starting at once (input opening, decoder and engine made,

@@ -65,9 +65,9 @@ impl ConfigFile {
         }
         if self.pipelines.len() > self.server.max_pipelines && !sharded {
             problems.push(Problem::general(format!(
-                "{} pipelines, more than server.max_pipelines ({}); raise it (up to {}; a host seats about 24 NVDEC \
-                 1080p25 pipelines however many GPUs it has, `convstream doctor` says how many here, and the CPU's \
-                 cores decode the software ones) or remove some",
+                "{} pipelines, more than server.max_pipelines ({}); raise it (up to {}; an H100 alone keeps about \
+                 56 NVDEC 1080p25 pipelines, a host of several GPUs fewer each, as they share one NVDEC ceiling; \
+                 `convstream doctor` says more, and the CPU's cores decode the software ones) or remove some",
                 self.pipelines.len(),
                 self.server.max_pipelines,
                 limits::MAX_PIPELINES

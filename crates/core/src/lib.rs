@@ -45,8 +45,8 @@ pub use engine::{
     build_engine, gpu_context, gpu_driver_present, gpu_inventory, gpu_usage, nvdec_probe, predicted_nvdec_pipelines,
     wait_for_gpu_starts, warm_up, CpuEngine, DeviceChoice, Engine, EngineError, EngineOptions, FilterPreparer,
     FrameShape, GpuContext, GpuNvdec, GpuTuning, GpuUsage, KernelPath, NoGpuReason, StageTimes, TileShape, TraceSpan,
-    UnsupportedRequest, DEFAULT_FRAMES_PER_STREAM, DEFAULT_SPIN_US, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM,
-    MAX_SPIN_US, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
+    UnsupportedRequest, DEFAULT_FRAMES_PER_STREAM, DEFAULT_SPIN_US, MAX_FRAMES_PER_STREAM, MAX_SPIN_US, MAX_STREAMS,
+    PIPELINES_PER_NVDEC_ENGINE,
 };
 pub use filter::{BorderMode, FilterSpec, PlaneMasks, PlaneName, PlaneSelection};
 pub use format::{PixelFormat, PixelLayout, PlaneShape, SampleDepth, POOLED_ROW_ALIGN};

@@ -29,9 +29,9 @@ pub use graph::chain::{parse_chain, ChainError, ChainFilter};
 pub use pipeline::snapshot::{Snapshot, SnapshotPlane, SnapshotStage};
 pub use pipeline::{
     cut_short_by_stop, decode_only, decode_only_on, fit_to_filter, panic_message, pooled_frames, run_all,
-    run_monitored, run_pipeline, seats_of, EngineStatus, FilterSwitch, GpuSeats, NvdecSeat, OutputPolicy,
-    PipelineError, PipelineMonitor, PipelineState, Progress, RunOptions, RunProgress, SeatBoard, SeatSource,
-    SeatWanted, StartGate, StartTurn, LONGEST_TURN,
+    run_monitored, run_pipeline, seats_of, EngineStatus, FilterSwitch, GpuLearned, GpuSeats, Learned, LearnedListener,
+    NvdecSeat, OutputPolicy, PaceGauge, PaceReading, PipelineError, PipelineMonitor, PipelineState, Progress,
+    RunOptions, RunProgress, SeatBoard, SeatSource, SeatWanted, StartGate, StartTurn, LONGEST_TURN,
 };
 pub use sample::{generate as generate_sample, generate_content as generate_sample_content, SampleContent, SampleSpec};
 pub use sink::{mark_stdout_closed, FileId, SinkKind};

@@ -10,6 +10,7 @@ mod console;
 mod gpu_metrics;
 pub mod guard;
 pub mod history;
+mod learned_seats;
 pub mod metrics;
 mod nvdec_metrics;
 mod pause_watch;

@@ -166,9 +166,11 @@ impl Reloader {
 }
 
 /// The NVDEC seats `[server]` sets or names a measured file of, for every admission from now
-/// on (at the start and at each reload; the config was validated, so the file read then).
+/// on (at the start and at each reload; the config was validated, so the file read then);
+/// what admission learns goes into that file (`learned_seats`).
 pub(super) fn apply_nvdec_seats(server: &convstream_config::ServerConfig, base_dir: Option<&std::path::Path>) {
     let board = convstream_media::SeatBoard::global();
+    board.on_learned(Some(super::learned_seats::listener(server.nvdec_seats_path(base_dir))));
     match server.measured_nvdec_seats(base_dir) {
         Ok(measured) => board.set_measured_seats(measured),
         // Changed since it was validated: the seats stay as they were, and the log says so.

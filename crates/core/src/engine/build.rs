@@ -213,9 +213,7 @@ pub fn gpu_inventory() -> Vec<GpuNvdec> {
             let model = cuda::device::open(ordinal).ok().and_then(|context| context.name().ok());
             GpuNvdec {
                 ordinal,
-                nvdec_capacity: model
-                    .as_deref()
-                    .and_then(|model| predicted_nvdec_capacity(model, devices)),
+                nvdec_capacity: model.as_deref().and_then(predicted_nvdec_capacity),
                 model,
             }
         })
@@ -241,10 +239,10 @@ pub struct GpuNvdec {
     pub nvdec_capacity: Option<usize>,
 }
 
-/// The live NVDEC pipelines a GPU of `model` is predicted to carry on a host of `gpus` GPUs.
+/// The live NVDEC pipelines a GPU of `model` is predicted to carry before anything ran on it.
 #[cfg(feature = "cuda")]
-fn predicted_nvdec_capacity(model: &str, gpus: usize) -> Option<usize> {
-    cuda::nvml::decoder_engines(model).map(|engines| predicted_nvdec_pipelines(engines.count as usize, gpus))
+fn predicted_nvdec_capacity(model: &str) -> Option<usize> {
+    cuda::nvml::decoder_engines(model).map(|engines| predicted_nvdec_pipelines(engines.count as usize))
 }
 
 /// Every GPU's load and memory, from NVML; empty without a driver (or without CUDA support).

@@ -24,7 +24,7 @@ pub use build::{
 pub use contract::predicted_nvdec_pipelines;
 pub use contract::{
     DeviceChoice, Engine, EngineOptions, FilterPreparer, FrameShape, GpuContext, GpuUsage, StageTimes,
-    DEFAULT_FRAMES_PER_STREAM, HOST_NVDEC_PIPELINES, MAX_FRAMES_PER_STREAM, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
+    DEFAULT_FRAMES_PER_STREAM, MAX_FRAMES_PER_STREAM, MAX_STREAMS, PIPELINES_PER_NVDEC_ENGINE,
 };
 pub use cpu::CpuEngine;
 pub use error::{EngineError, NoGpuReason, UnsupportedRequest};

@@ -22,6 +22,7 @@ mod panics;
 mod progress;
 mod report;
 mod run;
+mod seat_pace;
 pub mod snapshot;
 mod start_gate;
 mod threads;
@@ -30,7 +31,10 @@ pub use capacity::pooled_frames;
 pub use decode_only::{decode_only, decode_only_on};
 pub use error::PipelineError;
 pub use monitor::{EngineStatus, FilterSwitch, PipelineMonitor, PipelineState};
-pub use nvdec_admission::{seats_of, GpuSeats, NvdecSeat, SeatBoard, SeatSource, SeatWanted};
+pub use nvdec_admission::{
+    seats_of, GpuLearned, GpuSeats, Learned, LearnedListener, NvdecSeat, PaceGauge, PaceReading, SeatBoard, SeatSource,
+    SeatWanted,
+};
 pub use opening::fit_to_filter;
 pub use options::{OutputPolicy, RunOptions};
 pub use panics::panic_message;

@@ -1,25 +1,39 @@
 //! Admission of NVDEC pipelines over every GPU of the host. A GPU's NVDEC engines carry only
-//! so many live streams (about 8 live 1080p25 H.264 streams each on an H100); one more makes
-//! every pipeline on them fall behind and drop frames, where before it each kept its rate.
-//! So a pipeline asking for NVDEC takes a seat first, in ONE step under one lock: `cuda:N`
-//! a seat on GPU N, `auto`/`cuda` a seat on whichever GPU has one free and the fewest NVDEC
-//! pipelines (ties: the fewest filter engines), reserved at once so pipelines starting
-//! together spread over the GPUs. Its decoder and engine then run on that GPU. Past every
-//! seat it waits (saying why; stopping ends the wait) instead of slowing the others, and
-//! takes the first seat given back on any GPU it may use. Each GPU's seats are the
-//! prediction of `engine::nvdec_capacity` (its NVDEC engines x a per-engine figure) unless
-//! measured for its model (`[server] nvdec_seats_file`, which `bench --suite scale` writes:
-//! [`SeatBoard::set_measured_seats`]) or set by the operator for every GPU
-//! (`[server] nvdec_seats_per_gpu`: [`SeatBoard::set_seats_per_gpu`]), in that order of weight.
+//! so many live streams; one more makes every pipeline on them fall behind and drop frames,
+//! where before it each kept its rate. So a pipeline asking for NVDEC takes a seat first, in
+//! ONE step under one lock: `cuda:N` a seat on GPU N, `auto`/`cuda` a seat on whichever GPU
+//! has one free and the fewest NVDEC pipelines (ties: the fewest filter engines), reserved at
+//! once so pipelines starting together spread over the GPUs. Its decoder and engine then run
+//! on that GPU. Past every seat it waits (saying why; stopping ends the wait) instead of
+//! slowing the others, and takes the first seat given back on any GPU it may use.
+//!
+//! Each GPU's seats, strongest first: the operator's figure for every GPU (`[server]
+//! nvdec_seats_per_gpu`: [`SeatBoard::set_seats_per_gpu`]); what this process learned
+//! (below); what was measured for its model (`[server] nvdec_seats_file`, which `bench
+//! --suite scale` or the service itself writes: [`SeatBoard::set_measured_seats`]); else
+//! the prediction of `engine::nvdec_capacity`, what one such GPU alone sustains. The
+//! prediction is a start, not the host's truth: GPUs of one host share one NVDEC ceiling.
+//! So admission learns (`pace`): it admits while every seated real-time pipeline keeps its
+//! pace, holds while one is behind, and once one fell behind, lowers each GPU's seats to the
+//! pipelines' worth of frames its NVDEC kept (never above those seated then): no pipeline is
+//! admitted there until enough end. What it learned goes to whoever listens
+//! ([`SeatBoard::on_learned`]: the service keeps it in the seats file) and into the reason
+//! `/readyz` gives for pipelines waiting.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use convstream_core::GpuNvdec;
 
 use convstream_config::MeasuredSeats;
+
+mod learned;
+mod pace;
+
+pub use learned::{GpuLearned, Learned};
+pub use pace::{PaceGauge, PaceReading};
 
 /// Which GPU's seat a pipeline may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +62,8 @@ pub struct GpuSeats {
 pub enum SeatSource {
     /// `[server] nvdec_seats_per_gpu`.
     Set,
+    /// Learned by this process: its NVDEC pipelines fell behind with more seated.
+    Learned,
     /// `[server] nvdec_seats_file`, measured for the GPU's model.
     Measured,
     /// The GPU's NVDEC engines times a per-engine figure.
@@ -61,6 +77,7 @@ impl SeatSource {
     pub fn as_str(self) -> &'static str {
         match self {
             SeatSource::Set => "set",
+            SeatSource::Learned => "learned",
             SeatSource::Measured => "measured",
             SeatSource::Predicted => "predicted",
             SeatSource::Unknown => "unknown",
@@ -68,11 +85,19 @@ impl SeatSource {
     }
 }
 
-/// A GPU's seats and where the figure comes from: the operator's setting, else the measured
-/// seats of its model, else the prediction.
-pub fn seats_of(gpu: &GpuNvdec, set: Option<usize>, measured: Option<&MeasuredSeats>) -> (Option<usize>, SeatSource) {
+/// A GPU's seats and where the figure comes from: the operator's setting, else what this
+/// process learned, else the measured seats of its model, else the prediction.
+pub fn seats_of(
+    gpu: &GpuNvdec,
+    set: Option<usize>,
+    learned: Option<usize>,
+    measured: Option<&MeasuredSeats>,
+) -> (Option<usize>, SeatSource) {
     if let Some(seats) = set {
         return (Some(seats), SeatSource::Set);
+    }
+    if let Some(seats) = learned {
+        return (Some(seats), SeatSource::Learned);
     }
     if let Some(seats) = measured.and_then(|m| m.seats_for(gpu.model.as_deref())) {
         return (Some(seats), SeatSource::Measured);
@@ -93,6 +118,36 @@ struct Board {
     seats_per_gpu: Option<usize>,
     /// Seats measured per GPU model, in place of the prediction.
     measured: Option<MeasuredSeats>,
+    /// Seats learned per GPU ordinal by this process, in place of the measured ones.
+    learned: BTreeMap<usize, usize>,
+    /// The last thing learned, for the reason pipelines wait.
+    last_learned: Option<Learned>,
+    /// Each GPU's model, as the inventory last named it.
+    models: BTreeMap<usize, Option<String>>,
+    /// The pace of the seated pipelines that show one.
+    judge: pace::PaceJudge,
+    /// The number of the next seat taken.
+    next_seat: u64,
+    /// Told of each thing learned, outside the lock.
+    on_learned: Listener,
+    /// Whether a thread looks at the pace of the seated pipelines.
+    watching: bool,
+}
+
+/// Whoever is told what admission learned (the service: it keeps it in the seats file).
+pub type LearnedListener = dyn Fn(&Learned) + Send + Sync;
+
+#[derive(Clone, Default)]
+struct Listener(Option<Arc<LearnedListener>>);
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Listener(set)"
+        } else {
+            "Listener(none)"
+        })
+    }
 }
 
 /// The NVDEC seats of a set of GPUs (the process's: [`SeatBoard::global`]).
@@ -106,12 +161,20 @@ pub struct SeatBoard {
 pub struct NvdecSeat {
     board: Arc<SeatBoard>,
     ordinal: usize,
+    id: u64,
 }
 
 impl NvdecSeat {
     /// The GPU the seat is on: the pipeline's decoder and engine run there.
     pub fn ordinal(&self) -> usize {
         self.ordinal
+    }
+
+    /// Shows the board this pipeline's pace from now on (a real-time input's): what
+    /// admission learns the host's seats from.
+    pub fn show_pace(&self, gauge: Arc<dyn PaceGauge>) {
+        self.board.watch_seat(self, gauge, Instant::now());
+        self.board.keep_watching();
     }
 }
 
@@ -121,6 +184,7 @@ impl Drop for NvdecSeat {
         if let Some(gpu) = board.gpus.get_mut(&self.ordinal) {
             gpu.taken = gpu.taken.saturating_sub(1);
         }
+        board.judge.forget(self.id);
         self.board.freed.notify_all();
     }
 }
@@ -130,7 +194,9 @@ impl Board {
     /// predicted.
     fn refresh(&mut self, inventory: &[GpuNvdec]) {
         for gpu in inventory {
-            let (capacity, source) = seats_of(gpu, self.seats_per_gpu, self.measured.as_ref());
+            self.models.insert(gpu.ordinal, gpu.model.clone());
+            let learned = self.learned.get(&gpu.ordinal).copied();
+            let (capacity, source) = seats_of(gpu, self.seats_per_gpu, learned, self.measured.as_ref());
             let seats = self.gpus.entry(gpu.ordinal).or_insert(GpuSeats {
                 ordinal: gpu.ordinal,
                 taken: 0,
@@ -141,7 +207,61 @@ impl Board {
             seats.source = source;
         }
     }
+
+    /// Lowers each GPU's seats to what its pipelines kept when one of the host's fell
+    /// behind: the pipelines' worth of frames the watched ones kept plus one for each
+    /// pipeline not watched, rounded, at least 1, never more than were seated or than its
+    /// seats already were. Nothing is learned while the operator sets the seats, or while a
+    /// GPU holds more pipelines than its seats (that overload was judged already).
+    fn learn(&mut self, paces: &[pace::GpuPace]) -> Option<Learned> {
+        if self.seats_per_gpu.is_some() {
+            return None;
+        }
+        let over = self
+            .gpus
+            .values()
+            .any(|gpu| gpu.capacity.is_some_and(|capacity| gpu.taken > capacity));
+        if over {
+            return None;
+        }
+        let mut gpus = Vec::new();
+        for gpu in self.gpus.values().filter(|gpu| gpu.taken > 0) {
+            let (watched, kept) = paces
+                .iter()
+                .find(|pace| pace.ordinal == gpu.ordinal)
+                .map_or((0, 0.0), |pace| (pace.watched, pace.kept));
+            let unwatched = gpu.taken.saturating_sub(watched);
+            let worth = kept + unwatched as f64;
+            let mut seats = ((worth + 0.5).floor() as usize).clamp(1, gpu.taken);
+            if let Some(capacity) = gpu.capacity {
+                seats = seats.min(capacity);
+            }
+            gpus.push(GpuLearned {
+                ordinal: gpu.ordinal,
+                model: self.models.get(&gpu.ordinal).cloned().flatten(),
+                seated: gpu.taken,
+                kept: worth,
+                seats,
+            });
+        }
+        if gpus.is_empty() {
+            return None;
+        }
+        for gpu in &gpus {
+            self.learned.insert(gpu.ordinal, gpu.seats);
+            if let Some(seats) = self.gpus.get_mut(&gpu.ordinal) {
+                seats.capacity = Some(gpu.seats);
+                seats.source = SeatSource::Learned;
+            }
+        }
+        let learned = Learned { gpus };
+        self.last_learned = Some(learned.clone());
+        Some(learned)
+    }
 }
+
+/// How often the board looks at the pace of the seated pipelines.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a waiting pipeline sleeps between looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -179,6 +299,61 @@ impl SeatBoard {
         self.freed.notify_all();
     }
 
+    /// Whoever is told what admission learns from now on (`None`: nobody).
+    pub fn on_learned(&self, listener: Option<Arc<LearnedListener>>) {
+        self.lock().on_learned = Listener(listener);
+    }
+
+    /// Looks at the pace of every seated pipeline that shows one as of `now`; when one fell
+    /// behind, lowers the seats (see `Board::learn`) and returns what was learned. Waiting
+    /// pipelines look again either way (a window on time ends a hold).
+    pub fn look_at_pace(&self, now: Instant) -> Option<Learned> {
+        let mut board = self.lock();
+        let learned = board.judge.look(now).and_then(|paces| board.learn(&paces));
+        drop(board);
+        self.freed.notify_all();
+        learned
+    }
+
+    /// Watches seat `seat`'s pace from `now` on, without a thread of its own to look.
+    fn watch_seat(&self, seat: &NvdecSeat, gauge: Arc<dyn PaceGauge>, now: Instant) {
+        self.lock().judge.watch(seat.id, seat.ordinal, gauge, now);
+    }
+
+    /// Starts the thread that looks at the seated pipelines' pace every [`LOOK_EVERY`],
+    /// once per board; it ends with the board.
+    fn keep_watching(self: &Arc<Self>) {
+        let mut board = self.lock();
+        if board.watching {
+            return;
+        }
+        board.watching = true;
+        drop(board);
+        let weak = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("nvdec-pace".into())
+            .spawn(move || loop {
+                std::thread::sleep(LOOK_EVERY);
+                let Some(board) = weak.upgrade() else { return };
+                if let Some(learned) = board.look_at_pace(Instant::now()) {
+                    board.tell(&learned);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("NVDEC admission cannot watch the pipelines' pace ({e}); the seats stay as they are");
+            self.lock().watching = false;
+        }
+    }
+
+    /// Says what was learned: in the log, and to the listener.
+    fn tell(&self, learned: &Learned) {
+        tracing::warn!("{}", learned.describe());
+        let listener = self.lock().on_learned.clone();
+        if let Some(listener) = listener.0 {
+            listener(learned);
+        }
+    }
+
     /// Why pipelines wait, when some do: "N pipelines wait for an NVDEC seat: ..." naming
     /// how many NVDEC pipelines are asked for and how many the host's GPUs seat.
     pub fn waiting_reason(&self) -> Option<String> {
@@ -188,11 +363,20 @@ impl SeatBoard {
         }
         let asked = waiting + gpus.iter().map(|gpu| gpu.taken).sum::<usize>();
         let seated: usize = gpus.iter().filter_map(|gpu| gpu.capacity).sum();
-        Some(format!(
+        let mut reason = format!(
             "{waiting} pipelines wait for an NVDEC seat: the config asks more NVDEC pipelines ({asked}) than this \
              host's GPUs seat ({seated} on {} GPUs); decoder = \"software\" decodes the rest on the CPU",
             gpus.len()
-        ))
+        );
+        let board = self.lock();
+        if board.judge.any_behind() {
+            reason.push_str("; admission holds while a seated NVDEC pipeline is behind its pace");
+        }
+        if let Some(learned) = &board.last_learned {
+            reason.push_str("; ");
+            reason.push_str(&learned.describe());
+        }
+        Some(reason)
     }
 
     /// Every GPU's seats (taken and capacity) and how many pipelines wait for one.
@@ -231,9 +415,12 @@ impl SeatBoard {
             }
             // Seats set or measured anew (a reload) count for those already waiting.
             board.refresh(inventory);
+            // While a seated pipeline is behind its pace, another would only add to it.
+            let holding = board.judge.any_behind();
             let free = board
                 .gpus
                 .values()
+                .filter(|_| !holding)
                 .filter(|gpu| allowed(gpu.ordinal) && gpu.capacity.is_none_or(|capacity| gpu.taken < capacity))
                 .min_by_key(|gpu| (gpu.taken, engines.get(gpu.ordinal).copied().unwrap_or(0), gpu.ordinal))
                 .map(|gpu| gpu.ordinal);
@@ -242,9 +429,13 @@ impl SeatBoard {
                 if let Some(gpu) = board.gpus.get_mut(&ordinal) {
                     gpu.taken += 1;
                 }
+                board.judge.admitted(Instant::now());
+                let id = board.next_seat;
+                board.next_seat += 1;
                 return Some(NvdecSeat {
                     board: self.clone(),
                     ordinal,
+                    id,
                 });
             }
             if !waiting {
@@ -255,8 +446,12 @@ impl SeatBoard {
                     .values()
                     .filter(|gpu| allowed(gpu.ordinal))
                     .map(|gpu| {
+                        let learned = match gpu.source {
+                            SeatSource::Learned => " learned",
+                            _ => "",
+                        };
                         format!(
-                            "cuda:{} {}/{}",
+                            "cuda:{} {}/{}{learned}",
                             gpu.ordinal,
                             gpu.taken,
                             gpu.capacity.unwrap_or_default()
@@ -280,3 +475,6 @@ impl SeatBoard {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod learning_tests;

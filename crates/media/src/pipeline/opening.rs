@@ -12,6 +12,7 @@ use super::error::PipelineError;
 use super::monitor::{EngineStatus, PipelineMonitor};
 use super::nvdec_admission::{NvdecSeat, SeatBoard, SeatWanted};
 use super::options::{OutputPolicy, RunOptions};
+use super::seat_pace::CountersPace;
 use super::threads::{spawn_source, Queues, Stages};
 use crate::ffmpeg::SourceInfo;
 use crate::sink::FileId;
@@ -77,6 +78,11 @@ pub(super) fn open(
         None => settings,
     };
     let info = source.info().clone();
+    // A real-time NVDEC pipeline shows admission its pace: what the host's seats are learned from.
+    if let Some(seat) = nvdec_seat.as_ref().filter(|_| info.real_time) {
+        let counters = monitor.counters.clone();
+        seat.show_pace(Arc::new(CountersPace::new(counters, f64::from(info.frame_rate))));
+    }
     let queues = Queues::new();
     let filter_ended = Arc::new(AtomicBool::new(false));
     let (source_thread, engine) = if asks_for_nvdec(&settings.source) {

@@ -282,25 +282,18 @@ fn seats_measured_for_a_model_apply_to_its_gpus_only_and_a_setting_overrides_the
     drop((first, third));
 }
 
-/// NVDEC's ceiling is one per host: with the predicted seats a host of 1, 2 or 4 GPUs (7
-/// engines each) seats the same number in all, split evenly, and the next pipeline waits.
+/// Before anything ran, one H100's or H200's prediction seats what one such GPU alone
+/// kept up with: 32 NVDEC pipelines beside software ones, or 56, all seat at once.
 #[test]
-fn predicted_seats_fill_one_host_ceiling_however_many_gpus() {
-    use convstream_core::{predicted_nvdec_pipelines, HOST_NVDEC_PIPELINES};
-    for count in [1, 2, 4] {
+fn the_prediction_seats_what_one_gpu_alone_sustains() {
+    use convstream_core::predicted_nvdec_pipelines;
+    for asked in [32, 56] {
         let board = Arc::new(SeatBoard::default());
-        let inventory = gpus(count, predicted_nvdec_pipelines(7, count));
-        let held: Vec<NvdecSeat> = (0..HOST_NVDEC_PIPELINES)
-            .map(|_| admit_now(&board, &inventory, SeatWanted::AnyGpu).expect("a free seat"))
+        let inventory = gpus(1, predicted_nvdec_pipelines(7));
+        let held: Vec<NvdecSeat> = (0..asked)
+            .filter_map(|_| admit_now(&board, &inventory, SeatWanted::AnyGpu))
             .collect();
-        for gpu in 0..count {
-            let on_gpu = held.iter().filter(|seat| seat.ordinal() == gpu).count();
-            assert_eq!(on_gpu, HOST_NVDEC_PIPELINES / count, "{count} GPUs, cuda:{gpu}");
-        }
-        let waiter = start(&board, &inventory, SeatWanted::AnyGpu);
-        let why = waiter.waits.recv_timeout(BOUND).expect("it says why it waits");
-        assert!(why.starts_with("an NVDEC seat"), "{count} GPUs: {why}");
-        waiter.stop.store(true, Ordering::Relaxed);
-        assert_eq!(waiter.seated.recv_timeout(BOUND).expect("the stop ends the wait"), None);
+        assert_eq!(held.len(), asked, "{asked} asked");
+        assert_eq!(board.waiting_reason(), None);
     }
 }
