@@ -1,10 +1,12 @@
 """Channels-last (NHWC) images on the GPU: convstream on a (N, H, W, C) tensor against the same
 samples laid out as planes (N, C, H, W), and against NVIDIA CV-CUDA's operators on the NHWC
 tensor where CV-CUDA is installed (``cvcuda-cu12``). Every call writes into an output made
-beforehand (``out=``, CV-CUDA's ``*_into``) on torch's current stream; each row's medians are
-CUDA-event times of one call after warm-up calls, the three measured in turn.
+beforehand (``out=``, CV-CUDA's ``*_into``) on torch's current stream, on a batch of 4 images;
+a row's figure is the median, over ``--repeat`` rounds, of CUDA-event times of 10 calls queued
+back to back divided by 10 (the GPU's time a call with its queue kept full, not the host's),
+after warm-up calls.
 
-Usage: python3 python/bench/nhwc_gpu.py [--repeat 50] [--json FILE]
+Usage: python3 python/bench/nhwc_gpu.py [--repeat 20] [--json FILE]
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ except ImportError:  # CV-CUDA is optional: its rows then read "-"
 SIZES = {"1080p": (1080, 1920), "2160p": (2160, 3840)}
 
 
+#: Calls queued between two events: enough that the GPU never waits for the host.
+CALLS = 10
+
+
 def event_ms(call: Callable[[], None], repeat: int) -> float:
-    """The median time of one call, CUDA events on the current stream, after 5 warm-up calls."""
+    """A call's share of CUDA-event time over `CALLS` calls queued back to back on the
+    current stream, the median of `repeat` rounds, after 5 warm-up calls."""
     for _ in range(5):
         call()
     torch.cuda.synchronize()
@@ -35,10 +42,11 @@ def event_ms(call: Callable[[], None], repeat: int) -> float:
     for _ in range(repeat):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        call()
+        for _ in range(CALLS):
+            call()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / CALLS)
     return statistics.median(times)
 
 
@@ -63,7 +71,7 @@ def cvcuda_call(name: str, nhwc: torch.Tensor, out: torch.Tensor) -> Optional[Ca
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--json")
     args = parser.parse_args()
     device = torch.cuda.get_device_name()
@@ -73,7 +81,7 @@ def main() -> None:
     specs = {"gaussian:size=5": "gaussian=5", "gaussian:size=13": "gaussian=13", "box:size=5": "box=5", "laplacian": "laplacian"}
     for size, (height, width) in SIZES.items():
         for dtype in (torch.uint8, torch.float32):
-            nhwc = torch.randint(0, 256, (1, height, width, 3), device="cuda").to(dtype)
+            nhwc = torch.randint(0, 256, (4, height, width, 3), device="cuda").to(dtype)
             nchw = nhwc.permute(0, 3, 1, 2).contiguous()
             nhwc_out, nchw_out, cv_out = torch.empty_like(nhwc), torch.empty_like(nchw), torch.empty_like(nhwc)
             for spec, cv_name in specs.items():
@@ -82,7 +90,7 @@ def main() -> None:
                 channels_last = event_ms(lambda: f(nhwc, out=nhwc_out, layout="NHWC"), args.repeat)
                 theirs = cvcuda_call(cv_name, nhwc, cv_out)
                 cv_ms = event_ms(theirs, args.repeat) if theirs else None
-                image = f"{size} x3 {str(dtype).split('.')[1]}"
+                image = f"4x {size} x3 {str(dtype).split('.')[1]}"
                 row = {"mask": spec, "image": image, "nchw_ms": planes, "nhwc_ms": channels_last, "cvcuda_ms": cv_ms}
                 rows.append(row)
                 cv_text = f"{cv_ms:10.4f} {channels_last / cv_ms:12.2f}" if cv_ms else f"{'-':>10} {'-':>12}"

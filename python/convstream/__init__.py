@@ -746,7 +746,8 @@ class Filter:
         values, itemsize = _device.SAMPLE_KINDS[view.dtype]
         depth = self._depth(itemsize, bit_depth) if values == "uint" else 8
         handle = _device.caller_stream(view, stream)
-        result = out if out is not None else _device.new_like(view)
+        # An input laid out channels last in memory (not by layout=) gets a result laid out so.
+        result = out if out is not None else _device.new_like(view, channels_last=channels > 1 and layout is None)
         target = _device.describe(result)
         _device.check_out(view, target)
         target_planes, target_channels = _device.pixel_planes(target, layout, "output")

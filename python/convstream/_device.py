@@ -237,13 +237,24 @@ def caller_stream(view: DeviceArray, stream: Any) -> int:
     return int(interface_stream) if interface_stream is not None else 0
 
 
-def new_like(view: DeviceArray) -> Any:
+def new_like(view: DeviceArray, channels_last: bool = False) -> Any:
     """A C-contiguous array like ``view``'s, from its own library on its GPU (PyTorch's or
-    CuPy's allocator, stream-ordered on their current stream: no synchronisation)."""
+    CuPy's allocator, stream-ordered on their current stream: no synchronisation). With
+    ``channels_last``, ``view`` is (..., C, H, W) with its channels side by side in memory
+    (``torch.channels_last``): the result is laid out the same way, a contiguous
+    (..., H, W, C) array seen as (..., C, H, W)."""
+    shape = view.shape
+    order = None
+    if channels_last:
+        dims = len(shape)
+        shape = shape[:-3] + (shape[-2], shape[-1], shape[-3])
+        order = (*range(dims - 3), dims - 1, dims - 3, dims - 2)
     if view.library == "torch":
         import torch
 
-        return torch.empty_like(view.array, memory_format=torch.contiguous_format)
+        if order is None:
+            return torch.empty_like(view.array, memory_format=torch.contiguous_format)
+        return torch.empty(shape, dtype=view.array.dtype, device=view.array.device).permute(*order)
     try:
         import cupy
     except ImportError:
@@ -252,6 +263,8 @@ def new_like(view: DeviceArray) -> Any:
             "pass out= (an array of the input's shape and dtype on its GPU)"
         ) from None
     with cupy.cuda.Device(view.ordinal):
+        if order is not None:
+            return cupy.empty(shape, dtype=view.dtype).transpose(order)
         if view.library == "cupy":
             return cupy.empty_like(view.array, order="C")
         return cupy.empty(view.shape, dtype=view.dtype)

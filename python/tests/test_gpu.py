@@ -60,6 +60,18 @@ def test_numpy_on_the_cuda_engine_equals_the_cpu_engine():
                 assert f.engine.startswith("cuda")
 
 
+def test_numpy_images_and_views_on_the_cuda_engine_equal_the_cpu_engine():
+    # Interleaved channels, a flipped view and BGRA seen as BGR, through the CUDA engine one
+    # channel at a time: the CPU engine's samples.
+    image = random_batch((45, 77, 4), 8)
+    for view in (image, image[::-1, ::-1], image[..., :3], image[5:40, 3:70, 1]):
+        for spec in ("gaussian:size=7", "sobel"):
+            want = convstream.Filter(spec, device="cpu")(view)
+            f = convstream.Filter(spec, device="cuda")
+            assert np.array_equal(f(view), want), (spec, view.shape, view.strides)
+            assert f.engine.startswith("cuda")
+
+
 @pytest.mark.skipif(not has_module("cupy"), reason="cupy is not installed")
 @pytest.mark.parametrize("bits", [8, 10, 12, 16])
 def test_cupy_arrays_stay_on_the_gpu_and_match_the_cpu_engine(bits):
