@@ -250,6 +250,18 @@ pub(crate) struct RunArgs {
     /// Raw input: the frame rate, e.g. 25 or 30000/1001.
     #[arg(long, value_name = "RATE")]
     pub(crate) framerate: Option<String>,
+    /// The output's picture size (WxH, or a name such as hd720), as FFmpeg's -s after -i: a
+    /// scale filter after every other.
+    #[arg(long = "output-size", value_name = "WxH")]
+    pub(crate) output_size: Option<String>,
+    /// The output's pixel format, as FFmpeg's -pix_fmt after -i: a format filter after every
+    /// other.
+    #[arg(long = "output-pix-fmt", value_name = "FMT")]
+    pub(crate) output_pix_fmt: Option<String>,
+    /// The output's constant frame rate, as FFmpeg's -r after -i: an fps filter after every
+    /// other (frames repeated or dropped).
+    #[arg(long = "output-framerate", value_name = "RATE")]
+    pub(crate) output_framerate: Option<String>,
     /// A muxer option, as `ffmpeg -KEY VALUE` before the output sets it (repeatable; as
     /// sink.muxer_options), e.g. movflags=+faststart (`-movflags +faststart` works too). An
     /// MP4 to a pipe or a URL is fragmented (frag_keyframe+empty_moov) without asking.

@@ -226,10 +226,6 @@ pub(crate) fn refusal(name: &str) -> &'static str {
             "convstream runs one chain of convolution filters: give it with -vf",
         ),
         (
-            &["q", "qscale"],
-            "set the encoder's quality with -crf N or -b:v RATE",
-        ),
-        (
             &["to", "fs", "sseof", "itsoffset", "itsscale", "timestamp"],
             "bound a run with -ss, -t and -frames:v",
         ),
@@ -246,8 +242,8 @@ pub(crate) fn refusal(name: &str) -> &'static str {
             "convstream reports a run with --stats-json FILE and --trace FILE",
         ),
         (
-            &["r", "fpsmax", "s", "aspect", "pix_fmt", "vsync", "fps_mode", "force_fps", "autoscale", "autorotate", "top"],
-            "convstream keeps the input's size, pixel format and frame rate (before -i, -s, -r and -pix_fmt describe a raw input)",
+            &["fpsmax", "aspect", "force_fps", "autoscale", "autorotate", "top"],
+            "convstream sets the output's size, pixel format and frame rate with -s, -pix_fmt and -r (or with filters in -vf)",
         ),
     ];
     REASONS.iter().find(|(names, _)| names.contains(&name)).map_or(

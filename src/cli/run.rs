@@ -63,6 +63,22 @@ pub(crate) fn install_signal_handlers() -> anyhow::Result<Stopping> {
     })
 }
 
+/// FFmpeg's filters after the mask: `--ffmpeg-after`, then those the output's size, pixel
+/// format and frame rate add, in FFmpeg's order.
+fn filters_after(args: &RunArgs) -> Result<Option<String>, Failure> {
+    let tail = convstream_media::OutputFilterOptions {
+        size: args.output_size.clone(),
+        pix_fmt: args.output_pix_fmt.clone(),
+        frame_rate: args.output_framerate.clone(),
+    }
+    .chain()
+    .map_err(|e| usage(anyhow::anyhow!(e)))?;
+    Ok(match (args.ffmpeg_after.clone(), tail) {
+        (Some(chain), Some(tail)) => Some(format!("{chain},{tail}")),
+        (chain, tail) => chain.or(tail),
+    })
+}
+
 pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
     let overrides = Overrides {
         input: args.input.clone(),
@@ -74,7 +90,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         plane_masks: args.plane_masks.clone(),
         border: args.border,
         ffmpeg_before: args.ffmpeg_before.clone(),
-        ffmpeg_after: args.ffmpeg_after.clone(),
+        ffmpeg_after: filters_after(args)?,
         device: args.device.clone(),
         streams: args.streams,
         frames_per_stream: args.frames_per_stream,

@@ -46,10 +46,16 @@ const SPELLINGS: &[(&str, Applies)] = &[
     ("-codec:v", Applies::InputOrOutput(Some("--decoder"), Some("--codec"))),
     ("-vcodec", Applies::InputOrOutput(Some("--decoder"), Some("--codec"))),
     ("-f", Applies::InputOrOutput(Some("--input-format"), Some("--format"))),
-    ("-pix_fmt", Applies::InputOrOutput(Some("--pix-fmt"), None)),
+    (
+        "-pix_fmt",
+        Applies::InputOrOutput(Some("--pix-fmt"), Some("--output-pix-fmt")),
+    ),
     ("-video_size", Applies::InputOrOutput(Some("--size"), None)),
-    ("-s", Applies::InputOrOutput(Some("--size"), None)),
-    ("-r", Applies::InputOrOutput(Some("--framerate"), None)),
+    ("-s", Applies::InputOrOutput(Some("--size"), Some("--output-size"))),
+    (
+        "-r",
+        Applies::InputOrOutput(Some("--framerate"), Some("--output-framerate")),
+    ),
     ("-framerate", Applies::InputOrOutput(Some("--framerate"), None)),
 ];
 
@@ -112,6 +118,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
     let last_input = (0..args.len())
         .filter(|&at| flag_at[at] && args[at].to_str().is_some_and(is_input))
         .max();
+    let line = LineContext::of(&args, &flag_at, last_input);
     let mut out = Rewritten::default();
     let mut problems = Vec::new();
     let mut at = 0;
@@ -156,7 +163,7 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
             false => None,
         };
         let before_input = last_input.is_some_and(|input| at <= input);
-        match ffmpeg_word_to_flags(&typed, value.as_deref(), before_input, &out.args) {
+        match ffmpeg_word_to_flags(&typed, value.as_deref(), before_input, &out.args, &line) {
             Ok(flags) => {
                 if let Some(long) = flags.first() {
                     out.typed.push((typed.clone(), long.clone()));
@@ -170,6 +177,31 @@ pub(crate) fn rewrite(args: Vec<OsString>, value_flags: &[String]) -> Result<Rew
     match problems.is_empty() {
         true => Ok(out),
         false => Err(SpellingError(problems)),
+    }
+}
+
+/// What one FFmpeg word means can depend on others of the line: `-map 0:v` alone leaves the
+/// audio out, beside `-map 0:a?` it does not; `-vsync cfr` needs `-r`.
+#[derive(Debug, Default)]
+struct LineContext {
+    /// A `-map` names the input's audio (`0:a`, `0:a?`, `0:a:0`).
+    audio_mapped: bool,
+    /// `-r` is given after the last input: the output has a constant rate.
+    output_rate: bool,
+}
+
+impl LineContext {
+    fn of(args: &[OsString], flag_at: &[bool], last_input: Option<usize>) -> LineContext {
+        let mut line = LineContext::default();
+        for (at, word) in args.iter().enumerate().filter(|(at, _)| flag_at[*at]) {
+            let value = args.get(at + 1).and_then(|v| v.to_str()).unwrap_or("");
+            match word.to_str() {
+                Some("-map") => line.audio_mapped |= value.starts_with("0:a"),
+                Some("-r") if last_input.is_some_and(|input| at > input) => line.output_rate = true,
+                _ => {}
+            }
+        }
+        line
     }
 }
 
@@ -221,6 +253,7 @@ fn ffmpeg_word_to_flags(
     value: Option<&str>,
     before_input: bool,
     so_far: &[OsString],
+    line: &LineContext,
 ) -> Result<Vec<String>, String> {
     use convstream_media::{option_owner, OptionOwner};
     let value_text = value.unwrap_or("");
@@ -250,13 +283,27 @@ fn ffmpeg_word_to_flags(
         ("nostats", None) => return Ok(once("--no-progress")),
         ("loglevel" | "v", None) => return log_level(typed, value_text).map(|level| vec!["--log-level".into(), level.into()]),
         ("threads", None) if before_input => return Ok(vec!["--decoder-threads".into(), value_text.into()]),
+        ("vsync" | "fps_mode", None) => {
+            return match value_text {
+                // convstream passes every frame with its timestamp, as these do.
+                "passthrough" | "0" | "vfr" | "2" | "auto" | "-1" | "drop" => Ok(Vec::new()),
+                "cfr" | "1" if line.output_rate => Ok(Vec::new()),
+                "cfr" | "1" => refuse("a constant rate needs one: give -r RATE after -i (frames are repeated or dropped to it)"),
+                _ => refuse("takes passthrough, cfr, vfr, drop or auto (0, 1, 2, -1)"),
+            }
+        }
+        // FFmpeg's fixed quantiser, which the encoder's `q` option is (see sink.options).
+        ("q" | "qscale", None | Some('v')) => return Ok(vec!["--encoder-opt".into(), format!("q={value_text}")]),
         ("map", None) => {
             return match value_text {
                 "0" => Ok(Vec::new()),
+                "0:v" | "0:V" | "0:v:0" | "0:V:0" if line.audio_mapped => Ok(Vec::new()),
                 "0:v" | "0:V" | "0:v:0" | "0:V:0" => Ok(once("--no-audio")),
+                // The audio, copied beside the video (with a `?`: if there is any).
+                "0:a" | "0:a?" | "0:a:0" | "0:a:0?" => Ok(Vec::new()),
                 // -filter_complex's output, by its label: the one chain's (read with it), alone.
                 label if label.starts_with('[') && label.ends_with(']') => Ok(once("--no-audio")),
-                _ => refuse("convstream takes its one input's video (-map 0:v) or every stream (-map 0)"),
+                _ => refuse("convstream takes its one input's video (-map 0:v), its audio beside it (-map 0:a?), every stream (-map 0) or -filter_complex's output by its label"),
             }
         }
         _ => {}
@@ -320,6 +367,15 @@ fn spelling_flags(
             false => output,
         },
     };
+    if long == Some("--output-framerate") {
+        // Before logging starts: said on the terminal as the other command-line warnings are.
+        eprintln!(
+            "warning: {}",
+            convstream_core::for_display(&format!(
+                "{typed} {value_text}: frames are repeated or dropped as FFmpeg's fps filter does (`-vf fps={value_text}`); ffmpeg's own -r can choose other frames, a frame apart"
+            ))
+        );
+    }
     match long {
         Some("--codec") if value_text == "copy" => Err(format!(
             "{typed} copy: the video is filtered, so it is encoded again; name an encoder (libx264, as \
@@ -327,8 +383,9 @@ fn spelling_flags(
         )),
         Some(long) => Ok(Some(with_value(long))),
         None => Err(format!(
-            "{typed} applies to the input only: put it before -i (as in FFmpeg); convstream does not change the output's {}",
-            if spelled == "-pix_fmt" { "pixel format" } else { "size or frame rate" }
+            "{typed} applies to the input only: put it before -i (as in FFmpeg); for the output's {} use {}",
+            if spelled == "-framerate" { "frame rate" } else { "size" },
+            if spelled == "-framerate" { "-r" } else { "-s" }
         )),
     }
 }
@@ -464,6 +521,15 @@ mod tests {
         );
         assert_eq!(rewritten("cs run -stream_loop 0 -i a -o b"), "cs run -i a -o b");
         assert_eq!(
+            rewritten("cs run -i a -s 64x32 -pix_fmt gray -q:v 3 -vsync cfr -r 10 -o b"),
+            "cs run -i a --output-size 64x32 --output-pix-fmt gray --encoder-opt q=3 --output-framerate 10 -o b"
+        );
+        assert_eq!(
+            rewritten("cs run -i a -map 0:v:0 -map 0:a? -fps_mode passthrough -o b"),
+            "cs run -i a -o b"
+        );
+        assert_eq!(rewritten("cs run -i a -map 0:v -o b"), "cs run -i a --no-audio -o b");
+        assert_eq!(
             rewritten("cs run -i a -movflags +faststart -o b.mp4"),
             "cs run -i a --muxer-opt movflags=+faststart -o b.mp4"
         );
@@ -494,11 +560,13 @@ mod tests {
         let none: Vec<String> = Vec::new();
         let error = rewrite(words("cs run -i a -stream_loop 3 -o b"), &none).unwrap_err();
         assert!(error.to_string().starts_with("-stream_loop `3`:"), "{error}");
-        let error = rewrite(words("cs run -i a -pix_fmt gray -o b"), &none).unwrap_err();
+        let error = rewrite(words("cs run -i a -video_size 64x32 -o b"), &none).unwrap_err();
         assert!(
-            error.to_string().starts_with("-pix_fmt applies to the input only"),
+            error.to_string().starts_with("-video_size applies to the input only"),
             "{error}"
         );
+        let error = rewrite(words("cs run -i a -vsync cfr -o b"), &none).unwrap_err();
+        assert!(error.to_string().contains("give -r RATE"), "{error}");
     }
 
     /// Every AVOption of FFmpeg 5.1's `ffmpeg -h full` (codecs', formats', protocols'), given

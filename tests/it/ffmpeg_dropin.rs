@@ -59,6 +59,9 @@ const VALUES: &[(&str, &str)] = &[
     ("stream_loop", "0"),
     ("vf", "sobel"),
     ("filter", "sobel"),
+    ("filter_complex", "sobel"),
+    ("lavfi", "sobel"),
+    ("r", "25"),
 ];
 
 /// Every option of FFmpeg's command line in the help's option tables (before its
@@ -180,8 +183,11 @@ fn global_options_and_stream_specifiers_are_read_as_ffmpeg_reads_them() {
         (&["-i", "in.mkv", "-c:a", "aac", "b.mkv"][..], "-c:a:"),
         (&["-i", "in.mkv", "-b:a", "96k", "b.mkv"][..], "-b:a:"),
         (&["-i", "in.mkv", "-c:0", "ffv1", "b.mkv"][..], "-c:0:"),
-        (&["-i", "in.mkv", "-q:v", "2", "b.mkv"][..], "-q:v:"),
-        (&["-i", "in.mkv", "-pix_fmt", "gray", "b.mkv"][..], "-pix_fmt "),
+        (&["-i", "in.mkv", "-q:a", "2", "b.mkv"][..], "-q:a:"),
+        (
+            &["-i", "in.mkv", "-framerate", "10", "b.mkv"][..],
+            "-framerate applies to the input only",
+        ),
         (
             &["-i", "in.mkv", "-no_such_option", "1", "b.mkv"][..],
             "-no_such_option:",

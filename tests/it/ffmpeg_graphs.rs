@@ -24,6 +24,13 @@ const COMMAND_LINES: &[&[&str]] = &[
     &["-vf", "unsharp=5:5:1.5,sobel"],
     &["-vf", "transpose=1,sobel,setsar=2"],
     &["-vf", "sobel,scale=48:-2,fps=30"],
+    // The output's size and pixel format: FFmpeg's scale and format after the chain.
+    &["-vf", "sobel", "-pix_fmt", "gray"],
+    &["-s", "48x32"],
+    &["-vf", "sobel", "-s", "64x40", "-pix_fmt", "yuv444p"],
+    // Timestamps passed through, the video and the audio mapped.
+    &["-map", "0:v:0", "-map", "0:a?", "-vf", "sobel", "-vsync", "0"],
+    &["-vf", "sobel", "-fps_mode", "passthrough"],
     // FFmpeg's documented sharpen: four matrices, the fourth (alpha) set aside.
     &[
         "-vf",
@@ -99,4 +106,84 @@ fn format_null_filters_every_frame_and_encodes_nothing() {
         run.stderr
     );
     assert!(!run.stderr.contains("libx264"), "{}", run.stderr);
+}
+
+/// `-q:v N` is FFmpeg's fixed quantiser (the QSCALE flag, global_quality N lambdas): MPEG-4
+/// Part 2 at `-q:v 2` gives FFmpeg's frames.
+#[test]
+fn q_v_is_ffmpegs_fixed_quantiser() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 96, 64, 6);
+    let words = ["-vf", "sobel", "-c:v", "mpeg4", "-q:v", "2"];
+    let mut ffmpeg_args = vec!["-i", "in.mkv"];
+    ffmpeg_args.extend_from_slice(&words);
+    ffmpeg_args.push("ffmpeg_q.mkv");
+    common::ffmpeg(dir.path(), &ffmpeg_args);
+    let mut args = vec!["-i", "in.mkv"];
+    args.extend_from_slice(&words);
+    args.push("convstream_q.mkv");
+    let run = common::run_on_cpu(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        framemd5(dir.path(), "convstream_q.mkv"),
+        framemd5(dir.path(), "ffmpeg_q.mkv")
+    );
+}
+
+/// `-r RATE` after `-i` gives the frames FFmpeg's fps filter gives, and says so: ffmpeg's own
+/// `-r` picks frames by its own rule, which can be a frame apart.
+#[test]
+fn output_rate_is_ffmpegs_fps_filter_and_says_so() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 64, 48, 12);
+    common::ffmpeg(
+        dir.path(),
+        &["-i", "in.mkv", "-vf", "sobel,fps=10", "-c:v", "ffv1", "ffmpeg.mkv"],
+    );
+    let run = common::run_on_cpu(
+        dir.path(),
+        &[
+            "-i",
+            "in.mkv",
+            "-vf",
+            "sobel",
+            "-r",
+            "10",
+            "-c:v",
+            "ffv1",
+            "convstream.mkv",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("-r 10: frames are repeated or dropped as FFmpeg's fps filter does"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        framemd5(dir.path(), "convstream.mkv"),
+        framemd5(dir.path(), "ffmpeg.mkv")
+    );
+}
+
+/// What the output options cannot be is refused, naming the option as typed.
+#[test]
+fn output_option_values_ffmpeg_refuses_are_refused_by_name() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 32, 16, 2);
+    for (words, named) in [
+        (&["-s", "12xq"][..], "-s \"12xq\""),
+        (&["-pix_fmt", "grey9"][..], "-pix_fmt \"grey9\""),
+        (&["-vsync", "cfr"][..], "-vsync: a constant rate needs one"),
+        (&["-q:v", "fast"][..], "q=fast (sink.options.q) is not a quantiser"),
+    ] {
+        let mut args = vec!["-i", "in.mkv"];
+        args.extend_from_slice(words);
+        args.push("out.mkv");
+        let run = common::run_on_cpu(dir.path(), &args);
+        assert_eq!(run.code, Some(2), "{words:?}: {}", run.stderr);
+        assert!(run.stderr.contains(named), "{words:?} names {named}: {}", run.stderr);
+        assert!(!dir.path().join("out.mkv").exists());
+    }
 }

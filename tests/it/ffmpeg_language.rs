@@ -96,8 +96,8 @@ fn errors_name_the_flag_as_typed() {
         "-stream_loop `3`: use -1",
     );
     usage_error(
-        &filter(dir.path(), &["-i", "in.mkv", "-pix_fmt", "gray", "out.mkv"]),
-        "-pix_fmt applies to the input only",
+        &filter(dir.path(), &["-i", "in.mkv", "-video_size", "64x32", "out.mkv"]),
+        "-video_size applies to the input only",
     );
     // A run of flags hears about flags, not about the config's places.
     let run = filter(dir.path(), &["-i", "in.mkv", "--streams", "99", "out.mkv"]);

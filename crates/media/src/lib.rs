@@ -26,6 +26,7 @@ pub use ffmpeg::encoders::{default_encoders, encoder_usable, first_usable, nvenc
 pub use ffmpeg::options::{option_owner, OptionOwner};
 pub use ffmpeg::{guess_muxer, init as init_ffmpeg, output_problems, PassthroughPacket};
 pub use graph::chain::{parse_chain, ChainError, ChainFilter};
+pub use graph::tail::OutputFilterOptions;
 pub use pipeline::snapshot::{Snapshot, SnapshotPlane, SnapshotStage};
 pub use pipeline::{
     cut_short_by_stop, decode_only, decode_only_on, fit_to_filter, panic_message, pooled_frames, run_all,

@@ -6,7 +6,9 @@ use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 
 use super::choice::{choose_codec, choose_format};
-use super::opening::{crf_problem, describe_encoder, is_uncompressed, open_encoder, settings_text, EncoderSetupError};
+use super::opening::{
+    crf_problem, describe_encoder, encoder_flags, is_uncompressed, open_encoder, settings_text, EncoderSetupError,
+};
 use super::setup::{codec_defaults, context, hdr_params, log_conversion, lossless_mode, time_base_for, user_options};
 use crate::ffmpeg::{ffmpeg_format, is_again, lend_to_ffmpeg, lossless_options, ColorInfo, SourceInfo};
 use convstream_config::SinkConfig;
@@ -30,6 +32,9 @@ pub struct VideoEncoder {
     last_pts: Option<i64>,
     converter: Option<Converter>,
     color: ColorInfo,
+    /// The fixed quantiser's lambda (`-q:v`), 0 without one: FFmpeg's command line gives
+    /// it to every picture too, which the MPEG encoders read.
+    quality: i32,
 }
 
 impl VideoEncoder {
@@ -60,6 +65,11 @@ impl VideoEncoder {
         hdr_params(&codec, source, &mut options);
         let settings = settings_text(&options);
         let encoder = open_encoder(encoder, codec, options, config, source, format, time_base)?;
+        let quality = match encoder_flags(&encoder).contains(codec::Flags::QSCALE) {
+            // SAFETY: the open encoder's context is valid; one integer field is read.
+            true => unsafe { (*encoder.as_ptr()).global_quality },
+            false => 0,
+        };
         // FFV1 and its kind are lossless whatever they are given; others when asked to be.
         let always_lossless = lossless_options(codec.name()).is_some_and(|options| options.is_empty());
         let description = describe_encoder(&encoder, codec, &settings, format, config.lossless || always_lossless);
@@ -74,6 +84,7 @@ impl VideoEncoder {
             last_pts: None,
             converter: None,
             color: source.color,
+            quality,
         })
     }
 
@@ -123,6 +134,10 @@ impl VideoEncoder {
         picture.set_color_space(self.color.space);
         picture.set_color_primaries(self.color.primaries);
         picture.set_color_transfer_characteristic(self.color.transfer);
+        if self.quality > 0 {
+            // SAFETY: `picture` owns a valid AVFrame; one integer field is written.
+            unsafe { (*picture.as_mut_ptr()).quality = self.quality };
+        }
         self.encoder.send_frame(&picture)
     }
 
