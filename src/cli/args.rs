@@ -274,6 +274,10 @@ pub(crate) struct RunArgs {
     /// it with -t or --frames.
     #[arg(long = "loop")]
     pub(crate) looping: bool,
+    /// Start over at the end of the input N times, then end: the input plays N + 1 times
+    /// (`-stream_loop N`; source.loop_count).
+    #[arg(long = "loop-count", value_name = "N")]
+    pub(crate) loop_count: Option<u64>,
     /// Keep the input's timestamps (`-copyts`; source.copyts). Without it the output starts
     /// at 0, as FFmpeg's does.
     #[arg(long)]

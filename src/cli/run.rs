@@ -110,6 +110,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         muxer_options: args.muxer_opts.clone(),
         realtime: args.realtime,
         looping: args.looping,
+        loop_count: args.loop_count,
         copyts: args.copyts,
     };
     let (file, base_dir) = match &args.config {

@@ -345,8 +345,9 @@ fn spelling_flags(
             return match value_text.trim().parse::<i64>() {
                 Ok(-1) => Ok(Some(vec!["--loop".into()])),
                 Ok(0) => Ok(Some(Vec::new())),
+                Ok(times) if times > 0 => Ok(Some(vec!["--loop-count".into(), times.to_string()])),
                 _ => Err(format!(
-                    "-stream_loop `{}`: use -1 (start over at the end, for ever: --loop) or 0 (play once); bound a loop with -t TIME or --frames N",
+                    "-stream_loop `{}`: use N (start over N times: the input plays N + 1 times), -1 (for ever: --loop) or 0 (play once)",
                     convstream_core::quoted(value_text)
                 )),
             }
@@ -521,6 +522,10 @@ mod tests {
         );
         assert_eq!(rewritten("cs run -stream_loop 0 -i a -o b"), "cs run -i a -o b");
         assert_eq!(
+            rewritten("cs run -stream_loop 2 -i a -o b"),
+            "cs run --loop-count 2 -i a -o b"
+        );
+        assert_eq!(
             rewritten("cs run -i a -s 64x32 -pix_fmt gray -q:v 3 -vsync cfr -r 10 -o b"),
             "cs run -i a --output-size 64x32 --output-pix-fmt gray --encoder-opt q=3 --output-framerate 10 -o b"
         );
@@ -558,8 +563,8 @@ mod tests {
     #[test]
     fn what_has_no_meaning_is_refused_by_name() {
         let none: Vec<String> = Vec::new();
-        let error = rewrite(words("cs run -i a -stream_loop 3 -o b"), &none).unwrap_err();
-        assert!(error.to_string().starts_with("-stream_loop `3`:"), "{error}");
+        let error = rewrite(words("cs run -i a -stream_loop x -o b"), &none).unwrap_err();
+        assert!(error.to_string().starts_with("-stream_loop `x`:"), "{error}");
         let error = rewrite(words("cs run -i a -video_size 64x32 -o b"), &none).unwrap_err();
         assert!(
             error.to_string().starts_with("-video_size applies to the input only"),

@@ -187,3 +187,24 @@ fn output_option_values_ffmpeg_refuses_are_refused_by_name() {
         assert!(!dir.path().join("out.mkv").exists());
     }
 }
+
+/// `-stream_loop N` plays the input N + 1 times, its timestamps going on as FFmpeg's do.
+#[test]
+fn stream_loop_n_plays_the_input_n_plus_one_times() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 64, 48, 5);
+    for loops in ["1", "2"] {
+        let (theirs, ours) = (format!("ffmpeg{loops}.mkv"), format!("convstream{loops}.mkv"));
+        let words = ["-stream_loop", loops, "-i", "in.mkv", "-vf", "sobel", "-c:v", "ffv1"];
+        let mut ffmpeg_args = words.to_vec();
+        ffmpeg_args.push(&theirs);
+        common::ffmpeg(dir.path(), &ffmpeg_args);
+        let mut args = words.to_vec();
+        args.push(&ours);
+        let run = common::run_on_cpu(dir.path(), &args);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let frames = framemd5(dir.path(), &ours);
+        assert_eq!(frames.lines().count(), 5 * (loops.parse::<usize>().unwrap() + 1));
+        assert_eq!(frames, framemd5(dir.path(), &theirs), "-stream_loop {loops}");
+    }
+}

@@ -92,8 +92,8 @@ fn errors_name_the_flag_as_typed() {
     assert!(!run.stderr.contains("--frames"), "{}", run.stderr);
     usage_error(&filter(dir.path(), &["-i", "in.mkv", "out.mkv", "-f"]), "'-f <FORMAT>'");
     usage_error(
-        &filter(dir.path(), &["-i", "in.mkv", "-stream_loop", "3", "out.mkv"]),
-        "-stream_loop `3`: use -1",
+        &filter(dir.path(), &["-i", "in.mkv", "-stream_loop", "twice", "out.mkv"]),
+        "-stream_loop `twice`: use N",
     );
     usage_error(
         &filter(dir.path(), &["-i", "in.mkv", "-video_size", "64x32", "out.mkv"]),

@@ -70,6 +70,8 @@ pub struct Overrides {
     pub realtime: bool,
     /// `--loop` (`-stream_loop -1`): start over at the end.
     pub looping: bool,
+    /// `--loop-count N` (`-stream_loop N`): start over N times, then end (source.loop_count).
+    pub loop_count: Option<u64>,
     /// `--copyts`: keep the input's timestamps.
     pub copyts: bool,
 }
@@ -103,6 +105,7 @@ impl Overrides {
             || !self.muxer_options.is_empty()
             || self.realtime
             || self.looping
+            || self.loop_count.is_some()
             || self.copyts
     }
 
@@ -200,7 +203,8 @@ impl Overrides {
         pipeline.source.options.extend(self.input_options.iter().cloned());
         pipeline.sink.muxer_options.extend(self.muxer_options.iter().cloned());
         pipeline.source.realtime |= self.realtime;
-        pipeline.source.looping |= self.looping;
+        pipeline.source.looping |= self.looping || self.loop_count.is_some();
+        pipeline.source.loop_count = self.loop_count.or(pipeline.source.loop_count);
         pipeline.source.copyts |= self.copyts;
         if self.no_audio {
             pipeline.sink.audio = false;

@@ -204,6 +204,10 @@ pub struct SourceConfig {
     /// Start over at the end of the input.
     #[serde(default, rename = "loop")]
     pub looping: bool,
+    /// With `loop`: start over this many times, then end (FFmpeg's `-stream_loop N`: the
+    /// input plays N + 1 times); unset: for ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_count: Option<u64>,
     /// Pace reading at the stream's frame rate (for testing live setups with files).
     #[serde(default)]
     pub realtime: bool,
@@ -254,6 +258,7 @@ impl SourceConfig {
             decoder: default_decoder(),
             threads: 0,
             looping: false,
+            loop_count: None,
             realtime: false,
             live: None,
             drop: DropPolicy::default(),

@@ -33,9 +33,14 @@ pub(super) fn trimmed_length(expected: Option<u64>, source: &SourceConfig, frame
     };
     let by_duration = source.duration.filter(|_| frame_rate > 0.0).map(at_rate);
     let lengths = [after_start, by_duration, source.frames];
-    // Looping repeats the input: only `frames` bounds it.
+    // Looping repeats the input: only `frames` bounds it, or a count of passes.
     if source.looping {
-        return source.frames;
+        let passes = source.loop_count.and_then(|count| count.checked_add(1));
+        let repeated = match (expected, passes, source.start, source.duration) {
+            (Some(n), Some(passes), None, None) => n.checked_mul(passes),
+            _ => None,
+        };
+        return [repeated, source.frames].into_iter().flatten().min();
     }
     lengths.into_iter().flatten().min()
 }

@@ -33,6 +33,8 @@ pub(super) struct LoopState {
     span: Option<(i64, i64)>,
     /// How long a packet without a duration lasts: one frame (the video stream's time base).
     frame_ticks: i64,
+    /// How many times the input started over.
+    pub(super) restarts: u64,
 }
 
 impl LoopState {
@@ -50,6 +52,7 @@ impl LoopState {
             shift: 0,
             span: None,
             frame_ticks,
+            restarts: 0,
         }
     }
 

@@ -309,7 +309,9 @@ impl Source {
         frames: &Sender<Frame>,
         counters: &Counters,
     ) -> Result<bool, SourceError> {
-        let allowed = !state.trim.bounds_time() && !state.trim.frames_exhausted(state.next_index);
+        // `loop_count`: the input starts over that many times, then ends.
+        let more = self.config.loop_count.is_none_or(|count| self.looping.restarts < count);
+        let allowed = more && !state.trim.bounds_time() && !state.trim.frames_exhausted(state.next_index);
         let file_seconds = (self.input.duration() > 0).then(|| self.input.duration() as f64 / 1e6);
         if self
             .looping
@@ -317,12 +319,14 @@ impl Source {
         {
             tracing::debug!(input = %self.info.url, "looped with the decoder kept");
             self.seek_to_start(state)?;
+            self.looping.restarts += 1;
             return Ok(true);
         }
         self.decoder.finish(state, frames, counters)?;
-        if !state.start_new_pass() {
+        if !more || !state.start_new_pass() {
             return Ok(false);
         }
+        self.looping.restarts += 1;
         self.seek_to_start(state)?;
         self.decoder.flush();
         Ok(true)
