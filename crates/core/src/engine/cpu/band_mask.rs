@@ -1,7 +1,9 @@
 //! A mask as the band loops take it ([`BandMask`]): its taps a mask row at a time, with
-//! offsets in samples, and the lanes its sums are made in. f32 sums keep every tap in the
+//! offsets in samples, and the lanes its sums are made in. f32 sums add the taps in the
 //! kernels' order (mask row by mask row, left to right; a rank-one mask's row pass, then its
-//! column pass). When every tap is a whole number and the taps' magnitudes times the largest
+//! column pass); a zero tap adds exactly nothing to a finite value (`fma(0, v, s) == s`), so
+//! it is left out for integer samples, and for float values on rows with no infinity or NaN
+//! (whose NaN the kernels' zero taps make). When every tap is a whole number and the taps' magnitudes times the largest
 //! sample stay within 2^24, every partial sum the kernels make is a whole number f32 holds
 //! exactly, whatever the order, and the sums are the same exact integers on every path: such
 //! masks take integer lanes (16-bit when every partial sum fits, else 32-bit), zero taps left
@@ -48,6 +50,19 @@ pub(super) struct BandMask {
     /// no divisor, no FFmpeg arithmetic, no magnitude, a whole bias): done in integers then.
     pub(super) integer_bias: Option<i32>,
     pub(super) finish: Finish,
+    /// Float values' taps without their zeros, where the mask has any (see [`SparseTaps`]).
+    pub(super) sparse: Option<SparseTaps>,
+}
+
+/// A mask's taps without their zeros, for float values: a zero tap adds exactly nothing to a
+/// sum of finite values (`fma(0, v, s) == s`), so the rows whose values are all finite take
+/// these; a row holding an infinity or a NaN takes every tap, whose zero makes the NaN the
+/// kernels make.
+pub(super) struct SparseTaps {
+    pub(super) rows: Vec<Taps>,
+    pub(super) second: Option<Vec<Taps>>,
+    /// A rank-one mask's row factor.
+    pub(super) across: Option<Taps>,
 }
 
 /// Whether `value` is a whole number f32 holds exactly.
@@ -72,31 +87,47 @@ fn tap_rows(taps: &[f32], width: usize, channels: usize, keep_zeros: bool) -> Ve
 impl BandMask {
     /// `mask` over samples of `depth` with `channels` channels.
     pub(super) fn of(mask: &Mask, depth: SampleDepth, channels: usize) -> BandMask {
+        // Integer samples and their row sums are finite: zero taps add nothing to them.
         BandMask::exact(mask, depth, channels)
-            .unwrap_or_else(|| BandMask::in_f32(mask, channels, Finish::of(mask, depth)))
+            .unwrap_or_else(|| BandMask::in_f32(mask, channels, Finish::of(mask, depth), false))
     }
 
     /// `mask` over float32 values with `channels` channels: f32 lanes, every tap kept (a zero
-    /// tap times an infinite value is NaN, as on the GPU), the float finish.
+    /// tap times an infinite value is NaN, as on the GPU) and, where the mask has zeros, the
+    /// taps without them for rows of finite values; the float finish.
     pub(super) fn of_floats(mask: &Mask, channels: usize) -> BandMask {
-        BandMask::in_f32(mask, channels, Finish::of_floats(mask))
+        let mut band = BandMask::in_f32(mask, channels, Finish::of_floats(mask), true);
+        let sparse = BandMask::in_f32(mask, channels, band.finish, false);
+        let taps = |band: &BandMask| {
+            let count = |rows: &[Taps]| rows.iter().map(Vec::len).sum::<usize>();
+            count(&band.rows) + band.second.as_deref().map_or(0, count) + band.factors.as_ref().map_or(0, |f| f.1.len())
+        };
+        if taps(&sparse) < taps(&band) {
+            band.sparse = Some(SparseTaps {
+                rows: sparse.rows,
+                second: sparse.second,
+                across: sparse.factors.map(|(_, across)| across),
+            });
+        }
+        band
     }
 
-    /// `mask` in f32 lanes, every tap kept, in the kernels' order.
-    fn in_f32(mask: &Mask, channels: usize, finish: Finish) -> BandMask {
+    /// `mask` in f32 lanes, in the kernels' order; zero taps left out unless `keep_zeros`.
+    fn in_f32(mask: &Mask, channels: usize, finish: Finish, keep_zeros: bool) -> BandMask {
         BandMask {
             width: mask.width(),
             height: mask.height(),
-            rows: tap_rows(&mask.correlation_taps(), mask.width(), channels, true),
+            rows: tap_rows(&mask.correlation_taps(), mask.width(), channels, keep_zeros),
             second: mask
                 .second_correlation_taps()
-                .map(|s| tap_rows(&s, mask.width(), channels, true)),
+                .map(|s| tap_rows(&s, mask.width(), channels, keep_zeros)),
             factors: mask
                 .correlation_factors()
-                .map(|(column, row)| (column, tap_rows(&row, mask.width(), channels, true).remove(0))),
+                .map(|(column, row)| (column, tap_rows(&row, mask.width(), channels, keep_zeros).remove(0))),
             lanes: Lanes::F32,
             integer_bias: None,
             finish,
+            sparse: None,
         }
     }
 
@@ -152,6 +183,7 @@ impl BandMask {
             },
             integer_bias,
             finish,
+            sparse: None,
         })
     }
 }
@@ -185,8 +217,21 @@ mod tests {
         assert_eq!(float.lanes, Lanes::F32);
         assert_eq!(
             float.rows.iter().map(Vec::len).sum::<usize>(),
+            5,
+            "integer samples' f32 sums leave zero taps out: they add nothing to finite values"
+        );
+        let floats = BandMask::of_floats(&Mask::from_spec("sharpen:amount=0.5").expect("a mask"), 1);
+        assert_eq!(
+            floats.rows.iter().map(Vec::len).sum::<usize>(),
             9,
-            "f32 sums keep every tap"
+            "float values keep every tap"
+        );
+        let sparse = floats.sparse.expect("the taps without zeros");
+        assert_eq!(sparse.rows.iter().map(Vec::len).sum::<usize>(), 5);
+        assert!(
+            BandMask::of_floats(&Mask::from_spec("gaussian:size=5").expect("a mask"), 1)
+                .sparse
+                .is_none()
         );
         let wide = "custom:matrix=[[255,255,255],[255,255,255],[255,255,255]]";
         assert_eq!(band(wide, eight).lanes, Lanes::I32, "9 * 255 * 255 passes i16");

@@ -79,6 +79,8 @@ struct BandPlan<'a, T> {
     second: Option<Vec<Vec<(usize, T)>>>,
     /// A rank-one mask's column taps (offset 0, one per mask row) and row taps.
     factors: Option<(LaneTaps<T>, LaneTaps<T>)>,
+    /// The taps without zeros, for rows of finite values (see `band_mask::SparseTaps`).
+    sparse: Option<SparseLanes<T>>,
     xmap: EdgeMap,
     ymap: EdgeMap,
     band: usize,
@@ -92,6 +94,13 @@ struct BandPlan<'a, T> {
     out_stride: usize,
     /// Bytes between output pixels (at least `pixel_bytes`).
     out_pixel: usize,
+}
+
+/// `band_mask::SparseTaps` as lanes.
+struct SparseLanes<T> {
+    rows: Vec<Vec<(usize, T)>>,
+    second: Option<Vec<Vec<(usize, T)>>>,
+    across: Option<LaneTaps<T>>,
 }
 
 /// Where a band works: output rows from `first` on, output columns `columns` of them.
@@ -121,6 +130,14 @@ fn convolve_lanes<T: Lane>(
         rows: as_lanes::<T>(&mask.rows),
         second: mask.second.as_deref().map(as_lanes::<T>),
         factors,
+        sparse: mask.sparse.as_ref().map(|sparse| SparseLanes {
+            rows: as_lanes::<T>(&sparse.rows),
+            second: sparse.second.as_deref().map(as_lanes::<T>),
+            across: sparse
+                .across
+                .as_ref()
+                .map(|across| as_lanes::<T>(std::slice::from_ref(across)).remove(0)),
+        }),
         xmap: EdgeMap::new(src.width, mask.width, border),
         ymap: EdgeMap::new(src.height, mask.height, border),
         band: band_rows(src.height, mask.height),
@@ -225,6 +242,7 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
     if plan.second.is_some() {
         buffers.second.resize(row_len, T::default());
     }
+    buffers.finite.resize(ring_rows, false);
     let mut next = 0;
     let x0 = area.columns.start;
     for i in 0..span {
@@ -233,9 +251,19 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
             match &plan.factors {
                 Some((_, across)) => {
                     pad_row(src, sy, &plan.xmap, x0, &mut buffers.padded);
+                    let sparse = plan.sparse.as_ref().and_then(|sparse| sparse.across.as_ref());
+                    let across = match sparse {
+                        Some(sparse) if T::all_finite(&buffers.padded) => sparse,
+                        _ => across,
+                    };
                     sum_blocked::<T, BLOCK>(&[(&buffers.padded, across.as_slice())], slot);
                 }
-                None => pad_row(src, sy, &plan.xmap, x0, slot),
+                None => {
+                    pad_row(src, sy, &plan.xmap, x0, slot);
+                    if plan.sparse.is_some() {
+                        buffers.finite[i % ring_rows] = T::all_finite(slot);
+                    }
+                }
             }
         }
         // Output rows whose source rows have all been converted.
@@ -268,9 +296,15 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
                 // A rank-one mask waits for a whole group until the band's last rows.
                 (Some(_), _) => break,
                 (None, second) => {
-                    let rows: Vec<&[(usize, T)]> = plan.rows.iter().map(Vec::as_slice).collect();
+                    // Rows of finite values alone take the taps without zeros.
+                    let finite = || (next..next + height).all(|j| source(j).is_none() || buffers.finite[j % ring_rows]);
+                    let (taps, second) = match &plan.sparse {
+                        Some(sparse) if finite() => (&sparse.rows, sparse.second.as_ref()),
+                        _ => (&plan.rows, second.as_ref()),
+                    };
+                    let rows: Vec<&[(usize, T)]> = taps.iter().map(Vec::as_slice).collect();
                     sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, source, &rows), &mut buffers.sums[..row_len]);
-                    second.as_ref().map(|second| {
+                    second.map(|second| {
                         let rows: Vec<&[(usize, T)]> = second.iter().map(Vec::as_slice).collect();
                         sum_blocked::<T, BLOCK>(&ring_tap_rows(ring, next, source, &rows), &mut buffers.second);
                         buffers.second.as_slice()

@@ -19,6 +19,8 @@ pub(super) struct BandBuffers<T> {
     pub(super) floats: Vec<f32>,
     /// A row's samples before they are spread to an output whose pixels are apart.
     pub(super) spread: Vec<u8>,
+    /// Whether each ring slot's values are all finite (float values with sparse taps only).
+    pub(super) finite: Vec<bool>,
 }
 
 /// The lanes sums are made in: i16 or i32 (exact sums) or f32.
@@ -37,6 +39,8 @@ pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     fn to_f32(self) -> f32;
     /// f32 lanes' sums as they are, for the finishing step (integer lanes: `None`).
     fn as_floats(sums: &[Self]) -> Option<&[f32]>;
+    /// Whether every value is finite (integer lanes always are).
+    fn all_finite(values: &[Self]) -> bool;
     /// Runs `work` with this thread's band buffers for these lanes, kept from one band (and
     /// one plane) to the next: a band's rows are converted into memory already in the cache
     /// instead of into new, zeroed buffers.
@@ -85,6 +89,9 @@ impl Lane for i16 {
     fn as_floats(_sums: &[i16]) -> Option<&[f32]> {
         None
     }
+    fn all_finite(_values: &[i16]) -> bool {
+        true
+    }
     fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i16>) -> R) -> R {
         with_thread_buffers!(i16, work)
     }
@@ -118,6 +125,9 @@ impl Lane for i32 {
     fn as_floats(_sums: &[i32]) -> Option<&[f32]> {
         None
     }
+    fn all_finite(_values: &[i32]) -> bool {
+        true
+    }
     fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i32>) -> R) -> R {
         with_thread_buffers!(i32, work)
     }
@@ -150,6 +160,11 @@ impl Lane for f32 {
     }
     fn as_floats(sums: &[f32]) -> Option<&[f32]> {
         Some(sums)
+    }
+    #[inline(always)]
+    fn all_finite(values: &[f32]) -> bool {
+        // A fold rather than `all`, which stops early and so does not vectorise.
+        values.iter().fold(true, |finite, v| finite & v.is_finite())
     }
     fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<f32>) -> R) -> R {
         with_thread_buffers!(f32, work)
