@@ -340,7 +340,10 @@ fn chains_convstream_cannot_run_are_refused_naming_why() {
         ),
         ("sobel,convolution=0m=1 1 1 1 1 1 1 1 1", "two filters"),
         ("fps=10,sobel", "timing"),
-        ("crop=100:100,sobel", "FFmpeg cannot set up `crop=100:100`"),
+        (
+            "crop=100:100,sobel",
+            "FFmpeg cannot set up `crop=100:100,(the convolution filters)`: Invalid too big",
+        ),
         ("[in]split[a][b]", "open outputs"),
         ("gblur=sigma=-3", "Value -3.000000 for parameter 'sigma' out of range"),
         ("sobel=::::", "No option name"),

@@ -24,6 +24,10 @@ const COMMAND_LINES: &[&[&str]] = &[
     &["-vf", "unsharp=5:5:1.5,sobel"],
     &["-vf", "transpose=1,sobel,setsar=2"],
     &["-vf", "sobel,scale=48:-2,fps=30"],
+    // FFmpeg negotiates one pixel format over the whole graph: here the scale gives gray
+    // and sobel runs on gray; and 4:4:4 for the convolution.
+    &["-vf", "scale=64:-2,sobel,format=gray"],
+    &["-vf", "scale=48:-2,convolution=0m=1 2 1 2 4 2 1 2 1,format=yuv444p"],
     // The output's size and pixel format: FFmpeg's scale and format after the chain.
     &["-vf", "sobel", "-pix_fmt", "gray"],
     &["-s", "48x32"],
@@ -207,4 +211,50 @@ fn stream_loop_n_plays_the_input_n_plus_one_times() {
         assert_eq!(frames.lines().count(), 5 * (loops.parse::<usize>().unwrap() + 1));
         assert_eq!(frames, framemd5(dir.path(), &theirs), "-stream_loop {loops}");
     }
+}
+
+/// A config's FFmpeg chains (`filter.ffmpeg_before`, `filter.ffmpeg_after`) are read by
+/// libavfilter when the config is checked, each problem in FFmpeg's words under its field;
+/// a good config runs them as `-vf` would.
+#[test]
+fn config_chains_are_checked_in_ffmpegs_words_and_run_as_its_own() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 97, 61, 4);
+    let config = |before: &str, after: &str| {
+        format!(
+            "[[pipeline]]\nname = \"cam1\"\nsource = {{ url = \"in.mkv\" }}\nsink = {{ url = \"convstream.mkv\", codec = \"ffv1\" }}\n[pipeline.filter]\nmask = \"identity\"\ndevice = \"cpu\"\nffmpeg_before = \"{before}\"\nffmpeg_after = \"{after}\"\n"
+        )
+    };
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        config("scale=64:-2,gblur=sigma=-3", "nosuch"),
+    )
+    .unwrap();
+    let run = common::run_in(dir.path(), &["check", "--config", "bad.toml"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    for said in [
+        "filter.ffmpeg_before: FFmpeg refuses the filter graph: Value -3.000000 for parameter 'sigma' out of range",
+        "filter.ffmpeg_after: FFmpeg refuses the filter graph: No such filter: 'nosuch'",
+    ] {
+        assert!(run.stderr.contains(said), "{said}:\n{}", run.stderr);
+    }
+    std::fs::write(dir.path().join("good.toml"), config("scale=64:-2", "format=gray")).unwrap();
+    let run = common::run_in(dir.path(), &["run", "--no-progress", "--config", "good.toml"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    common::ffmpeg(
+        dir.path(),
+        &[
+            "-i",
+            "in.mkv",
+            "-vf",
+            "scale=64:-2,format=gray",
+            "-c:v",
+            "ffv1",
+            "ffmpeg.mkv",
+        ],
+    );
+    assert_eq!(
+        framemd5(dir.path(), "convstream.mkv"),
+        framemd5(dir.path(), "ffmpeg.mkv")
+    );
 }

@@ -1,6 +1,6 @@
-//! What only FFmpeg can tell of an output before it opens, for the configuration's checks:
-//! the config crate knows no FFmpeg, so validation is handed [`output_problems`] as its
-//! `OutputCheck`.
+//! What only FFmpeg can tell of an output before it opens, and of the filter's FFmpeg
+//! chains, for the configuration's checks: the config crate knows no FFmpeg, so validation
+//! is handed [`output_problems`] as its `OutputCheck`.
 
 use convstream_config::{container_of_scheme, OutputTarget, PipelineConfig, Place, Problem};
 use convstream_core::quoted;
@@ -10,11 +10,37 @@ use super::{ffv1_unavailable, guess_muxer, lossless_options, lossless_unavailabl
 
 /// Container and codec problems that FFmpeg would report only when the output opens: an
 /// unknown container or encoder, a codec the container cannot carry, `lossless` that the
-/// container or the encoder cannot honour. The config's [`OutputCheck`] for every front end
+/// container or the encoder cannot honour; and the filter's FFmpeg chains that libavfilter
+/// refuses. The config's [`OutputCheck`] for every front end
 /// whose outputs FFmpeg opens.
 ///
 /// [`OutputCheck`]: convstream_config::OutputCheck
 pub fn output_problems(pipeline: &PipelineConfig) -> Vec<Problem> {
+    let mut problems = placed(chain_problems(pipeline), &Place::Pipeline(pipeline.name.clone()));
+    problems.extend(sink_problems(pipeline));
+    problems
+}
+
+/// FFmpeg's filter chains of the filter (`ffmpeg_before`, `ffmpeg_after`), read by libavfilter
+/// as they will be run: its complaint (a filter it has not, an option out of range) is the
+/// problem. What depends on the input (a crop larger than the picture) waits for it.
+fn chain_problems(pipeline: &PipelineConfig) -> Vec<Problem> {
+    let filter = &pipeline.filter;
+    [
+        ("filter.ffmpeg_before", &filter.ffmpeg_before),
+        ("filter.ffmpeg_after", &filter.ffmpeg_after),
+    ]
+    .into_iter()
+    .filter_map(|(field, chain)| Some((field, chain.as_deref()?)))
+    .filter_map(|(field, chain)| {
+        let error = crate::graph::chain::parse_chain(field, chain).err()?;
+        Some(Problem::value(field, error.reason))
+    })
+    .collect()
+}
+
+/// The sink's problems (see [`output_problems`]).
+fn sink_problems(pipeline: &PipelineConfig) -> Vec<Problem> {
     let sink = &pipeline.sink;
     let place = Place::Pipeline(pipeline.name.clone());
     let target = OutputTarget::of(&sink.url);

@@ -256,6 +256,11 @@ fn filter_texts(text: &str) -> Vec<String> {
     parts.iter().map(|part| unlabelled(part)).collect()
 }
 
+/// How many filters a chain (`a,b,c`) has, as FFmpeg splits it.
+pub(crate) fn filter_count(text: &str) -> usize {
+    filter_texts(text).len()
+}
+
 /// The filter's name as written: before `=` and any `@instance` name.
 fn filter_name(text: &str) -> &str {
     let name = text.split_once('=').map_or(text, |(name, _)| name);

@@ -41,11 +41,16 @@ impl HostGraph {
     /// Builds and configures `chain` for pictures like `input`. The error is FFmpeg's first
     /// complaint (an option out of range, a size the input cannot give).
     pub fn new(chain: &str, input: &Pictures) -> Result<HostGraph, String> {
+        Self::new_shown(chain, chain, input)
+    }
+
+    /// [`HostGraph::new`], its messages quoting `shown` for the chain.
+    fn new_shown(chain: &str, shown: &str, input: &Pictures) -> Result<HostGraph, String> {
         crate::ffmpeg::init();
         let fail = |what: &str, first: Option<String>, e: ffmpeg::Error| {
             format!(
                 "FFmpeg cannot {what} `{}`: {}",
-                convstream_core::quoted(chain),
+                convstream_core::quoted(shown),
                 first.unwrap_or_else(|| e.to_string())
             )
         };
@@ -107,6 +112,36 @@ impl HostGraph {
                 aspect_ratio: ffmpeg::ffi::av_buffersink_get_sample_aspect_ratio(raw).into(),
             })
         }
+    }
+
+    /// The pixel format FFmpeg would filter the convolution filters in, for pictures like
+    /// `input` going through `before`, the convolution filters and `after` as one graph: its
+    /// format negotiation looks through a whole graph (`scale=640:-2,sobel,format=gray`
+    /// scales straight to gray and runs `sobel` on gray), where convstream runs three
+    /// pieces. `convolution` stands for the engine's filters: FFmpeg's `sobel`, `prewitt` and
+    /// `roberts` are the same filter with the same formats.
+    pub fn engine_format(before: Option<&str>, after: Option<&str>, input: &Pictures) -> Result<Pixel, String> {
+        let joined = |engine: &str| {
+            [before, Some(engine), after]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut graph = HostGraph::new_shown(&joined("convolution"), &joined("(the convolution filters)"), input)?;
+        // FFmpeg names a parsed filter by its place in the chain.
+        let at = before.map_or(0, crate::graph::chain::filter_count);
+        let Some(filter) = graph.graph.get(&format!("Parsed_convolution_{at}")) else {
+            return Err("FFmpeg's graph lost its convolution filter".into());
+        };
+        // SAFETY: `filter` is a configured filter of `graph` with one input, whose link
+        // holds the negotiated format.
+        let format = unsafe {
+            let raw = filter.as_ptr();
+            let link = *(*raw).inputs;
+            std::mem::transmute::<i32, ffmpeg::ffi::AVPixelFormat>((*link).format)
+        };
+        Ok(Pixel::from(format))
     }
 
     /// The pictures the graph gives.
@@ -197,6 +232,17 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].width(), out[0].height(), out[0].pts()), (16, 8, Some(7)));
         assert_eq!(out[0].data(0)[0], 9);
+    }
+
+    #[test]
+    fn the_engines_format_is_the_one_ffmpeg_negotiates_over_the_whole_graph() {
+        let yuv = Pictures {
+            format: Pixel::YUV420P,
+            ..gray(64, 48)
+        };
+        let format = HostGraph::engine_format(Some("scale=32:-2"), Some("format=gray"), &yuv).unwrap();
+        assert_eq!(format, Pixel::GRAY8);
+        assert_eq!(HostGraph::engine_format(None, None, &yuv).unwrap(), Pixel::YUV420P);
     }
 
     #[test]

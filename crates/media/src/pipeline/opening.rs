@@ -247,10 +247,8 @@ fn refuse_protected_input(settings: &PipelineSettings, options: &RunOptions) -> 
 /// the filter cannot work on them, joined by "; ". Shared by pipelines and the Python
 /// module's reader.
 pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Source, String> {
-    let source = match &settings.config.filter.ffmpeg_before {
-        Some(chain) => source.with_filters_before(chain)?,
-        None => source,
-    };
+    let filter = &settings.config.filter;
+    let source = source.with_ffmpeg_filters(filter.ffmpeg_before.as_deref(), filter.ffmpeg_after.as_deref())?;
     let source = match settings.source.depth {
         Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
             Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),

@@ -63,18 +63,48 @@ impl Source {
         self
     }
 
-    /// Runs FFmpeg's `chain` (a libavfilter chain) on each decoded picture: frames are what
-    /// it gives (size, format, aspect), and what the rest of the pipeline is set up for. The
-    /// chain must give one picture for each (FFmpeg's filters that add, drop or retime
-    /// frames, such as `fps`, go after the convolution). NVDEC's pictures are refused: they
-    /// are on the GPU, where FFmpeg's filters are not.
-    pub fn with_filters_before(mut self, chain: &str) -> Result<Source, String> {
-        if self.decoder.is_hardware() {
-            return Err(format!(
-                "FFmpeg's filters before the convolution (`{}`) take pictures in host memory, and NVDEC leaves them on the GPU: decode in software (--decoder software), or put those filters after the convolution",
-                convstream_core::quoted(chain)
-            ));
+    /// Runs FFmpeg's `before` chain (a libavfilter chain) on each decoded picture: frames
+    /// are what it gives (size, format, aspect), and what the rest of the pipeline is set up
+    /// for. The chain must give one picture for each (FFmpeg's filters that add, drop or
+    /// retime frames, such as `fps`, go after the convolution). With `after` (the chain after
+    /// the engine), the frames come in the pixel format FFmpeg would run the convolution in
+    /// with both around it as one graph (see [`HostGraph::engine_format`]), converted by
+    /// `before` as FFmpeg converts. NVDEC's pictures are refused a `before` chain: they are
+    /// on the GPU, where FFmpeg's filters are not.
+    pub fn with_ffmpeg_filters(self, before: Option<&str>, after: Option<&str>) -> Result<Source, String> {
+        if before.is_none() && after.is_none() {
+            return Ok(self);
         }
+        if self.decoder.is_hardware() {
+            return match before {
+                None => Ok(self),
+                Some(chain) => Err(format!(
+                    "FFmpeg's filters before the convolution (`{}`) take pictures in host memory, and NVDEC leaves them on the GPU: decode in software (--decoder software), or put those filters after the convolution",
+                    convstream_core::quoted(chain)
+                )),
+            };
+        }
+        let video = self.decoder.video();
+        let input = Pictures {
+            width: video.width(),
+            height: video.height(),
+            format: video.format(),
+            time_base: self.info.time_base,
+            frame_rate: self.info.frame_rate,
+            aspect_ratio: self.info.aspect_ratio,
+        };
+        let negotiated = HostGraph::engine_format(before, after, &input)?;
+        let format_name = negotiated.descriptor().map(|d| d.name()).unwrap_or("none");
+        let chain = match before {
+            Some(chain) => format!("{chain},format=pix_fmts={format_name}"),
+            None if negotiated != input.format => format!("format=pix_fmts={format_name}"),
+            None => return Ok(self),
+        };
+        self.with_filters_before(&chain)
+    }
+
+    /// Runs FFmpeg's `chain` on each decoded picture (see [`Source::with_ffmpeg_filters`]).
+    fn with_filters_before(mut self, chain: &str) -> Result<Source, String> {
         let video = self.decoder.video();
         let input = Pictures {
             width: video.width(),
