@@ -731,7 +731,7 @@ class Filter:
         if self._channels is not None:
             raise ValueError("planes: device arrays are filtered whole; use planes='all'")
         planes, channels = _device.pixel_planes(view, layout, "input")
-        _device.row_layout(planes, "input")
+        _device.read_layout(planes, "input")
         device = self._device_asked
         if device == "cpu":
             raise ValueError(
@@ -761,11 +761,16 @@ class Filter:
             self._stream_filter = NativeStreamFilter(self._native)
         height, width = planes.shape[-2], planes.shape[-1] // channels
         if height and width:
-            for src, dst, count, src_pitch, src_plane, dst_pitch, dst_plane in _device.launches(planes, target_planes):
+            for src, dst, count, src_pitch, src_plane, dst_pitch, dst_plane, src_sample in _device.launches(
+                planes, target_planes
+            ):
                 if count == 0:
                     continue
                 placement = ((src, dst), (height, width), (src_pitch, src_plane), (dst_pitch, dst_plane))
-                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle, channels)
+                # A pixel's samples are side by side: the pixels are `channels` samples apart
+                # when packed, a strided view's sample stride when it has one channel.
+                pixel = src_sample * channels
+                self._stream_filter.launch(view.ordinal, placement, count, values, depth, handle, channels, pixel)
             if self._sync or wait:
                 # Once, after every launch of the call.
                 self._stream_filter.synchronize(view.ordinal, handle)

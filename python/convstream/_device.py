@@ -330,7 +330,7 @@ def pixel_planes(view: DeviceArray, layout: Optional[str], name: str) -> Tuple[D
 
 def row_layout(view: DeviceArray, name: str) -> int:
     """The bytes between rows of ``view``'s planes, refused unless each row's samples are
-    packed (the last dimension's stride is the sample size)."""
+    packed (the last dimension's stride is the sample size): what an output must be."""
     if len(view.shape) < 2:
         raise ValueError(f"a device array is (..., H, W); got shape {view.shape}")
     itemsize = view.dtype.itemsize
@@ -349,6 +349,25 @@ def row_layout(view: DeviceArray, name: str) -> int:
     return row_stride if height > 1 else width * itemsize
 
 
+def read_layout(view: DeviceArray, name: str) -> Tuple[int, int]:
+    """The bytes between rows and between samples of ``view``'s planes, read where they are
+    (a crop, every other column, a transposed view): any positive strides of whole samples.
+    Negative strides (a flipped CuPy view) are refused with what to do."""
+    if len(view.shape) < 2:
+        raise ValueError(f"a device array is (..., H, W); got shape {view.shape}")
+    itemsize = view.dtype.itemsize
+    height, width = view.shape[-2], view.shape[-1]
+    row_stride = view.strides[-2] if height > 1 else width * itemsize
+    sample_stride = view.strides[-1] if width > 1 else itemsize
+    for what, stride in (("rows", row_stride), ("samples", sample_stride)):
+        if stride <= 0 or stride % itemsize:
+            raise ValueError(
+                f"the {name}'s {what} are {stride} bytes apart (shape {view.shape}, strides {view.strides}); "
+                "GPU arrays are read at positive strides of whole samples: pass .contiguous() / cupy.ascontiguousarray"
+            )
+    return row_stride, sample_stride
+
+
 def check_out(view: DeviceArray, out: DeviceArray) -> None:
     """Refuses an ``out=`` that does not match the input (shape, dtype, GPU) or shares memory with it."""
     if out.shape != view.shape or out.dtype != view.dtype:
@@ -361,12 +380,12 @@ def check_out(view: DeviceArray, out: DeviceArray) -> None:
         raise ValueError("out shares memory with the input; a convolution cannot be written over its own input")
 
 
-def launches(view: DeviceArray, out: DeviceArray) -> List[Tuple[int, int, int, int, int, int, int]]:
+def launches(view: DeviceArray, out: DeviceArray) -> List[Tuple[int, ...]]:
     """The launches that filter ``view`` into ``out``: ``(source, output, planes, source row
-    pitch, source plane stride, output row pitch, output plane stride)`` each. The innermost
-    leading dimensions whose strides nest in both arrays (all of a contiguous (N, C, H, W)
-    tensor, or of a slice of one) make one batch; each index of the outer ones that do not
-    takes a launch of its own."""
+    pitch, source plane stride, output row pitch, output plane stride, source sample pitch)``
+    each. The innermost leading dimensions whose strides nest in both arrays (all of a
+    contiguous (N, C, H, W) tensor, or of a slice of one) make one batch; each index of the
+    outer ones that do not takes a launch of its own."""
     layout = _launch_layout(view.shape, view.strides, out.shape, out.strides, view.dtype.itemsize)
     return [(view.address + s, out.address + d, *rest) for s, d, *rest in layout]
 
@@ -381,7 +400,7 @@ def _launch_layout(
     dtype = np.dtype(f"u{itemsize}") if itemsize in (1, 2) else np.dtype(np.float32)
     view = DeviceArray(None, "", shape, src_strides, 0, np.dtype(dtype), 0)
     out = DeviceArray(None, "", out_shape, dst_strides, 0, np.dtype(dtype), 0)
-    src_pitch = row_layout(view, "input")
+    src_pitch, src_sample = read_layout(view, "input")
     dst_pitch = row_layout(out, "output")
     dims = [d for d in range(len(shape) - 2) if shape[d] != 1]
     count, src_stride, dst_stride = 1, 0, 0
@@ -401,7 +420,7 @@ def _launch_layout(
     for index in itertools.product(*(range(shape[d]) for d in outer)):
         src_offset = sum(i * view.strides[d] for i, d in zip(index, outer))
         dst_offset = sum(i * out.strides[d] for i, d in zip(index, outer))
-        result.append((src_offset, dst_offset, count, src_pitch, src_stride, dst_pitch, dst_stride))
+        result.append((src_offset, dst_offset, count, src_pitch, src_stride, dst_pitch, dst_stride, src_sample))
     return result
 
 

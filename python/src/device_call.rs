@@ -62,9 +62,10 @@ impl NativeStreamFilter {
     /// width), (source row pitch, source plane stride), (output row pitch, output plane
     /// stride))`, in bytes; `values` is `uint` (samples of `bit_depth` bits), `float32` or
     /// `float16`; `channels`: samples a pixel, side by side (an image laid out channels
-    /// last; `width` counts pixels). Returns once the work is queued.
+    /// last; `width` counts pixels); `pixel`: bytes between source pixels (0: side by side;
+    /// more for a strided view). Returns once the work is queued.
     #[expect(clippy::too_many_arguments, reason = "one parameter per part of the call")]
-    #[pyo3(signature = (ordinal, placement, planes, values, bit_depth, stream, channels=1))]
+    #[pyo3(signature = (ordinal, placement, planes, values, bit_depth, stream, channels=1, pixel=0))]
     fn launch(
         &self,
         py: Python<'_>,
@@ -75,8 +76,17 @@ impl NativeStreamFilter {
         bit_depth: u8,
         stream: u64,
         channels: usize,
+        pixel: usize,
     ) -> PyResult<()> {
-        self.launch_on(py, ordinal, placement, (planes, channels), values, bit_depth, stream)
+        self.launch_on(
+            py,
+            ordinal,
+            placement,
+            (planes, channels, pixel),
+            values,
+            bit_depth,
+            stream,
+        )
     }
 
     /// Waits (the GIL released) until `stream` on GPU `ordinal` has run everything queued on
@@ -121,7 +131,7 @@ impl NativeStreamFilter {
         py: Python<'_>,
         ordinal: usize,
         placement: Placement,
-        (planes, channels): (usize, usize),
+        (planes, channels, pixel): (usize, usize, usize),
         values: &str,
         bit_depth: u8,
         stream: u64,
@@ -143,6 +153,13 @@ impl NativeStreamFilter {
                 )))
             }
         };
+        // 0: the pixels' samples follow each other.
+        let sample_bytes = match values {
+            SampleValues::Integer => depth.bytes(),
+            SampleValues::Float32 => 4,
+            SampleValues::Float16 => 2,
+        };
+        let pixel = if pixel == 0 { channels * sample_bytes } else { pixel };
         let batch = DeviceBatch {
             src: src as u64,
             dst: dst as u64,
@@ -150,6 +167,7 @@ impl NativeStreamFilter {
             channels,
             height,
             src_pitch,
+            src_pixel: pixel,
             dst_pitch,
             planes,
             src_plane,
@@ -176,7 +194,7 @@ impl NativeStreamFilter {
         _: Python<'_>,
         _: usize,
         _: Placement,
-        _: (usize, usize),
+        _: (usize, usize, usize),
         _: &str,
         _: u8,
         _: u64,

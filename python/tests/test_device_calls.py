@@ -252,7 +252,7 @@ def test_a_contiguous_batch_is_one_launch():
     view = view_of(shape, contiguous_strides(shape))
     out = view_of(shape, contiguous_strides(shape), address=1 << 40)
     plane = 1080 * 1920
-    assert _device.launches(view, out) == [(1 << 20, 1 << 40, 24, 1920, plane, 1920, plane)]
+    assert _device.launches(view, out) == [(1 << 20, 1 << 40, 24, 1920, plane, 1920, plane, 1)]
 
 
 def test_sliced_and_strided_batches_are_split_where_strides_do_not_nest():
@@ -268,9 +268,15 @@ def test_sliced_and_strided_batches_are_split_where_strides_do_not_nest():
     # A crop of rows and columns keeps its row pitch.
     rows = view_of((3, 6, 8), (10 * 16, 16, 1), address=5000)
     dense = view_of((3, 6, 8), contiguous_strides((3, 6, 8)), address=9000)
-    assert _device.launches(rows, dense) == [(5000, 9000, 3, 16, 160, 8, 48)]
+    assert _device.launches(rows, dense) == [(5000, 9000, 3, 16, 160, 8, 48, 1)]
+    # Every other column, or a transposed view: read where they are, samples apart.
+    assert _device.launches(view_of((3, 6, 8), (200, 16, 2), address=5000), dense) == [(5000, 9000, 3, 16, 200, 8, 48, 2)]
+    plane = view_of((6, 8), (8, 1), address=9000)
+    assert _device.launches(view_of((6, 8), (1, 6)), plane) == [(1 << 20, 9000, 1, 1, 0, 8, 0, 6)]
+    with pytest.raises(ValueError, match="positive strides"):
+        _device.launches(view_of((6, 8), (16, -1)), plane)
     with pytest.raises(ValueError, match="rows must be packed"):
-        _device.launches(view_of((6, 8), (16, 2)), dense)
+        _device.launches(dense, view_of((3, 6, 8), (96, 16, 2)))
 
 
 def test_out_must_match_and_stay_apart_from_the_input():

@@ -110,8 +110,10 @@ def test_torch_batches_stay_on_the_gpu_and_match_the_cpu_engine():
         assert np.array_equal(out.cpu().numpy(), cpu_reference("box:size=5", "reflect", host16, 12))
     with pytest.raises(TypeError, match="uint8, uint16"):
         convstream.Filter("box", device="cuda")(tensor.int())
-    with pytest.raises(ValueError, match="rows must be packed"):
-        convstream.Filter("box", device="cuda")(tensor.transpose(2, 3))
+    # A transposed view is read where it is: the samples of its packed copy.
+    f = convstream.Filter("gaussian:size=7", device="cuda")
+    transposed = tensor.transpose(2, 3)
+    assert torch.equal(f(transposed), f(transposed.contiguous()))
 
 
 @pytest.mark.skipif(not has_module("torch"), reason="torch is not installed")
@@ -159,8 +161,12 @@ def test_device_arrays_are_refused_where_they_cannot_go():
         convstream.Filter("box", device="cpu")(array)
     with pytest.raises(ValueError, match="cuda:7"):
         convstream.Filter("box", device="cuda:7")(array)
-    with pytest.raises(ValueError, match="rows must be packed"):
-        convstream.Filter("box", device="cuda")(cupy.zeros((16, 32), dtype=cupy.uint8)[:, ::2])
+    # Every other column is read where it is; a flipped view is refused with what to do.
+    columns = cupy.arange(16 * 32, dtype=cupy.uint8).reshape(16, 32)[:, ::2]
+    f = convstream.Filter("sobel", device="cuda")
+    assert cupy.array_equal(f(columns), f(cupy.ascontiguousarray(columns)))
+    with pytest.raises(ValueError, match="positive strides"):
+        f(columns[:, ::-1])
     with pytest.raises(TypeError, match="uint8, uint16"):
         convstream.Filter("box", device="cuda")(cupy.zeros((16, 16), dtype=cupy.int32))
     with pytest.raises(ValueError, match="planes"):

@@ -8,7 +8,7 @@
 // One word of the shared tile: source samples c..c+3 of row `r` (mapped row `y`), converted
 // to floats. `fast`: the row is inside the plane and its 4-sample groups are aligned, so a
 // group wholly inside the row is one aligned load (32 bits of 8-bit samples, 64 bits of
-// 16-bit ones); anything else goes sample by sample.
+// 16-bit ones); anything else (and a source whose pixels are apart) goes sample by sample.
 __device__ __forceinline__ void load_word(float* __restrict__ trow, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, bool fast, int y, int row, int c, int w,
                                           int row_samples) {
@@ -46,7 +46,8 @@ __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsign
                                           const PlaneGeometry& g, int row0, int col0) {
     const int row_samples = g.width * CH;
     const int first = col0 - SHIFT;
-    const bool aligned = ((((size_t)src) | (size_t)g.src_pitch) & (4 * SAMPLE_BYTES - 1)) == 0;
+    // Pixels apart (a strided view) are read sample by sample.
+    const bool aligned = g.src_pixel == 0 && ((((size_t)src) | (size_t)g.src_pitch) & (4 * SAMPLE_BYTES - 1)) == 0;
     for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_HALF; i += BLOCK_X * BLOCK_Y) {
         const int r = i / ROW_HALF;
         const int w = i - r * ROW_HALF;

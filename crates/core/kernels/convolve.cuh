@@ -91,6 +91,7 @@ struct PlaneGeometry {
     int height;     // rows
     int src_pitch;  // bytes between source rows
     int dst_pitch;  // bytes between output rows
+    int src_pixel;  // bytes between source pixels (a strided view); 0: CH samples side by side
     float bias;     // in sample units (the mask's 8-bit bias times 2^(SAMPLE_BITS - 8))
     long long src_plane;  // bytes between the source planes of a batch (blockIdx.z)
     long long dst_plane;  // bytes between the output planes of a batch
@@ -165,7 +166,9 @@ __device__ __forceinline__ float sample(const unsigned char* __restrict__ src, c
     const int channel = col - pixel * CH;
     const int x = map_index(pixel, g.width);
     if (y < 0 || x < 0) return 0.0f;
-    return sample_value(sample_row(src, g.src_pitch, y)[x * CH + channel]);
+    if (g.src_pixel == 0) return sample_value(sample_row(src, g.src_pitch, y)[x * CH + channel]);
+    const unsigned char* at = src + (size_t)y * g.src_pitch + (size_t)x * g.src_pixel + channel * SAMPLE_BYTES;
+    return sample_value(*reinterpret_cast<const sample_t*>(at));
 }
 
 #ifdef FFMPEG_RDIV_BITS

@@ -79,6 +79,7 @@ fn batches_on_the_callers_stream_match_the_cpu_engine() {
                     channels: 1,
                     height,
                     src_pitch: pitch,
+                    src_pixel: depth.bytes(),
                     dst_pitch: pitch,
                     planes,
                     src_plane: pitch * height,
@@ -119,6 +120,7 @@ fn float_values_and_refusals() {
         channels: 1,
         height,
         src_pitch: width * 4,
+        src_pixel: 4,
         dst_pitch: width * 4,
         planes: 1,
         src_plane: 0,
@@ -215,6 +217,7 @@ fn channels_last_images_equal_each_channel_filtered_as_a_plane() {
                             channels,
                             height,
                             src_pitch: row,
+                            src_pixel: channels * bytes,
                             dst_pitch: row,
                             planes,
                             src_plane: row * height,
@@ -250,6 +253,63 @@ fn channels_last_images_equal_each_channel_filtered_as_a_plane() {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A source whose pixels are apart (every other column, as `x[:, ::2]` gives) or whose rows
+/// and pixels are swapped (a transposed view) is read where it is: the samples of the packed
+/// copy, the output poisoned first.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
+fn strided_and_transposed_sources_equal_their_packed_copies() {
+    let context = open_cuda_device(0).expect("a GPU");
+    let stream = context.new_stream().expect("a stream");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(64);
+    let (height, width) = (37usize, 53usize);
+    // A 2 x wide plane of which every other column is the view.
+    let wide: Vec<u8> = (0..height * width * 2).map(|_| rng.gen::<u8>()).collect();
+    let packed: Vec<u8> = (0..height * width)
+        .map(|i| wide[(i / width) * width * 2 + (i % width) * 2])
+        .collect();
+    // The transposed view of a width x height plane: rows 1 byte apart, pixels `height` apart.
+    let transposed_store: Vec<u8> = (0..width * height)
+        .map(|i| packed[(i % height) * width + i / height])
+        .collect();
+    for border in BorderMode::ALL {
+        for mask in SPECS {
+            let filter = spec(mask, border);
+            let mut ours = StreamFilter::new(filter.mask.clone(), border, 0).expect("a stream filter");
+            let want = cpu_engine(&filter, &packed, height, width, 8);
+            for (data, src_pitch, src_pixel) in [(&wide, width * 2, 2), (&transposed_store, 1, height)] {
+                let source = stream.clone_htod(data).expect("upload");
+                let mut output = stream.clone_htod(&vec![0xA5u8; height * width]).expect("output");
+                {
+                    let (src, _g) = cudarc::driver::DevicePtr::device_ptr(&source, &stream);
+                    let (dst, _g2) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut output, &stream);
+                    let batch = DeviceBatch {
+                        src,
+                        dst,
+                        width,
+                        channels: 1,
+                        height,
+                        src_pitch,
+                        src_pixel,
+                        dst_pitch: width,
+                        planes: 1,
+                        src_plane: 0,
+                        dst_plane: 0,
+                        values: SampleValues::Integer,
+                        depth: convstream_core::SampleDepth::EIGHT,
+                    };
+                    ours.launch(&batch, stream.cu_stream() as u64, true).expect("filtered");
+                }
+                let got = stream.clone_dtoh(&output).expect("download");
+                assert_eq!(
+                    got, want,
+                    "{mask}, {border:?}, rows {src_pitch} and pixels {src_pixel} bytes apart"
+                );
             }
         }
     }

@@ -42,6 +42,9 @@ pub struct DeviceBatch {
     pub height: usize,
     /// Bytes between source rows.
     pub src_pitch: usize,
+    /// Bytes between source pixels: `channels` samples when they follow each other, more for
+    /// a strided view (every other column of a tensor), read where it is.
+    pub src_pixel: usize,
     /// Bytes between output rows.
     pub dst_pitch: usize,
     /// Planes in the batch.
@@ -66,16 +69,17 @@ impl DeviceBatch {
         }
     }
 
-    /// Bytes of a row's samples.
-    fn row_bytes(&self) -> Option<usize> {
-        self.width.checked_mul(self.channels)?.checked_mul(self.sample_bytes())
-    }
-
-    /// Bytes from a buffer's first sample to just past its last: what it must hold.
-    fn extent(&self, pitch: usize, plane: usize) -> Option<usize> {
+    /// Bytes from a buffer's first sample to just past its last: what it must hold, its
+    /// pixels `pixel` bytes apart.
+    fn extent(&self, pitch: usize, plane: usize, pixel: usize) -> Option<usize> {
         let last_plane = (self.planes - 1).checked_mul(plane)?;
         let last_row = (self.height - 1).checked_mul(pitch)?;
-        last_plane.checked_add(last_row)?.checked_add(self.row_bytes()?)
+        let last_pixel = (self.width - 1).checked_mul(pixel)?;
+        let pixel_bytes = self.channels.checked_mul(self.sample_bytes())?;
+        last_plane
+            .checked_add(last_row)?
+            .checked_add(last_pixel)?
+            .checked_add(pixel_bytes)
     }
 }
 
@@ -197,17 +201,26 @@ impl StreamFilter {
                 batch.height, batch.width, batch.src_pitch, batch.dst_pitch
             ));
         }
-        for (name, pitch) in [("source", batch.src_pitch), ("output", batch.dst_pitch)] {
-            if pitch < batch.width * batch.channels * bytes || pitch % bytes != 0 {
+        let pixel_bytes = batch.channels * bytes;
+        // The source is only read: its rows and pixels may lie anywhere (a transposed or
+        // strided view), whole samples apart. The output's rows are written side by side.
+        for (what, apart) in [("rows", batch.src_pitch), ("pixels", batch.src_pixel)] {
+            if apart == 0 || !apart.is_multiple_of(bytes) || !fits(apart) {
                 return refuse(format!(
-                    "the {name}'s rows are {pitch} bytes apart: they overlap or split samples \
-                     ({} samples of {bytes} bytes a row)",
-                    batch.width * batch.channels
+                    "the source's {what} are {apart} bytes apart: give whole samples of {bytes} bytes, more than none"
                 ));
             }
         }
-        let src_extent = batch.extent(batch.src_pitch, batch.src_plane);
-        let dst_extent = batch.extent(batch.dst_pitch, batch.dst_plane);
+        if batch.dst_pitch < batch.width * pixel_bytes || !batch.dst_pitch.is_multiple_of(bytes) {
+            return refuse(format!(
+                "the output's rows are {} bytes apart: they overlap or split samples \
+                 ({} samples of {bytes} bytes a row)",
+                batch.dst_pitch,
+                batch.width * batch.channels
+            ));
+        }
+        let src_extent = batch.extent(batch.src_pitch, batch.src_plane, batch.src_pixel);
+        let dst_extent = batch.extent(batch.dst_pitch, batch.dst_plane, pixel_bytes);
         let (Some(src_extent), Some(dst_extent)) = (src_extent, dst_extent) else {
             return refuse("the planes span more bytes than an address holds".into());
         };
@@ -233,6 +246,12 @@ impl StreamFilter {
                 height: batch.height as i32,
                 src_pitch: batch.src_pitch as i32,
                 dst_pitch: batch.dst_pitch as i32,
+                // 0: side by side, the kernels' fast path.
+                src_pixel: if batch.src_pixel == pixel_bytes {
+                    0
+                } else {
+                    batch.src_pixel as i32
+                },
                 bias: plan.bias,
                 src_plane: batch.src_plane as i64,
                 dst_plane: batch.dst_plane as i64,

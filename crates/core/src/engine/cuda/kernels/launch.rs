@@ -26,6 +26,9 @@ pub struct PlaneGeometry {
     pub src_pitch: i32,
     /// Bytes between output rows.
     pub dst_pitch: i32,
+    /// Bytes between source pixels, for a strided view; 0 when a pixel's samples follow the
+    /// previous pixel's (every plane the engine makes).
+    pub src_pixel: i32,
     /// The mask's bias in sample units (its 8-bit bias scaled to the depth).
     pub bias: f32,
     /// Bytes between the source planes of a batch launch (`gridDim.z` planes).
@@ -41,6 +44,7 @@ impl PlaneGeometry {
         height: 0,
         src_pitch: 0,
         dst_pitch: 0,
+        src_pixel: 0,
         bias: 0.0,
         src_plane: 0,
         dst_plane: 0,
@@ -48,7 +52,7 @@ impl PlaneGeometry {
 }
 
 // SAFETY: a plain #[repr(C)] struct of 32- and 64-bit fields, laid out as the CUDA struct
-// (five 4-byte fields, 4 bytes of padding, two 8-byte fields, in both).
+// (six 4-byte fields, then two 8-byte fields, in both).
 unsafe impl DeviceRepr for PlaneGeometry {}
 
 /// The taps a module's `c_taps` holds: correlation taps, then the separable row and column
