@@ -478,14 +478,16 @@ class Filter:
     ``__cuda_array_interface__`` or a DLPack capsule of CUDA memory, such as JAX's):
 
     - Shape (..., H, W): every leading index is a plane, and planes whose strides nest (a
-      (N, C, H, W) batch, or a slice of one) are filtered in ONE kernel launch. Rows may be
-      strided (a crop); samples within a row must be packed. Channels last: ``layout="NHWC"``
+      (N, C, H, W) batch, or a slice of one) are filtered in ONE kernel launch. Read at any
+      positive strides (a crop, every other column, a transposed view); a flipped (negative
+      stride) view raises ``ValueError``. Channels last: ``layout="NHWC"``
       (or ``"HWC"``) takes (N, H, W, C) images as CV-CUDA holds them, and a torch tensor in
       ``torch.channels_last`` memory is read as it is laid out; C <= 4 samples a pixel side by
       side, each channel filtered as a plane, one launch a batch.
     - Read in place and written into a new array of the input's own library
       (``torch.empty_like`` / ``cupy.empty_like``, stream-ordered), or into ``out=`` (same
-      shape, dtype and GPU; any strides as above; not overlapping the input).
+      shape, dtype and GPU; packed rows at any row pitch, such as a window of a larger
+      tensor; not overlapping the input).
     - Stream-ordered: the kernel is queued on the caller's current CUDA stream
       (``torch.cuda.current_stream()``, CuPy's current stream, the interface's ``stream``,
       or ``stream=`` given to the call) and the call returns without waiting, as torch's own
