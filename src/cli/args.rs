@@ -250,6 +250,14 @@ pub(crate) struct RunArgs {
     /// Raw input: the frame rate, e.g. 25 or 30000/1001.
     #[arg(long, value_name = "RATE")]
     pub(crate) framerate: Option<String>,
+    /// The audio encoder (aac, libopus, ... as `-c:a`; sink.audio_codec): the audio is decoded,
+    /// resampled and encoded again instead of copied.
+    #[arg(long = "audio-codec", value_name = "NAME")]
+    pub(crate) audio_codec: Option<String>,
+    /// An audio encoder option, as `-KEY:a VALUE` (repeatable; sink.audio_options): b=128k
+    /// (`-b:a`), ar=48000 (`-ar`), ac=2 (`-ac`).
+    #[arg(long = "audio-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub(crate) audio_opts: Vec<(String, String)>,
     /// The output's picture size (WxH, or a name such as hd720), as FFmpeg's -s after -i: a
     /// scale filter after every other.
     #[arg(long = "output-size", value_name = "WxH")]

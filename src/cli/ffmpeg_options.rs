@@ -218,8 +218,8 @@ pub(crate) fn refusal(name: &str) -> &'static str {
             "convstream copies every stream but the video as it is; -an leaves them all out",
         ),
         (
-            &["af", "ab", "aq", "ar", "ac", "vol", "aframes", "acodec", "atag", "sample_fmt", "channel_layout", "ch_layout", "absf", "apre", "apad", "guess_layout_max"],
-            "convstream copies audio as it is (-c:a copy), or leaves it out with -an",
+            &["af", "aq", "vol", "aframes", "acodec", "atag", "sample_fmt", "channel_layout", "ch_layout", "absf", "apre", "apad", "guess_layout_max"],
+            "convstream copies audio (-c:a copy) or encodes it (-c:a NAME with -b:a, -ar, -ac), or leaves it out with -an",
         ),
         (
             &["filter_complex_script", "filter_script", "filter_complex_threads", "filter_threads", "af"],

@@ -108,6 +108,8 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         decoder_threads: args.decoder_threads,
         input_options: input_options(args),
         muxer_options: args.muxer_opts.clone(),
+        audio_codec: args.audio_codec.clone(),
+        audio_options: args.audio_opts.clone(),
         realtime: args.realtime,
         looping: args.looping,
         loop_count: args.loop_count,

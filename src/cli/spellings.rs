@@ -263,14 +263,29 @@ fn ffmpeg_word_to_flags(
         false => vec![flag.to_string()],
     };
     let (name, kind) = split_specifier(typed);
+    // An audio stream's option (`-c:a`, `-b:a`, `-acodec`, `-ar`): the audio encoder's.
+    let audio = typed.split_once(':').is_some_and(|(_, spec)| spec.starts_with('a'))
+        || (kind.is_none() && matches!(name, "acodec" | "ab" | "ar" | "ac"));
     match (name, kind) {
+        ("c" | "codec" | "acodec", _) if audio && !before_input && value_text != "copy" => {
+            let known = ffmpeg_next::encoder::find_by_name(value_text)
+                .is_some_and(|codec| codec.is_encoder() && codec.medium() == ffmpeg_next::media::Type::Audio);
+            return match known {
+                true => Ok(vec!["--audio-codec".into(), value_text.into()]),
+                false => refuse("no audio encoder of that name in this FFmpeg build (`ffmpeg -encoders` lists them), or copy"),
+            };
+        }
+        ("b" | "ab" | "ar" | "ac", _) if audio && !before_input => {
+            let key = if name == "ab" { "b" } else { name };
+            return Ok(vec!["--audio-opt".into(), format!("{key}={value_text}")]);
+        }
         (_, Some('#')) => {
             return refuse("convstream resolves no stream index or other specifier before the input opens; use :v for the video (:a for audio)")
         }
         ("c" | "codec" | "acodec" | "scodec" | "dcodec", Some('o')) | ("acodec" | "scodec" | "dcodec", None) => {
             return match value_text {
                 "copy" => Ok(Vec::new()),
-                _ => refuse("convstream copies every stream but the video as it is: only `copy` (or -an to leave them out)"),
+                _ => refuse("convstream copies subtitles and data as they are: only `copy` (or -an to leave them out)"),
             }
         }
         (_, Some('o')) => return refuse(super::ffmpeg_options::refusal("af")),

@@ -180,8 +180,8 @@ fn global_options_and_stream_specifiers_are_read_as_ffmpeg_reads_them() {
     let run = common::run_on_cpu(dir.path(), &["-n", "-i", "in.mkv", "a.mkv"]);
     assert_ne!(run.code, Some(0), "-n keeps a.mkv");
     for (args, named) in [
-        (&["-i", "in.mkv", "-c:a", "aac", "b.mkv"][..], "-c:a:"),
-        (&["-i", "in.mkv", "-b:a", "96k", "b.mkv"][..], "-b:a:"),
+        (&["-i", "in.mkv", "-c:s", "mov_text", "b.mkv"][..], "-c:s:"),
+        (&["-i", "in.mkv", "-aq", "2", "b.mkv"][..], "-aq:"),
         (&["-i", "in.mkv", "-c:0", "ffv1", "b.mkv"][..], "-c:0:"),
         (&["-i", "in.mkv", "-q:a", "2", "b.mkv"][..], "-q:a:"),
         (

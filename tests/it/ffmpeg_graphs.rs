@@ -258,3 +258,64 @@ fn config_chains_are_checked_in_ffmpegs_words_and_run_as_its_own() {
         framemd5(dir.path(), "ffmpeg.mkv")
     );
 }
+
+/// `-c:a aac -b:a 128k -ar 48000 -ac 2` encodes the audio again, resampled as FFmpeg
+/// resamples it: the decoded samples equal FFmpeg's output's, frame by frame (their
+/// timestamps run on by whole frames, where FFmpeg's wander within a millisecond).
+#[test]
+fn audio_is_encoded_again_with_ffmpegs_encoder_and_resampler() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 64, 48, 10);
+    let words = [
+        "-vf", "sobel", "-c:v", "ffv1", "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
+    ];
+    let mut ffmpeg_args = vec!["-i", "in.mkv"];
+    ffmpeg_args.extend_from_slice(&words);
+    ffmpeg_args.push("ffmpeg.mkv");
+    common::ffmpeg(dir.path(), &ffmpeg_args);
+    let mut args = vec!["-i", "in.mkv"];
+    args.extend_from_slice(&words);
+    args.push("convstream.mkv");
+    let run = common::run_on_cpu(dir.path(), &args);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let audio = common::streams(&dir.path().join("convstream.mkv"))
+        .into_iter()
+        .find(|s| s["codec_type"] == "audio")
+        .expect("an audio stream");
+    assert_eq!(
+        (audio["codec_name"].as_str(), audio["channels"].as_i64()),
+        (Some("aac"), Some(2))
+    );
+    assert_eq!(audio["sample_rate"].as_str(), Some("48000"));
+    let samples = |name: &str| -> Vec<String> {
+        let output = Command::new("ffmpeg")
+            .args([
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-nostdin",
+                "-i",
+                name,
+                "-map",
+                "0:a",
+                "-f",
+                "framemd5",
+                "-",
+            ])
+            .current_dir(dir.path())
+            .output()
+            .expect("ffmpeg is installed");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.rsplit(',').next().map(|hash| hash.trim().to_string()))
+            .collect()
+    };
+    let ours = samples("convstream.mkv");
+    assert!(!ours.is_empty());
+    assert_eq!(ours, samples("ffmpeg.mkv"));
+    assert_eq!(
+        framemd5(dir.path(), "convstream.mkv"),
+        framemd5(dir.path(), "ffmpeg.mkv")
+    );
+}

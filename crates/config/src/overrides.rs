@@ -66,6 +66,10 @@ pub struct Overrides {
     pub input_options: Vec<(String, String)>,
     /// `--muxer-opt` (`-movflags`), laid over sink.muxer_options.
     pub muxer_options: Vec<(String, String)>,
+    /// `--audio-codec` (`-c:a`): the audio encoder (sink.audio_codec).
+    pub audio_codec: Option<String>,
+    /// `--audio-opt` (`-b:a`, `-ar`, `-ac`), laid over sink.audio_options.
+    pub audio_options: Vec<(String, String)>,
     /// `--realtime` (`-re`): pace a file at its frame rate.
     pub realtime: bool,
     /// `--loop` (`-stream_loop -1`): start over at the end.
@@ -103,6 +107,8 @@ impl Overrides {
             || self.decoder_threads.is_some()
             || !self.input_options.is_empty()
             || !self.muxer_options.is_empty()
+            || self.audio_codec.is_some()
+            || !self.audio_options.is_empty()
             || self.realtime
             || self.looping
             || self.loop_count.is_some()
@@ -133,6 +139,8 @@ impl Overrides {
                     lossless: false,
                     options: Default::default(),
                     muxer_options: Default::default(),
+                    audio_codec: None,
+                    audio_options: Default::default(),
                     audio: true,
                     overwrite: false,
                 },
@@ -202,6 +210,10 @@ impl Overrides {
         pipeline.sink.options.extend(self.encoder_options.iter().cloned());
         pipeline.source.options.extend(self.input_options.iter().cloned());
         pipeline.sink.muxer_options.extend(self.muxer_options.iter().cloned());
+        if let Some(codec) = &self.audio_codec {
+            pipeline.sink.audio_codec = Some(codec.clone());
+        }
+        pipeline.sink.audio_options.extend(self.audio_options.iter().cloned());
         pipeline.source.realtime |= self.realtime;
         pipeline.source.looping |= self.looping || self.loop_count.is_some();
         pipeline.source.loop_count = self.loop_count.or(pipeline.source.loop_count);

@@ -468,6 +468,14 @@ pub struct SinkConfig {
     /// "+faststart"`); an option the muxer does not take is an error.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub muxer_options: BTreeMap<String, String>,
+    /// The audio encoder (`aac`, `libopus`, as `ffmpeg -c:a`); unset or `copy`: the audio
+    /// is copied as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_codec: Option<String>,
+    /// The audio encoder's options, as `ffmpeg -KEY:a VALUE`: `b` (bit rate, `128k`), `ar`
+    /// (sample rate), `ac` (channels), or the encoder's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub audio_options: BTreeMap<String, String>,
     /// Copy audio and other non-video streams when the container can hold them.
     #[serde(default = "default_true")]
     pub audio: bool,

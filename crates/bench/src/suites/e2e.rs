@@ -191,6 +191,8 @@ pub(super) fn bench_settings(
         lossless: false,
         options: Default::default(),
         muxer_options: Default::default(),
+        audio_codec: None,
+        audio_options: Default::default(),
         audio: false,
         overwrite: false,
     };

@@ -9,6 +9,7 @@
 //! - `null`: frames counted and dropped.
 //! - `output_io`: where a muxer's bytes go, and when a local file appears.
 
+mod audio;
 mod container;
 mod contract;
 mod encoder;

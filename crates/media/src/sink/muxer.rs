@@ -2,12 +2,13 @@
 //! writing a file, stdout (YUV4MPEG2 unless a format is set) or a URL, flushed as it goes
 //! where the container allows, so that a crash leaves a readable file.
 
-use ffmpeg::{codec, Rational};
+use ffmpeg::{codec, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::audio::AudioTranscoder;
 use super::container::header_options;
 use super::contract::{OutputOptions, Sink, SinkError};
 use super::encoder::{self, VideoEncoder};
@@ -41,6 +42,8 @@ pub struct Muxer {
     video_index: usize,
     /// Input stream index -> (output stream index, input time base).
     copied: HashMap<usize, (usize, Rational)>,
+    /// The audio streams encoded again, by input stream index.
+    transcoders: HashMap<usize, AudioTranscoder>,
     /// The last decoding time written per copied output stream.
     last_copied_dts: HashMap<usize, i64>,
     /// Keep the output when no frame was written to it (`run --allow-empty`).
@@ -67,7 +70,11 @@ impl Muxer {
         let mut output = output_context(config)?;
         let video = video_encoder(config, source, &output, how.gpu)?;
         let video_index = add_video_stream(&mut output, &video, source, &url)?;
-        let copied = add_copied_streams(&mut output, config, source);
+        let (copied, transcoders) =
+            add_copied_streams(&mut output, config, source).map_err(|reason| SinkError::Unsuitable {
+                url: url.clone(),
+                reason,
+            })?;
         let container = output.format().name().to_string();
         let mut io = OutputIo::attach(
             &mut output,
@@ -112,6 +119,7 @@ impl Muxer {
             video,
             video_index,
             copied,
+            transcoders,
             last_copied_dts: HashMap::new(),
             keep_empty: how.keep_empty,
         })
@@ -312,18 +320,33 @@ fn allocate_output(url: &str, format: Option<&str>) -> Result<ffmpeg::format::co
     }
 }
 
-/// Adds a stream for every audio/subtitle input stream the container can hold.
+/// Adds a stream for every audio/subtitle input stream the container can hold; with
+/// `audio_codec`, the audio streams are encoded again (see [`AudioTranscoder`]).
 fn add_copied_streams(
     output: &mut ffmpeg::format::context::Output,
     config: &SinkConfig,
     source: &SourceInfo,
-) -> HashMap<usize, (usize, Rational)> {
+) -> Result<CopiedStreams, String> {
     let mut copied = HashMap::new();
+    let mut transcoders = HashMap::new();
     if !config.audio {
-        return copied;
+        return Ok((copied, transcoders));
     }
-    let container = output.format();
+    let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
+    let audio_codec = config.audio_codec.as_deref().filter(|name| *name != "copy");
     for input in &source.passthrough {
+        if let (Some(name), ffmpeg::media::Type::Audio) = (audio_codec, input.medium) {
+            let transcoder = AudioTranscoder::new(input, name, &config.audio_options, global_header)?;
+            let Ok(mut stream) = output.add_stream(ffmpeg::encoder::find(codec::Id::None)) else {
+                continue;
+            };
+            stream.set_parameters(transcoder.parameters());
+            stream.set_time_base(transcoder.time_base());
+            copied.insert(input.index, (stream.index(), input.time_base));
+            transcoders.insert(input.index, transcoder);
+            continue;
+        }
+        let container = output.format();
         let id = input.parameters.id();
         let supported = encoder::container_accepts(output, id);
         if !supported {
@@ -341,8 +364,12 @@ fn add_copied_streams(
         stream.set_time_base(input.time_base);
         copied.insert(input.index, (stream.index(), input.time_base));
     }
-    copied
+    Ok((copied, transcoders))
 }
+
+/// The output streams of the copied input streams (by input index: output index and input
+/// time base), and the audio encoded again, by input index.
+type CopiedStreams = (HashMap<usize, (usize, Rational)>, HashMap<usize, AudioTranscoder>);
 
 impl Sink for Muxer {
     fn path(&self) -> Option<PathBuf> {
@@ -381,6 +408,11 @@ impl Sink for Muxer {
         let Some(&(index, in_time_base)) = self.copied.get(&item.stream) else {
             return Ok(());
         };
+        if let Some(transcoder) = self.transcoders.get_mut(&item.stream) {
+            let encoded = transcoder.transcode(Some(&item.packet))?;
+            let from = transcoder.time_base();
+            return self.write_audio(index, from, encoded, counters);
+        }
         let out_time_base = self.output.stream(index).map(|s| s.time_base()).unwrap_or(in_time_base);
         let mut packet = item.packet;
         packet.set_stream(index);
@@ -437,6 +469,18 @@ impl Sink for Muxer {
     fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.video.send_eof()?;
         self.write_encoded(counters)?;
+        let streams: Vec<usize> = self.transcoders.keys().copied().collect();
+        for input in streams {
+            let Some(&(index, _)) = self.copied.get(&input) else {
+                continue;
+            };
+            let Some(transcoder) = self.transcoders.get_mut(&input) else {
+                continue;
+            };
+            let encoded = transcoder.transcode(None)?;
+            let from = transcoder.time_base();
+            self.write_audio(index, from, encoded, counters)?;
+        }
         // av_write_trailer may return a positive count (the fragmented MP4 muxer returns the
         // size of its last box); only a negative one is an error, which ffmpeg-next's
         // `write_trailer` does not tell apart.
@@ -465,6 +509,24 @@ impl Sink for Muxer {
 }
 
 impl Muxer {
+    /// Writes audio the sink encoded to output stream `index`.
+    fn write_audio(
+        &mut self,
+        index: usize,
+        from: Rational,
+        packets: Vec<Packet>,
+        counters: &Counters,
+    ) -> Result<(), ffmpeg::Error> {
+        let out_time_base = self.output.stream(index).map(|s| s.time_base()).unwrap_or(from);
+        for mut packet in packets {
+            packet.set_stream(index);
+            packet.rescale_ts(from, out_time_base);
+            Counters::add(&counters.bytes_out, packet.size() as u64);
+            packet.write_interleaved(&mut self.output)?;
+        }
+        Ok(())
+    }
+
     fn write_encoded(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         let out_time_base = self
             .output

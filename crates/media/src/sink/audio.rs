@@ -1,0 +1,241 @@
+//! An input's audio encoded again (`sink.audio_codec`, FFmpeg's `-c:a aac -b:a 128k -ar
+//! 48000 -ac 2`) instead of copied: its packets decoded, resampled and cut into the
+//! encoder's frame size by FFmpeg's own filters (`aresample`, `aformat`), then encoded.
+
+use ffmpeg::{codec, filter, format, Dictionary, Packet, Rational};
+use ffmpeg_next as ffmpeg;
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+
+use crate::ffmpeg::{is_again, PassthroughStream};
+
+/// One audio stream's decoder, filters and encoder.
+pub(super) struct AudioTranscoder {
+    decoder: ffmpeg::decoder::Audio,
+    graph: filter::Graph,
+    encoder: ffmpeg::encoder::Audio,
+    /// The input packets' time base.
+    in_time_base: Rational,
+    /// What `av_rescale_delta` keeps between decoded frames: their timestamps are taken to
+    /// samples as FFmpeg's command line takes them, without drifting by rounding.
+    rescale_last: i64,
+}
+
+// SAFETY: the codec contexts and the graph have no thread affinity; the sink uses them from
+// its one thread.
+unsafe impl Send for AudioTranscoder {}
+
+/// A layout's name as FFmpeg writes it (`stereo`, `5.1`).
+fn layout_name(layout: ffmpeg::ChannelLayout, channels: i32) -> String {
+    let mut buffer = [0 as std::ffi::c_char; 64];
+    // SAFETY: the buffer's size is given; the function NUL-terminates what it writes.
+    unsafe {
+        ffmpeg::ffi::av_get_channel_layout_string(buffer.as_mut_ptr(), buffer.len() as i32, channels, layout.bits());
+        CStr::from_ptr(buffer.as_ptr()).to_string_lossy().into_owned()
+    }
+}
+
+impl AudioTranscoder {
+    /// Sets up `codec_name` for `input`, with `options` as FFmpeg's `-KEY:a VALUE` (`b`,
+    /// `ar`, `ac`, and the encoder's own); `global_header` when the container wants one.
+    pub(super) fn new(
+        input: &PassthroughStream,
+        codec_name: &str,
+        options: &BTreeMap<String, String>,
+        global_header: bool,
+    ) -> Result<AudioTranscoder, String> {
+        let codec = ffmpeg::encoder::find_by_name(codec_name)
+            .filter(|c| c.is_encoder() && c.medium() == ffmpeg::media::Type::Audio)
+            .ok_or_else(|| {
+                format!("sink.audio_codec `{codec_name}`: no audio encoder of that name in this FFmpeg build")
+            })?;
+        let mut decoder = codec::Context::from_parameters(input.parameters.clone())
+            .and_then(|c| c.decoder().audio())
+            .map_err(|e| format!("cannot decode audio stream #{}: {e}", input.index))?;
+        // SAFETY: a decoder context not yet used; one field is written.
+        unsafe { (*decoder.as_mut_ptr()).pkt_timebase = input.time_base.into() };
+        let whole = |key: &str| -> Result<Option<i32>, String> {
+            options
+                .get(key)
+                .map(|v| {
+                    v.trim()
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("-{key} {v:?}: a whole number above 0"))
+                })
+                .transpose()
+        };
+        let in_channels = i32::from(decoder.channels()).max(1);
+        let in_layout = match decoder.channel_layout().bits() {
+            0 => ffmpeg::ChannelLayout::default(in_channels),
+            _ => decoder.channel_layout(),
+        };
+        let rate = whole("ar")?.unwrap_or(decoder.rate() as i32);
+        let channels = whole("ac")?.unwrap_or(in_channels);
+        let layout = match channels == in_channels {
+            true => in_layout,
+            false => ffmpeg::ChannelLayout::default(channels),
+        };
+        let audio = codec.audio().map_err(|e| format!("-c:a {codec_name}: {e}"))?;
+        let sample_format = audio
+            .formats()
+            .and_then(|mut formats| formats.next())
+            .unwrap_or(format::Sample::F32(format::sample::Type::Planar));
+        let mut encoder = codec::Context::new_with_codec(codec)
+            .encoder()
+            .audio()
+            .map_err(|e| format!("-c:a {codec_name}: {e}"))?;
+        encoder.set_rate(rate);
+        encoder.set_channel_layout(layout);
+        encoder.set_channels(channels);
+        encoder.set_format(sample_format);
+        encoder.set_time_base(Rational::new(1, rate));
+        if global_header {
+            encoder.set_flags(codec::Flags::GLOBAL_HEADER);
+        }
+        let mut dictionary = Dictionary::new();
+        for (key, value) in options.iter().filter(|(k, _)| !matches!(k.as_str(), "ar" | "ac")) {
+            dictionary.set(key, value);
+        }
+        let encoder = encoder
+            .open_with(dictionary)
+            .map_err(|e| format!("-c:a {codec_name} cannot open ({e}) with {options:?}"))?;
+        let graph = Self::graph(&decoder, in_layout, in_channels, &encoder, layout, channels)?;
+        Ok(AudioTranscoder {
+            decoder,
+            graph,
+            encoder,
+            in_time_base: input.time_base,
+            rescale_last: ffmpeg::ffi::AV_NOPTS_VALUE,
+        })
+    }
+
+    /// `abuffer` -> `aresample` -> `aformat` -> `abuffersink`, the sink cutting frames to
+    /// the encoder's size.
+    fn graph(
+        decoder: &ffmpeg::decoder::Audio,
+        in_layout: ffmpeg::ChannelLayout,
+        in_channels: i32,
+        encoder: &ffmpeg::encoder::Audio,
+        layout: ffmpeg::ChannelLayout,
+        channels: i32,
+    ) -> Result<filter::Graph, String> {
+        let sample_name = |f: format::Sample| f.name().to_string();
+        let mut graph = filter::Graph::new();
+        let args = format!(
+            "time_base=1/{}:sample_rate={}:sample_fmt={}:channel_layout={}",
+            decoder.rate(),
+            decoder.rate(),
+            sample_name(decoder.format()),
+            layout_name(in_layout, in_channels)
+        );
+        let chain = format!(
+            "aresample={rate},aformat=sample_fmts={}:sample_rates={rate}:channel_layouts={}",
+            sample_name(encoder.format()),
+            layout_name(layout, channels),
+            rate = encoder.rate()
+        );
+        let made = (|| -> Result<(), ffmpeg::Error> {
+            let abuffer = filter::find("abuffer").ok_or(ffmpeg::Error::FilterNotFound)?;
+            let sink = filter::find("abuffersink").ok_or(ffmpeg::Error::FilterNotFound)?;
+            graph.add(&abuffer, "in", &args)?;
+            graph.add(&sink, "out", "")?;
+            graph.output("in", 0)?.input("out", 0)?.parse(&chain)?;
+            graph.validate()
+        })();
+        made.map_err(|e| format!("cannot resample the audio ({chain}): {e}"))?;
+        let variable = encoder.codec().is_some_and(|c| {
+            c.capabilities()
+                .contains(codec::capabilities::Capabilities::VARIABLE_FRAME_SIZE)
+        });
+        if encoder.frame_size() > 0 && !variable {
+            if let Some(mut sink) = graph.get("out") {
+                sink.sink().set_frame_size(encoder.frame_size());
+            }
+        }
+        Ok(graph)
+    }
+
+    /// The encoder's parameters, for the output stream.
+    pub(super) fn parameters(&self) -> codec::Parameters {
+        codec::Parameters::from(&self.encoder)
+    }
+
+    /// The time base of the packets it makes.
+    pub(super) fn time_base(&self) -> Rational {
+        self.encoder.time_base()
+    }
+
+    /// Decodes `packet` (`None`: the end) and returns every encoded packet ready.
+    pub(super) fn transcode(&mut self, packet: Option<&Packet>) -> Result<Vec<Packet>, ffmpeg::Error> {
+        match packet {
+            Some(packet) => self.decoder.send_packet(packet)?,
+            None => self.decoder.send_eof()?,
+        }
+        let mut decoded = ffmpeg::frame::Audio::empty();
+        loop {
+            match self.decoder.receive_frame(&mut decoded) {
+                Ok(()) => {
+                    let samples = Rational::new(1, self.decoder.rate() as i32);
+                    let count = decoded.samples() as i32;
+                    let last = &mut self.rescale_last;
+                    let pts = decoded.timestamp().or(decoded.pts()).map(|pts| {
+                        // SAFETY: the call computes with its arguments and updates `last`.
+                        unsafe {
+                            ffmpeg::ffi::av_rescale_delta(
+                                self.in_time_base.into(),
+                                pts,
+                                samples.into(),
+                                count,
+                                last,
+                                samples.into(),
+                            )
+                        }
+                    });
+                    decoded.set_pts(pts);
+                    self.input_filter()?.source().add(&decoded)?;
+                }
+                Err(ffmpeg::Error::Eof) => {
+                    self.input_filter()?.source().flush()?;
+                    break;
+                }
+                Err(e) if is_again(&e) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let mut packets = Vec::new();
+        let mut filtered = ffmpeg::frame::Audio::empty();
+        loop {
+            let mut sink = self.graph.get("out").ok_or(ffmpeg::Error::Bug)?;
+            match sink.sink().frame(&mut filtered) {
+                Ok(()) => self.encoder.send_frame(&filtered)?,
+                Err(ffmpeg::Error::Eof) => {
+                    self.encoder.send_eof()?;
+                    break;
+                }
+                Err(e) if is_again(&e) => break,
+                Err(e) => return Err(e),
+            }
+            self.receive(&mut packets)?;
+        }
+        self.receive(&mut packets)?;
+        Ok(packets)
+    }
+
+    fn input_filter(&mut self) -> Result<filter::Context, ffmpeg::Error> {
+        self.graph.get("in").ok_or(ffmpeg::Error::Bug)
+    }
+
+    fn receive(&mut self, packets: &mut Vec<Packet>) -> Result<(), ffmpeg::Error> {
+        loop {
+            let mut packet = Packet::empty();
+            match self.encoder.receive_packet(&mut packet) {
+                Ok(()) => packets.push(packet),
+                Err(ffmpeg::Error::Eof) => return Ok(()),
+                Err(e) if is_again(&e) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
