@@ -197,13 +197,15 @@ def test_a_huge_array_takes_memory_in_proportion_to_it(shape, dtype):
     assert output.count("same") == 3 and "differs" not in output, output
 
 
-def test_a_plane_that_cannot_fit_raises_memory_error():
-    # The arrays fit, the copy of one channel of an H x W x C array the filter takes does not:
-    # MemoryError naming what was asked for, the interpreter alive.
+def test_a_channel_of_a_huge_image_is_filtered_where_it_is():
+    # One channel of a 1 GiB H x W x C array under a limit of 256 MiB beyond what the process
+    # holds: read in place and written straight into the output, no copy of the channel (one
+    # would need 512 MiB and raise MemoryError).
     output = run_child(
         """
         import resource, numpy as np, convstream
         array = np.zeros((1, 1 << 29, 2), np.uint8)
+        array[0, 1000:1003, 0] = 90
         out = np.zeros_like(array)
         box = convstream.Filter("box", planes=[0], device="cpu")
         with open("/proc/self/status") as status:
@@ -212,12 +214,12 @@ def test_a_plane_that_cannot_fit_raises_memory_error():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         try:
             box(array, out=out)
-            print("filtered", flush=True)
+            print("filtered", out[0, 999:1004, 0].tolist(), flush=True)
         except MemoryError as error:
             print("MemoryError", error, flush=True)
         """
     )
-    assert "MemoryError" in output and "1 x 536870912 plane" in output, output
+    assert "filtered [30, 60, 90, 60, 30]" in output, output
 
 
 def test_the_native_host_call_takes_arrays_not_addresses():
@@ -240,7 +242,7 @@ def test_the_native_host_call_takes_arrays_not_addresses():
             lambda: native.filter_host(plane, plane, [0]),
             lambda: native.filter_host(plane, np.zeros((4, 9), np.uint8), [0]),
             lambda: native.filter_host(plane, np.zeros((4, 8), np.uint16), [0]),
-            lambda: native.filter_host(np.zeros((8, 8), np.uint8)[::2], plane.copy(), [0]),
+            lambda: native.filter_host(plane, np.zeros((4, 16), np.uint8)[:, ::2], [0]),
             lambda: native.filter_host(plane, plane.copy(), [1]),
             lambda: native.filter_host(np.zeros((4, 8), np.int8), np.zeros((4, 8), np.int8), [0]),
         ]
