@@ -278,6 +278,19 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     start
 }
 
+/// Sample `c` of pixel `x` of row `y` of `src` as a lane.
+#[inline(always)]
+fn read_value<T: Lane>(src: &PlaneView, y: usize, x: usize, c: usize) -> T {
+    let bytes = src.sample_bytes(y, x, c);
+    match src.samples() {
+        ViewSamples::Integer(depth) if depth.bytes() == 2 => {
+            T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift)
+        }
+        ViewSamples::Integer(_) => T::sample(u16::from(bytes[0])),
+        ViewSamples::Float32 => T::float(f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+    }
+}
+
 /// Padded positions `first ..` of row `y` of `src` as lanes in `padded` (as many positions
 /// as it holds, `channels` lanes each): the row's own samples where `xmap` reads them in
 /// place, its border samples beyond the edges. A packed row converts one slice; any other
@@ -319,14 +332,14 @@ pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first:
     } else {
         for (pixel, x) in slots.chunks_exact_mut(channels).zip(pixels) {
             for (c, value) in pixel.iter_mut().enumerate() {
-                *value = src.value(y, x, c);
+                *value = read_value(src, y, x, c);
             }
         }
     }
     for p in (first..start).chain(end..last) {
         let x = xmap.get(p);
         for c in 0..channels {
-            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| src.value(y, x, c));
+            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| read_value(src, y, x, c));
         }
     }
 }

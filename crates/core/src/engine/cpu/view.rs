@@ -7,7 +7,6 @@
 
 use std::fmt;
 
-use super::lanes::Lane;
 use crate::format::SampleDepth;
 use crate::frame::Plane;
 
@@ -168,18 +167,11 @@ impl<'a> PlaneView<'a> {
         &self.data[start..start + self.row_bytes()]
     }
 
-    /// The value of sample `c` of pixel `x` of row `y`.
+    /// The bytes of sample `c` of pixel `x` of row `y`.
     #[inline(always)]
-    pub(super) fn value<T: Lane>(&self, y: usize, x: usize, c: usize) -> T {
+    pub(super) fn sample_bytes(&self, y: usize, x: usize, c: usize) -> &'a [u8] {
         let at = self.at(y, x, c);
-        let bytes = &self.data[at..at + self.samples.bytes()];
-        match self.samples {
-            ViewSamples::Integer(depth) if depth.bytes() == 2 => {
-                T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift)
-            }
-            ViewSamples::Integer(_) => T::sample(u16::from(bytes[0])),
-            ViewSamples::Float32 => T::float(f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-        }
+        &self.data[at..at + self.samples.bytes()]
     }
 }
 
