@@ -68,7 +68,7 @@ impl Source {
     /// for. The chain must give one picture for each (FFmpeg's filters that add, drop or
     /// retime frames, such as `fps`, go after the convolution). With `after` (the chain after
     /// the engine), the frames come in the pixel format FFmpeg would run the convolution in
-    /// with both around it as one graph (see [`HostGraph::engine_format`]), converted by
+    /// with both around it as one graph (see `HostGraph::engine_format`), converted by
     /// `before` as FFmpeg converts. NVDEC's pictures are refused a `before` chain: they are
     /// on the GPU, where FFmpeg's filters are not.
     pub fn with_ffmpeg_filters(self, before: Option<&str>, after: Option<&str>) -> Result<Source, String> {
