@@ -319,3 +319,68 @@ fn audio_is_encoded_again_with_ffmpegs_encoder_and_resampler() {
         framemd5(dir.path(), "ffmpeg.mkv")
     );
 }
+
+/// Audio whose sample rate changes mid-stream (two MPEG-TS segments joined, 44.1 then 22.05
+/// kHz) while it is encoded again: the frames the resampling graph was not built for are
+/// skipped and said so, the video and the file are finished (the output plays to its end).
+#[test]
+fn audio_that_changes_mid_stream_is_skipped_not_fatal() {
+    let dir = tempdir();
+    for (name, rate) in [("a.ts", "44100"), ("b.ts", "22050")] {
+        common::ffmpeg(
+            dir.path(),
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc=size=64x48:rate=10",
+                "-f",
+                "lavfi",
+                "-i",
+                &format!("sine=frequency=440:sample_rate={rate}"),
+                "-t",
+                "1",
+                "-c:v",
+                "mpeg2video",
+                "-c:a",
+                "mp2",
+                name,
+            ],
+        );
+    }
+    let joined = [
+        std::fs::read(dir.path().join("a.ts")).unwrap(),
+        std::fs::read(dir.path().join("b.ts")).unwrap(),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("ab.ts"), joined).unwrap();
+    let run = common::run_on_cpu(
+        dir.path(),
+        &["-i", "ab.ts", "-vf", "sobel", "-c:v", "ffv1", "-c:a", "aac", "out.mkv"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("audio frame skipped"), "{}", run.stderr);
+    let streams = common::streams(&dir.path().join("out.mkv"));
+    assert!(streams.iter().any(|s| s["codec_type"] == "audio"), "{streams:?}");
+    assert!(streams.iter().any(|s| s["codec_type"] == "video"), "{streams:?}");
+    let decoded = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-nostdin",
+            "-i",
+            "out.mkv",
+            "-f",
+            "null",
+            "-",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("ffmpeg is installed");
+    assert!(
+        decoded.status.success() && decoded.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&decoded.stderr)
+    );
+}

@@ -124,6 +124,9 @@ fn network_protocols_for(scheme: &str) -> &'static str {
     }
 }
 
+/// The audio encoder options API pipelines may set: bit rate, sample rate, channels.
+const API_AUDIO_OPTIONS: &[&str] = &["b", "ar", "ac"];
+
 /// Encoder options an API pipeline may set: rate control and the like. Others (some name
 /// files, such as x264's `stats` or `x264-params`) only from the config file.
 const API_ENCODER_OPTIONS: &[&str] = &[
@@ -373,6 +376,30 @@ impl ApiPolicy {
                 ));
             }
         }
+        for key in sink.audio_options.keys() {
+            if !API_AUDIO_OPTIONS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "sink.audio_options: `{}` cannot be set through the API (only in the config file); allowed here: {}",
+                    quoted(key),
+                    API_AUDIO_OPTIONS.join(", ")
+                ));
+            }
+        }
+        // FFmpeg's own filters run on the chain's text and may name files to read or write
+        // (`drawtext=textfile=`, `metadata=file=`, `sendcmd=f=`), opened as soon as the chain
+        // is built, which validation does: like source and encoder options, chains are the
+        // config file's alone, refused here before anything builds them.
+        let chains = [
+            ("filter.ffmpeg_before", &pipeline.filter.ffmpeg_before),
+            ("filter.ffmpeg_after", &pipeline.filter.ffmpeg_after),
+        ];
+        for (field, chain) in chains {
+            if chain.is_some() {
+                problems.push(format!(
+                    "{field}: FFmpeg filter chains can open files, so only the config file may give one (API pipelines take mask, planes, border and plane_masks)"
+                ));
+            }
+        }
         if let Err(problem) = self.check_mask(&mut pipeline.filter.mask) {
             problems.push(format!("filter.mask: {problem}"));
         }
@@ -614,6 +641,32 @@ mod tests {
             .unwrap_or_default();
         assert!(formats.split(',').any(|f| f == "rawvideo"), "{formats}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn api_pipelines_take_no_ffmpeg_chains_and_only_allowed_audio_options() {
+        let policy = ApiPolicy::new(&ServerConfig::default(), Path::new("/nonexistent/config.toml"));
+        let mut p = pipeline("udp://127.0.0.1:5000");
+        p.filter.ffmpeg_before = Some("drawtext=textfile=/etc/shadow".into());
+        p.filter.ffmpeg_after = Some("metadata=mode=print:file=/tmp/x".into());
+        p.sink.audio_codec = Some("aac".into());
+        p.sink.audio_options.insert("b".into(), "128k".into());
+        p.sink.audio_options.insert("dump_extra".into(), "1".into());
+        let problems = policy.check_pipeline(&mut p);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("filter.ffmpeg_before: FFmpeg filter chains")));
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("filter.ffmpeg_after: FFmpeg filter chains")));
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("sink.audio_options: `dump_extra`")));
+        assert!(
+            !problems.iter().any(|p| p.contains("shadow")),
+            "the chain's text is not repeated"
+        );
     }
 
     #[test]

@@ -197,11 +197,11 @@ unsafe fn text_of(text: *const c_char) -> String {
 /// `filter` is a valid, initialised filter context.
 unsafe fn options_of(filter: *mut AVFilterContext) -> Options {
     let mut options = Vec::new();
-    // SAFETY: per the function's contract: `priv` is the filter's option struct (null for a
-    // filter without options), walked with its own class's table.
+    // SAFETY: per the function's contract: `priv` is the filter's option struct, walked with
+    // its own class's table; it starts with that class only where the filter has one.
     unsafe {
         let object = (*filter).priv_;
-        if object.is_null() {
+        if object.is_null() || (*filter).filter.is_null() || (*(*filter).filter).priv_class.is_null() {
             return options;
         }
         let mut option = av_opt_next(object, ptr::null());

@@ -76,7 +76,7 @@ impl AfterFilters {
                 lend_to_ffmpeg(frame).map_err(|e| format!("cannot hand a frame to FFmpeg's filters: {e}"))?;
             picture.set_pts(pts);
             for out in self.graph.run(&picture)? {
-                let mut frame = self.frame_of(&out, &mut next_index);
+                let mut frame = self.frame_of(&out, &mut next_index)?;
                 frame.timeline = timeline;
                 if output.send(frame).is_err() {
                     return Ok(());
@@ -84,7 +84,7 @@ impl AfterFilters {
             }
         }
         for out in self.graph.finish(end)? {
-            let frame = self.frame_of(&out, &mut next_index);
+            let frame = self.frame_of(&out, &mut next_index)?;
             if output.send(frame).is_err() {
                 return Ok(());
             }
@@ -93,7 +93,22 @@ impl AfterFilters {
     }
 
     /// A picture the graph gave, as the sink's frame, its timestamp in the sink's time base.
-    fn frame_of(&self, picture: &ffmpeg::frame::Video, next_index: &mut u64) -> Frame {
+    /// Refused when its size or format is not what the graph said it gives (a filter that
+    /// reconfigures mid-stream, `scale` with `eval=frame`): the encoder was opened for that.
+    fn frame_of(&self, picture: &ffmpeg::frame::Video, next_index: &mut u64) -> Result<Frame, String> {
+        let made = self.graph.output();
+        if (picture.width(), picture.height(), picture.format()) != (made.width, made.height, made.format) {
+            return Err(format!(
+                "FFmpeg's filters after the convolution changed the picture to {}x{} {:?} mid-stream; \
+                 the output was opened for {}x{} {:?}",
+                picture.width(),
+                picture.height(),
+                picture.format(),
+                made.width,
+                made.height,
+                made.format
+            ));
+        }
         let mut frame = frame_from_ffmpeg(picture, self.format, None);
         let from = self.graph.output().time_base;
         frame.pts = picture.pts().map(|pts| match from == self.time_base {
@@ -103,7 +118,7 @@ impl AfterFilters {
         });
         frame.index = *next_index;
         *next_index += 1;
-        frame
+        Ok(frame)
     }
 }
 

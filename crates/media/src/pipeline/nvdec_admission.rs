@@ -208,10 +208,10 @@ impl Board {
         }
     }
 
-    /// Lowers each GPU's seats to what its pipelines kept when one of the host's fell
-    /// behind: the pipelines' worth of frames the watched ones kept plus one for each
-    /// pipeline not watched, rounded, at least 1, never more than were seated or than its
-    /// seats already were. Nothing is learned while the operator sets the seats, or while a
+    /// Lowers the seats of each GPU whose own pipelines fell behind (kept less than their
+    /// number by half a pipeline's worth or more) to what they kept: the pipelines' worth of
+    /// frames the watched ones kept plus one for each pipeline not watched, rounded, at least
+    /// 1, never more than were seated or than its seats already were. Nothing is learned while the operator sets the seats, or while a
     /// GPU holds more pipelines than its seats (that overload was judged already).
     fn learn(&mut self, paces: &[pace::GpuPace]) -> Option<Learned> {
         if self.seats_per_gpu.is_some() {
@@ -230,6 +230,11 @@ impl Board {
                 .iter()
                 .find(|pace| pace.ordinal == gpu.ordinal)
                 .map_or((0, 0.0), |pace| (pace.watched, pace.kept));
+            // A GPU whose own pipelines kept their pace (within half a pipeline's worth)
+            // taught nothing: the one behind is elsewhere.
+            if watched == 0 || kept > watched as f64 - 0.5 {
+                continue;
+            }
             let unwatched = gpu.taken.saturating_sub(watched);
             let worth = kept + unwatched as f64;
             let mut seats = ((worth + 0.5).floor() as usize).clamp(1, gpu.taken);
@@ -415,8 +420,9 @@ impl SeatBoard {
             }
             // Seats set or measured anew (a reload) count for those already waiting.
             board.refresh(inventory);
-            // While a seated pipeline is behind its pace, another would only add to it.
-            let holding = board.judge.any_behind();
+            // While a seated pipeline is behind its pace, another would only add to it; seats
+            // the operator set are taken as given.
+            let holding = board.seats_per_gpu.is_none() && board.judge.any_behind();
             let free = board
                 .gpus
                 .values()

@@ -78,8 +78,11 @@ pub(super) fn open(
         None => settings,
     };
     let info = source.info().clone();
-    // A real-time NVDEC pipeline shows admission its pace: what the host's seats are learned from.
-    if let Some(seat) = nvdec_seat.as_ref().filter(|_| info.real_time) {
+    // A real-time NVDEC pipeline shows admission its pace: what the host's seats are learned
+    // from. Its frames written are measured against the input's rate, so a pipeline whose
+    // filters after the engine may add, drop or retime frames (`fps`, `-r`) shows none.
+    let retimed = settings.config.filter.ffmpeg_after.is_some();
+    if let Some(seat) = nvdec_seat.as_ref().filter(|_| info.real_time && !retimed) {
         let counters = monitor.counters.clone();
         seat.show_pace(Arc::new(CountersPace::new(counters, f64::from(info.frame_rate))));
     }

@@ -19,6 +19,8 @@ pub(super) struct AudioTranscoder {
     /// What `av_rescale_delta` keeps between decoded frames: their timestamps are taken to
     /// samples as FFmpeg's command line takes them, without drifting by rounding.
     rescale_last: i64,
+    /// Packets and frames skipped because they could not be decoded or filtered.
+    skipped: u64,
 }
 
 // SAFETY: the codec contexts and the graph have no thread affinity; the sink uses them from
@@ -108,6 +110,7 @@ impl AudioTranscoder {
             encoder,
             in_time_base: input.time_base,
             rescale_last: ffmpeg::ffi::AV_NOPTS_VALUE,
+            skipped: 0,
         })
     }
 
@@ -167,11 +170,29 @@ impl AudioTranscoder {
         self.encoder.time_base()
     }
 
-    /// Decodes `packet` (`None`: the end) and returns every encoded packet ready.
+    /// Counts a packet or frame left out (a corrupt packet, a frame whose rate or layout
+    /// changed mid-stream, which the resampling graph was not built for), said in the log the
+    /// first time and every hundredth: the video and the rest of the audio go on, as
+    /// FFmpeg's command line goes on.
+    fn skip(&mut self, what: &str, error: &ffmpeg::Error) {
+        self.skipped += 1;
+        if self.skipped == 1 || self.skipped.is_multiple_of(100) {
+            tracing::warn!("audio {what} skipped ({error}); {} so far", self.skipped);
+        }
+    }
+
+    /// Decodes `packet` (`None`: the end) and returns every encoded packet ready. A packet
+    /// that does not decode, or a frame the filters refuse, is skipped (see [`Self::skip`]);
+    /// only the encoder's and the graph's own failures are errors.
     pub(super) fn transcode(&mut self, packet: Option<&Packet>) -> Result<Vec<Packet>, ffmpeg::Error> {
-        match packet {
-            Some(packet) => self.decoder.send_packet(packet)?,
-            None => self.decoder.send_eof()?,
+        let sent = match packet {
+            Some(packet) => self.decoder.send_packet(packet),
+            None => self.decoder.send_eof(),
+        };
+        if let Err(error) = sent {
+            if !is_again(&error) && error != ffmpeg::Error::Eof {
+                self.skip("packet", &error);
+            }
         }
         let mut decoded = ffmpeg::frame::Audio::empty();
         loop {
@@ -194,14 +215,19 @@ impl AudioTranscoder {
                         }
                     });
                     decoded.set_pts(pts);
-                    self.input_filter()?.source().add(&decoded)?;
+                    if let Err(error) = self.input_filter()?.source().add(&decoded) {
+                        self.skip("frame", &error);
+                    }
                 }
                 Err(ffmpeg::Error::Eof) => {
                     self.input_filter()?.source().flush()?;
                     break;
                 }
                 Err(e) if is_again(&e) => break,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.skip("packet", &e);
+                    break;
+                }
             }
         }
         let mut packets = Vec::new();

@@ -469,6 +469,9 @@ impl Sink for Muxer {
     fn finish(&mut self, counters: &Counters) -> Result<(), ffmpeg::Error> {
         self.video.send_eof()?;
         self.write_encoded(counters)?;
+        // The audio's last packets: a failure there is reported, after the trailer is
+        // written, so the file still plays.
+        let mut audio = Ok(());
         let streams: Vec<usize> = self.transcoders.keys().copied().collect();
         for input in streams {
             let Some(&(index, _)) = self.copied.get(&input) else {
@@ -477,9 +480,11 @@ impl Sink for Muxer {
             let Some(transcoder) = self.transcoders.get_mut(&input) else {
                 continue;
             };
-            let encoded = transcoder.transcode(None)?;
             let from = transcoder.time_base();
-            self.write_audio(index, from, encoded, counters)?;
+            let flushed = transcoder
+                .transcode(None)
+                .and_then(|encoded| self.write_audio(index, from, encoded, counters));
+            audio = audio.and(flushed);
         }
         // av_write_trailer may return a positive count (the fragmented MP4 muxer returns the
         // size of its last box); only a negative one is an error, which ffmpeg-next's
@@ -487,7 +492,7 @@ impl Sink for Muxer {
         // SAFETY: a context whose header is written, owned by this muxer.
         let result = unsafe { ffmpeg::ffi::av_write_trailer(self.output.as_mut_ptr()) };
         match result {
-            0.. => Ok(()),
+            0.. => audio,
             error => Err(ffmpeg::Error::from(error)),
         }
     }
