@@ -248,6 +248,34 @@ fn lexically_inside(path: &Path, root: &Path) -> bool {
     normal.starts_with(root)
 }
 
+/// An API pipeline's FFmpeg filter chains and audio options: FFmpeg's own filters run on the
+/// chain's text and may name files to read or write (`drawtext=textfile=`, `metadata=file=`,
+/// `sendcmd=f=`), opened as soon as the chain is built, which validation does; like source
+/// and encoder options, chains are the config file's alone, refused before anything builds
+/// them. Audio options: bit rate, sample rate and channels only.
+fn ffmpeg_chain_and_audio_problems(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
+    for key in pipeline.sink.audio_options.keys() {
+        if !API_AUDIO_OPTIONS.contains(&key.as_str()) {
+            problems.push(format!(
+                "sink.audio_options: `{}` cannot be set through the API (only in the config file); allowed here: {}",
+                quoted(key),
+                API_AUDIO_OPTIONS.join(", ")
+            ));
+        }
+    }
+    let chains = [
+        ("filter.ffmpeg_before", &pipeline.filter.ffmpeg_before),
+        ("filter.ffmpeg_after", &pipeline.filter.ffmpeg_after),
+    ];
+    for (field, chain) in chains {
+        if chain.is_some() {
+            problems.push(format!(
+                "{field}: FFmpeg filter chains can open files, so only the config file may give one (API pipelines take mask, planes, border and plane_masks)"
+            ));
+        }
+    }
+}
+
 /// The limits API requests are held to, resolved once at start.
 #[derive(Debug, Clone)]
 pub struct ApiPolicy {
@@ -376,30 +404,7 @@ impl ApiPolicy {
                 ));
             }
         }
-        for key in sink.audio_options.keys() {
-            if !API_AUDIO_OPTIONS.contains(&key.as_str()) {
-                problems.push(format!(
-                    "sink.audio_options: `{}` cannot be set through the API (only in the config file); allowed here: {}",
-                    quoted(key),
-                    API_AUDIO_OPTIONS.join(", ")
-                ));
-            }
-        }
-        // FFmpeg's own filters run on the chain's text and may name files to read or write
-        // (`drawtext=textfile=`, `metadata=file=`, `sendcmd=f=`), opened as soon as the chain
-        // is built, which validation does: like source and encoder options, chains are the
-        // config file's alone, refused here before anything builds them.
-        let chains = [
-            ("filter.ffmpeg_before", &pipeline.filter.ffmpeg_before),
-            ("filter.ffmpeg_after", &pipeline.filter.ffmpeg_after),
-        ];
-        for (field, chain) in chains {
-            if chain.is_some() {
-                problems.push(format!(
-                    "{field}: FFmpeg filter chains can open files, so only the config file may give one (API pipelines take mask, planes, border and plane_masks)"
-                ));
-            }
-        }
+        ffmpeg_chain_and_audio_problems(pipeline, &mut problems);
         if let Err(problem) = self.check_mask(&mut pipeline.filter.mask) {
             problems.push(format!("filter.mask: {problem}"));
         }
