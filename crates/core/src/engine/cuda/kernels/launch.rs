@@ -219,10 +219,11 @@ mod tests {
 
     #[test]
     fn plane_geometry_is_laid_out_as_the_cuda_struct() {
-        // kernels/convolve.cuh: five 4-byte fields, 4 bytes of padding, two `long long`s.
+        // kernels/convolve.cuh: six 4-byte fields, then two `long long`s.
         assert_eq!(std::mem::size_of::<PlaneGeometry>(), 40);
         assert_eq!(std::mem::align_of::<PlaneGeometry>(), 8);
-        assert_eq!(std::mem::offset_of!(PlaneGeometry, bias), 16);
+        assert_eq!(std::mem::offset_of!(PlaneGeometry, src_pixel), 16);
+        assert_eq!(std::mem::offset_of!(PlaneGeometry, bias), 20);
         assert_eq!(std::mem::offset_of!(PlaneGeometry, src_plane), 24);
         assert_eq!(std::mem::offset_of!(PlaneGeometry, dst_plane), 32);
         assert_eq!(PlaneGeometry::ONE_PLANE.src_plane, 0);
