@@ -125,6 +125,8 @@ fn guard_standard_streams() {
 }
 
 fn try_main(cli: Cli) -> Result<(), Failure> {
+    // Configs read `filter.graph` with libavfilter, as `-vf` is read.
+    convstream_media::install_graph_reader();
     match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Check { config, shards } => commands::check(&config, shards),

@@ -914,6 +914,7 @@ def read(
     input_format: Optional[str] = None,
     config: Optional[str] = None,
     copyts: bool = True,
+    vf: Optional[str] = None,
 ) -> VideoReader:
     """Decodes ``path`` (a file or URL FFmpeg opens) and yields its frames filtered with
     ``mask``, in order, as :class:`VideoFrame` objects::
@@ -928,6 +929,13 @@ def read(
     ``duration``, ``frames``, ``depth``, ``input_format``, ``config``. Timestamps are the
     input's own (``copyts=True``, as ``ffprobe`` shows them); ``copyts=False`` starts them at
     0 as ``convstream run`` writes them.
+
+    ``vf``: an FFmpeg filter chain run on the frames, as ``convstream run -vf`` and a
+    config's ``filter.graph`` run it (``"scale=1280:-2,convolution=...,format=gray"``):
+    FFmpeg's own filters before and after its convolution filters, which run on the engine
+    in place of ``mask``; or ``null@mask`` in the chain where ``mask`` runs
+    (``vf="scale=640:-2,null@mask,format=gray", mask="gaussian:size=13"``). Frames that
+    FFmpeg's filters take after the engine come through host memory.
 
     ``as_``: ``"numpy"`` (default), ``"torch"`` or ``"cupy"``: planes as tensors. With
     NVDEC (``decoder="nvdec"``, or ``auto`` where NVDEC takes the stream) and the CUDA engine,
@@ -953,6 +961,7 @@ def read(
         input_format=input_format,
         config=config,
         copyts=copyts,
+        vf=vf,
     )
     return VideoReader(native, as_, tensor_device)
 

@@ -77,6 +77,7 @@ class NativeReader:
         input_format: Optional[str] = None,
         config: Optional[str] = None,
         copyts: bool = True,
+        vf: Optional[str] = None,
     ) -> None: ...
     @property
     def info(self) -> Tuple[int, int, str, Tuple[int, int], Tuple[int, int], int, str]: ...

@@ -74,6 +74,8 @@ fn wait_for_gpu_starts(py: Python<'_>) -> bool {
 
 #[pymodule]
 fn _convstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // `vf=` and configs' `filter.graph` are read with libavfilter, as the CLI reads them.
+    convstream_media::install_graph_reader();
     m.add("GpuUnavailableError", m.py().get_type::<GpuUnavailableError>())?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(masks_text, m)?)?;

@@ -8,6 +8,7 @@
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use convstream_config::Overrides;
 use convstream_core::Frame;
 use convstream_core::{build_engine, Engine, EngineOptions, FrameShape};
+use convstream_media::AfterFilters;
 use convstream_media::Counters;
 use convstream_media::PassthroughPacket;
 use convstream_media::{run_pipeline, OutputPolicy, RunOptions};
@@ -53,12 +55,17 @@ struct ReaderState {
     engine: Box<dyn Engine>,
     decoded: Option<Receiver<Frame>>,
     source: Option<JoinHandle<Result<(), SourceError>>>,
+    /// FFmpeg's filters after the engine (`vf=`'s part after its convolution stage), until
+    /// the input ends and they give what they held.
+    after: Option<AfterFilters>,
+    /// Frames they gave and Python has not yet taken.
+    ready: VecDeque<Frame>,
 }
 
 #[pymethods]
 impl NativeReader {
     #[new]
-    #[pyo3(signature = (input, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, decoder=None, start=None, duration=None, frames=None, depth=None, input_format=None, config=None, copyts=true))]
+    #[pyo3(signature = (input, mask, border=None, planes=None, plane_masks=Vec::new(), device=None, decoder=None, start=None, duration=None, frames=None, depth=None, input_format=None, config=None, copyts=true, vf=None))]
     #[expect(clippy::too_many_arguments, reason = "one parameter per Python argument")]
     fn new(
         py: Python<'_>,
@@ -76,8 +83,10 @@ impl NativeReader {
         input_format: Option<String>,
         config: Option<String>,
         copyts: bool,
+        vf: Option<String>,
     ) -> PyResult<NativeReader> {
         let overrides = Overrides {
+            graph: vf,
             decoder,
             start,
             duration,
@@ -110,6 +119,8 @@ impl NativeReader {
                 engine: started.engine,
                 decoded: Some(started.decoded),
                 source: Some(started.source),
+                after: started.after,
+                ready: VecDeque::new(),
             }),
             stop,
         })
@@ -159,7 +170,10 @@ impl NativeReader {
         )>,
     > {
         let mut state = self.lock()?;
-        let on_gpu = state.engine.device_pictures_on().map(|context| context.ordinal);
+        // Frames that FFmpeg's filters take after the engine come through host memory.
+        let on_gpu = (state.after.is_none())
+            .then(|| state.engine.device_pictures_on().map(|context| context.ordinal))
+            .flatten();
         let (Some(ordinal), Some(decoded), 0) = (on_gpu, state.decoded.clone(), state.engine.in_flight()) else {
             drop(state);
             let frame = py.detach(|| self.next_filtered())?;
@@ -259,6 +273,25 @@ impl NativeReader {
         let mut state = self.lock()?;
         let state = &mut *state;
         loop {
+            if let Some(frame) = state.ready.pop_front() {
+                return Ok(Some(frame));
+            }
+            if state.after.is_none() {
+                return self.next_from_engine(state);
+            }
+            let more = match (self.next_from_engine(state)?, state.after.as_mut()) {
+                (Some(frame), Some(after)) => after.push(frame),
+                // The end of the input: the filters give what they held, once.
+                (_, _) => state.after.take().map_or(Ok(Vec::new()), |mut after| after.finish()),
+            };
+            let more = more.map_err(PyRuntimeError::new_err)?;
+            state.ready.extend(more);
+        }
+    }
+
+    /// The engine's next frame: decoded frames submitted while it has room.
+    fn next_from_engine(&self, state: &mut ReaderState) -> PyResult<Option<Frame>> {
+        loop {
             if state.engine.in_flight() < state.engine.capacity() {
                 if let Some(decoded) = &state.decoded {
                     // Waits for a frame only when nothing is in flight to return meanwhile.
@@ -338,6 +371,7 @@ fn host_planes<'py>(py: Python<'py>, frame: &Frame) -> Vec<HostPlane<'py>> {
 
 struct Started {
     engine: Box<dyn Engine>,
+    after: Option<AfterFilters>,
     decoded: Receiver<Frame>,
     source: JoinHandle<Result<(), SourceError>>,
     info: StreamInfo,
@@ -358,6 +392,13 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
     })?;
     let source = convstream_media::fit_to_filter(settings, source).map_err(PyValueError::new_err)?;
     let info = source.info().clone();
+    let (after, shown) = match &settings.ffmpeg_after {
+        Some(chain) => {
+            let (after, written) = AfterFilters::new(chain, &info).map_err(PyValueError::new_err)?;
+            (Some(after), written)
+        }
+        None => (None, info.clone()),
+    };
     let options = EngineOptions {
         shape: Some(FrameShape {
             format: info.format,
@@ -386,15 +427,16 @@ fn open(settings: &convstream_config::PipelineSettings, stop: &Arc<AtomicBool>) 
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the decoder thread: {e}")))?;
     Ok(Started {
         info: (
-            info.width,
-            info.height,
-            info.format.to_string(),
-            (info.time_base.numerator(), info.time_base.denominator()),
-            (info.frame_rate.numerator(), info.frame_rate.denominator()),
-            info.format.bits(),
+            shown.width,
+            shown.height,
+            shown.format.to_string(),
+            (shown.time_base.numerator(), shown.time_base.denominator()),
+            (shown.frame_rate.numerator(), shown.frame_rate.denominator()),
+            shown.format.bits(),
             engine.name(),
         ),
         engine,
+        after,
         decoded: decoded_rx,
         source,
     })

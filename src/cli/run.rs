@@ -91,6 +91,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         border: args.border,
         ffmpeg_before: args.ffmpeg_before.clone(),
         ffmpeg_after: filters_after(args)?,
+        graph: None,
         device: args.device.clone(),
         streams: args.streams,
         frames_per_stream: args.frames_per_stream,

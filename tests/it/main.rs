@@ -26,6 +26,7 @@ mod ffmpeg_dropin;
 mod ffmpeg_graphs;
 mod ffmpeg_language;
 mod flags;
+mod graph_config;
 mod host_fill;
 mod image_encoders;
 mod outputs;

@@ -30,6 +30,11 @@ pub struct FilterSettings {
     pub pinned_frames: Option<usize>,
     /// The CUDA engine's spin-wait and tilings.
     pub gpu: GpuTuning,
+    /// FFmpeg's filters before the engine: `ffmpeg_before`, or the graph's part before its
+    /// convolution stage.
+    pub ffmpeg_before: Option<String>,
+    /// FFmpeg's filters after the engine: `ffmpeg_after`, or the graph's part after it.
+    pub ffmpeg_after: Option<String>,
 }
 
 impl ConfigFile {
@@ -91,6 +96,10 @@ pub(crate) fn validate_filter(
     base_dir: Option<&Path>,
     problems: &mut Vec<Problem>,
 ) -> Option<FilterSettings> {
+    // The graph's convolution filters become the masks it is built from; its problems are
+    // listed with the rest, and the masks are then not built.
+    let resolved = crate::graph::resolve(filter, problems);
+    let filter = resolved.as_ref().map_or(filter, |resolved| &resolved.filter);
     let device = DeviceChoice::parse(&filter.device);
     if device.is_none() {
         problems.push(Problem::value(
@@ -168,6 +177,8 @@ pub(crate) fn validate_filter(
         frames_per_stream: filter.frames_per_stream,
         pinned_frames: filter.pinned_frames,
         gpu: filter.gpu,
+        ffmpeg_before: resolved.as_ref()?.before.clone(),
+        ffmpeg_after: resolved?.after,
     })
 }
 

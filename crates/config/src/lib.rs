@@ -9,7 +9,8 @@
 //!   [`Problem`] and [`Place`].
 //! - `validate`: a parsed config turned into [`Settings`] (`settings`), with [`limits`],
 //!   `log_filter`, `inputs` and `outputs` checks; `filter`: a `[filter]` alone, as
-//!   [`FilterSettings`].
+//!   [`FilterSettings`]; `graph`: `filter.graph`, split by the reader the media crate
+//!   installs ([`install_graph_reader`]).
 //! - `overrides`: command-line flags laid over a config; [`shard_spec`]: `--shard`'s syntax;
 //!   `measured_seats`: the NVDEC seats file `[server] nvdec_seats_file` names.
 //!
@@ -30,6 +31,7 @@
 mod error;
 mod file;
 mod filter;
+mod graph;
 mod inputs;
 pub mod limits;
 mod log_filter;
@@ -46,6 +48,9 @@ mod validate;
 pub use error::ConfigError;
 pub use file::{read_config_bytes, DEFAULT_CONFIG, MAX_CONFIG_BYTES};
 pub use filter::FilterSettings;
+pub use graph::{
+    install_graph_reader, read_graph, EngineStage, GraphReader, GraphStages, MASK_PLACEHOLDER, MAX_GRAPH_CHARS,
+};
 pub use inputs::missing_inputs;
 pub use log_filter::is_log_filter;
 pub use measured_seats::MeasuredSeats;

@@ -30,6 +30,8 @@ pub struct Overrides {
     pub ffmpeg_before: Option<String>,
     /// `--ffmpeg-after CHAIN`: FFmpeg's filters after the engine (filter.ffmpeg_after).
     pub ffmpeg_after: Option<String>,
+    /// One FFmpeg chain around the engine (filter.graph; Python's `vf=`).
+    pub graph: Option<String>,
     /// `--device`: `auto`, `cpu`, `cuda` or `cuda:N` (filter.device).
     pub device: Option<String>,
     /// `--streams`: the CUDA engine's streams (filter.streams).
@@ -92,6 +94,7 @@ impl Overrides {
             || self.border.is_some()
             || self.ffmpeg_before.is_some()
             || self.ffmpeg_after.is_some()
+            || self.graph.is_some()
             || self.device.is_some()
             || self.streams.is_some()
             || self.frames_per_stream.is_some()
@@ -252,6 +255,9 @@ impl Overrides {
         }
         if let Some(chain) = &self.ffmpeg_before {
             filter.ffmpeg_before = Some(chain.clone());
+        }
+        if let Some(graph) = &self.graph {
+            filter.graph = Some(graph.clone());
         }
         if let Some(chain) = &self.ffmpeg_after {
             filter.ffmpeg_after = Some(chain.clone());

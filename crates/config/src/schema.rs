@@ -355,6 +355,13 @@ pub struct FilterConfig {
     /// libavfilter chain (`format=gray`, `fps=10`): the output is what they give.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ffmpeg_after: Option<String>,
+    /// One FFmpeg filter chain (`scale=1280:-2,convolution=...,format=gray`) in place of
+    /// `ffmpeg_before` and `ffmpeg_after`: FFmpeg's filters before its convolution stage run
+    /// before the engine, those after it after. The stage is the graph's run of
+    /// `convolution`, `sobel`, `prewitt`, `roberts` (then `mask`, `plane_masks`, `planes`
+    /// and `border` are left out), or `null@mask`, where `mask` and the rest run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<String>,
     /// `auto`, `cpu`, `cuda` or `cuda:N`.
     #[serde(default = "default_device")]
     pub device: String,
@@ -385,6 +392,7 @@ impl Default for FilterConfig {
             border: BorderMode::default(),
             ffmpeg_before: None,
             ffmpeg_after: None,
+            graph: None,
             device: default_device(),
             streams: default_streams(),
             frames_per_stream: default_frames_per_stream(),

@@ -35,6 +35,11 @@ pub struct PipelineSettings {
     pub pinned_frames: Option<usize>,
     /// The CUDA engine's spin-wait and tilings.
     pub gpu: GpuTuning,
+    /// FFmpeg's filters before the engine (`filter.ffmpeg_before`, or the graph's part
+    /// before its convolution stage).
+    pub ffmpeg_before: Option<String>,
+    /// FFmpeg's filters after the engine (`filter.ffmpeg_after`, or the graph's part after).
+    pub ffmpeg_after: Option<String>,
     /// The output as configured.
     pub sink: SinkConfig,
     /// The pipeline as written, for reload comparisons and the API.

@@ -147,6 +147,8 @@ fn validate_pipeline(
         frames_per_stream: filter.frames_per_stream,
         pinned_frames: filter.pinned_frames,
         gpu: filter.gpu,
+        ffmpeg_before: filter.ffmpeg_before,
+        ffmpeg_after: filter.ffmpeg_after,
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })

@@ -9,7 +9,9 @@
 //! - `pipeline`: running pipelines, their monitor, start gate and NVDEC seats, frame previews;
 //! - `source` and `sink`: FFmpeg's input and output;
 //! - `stats`: counters and reports, and what the process uses ([`cpu_and_resident`]);
-//! - `graph`: FFmpeg filter graphs read by libavfilter ([`parse_chain`]);
+//! - `graph`: FFmpeg filter graphs read by libavfilter ([`parse_chain`]) and split into the
+//!   engine's stage and FFmpeg's filters around it ([`split_graph`], the config's graph
+//!   reader: [`install_graph_reader`]);
 //! - `sample`: the generated sample clip.
 
 #![deny(missing_docs)]
@@ -26,13 +28,15 @@ pub use ffmpeg::encoders::{default_encoders, encoder_usable, first_usable, nvenc
 pub use ffmpeg::options::{option_owner, OptionOwner};
 pub use ffmpeg::{guess_muxer, init as init_ffmpeg, output_problems, PassthroughPacket};
 pub use graph::chain::{parse_chain, ChainError, ChainFilter};
+pub use graph::install_graph_reader;
+pub use graph::stages::split_graph;
 pub use graph::tail::OutputFilterOptions;
 pub use pipeline::snapshot::{Snapshot, SnapshotPlane, SnapshotStage};
 pub use pipeline::{
     cut_short_by_stop, decode_only, decode_only_on, fit_to_filter, panic_message, pooled_frames, run_all,
-    run_monitored, run_pipeline, seats_of, EngineStatus, FilterSwitch, GpuLearned, GpuSeats, Learned, LearnedListener,
-    NvdecSeat, OutputPolicy, PaceGauge, PaceReading, PipelineError, PipelineMonitor, PipelineState, Progress,
-    RunOptions, RunProgress, SeatBoard, SeatSource, SeatWanted, StartGate, StartTurn, LONGEST_TURN,
+    run_monitored, run_pipeline, seats_of, AfterFilters, EngineStatus, FilterSwitch, GpuLearned, GpuSeats, Learned,
+    LearnedListener, NvdecSeat, OutputPolicy, PaceGauge, PaceReading, PipelineError, PipelineMonitor, PipelineState,
+    Progress, RunOptions, RunProgress, SeatBoard, SeatSource, SeatWanted, StartGate, StartTurn, LONGEST_TURN,
 };
 pub use sample::{generate as generate_sample, generate_content as generate_sample_content, SampleContent, SampleSpec};
 pub use sink::{mark_stdout_closed, FileId, SinkKind};

@@ -8,6 +8,7 @@
 pub mod api;
 mod console;
 mod gpu_metrics;
+mod graph_policy;
 pub mod guard;
 pub mod history;
 mod learned_seats;

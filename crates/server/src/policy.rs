@@ -252,7 +252,9 @@ fn lexically_inside(path: &Path, root: &Path) -> bool {
 /// chain's text and may name files to read or write (`drawtext=textfile=`, `metadata=file=`,
 /// `sendcmd=f=`), opened as soon as the chain is built, which validation does; like source
 /// and encoder options, chains are the config file's alone, refused before anything builds
-/// them. Audio options: bit rate, sample rate and channels only.
+/// them; a `filter.graph` may name only the filters that open nothing
+/// ([`api_graph_problem`](crate::graph_policy::api_graph_problem)). Audio options: bit
+/// rate, sample rate and channels only.
 fn ffmpeg_chain_and_audio_problems(pipeline: &PipelineConfig, problems: &mut Vec<String>) {
     for key in pipeline.sink.audio_options.keys() {
         if !API_AUDIO_OPTIONS.contains(&key.as_str()) {
@@ -270,9 +272,17 @@ fn ffmpeg_chain_and_audio_problems(pipeline: &PipelineConfig, problems: &mut Vec
     for (field, chain) in chains {
         if chain.is_some() {
             problems.push(format!(
-                "{field}: FFmpeg filter chains can open files, so only the config file may give one (API pipelines take mask, planes, border and plane_masks)"
+                "{field}: FFmpeg filter chains can open files, so only the config file may give one (API pipelines take mask, planes, border, plane_masks, and filter.graph of FFmpeg's filters that open nothing)"
             ));
         }
+    }
+    if let Some(problem) = pipeline
+        .filter
+        .graph
+        .as_deref()
+        .and_then(crate::graph_policy::api_graph_problem)
+    {
+        problems.push(problem);
     }
 }
 

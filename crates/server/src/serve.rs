@@ -54,6 +54,8 @@ pub struct ServeOptions {
 /// Runs until SIGTERM or SIGINT, then drains every pipeline and returns. A second signal
 /// exits at once.
 pub fn serve(config: ConfigFile, options: ServeOptions) -> Result<(), ServeError> {
+    // Pipelines' `filter.graph`, from the file or the API, is read with libavfilter.
+    convstream_media::install_graph_reader();
     // Validated before anything starts: a bad config is a usage error, not a half-started server.
     // No pipelines is an API-only server.
     config.validate_for_serve(options.config_path.parent(), output_problems)?;

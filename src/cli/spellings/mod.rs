@@ -12,12 +12,14 @@
 //! one-letter flags (`-hide_banner` is not `-h`): with its stream specifier (`-c:a copy`,
 //! `-b:v`, `-frames:v:0`), a global option honoured (`-hide_banner`, `-nostdin`,
 //! `-loglevel`/`-v`, `-stats`/`-nostats`, `-threads`, `-y`/`-n`), a `-vf` chain read into
-//! masks ([`ffmpeg_filters`](super::ffmpeg_filters)), a codec's or format's AVOption passed
+//! masks (`convstream_media::split_graph`, as a config's `filter.graph`), a codec's or format's AVOption passed
 //! on as FFmpeg passes it (`--encoder-opt`, `--muxer-opt`, `--input-opt`), or refused by its
 //! name with what to use instead ([`ffmpeg_options`](super::ffmpeg_options)); every refusal
 //! of a command line at once.
 
 use std::ffi::OsString;
+
+use convstream_config::{EngineStage, MASK_PLACEHOLDER};
 
 /// Where an FFmpeg spelling applies, as FFmpeg decides it: by whether an input follows.
 #[derive(Debug, Clone, Copy)]
@@ -435,27 +437,34 @@ fn flags_that_repeat_the_filter_chain(args: &[OsString], flag_at: &[bool], typed
 }
 
 /// `-vf CHAIN`: a mask per plane and the border, from FFmpeg's convolution filters, and
-/// FFmpeg's other filters before and after them.
+/// FFmpeg's other filters before and after them, split as a config's `filter.graph` is.
 fn filter_flags(typed: &str, chain: &str) -> Result<Vec<String>, String> {
-    let translated = super::ffmpeg_filters::translate(typed, chain)?;
-    for warning in &translated.warnings {
+    let stages = convstream_media::split_graph(typed, chain)?;
+    for warning in &stages.warnings {
         // Before logging starts: said on the terminal as the other command-line warnings are.
         // One line: the warning may quote what was typed.
         eprintln!("warning: {}", convstream_core::for_display(warning));
     }
     let mut flags = vec!["--mask".to_string(), "identity".to_string()];
-    for (plane, spec) in translated.plane_masks {
-        flags.push("--plane-mask".into());
-        flags.push(format!("{plane}={spec}"));
+    match stages.engine {
+        EngineStage::Filters { plane_masks, border } => {
+            for (plane, spec) in plane_masks {
+                flags.push("--plane-mask".into());
+                flags.push(format!("{plane}={spec}"));
+            }
+            if let Some(border) = border {
+                flags.push("--border".into());
+                flags.push(border.into());
+            }
+        }
+        EngineStage::Absent => {}
+        EngineStage::Mask => {
+            return Err(format!(
+                "{typed}: `{MASK_PLACEHOLDER}` marks where a config's filter.mask runs; on the command line write the convolution filter in the chain, or give --mask with --ffmpeg-before and --ffmpeg-after"
+            ))
+        }
     }
-    if let Some(border) = translated.border {
-        flags.push("--border".into());
-        flags.push(border.into());
-    }
-    for (flag, chain) in [
-        ("--ffmpeg-before", translated.before),
-        ("--ffmpeg-after", translated.after),
-    ] {
+    for (flag, chain) in [("--ffmpeg-before", stages.before), ("--ffmpeg-after", stages.after)] {
         if let Some(chain) = chain {
             flags.push(flag.into());
             flags.push(chain);

@@ -218,6 +218,8 @@ pub(super) fn bench_settings(
         frames_per_stream: filter.frames_per_stream,
         pinned_frames: filter.pinned_frames,
         gpu: filter.gpu,
+        ffmpeg_before: None,
+        ffmpeg_after: None,
         sink: sink.clone(),
         config: PipelineConfig {
             name: "bench".into(),

@@ -7,6 +7,7 @@ use convstream_core::DeviceChoice;
 use convstream_core::Mask;
 use convstream_core::{BorderMode, PlaneSelection};
 
+mod graph;
 mod overrides;
 mod shape_and_ranges;
 mod tuning;

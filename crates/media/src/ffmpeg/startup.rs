@@ -4,7 +4,8 @@
 use ffmpeg_next as ffmpeg;
 use std::sync::Once;
 
-/// Initialises FFmpeg once, with its log lines sent through tracing (see `log`).
+/// Initialises FFmpeg once, with its log lines sent through tracing (see `log`), and makes
+/// libavfilter the config's reader of filter graphs.
 pub fn init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
@@ -13,6 +14,7 @@ pub fn init() {
         ffmpeg::util::log::set_level(ffmpeg::util::log::Level::Error);
         super::log::install();
     });
+    crate::graph::install_graph_reader();
 }
 
 #[cfg(test)]

@@ -10,21 +10,27 @@ use crate::ffmpeg::{engine_format, ffmpeg_format, frame_from_ffmpeg, lend_to_ffm
 use crate::graph::host::{HostGraph, Pictures};
 use convstream_core::{Frame, PixelFormat};
 
-/// The graph, and the frames it gives as the engines' formats name them.
-pub(super) struct AfterFilters {
+/// The graph, and the frames it gives as the engines' formats name them. A pipeline runs it
+/// as a stage of its own ([`AfterFilters::run`]); Python's reader frame by frame
+/// ([`AfterFilters::push`], [`AfterFilters::finish`]).
+pub struct AfterFilters {
     graph: HostGraph,
     format: PixelFormat,
     /// The time base the sink counts in (the input's): the graph's timestamps are taken to it.
     time_base: ffmpeg::Rational,
     /// How long a frame lasts, in that time base: the input ends one frame after the last.
     frame_duration: i64,
+    /// The index the next frame out gets.
+    next_index: u64,
+    /// When the input ends: one frame after the last frame in.
+    end: Option<i64>,
 }
 
 impl AfterFilters {
     /// Sets up `chain` for the engine's frames (`engine`: what the source gives, which the
     /// engine keeps) and says what the sink then gets: the same input, in the graph's size,
     /// format, aspect and frame rate.
-    pub(super) fn new(chain: &str, engine: &SourceInfo) -> Result<(AfterFilters, SourceInfo), String> {
+    pub fn new(chain: &str, engine: &SourceInfo) -> Result<(AfterFilters, SourceInfo), String> {
         let input = Pictures {
             width: engine.width as u32,
             height: engine.height as u32,
@@ -58,6 +64,8 @@ impl AfterFilters {
                 format,
                 time_base: engine.time_base,
                 frame_duration: frame_duration(engine),
+                next_index: 0,
+                end: None,
             },
             sink,
         ))
@@ -67,24 +75,14 @@ impl AfterFilters {
     /// `output`, then flushes it at the end of the input. Returns when the input ends or
     /// the sink is gone; an error is FFmpeg's.
     pub(super) fn run(mut self, filtered: &Receiver<Frame>, output: &Sender<Frame>) -> Result<(), String> {
-        let mut next_index = 0u64;
-        let mut end = None;
         for frame in filtered {
-            end = frame.pts.map(|pts| pts.saturating_add(self.frame_duration)).or(end);
-            let (pts, timeline) = (frame.pts, frame.timeline);
-            let mut picture =
-                lend_to_ffmpeg(frame).map_err(|e| format!("cannot hand a frame to FFmpeg's filters: {e}"))?;
-            picture.set_pts(pts);
-            for out in self.graph.run(&picture)? {
-                let mut frame = self.frame_of(&out, &mut next_index)?;
-                frame.timeline = timeline;
+            for frame in self.push(frame)? {
                 if output.send(frame).is_err() {
                     return Ok(());
                 }
             }
         }
-        for out in self.graph.finish(end)? {
-            let frame = self.frame_of(&out, &mut next_index)?;
+        for frame in self.finish()? {
             if output.send(frame).is_err() {
                 return Ok(());
             }
@@ -92,10 +90,34 @@ impl AfterFilters {
         Ok(())
     }
 
+    /// Gives the graph one filtered frame; returns the frames it has ready.
+    pub fn push(&mut self, frame: Frame) -> Result<Vec<Frame>, String> {
+        self.end = frame
+            .pts
+            .map(|pts| pts.saturating_add(self.frame_duration))
+            .or(self.end);
+        let (pts, timeline) = (frame.pts, frame.timeline);
+        let mut picture = lend_to_ffmpeg(frame).map_err(|e| format!("cannot hand a frame to FFmpeg's filters: {e}"))?;
+        picture.set_pts(pts);
+        let mut ready = Vec::new();
+        for out in self.graph.run(&picture)? {
+            let mut frame = self.frame_of(&out)?;
+            frame.timeline = timeline;
+            ready.push(frame);
+        }
+        Ok(ready)
+    }
+
+    /// Ends the input; returns the frames the graph held.
+    pub fn finish(&mut self) -> Result<Vec<Frame>, String> {
+        let held = self.graph.finish(self.end)?;
+        held.iter().map(|out| self.frame_of(out)).collect()
+    }
+
     /// A picture the graph gave, as the sink's frame, its timestamp in the sink's time base.
     /// Refused when its size or format is not what the graph said it gives (a filter that
     /// reconfigures mid-stream, `scale` with `eval=frame`): the encoder was opened for that.
-    fn frame_of(&self, picture: &ffmpeg::frame::Video, next_index: &mut u64) -> Result<Frame, String> {
+    fn frame_of(&mut self, picture: &ffmpeg::frame::Video) -> Result<Frame, String> {
         let made = self.graph.output();
         if (picture.width(), picture.height(), picture.format()) != (made.width, made.height, made.format) {
             return Err(format!(
@@ -116,8 +138,8 @@ impl AfterFilters {
             // SAFETY: av_rescale_q only computes with its integer arguments.
             false => unsafe { ffmpeg::ffi::av_rescale_q(pts, from.into(), self.time_base.into()) },
         });
-        frame.index = *next_index;
-        *next_index += 1;
+        frame.index = self.next_index;
+        self.next_index += 1;
         Ok(frame)
     }
 }

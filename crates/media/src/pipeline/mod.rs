@@ -27,6 +27,7 @@ pub mod snapshot;
 mod start_gate;
 mod threads;
 
+pub use after_stage::AfterFilters;
 pub use capacity::pooled_frames;
 pub use decode_only::{decode_only, decode_only_on};
 pub use error::PipelineError;

@@ -81,7 +81,7 @@ pub(super) fn open(
     // A real-time NVDEC pipeline shows admission its pace: what the host's seats are learned
     // from. Its frames written are measured against the input's rate, so a pipeline whose
     // filters after the engine may add, drop or retime frames (`fps`, `-r`) shows none.
-    let retimed = settings.config.filter.ffmpeg_after.is_some();
+    let retimed = settings.ffmpeg_after.is_some();
     if let Some(seat) = nvdec_seat.as_ref().filter(|_| info.real_time && !retimed) {
         let counters = monitor.counters.clone();
         seat.show_pace(Arc::new(CountersPace::new(counters, f64::from(info.frame_rate))));
@@ -149,7 +149,7 @@ fn after_filters(
     settings: &PipelineSettings,
     info: &SourceInfo,
 ) -> Result<(Option<AfterFilters>, SourceInfo), PipelineError> {
-    let Some(chain) = &settings.config.filter.ffmpeg_after else {
+    let Some(chain) = &settings.ffmpeg_after else {
         return Ok((None, info.clone()));
     };
     let (after, written) = AfterFilters::new(chain, info).map_err(|message| PipelineError::FilterUnsuitable {
@@ -250,8 +250,7 @@ fn refuse_protected_input(settings: &PipelineSettings, options: &RunOptions) -> 
 /// the filter cannot work on them, joined by "; ". Shared by pipelines and the Python
 /// module's reader.
 pub fn fit_to_filter(settings: &PipelineSettings, source: Source) -> Result<Source, String> {
-    let filter = &settings.config.filter;
-    let source = source.with_ffmpeg_filters(filter.ffmpeg_before.as_deref(), filter.ffmpeg_after.as_deref())?;
+    let source = source.with_ffmpeg_filters(settings.ffmpeg_before.as_deref(), settings.ffmpeg_after.as_deref())?;
     let source = match settings.source.depth {
         Some(bits) if bits != source.info().format.bits() => match source.info().format.with_depth(bits) {
             Some(format) => source.with_format(format, &format!("{bits} bits per sample were asked for")),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::device_pictures::{CudaDecoding, Picture};
+use super::device_pictures::{for_host_filters, CudaDecoding, Picture};
 use super::error::SourceError;
 use super::pooled_pictures::PooledPictures;
 use super::trim::Trim;
@@ -317,7 +317,15 @@ impl DecodeState {
                 Counters::add(&counters.damaged_frames, 1);
             }
             let filtered = match self.before.as_mut() {
-                Some(graph) => Some(one_picture(graph, &decoded, &self.url)?),
+                Some(graph) => {
+                    // NVDEC's picture comes to host memory once, for FFmpeg's filters.
+                    let host =
+                        for_host_filters(self.device.as_deref(), &decoded).map_err(|reason| SourceError::Decoder {
+                            url: self.url.clone(),
+                            reason,
+                        })?;
+                    Some(one_picture(graph, host.as_ref().unwrap_or(&decoded), &self.url)?)
+                }
                 None => None,
             };
             let mut frame = self.convert(filtered.as_ref().unwrap_or(&decoded))?;

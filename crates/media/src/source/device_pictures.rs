@@ -76,6 +76,34 @@ impl Drop for FrameRef {
     }
 }
 
+/// A decoded picture as FFmpeg's filters before the engine take it, in host memory: a CUDA
+/// frame downloaded once (in its surface format, which the filters were set up for), any
+/// other `None` (it is there already). The filters' output is then an ordinary host picture,
+/// which the engine takes as a software decoder's.
+pub(super) fn for_host_filters(
+    device: Option<&CudaDecoding>,
+    decoded: &ffmpeg::frame::Video,
+) -> Result<Option<ffmpeg::frame::Video>, String> {
+    if decoded.format() != Pixel::CUDA {
+        return Ok(None);
+    }
+    let device = device.ok_or("a CUDA picture came from a decoder without a CUDA device")?;
+    device
+        .download(decoded)
+        .map(Some)
+        .map_err(|e| format!("cannot copy the decoded picture from the GPU for FFmpeg's filters: {e}"))
+}
+
+/// The pixel format FFmpeg's filters before the engine are set up for: the decoder's, or,
+/// for NVDEC (whose decoder may name only `cuda`, its pictures' place), the surface format
+/// the source gives (NV12, P010, P016), in which its pictures come to host memory.
+pub(super) fn host_filters_format(hardware: bool, decoder: Pixel, source: PixelFormat) -> Pixel {
+    match hardware || decoder == Pixel::CUDA || decoder == Pixel::None {
+        true => ffmpeg_format(source),
+        false => decoder,
+    }
+}
+
 /// What became of a decoded picture.
 pub(super) enum Picture {
     /// Not a CUDA frame: the caller converts it as usual.
@@ -180,7 +208,7 @@ impl CudaDecoding {
     }
 
     /// The picture copied into host memory (its surface format, e.g. NV12 or P010).
-    fn download(&self, decoded: &ffmpeg::frame::Video) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
+    pub(super) fn download(&self, decoded: &ffmpeg::frame::Video) -> Result<ffmpeg::frame::Video, ffmpeg::Error> {
         let mut host = ffmpeg::frame::Video::empty();
         // SAFETY: both frames are valid; FFmpeg allocates the host frame's buffers.
         let result = unsafe { ffi::av_hwframe_transfer_data(host.as_mut_ptr(), decoded.as_ptr(), 0) };
@@ -193,5 +221,36 @@ impl CudaDecoding {
             return Err(ffmpeg::Error::from(result));
         }
         Ok(host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvdec_pictures_meet_host_filters_in_their_surface_format() {
+        // NVDEC's decoder names only where its pictures are; they come to host memory in the
+        // source's surface format, which the filters before the engine are set up for.
+        for decoder in [Pixel::CUDA, Pixel::None, Pixel::NV12] {
+            assert_eq!(host_filters_format(true, decoder, PixelFormat::NV12), Pixel::NV12);
+        }
+        assert_eq!(host_filters_format(true, Pixel::CUDA, PixelFormat::P010), Pixel::P010LE);
+        // A software decoder's pictures are taken as they are.
+        assert_eq!(
+            host_filters_format(false, Pixel::YUV420P, PixelFormat::NV12),
+            Pixel::YUV420P
+        );
+    }
+
+    #[test]
+    fn a_host_picture_is_not_copied_again() {
+        let picture = ffmpeg::frame::Video::new(Pixel::NV12, 64, 48);
+        assert!(for_host_filters(None, &picture).unwrap().is_none());
+        let mut cuda = ffmpeg::frame::Video::empty();
+        // SAFETY: only the format field of a fresh frame is set.
+        unsafe { (*cuda.as_mut_ptr()).format = ffi::AVPixelFormat::AV_PIX_FMT_CUDA as i32 };
+        let error = for_host_filters(None, &cuda).err().expect("refused");
+        assert!(error.contains("without a CUDA device"), "{error}");
     }
 }

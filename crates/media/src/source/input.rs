@@ -5,7 +5,7 @@ use ffmpeg_next as ffmpeg;
 use std::sync::Arc;
 
 use super::decoder::VideoDecoder;
-use super::device_pictures::CudaDecoding;
+use super::device_pictures::{host_filters_format, CudaDecoding};
 use super::nvdec::NvdecProbe;
 use super::pipe_input;
 use super::watchdog::Watchdog;
@@ -69,30 +69,13 @@ impl Source {
     /// retime frames, such as `fps`, go after the convolution). With `after` (the chain after
     /// the engine), the frames come in the pixel format FFmpeg would run the convolution in
     /// with both around it as one graph (see `HostGraph::engine_format`), converted by
-    /// `before` as FFmpeg converts. NVDEC's pictures are refused a `before` chain: they are
-    /// on the GPU, where FFmpeg's filters are not.
+    /// `before` as FFmpeg converts. NVDEC's pictures that meet a `before` chain are copied to
+    /// host memory once, in their surface format, and filtered there.
     pub fn with_ffmpeg_filters(self, before: Option<&str>, after: Option<&str>) -> Result<Source, String> {
-        if before.is_none() && after.is_none() {
+        if before.is_none() && (after.is_none() || self.decoder.is_hardware()) {
             return Ok(self);
         }
-        if self.decoder.is_hardware() {
-            return match before {
-                None => Ok(self),
-                Some(chain) => Err(format!(
-                    "FFmpeg's filters before the convolution (`{}`) take pictures in host memory, and NVDEC leaves them on the GPU: decode in software (--decoder software), or put those filters after the convolution",
-                    convstream_core::quoted(chain)
-                )),
-            };
-        }
-        let video = self.decoder.video();
-        let input = Pictures {
-            width: video.width(),
-            height: video.height(),
-            format: video.format(),
-            time_base: self.info.time_base,
-            frame_rate: self.info.frame_rate,
-            aspect_ratio: self.info.aspect_ratio,
-        };
+        let input = self.filters_input();
         let negotiated = HostGraph::engine_format(before, after, &input)?;
         let format_name = negotiated.descriptor().map(|d| d.name()).unwrap_or("none");
         let chain = match before {
@@ -103,17 +86,29 @@ impl Source {
         self.with_filters_before(&chain)
     }
 
-    /// Runs FFmpeg's `chain` on each decoded picture (see [`Source::with_ffmpeg_filters`]).
-    fn with_filters_before(mut self, chain: &str) -> Result<Source, String> {
+    /// The pictures FFmpeg's filters before the engine take: the decoder's, NVDEC's as they
+    /// come to host memory (see `host_filters_format`).
+    fn filters_input(&self) -> Pictures {
         let video = self.decoder.video();
-        let input = Pictures {
-            width: video.width(),
-            height: video.height(),
-            format: video.format(),
+        let hardware = self.decoder.is_hardware();
+        let (width, height) = match hardware {
+            // NVDEC's pictures are cropped to the display size the source reports.
+            true => (self.info.width as u32, self.info.height as u32),
+            false => (video.width(), video.height()),
+        };
+        Pictures {
+            width,
+            height,
+            format: host_filters_format(hardware, video.format(), self.info.format),
             time_base: self.info.time_base,
             frame_rate: self.info.frame_rate,
             aspect_ratio: self.info.aspect_ratio,
-        };
+        }
+    }
+
+    /// Runs FFmpeg's `chain` on each decoded picture (see [`Source::with_ffmpeg_filters`]).
+    fn with_filters_before(mut self, chain: &str) -> Result<Source, String> {
+        let input = self.filters_input();
         let graph = HostGraph::new(chain, &input)?;
         let out = *graph.output();
         if out.time_base != input.time_base || out.frame_rate != input.frame_rate {

@@ -69,6 +69,10 @@ impl Supervisor {
                         || current.frames_per_stream != next.frames_per_stream
                         || current.pinned_frames != next.pinned_frames
                         || current.gpu != next.gpu
+                        // FFmpeg's filters around the engine (a graph's, or the chains) are
+                        // built when the run opens: a change of theirs is a new run.
+                        || current.ffmpeg_before != next.ffmpeg_before
+                        || current.ffmpeg_after != next.ffmpeg_after
                         || changed && monitor.state() != PipelineState::Running;
                     if restart {
                         let restarts = monitor.restarts.load(Ordering::Relaxed) + 1;

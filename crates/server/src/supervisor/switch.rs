@@ -11,13 +11,31 @@ use std::time::{Duration, Instant};
 use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
-use convstream_config::{ConfigError, PipelineSettings, Place, Problem};
+use convstream_config::{ConfigError, EngineStage, FilterConfig, PipelineSettings, Place, Problem};
 use convstream_core::PixelFormat;
 use convstream_core::{EngineError, FilterSpec, PlaneName};
 use convstream_media::{FilterSwitch, PipelineState};
 
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A switch of the masks changes a graph's convolution stage only: the graph's convolution
+/// filters give way to `null@mask`, where the switch's masks run (with the graph's border,
+/// unless the switch gives one); FFmpeg's filters before and after it stay as they are.
+fn mask_stage_for_graph(filter: &mut FilterConfig) {
+    let Some(graph) = &filter.graph else {
+        return;
+    };
+    // The graph ran, so it reads; one that no longer does is left for validation to name.
+    let Ok(stages) = convstream_media::split_graph("filter.graph", graph) else {
+        return;
+    };
+    if let EngineStage::Filters { border, .. } = &stages.engine {
+        filter.graph = Some(stages.with_mask_placeholder());
+        filter.plane_masks.clear();
+        filter.border = border.and_then(|name| name.parse().ok()).unwrap_or_default();
+    }
+}
 
 impl Supervisor {
     /// Switches a running pipeline's filter. The kernels are compiled here first, on the
@@ -33,6 +51,10 @@ impl Supervisor {
         let current = self.settings(name)?;
         let mut config = current.config.clone();
         let filter = &mut config.filter;
+        let touches_masks = update.mask.is_some() || update.plane_masks.is_some() || update.clear_plane_masks;
+        if touches_masks {
+            mask_stage_for_graph(filter);
+        }
         if let Some(mask) = update.mask {
             filter.mask = mask;
         }

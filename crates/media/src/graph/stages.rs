@@ -1,23 +1,13 @@
-//! FFmpeg's `-vf` filter chains, read by libavfilter: the run of convolution filters becomes
-//! convstream's masks (a mask SPEC per plane and a border mode, so that `-vf
-//! "convolution=..."` runs FFmpeg's own arithmetic and edges: `custom:...,rdiv=R` with
-//! `--border ffmpeg`), and the filters before and after it run as FFmpeg's own.
+//! An FFmpeg filter chain split into what convstream runs ([`split_graph`]): the run of
+//! convolution filters becomes the engine's masks (a mask SPEC per plane and a border mode,
+//! so that `convolution=...` runs FFmpeg's own arithmetic and edges: `custom:...,rdiv=R`
+//! with the `ffmpeg` border), and the filters before and after it run as FFmpeg's own. The
+//! command line's `-vf` and a config's `filter.graph` both come here (the config crate is
+//! handed [`split_graph`] as its graph reader).
 
-use convstream_media::ChainFilter;
+use convstream_config::{EngineStage, GraphStages, MASK_PLACEHOLDER};
 
-/// What a `-vf` chain becomes: a mask SPEC for each plane it filters (`y`, `u`, `v`) and the
-/// border every one of them takes.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct Translated {
-    pub(crate) plane_masks: Vec<(&'static str, String)>,
-    pub(crate) border: Option<&'static str>,
-    /// What is taken differently from how it reads, as FFmpeg takes it.
-    pub(crate) warnings: Vec<String>,
-    /// FFmpeg's own filters before the convolution filters, as a chain.
-    pub(crate) before: Option<String>,
-    /// FFmpeg's own filters after them, as a chain.
-    pub(crate) after: Option<String>,
-}
+use super::chain::{parse_chain, ChainFilter};
 
 /// FFmpeg's planes in order; a fourth (alpha) has no place in convstream's frames, and is
 /// set aside as FFmpeg sets aside a plane the format lacks.
@@ -28,15 +18,36 @@ const PLANES: [&str; 3] = ["y", "u", "v"];
 /// (recursively, with running sums, in fixed point): they run as FFmpeg's own filters.
 const ON_ENGINES: &[&str] = &["convolution", "sobel", "prewitt", "roberts"];
 
-/// Translates a `-vf` chain, read by libavfilter itself (so its syntax, escaping, defaults
-/// and range checks are FFmpeg's). `option` is the flag as typed, for messages. The filters
-/// before the first of [`ON_ENGINES`] and after the last run as FFmpeg's own, in-process.
-pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String> {
-    let filters = convstream_media::parse_chain(option, chain).map_err(|e| e.to_string())?;
+/// Splits `chain`, read by libavfilter itself (so its syntax, escaping, defaults and range
+/// checks are FFmpeg's). `option` is where the text came from (`-vf`, `filter.graph`), for
+/// messages. The filters before the first of [`ON_ENGINES`] (or [`MASK_PLACEHOLDER`]) and
+/// after the last run as FFmpeg's own, in-process.
+pub fn split_graph(option: &str, chain: &str) -> Result<GraphStages, String> {
+    let filters = parse_chain(option, chain).map_err(|e| e.to_string())?;
     let on_engines = |filter: &ChainFilter| ON_ENGINES.contains(&filter.name.as_str());
+    let joined = |part: &[ChainFilter]| {
+        (!part.is_empty()).then(|| part.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join(","))
+    };
+    let placeholders: Vec<usize> = (0..filters.len()).filter(|at| is_placeholder(&filters[*at])).collect();
+    match placeholders[..] {
+        [] => {}
+        [at] if !filters.iter().any(on_engines) => {
+            return Ok(GraphStages {
+                before: joined(&filters[..at]),
+                engine: EngineStage::Mask,
+                after: joined(&filters[at + 1..]),
+                warnings: Vec::new(),
+            })
+        }
+        [_] => {
+            return Err(format!(
+                "{option}: `{MASK_PLACEHOLDER}` marks where the mask runs in place of the convolution filters; a chain has one or the other"
+            ))
+        }
+        _ => return Err(format!("{option}: `{MASK_PLACEHOLDER}` is written more than once; the chain has one convolution stage")),
+    }
     let first = filters.iter().position(on_engines).unwrap_or(filters.len());
     let last = filters.iter().rposition(on_engines).map_or(first, |at| at + 1);
-    let mut out = Translated::default();
     if let Some(between) = filters[first..last].iter().find(|f| !on_engines(f)) {
         return Err(format!(
             "{option}: `{}` stands between `{}` and `{}`; convstream runs the convolution filters of a chain together, with FFmpeg's other filters before or after them (move `{}` to one end, or run the rest with a second convstream)",
@@ -46,33 +57,49 @@ pub(crate) fn translate(option: &str, chain: &str) -> Result<Translated, String>
             between.name
         ));
     }
-    let joined = |part: &[ChainFilter]| {
-        (!part.is_empty()).then(|| part.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join(","))
-    };
-    out.before = joined(&filters[..first]);
-    out.after = joined(&filters[last..]);
+    let mut warnings = Vec::new();
+    let mut plane_masks: Vec<(&'static str, String)> = Vec::new();
+    let mut border = None;
     for filter in &filters[first..last] {
         let name = filter.name.as_str();
-        let (masks, border) = filter_masks(option, filter, &mut out.warnings)?;
+        let (masks, wants) = filter_masks(option, filter, &mut warnings)?;
         for (plane, spec) in masks {
-            if out.plane_masks.iter().any(|(p, _)| *p == plane) {
+            if plane_masks.iter().any(|(p, _)| *p == plane) {
                 return Err(format!(
                     "{option}: plane {plane} is filtered by two filters of the chain; convstream filters a plane once per run (run it again on the output for the second)"
                 ));
             }
-            out.plane_masks.push((plane, spec));
+            plane_masks.push((plane, spec));
         }
-        match (out.border, border) {
+        match (border, wants) {
             (Some(had), Some(wants)) if had != wants => {
                 return Err(format!(
                     "{option}: `{name}` takes FFmpeg's edges as `--border {wants}`, another filter of the chain as `--border {had}`; one run has one border"
                 ))
             }
-            (None, wants) => out.border = wants,
+            (None, wants) => border = wants,
             _ => {}
         }
     }
-    Ok(out)
+    let engine = match first < last {
+        true => EngineStage::Filters { plane_masks, border },
+        false => EngineStage::Absent,
+    };
+    Ok(GraphStages {
+        before: joined(&filters[..first]),
+        engine,
+        after: joined(&filters[last..]),
+        warnings,
+    })
+}
+
+/// Whether `filter` is [`MASK_PLACEHOLDER`]: FFmpeg's `null` named `mask`.
+fn is_placeholder(filter: &ChainFilter) -> bool {
+    let written = filter
+        .text
+        .split_once('=')
+        .map_or(filter.text.as_str(), |(name, _)| name);
+    filter.name == "null" && written.trim() == MASK_PLACEHOLDER
 }
 
 type PlaneSpecs = (Vec<(&'static str, String)>, Option<&'static str>);
@@ -220,61 +247,87 @@ fn gradient(option: &str, name: &str, o: &Options) -> Result<PlaneSpecs, String>
 mod tests {
     use super::*;
 
+    fn masks_of(stages: &GraphStages) -> &[(&'static str, String)] {
+        match &stages.engine {
+            EngineStage::Filters { plane_masks, .. } => plane_masks,
+            other => panic!("no convolution filters: {other:?}"),
+        }
+    }
+
     #[test]
     fn convolution_becomes_ffmpeg_arithmetic_per_plane() {
-        let t = translate("-vf", "convolution='1 2 1 2 4 2 1 2 1':0rdiv=1/16").unwrap();
+        let t = split_graph("-vf", "convolution='1 2 1 2 4 2 1 2 1':0rdiv=1/16").unwrap();
         assert!(t.warnings[0].contains("0rdiv=0.0625"), "{:?}", t.warnings);
-        let t = translate("-vf", "convolution=0m=1 2 1 2 4 2 1 2 1:0bias=3").unwrap();
+        let t = split_graph("-vf", "convolution=0m=1 2 1 2 4 2 1 2 1:0bias=3").unwrap();
         assert_eq!(
-            t.plane_masks,
-            vec![(
-                "y",
-                "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],mode=correlate,rdiv=0.0,bias=3.0".to_string()
-            )]
+            t.engine,
+            EngineStage::Filters {
+                plane_masks: vec![(
+                    "y",
+                    "custom:matrix=[[1,2,1],[2,4,2],[1,2,1]],mode=correlate,rdiv=0.0,bias=3.0".to_string()
+                )],
+                border: Some("ffmpeg"),
+            }
         );
-        assert_eq!(t.border, Some("ffmpeg"));
     }
 
     /// FFmpeg's documented examples give four matrices; the fourth (alpha) is set aside.
     #[test]
     fn a_fourth_matrix_is_set_aside_as_ffmpeg_sets_it_aside() {
         let sharpen = "0 -1 0 -1 5 -1 0 -1 0";
-        let t = translate(
+        let t = split_graph(
             "-vf",
             &format!("convolution='{sharpen}:{sharpen}:{sharpen}:{sharpen}:1:1:1:1:0:0:0:0'"),
         )
         .unwrap();
-        let planes: Vec<&str> = t.plane_masks.iter().map(|(plane, _)| *plane).collect();
+        let planes: Vec<&str> = masks_of(&t).iter().map(|(plane, _)| *plane).collect();
         assert_eq!(planes, ["y", "u", "v"]);
     }
 
     #[test]
     fn ffmpegs_checks_and_errors_come_first() {
         for text in ["gblur=sigma=-3", "convolution=0rdiv=-2", ",sobel,", "sobel=::::"] {
-            let error = translate("-vf", text).expect_err(text);
+            let error = split_graph("-vf", text).expect_err(text);
             assert!(error.starts_with("-vf: FFmpeg refuses"), "{text}: {error}");
         }
     }
 
     #[test]
     fn other_filters_run_before_and_after_as_ffmpegs_own() {
-        let t = translate("-vf", "scale=64:-2,crop=32:16,sobel,gblur=sigma=2,format=gray").unwrap();
+        let t = split_graph("-vf", "scale=64:-2,crop=32:16,sobel,gblur=sigma=2,format=gray").unwrap();
         assert_eq!(t.before.as_deref(), Some("scale=64:-2,crop=32:16"));
         assert_eq!(t.after.as_deref(), Some("gblur=sigma=2,format=gray"));
-        assert_eq!(t.plane_masks.len(), 3);
-        let t = translate("-vf", "unsharp").unwrap();
+        assert_eq!(masks_of(&t).len(), 3);
+        let t = split_graph("-vf", "unsharp").unwrap();
         assert_eq!((t.before.as_deref(), t.after), (Some("unsharp"), None));
-        assert!(t.plane_masks.is_empty());
+        assert_eq!(t.engine, EngineStage::Absent);
+    }
+
+    #[test]
+    fn the_placeholder_marks_where_the_mask_runs() {
+        let t = split_graph("filter.graph", "scale=1280:-2,null@mask,format=gray").unwrap();
+        assert_eq!(t.engine, EngineStage::Mask);
+        assert_eq!(t.before.as_deref(), Some("scale=1280:-2"));
+        assert_eq!(t.after.as_deref(), Some("format=gray"));
+        assert_eq!(t.with_mask_placeholder(), "scale=1280:-2,null@mask,format=gray");
+        let t = split_graph("filter.graph", "null@mask").unwrap();
+        assert_eq!((t.before, t.engine, t.after), (None, EngineStage::Mask, None));
+        // A plain `null` is FFmpeg's filter, run before the engine.
+        assert_eq!(split_graph("-vf", "null").unwrap().engine, EngineStage::Absent);
+        for text in ["null@mask,sobel", "null@mask,null@mask"] {
+            let error = split_graph("filter.graph", text).unwrap_err();
+            assert!(error.starts_with("filter.graph: `null@mask`"), "{error}");
+        }
     }
 
     #[test]
     fn what_one_run_cannot_be_is_refused_naming_the_filters() {
-        let error = translate("-vf", "sobel,scale=64:32,prewitt").unwrap_err();
+        let error = split_graph("-vf", "sobel,scale=64:32,prewitt").unwrap_err();
         assert!(
             error.contains("`scale` stands between `sobel` and `prewitt`"),
             "{error}"
         );
-        let error = translate("-vf", "sobel,sobel").unwrap_err();
+        let error = split_graph("-vf", "sobel,sobel").unwrap_err();
         assert!(error.contains("two filters"), "{error}");
     }
 }
