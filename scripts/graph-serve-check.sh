@@ -35,7 +35,8 @@ api() { python3 - "$port" "$@" <<'EOF'
 import sys, urllib.request
 port, method, path = sys.argv[1:4]
 body = sys.argv[4].encode() if len(sys.argv) > 4 else None
-request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method)
+request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                 headers={"Content-Type": "application/json"})
 try:
     with urllib.request.urlopen(request, timeout=30) as response:
         print(response.read().decode())
@@ -61,7 +62,7 @@ got, ref = frames(sys.argv[1]), frames(sys.argv[2])
 switch, after = (json.load(open(sys.argv[3]))['applies_from_frame'], frames(sys.argv[4])) if len(sys.argv) > 4 else (len(got), ref)
 bad = [i for i, f in enumerate(got) if i >= len(ref) or f != (ref[i] if i < switch else after[i])]
 print(f'{sys.argv[1]}: {len(got)} frames (reference {len(ref)}), switch at {switch}; frames that differ: {bad[:20]}{"..." if len(bad) > 20 else ""}')
-assert len(got) == len(ref) and not bad
+assert len(got) == len(ref) and not bad and (len(sys.argv) < 5 or 0 < switch < len(got)), 'not switched mid-stream'
 EOF
 }
 pipeline() { # pipeline NAME DECODER DEVICE PACED
@@ -105,10 +106,13 @@ ready=0
 for _ in $(seq 1 300); do api GET /readyz >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
 record "/readyz answers 200" $((1 - ready))
 api GET /pipelines | python3 -m json.tool > "$out/pipelines-running.json"
-sleep 2
+written() { api GET "/pipelines/$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['counters']['frames_written'])" 2>/dev/null || echo 0; }
 for name in gpu-nvdec gpu-software; do
+    # Mid-stream: once a second of the paced input is written.
+    for _ in $(seq 1 400); do [[ $(written "$name") -ge 30 ]] && break; sleep 0.05; done
     api PUT "/pipelines/$name/filter" '{"mask": "sharpen"}' > "$out/switch-$name.json"
-    record "switch $name to sharpen mid-stream: $(cat "$out/switch-$name.json")" $?
+    status=$?
+    record "switch $name to sharpen mid-stream: $(cat "$out/switch-$name.json")" $status
 done
 for _ in $(seq 1 600); do
     api GET /pipelines | python3 -c "import json,sys; sys.exit(any(p['state'] != 'finished' for p in json.load(sys.stdin)['pipelines']))" && break
@@ -117,7 +121,8 @@ done
 api GET /pipelines | python3 -m json.tool > "$out/pipelines-end.json"
 kill -TERM $server
 wait $server
-record "SIGTERM: exit 0" $?
+status=$?
+record "SIGTERM: exit 0" $status
 grep -E "placed on|switched|frames in|FFmpeg|NVDEC|nvdec|error" "$out/serve.log" | tee -a "$log"
 
 step "outputs against the CPU references"
