@@ -96,6 +96,10 @@ pub(crate) struct BenchArgs {
     /// Kernel suite on the GPU: these plane sizes only, e.g. `3840x2160` (comma-separated).
     #[arg(long, value_name = "WxH,...", value_delimiter = ',', value_parser = parse_plane_size)]
     pub(crate) plane_sizes: Option<Vec<(usize, usize)>>,
+    /// Kernel suite: interleaved channels per pixel of the timed planes (3: a channels-last
+    /// RGB image, each channel filtered on its own).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub(crate) channels: u8,
     /// Microseconds the GPU completion thread polls a lane before blocking (0 blocks at
     /// once; as filter.gpu.spin_us in a config).
     #[arg(long, default_value_t = convstream_core::DEFAULT_SPIN_US, value_parser = parse_spin_us)]

@@ -145,6 +145,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         mask_sizes: args.mask_sizes,
         planes: args.plane_sizes,
         depths: args.depths,
+        channels: usize::from(args.channels),
         tuning: convstream_core::GpuTuning {
             spin_us: args.spin_us,
             dense_tiling: args.dense_tiling,

@@ -42,6 +42,8 @@ pub struct BenchOptions {
     pub planes: Option<Vec<(usize, usize)>>,
     /// Kernel suite: bits per sample of the timed planes (8 and 16 by default).
     pub depths: Option<Vec<u8>>,
+    /// Kernel suite: interleaved channels per pixel of the timed planes (1 to 4).
+    pub channels: usize,
     /// Spin-wait and tilings of the CUDA engine (and the kernels the kernel suite times).
     pub tuning: GpuTuning,
     /// Scale suite: the one decoder to ramp (`software`, `nvdec`); default both on a GPU.

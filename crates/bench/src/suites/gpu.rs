@@ -75,7 +75,7 @@ pub fn kernel(
                         &mask,
                         BorderMode::Reflect,
                         path,
-                        (width, height, depth),
+                        (width, height, options.channels, depth),
                         TimingPlan {
                             repetitions: reps,
                             warm_up,
@@ -94,14 +94,18 @@ pub fn kernel(
                     if path == KernelPath::Global {
                         baseline_us = Some(t.median_us);
                     }
-                    let pixels = (width * height) as f64;
+                    // Each channel's samples are filtered: outputs are samples, not pixels.
+                    let pixels = (width * height * options.channels) as f64;
                     let multiply_adds = if path == KernelPath::Separable {
                         2 * size
                     } else {
                         size * size
                     } as f64;
                     rows.push(KernelRow {
-                        plane: format!("{width}x{height}"),
+                        plane: match options.channels {
+                            1 => format!("{width}x{height}"),
+                            channels => format!("{width}x{height}x{channels}"),
+                        },
                         bits,
                         mask: mask.description().to_string(),
                         size,

@@ -66,7 +66,8 @@ separable_tiling = "16x16x4x2""#,
             block_x: 32,
             block_y: 8,
             px: 8,
-            py: 4
+            py: 4,
+            stream: false
         })
     );
     assert_eq!(

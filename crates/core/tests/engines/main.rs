@@ -9,4 +9,6 @@ mod gpu;
 mod mask_properties;
 #[cfg(feature = "cuda")]
 mod stream_call;
+#[cfg(feature = "cuda")]
+mod streaming;
 mod whole_lanes;

@@ -128,7 +128,7 @@ impl Bench {
         Ok(Timing::from_samples(samples))
     }
 
-    /// Times one kernel on a `width` x `height` plane of `depth`. The result on the first input is
+    /// Times one kernel on a `width` x `height` plane of `channels` interleaved samples of `depth`. The result on the first input is
     /// compared with `reference` (computed by the caller, e.g. by the CPU engine) first; a
     /// mismatch is an error, not a timing.
     pub fn time_kernel(
@@ -136,14 +136,22 @@ impl Bench {
         mask: &Mask,
         border: BorderMode,
         path: KernelPath,
-        (width, height, depth): (usize, usize, SampleDepth),
+        (width, height, channels, depth): (usize, usize, usize, SampleDepth),
         plan: TimingPlan,
         check: KernelCheck,
     ) -> Result<KernelResult, EngineError> {
         let max_shared = self.info.max_shared_per_block;
-        let variant = Variant::new(mask.width(), mask.height(), 1, border, max_shared, path, width * height)
-            .tuned(&self.tuning, path, max_shared)
-            .with_depth(depth);
+        let variant = Variant::new(
+            mask.width(),
+            mask.height(),
+            channels,
+            border,
+            max_shared,
+            path,
+            width * height,
+        )
+        .tuned(&self.tuning, path, max_shared)
+        .with_depth(depth);
         let set = KernelSet::load(
             &self.context,
             &self.stream,
@@ -152,14 +160,14 @@ impl Bench {
             mask,
             max_shared,
         )?;
-        let row_bytes = width * depth.bytes();
+        let row_bytes = width * channels * depth.bytes();
         let bytes = row_bytes * height;
         let mut rng = rand::rngs::StdRng::seed_from_u64(width as u64 * 31 + height as u64);
         let max = depth.max_value() as u16;
         let planes: Vec<Vec<u8>> = (0..ROTATED_INPUTS)
             .map(|_| match depth.bytes() {
                 1 => (0..bytes).map(|_| rng.gen()).collect(),
-                _ => (0..width * height)
+                _ => (0..width * height * channels)
                     .flat_map(|_| (rng.gen_range(0..=max) << depth.shift).to_le_bytes())
                     .collect(),
             })
@@ -195,7 +203,7 @@ impl Bench {
         let source = Plane {
             width,
             height,
-            channels: 1,
+            channels,
             depth,
             stride: row_bytes,
             data: planes[0].clone().into(),
