@@ -10,13 +10,23 @@ use crate::mask::Mask;
 /// 0..=`max` (255 at 8 bits, 2^bits - 1 above).
 #[inline(always)]
 pub fn to_sample(sum: f32, bias: f32, max: f32) -> u16 {
-    // `max` and `min` rather than `clamp`: they take NaN to 0 as the saturating cast did,
-    // and leave a value that needs no saturation, so the conversion vectorises (`as`
-    // checks each sample alone).
-    let value = (sum + bias).round().max(0.0).min(max);
-    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32.
+    // `round` itself is `trunc(v + copysign(HALF_BELOW, v))`; a value below zero ends at 0
+    // whichever way it rounds, so adding `HALF_BELOW` alone, clamping, and letting the
+    // conversion truncate gives `round`'s samples in three vector steps fewer (the rounding
+    // and the sign copy). `max` and `min` rather than `clamp`: they take NaN to 0 as the
+    // saturating cast did, and leave a value that needs no saturation, so the conversion
+    // vectorises (`as` checks each sample alone). The samples are the plain definition's
+    // (`to_sample_by_round` in the tests) for every one of the 2^32 floats at 255, 1023 and
+    // 65535 (checked once, exhaustively; the tests check the floats near every half).
+    let value = ((sum + bias) + HALF_BELOW).max(0.0).min(max);
+    // SAFETY: `value` is finite and within 0..=max (at most 65535): it fits an i32, and the
+    // conversion truncates it (toward zero: it is not negative).
     unsafe { value.to_int_unchecked::<i32>() as u16 }
 }
+
+/// The float just below one half: a value of `x.5` or more gains a whole number when it is
+/// added, one just below `x.5` does not (one half itself would carry `0.49999997` up).
+const HALF_BELOW: f32 = 0.499_999_97;
 
 /// The final step of FFmpeg's arithmetic (a mask's `rdiv`, see [`Mask::ffmpeg_rdiv`]): as its
 /// `convolution` filter, `(int)(sum * rdiv + bias + 0.5f)`, each operation an f32 rounded
@@ -173,6 +183,52 @@ fn write_samples(out: &mut [u8], acc: &[f32], finish: Finish, divide: impl Fn(f3
 mod tests {
     use super::*;
 
+    /// The definition: the sum plus the bias rounded half away from zero, then clamped.
+    fn to_sample_by_round(sum: f32, bias: f32, max: f32) -> u16 {
+        let value = (sum + bias).round();
+        if value.is_nan() {
+            0
+        } else {
+            value.clamp(0.0, max) as u16
+        }
+    }
+
+    /// Every float near each half and each whole number up to 65536 (those where rounding
+    /// could go either way), their negatives, and the specials: the same sample as the
+    /// definition at every depth's largest value.
+    #[test]
+    fn samples_equal_the_rounding_definition_near_every_half_and_whole_number() {
+        let mut values = vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN,
+            0.0,
+            -0.0,
+        ];
+        values.extend([f32::MIN_POSITIVE, -f32::MIN_POSITIVE, 1e-45, -1e-45, 1e9, -1e9]);
+        for k in 0..=131_072u32 {
+            let centre = k as f32 / 2.0;
+            let mut up = centre;
+            let mut down = centre;
+            for _ in 0..24 {
+                values.extend([up, down, -up, -down]);
+                up = up.next_up();
+                down = down.next_down();
+            }
+        }
+        for max in [255.0, 1023.0, 65_535.0] {
+            for v in &values {
+                assert_eq!(
+                    to_sample(*v, 0.0, max),
+                    to_sample_by_round(*v, 0.0, max),
+                    "{v:e}, max {max}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn samples_round_half_away_from_zero_and_clamp_whatever_the_sum() {
         let cases: [(f32, f32, f32, u16); 12] = [
@@ -191,6 +247,11 @@ mod tests {
         ];
         for (sum, bias, max, expected) in cases {
             assert_eq!(to_sample(sum, bias, max), expected, "{sum} + {bias}, max {max}");
+            assert_eq!(
+                to_sample_by_round(sum, bias, max),
+                expected,
+                "{sum} + {bias}, max {max}"
+            );
         }
         // The vectorised row writer gives what the scalar step gives, sample for sample.
         let sums: Vec<f32> = (0..1000)
