@@ -6,8 +6,8 @@
 # source package (scripts/build-portable.sh). Its steps live in scripts/docker-build-stage.sh, which
 # CI lints and which runs the same way outside Docker.
 #
-# Runtime stage: NVIDIA's CUDA runtime image, which brings libnvrtc (kernels are compiled for the
-# GPU at start-up). libcuda and the NVDEC/NVENC libraries come from the host's driver through the
+# Runtime stage: NVIDIA's CUDA runtime image, which brings libnvrtc (kernels the image's kernel
+# pack lacks are compiled for the GPU on first use). libcuda and the NVDEC/NVENC libraries come from the host's driver through the
 # NVIDIA Container Toolkit, as NVIDIA_DRIVER_CAPABILITIES asks.
 #
 # Build arguments (deploy/README.md has examples):
@@ -49,6 +49,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # The binary made beforehand by scripts/build-portable.sh (BINARY=portable).
 FROM scratch AS portable
 COPY dist/portable/convstream /usr/local/bin/convstream
+COPY dist/portable/convstream-kernels.pack /usr/local/share/convstream/convstream-kernels.pack
 COPY dist/portable/licenses /usr/share/licenses/convstream
 
 # The stage the runtime stage takes the binary from, as BINARY chooses.
@@ -76,6 +77,8 @@ RUN apt-get update \
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,video \
     CONVSTREAM_KERNEL_CACHE=/var/cache/convstream/kernels
 COPY --from=binary /usr/local/bin/convstream /usr/local/bin/convstream
+# The kernels compiled ahead of time (scripts/kernel-pack.sh): a fresh container compiles none.
+COPY --from=binary /usr/local/share/convstream /usr/local/share/convstream
 COPY --from=binary /usr/share/licenses/convstream /usr/share/licenses/convstream
 COPY deploy/config.toml /etc/convstream/config.toml
 # Numeric, so that Kubernetes' runAsNonRoot can check it without a passwd lookup.

@@ -505,6 +505,11 @@ build_binary() {
         cp "$exe" "$dist/tests/${name%-*}"
     done
 
+    # The kernels compiled ahead of time for the GPUs the build targets, found beside the
+    # binary: a fresh host then compiles nothing on first use.
+    log "making the kernel pack"
+    "$repo_root/scripts/kernel-pack.sh" "$dist/convstream" "$dist/convstream-kernels.pack"
+
     # The folder is copied to the GPU host by hand: keep it small. Debug info of the test
     # executables goes first if needed; the main binary keeps its line tables for backtraces.
     local budget=$((40 * 1024 * 1024)) total
@@ -675,8 +680,15 @@ build_wheel() {
     log "building the Python wheel"
     # scripts/build-wheel.sh --portable puts maturin (from its own virtual environment) on PATH.
     command -v maturin >/dev/null || die "maturin not found: run scripts/build-wheel.sh --portable"
+    # The kernel pack goes into the package, beside the extension that looks for it there; it is
+    # made with this tree's binary (the same kernel source as the extension).
+    if [[ ${CONVSTREAM_KERNEL_ARCHS:-} != none ]]; then
+        cargo build --release --features static-ffmpeg --bin convstream
+        "$repo_root/scripts/kernel-pack.sh" "$CARGO_TARGET_DIR/release/convstream" python/convstream/convstream-kernels.pack
+    fi
     maturin build --release --manifest-path python/Cargo.toml --features static-ffmpeg \
         --compatibility linux --interpreter "${PYTHON:-python3}" --out dist/portable/wheels
+    rm -f python/convstream/convstream-kernels.pack
     cp "$stamp" "$linked"
     local wheel
     wheel="$(ls -t dist/portable/wheels/convstream-*.whl | head -n 1)"
@@ -686,6 +698,9 @@ build_wheel() {
     "${PYTHON:-python3}" -m zipfile -e "$wheel" "$unpacked"
     if ldd "$unpacked"/convstream/_convstream*.so | awk '{print $1}' | xargs -n 1 basename | grep -Ev "$allowed_libs"; then
         die "the wheel's extension links libraries beyond glibc (listed above)"
+    fi
+    if [[ ${CONVSTREAM_KERNEL_ARCHS:-} != none && ! -s $unpacked/convstream/convstream-kernels.pack ]]; then
+        die "the wheel has no convstream/convstream-kernels.pack"
     fi
     rm -rf "$unpacked"
     log "wheel ready: $wheel"

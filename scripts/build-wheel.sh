@@ -10,6 +10,9 @@
 #               dist/portable/wheels/: the wheel then needs only glibc, for a GPU host without
 #               FFmpeg's libraries.
 #
+# The wheel carries the kernel pack (convstream/convstream-kernels.pack, scripts/kernel-pack.sh):
+# GPU kernels compiled ahead of time, so a first run compiles nothing.
+#
 # Install it with: python3 -m pip install dist/wheels/convstream-*.whl
 # maturin comes from PyPI into a virtual environment of its own (~/.cache/convstream/maturin),
 # so a system Python that refuses pip installs (PEP 668) is left alone; $PYTHON (default
@@ -31,9 +34,16 @@ case "${1:-}" in
         exec scripts/build-portable.sh wheel
         ;;
     "")
+        # The kernel pack goes into the package, beside the extension that looks for it there
+        # (scripts/kernel-pack.sh; CONVSTREAM_KERNEL_ARCHS=none leaves it out).
+        if [[ ${CONVSTREAM_KERNEL_ARCHS:-} != none ]]; then
+            cargo build --release --bin convstream
+            scripts/kernel-pack.sh "${CARGO_TARGET_DIR:-target}/release/convstream" python/convstream/convstream-kernels.pack
+        fi
         # The platform tag says linux, not manylinux: the extension links the host's FFmpeg.
         maturin build --release --manifest-path python/Cargo.toml --compatibility linux \
             --interpreter "$python" --out dist/wheels
+        rm -f python/convstream/convstream-kernels.pack
         ;;
     *)
         echo "usage: $0 [--portable]" >&2

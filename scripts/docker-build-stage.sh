@@ -9,8 +9,9 @@
 #           them here keeps them in one cached image layer).
 #   ffmpeg  Build the minimal static FFmpeg (scripts/build-portable.sh ffmpeg).
 #   binary  Build the portable binary (scripts/build-portable.sh binary) and put it at
-#           $CONVSTREAM_BINARY_OUT (default /usr/local/bin/convstream), and the licence texts
-#           it carries in /usr/share/licenses/convstream, where the runtime stage copies them.
+#           $CONVSTREAM_BINARY_OUT (default /usr/local/bin/convstream), its kernel pack in
+#           /usr/local/share/convstream/, and the licence texts it carries in
+#           /usr/share/licenses/convstream, where the runtime stage copies them.
 #
 # The image build runs one step per RUN instruction, so that the FFmpeg layer is reused while
 # only the Rust code changes.
@@ -30,6 +31,7 @@ install_build_packages() {
         build-essential dpkg-dev pkg-config nasm zlib1g-dev libffmpeg-nvenc-dev  # FFmpeg
         clang libclang-dev                                                        # bindgen
         jq ca-certificates                                                        # build-portable.sh
+        python3-pip                                                               # NVRTC (kernel-pack.sh)
     )
     as_root apt-get update
     as_root env DEBIAN_FRONTEND=noninteractive \
@@ -45,7 +47,13 @@ build_binary() {
     as_root rm -rf /usr/share/licenses/convstream
     as_root mkdir -p /usr/share/licenses
     as_root cp -r "$repo_root/dist/portable/licenses" /usr/share/licenses/convstream
+    # The kernel pack, where the binary looks from /usr/local/bin (../share/convstream/).
+    local pack="$repo_root/dist/portable/convstream-kernels.pack"
+    if [[ -s $pack ]]; then
+        as_root install -D -m 0644 "$pack" "$(dirname "$binary_out")/../share/convstream/convstream-kernels.pack"
+    fi
     "$binary_out" --version
+    "$binary_out" kernels show
 }
 
 case "$step" in

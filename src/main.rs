@@ -138,5 +138,6 @@ fn try_main(cli: Cli) -> Result<(), Failure> {
         Command::Demo { dir, device } => commands::demo(&dir, device),
         Command::Doctor => commands::print_out(&doctor::report()),
         Command::Bench(args) => commands::bench(*args),
+        Command::Kernels { action } => cli::kernels::kernels(action),
     }
 }

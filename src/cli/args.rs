@@ -59,6 +59,12 @@ pub(crate) enum Command {
     /// Measure kernels, copies, lane overlap and end-to-end speed; writes results.json,
     /// results.md, SVG plots and a Chrome trace.
     Bench(Box<BenchArgs>),
+    /// The kernel pack: GPU kernels compiled ahead of time (by NVRTC, no GPU needed) that a
+    /// run loads instead of compiling them on first use.
+    Kernels {
+        #[command(subcommand)]
+        action: KernelsAction,
+    },
     /// Generate a sample clip and filter it through the built-in default config.
     Demo {
         /// Folder for the sample and the filtered output.
@@ -146,6 +152,32 @@ pub(crate) enum MasksAction {
     Show {
         /// A mask SPEC: `name` or `name:key=value,...` (`convstream masks` lists the names).
         spec: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum KernelsAction {
+    /// Compile the kernel catalogue for each architecture into one pack file (NVRTC must be
+    /// loadable; no GPU is needed).
+    Build {
+        /// Architectures, comma-separated or repeated (default: sm_80,sm_90,sm_100,sm_120).
+        #[arg(long = "arch", value_delimiter = ',', value_name = "sm_XY")]
+        archs: Vec<String>,
+        /// The pack to write (convstream-kernels.pack beside the binary is where runs look).
+        #[arg(long)]
+        out: PathBuf,
+        /// NVRTC compiles at once (default: the cores there are).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Print what a pack holds and whether this build would use it (default: the pack runs find).
+    Show {
+        /// A pack file.
+        pack: Option<PathBuf>,
+        /// Print instead what this build packs: its kernel source's hash and each catalogue
+        /// kernel's NVRTC options (build scripts key their cached packs on it).
+        #[arg(long, conflicts_with = "pack")]
+        catalogue: bool,
     },
 }
 

@@ -1,13 +1,14 @@
 //! The command line's parts: the flags ([`args`]), FFmpeg's spellings of them
 //! ([`spellings`]; FFmpeg's option tables in [`ffmpeg_options`], its `-vf` chains split by
 //! the media crate's `split_graph`, as a config's `filter.graph` is), their values ([`values`]), logging, the progress line ([`progress`]),
-//! and the handlers of the subcommands ([`run`], [`commands`]), speaking flags to runs made
+//! and the handlers of the subcommands ([`run`], [`commands`], [`kernels`]), speaking flags to runs made
 //! of flags ([`names`]); errors carry their exit code ([`Failure`]).
 
 pub(crate) mod args;
 pub(crate) mod commands;
 pub(crate) mod ffmpeg_6_and_7;
 pub(crate) mod ffmpeg_options;
+pub(crate) mod kernels;
 pub(crate) mod logging;
 pub(crate) mod names;
 pub(crate) mod progress;

@@ -71,7 +71,19 @@ pub use engine::cuda::{
         driver_version as cuda_driver_version, nvrtc_available, open as open_cuda_device, probe as cuda_devices,
         DeviceInfo,
     },
-    kernels::{cache_dir as kernel_cache_dir, compile as compile_kernels, nvrtc_version, SampleValues, Variant},
+    kernel_pack::{
+        build_pack as build_kernel_pack, build_pack_of as build_kernel_pack_of, catalogue as kernel_catalogue,
+        PackBuilt, DEFAULT_ARCHITECTURES,
+    },
+    kernels::{
+        cache_dir as kernel_cache_dir, compile as compile_kernels, kernel_origins, nvrtc_version,
+        pack::{
+            candidates as kernel_pack_candidates, write as write_kernel_pack, Pack as KernelPack,
+            PackEntry as KernelPackEntry, FILE_NAME as KERNEL_PACK_FILE_NAME,
+        },
+        pack_key as kernel_pack_key, pack_key_for_source, program_source as kernel_program_source,
+        source_hash as kernel_source_hash, source_hash_of, KernelOrigins, SampleValues, Variant,
+    },
     measure::{Bench, KernelCheck, TimingPlan},
     nvdec::CudaNvdecProbe,
     nvml::decoder_engines,

@@ -13,7 +13,8 @@
 //! Here: the modules and what they give the crates above. The engine itself is in
 //! `engine.rs`; apart: kernel planning (`plan.rs`), the lane protocol and the completion
 //! thread with its timings (`completion.rs`), lanes and their copies ([`lanes`]), kernel
-//! variants, compilation and launch ([`kernels`]), device probing ([`device`]), what crossed
+//! variants, compilation and launch ([`kernels`]), the kernel pack's catalogue and build
+//! ([`kernel_pack`]), device probing ([`device`]), what crossed
 //! PCIe (`pcie.rs`), one NVDEC picture copied back for a preview (`picture_copy.rs`).
 
 mod completion;
@@ -21,6 +22,7 @@ pub mod device;
 mod device_input;
 mod engine;
 mod engine_error;
+pub mod kernel_pack;
 // The engine's error holds a `CudaError`: from the leaf, not through this module.
 pub(super) mod error;
 pub mod kernels;

@@ -1,13 +1,15 @@
 //! Compiling kernel variants: NVRTC turns the kernel source, specialised by `-D` defines,
 //! into CUBIN for the device's architecture; CUBINs are kept in memory for the process and
-//! on disk between runs.
+//! on disk between runs, and come ready-made from the kernel pack a build ships (`pack.rs`).
 
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::pack::{self, Pack};
 use super::variant::Variant;
 use crate::engine::cuda::error::CudaError;
 use crate::engine::EngineError;
@@ -65,28 +67,71 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     hash
 }
 
-/// CUBINs compiled in this process, by architecture and cache key.
+/// CUBINs compiled in this process, by architecture and pack key.
 type CubinsByArchAndKey = HashMap<(String, u64), Vec<u8>>;
 
-/// One lock per variant being compiled, by architecture and cache key: held by the thread
+/// One lock per variant being compiled, by architecture and pack key: held by the thread
 /// compiling it, waited on by the others that want it.
 type CompilingByArchAndKey = HashMap<(String, u64), Arc<Mutex<()>>>;
 
-/// CUBIN for `variant` on `arch`, from the disk cache when a previous run compiled it.
+/// Where this process's kernels came from, counted for logs and checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelOrigins {
+    /// Variants read from the kernel pack.
+    pub packed: u64,
+    /// Variants read from the disk cache.
+    pub cached: u64,
+    /// Variants NVRTC compiled.
+    pub compiled: u64,
+}
+
+static PACKED: AtomicU64 = AtomicU64::new(0);
+static CACHED: AtomicU64 = AtomicU64::new(0);
+static COMPILED_BY_NVRTC: AtomicU64 = AtomicU64::new(0);
+
+/// Where the kernels this process loaded so far came from.
+pub fn kernel_origins() -> KernelOrigins {
+    KernelOrigins {
+        packed: PACKED.load(Ordering::Relaxed),
+        cached: CACHED.load(Ordering::Relaxed),
+        compiled: COMPILED_BY_NVRTC.load(Ordering::Relaxed),
+    }
+}
+
+/// The hash of the kernel source, which a kernel pack must have been built from.
+pub fn source_hash() -> u64 {
+    source_hash_of(program_source())
+}
+
+/// The hash of kernel source `source` (a pack's header names the one it was built from).
+pub fn source_hash_of(source: &str) -> u64 {
+    fnv1a(&[source.as_bytes()])
+}
+
+/// A variant's key in the kernel pack and in this process: the source and the NVRTC options
+/// (which name the architecture), not NVRTC's version, so a pack built by another NVRTC is
+/// used and one built from other kernel sources is not.
+pub fn pack_key(variant: &Variant, arch: &str) -> u64 {
+    pack_key_for_source(program_source(), variant, arch)
+}
+
+/// [`pack_key`] for kernel source `source`.
+pub fn pack_key_for_source(source: &str, variant: &Variant, arch: &str) -> u64 {
+    fnv1a(&[source.as_bytes(), variant.options(arch).join(" ").as_bytes()])
+}
+
+fn compiled_in_process() -> &'static Mutex<CubinsByArchAndKey> {
+    static COMPILED: OnceLock<Mutex<CubinsByArchAndKey>> = OnceLock::new();
+    COMPILED.get_or_init(Default::default)
+}
+
+/// CUBIN for `variant` on `arch`: from this process's earlier calls, the kernel pack, the
+/// disk cache (a previous run compiled it) or NVRTC, in that order.
 pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
-    let options = variant.options(arch);
-    let (major, minor) = nvrtc_version()?;
-    let version = format!("nvrtc {major}.{minor}");
-    let key = fnv1a(&[
-        program_source().as_bytes(),
-        options.join(" ").as_bytes(),
-        version.as_bytes(),
-    ]);
     // Compiled once per process even without a disk cache: a filter prepared off the frame
     // path (a live switch) is then only loaded on it.
-    static COMPILED: OnceLock<Mutex<CubinsByArchAndKey>> = OnceLock::new();
-    let compiled = COMPILED.get_or_init(Default::default);
-    let memory_key = (arch.to_string(), key);
+    let compiled = compiled_in_process();
+    let memory_key = (arch.to_string(), pack_key(variant, arch));
     if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
         return Ok(cubin);
     }
@@ -102,21 +147,40 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     if let Some(cubin) = compiled.lock().ok().and_then(|map| map.get(&memory_key).cloned()) {
         return Ok(cubin);
     }
-    let remember = |cubin: &Vec<u8>| {
-        if let Ok(mut map) = compiled.lock() {
-            map.insert(memory_key.clone(), cubin.clone());
+    let cubin = match from_pack(variant, arch) {
+        Some(cubin) => {
+            PACKED.fetch_add(1, Ordering::Relaxed);
+            cubin
         }
+        None => cached_or_compiled(variant, arch)?,
     };
+    if let Ok(mut map) = compiled.lock() {
+        map.insert(memory_key, cubin.clone());
+    }
+    Ok(cubin)
+}
+
+/// CUBIN for `variant` on `arch` from the disk cache, else compiled by NVRTC and stored there.
+fn cached_or_compiled(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
+    let options = variant.options(arch);
+    let (major, minor) = nvrtc_version()?;
+    let version = format!("nvrtc {major}.{minor}");
+    let key = fnv1a(&[
+        program_source().as_bytes(),
+        options.join(" ").as_bytes(),
+        version.as_bytes(),
+    ]);
     let cached = cache_dir().map(|dir| dir.join(format!("convolve-{arch}-{key:016x}.cubin")));
     if let Some(path) = &cached {
         if let Ok(bytes) = std::fs::read(path) {
             tracing::debug!("kernel {} loaded from {}", variant.describe(), path.display());
-            remember(&bytes);
+            CACHED.fetch_add(1, Ordering::Relaxed);
             return Ok(bytes);
         }
     }
     let started = std::time::Instant::now();
     let cubin = compile_cubin(program_source(), &options, variant)?;
+    COMPILED_BY_NVRTC.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(
         "kernel {} compiled for {arch} in {:.0} ms",
         variant.describe(),
@@ -125,8 +189,73 @@ pub fn compile(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
     if let Some(path) = &cached {
         store_in_cache(path, &cubin);
     }
-    remember(&cubin);
     Ok(cubin)
+}
+
+/// Compiles `variant` for `arch` with NVRTC alone (no pack, no cache, nothing remembered):
+/// what a kernel pack is built from.
+pub fn compile_for_pack(variant: &Variant, arch: &str) -> Result<Vec<u8>, EngineError> {
+    compile_cubin(program_source(), &variant.options(arch), variant)
+}
+
+/// Whether kernels are taken from the pack: until the driver refuses one of its CUBINs.
+static PACK_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// The kernel pack this process uses, opened on first use: the first of
+/// [`pack::candidates`] that exists, if it was built from this kernel source.
+fn installed_pack() -> Option<&'static Pack> {
+    static INSTALLED: OnceLock<Option<Pack>> = OnceLock::new();
+    let pack = INSTALLED.get_or_init(|| {
+        let path = pack::candidates().into_iter().find(|path| path.exists())?;
+        let pack = Pack::open(&path)
+            .map_err(|e| tracing::warn!("{e}; kernels are compiled as they are needed"))
+            .ok()?;
+        if pack.source_hash() != source_hash() {
+            tracing::info!(
+                "kernel pack {} was built from other kernel sources than this build's; kernels are compiled as they are needed",
+                path.display()
+            );
+            return None;
+        }
+        tracing::debug!("kernel pack {}: {} kernels", path.display(), pack.len());
+        Some(pack)
+    });
+    pack.as_ref().filter(|_| !PACK_REFUSED.load(Ordering::Relaxed))
+}
+
+/// The pack's CUBIN for `variant` on `arch`, else its CUBIN for the first architecture of
+/// the same major version (`sm_80` code runs on `sm_86` and `sm_89` devices).
+fn from_pack(variant: &Variant, arch: &str) -> Option<Vec<u8>> {
+    let pack = installed_pack()?;
+    let family = arch
+        .strip_prefix("sm_")
+        .filter(|digits| digits.len() >= 2)
+        .map(|digits| format!("sm_{}0", &digits[..digits.len() - 1]));
+    for candidate in std::iter::once(arch.to_string()).chain(family.filter(|f| f != arch)) {
+        if let Some(cubin) = pack.get(&candidate, pack_key(variant, &candidate)) {
+            tracing::debug!(
+                "kernel {} for {arch} read from the kernel pack ({candidate} code)",
+                variant.describe()
+            );
+            return Some(cubin);
+        }
+    }
+    None
+}
+
+/// After the driver refused to load `variant`'s CUBIN on `arch`: true when that CUBIN came
+/// from the kernel pack, which is then no longer used (this process compiles instead); the
+/// caller may ask [`compile`] again.
+pub fn refuse_packed(variant: &Variant, arch: &str) -> bool {
+    if installed_pack().is_none() || from_pack(variant, arch).is_none() {
+        return false;
+    }
+    PACK_REFUSED.store(true, Ordering::Relaxed);
+    if let Ok(mut map) = compiled_in_process().lock() {
+        map.remove(&(arch.to_string(), pack_key(variant, arch)));
+    }
+    tracing::warn!("the driver refused the kernel pack's code for {arch}; kernels are compiled as they are needed");
+    true
 }
 
 /// Writes a cache entry atomically (temporary file, then rename); failure only costs a recompile.

@@ -8,7 +8,7 @@ use cudarc::driver::{
 };
 use std::sync::Arc;
 
-use super::compile::compile;
+use super::compile::{compile, refuse_packed};
 use super::variant::Variant;
 use crate::engine::cuda::engine_error::CudaResultExt;
 use crate::engine::{EngineError, KernelPath};
@@ -97,9 +97,15 @@ impl KernelSet {
     ) -> Result<KernelSet, EngineError> {
         let cubin = compile(&variant, arch)?;
         let what = || format!("loading kernels for {}", variant.describe());
-        let module = context
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-            .context(what)?;
+        let module = match context.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)) {
+            // A driver older than the NVRTC that built the kernel pack refuses its code: this
+            // process compiles instead, with the NVRTC it has.
+            Err(_) if refuse_packed(&variant, arch) => {
+                context.load_module(cudarc::nvrtc::Ptx::from_binary(compile(&variant, arch)?))
+            }
+            loaded => loaded,
+        }
+        .context(what)?;
         let taps = constant_taps(mask);
         {
             let mut symbol = module.get_global("c_taps", stream).context(what)?;
