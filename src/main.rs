@@ -17,8 +17,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
-    let code = match try_main(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let status = match try_main(cli) {
+        Ok(()) => 0,
         Err(Failure { code, error }) => {
             // Credentials hidden, control characters escaped: a message may quote a config's bytes.
             let message = convstream_core::for_terminal(&format!("{error:#}"));
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
                 128.. => eprintln!("{message}"),
                 _ => eprintln!("error: {message}"),
             }
-            ExitCode::from(code)
+            code
         }
     };
     // A GPU still being set up in the background (a clip that ended first) is let finish:
@@ -36,7 +36,8 @@ fn main() -> ExitCode {
     convstream_core::wait_for_gpu_starts(std::time::Duration::from_secs(3));
     // Last: with JSON logs, the line above is logged as JSON too before stderr is restored.
     cli::logging::finish_logging();
-    code
+    // Everything is written: a process that used a GPU skips the driver's teardown.
+    cli::exit::end(status)
 }
 
 /// The command line, FFmpeg's spellings read as convstream's flags; on an error (or

@@ -2,10 +2,11 @@
 //! ([`spellings`]; FFmpeg's option tables in [`ffmpeg_options`], its `-vf` chains split by
 //! the media crate's `split_graph`, as a config's `filter.graph` is), their values ([`values`]), logging, the progress line ([`progress`]),
 //! and the handlers of the subcommands ([`run`], [`commands`], [`kernels`]), speaking flags to runs made
-//! of flags ([`names`]); errors carry their exit code ([`Failure`]).
+//! of flags ([`names`]); errors carry their exit code ([`Failure`]), and [`exit`] ends the process.
 
 pub(crate) mod args;
 pub(crate) mod commands;
+pub(crate) mod exit;
 pub(crate) mod ffmpeg_6_and_7;
 pub(crate) mod ffmpeg_options;
 pub(crate) mod kernels;

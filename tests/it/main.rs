@@ -22,6 +22,7 @@ mod data_loss;
 mod deploy;
 mod depth;
 mod empty_runs;
+mod exit_handoff;
 mod ffmpeg_dropin;
 mod ffmpeg_graphs;
 mod ffmpeg_language;

@@ -68,8 +68,8 @@ pub use text::{
 pub use engine::cuda::{
     copy_picture_to_host,
     device::{
-        driver_version as cuda_driver_version, nvrtc_available, open as open_cuda_device, probe as cuda_devices,
-        DeviceInfo,
+        any_open as cuda_context_open, driver_version as cuda_driver_version, nvrtc_available,
+        open as open_cuda_device, probe as cuda_devices, DeviceInfo,
     },
     kernel_pack::{
         build_pack as build_kernel_pack, build_pack_of as build_kernel_pack_of, catalogue as kernel_catalogue,
