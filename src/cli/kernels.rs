@@ -19,10 +19,6 @@ pub(crate) fn kernels(action: KernelsAction) -> Result<(), Failure> {
 #[cfg(feature = "cuda")]
 fn build(archs: Vec<String>, out: PathBuf, jobs: Option<usize>) -> Result<(), Failure> {
     use std::io::Write;
-    let archs = match archs.is_empty() {
-        true => convstream_core::DEFAULT_ARCHITECTURES.map(String::from).to_vec(),
-        false => archs,
-    };
     if let Some(arch) = archs
         .iter()
         .find(|arch| convstream_core::kernel_catalogue(arch).is_err())
@@ -38,6 +34,27 @@ fn build(archs: Vec<String>, out: PathBuf, jobs: Option<usize>) -> Result<(), Fa
         .into());
     }
     let (major, minor) = convstream_core::nvrtc_version().map_err(anyhow::Error::new)?;
+    let supported = convstream_core::nvrtc_architectures().map_err(anyhow::Error::new)?;
+    let archs = match archs.is_empty() {
+        // The default list, less what an older NVRTC cannot compile for (said, not fatal).
+        true => {
+            let (kept, left): (Vec<String>, Vec<String>) = convstream_core::DEFAULT_ARCHITECTURES
+                .map(String::from)
+                .into_iter()
+                .partition(|arch| supported.contains(arch));
+            if !left.is_empty() {
+                eprintln!("NVRTC {major}.{minor} cannot compile for {}: left out", left.join(", "));
+            }
+            kept
+        }
+        false => archs,
+    };
+    if let Some(arch) = archs.iter().find(|arch| !supported.contains(arch)) {
+        return Err(usage(anyhow::anyhow!(
+            "NVRTC {major}.{minor} cannot compile for {arch}; it can for {}",
+            supported.join(", ")
+        )));
+    }
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     eprintln!(
         "compiling the kernel catalogue for {} with NVRTC {major}.{minor} on {jobs} thread(s)",

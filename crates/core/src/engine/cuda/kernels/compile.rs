@@ -42,6 +42,21 @@ pub fn nvrtc_version() -> Result<(i32, i32), EngineError> {
     Ok((major, minor))
 }
 
+/// The architectures this NVRTC compiles for, as `sm_XY` names (`sm_90`, `sm_120`).
+pub fn supported_architectures() -> Result<Vec<String>, EngineError> {
+    let mut count = 0;
+    // SAFETY: NVRTC is loaded (callers probe first); the call writes one int.
+    unsafe { nvrtc_sys::nvrtcGetNumSupportedArchs(&mut count) }
+        .result()
+        .map_err(nvrtc_error("counting NVRTC's architectures"))?;
+    let mut archs = vec![0i32; count.max(0) as usize];
+    // SAFETY: the buffer holds the `count` ints the call writes.
+    unsafe { nvrtc_sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+        .result()
+        .map_err(nvrtc_error("listing NVRTC's architectures"))?;
+    Ok(archs.into_iter().map(|arch| format!("sm_{arch}")).collect())
+}
+
 /// Where compiled kernels are kept between runs: `$CONVSTREAM_KERNEL_CACHE` (`off` disables),
 /// else `$XDG_CACHE_HOME/convstream/kernels`, else `~/.cache/convstream/kernels`.
 pub fn cache_dir() -> Option<PathBuf> {

@@ -11,7 +11,7 @@ mod variant;
 
 pub use compile::{
     cache_dir, compile, compile_for_pack, kernel_origins, nvrtc_version, pack_key, pack_key_for_source, program_source,
-    source_hash, source_hash_of, KernelOrigins,
+    source_hash, source_hash_of, supported_architectures, KernelOrigins,
 };
 pub use launch::{KernelSet, PlaneGeometry};
 pub use variant::{SampleValues, Variant};
