@@ -265,10 +265,16 @@ impl ServerConfig {
 impl PipelineSettings {
     /// The sink as a short string for logs.
     pub fn describe(&self) -> String {
+        let ffmpeg = |chain: &Option<String>| {
+            chain.as_deref().map_or(String::new(), |chain| {
+                format!(" ffmpeg[{}]", limits::escape_control(chain))
+            })
+        };
         format!(
-            "{} -> {} [{} {} border={} planes={}] -> {}",
+            "{} -> {}{} [{} {} border={} planes={}]{} -> {}",
             self.name,
             limits::escape_control(&self.source.url),
+            ffmpeg(&self.ffmpeg_before),
             limits::escape_control(&self.filter.description()),
             match self.device {
                 DeviceChoice::Auto => "auto".to_string(),
@@ -278,6 +284,7 @@ impl PipelineSettings {
             },
             self.filter.border,
             self.filter.planes,
+            ffmpeg(&self.ffmpeg_after),
             limits::escape_control(&self.sink.url)
         )
     }

@@ -55,6 +55,11 @@ fn the_graphs_parts_run_before_and_after_its_convolution_filters() {
     assert!(masks.contains("sobel"), "{masks}");
     // The config as written keeps the graph, for the API and reloads.
     assert_eq!(pipeline.config.filter.ffmpeg_before, None);
+    let line = pipeline.describe();
+    assert!(
+        line.contains("in.mp4 ffmpeg[scale=64:-2] [") && line.contains("] ffmpeg[format=gray] -> out.mp4"),
+        "{line}"
+    );
 }
 
 #[test]
