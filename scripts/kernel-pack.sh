@@ -31,6 +31,12 @@ if [[ $archs == none ]]; then
     exit 0
 fi
 
+# One copy of the binary for every step: a shared target folder's binary may be rebuilt meanwhile.
+snapshot="$(mktemp -d)"
+trap 'rm -rf "$snapshot"' EXIT
+cp "$binary" "$snapshot/convstream"
+binary="$snapshot/convstream"
+
 # NVRTC: the folder given, the system's, or the PyPI wheel (as scripts/install-deps.sh uses in CI).
 nvrtc_dir="${CONVSTREAM_NVRTC_DIR:-}"
 if [[ -z $nvrtc_dir ]] && ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so'; then
