@@ -220,8 +220,8 @@ for n in range(2):
     for frame in convstream.read(clip, decoder="nvdec", as_="torch"):
         frames += 1
     torch.cuda.synchronize()
-    passes.append({"pass": n + 1, "frames": frames, "seconds": time.perf_counter() - started,
-                   "fps": frames / (time.perf_counter() - started)})
+    seconds = time.perf_counter() - started
+    passes.append({"pass": n + 1, "frames": frames, "seconds": seconds, "fps": frames / seconds})
 print(json.dumps({"pack": pack, "passes": passes}))
 EOF
             code=$?
