@@ -23,6 +23,8 @@ PYTHON_ONLY = {"as_", "tensor_device"}
 # Keywords whose flag is not the keyword with dashes.
 FLAG_OF: Dict[str, str] = {
     "path": "--input",
+    # FFmpeg's spelling, which `run` takes as it is (its help names it beside --ffmpeg-before).
+    "vf": "-vf",
     "start": "--ss",
     "plane_masks": "--plane-mask",
     "encoder_options": "--encoder-opt",
@@ -72,7 +74,7 @@ def test_every_keyword_is_a_flag_of_convstream_run(convstream_bin):
     help_text = subprocess.run(
         [str(convstream_bin), "run", "--help"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    flags = set(re.findall(r"--[a-z0-9-]+", help_text))
+    flags = set(re.findall(r"(?<![\w-])--?[a-z][a-z0-9-]*", help_text))
     assert "--input" in flags and "--overwrite" in flags, help_text
     keywords = set(public_parameters(convstream.run)) | set(public_parameters(convstream.read))
     missing = sorted(f"{keyword} ({flag_of(keyword)})" for keyword in keywords - PYTHON_ONLY if flag_of(keyword) not in flags)
