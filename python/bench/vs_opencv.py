@@ -92,7 +92,11 @@ def main() -> None:
     args = parser.parse_args()
     sizes = ["smoke"] if args.smoke else args.sizes.split(",")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    # The machine's load before and after: on a shared machine, other work's share of the
+    # cores moves every figure, so the figures carry it.
+    load_before = os.getloadavg()
     print(f"CPU: {cpu}, {os.cpu_count()} cores; OpenCV {cv2.__version__} ({cv2.getNumThreads()} threads); convstream {convstream.__version__}")
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
     rows: List[Dict] = []
     print(f"{'case':34} {'size':6} {'cv2 ms':>8} {'ours ms':>8} {'ratio':>6}")
     for size in sizes:
@@ -108,9 +112,23 @@ def main() -> None:
             cv2_ms, ours_ms = median_ms([cv2_call, ours], array, args.repeat)
             rows.append({"case": name, "size": size, "cv2_ms": cv2_ms, "convstream_ms": ours_ms, "ratio": ours_ms / cv2_ms})
             print(f"{name:34} {size:6} {cv2_ms:8.2f} {ours_ms:8.2f} {ours_ms / cv2_ms:6.2f}", flush=True)
+    load_after = os.getloadavg()
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     if args.json:
         with open(args.json, "w") as file:
-            json.dump({"cpu": cpu, "cores": os.cpu_count(), "opencv": cv2.__version__, "rows": rows}, file, indent=1)
+            json.dump(
+                {
+                    "cpu": cpu,
+                    "cores": os.cpu_count(),
+                    "opencv": cv2.__version__,
+                    "repeat": args.repeat,
+                    "load_before": load_before,
+                    "load_after": load_after,
+                    "rows": rows,
+                },
+                file,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":
