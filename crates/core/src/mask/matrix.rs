@@ -202,6 +202,17 @@ impl Mask {
     pub fn bias(&self) -> f32 {
         self.bias
     }
+
+    /// The bias integer samples of `depth` take: the 8-bit bias scaled to the depth (128 is
+    /// mid-grey at every depth), except under FFmpeg's arithmetic (`rdiv`), whose bias is in
+    /// the samples' own units, as FFmpeg's `convolution` adds it (`0bias=128` at 10 bits
+    /// adds 128, not 512).
+    pub fn bias_at(&self, depth: crate::frame::SampleDepth) -> f32 {
+        match self.ffmpeg_rdiv {
+            Some(_) => self.bias,
+            None => self.bias * depth.bias_scale(),
+        }
+    }
     /// The coefficients, row-major, in convolution orientation, after `divisor` or `normalize`.
     pub fn coefficients(&self) -> &[f32] {
         &self.coefficients

@@ -37,11 +37,12 @@ pub struct MaskParams {
     pub divisor: Option<f64>,
     /// `normalize`: scale the coefficients so that they sum to 1.
     pub normalize: Option<bool>,
-    /// `bias`: what is added to every sum, in 8-bit units.
+    /// `bias`: what is added to every sum, in 8-bit units (with `rdiv`, in the samples' own).
     pub bias: Option<f64>,
-    /// `rdiv`: FFmpeg's arithmetic for a whole-number `custom` matrix: the exact sum is
-    /// multiplied by `rdiv` (a 32-bit float), then the bias and 0.5 are added and the result
-    /// truncated, each step rounded once, as FFmpeg's `convolution` filter computes it.
+    /// `rdiv`: FFmpeg's arithmetic for a whole-number `custom` matrix or a gradient magnitude
+    /// (`sobel`, `prewitt`, `roberts`): the exact sum (the magnitude) is multiplied by `rdiv`
+    /// (a 32-bit float), then the bias (in the samples' units) and 0.5 are added and the
+    /// result truncated, each step rounded once, as FFmpeg's `convolution` filter computes it.
     pub rdiv: Option<f64>,
     /// How the matrix as written is slid over the picture (default `convolve`).
     pub mode: Option<MaskMode>,

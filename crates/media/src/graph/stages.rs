@@ -231,14 +231,15 @@ fn selected_planes(option: &str, o: &Options) -> Result<Vec<&'static str>, Strin
 }
 
 /// `sobel`, `prewitt`, `roberts`: the gradient magnitude (the preset of the same name) times
-/// scale plus delta, truncated as FFmpeg truncates it (a bias 0.5 lower, then rounded).
+/// scale plus delta, truncated, in FFmpeg's arithmetic: `rdiv` is the scale and the bias 0.5
+/// below delta, since that arithmetic adds 0.5 before it truncates; both in the samples' units.
 fn gradient(option: &str, name: &str, o: &Options) -> Result<PlaneSpecs, String> {
     let scale = o.get("scale").map_or(Ok(1.0), |v| number(option, "scale", v))?;
     let delta = o.get("delta").map_or(Ok(0.0), |v| number(option, "delta", v))?;
     if scale <= 0.0 {
         return Err(format!("{option}: {name} scale={scale} must be above 0"));
     }
-    let spec = format!("{name}:divisor={:?},bias={:?}", 1.0 / scale, delta - 0.5);
+    let spec = format!("{name}:rdiv={scale:?},bias={:?}", delta - 0.5);
     let planes = selected_planes(option, o)?;
     Ok((planes.into_iter().map(|p| (p, spec.clone())).collect(), Some("ffmpeg")))
 }
@@ -269,6 +270,14 @@ mod tests {
                 border: Some("ffmpeg"),
             }
         );
+    }
+
+    #[test]
+    fn gradients_take_ffmpegs_arithmetic_with_the_scale_as_rdiv() {
+        let t = translate("-vf", "sobel=scale=3:delta=10:planes=1").unwrap();
+        assert_eq!(t.plane_masks, vec![("y", "sobel:rdiv=3.0,bias=9.5".to_string())]);
+        let mask = convstream_core::Mask::from_spec(&t.plane_masks[0].1).unwrap();
+        assert_eq!(mask.ffmpeg_rdiv(), Some(3.0));
     }
 
     /// FFmpeg's documented examples give four matrices; the fourth (alpha) is set aside.

@@ -108,7 +108,8 @@ pub(super) fn write_row(out: &mut [u8], acc: &[f32], finish: Finish) {
 #[inline(always)]
 fn write_row_ffmpeg(out: &mut [u8], acc: &[f32], rdiv: f32, finish: Finish) {
     let depth = finish.depth;
-    let (bias, max) = (finish.bias * depth.bias_scale(), depth.max_value() as f32);
+    // FFmpeg adds its bias in the samples' own units (see `Mask::bias_at`).
+    let (bias, max) = (finish.bias, depth.max_value() as f32);
     if depth.bytes() == 1 {
         out.iter_mut()
             .zip(acc)

@@ -186,7 +186,7 @@ impl Bench {
             height: height as i32,
             src_pitch: row_bytes as i32,
             dst_pitch: row_bytes as i32,
-            bias: mask.bias() * depth.bias_scale(),
+            bias: mask.bias_at(depth),
             ..PlaneGeometry::ONE_PLANE
         };
         let what = || format!("{path:?} kernel, {}", variant.describe());

@@ -68,8 +68,9 @@ impl FilterKernels {
                     set
                 }
             };
-            // The mask's bias is in 8-bit units; the kernel adds it in the plane's.
-            let bias = plan.mask.bias() * plan.variant.depth.bias_scale();
+            // The mask's bias is in 8-bit units (FFmpeg's arithmetic: the plane's); the kernel
+            // adds it in the plane's.
+            let bias = plan.mask.bias_at(plan.variant.depth);
             sets.insert(plan.plane, (set, plan.path, bias));
         }
         Ok(FilterKernels { sets })

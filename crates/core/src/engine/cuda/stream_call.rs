@@ -416,10 +416,10 @@ impl StreamFilter {
                 set
             }
         };
-        // Integer samples take the mask's 8-bit bias scaled to their depth; float values take
-        // it as written.
+        // Integer samples take the mask's 8-bit bias scaled to their depth (FFmpeg's
+        // arithmetic: in their units); float values take it as written.
         let bias = match batch.values {
-            SampleValues::Integer => mask.bias() * batch.depth.bias_scale(),
+            SampleValues::Integer => mask.bias_at(batch.depth),
             SampleValues::Float32 | SampleValues::Float16 => mask.bias(),
         };
         Ok(Plan { set, path, bias })
