@@ -2,6 +2,7 @@
 //! 48000 -ac 2`) instead of copied: its packets decoded, resampled and cut into the
 //! encoder's frame size by FFmpeg's own filters (`aresample`, `aformat`), then encoded.
 
+use ffmpeg::packet::Mut as _;
 use ffmpeg::{codec, filter, format, Dictionary, Packet, Rational};
 use ffmpeg_next as ffmpeg;
 use std::collections::BTreeMap;
@@ -80,10 +81,14 @@ impl AudioTranscoder {
             false => ffmpeg::ChannelLayout::default(channels),
         };
         let audio = codec.audio().map_err(|e| format!("-c:a {codec_name}: {e}"))?;
-        let sample_format = audio
+        // Every sample format the encoder takes: the filters pick the one nearest the
+        // decoded audio's, as FFmpeg's command line lets them (FLAC from float audio: s32).
+        let formats: Vec<String> = audio
             .formats()
-            .and_then(|mut formats| formats.next())
-            .unwrap_or(format::Sample::F32(format::sample::Type::Planar));
+            .map(|formats| formats.map(|f| f.name().to_string()).collect())
+            .unwrap_or_else(|| vec!["fltp".to_string()]);
+        let out = (formats.join("|"), rate, layout_name(layout, channels));
+        let mut graph = Self::graph(&decoder, in_layout, in_channels, &out)?;
         let mut encoder = codec::Context::new_with_codec(codec)
             .encoder()
             .audio()
@@ -91,7 +96,7 @@ impl AudioTranscoder {
         encoder.set_rate(rate);
         encoder.set_channel_layout(layout);
         encoder.set_channels(channels);
-        encoder.set_format(sample_format);
+        encoder.set_format(Self::negotiated_format(&mut graph));
         encoder.set_time_base(Rational::new(1, rate));
         if global_header {
             encoder.set_flags(codec::Flags::GLOBAL_HEADER);
@@ -103,7 +108,7 @@ impl AudioTranscoder {
         let encoder = encoder
             .open_with(dictionary)
             .map_err(|e| format!("-c:a {codec_name} cannot open ({e}) with {options:?}"))?;
-        let graph = Self::graph(&decoder, in_layout, in_channels, &encoder, layout, channels)?;
+        Self::cut_to_frame_size(&mut graph, &encoder);
         Ok(AudioTranscoder {
             decoder,
             graph,
@@ -114,15 +119,13 @@ impl AudioTranscoder {
         })
     }
 
-    /// `abuffer` -> `aresample` -> `aformat` -> `abuffersink`, the sink cutting frames to
-    /// the encoder's size.
+    /// `abuffer` -> `aresample` -> `aformat` -> `abuffersink`, to `out`: the sample formats
+    /// (`|`-separated), rate and layout name.
     fn graph(
         decoder: &ffmpeg::decoder::Audio,
         in_layout: ffmpeg::ChannelLayout,
         in_channels: i32,
-        encoder: &ffmpeg::encoder::Audio,
-        layout: ffmpeg::ChannelLayout,
-        channels: i32,
+        out: &(String, i32, String),
     ) -> Result<filter::Graph, String> {
         let sample_name = |f: format::Sample| f.name().to_string();
         let mut graph = filter::Graph::new();
@@ -133,12 +136,9 @@ impl AudioTranscoder {
             sample_name(decoder.format()),
             layout_name(in_layout, in_channels)
         );
-        let chain = format!(
-            "aresample={rate},aformat=sample_fmts={}:sample_rates={rate}:channel_layouts={}",
-            sample_name(encoder.format()),
-            layout_name(layout, channels),
-            rate = encoder.rate()
-        );
+        let (formats, rate, layout) = out;
+        let chain =
+            format!("aresample={rate},aformat=sample_fmts={formats}:sample_rates={rate}:channel_layouts={layout}");
         let made = (|| -> Result<(), ffmpeg::Error> {
             let abuffer = filter::find("abuffer").ok_or(ffmpeg::Error::FilterNotFound)?;
             let sink = filter::find("abuffersink").ok_or(ffmpeg::Error::FilterNotFound)?;
@@ -148,6 +148,23 @@ impl AudioTranscoder {
             graph.validate()
         })();
         made.map_err(|e| format!("cannot resample the audio ({chain}): {e}"))?;
+        Ok(graph)
+    }
+
+    /// The sample format the graph's sink gives (its `aformat` chose one of the encoder's).
+    fn negotiated_format(graph: &mut filter::Graph) -> format::Sample {
+        let sink = graph.get("out").map(|mut sink| {
+            // SAFETY: a configured graph's sink context; the call reads its input link.
+            unsafe { ffmpeg::ffi::av_buffersink_get_format(sink.as_mut_ptr()) }
+        });
+        // SAFETY: the value is a sample format FFmpeg negotiated (or none).
+        sink.map_or(format::Sample::None, |f| unsafe {
+            format::Sample::from(std::mem::transmute::<i32, ffmpeg::ffi::AVSampleFormat>(f))
+        })
+    }
+
+    /// The sink cuts frames to the encoder's size, for encoders that take no other.
+    fn cut_to_frame_size(graph: &mut filter::Graph, encoder: &ffmpeg::encoder::Audio) {
         let variable = encoder.codec().is_some_and(|c| {
             c.capabilities()
                 .contains(codec::capabilities::Capabilities::VARIABLE_FRAME_SIZE)
@@ -157,7 +174,6 @@ impl AudioTranscoder {
                 sink.sink().set_frame_size(encoder.frame_size());
             }
         }
-        Ok(graph)
     }
 
     /// The encoder's parameters, for the output stream.
@@ -263,5 +279,21 @@ impl AudioTranscoder {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// Writes one packet of encoded audio. An empty one is written too: the FLAC encoder's last
+/// packet holds no audio, only the final STREAMINFO (its MD5 and sizes) as side data, which
+/// FFmpeg's command line hands to the muxer to rewrite the header with; ffmpeg-next's
+/// `write_interleaved` refuses empty packets as invalid data.
+pub(super) fn write_audio_packet(
+    output: &mut format::context::Output,
+    packet: &mut Packet,
+) -> Result<(), ffmpeg::Error> {
+    // SAFETY: a context whose header is written and a packet of one of its streams; the
+    // muxer takes the packet's reference and leaves the packet blank.
+    match unsafe { ffmpeg::ffi::av_interleaved_write_frame(output.as_mut_ptr(), packet.as_mut_ptr()) } {
+        0.. => Ok(()),
+        error => Err(ffmpeg::Error::from(error)),
     }
 }

@@ -334,7 +334,8 @@ fn add_copied_streams(
     }
     let global_header = output.format().flags().contains(ffmpeg::format::Flags::GLOBAL_HEADER);
     let audio_codec = config.audio_codec.as_deref().filter(|name| *name != "copy");
-    for input in &source.passthrough {
+    let wanted = |medium| config.subtitles || medium != ffmpeg::media::Type::Subtitle;
+    for input in source.passthrough.iter().filter(|input| wanted(input.medium)) {
         if let (Some(name), ffmpeg::media::Type::Audio) = (audio_codec, input.medium) {
             let transcoder = AudioTranscoder::new(input, name, &config.audio_options, global_header)?;
             let Ok(mut stream) = output.add_stream(ffmpeg::encoder::find(codec::Id::None)) else {
@@ -527,7 +528,7 @@ impl Muxer {
             packet.set_stream(index);
             packet.rescale_ts(from, out_time_base);
             Counters::add(&counters.bytes_out, packet.size() as u64);
-            packet.write_interleaved(&mut self.output)?;
+            super::audio::write_audio_packet(&mut self.output, &mut packet)?;
         }
         Ok(())
     }
