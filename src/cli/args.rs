@@ -258,6 +258,10 @@ pub(crate) struct RunArgs {
     /// Leave audio and other non-video streams out (`-an` works too).
     #[arg(long)]
     pub(crate) no_audio: bool,
+    /// Leave subtitle streams out, copy the audio (`-sn` works too, and `-map 0:v -map 0:a?`
+    /// maps no subtitles).
+    #[arg(long)]
+    pub(crate) no_subtitles: bool,
     /// Start this far into the input, as `ffmpeg -ss` before `-i`: FFmpeg's time syntax,
     /// seconds (90, 1.5, 1s, 500ms) or [HH:]MM:SS[.frac].
     #[arg(long, value_name = "TIME", value_parser = parse_time, allow_negative_numbers = true)]

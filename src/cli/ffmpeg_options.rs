@@ -214,7 +214,7 @@ pub(crate) fn refusal(name: &str) -> &'static str {
             "convstream filters the video: leave -vn out",
         ),
         (
-            &["sn", "dn"],
+            &["dn"],
             "convstream copies every stream but the video as it is; -an leaves them all out",
         ),
         (

@@ -102,6 +102,7 @@ pub(crate) fn load_settings(args: &RunArgs) -> Result<Settings, Failure> {
         no_overwrite: args.no_overwrite,
         encoder_options: encoder_options(args),
         no_audio: args.no_audio,
+        no_subtitles: args.no_subtitles,
         start: args.ss,
         duration: args.duration,
         frames: args.frames,

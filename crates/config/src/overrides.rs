@@ -53,6 +53,8 @@ pub struct Overrides {
     pub encoder_options: Vec<(String, String)>,
     /// `-an`: no audio or other copied streams.
     pub no_audio: bool,
+    /// `-sn` (and `-map 0:v -map 0:a?`): no subtitle streams copied (sink.subtitles).
+    pub no_subtitles: bool,
     /// `--ss`, `-t`, `--frames`: the part of the input filtered.
     pub start: Option<f64>,
     /// `-t`: seconds of the input filtered (source.duration).
@@ -103,6 +105,7 @@ impl Overrides {
             || self.lossless
             || !self.encoder_options.is_empty()
             || self.no_audio
+            || self.no_subtitles
             || self.start.is_some()
             || self.duration.is_some()
             || self.frames.is_some()
@@ -145,6 +148,7 @@ impl Overrides {
                     audio_codec: None,
                     audio_options: Default::default(),
                     audio: true,
+                    subtitles: true,
                     overwrite: false,
                 },
             }],
@@ -223,6 +227,9 @@ impl Overrides {
         pipeline.source.copyts |= self.copyts;
         if self.no_audio {
             pipeline.sink.audio = false;
+        }
+        if self.no_subtitles {
+            pipeline.sink.subtitles = false;
         }
         pipeline.source.start = self.start.or(pipeline.source.start);
         pipeline.source.duration = self.duration.or(pipeline.source.duration);

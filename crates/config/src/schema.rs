@@ -487,6 +487,10 @@ pub struct SinkConfig {
     /// Copy audio and other non-video streams when the container can hold them.
     #[serde(default = "default_true")]
     pub audio: bool,
+    /// Copy subtitle streams beside the audio (false: `ffmpeg -sn`, or `-map 0:v -map 0:a?`,
+    /// which maps no subtitles).
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub subtitles: bool,
     /// Consent to replace a file already at `url` (`run -y`). Without it `run` refuses, and
     /// `serve` keeps the file and writes the next free name beside it.
     #[serde(default)]
@@ -495,4 +499,8 @@ pub struct SinkConfig {
 
 fn default_true() -> bool {
     true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }

@@ -34,6 +34,7 @@ enum Applies {
 /// convstream's own spellings too.
 const SPELLINGS: &[(&str, Applies)] = &[
     ("-an", Applies::Always("--no-audio")),
+    ("-sn", Applies::Always("--no-subtitles")),
     ("-ss", Applies::Always("--ss")),
     ("-re", Applies::Always("--realtime")),
     ("-copyts", Applies::Always("--copyts")),
@@ -314,10 +315,11 @@ fn ffmpeg_word_to_flags(
         ("map", None) => {
             return match value_text {
                 "0" => Ok(Vec::new()),
-                "0:v" | "0:V" | "0:v:0" | "0:V:0" if line.audio_mapped => Ok(Vec::new()),
+                // The video and the audio mapped, as FFmpeg maps them: no subtitles.
+                "0:v" | "0:V" | "0:v:0" | "0:V:0" if line.audio_mapped => Ok(once("--no-subtitles")),
                 "0:v" | "0:V" | "0:v:0" | "0:V:0" => Ok(once("--no-audio")),
                 // The audio, copied beside the video (with a `?`: if there is any).
-                "0:a" | "0:a?" | "0:a:0" | "0:a:0?" => Ok(Vec::new()),
+                "0:a" | "0:a?" | "0:a:0" | "0:a:0?" => Ok(once("--no-subtitles")),
                 // -filter_complex's output, by its label: the one chain's (read with it), alone.
                 label if label.starts_with('[') && label.ends_with(']') => Ok(once("--no-audio")),
                 _ => refuse("convstream takes its one input's video (-map 0:v), its audio beside it (-map 0:a?), every stream (-map 0) or -filter_complex's output by its label"),
@@ -492,7 +494,7 @@ fn log_level(typed: &str, value: &str) -> Result<&'static str, String> {
 
 /// Whether an FFmpeg spelling takes a value (every one but the switches).
 fn spelling_takes_value(spelling: &str) -> bool {
-    !matches!(spelling, "-an" | "-re" | "-copyts")
+    !matches!(spelling, "-an" | "-sn" | "-re" | "-copyts")
 }
 
 /// clap's error text with each rewritten flag named as the user typed it:

@@ -45,8 +45,9 @@ fn spellings_become_the_long_flags() {
     );
     assert_eq!(
         rewritten("cs run -i a -map 0:v:0 -map 0:a? -fps_mode passthrough -o b"),
-        "cs run -i a -o b"
+        "cs run -i a --no-subtitles -o b"
     );
+    assert_eq!(rewritten("cs run -i a -sn -o b"), "cs run -i a --no-subtitles -o b");
     assert_eq!(rewritten("cs run -i a -map 0:v -o b"), "cs run -i a --no-audio -o b");
     assert_eq!(
         rewritten("cs run -i a -movflags +faststart -o b.mp4"),

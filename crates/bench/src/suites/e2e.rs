@@ -194,6 +194,7 @@ pub(super) fn bench_settings(
         audio_codec: None,
         audio_options: Default::default(),
         audio: false,
+        subtitles: false,
         overwrite: false,
     };
     let filter = FilterConfig {
