@@ -15,6 +15,9 @@ fi
 # the README's examples that the tests run (scripts/install-gst-plugin.sh) find them built.
 cargo build --release --workspace
 cargo test --release --workspace "$@"
+# What the FFmpeg command-line corpus compared, line by line (tests/it/ffmpeg_corpus.rs):
+corpus="${CARGO_TARGET_DIR:-target}/tmp/ffmpeg-corpus.txt"
+[[ -f $corpus ]] && echo "$(tail -n 1 "$corpus") (each line: $corpus)"
 # The console's browser test keeps its screenshots (CI's artifacts) here:
 shots="${CARGO_TARGET_DIR:-target}/tmp/console-screenshots"
 [[ -d $shots ]] && echo "console screenshots: $shots ($(ls "$shots" | wc -l) files)"

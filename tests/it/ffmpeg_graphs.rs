@@ -13,7 +13,7 @@ use common::{make_clip, Clip};
 use convstream_testkit::tempdir;
 
 /// The words after `-i in.mkv`, before the encoder and the output's name.
-const COMMAND_LINES: &[&[&str]] = &[
+pub(crate) const COMMAND_LINES: &[&[&str]] = &[
     &["-vf", "scale=64:-2,sobel"],
     &["-vf", "sobel,format=gray"],
     &["-vf", "crop=40:30:5:3,convolution=0m=1 2 1 2 4 2 1 2 1:0bias=3"],

@@ -23,6 +23,7 @@ mod deploy;
 mod depth;
 mod empty_runs;
 mod exit_handoff;
+mod ffmpeg_corpus;
 mod ffmpeg_dropin;
 mod ffmpeg_graphs;
 mod ffmpeg_language;
