@@ -1309,6 +1309,9 @@ fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
         "custom:matrix=[[1,4,6,4,1],[4,16,24,16,4],[6,24,36,24,6],[4,16,24,16,4],[1,4,6,4,1]],mode=correlate,rdiv=0,bias=2",
         "custom:matrix=[[1,2,3,2,1]],mode=correlate,rdiv=0",
         "custom:matrix=[[1],[0],[-1],[3],[5],[2],[1]],mode=correlate,rdiv=0,bias=128",
+        // `-vf sobel=scale=3:delta=10`, `roberts=scale=0.7:delta=3`: gradient magnitudes.
+        "sobel:rdiv=3,bias=9.5",
+        "roberts:rdiv=0.7,bias=2.5",
     ] {
         let mask = Mask::from_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
         assert!(mask.ffmpeg_rdiv().is_some() && !mask.is_separable(), "{spec}");

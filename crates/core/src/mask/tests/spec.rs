@@ -278,3 +278,16 @@ fn rdiv_keeps_whole_taps_and_takes_ffmpegs_default() {
         );
     }
 }
+
+#[test]
+fn rdiv_takes_its_bias_in_the_samples_units_and_gradients_take_rdiv() {
+    let ten_bits = crate::frame::SampleDepth { bits: 10, shift: 0 };
+    let ffmpeg = Mask::from_spec("custom:matrix=[[0,1,0],[1,-4,1],[0,1,0]],rdiv=5,bias=128").unwrap();
+    assert_eq!(ffmpeg.bias_at(ten_bits), 128.0, "FFmpeg adds 128 at 10 bits");
+    let scaled = Mask::from_spec("custom:matrix=[[0,1,0],[1,-4,1],[0,1,0]],bias=128").unwrap();
+    assert_eq!(scaled.bias_at(ten_bits), 512.0, "mid-grey at 10 bits");
+    for spec in ["sobel:rdiv=3,bias=9.5", "prewitt:rdiv=1,bias=-0.5", "roberts:rdiv=0.7"] {
+        let mask = Mask::from_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
+        assert!(mask.ffmpeg_rdiv().is_some() && mask.is_magnitude(), "{spec}");
+    }
+}
