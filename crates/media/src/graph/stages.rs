@@ -274,9 +274,9 @@ mod tests {
 
     #[test]
     fn gradients_take_ffmpegs_arithmetic_with_the_scale_as_rdiv() {
-        let t = translate("-vf", "sobel=scale=3:delta=10:planes=1").unwrap();
-        assert_eq!(t.plane_masks, vec![("y", "sobel:rdiv=3.0,bias=9.5".to_string())]);
-        let mask = convstream_core::Mask::from_spec(&t.plane_masks[0].1).unwrap();
+        let t = split_graph("-vf", "sobel=scale=3:delta=10:planes=1").unwrap();
+        assert_eq!(masks_of(&t), [("y", "sobel:rdiv=3.0,bias=9.5".to_string())]);
+        let mask = convstream_core::Mask::from_spec(&masks_of(&t)[0].1).unwrap();
         assert_eq!(mask.ffmpeg_rdiv(), Some(3.0));
     }
 
