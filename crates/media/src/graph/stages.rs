@@ -20,8 +20,9 @@ const ON_ENGINES: &[&str] = &["convolution", "sobel", "prewitt", "roberts"];
 
 /// Splits `chain`, read by libavfilter itself (so its syntax, escaping, defaults and range
 /// checks are FFmpeg's). `option` is where the text came from (`-vf`, `filter.graph`), for
-/// messages. The filters before the first of [`ON_ENGINES`] (or [`MASK_PLACEHOLDER`]) and
-/// after the last run as FFmpeg's own, in-process.
+/// messages. The filters before the first of the convolution family that runs on the
+/// engines (`convolution`, `sobel`, `prewitt`, `roberts`), or [`MASK_PLACEHOLDER`], and after
+/// the last run as FFmpeg's own, in-process.
 pub fn split_graph(option: &str, chain: &str) -> Result<GraphStages, String> {
     let filters = parse_chain(option, chain).map_err(|e| e.to_string())?;
     let on_engines = |filter: &ChainFilter| ON_ENGINES.contains(&filter.name.as_str());

@@ -11,7 +11,7 @@ use crate::graph::host::{HostGraph, Pictures};
 use convstream_core::{Frame, PixelFormat};
 
 /// The graph, and the frames it gives as the engines' formats name them. A pipeline runs it
-/// as a stage of its own ([`AfterFilters::run`]); Python's reader frame by frame
+/// as a stage of its own (its `run`); Python's reader frame by frame
 /// ([`AfterFilters::push`], [`AfterFilters::finish`]).
 pub struct AfterFilters {
     graph: HostGraph,
