@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whole commands against FFmpeg's decode-only, and the first run on a fresh host, on a GPU host
-# from the portable build (issue #60):
+# from the portable build:
 #   1. kernels: a fresh process with an empty kernel cache compiles nothing (the kernel pack
 #      beside the binary has the kernels; `--log-level debug` lines say where each came from),
 #      and its results equal the CPU engine's, byte for byte (13x13 gaussian, identity, edge);
