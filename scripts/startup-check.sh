@@ -187,7 +187,7 @@ for clip in "${clips[@]}"; do
             esac
         done
     done
-    frames_out=$(grep -o '[0-9]* frames' "$clip-gauss13-1.log" | head -n 1)
+    frames_out=$(grep -o "[0-9]* frames in, [0-9]* out" "$clip-gauss13-1.log" | head -n 1)
     info "$clip: convstream's summary says $frames_out"
 done
 unset CONVSTREAM_KERNEL_CACHE
