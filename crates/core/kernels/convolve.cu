@@ -380,6 +380,18 @@ extern "C" __global__ void KERNEL_BOUNDS
 // Rank-one masks, both passes fused in shared memory: the row pass turns the loaded tile
 // (with its vertical halo) into f32 row sums, the column pass sums those. Row taps follow
 // the dense taps in c_taps (see convolve.cuh).
+//
+// The row pass computes ROW_PX adjacent samples a thread: PX * CH where the tile holds whole
+// chunks of that width, else PX. A window of ROW_PX samples needs (MASK_W - 1) * CH more, so
+// for interleaved pixels (CH > 1) PX outputs would read 1 + (MASK_W - 1) * CH / PX shared
+// values each (10 for a 13-tap row of RGB); PX * CH outputs read about as many as a plane's.
+#if TILE_W % (PX * CH) == 0
+#define ROW_PX (PX * CH)
+#else
+#define ROW_PX PX
+#endif
+#define ROW_CHUNKS (TILE_W / ROW_PX)
+#define ROW_V_VEC ((SHIFT + ROW_PX + HALO_W + 3) / 4)
 extern "C" __global__ void KERNEL_BOUNDS
     convolve_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
     BATCH_PLANE(src, dst, g);
@@ -397,15 +409,24 @@ extern "C" __global__ void KERNEL_BOUNDS
     const int c0 = threadIdx.x * PX;
     const float* row_taps = c_taps + MASK_W * MASK_H;
     const float* col_taps = row_taps + MASK_W;
-    for (int r = threadIdx.y; r < SHARED_H; r += BLOCK_Y) {
-        float v[4 * V_VEC];
-        load_window(v, tile + r * SHARED_PITCH + c0);
-        float sum[PX];
-        zero_row(sum);
-        accumulate_taps(sum, row_taps, v);
-        float4* out = reinterpret_cast<float4*>(rows + r * TILE_W + c0);
+    // The row pass, in chunks of ROW_PX samples handed out over the whole block.
+    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_CHUNKS; i += BLOCK_X * BLOCK_Y) {
+        const int r = i / ROW_CHUNKS;
+        const int c = (i - r * ROW_CHUNKS) * ROW_PX;
+        float v[4 * ROW_V_VEC];
+        unpack_float4s<ROW_V_VEC>(v, reinterpret_cast<const float4*>(tile + r * SHARED_PITCH + c));
+        float sum[ROW_PX];
 #pragma unroll
-        for (int q = 0; q < PX / 4; ++q) out[q] = make_float4(sum[4 * q], sum[4 * q + 1], sum[4 * q + 2], sum[4 * q + 3]);
+        for (int k = 0; k < ROW_PX; ++k) sum[k] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < MASK_W; ++j) {
+            const float t = row_taps[j];
+#pragma unroll
+            for (int k = 0; k < ROW_PX; ++k) sum[k] = fmaf(t, v[SHIFT + k + j * CH], sum[k]);
+        }
+        float4* out = reinterpret_cast<float4*>(rows + r * TILE_W + c);
+#pragma unroll
+        for (int q = 0; q < ROW_PX / 4; ++q) out[q] = make_float4(sum[4 * q], sum[4 * q + 1], sum[4 * q + 2], sum[4 * q + 3]);
     }
     __syncthreads();
 

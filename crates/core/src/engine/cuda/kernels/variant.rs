@@ -110,6 +110,9 @@ impl Variant {
         let tiling = match path {
             // 512 threads of 4x2 outputs: twice the warps of 32x8x4x4 on the same tile hide
             // the two barriers' latency; 10-25% faster from 5x5 up, never slower.
+            // Three interleaved channels: a tile 96 samples wide (32 pixels), so that its row
+            // pass computes whole pixels, 12 samples a thread (see ROW_PX in convolve.cu).
+            KernelPath::Separable if channels == 3 => tiling(24, 16, 4, 2),
             KernelPath::Separable => tiling(32, 16, 4, 2),
             // Wide tiles (8 outputs per row per thread) halve the shared loads per tap; they
             // pay off once taps dominate, on planes with enough tiles to fill the GPU.
