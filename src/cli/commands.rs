@@ -85,7 +85,12 @@ pub(crate) fn check(path: &Path, shards: Option<usize>) -> Result<(), Failure> {
         text.push_str(&format!("  {}\n", pipeline.describe()));
         // Legal but likely not meant (a custom matrix that changes brightness): said here,
         // before a run, as well as when the pipeline starts.
-        for warning in pipeline.filter.mask_warnings() {
+        for warning in pipeline
+            .graph_warnings
+            .iter()
+            .cloned()
+            .chain(pipeline.filter.mask_warnings())
+        {
             eprintln!(
                 "warning: {}",
                 convstream_core::for_display(&format!("pipeline {:?}: {warning}", pipeline.name))

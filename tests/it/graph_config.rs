@@ -101,6 +101,27 @@ fn check_lists_every_graph_problem_at_once_in_libavfilters_words() {
     }
 }
 
+/// What FFmpeg 5.1 sets aside in a graph (a convolution's `0rdiv`) is said by `check` and
+/// when the pipeline runs, not only for `-vf`.
+#[test]
+fn a_graphs_set_aside_options_are_warned_of_by_check_and_by_the_run() {
+    let dir = tempdir();
+    make_clip(dir.path(), "in.mkv", Clip::Ffv1Mkv, 32, 24, 2);
+    let config = "[[pipeline]]\nname = \"g\"\nsource.url = \"in.mkv\"\nsink.url = \"out.y4m\"\nfilter = { graph = \"convolution=0m=1 2 1 2 4 2 1 2 1:0rdiv=1/16\", device = \"cpu\" }\n";
+    std::fs::write(dir.path().join("g.toml"), config).unwrap();
+    let says = "0rdiv=0.0625 is set aside, as FFmpeg 5.1's convolution sets it aside";
+    for args in [["check", "--config", "g.toml"], ["run", "--config", "g.toml"]] {
+        let out = convstream().args(args).current_dir(dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains(says), "{args:?}: {says:?} in:\n{text}");
+    }
+}
+
 #[test]
 fn the_api_takes_graphs_of_filters_that_open_nothing_and_refuses_the_others_by_name() {
     let dir = tempdir();

@@ -35,6 +35,9 @@ pub struct FilterSettings {
     pub ffmpeg_before: Option<String>,
     /// FFmpeg's filters after the engine: `ffmpeg_after`, or the graph's part after it.
     pub ffmpeg_after: Option<String>,
+    /// What `filter.graph` takes differently from how it reads, as FFmpeg takes it (an
+    /// `rdiv` FFmpeg 5.1's convolution sets aside): said by `check` and when the pipeline starts.
+    pub graph_warnings: Vec<String>,
 }
 
 impl ConfigFile {
@@ -178,7 +181,8 @@ pub(crate) fn validate_filter(
         pinned_frames: filter.pinned_frames,
         gpu: filter.gpu,
         ffmpeg_before: resolved.as_ref()?.before.clone(),
-        ffmpeg_after: resolved?.after,
+        ffmpeg_after: resolved.as_ref()?.after.clone(),
+        graph_warnings: resolved?.warnings,
     })
 }
 

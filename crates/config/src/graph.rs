@@ -95,6 +95,8 @@ pub(crate) struct Resolved {
     pub(crate) before: Option<String>,
     pub(crate) after: Option<String>,
     pub(crate) filter: FilterConfig,
+    /// What the graph's reading takes differently from how it reads ([`GraphStages::warnings`]).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Resolves `filter.graph` (or `ffmpeg_before`/`ffmpeg_after` without one); `None` when the
@@ -105,6 +107,7 @@ pub(crate) fn resolve(filter: &FilterConfig, problems: &mut Vec<Problem>) -> Opt
             before: filter.ffmpeg_before.clone(),
             after: filter.ffmpeg_after.clone(),
             filter: filter.clone(),
+            warnings: Vec::new(),
         });
     };
     let before = problems.len();
@@ -175,5 +178,6 @@ pub(crate) fn resolve(filter: &FilterConfig, problems: &mut Vec<Problem>) -> Opt
         before: stages.before,
         after: stages.after,
         filter: resolved,
+        warnings: stages.warnings,
     })
 }

@@ -40,6 +40,8 @@ pub struct PipelineSettings {
     pub ffmpeg_before: Option<String>,
     /// FFmpeg's filters after the engine (`filter.ffmpeg_after`, or the graph's part after).
     pub ffmpeg_after: Option<String>,
+    /// What `filter.graph` takes differently from how it reads (see `FilterSettings`).
+    pub graph_warnings: Vec<String>,
     /// The output as configured.
     pub sink: SinkConfig,
     /// The pipeline as written, for reload comparisons and the API.

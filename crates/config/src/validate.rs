@@ -149,6 +149,7 @@ fn validate_pipeline(
         gpu: filter.gpu,
         ffmpeg_before: filter.ffmpeg_before,
         ffmpeg_after: filter.ffmpeg_after,
+        graph_warnings: filter.graph_warnings,
         sink: pipeline.sink.clone(),
         config: pipeline.clone(),
     })

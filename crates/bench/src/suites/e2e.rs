@@ -221,6 +221,7 @@ pub(super) fn bench_settings(
         gpu: filter.gpu,
         ffmpeg_before: None,
         ffmpeg_after: None,
+        graph_warnings: Vec::new(),
         sink: sink.clone(),
         config: PipelineConfig {
             name: "bench".into(),

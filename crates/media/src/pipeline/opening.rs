@@ -220,7 +220,12 @@ fn open_source(
         message,
     })?;
     let info = source.info();
-    for warning in settings.filter.warnings(info.format) {
+    for warning in settings
+        .graph_warnings
+        .iter()
+        .cloned()
+        .chain(settings.filter.warnings(info.format))
+    {
         tracing::warn!("{warning}");
     }
     monitor.set_format(info.format);
