@@ -198,22 +198,6 @@ fn make_inputs(dir: &Path) {
 /// What comparing one line found: what was compared, or how it differed.
 type Outcome = Result<String, String>;
 
-/// The decoded `stream` (`v` or `a`) of `path` as `-f framemd5` prints it, one row a frame.
-fn framemd5(dir: &Path, path: &str, stream: &str) -> Vec<String> {
-    let output = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-i", path])
-        .args(["-map", &format!("0:{stream}"), "-f", "framemd5", "-"])
-        .current_dir(dir)
-        .output()
-        .expect("ffmpeg is installed");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|row| !row.starts_with('#'))
-        .map(str::to_string)
-        .collect()
-}
-
 /// Each stream's kind, codec (video's; audio's where `-c:a` names one) and start time. Where
 /// `-c:a` names no codec, FFmpeg encodes the audio with the container's default encoder and
 /// convstream copies it: the encoder's priming delay (Vorbis: 3 ms, AAC: 21 ms) moves the
@@ -242,7 +226,7 @@ fn stream_rows(line: &Line, path: &Path) -> Vec<String> {
 
 /// The decoded video's timestamps (framemd5 without size and hash) and its raw samples.
 fn frames_and_samples(dir: &Path, name: &str) -> (Vec<String>, Vec<u8>, bool) {
-    let times = framemd5(dir, name, "v")
+    let times = common::framemd5(dir, name, "v")
         .iter()
         .map(|row| row.split(',').take(4).collect::<Vec<_>>().join(","))
         .collect();
@@ -279,7 +263,7 @@ fn largest_difference(a: &[u8], b: &[u8], wide: bool) -> u32 {
 
 /// The video compared: framemd5 rows equal, or timestamps equal and samples within `levels`.
 fn compare_video(dir: &Path, theirs: &str, ours: &str, expect: &Expect) -> Outcome {
-    let (expected, got) = (framemd5(dir, theirs, "v"), framemd5(dir, ours, "v"));
+    let (expected, got) = (common::framemd5(dir, theirs, "v"), common::framemd5(dir, ours, "v"));
     if expected.is_empty() {
         return Err("FFmpeg wrote no video frame".into());
     }
@@ -350,7 +334,7 @@ fn compare_audio(dir: &Path, line: &Line, theirs: &str, ours: &str) -> Outcome {
         };
     }
     let hashes = |name: &str| -> Vec<String> {
-        framemd5(dir, name, "a")
+        common::framemd5(dir, name, "a")
             .iter()
             .filter_map(|row| row.rsplit(',').next().map(|h| h.trim().to_string()))
             .collect()

@@ -12,6 +12,11 @@ use std::time::Duration;
 use common::{make_clip, Clip};
 use convstream_testkit::tempdir;
 
+/// The decoded video of `path`, frame by frame with timestamps, as `-f framemd5` prints it.
+fn video_md5(dir: &Path, path: &str) -> String {
+    common::framemd5(dir, path, "v").join("\n")
+}
+
 /// The words after `-i in.mkv`, before the encoder and the output's name.
 pub(crate) const COMMAND_LINES: &[&[&str]] = &[
     &["-vf", "scale=64:-2,sobel"],
@@ -42,33 +47,6 @@ pub(crate) const COMMAND_LINES: &[&[&str]] = &[
     ],
 ];
 
-/// The decoded video of `path`, frame by frame with timestamps, as `-f framemd5` prints it.
-fn framemd5(dir: &Path, path: &str) -> String {
-    let output = Command::new("ffmpeg")
-        .args([
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-nostdin",
-            "-i",
-            path,
-            "-map",
-            "0:v",
-            "-f",
-            "framemd5",
-            "-",
-        ])
-        .current_dir(dir)
-        .output()
-        .expect("ffmpeg is installed");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn ffmpeg_command_lines_with_graphs_give_ffmpegs_frames_byte_for_byte() {
     let dir = tempdir();
@@ -85,7 +63,7 @@ fn ffmpeg_command_lines_with_graphs_give_ffmpegs_frames_byte_for_byte() {
         args.extend_from_slice(&["-c:v", "ffv1", &ours]);
         let run = common::run_bounded(dir.path(), &args, Duration::from_secs(120));
         assert_eq!(run.code, Some(0), "{words:?}:\n{}", run.stderr);
-        let (expected, got) = (framemd5(dir.path(), &theirs), framemd5(dir.path(), &ours));
+        let (expected, got) = (video_md5(dir.path(), &theirs), video_md5(dir.path(), &ours));
         assert!(!expected.is_empty(), "{words:?}: FFmpeg wrote no frame");
         if expected != got {
             differ.push(format!("{words:?}:\nffmpeg:\n{expected}\nconvstream:\n{got}"));
@@ -129,8 +107,8 @@ fn q_v_is_ffmpegs_fixed_quantiser() {
     let run = common::run_on_cpu(dir.path(), &args);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(
-        framemd5(dir.path(), "convstream_q.mkv"),
-        framemd5(dir.path(), "ffmpeg_q.mkv")
+        video_md5(dir.path(), "convstream_q.mkv"),
+        video_md5(dir.path(), "ffmpeg_q.mkv")
     );
 }
 
@@ -166,8 +144,8 @@ fn output_rate_is_ffmpegs_fps_filter_and_says_so() {
         run.stderr
     );
     assert_eq!(
-        framemd5(dir.path(), "convstream.mkv"),
-        framemd5(dir.path(), "ffmpeg.mkv")
+        video_md5(dir.path(), "convstream.mkv"),
+        video_md5(dir.path(), "ffmpeg.mkv")
     );
 }
 
@@ -207,9 +185,9 @@ fn stream_loop_n_plays_the_input_n_plus_one_times() {
         args.push(&ours);
         let run = common::run_on_cpu(dir.path(), &args);
         assert_eq!(run.code, Some(0), "{}", run.stderr);
-        let frames = framemd5(dir.path(), &ours);
+        let frames = video_md5(dir.path(), &ours);
         assert_eq!(frames.lines().count(), 5 * (loops.parse::<usize>().unwrap() + 1));
-        assert_eq!(frames, framemd5(dir.path(), &theirs), "-stream_loop {loops}");
+        assert_eq!(frames, video_md5(dir.path(), &theirs), "-stream_loop {loops}");
     }
 }
 
@@ -254,8 +232,8 @@ fn config_chains_are_checked_in_ffmpegs_words_and_run_as_its_own() {
         ],
     );
     assert_eq!(
-        framemd5(dir.path(), "convstream.mkv"),
-        framemd5(dir.path(), "ffmpeg.mkv")
+        video_md5(dir.path(), "convstream.mkv"),
+        video_md5(dir.path(), "ffmpeg.mkv")
     );
 }
 
@@ -315,8 +293,8 @@ fn audio_is_encoded_again_with_ffmpegs_encoder_and_resampler() {
     assert!(!ours.is_empty());
     assert_eq!(ours, samples("ffmpeg.mkv"));
     assert_eq!(
-        framemd5(dir.path(), "convstream.mkv"),
-        framemd5(dir.path(), "ffmpeg.mkv")
+        video_md5(dir.path(), "convstream.mkv"),
+        video_md5(dir.path(), "ffmpeg.mkv")
     );
 }
 

@@ -206,6 +206,23 @@ fn ffprobe_json(path: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("ffprobe writes JSON")
 }
 
+/// The decoded frames of `stream` (`v`, `a`, `v:0`) of `path`, one row each as FFmpeg's
+/// `-f framemd5` prints them (stream, timestamps, size, MD5), its `#` header rows left out.
+pub fn framemd5(dir: &Path, path: &str, stream: &str) -> Vec<String> {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-i", path])
+        .args(["-map", &format!("0:{stream}"), "-f", "framemd5", "-"])
+        .current_dir(dir)
+        .output()
+        .expect("ffmpeg is installed");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|row| !row.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Presentation times of the video frames of a stream copy of `input` into `container`
 /// (what the muxer makes of the input's timestamps), for comparing with an output.
 pub fn remuxed_video_pts(dir: &Path, input: &Path, container: &str) -> Vec<String> {
