@@ -111,7 +111,9 @@ impl Variant {
             // 512 threads of 4x2 outputs: twice the warps of 32x8x4x4 on the same tile hide
             // the two barriers' latency; 10-25% faster from 5x5 up, never slower.
             // Three interleaved channels: a tile 96 samples wide (32 pixels), so that its row
-            // pass computes whole pixels, 12 samples a thread (see ROW_PX in convolve.cu).
+            // pass computes whole pixels, 12 samples a thread (see ROW_PX in convolve.cu). On an
+            // H100, 13x13 on 1080p/2160p RGB: 25.3/81.0 us against 31.2/100.5 for 32x16x4x2,
+            // whose 128-sample rows hold no whole number of 12-sample chunks (BENCHMARKS.md).
             KernelPath::Separable if channels == 3 => tiling(24, 16, 4, 2),
             KernelPath::Separable => tiling(32, 16, 4, 2),
             // Wide tiles (8 outputs per row per thread) halve the shared loads per tap; they
