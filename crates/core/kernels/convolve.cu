@@ -134,196 +134,7 @@ __device__ __forceinline__ void store_outputs(unsigned char* __restrict__ dst, c
     }
 }
 
-#if !STREAM
 #define KERNEL_BOUNDS __launch_bounds__(BLOCK_X* BLOCK_Y)
-#endif
-
-#if STREAM
-// Streaming kernels for small masks: no shared memory and no barrier. Each thread computes
-// PX adjacent samples on PY rows, walking down: it reads each source row once, as aligned
-// 4-sample words (its PX samples and the horizontal halo's words), converts it to floats once,
-// and keeps the last MASK_H rows (dense masks: the windows; rank-one masks: their row-pass sums)
-// in registers. Small masks are memory-bound, so what counts is bytes in flight: threads whose
-// window lies inside the plane (all of them but the edges') take a path with no border logic,
-// fully unrolled, whose loads the compiler issues ahead of the arithmetic. Sums are the tiled
-// kernels' sums, tap for tap in the same order.
-#define S_HALO ((MASK_W / 2) * CH)
-#define S_WORDS ((S_HALO + 3) / 4)
-#define S_LEN (PX + 8 * S_WORDS)
-#define S_OFF (4 * S_WORDS - S_HALO)
-
-// Registers are capped at 128 a thread (blocks an SM must hold at once): the edge paths,
-// whose reads are all issued up front, would otherwise size every thread's registers (about
-// 180 for 16 x 8 outputs of a 3x3 mask, where the interior path needs 80) and halve the
-// interior's occupancy; capped, they spill a little instead. Not measured yet (see
-// BENCHMARKS.md, "Streaming kernels").
-#define MIN_BLOCKS (65536 / (128 * BLOCK_X * BLOCK_Y) > 0 ? 65536 / (128 * BLOCK_X * BLOCK_Y) : 1)
-#define KERNEL_BOUNDS __launch_bounds__(BLOCK_X* BLOCK_Y, MIN_BLOCKS)
-
-// How a thread reads its rows: INTERIOR, every row and word inside the plane and aligned (no
-// border logic at all); EDGE_ROWS, aligned words inside the row but rows that may be outside
-// the plane (mapped first); SAMPLES, sample by sample with both indices mapped (the plane's
-// left and right edges, rows not aligned to 4 samples, strided sources).
-#define S_INTERIOR 0
-#define S_EDGE_ROWS 1
-#define S_SAMPLES 2
-
-// The indices a thread's reads need, mapped by the border rule before any read: the source
-// row of each of its PY + MASK_H - 1 rows (-1: the constant 0), and for S_SAMPLES the byte
-// offset in a row of each window sample (-1: the constant 0). Every read then has an address
-// known up front and no branch before it, so the compiler issues all of a thread's reads
-// together: a thread whose reads each waited for the last (one per sample, one row at a
-// time) took longer than the whole interior of the plane.
-#define S_ROWS (PY + MASK_H - 1)
-template <int MODE>
-struct StreamIndices {
-    int rows[MODE == S_INTERIOR ? 1 : S_ROWS];
-    long long offsets[MODE == S_SAMPLES ? S_LEN : 1];
-};
-
-template <int MODE>
-__device__ __forceinline__ void map_stream_indices(StreamIndices<MODE>& at, const PlaneGeometry& g, int row0,
-                                                   int first) {
-    if constexpr (MODE != S_INTERIOR) {
-#pragma unroll
-        for (int r = 0; r < S_ROWS; ++r) at.rows[r] = map_index(row0 - MASK_H / 2 + r, g.height);
-    }
-    if constexpr (MODE == S_SAMPLES) {
-        const long long pixel_bytes = g.src_pixel != 0 ? g.src_pixel : CH * SAMPLE_BYTES;
-#pragma unroll
-        for (int e = 0; e < S_LEN; ++e) {
-            const int col = first + e;
-            // floor division, so that channel stays in 0..CH-1 left of the plane
-            const int pixel = col >= 0 ? col / CH : -((-col + CH - 1) / CH);
-            const int x = map_index(pixel, g.width);
-            at.offsets[e] = x < 0 ? -1 : x * pixel_bytes + (col - pixel * CH) * SAMPLE_BYTES;
-        }
-    }
-}
-
-// Window r of a thread (samples first..first + S_LEN - 1 of its r-th row) as floats. Reads
-// always go to an address inside the plane (row 0 or the row start stand in for the constant
-// border's outside), and a select makes those samples 0, as `sample` gives them.
-template <int MODE>
-__device__ __forceinline__ void stream_window(float (&w)[S_LEN], const unsigned char* __restrict__ src,
-                                              const PlaneGeometry& g, const StreamIndices<MODE>& at, int row0,
-                                              int r, int first) {
-    if constexpr (MODE == S_SAMPLES) {
-        const int y = at.rows[r];
-        const unsigned char* base = src + (size_t)(y < 0 ? 0 : y) * g.src_pitch;
-#pragma unroll
-        for (int e = 0; e < S_LEN; ++e) {
-            const long long offset = at.offsets[e];
-            if (e < S_OFF || e >= S_LEN - S_OFF) {
-                w[e] = 0.0f;  // never a tap's sample
-                continue;
-            }
-            const float v = sample_value(*reinterpret_cast<const sample_t*>(base + (offset < 0 ? 0 : offset)));
-            w[e] = y >= 0 && offset >= 0 ? v : 0.0f;
-        }
-    } else {
-        const int y = MODE == S_INTERIOR ? row0 - MASK_H / 2 + r : at.rows[r];
-        const sample_t* p = sample_row(src, g.src_pitch, y < 0 ? 0 : y) + first;
-#pragma unroll
-        for (int q = 0; q < S_LEN / 4; ++q) {
-            const float4 f = quad_floats(p + 4 * q);
-            const bool inside = MODE == S_INTERIOR || y >= 0;
-            w[4 * q] = inside ? f.x : 0.0f;
-            w[4 * q + 1] = inside ? f.y : 0.0f;
-            w[4 * q + 2] = inside ? f.z : 0.0f;
-            w[4 * q + 3] = inside ? f.w : 0.0f;
-        }
-    }
-}
-
-// A thread's PY rows from output row `row0`, samples col..col + PX - 1.
-template <bool SEPARABLE, int MODE>
-__device__ __forceinline__ void stream_rows(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
-                                            const PlaneGeometry& g, int row0, int col) {
-    const int first = col - 4 * S_WORDS;
-    StreamIndices<MODE> at;
-    map_stream_indices<MODE>(at, g, row0, first);
-#if MAGNITUDE
-    float second[PX];
-#endif
-    // Dense: the last MASK_H windows. Rank-one: the last MASK_H row-pass sums.
-    float held[MASK_H][SEPARABLE ? PX : S_LEN];
-#pragma unroll
-    for (int r = 0; r < S_ROWS; ++r) {
-        // Rotating the array costs nothing once unrolled: the registers are renamed.
-#pragma unroll
-        for (int i = 0; i + 1 < MASK_H; ++i) {
-#pragma unroll
-            for (int e = 0; e < (SEPARABLE ? PX : S_LEN); ++e) held[i][e] = held[i + 1][e];
-        }
-        if constexpr (SEPARABLE) {
-            float w[S_LEN];
-            stream_window<MODE>(w, src, g, at, row0, r, first);
-            float sum[PX];
-            zero_row(sum);
-            accumulate_at<S_OFF>(sum, c_taps + MASK_W * MASK_H, w);
-#pragma unroll
-            for (int px = 0; px < PX; ++px) held[MASK_H - 1][px] = sum[px];
-        } else {
-            stream_window<MODE>(held[MASK_H - 1], src, g, at, row0, r, first);
-        }
-        if (r < MASK_H - 1) continue;
-        float acc[PX];
-        zero_row(acc);
-        if constexpr (SEPARABLE) {
-#pragma unroll
-            for (int i = 0; i < MASK_H; ++i) {
-                const float t = c_taps[MASK_W * MASK_H + MASK_W + i];
-#pragma unroll
-                for (int px = 0; px < PX; ++px) acc[px] = fmaf(t, held[i][px], acc[px]);
-            }
-        } else {
-#if MAGNITUDE
-            zero_row(second);
-#endif
-#pragma unroll
-            for (int i = 0; i < MASK_H; ++i) {
-                accumulate_at<S_OFF>(acc, c_taps + i * MASK_W, held[i]);
-#if MAGNITUDE
-                accumulate_at<S_OFF>(second, SECOND_TAPS + i * MASK_W, held[i]);
-#endif
-            }
-#if MAGNITUDE
-#pragma unroll
-            for (int px = 0; px < PX; ++px) acc[px] = magnitude(acc[px], second[px]);
-#endif
-        }
-        // Rows past the plane's end are computed (from mapped rows) but not stored: a return
-        // here would keep the compiler from issuing later rows' reads early.
-        const int out = row0 + r - (MASK_H - 1);
-        if (MODE == S_INTERIOR || out < g.height) store_row<MODE == S_INTERIOR>(dst, g, acc, out, col);
-    }
-}
-
-// The streaming kernel's body: where this thread's outputs are, and how it reads.
-template <bool SEPARABLE>
-__device__ __forceinline__ void stream_kernel(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
-                                              const PlaneGeometry& g) {
-    const int col = (blockIdx.x * BLOCK_X + threadIdx.x) * PX;
-    const int row0 = (blockIdx.y * BLOCK_Y + threadIdx.y) * PY;
-    const int row_samples = g.width * CH;
-    if (col >= row_samples || row0 >= g.height) return;
-    const int first = col - 4 * S_WORDS;
-    const size_t quad = 4 * SAMPLE_BYTES - 1;
-    // Pixels apart (a strided view) and rows not aligned to 4 samples are read sample by sample.
-    const bool words = g.src_pixel == 0 && ((((size_t)src) | (size_t)g.src_pitch) & quad) == 0 && first >= 0 &&
-                       first + S_LEN <= row_samples;
-    const bool interior = words && ((((size_t)dst) | (size_t)g.dst_pitch) & quad) == 0 && row0 >= MASK_H / 2 &&
-                          row0 + PY + MASK_H / 2 <= g.height;
-    if (interior) {
-        stream_rows<SEPARABLE, S_INTERIOR>(src, dst, g, row0, col);
-    } else if (words) {
-        stream_rows<SEPARABLE, S_EDGE_ROWS>(src, dst, g, row0, col);
-    } else {
-        stream_rows<SEPARABLE, S_SAMPLES>(src, dst, g, row0, col);
-    }
-}
-#endif
 
 // Dense masks. Each block filters a TILE_W x TILE_H tile; each thread PY rows of PX adjacent
 // outputs. Looping over the tile rows a thread needs (not over mask rows) lets one window of
@@ -332,9 +143,6 @@ __device__ __forceinline__ void stream_kernel(const unsigned char* __restrict__ 
 extern "C" __global__ void KERNEL_BOUNDS
     convolve_dense(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
     BATCH_PLANE(src, dst, g);
-#if STREAM
-    stream_kernel<false>(src, dst, g);
-#else
     extern __shared__ float4 shared_raw[];
     float* tile = reinterpret_cast<float*>(shared_raw);
     const int tile_row = blockIdx.y * TILE_H;
@@ -374,7 +182,6 @@ extern "C" __global__ void KERNEL_BOUNDS
     }
 #endif
     store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
-#endif
 }
 
 // Rank-one masks, both passes fused in shared memory: the row pass turns the loaded tile
@@ -395,9 +202,6 @@ extern "C" __global__ void KERNEL_BOUNDS
 extern "C" __global__ void KERNEL_BOUNDS
     convolve_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
     BATCH_PLANE(src, dst, g);
-#if STREAM
-    stream_kernel<true>(src, dst, g);
-#else
     extern __shared__ float4 shared_raw[];
     float* tile = reinterpret_cast<float*>(shared_raw);
     float* rows = tile + SHARED_H * SHARED_PITCH;  // SHARED_H x TILE_W row sums
@@ -448,7 +252,6 @@ extern "C" __global__ void KERNEL_BOUNDS
         }
     }
     store_outputs(dst, g, acc, tile_row + r0, tile_col + c0);
-#endif
 }
 
 // The textbook kernel: one thread per output sample, every tap read from global memory with

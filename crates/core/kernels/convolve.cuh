@@ -20,9 +20,6 @@
 // Columns are counted in samples (pixel * CH + channel), pitches in bytes.
 //
 //   FFMPEG_RDIV_BITS the bits of an f32 rdiv: FFmpeg's final step instead (see ffmpeg_rounded)
-//   STREAM           1 for the streaming kernels of small masks (no shared memory: each thread
-//                    walks down its PY rows keeping the last MASK_H rows' windows in registers;
-//                    see convolve.cu), 0 for the shared-memory tiles (default)
 //
 // Arithmetic contract (identical to the CPU engine): f32 sums with fmaf, taps added mask row
 // by mask row, left to right; separable masks add the row pass first, then the column pass
@@ -53,9 +50,6 @@
 #endif
 #ifndef SAMPLE_FLOAT
 #define SAMPLE_FLOAT 0
-#endif
-#ifndef STREAM
-#define STREAM 0
 #endif
 
 #if SAMPLE_FLOAT == 32
@@ -120,38 +114,6 @@ __device__ __forceinline__ float sample_value(sample_t s) {
     return f;
 #else
     return (float)(s >> SAMPLE_SHIFT);
-#endif
-}
-
-// An integer sample value below 2^23 as a float, exactly what (float)v gives: the value set
-// in the mantissa of 2^23, then 2^23 taken away (two full-rate instructions, where the
-// integer-to-float conversion runs at a quarter of the rate).
-__device__ __forceinline__ float exact_float(unsigned int v) {
-    return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.0f);
-}
-
-// Byte k of `word` as a float, as exact_float gives it (one byte permute makes the bits).
-template <int K>
-__device__ __forceinline__ float byte_float(unsigned int word) {
-    return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440 + K)), 8388608.0f);
-}
-
-// Four samples from `p` (aligned to four samples) as floats, each the value sample_value gives:
-// one aligned load of 32 bits of 8-bit samples, 64 bits of 16-bit ones, 128 of floats.
-__device__ __forceinline__ float4 quad_floats(const sample_t* __restrict__ p) {
-#if SAMPLE_FLOAT == 32
-    return *reinterpret_cast<const float4*>(p);
-#elif SAMPLE_FLOAT == 16
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    return make_float4(sample_value((sample_t)(v.x & 0xffffu)), sample_value((sample_t)(v.x >> 16)),
-                       sample_value((sample_t)(v.y & 0xffffu)), sample_value((sample_t)(v.y >> 16)));
-#elif SAMPLE_BITS > 8
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    return make_float4(exact_float((v.x & 0xffffu) >> SAMPLE_SHIFT), exact_float((v.x >> 16) >> SAMPLE_SHIFT),
-                       exact_float((v.y & 0xffffu) >> SAMPLE_SHIFT), exact_float((v.y >> 16) >> SAMPLE_SHIFT));
-#else
-    const unsigned int v = *reinterpret_cast<const unsigned int*>(p);
-    return make_float4(byte_float<0>(v), byte_float<1>(v), byte_float<2>(v), byte_float<3>(v));
 #endif
 }
 

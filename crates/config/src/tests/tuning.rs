@@ -67,7 +67,6 @@ separable_tiling = "16x16x4x2""#,
             block_y: 8,
             px: 8,
             py: 4,
-            stream: false
         })
     );
     assert_eq!(

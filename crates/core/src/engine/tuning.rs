@@ -108,8 +108,7 @@ impl GpuTuning {
 
 /// How a tiled kernel lays threads and outputs over a tile: `BLOCK_X x BLOCK_Y` threads,
 /// each computing `PX` adjacent output bytes (a multiple of 4) on `PY` rows. Written
-/// `BLOCK_XxBLOCK_YxPXxPY`, e.g. `32x8x4x4`; a trailing `s` (`32x4x16x8s`) asks for the
-/// streaming kernel of small masks (rows kept in registers, no shared memory) in that shape.
+/// `BLOCK_XxBLOCK_YxPXxPY`, e.g. `32x8x4x4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TileShape {
@@ -121,8 +120,6 @@ pub struct TileShape {
     pub px: u32,
     /// Output rows each thread computes.
     pub py: u32,
-    /// The streaming kernel (masks up to 15 rows) rather than the shared-memory tile.
-    pub stream: bool,
 }
 
 /// Why a text is not a [`TileShape`].
@@ -141,12 +138,7 @@ impl FromStr for TileShape {
             text: crate::text::quoted(text),
             reason,
         };
-        let trimmed = text.trim();
-        let (shape, stream) = match trimmed.strip_suffix('s') {
-            Some(shape) => (shape, true),
-            None => (trimmed, false),
-        };
-        let numbers: Option<Vec<u32>> = shape.split('x').map(|n| n.trim().parse().ok()).collect();
+        let numbers: Option<Vec<u32>> = text.trim().split('x').map(|n| n.trim().parse().ok()).collect();
         let Some(&[block_x, block_y, px, py]) = numbers.as_deref() else {
             return Err(error("four whole numbers are needed"));
         };
@@ -164,7 +156,6 @@ impl FromStr for TileShape {
             block_y,
             px,
             py,
-            stream,
         })
     }
 }
@@ -184,11 +175,7 @@ impl From<TileShape> for String {
 
 impl fmt::Display for TileShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}x{}x{}", self.block_x, self.block_y, self.px, self.py)?;
-        if self.stream {
-            f.write_str("s")?;
-        }
-        Ok(())
+        write!(f, "{}x{}x{}x{}", self.block_x, self.block_y, self.px, self.py)
     }
 }
 
@@ -206,14 +193,9 @@ mod tests {
                 block_y: 8,
                 px: 8,
                 py: 4,
-                stream: false
             }
         );
         assert_eq!(shape.to_string(), "32x8x8x4");
-        let streaming: TileShape = "32x4x16x8s".parse().unwrap();
-        assert!(streaming.stream);
-        assert_eq!((streaming.px, streaming.py), (16, 8));
-        assert_eq!(streaming.to_string(), "32x4x16x8s");
     }
 
     #[test]
@@ -225,7 +207,7 @@ mod tests {
             ("32x0x4x4", "at least 1"),
             ("64x32x4x4", "1024 threads"),
             ("32x8x6x4", "multiple of 4"),
-            ("32x8x4x4ss", "four whole numbers"),
+            ("32x8x4x4s", "four whole numbers"),
         ] {
             let error = text.parse::<TileShape>().unwrap_err().to_string();
             assert!(error.contains(reason), "{text}: {error}");

@@ -13,5 +13,4 @@ mod mask_properties;
 #[cfg(feature = "cuda")]
 mod stream_call;
 #[cfg(feature = "cuda")]
-mod streaming;
 mod whole_lanes;

@@ -20,9 +20,6 @@ pub struct Tiling {
     pub py: u32,
     /// Whether the kernel's row loop is unrolled fully (masks up to 15 rows).
     pub unroll_rows: bool,
-    /// The streaming kernels (`STREAM`: each thread walks down its rows keeping the last
-    /// mask rows in registers, no shared memory) rather than the shared-memory tiles.
-    pub stream: bool,
 }
 
 /// What a plane's samples are: integers of a [`SampleDepth`] (rounded and clamped results), or
@@ -79,11 +76,6 @@ const MAX_UNROLLED_MASK_HEIGHT: u32 = 15;
 const LARGE_MASK: usize = 17;
 /// Planes from this size up (a 2560x1600 plane, say) have tiles enough for wide ones.
 const LARGE_PLANE_PIXELS: usize = 4_000_000;
-/// The streaming kernels' rows are unrolled fully: a tuned streaming tiling (`32x4x16x8s`) is
-/// taken for masks up to this size only. No policy picks them yet: measured on an H100 they
-/// were 1.3-6x slower than the tiles, their edge threads' reads waiting one after another
-/// (BENCHMARKS.md, "Streaming kernels"); the edge paths have been rewritten since, unmeasured.
-const MAX_STREAM_MASK: usize = 15;
 
 impl Variant {
     /// The tiling that measured fastest for `path`, the mask and a plane of `plane_pixels`
@@ -104,7 +96,6 @@ impl Variant {
             px,
             py,
             unroll_rows: mask_height as u32 <= MAX_UNROLLED_MASK_HEIGHT,
-            stream: false,
         };
         let large_mask = mask_width.max(mask_height) >= LARGE_MASK;
         let tiling = match path {
@@ -169,12 +160,10 @@ impl Variant {
             block_y,
             px,
             py,
-            stream,
         }) = tuning.tiling_for(path)
         else {
             return self;
         };
-        let largest = self.mask_width.max(self.mask_height) as usize;
         Variant {
             tiling: Tiling {
                 block_x,
@@ -182,7 +171,6 @@ impl Variant {
                 px,
                 py,
                 unroll_rows: self.tiling.unroll_rows,
-                stream: stream && largest <= MAX_STREAM_MASK,
             },
             ..self
         }
@@ -218,11 +206,8 @@ impl Variant {
         )
     }
 
-    /// Dynamic shared memory `path`'s kernel needs per block (none for the streaming kernels).
+    /// Dynamic shared memory `path`'s kernel needs per block.
     pub fn shared_bytes(&self, path: KernelPath) -> usize {
-        if self.tiling.stream {
-            return 0;
-        }
         match path {
             KernelPath::Dense => self.dense_shared_bytes(),
             KernelPath::Separable => self.separable_shared_bytes(),
@@ -232,9 +217,6 @@ impl Variant {
 
     /// Shared memory the dense kernel needs per block: the tile with its halo, as floats.
     pub fn dense_shared_bytes(&self) -> usize {
-        if self.tiling.stream {
-            return 0;
-        }
         let (rows, pitch) = self.shared_rows_and_pitch();
         rows * pitch * 4
     }
@@ -242,9 +224,6 @@ impl Variant {
     /// Shared memory the separable kernel needs per block: the dense kernel's plus the row pass's
     /// results.
     pub fn separable_shared_bytes(&self) -> usize {
-        if self.tiling.stream {
-            return 0;
-        }
         let (rows, pitch) = self.shared_rows_and_pitch();
         (rows * pitch + rows * self.tile().0 as usize) * 4
     }
@@ -275,7 +254,6 @@ impl Variant {
             format!("-DBLOCK_X={}", t.block_x),
             format!("-DBLOCK_Y={}", t.block_y),
             format!("-DUNROLL_ROWS={}", t.unroll_rows as u8),
-            format!("-DSTREAM={}", t.stream as u8),
             format!("-DMAGNITUDE={}", self.magnitude as u8),
             format!("-DSAMPLE_BITS={}", self.depth.bits),
             format!("-DSAMPLE_SHIFT={}", self.depth.shift),
@@ -291,7 +269,7 @@ impl Variant {
     /// The variant in words, for logs and errors.
     pub fn describe(&self) -> String {
         format!(
-            "{}x{} {}, {} channel(s) of {}, {} border, {}x{} threads x {}x{} outputs{}",
+            "{}x{} {}, {} channel(s) of {}, {} border, {}x{} threads x {}x{} outputs",
             self.mask_width,
             self.mask_height,
             if self.magnitude { "gradient magnitude" } else { "mask" },
@@ -306,7 +284,6 @@ impl Variant {
             self.tiling.block_y,
             self.tiling.px,
             self.tiling.py,
-            if self.tiling.stream { ", streaming" } else { "" }
         )
     }
 }
@@ -328,6 +305,10 @@ mod tests {
     fn tilings_follow_the_sweep() {
         assert_eq!(tiling(13, KernelPath::Separable, UHD), (32, 16, 4, 2));
         assert_eq!(tiling(3, KernelPath::Separable, HD), (32, 16, 4, 2));
+        // Three interleaved channels: tile rows of whole 12-sample row-pass chunks.
+        let rgb = Variant::new(13, 13, 3, BorderMode::Reflect, HOPPER_SHARED, KernelPath::Separable, HD).tiling;
+        assert_eq!((rgb.block_x, rgb.block_y, rgb.px, rgb.py), (24, 16, 4, 2));
+        assert_eq!(rgb.block_x * rgb.px % (rgb.px * 3), 0);
         assert_eq!(tiling(13, KernelPath::Dense, UHD), (32, 8, 4, 4), "13x13 stays narrow");
         assert_eq!(
             tiling(31, KernelPath::Dense, UHD),
@@ -342,30 +323,17 @@ mod tests {
     }
 
     #[test]
-    fn streaming_is_asked_for_and_needs_no_shared_memory() {
-        let variant = |size, path| Variant::new(size, size, 1, BorderMode::Reflect, HOPPER_SHARED, path, UHD);
-        assert!(!variant(3, KernelPath::Dense).tiling.stream, "no policy streams");
+    fn a_tuned_tiling_is_taken_and_fitted_to_shared_memory() {
         let tuning = GpuTuning {
-            dense_tiling: Some("32x4x16x8s".parse().unwrap()),
-            separable_tiling: Some("32x4x8x4s".parse().unwrap()),
+            dense_tiling: Some("32x4x16x8".parse().unwrap()),
             ..GpuTuning::default()
         };
-        for (size, path) in [
-            (3, KernelPath::Dense),
-            (9, KernelPath::Dense),
-            (5, KernelPath::Separable),
-        ] {
-            let v = variant(size, path).tuned(&tuning, path, HOPPER_SHARED);
-            assert!(v.tiling.stream, "{size}x{size} {path:?}");
-            assert_eq!(v.shared_bytes(path), 0);
-            assert!(v.options("sm_90").contains(&"-DSTREAM=1".to_string()));
-            assert!(v.describe().ends_with("streaming"));
-        }
-        // Rows are unrolled fully: larger masks keep the tiles in the shape asked for.
-        let large = variant(21, KernelPath::Dense).tuned(&tuning, KernelPath::Dense, HOPPER_SHARED);
-        assert!(!large.tiling.stream);
-        assert_eq!((large.tiling.px, large.tiling.py), (16, 8));
-        assert!(large.dense_shared_bytes() > 0);
+        let variant = Variant::new(21, 21, 1, BorderMode::Reflect, HOPPER_SHARED, KernelPath::Dense, UHD);
+        let tuned = variant.tuned(&tuning, KernelPath::Dense, HOPPER_SHARED);
+        assert_eq!((tuned.tiling.px, tuned.tiling.py), (16, 8));
+        assert!(tuned.dense_shared_bytes() <= HOPPER_SHARED);
+        let fitted = variant.tuned(&tuning, KernelPath::Dense, 64 * 1024);
+        assert!(fitted.tiling.py < 8 && fitted.dense_shared_bytes() <= 64 * 1024);
     }
 
     #[test]
