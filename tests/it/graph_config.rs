@@ -235,3 +235,71 @@ fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() 
         assert!(frame == expected, "frame {n} (switch reported at frame {switch_at})");
     }
 }
+
+/// A switch of the border alone on a graph's own convolution filters keeps their masks and
+/// runs them with the new border, from the frame it names; the FFmpeg filters around stay.
+#[test]
+fn a_border_switch_keeps_the_graphs_masks_and_changes_their_border() {
+    let dir = tempdir();
+    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100); // 4 s at 25 fps
+    let graph = "scale=48:-2,sobel,format=gray";
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[[pipeline]]\nname = \"cam\"\nsource = {{ url = \"clip.y4m\", realtime = true }}\nfilter = {{ graph = \"{graph}\", device = \"cpu\" }}\nsink = {{ url = \"out.y4m\" }}\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start(dir.path(), &[]);
+    server.wait_for("frames to flow", Duration::from_secs(20), || {
+        server.counter("cam", "frames_written") >= 25
+    });
+    let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(r#"{"border": "mirror"}"#));
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["border"], "mirror", "{answer}");
+    assert!(
+        answer["plane_masks"]["y"].as_str().unwrap_or("").starts_with("sobel"),
+        "{answer}"
+    );
+    let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
+    assert!((25..100).contains(&switch_at), "switched mid-stream: {answer}");
+    server.wait_for("the end of the input", Duration::from_secs(20), || {
+        server.pipeline("cam")["state"] == "finished"
+    });
+    let (code, log) = server.terminate();
+    assert_eq!(code, Some(0), "{log}");
+
+    let cpu = ["--device", "cpu"];
+    run_in(
+        dir.path(),
+        &[&["run", "-i", "clip.y4m", "-vf", graph][..], &cpu, &["before.y4m"]].concat(),
+    )
+    .success();
+    let mask = answer["plane_masks"]["y"].as_str().unwrap();
+    let after = [
+        "run",
+        "-i",
+        "clip.y4m",
+        "--ffmpeg-before",
+        "scale=48:-2",
+        "--mask",
+        mask,
+        "--border",
+        "mirror",
+        "--ffmpeg-after",
+        "format=gray",
+    ];
+    run_in(dir.path(), &[&after[..], &cpu, &["after.y4m"]].concat()).success();
+    let (out, old, new) = (
+        frames(&dir.path().join("out.y4m")),
+        frames(&dir.path().join("before.y4m")),
+        frames(&dir.path().join("after.y4m")),
+    );
+    assert_eq!(out.len(), 100, "no frame lost or duplicated");
+    assert!(old[switch_at] != new[switch_at], "the two borders differ at the switch");
+    for (n, frame) in out.iter().enumerate() {
+        let expected = if n < switch_at { &old[n] } else { &new[n] };
+        assert!(frame == expected, "frame {n} (switch reported at frame {switch_at})");
+    }
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
-use convstream_config::{ConfigError, EngineStage, FilterConfig, PipelineSettings, Place, Problem};
+use convstream_config::{ConfigError, EngineStage, FilterConfig, MaskSelection, PipelineSettings, Place, Problem};
 use convstream_core::PixelFormat;
 use convstream_core::{EngineError, FilterSpec, PlaneName};
 use convstream_media::{FilterSwitch, PipelineState};
@@ -19,10 +19,11 @@ use convstream_media::{FilterSwitch, PipelineState};
 /// How long a filter switch may wait for the pipeline to take it.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A switch of the masks changes a graph's convolution stage only: the graph's convolution
-/// filters give way to `null@mask`, where the switch's masks run (with the graph's border,
-/// unless the switch gives one); FFmpeg's filters before and after it stay as they are.
-fn mask_stage_for_graph(filter: &mut FilterConfig) {
+/// What a switch does to a graph's own convolution filters (`convolution`, `sobel`...): they
+/// give way to `null@mask`, where the switch's masks run; FFmpeg's filters before and after it
+/// stay as they are. The graph's border stays unless the switch gives one. A switch of the
+/// border or the planes alone (`keep_masks`) keeps the filters' masks, as plane masks there.
+fn mask_stage_for_graph(filter: &mut FilterConfig, keep_masks: bool) {
     let Some(graph) = &filter.graph else {
         return;
     };
@@ -30,9 +31,16 @@ fn mask_stage_for_graph(filter: &mut FilterConfig) {
     let Ok(stages) = convstream_media::split_graph("filter.graph", graph) else {
         return;
     };
-    if let EngineStage::Filters { border, .. } = &stages.engine {
+    if let EngineStage::Filters { plane_masks, border } = &stages.engine {
         filter.graph = Some(stages.with_mask_placeholder());
-        filter.plane_masks.clear();
+        filter.plane_masks = if keep_masks {
+            plane_masks
+                .iter()
+                .map(|(plane, spec)| (plane.to_string(), MaskSelection::Named(spec.clone())))
+                .collect()
+        } else {
+            Default::default()
+        };
         filter.border = border.and_then(|name| name.parse().ok()).unwrap_or_default();
     }
 }
@@ -52,8 +60,8 @@ impl Supervisor {
         let mut config = current.config.clone();
         let filter = &mut config.filter;
         let touches_masks = update.mask.is_some() || update.plane_masks.is_some() || update.clear_plane_masks;
-        if touches_masks {
-            mask_stage_for_graph(filter);
+        if touches_masks || update.border.is_some() || update.planes.is_some() {
+            mask_stage_for_graph(filter, !touches_masks);
         }
         if let Some(mask) = update.mask {
             filter.mask = mask;
