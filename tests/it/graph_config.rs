@@ -174,15 +174,21 @@ fn the_api_takes_graphs_of_filters_that_open_nothing_and_refuses_the_others_by_n
     assert!(!log.contains("TOPSECRET"), "{log}");
 }
 
-#[test]
-fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() {
+/// The graph every switch test runs: FFmpeg's filters around the graph's own `sobel`.
+const SWITCHED_GRAPH: &str = "scale=48:-2,sobel,format=gray";
+
+/// Runs [`SWITCHED_GRAPH`] in `serve` on a paced 100-frame clip, sends `switch` to
+/// `PUT /pipelines/cam/filter` once 25 frames are written, and checks the output frame by
+/// frame: the graph's own frames (`run -vf`) before the frame the answer names, from it on
+/// those of `run` with `after` (the graph's FFmpeg filters around the switched stage, on the
+/// CPU engine). Returns the switch's answer.
+fn switch_mid_stream(switch: &str, after: impl Fn(&serde_json::Value) -> Vec<String>) -> serde_json::Value {
     let dir = tempdir();
     make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100); // 4 s at 25 fps
-    let graph = "scale=48:-2,sobel,format=gray";
     std::fs::write(
         dir.path().join("config.toml"),
         format!(
-            "[[pipeline]]\nname = \"cam\"\nsource = {{ url = \"clip.y4m\", realtime = true }}\nfilter = {{ graph = \"{graph}\", device = \"cpu\" }}\nsink = {{ url = \"out.y4m\" }}\n"
+            "[[pipeline]]\nname = \"cam\"\nsource = {{ url = \"clip.y4m\", realtime = true }}\nfilter = {{ graph = \"{SWITCHED_GRAPH}\", device = \"cpu\" }}\nsink = {{ url = \"out.y4m\" }}\n"
         ),
     )
     .unwrap();
@@ -190,7 +196,7 @@ fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() 
     server.wait_for("frames to flow", Duration::from_secs(20), || {
         server.counter("cam", "frames_written") >= 25
     });
-    let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(r#"{"mask": "sharpen"}"#));
+    let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(switch));
     assert_eq!(status, 200, "{body}");
     let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
     let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
@@ -201,28 +207,24 @@ fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() 
     let (code, log) = server.terminate();
     assert_eq!(code, Some(0), "{log}");
 
-    // Before the switch: the graph; from it on: the graph's FFmpeg filters around `sharpen`,
-    // with the graph's border.
     let cpu = ["--device", "cpu"];
     run_in(
         dir.path(),
-        &[&["run", "-i", "clip.y4m", "-vf", graph][..], &cpu, &["before.y4m"]].concat(),
+        &[
+            &["run", "-i", "clip.y4m", "-vf", SWITCHED_GRAPH][..],
+            &cpu,
+            &["before.y4m"],
+        ]
+        .concat(),
     )
     .success();
-    let after = [
-        "run",
-        "-i",
-        "clip.y4m",
-        "--ffmpeg-before",
-        "scale=48:-2",
-        "--mask",
-        "sharpen",
-        "--border",
-        "ffmpeg",
-        "--ffmpeg-after",
-        "format=gray",
-    ];
-    run_in(dir.path(), &[&after[..], &cpu, &["after.y4m"]].concat()).success();
+    let after = after(&answer);
+    let after: Vec<&str> = after.iter().map(String::as_str).collect();
+    run_in(
+        dir.path(),
+        &[&["run", "-i", "clip.y4m"][..], &after, &cpu, &["after.y4m"]].concat(),
+    )
+    .success();
     let (out, old, new) = (
         frames(&dir.path().join("out.y4m")),
         frames(&dir.path().join("before.y4m")),
@@ -234,72 +236,51 @@ fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() 
         let expected = if n < switch_at { &old[n] } else { &new[n] };
         assert!(frame == expected, "frame {n} (switch reported at frame {switch_at})");
     }
+    answer
+}
+
+/// From the frame a mask switch names: the graph's FFmpeg filters around `sharpen`, with the
+/// graph's border.
+#[test]
+fn a_mask_switch_changes_the_graphs_convolution_stage_from_the_frame_it_names() {
+    switch_mid_stream(r#"{"mask": "sharpen"}"#, |_| {
+        [
+            "--ffmpeg-before",
+            "scale=48:-2",
+            "--mask",
+            "sharpen",
+            "--border",
+            "ffmpeg",
+            "--ffmpeg-after",
+            "format=gray",
+        ]
+        .map(String::from)
+        .to_vec()
+    });
 }
 
 /// A switch of the border alone on a graph's own convolution filters keeps their masks and
 /// runs them with the new border, from the frame it names; the FFmpeg filters around stay.
 #[test]
 fn a_border_switch_keeps_the_graphs_masks_and_changes_their_border() {
-    let dir = tempdir();
-    make_clip(dir.path(), "clip.y4m", Clip::Y4m, 96, 64, 100); // 4 s at 25 fps
-    let graph = "scale=48:-2,sobel,format=gray";
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!(
-            "[[pipeline]]\nname = \"cam\"\nsource = {{ url = \"clip.y4m\", realtime = true }}\nfilter = {{ graph = \"{graph}\", device = \"cpu\" }}\nsink = {{ url = \"out.y4m\" }}\n"
-        ),
-    )
-    .unwrap();
-    let server = Server::start(dir.path(), &[]);
-    server.wait_for("frames to flow", Duration::from_secs(20), || {
-        server.counter("cam", "frames_written") >= 25
+    let answer = switch_mid_stream(r#"{"border": "mirror"}"#, |answer| {
+        let mask = answer["plane_masks"]["y"].as_str().unwrap_or("").to_string();
+        [
+            "--ffmpeg-before",
+            "scale=48:-2",
+            "--mask",
+            &mask,
+            "--border",
+            "mirror",
+            "--ffmpeg-after",
+            "format=gray",
+        ]
+        .map(String::from)
+        .to_vec()
     });
-    let (status, body) = server.request("PUT", "/pipelines/cam/filter", Some(r#"{"border": "mirror"}"#));
-    assert_eq!(status, 200, "{body}");
-    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(answer["border"], "mirror", "{answer}");
     assert!(
         answer["plane_masks"]["y"].as_str().unwrap_or("").starts_with("sobel"),
         "{answer}"
     );
-    let switch_at = answer["applies_from_frame"].as_u64().unwrap() as usize;
-    assert!((25..100).contains(&switch_at), "switched mid-stream: {answer}");
-    server.wait_for("the end of the input", Duration::from_secs(20), || {
-        server.pipeline("cam")["state"] == "finished"
-    });
-    let (code, log) = server.terminate();
-    assert_eq!(code, Some(0), "{log}");
-
-    let cpu = ["--device", "cpu"];
-    run_in(
-        dir.path(),
-        &[&["run", "-i", "clip.y4m", "-vf", graph][..], &cpu, &["before.y4m"]].concat(),
-    )
-    .success();
-    let mask = answer["plane_masks"]["y"].as_str().unwrap();
-    let after = [
-        "run",
-        "-i",
-        "clip.y4m",
-        "--ffmpeg-before",
-        "scale=48:-2",
-        "--mask",
-        mask,
-        "--border",
-        "mirror",
-        "--ffmpeg-after",
-        "format=gray",
-    ];
-    run_in(dir.path(), &[&after[..], &cpu, &["after.y4m"]].concat()).success();
-    let (out, old, new) = (
-        frames(&dir.path().join("out.y4m")),
-        frames(&dir.path().join("before.y4m")),
-        frames(&dir.path().join("after.y4m")),
-    );
-    assert_eq!(out.len(), 100, "no frame lost or duplicated");
-    assert!(old[switch_at] != new[switch_at], "the two borders differ at the switch");
-    for (n, frame) in out.iter().enumerate() {
-        let expected = if n < switch_at { &old[n] } else { &new[n] };
-        assert!(frame == expected, "frame {n} (switch reported at frame {switch_at})");
-    }
 }
