@@ -10,6 +10,7 @@
 //! `border` run as they do without a graph. A graph with neither is refused: it would leave
 //! the engine nothing to do, or leave the reader to guess where `mask` goes.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use crate::limits;
@@ -52,6 +53,20 @@ pub enum EngineStage {
     Mask,
     /// Neither: the graph is FFmpeg's filters alone.
     Absent,
+}
+
+impl EngineStage {
+    /// The graph's convolution filters' masks as a filter's `plane_masks` (each SPEC named);
+    /// empty for the other stages.
+    pub fn plane_mask_selections(&self) -> BTreeMap<String, MaskSelection> {
+        match self {
+            EngineStage::Filters { plane_masks, .. } => plane_masks
+                .iter()
+                .map(|(plane, spec)| (plane.to_string(), MaskSelection::Named(spec.clone())))
+                .collect(),
+            _ => BTreeMap::new(),
+        }
+    }
 }
 
 impl GraphStages {
@@ -139,7 +154,7 @@ pub(crate) fn resolve(filter: &FilterConfig, problems: &mut Vec<Problem>) -> Opt
     };
     let mut resolved = filter.clone();
     match &stages.engine {
-        EngineStage::Filters { plane_masks, border } => {
+        EngineStage::Filters { border, .. } => {
             let written = [
                 ("filter.mask", filter.mask != MaskSelection::default()),
                 ("filter.plane_masks", !filter.plane_masks.is_empty()),
@@ -154,10 +169,7 @@ pub(crate) fn resolve(filter: &FilterConfig, problems: &mut Vec<Problem>) -> Opt
                     ),
                 ));
             }
-            resolved.plane_masks = plane_masks
-                .iter()
-                .map(|(plane, spec)| (plane.to_string(), MaskSelection::Named(spec.clone())))
-                .collect();
+            resolved.plane_masks = stages.engine.plane_mask_selections();
             if let Some(border) = border {
                 match border.parse::<BorderMode>() {
                     Ok(mode) => resolved.border = mode,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::contract::{FilterUpdate, Switched};
 use super::error::SupervisorError;
 use super::lifecycle::Supervisor;
-use convstream_config::{ConfigError, EngineStage, FilterConfig, MaskSelection, PipelineSettings, Place, Problem};
+use convstream_config::{ConfigError, EngineStage, FilterConfig, PipelineSettings, Place, Problem};
 use convstream_core::PixelFormat;
 use convstream_core::{EngineError, FilterSpec, PlaneName};
 use convstream_media::{FilterSwitch, PipelineState};
@@ -31,13 +31,10 @@ fn mask_stage_for_graph(filter: &mut FilterConfig, keep_masks: bool) {
     let Ok(stages) = convstream_media::split_graph("filter.graph", graph) else {
         return;
     };
-    if let EngineStage::Filters { plane_masks, border } = &stages.engine {
+    if let EngineStage::Filters { border, .. } = &stages.engine {
         filter.graph = Some(stages.with_mask_placeholder());
         filter.plane_masks = if keep_masks {
-            plane_masks
-                .iter()
-                .map(|(plane, spec)| (plane.to_string(), MaskSelection::Named(spec.clone())))
-                .collect()
+            stages.engine.plane_mask_selections()
         } else {
             Default::default()
         };
