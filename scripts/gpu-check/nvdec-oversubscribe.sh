@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
+# nvdec-oversubscribe: more NVDEC pipelines than decoder sessions in one `serve` (--make-clip makes the clip)
+#
 # More NVDEC pipelines than the GPU has decoder sessions for, in one `serve`, on a GPU host:
 # the pipelines that cannot get a session (or GPU memory, or a context) must fail alone with
 # the resource named in last_error, the others keep running, and a SIGTERM must stop the
 # process cleanly (exit 0 within shutdown_timeout, never a crash).
 #
-#   scripts/nvdec-oversubscribe.sh --make-clip FILE [FRAMES]   make a 1080p25 H.264 clip of FRAMES
-#                                                        (default 250; the host soaks loop one of 100,
-#                                                        4 s), needs the ffmpeg CLI
-#   scripts/nvdec-oversubscribe.sh DIST CLIP [COUNT]     run COUNT (default 96) paced NVDEC pipelines
+#   scripts/gpu-check.sh nvdec-oversubscribe --make-clip FILE [FRAMES]   make a 1080p25 H.264 clip of FRAMES
+#                                                                        (default 250; the host soaks loop one of 100,
+#                                                                        4 s), needs the ffmpeg CLI
+#   scripts/gpu-check.sh nvdec-oversubscribe DIST CLIP [COUNT]           run COUNT (default 96) paced NVDEC pipelines
 #
 # Results go to $OUT (or ./oversubscribe-results): oversubscribe.log and states.json.
 set -uo pipefail

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# What a brief hiccup of the host costs a full `serve`: scripts/host-fill-check.sh runs NVDEC
+# hiccup: a full `serve` stopped (SIGSTOP) for a moment: drops, memory and page-locked blocks after each stop
+#
+# What a brief hiccup of the host costs a full `serve`: scripts/gpu-check.sh host-fill runs NVDEC
 # and software pipelines (looping CLIP in real time, 13x13 Gaussian on the GPU, drop =
 # "oldest", null sinks) and, once the soak's per-second counts run, the process is stopped on
 # purpose (SIGSTOP, then SIGCONT) for each of STOPS seconds, 20 s apart: what a paused virtual
@@ -7,7 +9,7 @@
 # and late by kind of pipeline, planes that went to ordinary memory, page-locked blocks
 # allocated, the RSS's peak (hiccups.txt). A stop of 0.3 s puts a real-time pipeline 8 frames
 # behind at 25 fps; more than that dropped means the catching up cost more than the stop.
-#   scripts/hiccup-check.sh BINARY CLIP NVDEC SOFTWARE [STOPS (0.3 1.0)]
+#   scripts/gpu-check.sh hiccup BINARY CLIP NVDEC SOFTWARE [STOPS (0.3 1.0)]
 #       results in $OUT/hiccup-<binary name>/ (or ./hiccup-results/...); BINARY may be .xz
 set -u
 bin="$1" clip="$2" nvdec="$3" software="$4"
@@ -20,7 +22,7 @@ if [[ $bin == *.xz ]]; then
     xz -dc "$bin" >"$out/convstream" && chmod +x "$out/convstream" && bin="$out/convstream"
 fi
 soak=$((20 * ${#stops[@]} + 15))
-OUT="$out" timeout -k 5 $((soak + 150)) "$(dirname "$0")/host-fill-check.sh" "$bin" "$clip" "$nvdec" "$software" 10 "$soak" \
+OUT="$out" timeout -k 5 $((soak + 150)) "$(dirname "$0")/host-fill.sh" "$bin" "$clip" "$nvdec" "$software" 10 "$soak" \
     >"$out/check.log" 2>&1 &
 check=$!
 seconds=""

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# nvdec-admission: NVDEC admission with no seats setting (32 NVDEC + 32 software, then 56 NVDEC pipelines)
+#
 # NVDEC admission with no seats setting, on one GPU host: one `serve` per config, each from a
 # fresh process, pipelines looping a 1080p25 H.264 clip in real time into null sinks.
 #   a) 32 NVDEC + 32 software pipelines      b) 56 NVDEC pipelines
@@ -7,9 +9,9 @@
 # and waits (/pipelines), and what admission logged (seats held back or learned). Each
 # config takes under two minutes.
 #
-#   scripts/nvdec-admission-check.sh DIST CLIP        results in $OUT (or ./nvdec-admission-results)
+#   scripts/gpu-check.sh nvdec-admission DIST CLIP        results in $OUT (or ./nvdec-admission-results)
 # DIST holds the stripped portable `convstream`; CLIP is a 1080p25 H.264 file
-# (scripts/nvdec-oversubscribe.sh --make-clip makes one).
+# (scripts/gpu-check.sh nvdec-oversubscribe --make-clip makes one).
 set -uo pipefail
 dist="$(cd "$1" && pwd)" clip="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 bin="$dist/convstream"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
+# soak: host memory of one looping `run` on the CUDA engine, printed every second
+#
 # Host memory over a long run: INPUT looped through the CUDA engine (13x13 dense on every plane)
 # to the null sink, resident memory printed every second, stopped by SIGINT after SECONDS.
-#   scripts/soak.sh BINARY INPUT SECONDS      (stats JSON and log go to $OUT or ./soak-results)
+#   scripts/gpu-check.sh soak BINARY INPUT SECONDS      (stats JSON and log go to $OUT or ./soak-results)
 set -u
 bin="$1" input="$2" seconds="$3"
 out="${OUT:-soak-results}"

@@ -7,7 +7,7 @@ sw-gpu-done). A hold-up of the whole process shows which it was: threads queued 
 space's lock (rwsem_down_*, lock_mm_and_find_vma: page faults behind mmap/munmap), on a futex
 (a lock or a condition of the process's own, the driver's user-space locks), in the GPU driver
 (nvidia ioctls), or just running.
-    scripts/thread-sampler.py PID SECONDS [PERIOD (0.5)]"""
+    scripts/gpu-check/thread-sampler.py PID SECONDS [PERIOD (0.5)]"""
 import collections
 import os
 import sys

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# python: the Python package's GPU tests and stream-ordered benchmark, from a wheel
+#
 # On a GPU host: the Python package's GPU tests (device calls queued on the caller's stream with
 # a poisoned output, parity with the CPU engine at every depth, float tensors, batches, out= and
 # strided tensors, DLPack from torch/CuPy/JAX, refusals) and the stream-ordered benchmark, then
@@ -6,11 +8,11 @@
 # interpreter brings torch and/or CuPy. Without pytest, the GPU tests of
 # python/tests/test_device_calls.py run through a small runner of their own.
 #
-# Usage: PYTHON=/opt/torch/.venv/bin/python scripts/python-gpu-check.sh [WHEEL] [--no-bench]
+# Usage: PYTHON=/opt/torch/.venv/bin/python scripts/gpu-check.sh python [WHEEL] [--no-bench]
 #   WHEEL  default: the newest of dist/portable/wheels/ and dist/wheels/
 # Writes: $OUT (default ./python-gpu-check)/{engines.txt,tests.txt,bench.json,bench.md}
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 repo="$(pwd)"
 python="${PYTHON:-python3}"
 bench=1

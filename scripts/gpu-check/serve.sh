@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# serve: `serve` with CUDA pipelines over every GPU, a live switch and a live input, against the CPU engine
+#
 # `convstream serve` on a GPU host, from the portable build: two file pipelines with
 # device = "cuda" (placed on the least loaded GPUs: on a two-GPU host they land on
 # cuda:0 and cuda:1) and one live UDP MPEG-TS pipeline fed by a second convstream process.
@@ -6,7 +8,7 @@
 # the CPU engine), reconnection of the live input, and a SIGTERM that finalises every output.
 # Every GPU output is compared with the CPU engine's output for the same input.
 #
-#   scripts/serve-gpu-check.sh [DIST]      (DIST defaults to dist/portable; results go to $OUT or ./serve-results)
+#   scripts/gpu-check.sh serve [DIST]      (DIST defaults to dist/portable; results go to $OUT or ./serve-results)
 set -uo pipefail
 
 dist="${1:-dist/portable}"

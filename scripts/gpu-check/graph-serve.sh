@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# graph-serve: one `filter.graph` in `serve`, NVDEC and software decoding, switched live, against the CPU engine
+#
 # `filter.graph` in `convstream serve` on a GPU host, from the portable build: the same graph
 # (FFmpeg's `scale=1280:-2` before the engine, a 13x13 gaussian on it, `format=gray` after)
 # in four pipelines: the CUDA engine with NVDEC and with software decoding, the CPU engine
@@ -11,7 +13,7 @@
 # also equal the software ones. MPEG-4 Part 2 (the demo's own clip) is not: its IDCT is only
 # bounded, and NVDEC's differs from FFmpeg's; the script prints by how much, as information.
 #
-#   scripts/graph-serve-check.sh [DIST]   (DIST: dist/portable; results go to $OUT or ./graph-results)
+#   scripts/gpu-check.sh graph-serve [DIST]   (DIST: dist/portable; results go to $OUT or ./graph-results)
 set -uo pipefail
 
 dist="${1:-dist/portable}"

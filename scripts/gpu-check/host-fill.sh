@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
+# host-fill: a full host in one `serve`: readiness, drops, memory, seats, and a soak with SOAK seconds
+#
 # A full host in one `serve`, as an operator runs it: NVDEC pipelines and software-decoded
-# pipelines looping a 1080p25 H.264 clip (scripts/nvdec-oversubscribe.sh --make-clip FILE 100) in real
-# time, a 13x13 Gaussian on every plane on the GPU, drop = "oldest", null sinks. Reports:
+# pipelines looping a 1080p25 H.264 clip (scripts/gpu-check.sh nvdec-oversubscribe --make-clip
+# FILE 100) in real time, a 13x13 Gaussian on every plane on the GPU, drop = "oldest", null
+# sinks. Reports:
 # - how long /readyz took to turn 200, and what it said until then;
 # - frames dropped over the WINDOW seconds after ready (0 is the target), and the fps;
 # - the process's RSS (also by kind of mapping, from /proc/PID/smaps) and page-locked memory,
@@ -10,22 +13,23 @@
 # - with SOAK seconds: RSS and GPU memory sampled every 10 s over that time, and their change from
 #   minute 5 to the end (the soak target: within 1%, 0 drops) as medians of its first and last two
 #   minutes and as a fitted line; and once a second the pipelines' counts by kind, the host's CPU
-#   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv); scripts/stall-probe.py
-#   beside it, in a process of its own (probes.txt: did the host or a GPU stand still?);
-#   scripts/thread-sampler.py (threads.txt: where serve's threads wait, twice a second); at the
-#   end every pipeline's view (at-end-pipelines.json: slowest frames, frames held up) and the
-#   log's warnings (warnings.log: held-up frames, the process standing still).
+#   and the GPUs' use (per-second.txt, vmstat.txt, gpu-per-second.csv);
+#   scripts/gpu-check/stall-probe.py beside it, in a process of its own (probes.txt: did the
+#   host or a GPU stand still?); scripts/gpu-check/thread-sampler.py (threads.txt: where serve's
+#   threads wait, twice a second); at the end every pipeline's view (at-end-pipelines.json:
+#   slowest frames, frames held up) and the log's warnings (warnings.log: held-up frames, the
+#   process standing still).
 # Its results (summary.log) grow as it runs, so a soak longer than one device call (10 min) runs
 # under setsid with OUT on the machine's own disk, e.g.
-#   OUT=/var/tmp/soak setsid nohup scripts/host-fill-check.sh BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
+#   OUT=/var/tmp/soak setsid nohup scripts/gpu-check.sh host-fill BIN CLIP 24 80 30 1800 >/dev/null 2>&1 </dev/null &
 # and later calls, each made within the machine's idle window of the last, read
 # /var/tmp/soak/*/summary.log and copy the folder to $OUT once "SIGTERM:" is in it
-# (scripts/host-soak.sh does all of this).
+# (scripts/gpu-check.sh host-soak does all of this).
 # Then SIGTERM (exit 0 expected). SERVER='nvdec_seats_per_gpu = 49' adds [server] settings,
 # FILTER='streams = 2' settings to every pipeline's [pipeline.filter];
 # DEVICE=cpu MASK=identity check the script itself on any host.
 #
-#   scripts/host-fill-check.sh BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
+#   scripts/gpu-check.sh host-fill BINARY CLIP NVDEC SOFTWARE [WINDOW] [SOAK]
 #       results in $OUT/host-fill-NVDEC-SOFTWARE-<binary name>/ (or ./host-fill-results)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -10,7 +10,7 @@ own, so what it sees is not convstream's doing. Threads, each every 50 ms:
 Prints one line per wait of THRESHOLD_MS (200) or more: UTC time, probe, milliseconds; and every
 60 s a line of the longest wait per probe in that minute, so a quiet minute shows as quiet.
 Needs cupy for the GPU probes (the host probe runs without it).
-    scripts/stall-probe.py SECONDS [THRESHOLD_MS]"""
+    scripts/gpu-check/stall-probe.py SECONDS [THRESHOLD_MS]"""
 import sys
 import threading
 import time

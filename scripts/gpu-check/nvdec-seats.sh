@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# nvdec-seats: NVDEC seats over every GPU of a host, COUNT NVDEC pipelines in one `serve`
+#
 # NVDEC seats over every GPU of a host, in one `serve`: COUNT paced NVDEC pipelines looping a
-# 1080p H.264 clip (made with scripts/nvdec-oversubscribe.sh --make-clip) into null sinks.
+# 1080p H.264 clip (made with scripts/gpu-check.sh nvdec-oversubscribe --make-clip) into null sinks.
 # Reports how long /readyz took to turn 200 (or its body when it did not, within 90 s), the
 # seats each GPU took and carries (/metrics), the GPU each pipeline runs on, how many wait and
 # why, and the frames dropped in the 10 s after ready; then SIGTERM (exit 0 expected).
 #
-#   scripts/nvdec-seats-check.sh DIST CLIP COUNT      results in $OUT (or ./nvdec-seats-results)
+#   scripts/gpu-check.sh nvdec-seats DIST CLIP COUNT      results in $OUT (or ./nvdec-seats-results)
 set -uo pipefail
 dist="$(cd "$1" && pwd)" clip="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")" count="$3"
 bin="$dist/convstream"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# nvdec: NVDEC on streams it cannot decode as they are (size, depth and 4:4:4 changes), stops, DELETE
+#
 # NVDEC on streams it cannot decode as they are, on a GPU host, from the portable build:
 # an H.264 MPEG-TS whose size grows mid-stream (FFmpeg's cuvid wrapper cannot follow it), one
 # whose size shrinks, an HEVC one that goes from 8 to 10 bits, one that turns 4:4:4 mid-stream
@@ -7,8 +9,8 @@
 # has a time limit), a stop (SIGTERM) that ends a looping NVDEC run within seconds with its
 # output readable, and a DELETE in `serve` that ends the pipeline's threads.
 #
-#   scripts/nvdec-check.sh --make-media DIR   make the clips (needs the ffmpeg CLI with libx264)
-#   scripts/nvdec-check.sh [DIST] [MEDIA]     run the checks (DIST: dist/portable; MEDIA: DIST/nvdec-media)
+#   scripts/gpu-check.sh nvdec --make-media DIR   make the clips (needs the ffmpeg CLI with libx264)
+#   scripts/gpu-check.sh nvdec [DIST] [MEDIA]     run the checks (DIST: dist/portable; MEDIA: DIST/nvdec-media)
 #
 # The GPU host has no FFmpeg CLI, so the clips are made where the build runs and carried
 # with the binaries. Results go to $OUT (or ./nvdec-results): nvdec-check.log.
