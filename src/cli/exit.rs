@@ -1,6 +1,6 @@
 //! How a finished command leaves the process. A process that made a CUDA context takes about
 //! 0.1 s to end as its parent sees it, against 0.008 s without one (measured on H100 and H200
-//! hosts, `benchmarks/2026-11-26-host-work/exit_probe.py`): the driver's exit handlers, then
+//! hosts, `benchmarks/results/2026-11-26-host-work/exit_probe.py`): the driver's exit handlers, then
 //! the kernel's release of the GPU's descriptors and memory mappings. `_exit` alone saves only
 //! the handlers' tenth of it. So a command that used a GPU hands its memory and descriptors to
 //! a helper task before it exits (`clone` sharing both, a separate process): the command's own

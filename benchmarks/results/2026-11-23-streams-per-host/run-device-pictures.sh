@@ -4,7 +4,7 @@ set -uo pipefail
 d=gpu-carry; out=/tmp/dp-out; mkdir -p $out
 export CONVSTREAM_KERNEL_CACHE=/tmp/ck
 bash $d/unpack.sh
-NVDEC_MEDIA=$d/nvdec-media OUT=$out timeout -k 10 300 scripts/gpu-check.sh "$d" --end-to-end > $out/e2e.log 2>&1
+NVDEC_MEDIA=$d/nvdec-media OUT=$out timeout -k 10 300 scripts/gpu-check.sh engines "$d" --end-to-end > $out/e2e.log 2>&1
 echo "gpu-check e2e exit $?"
 grep -E '^(ok|FAILED|failures)' $out/e2e.log | grep -v "^ok: streams=" | sort | uniq -c | sort -rn
 echo "(engine GPU tests skipped in this run)"

@@ -14,8 +14,8 @@ for f in glob.glob('gpu-carry/*.xz'):
     os.chmod(f[:-3], 0o755)
 PY
 cs=$d/convstream-new; mask=gaussian:size=13,sigma=3
-# The textured clip: the picture generator of scripts/startup-check.sh --make-media, 250 frames.
-sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/startup-check.sh | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
+# The textured clip: the picture generator of scripts/gpu-check.sh startup --make-media, 250 frames.
+sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/gpu-check.sh startup | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
 t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/c1080.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
 t 60 $d/ffmpeg -v error -y -stream_loop 3 -i /tmp/c1080.mp4 -c copy /tmp/c1000.mp4 2>> "$out/err.txt"
 $cs run --no-progress -i /tmp/c1080.mp4 --frames 10 -o null --mask $mask --device cuda > /dev/null 2>&1   # warm the kernel cache

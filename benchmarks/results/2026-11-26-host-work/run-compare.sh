@@ -16,8 +16,8 @@ here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
   gpu::pictures_with_an_output_on_the_gpu_stay_there gpu::gpu_parity_at_high_bit_depths gpu::missing_gpu \
   gpu::gradient_magnitudes_match_the_cpu_engine 2>&1 | grep -E "^test |test result|panicked|seed" > "$out/gpu-tests.txt"
 mask=gaussian:size=13,sigma=3; new=$d/${NEW:-convstream-new}; base=$d/${BASE:-convstream-base}
-# The textured clip: the picture generator of scripts/startup-check.sh --make-media, 250 frames.
-sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/startup-check.sh | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
+# The textured clip: the picture generator of scripts/gpu-check.sh startup --make-media, 250 frames.
+sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/gpu-check.sh startup | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
 t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/tex1080.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
 t 60 $d/ffmpeg -v error -y -stream_loop 3 -i $d/clips/bbb1080.mp4 -c copy /tmp/bbb1080.mp4 2>> "$out/err.txt"
 cp $d/clips/bikes2160.mp4 /tmp/bikes2160.mp4

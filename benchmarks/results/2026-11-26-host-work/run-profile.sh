@@ -6,8 +6,8 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"; source "$here/carry.sh"
 { nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; which perf strace gdb ltrace; } > "$out/host.txt" 2>&1
 mask=gaussian:size=13,sigma=3
-# The textured clip: the picture generator of scripts/startup-check.sh --make-media, 250 frames.
-sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/startup-check.sh | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
+# The textured clip: the picture generator of scripts/gpu-check.sh startup --make-media, 250 frames.
+sed -n '/^import sys$/,/^EOF$/{/^EOF$/!p}' scripts/gpu-check.sh startup | t 120 python3 - /tmp/c.y4m 1920 1080 250 2>> "$out/err.txt"
 t 120 $d/ffmpeg -v error -y -i /tmp/c.y4m -c:v libopenh264 -b:v 8M /tmp/c250.mp4 2>> "$out/err.txt"; rm -f /tmp/c.y4m
 t 60 $d/ffmpeg -v error -y -stream_loop 3 -i /tmp/c250.mp4 -c copy /tmp/c1000.mp4 2>> "$out/err.txt"
 cs=$d/convstream-base

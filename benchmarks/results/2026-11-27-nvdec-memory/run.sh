@@ -66,7 +66,7 @@ start)
     xz -dc gpu-carry/convstream.xz >"$home/convstream" && chmod +x "$home/convstream"
     xz -dc gpu-carry/convstream-base.xz >"$home/convstream-363032b" && chmod +x "$home/convstream-363032b"
     xz -dc gpu-carry/ffmpeg/ffmpeg.xz >"$home/ffmpeg" && chmod +x "$home/ffmpeg"
-    cp gpu-carry/ffmpeg/libopenh264.so.7 gpu-carry/clip1080.mp4 scripts/host-fill-check.sh "$home/"
+    cp gpu-carry/ffmpeg/libopenh264.so.7 gpu-carry/clip1080.mp4 scripts/gpu-check.sh host-fill "$home/"
     echo "[$(date -u +%T)] start" >"$home/steps.txt"
     { nvidia-smi -L; nproc; } >"$R/gpus.txt" 2>&1
     CONVSTREAM_KERNEL_CACHE=/tmp/kc timeout -k 5 30 "$home/convstream" doctor >"$R/doctor.txt" 2>&1
@@ -111,7 +111,7 @@ memory)
     mkdir -p "$home" && R=$OUT/r && mkdir -p "$R"
     xz -dc gpu-carry/convstream.xz >"$home/convstream" && chmod +x "$home/convstream"
     xz -dc gpu-carry/ffmpeg/ffmpeg.xz >"$home/ffmpeg" && chmod +x "$home/ffmpeg"
-    cp gpu-carry/ffmpeg/libopenh264.so.7 gpu-carry/clip1080.mp4 scripts/host-fill-check.sh "$home/"
+    cp gpu-carry/ffmpeg/libopenh264.so.7 gpu-carry/clip1080.mp4 scripts/gpu-check.sh host-fill "$home/"
     echo "[$(date -u +%T)] memory" >"$home/steps.txt"
     nvidia-smi -L >"$R/gpus.txt" 2>&1
     ffmpeg_rss ffmpeg-6 6

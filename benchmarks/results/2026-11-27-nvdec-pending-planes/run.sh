@@ -27,7 +27,7 @@ nvidia-smi -L >"$R/gpus.txt" 2>&1
 fill() { # NAME BINARY CLIP NVDEC SOFTWARE WINDOW [SOAK]
     stamp "serve $1: $4 NVDEC + $5 software, $3, $(basename "$2") ${FILTER:+($FILTER)}"
     mkdir -p "$R/$1"
-    OUT="$R/$1" timeout -k 5 "${LIMIT:-170}" scripts/host-fill-check.sh "$2" "gpu-carry/$3" "$4" "$5" "$6" "${7:-0}" >/dev/null 2>&1
+    OUT="$R/$1" timeout -k 5 "${LIMIT:-170}" scripts/gpu-check.sh host-fill "$2" "gpu-carry/$3" "$4" "$5" "$6" "${7:-0}" >/dev/null 2>&1
     cat "$R/$1"/*/summary.log | grep -vE "^  convstream_pinned|^[0-9], NVIDIA"
     tar czf "$OUT/results.tgz" -C "$R" .
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full 2-GPU host soaked with the build that stopped page-locking on the frame path
 # (24 NVDEC + 88 software pipelines in one `serve`, from an empty kernel cache, as a new pod
-# starts; scripts/host-soak.sh), then, on the same machine once the soak has stopped, the
+# starts; scripts/gpu-check.sh host-soak), then, on the same machine once the soak has stopped, the
 # engines' GPU tests of the lanes' routes. Three device calls, each made within the machine's
 # idle window of the last:
 #   run.sh start SECONDS    start the soak (SOAK seconds, default 1260), watch it
@@ -15,10 +15,10 @@ cd "$(dirname "$0")/../../.."
 phase="$1" seconds="$2"
 export NVDEC=${NVDEC:-24} SOFTWARE=${SOFTWARE:-88} SOAK=${SOAK:-1260} WINDOW=${WINDOW:-20}
 case "$phase" in
-start) scripts/host-soak.sh start "$seconds" gpu-carry/convstream.xz gpu-carry/clip1080.mp4 ;;
-watch) scripts/host-soak.sh watch "$seconds" ;;
+start) scripts/gpu-check.sh host-soak start "$seconds" gpu-carry/convstream.xz gpu-carry/clip1080.mp4 ;;
+watch) scripts/gpu-check.sh host-soak watch "$seconds" ;;
 finish)
-    scripts/host-soak.sh finish "$seconds"
+    scripts/gpu-check.sh host-soak finish "$seconds"
     pgrep -f "host-soak/convstream serve" >/dev/null && { echo "serve still runs: no GPU tests"; exit 0; }
     tests=(gpu::a_callers_buffers_go_through_the_staging_and_are_never_written
         gpu::frames_in_the_pools_ordinary_memory_go_straight_and_page_lock_nothing

@@ -24,7 +24,7 @@ R
 # Phase A: tests, the serve check and cache-filling passes side by side.
 (timeout -k 5 200 $B/engines stream_call:: --include-ignored --test-threads=4 > /tmp/t1.txt 2>&1; echo "rc $?" >> /tmp/t1.txt) &
 (timeout -k 5 200 $B/engines gpu_parity_with_cpu_on_random_planes gradient_magnitudes ffmpeg_arithmetic --include-ignored --test-threads=3 > /tmp/t2.txt 2>&1; echo "rc $?" >> /tmp/t2.txt) &
-(mkdir -p $OUT/graph; cp -r $B /tmp/gdist; OUT=$OUT/graph timeout -k 5 200 bash scripts/graph-serve-check.sh /tmp/gdist > /tmp/graph.txt 2>&1; echo "rc $?" >> /tmp/graph.txt) &
+(mkdir -p $OUT/graph; cp -r $B /tmp/gdist; OUT=$OUT/graph timeout -k 5 200 bash scripts/gpu-check.sh graph-serve /tmp/gdist > /tmp/graph.txt 2>&1; echo "rc $?" >> /tmp/graph.txt) &
 (timeout -k 5 150 $py -m pytest -q -x python/tests/test_opencv_layouts.py python/tests/test_device_calls.py > /tmp/pyt.txt 2>&1; echo "rc $?" >> /tmp/pyt.txt) &
 (timeout -k 5 100 $py python/bench/nhwc_gpu.py --repeat 1 > /tmp/pywarm.txt 2>&1) &
 i=0
