@@ -450,6 +450,57 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+log "the README's Docker example, with Podman"
+# README.md's Docker section, as written but for the engine: `docker build -t convstream .` is
+# the build above (the same Dockerfile, with the local bases where Docker Hub cannot be reached),
+# so the image is tagged `convstream` too; each `docker run` line runs as `podman run` with this
+# host's runtime settings and without `--gpus` (no GPU here), and the service it starts must
+# answer /healthz on the published port and stop with exit 0.
+readme_name=convstream-readme
+podman_ tag "$image" localhost/convstream:latest
+podman_ rm -f --ignore -t 0 convstream "$readme_name" >/dev/null 2>&1 || true
+readme_runs=$(awk '/^## Docker/{inside = 1; next} /^## /{inside = 0} inside && /^docker run /' README.md)
+if [[ -z $readme_runs ]]; then
+    fail "readme: no \`docker run\` line in README.md's Docker section"
+fi
+while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    eval "set -- ${line#docker run }"
+    args=()
+    while (($#)); do
+        case "$1" in
+            --gpus) shift ;;
+            --name) args+=(--name "$readme_name"); shift ;;
+            *) args+=("$1") ;;
+        esac
+        shift
+    done
+    if ! podman_ run "${podman_ulimits[@]}" "${args[@]}" >"$work/readme-run.log" 2>&1; then
+        cat "$work/readme-run.log"
+        fail "readme: \`$line\` failed with Podman"
+        continue
+    fi
+    answered=0
+    for _ in $(seq 1 60); do
+        if curl -fsS -o /dev/null http://127.0.0.1:8686/healthz 2>/dev/null; then
+            answered=1
+            break
+        fi
+        sleep 0.5
+    done
+    podman_ stop -t 20 "$readme_name" >/dev/null 2>&1 || true
+    readme_exit=$(podman_ inspect "$readme_name" --format '{{.State.ExitCode}}' 2>/dev/null || true)
+    podman_ logs "$readme_name" >"$work/readme-serve.log" 2>&1 || true
+    podman_ rm -f --ignore -t 0 "$readme_name" >/dev/null 2>&1 || true
+    if ((answered)) && [[ $readme_exit == 0 ]]; then
+        ok "readme: \`$line\` served /healthz on 127.0.0.1:8686 and stopped with exit 0"
+    else
+        tail -n 10 "$work/readme-serve.log"
+        fail "readme: \`$line\`: /healthz answered: $answered, exit on stop: ${readme_exit:-none}"
+    fi
+done <<<"$readme_runs"
+
+# ---------------------------------------------------------------------------------------------
 log "deploy/k8s played with podman kube play: ready, serving, drained"
 # The manifests as kustomization.yaml lists them (its only transformation, the image name, is
 # applied here: the image built above), played as Kubernetes would run them: the ConfigMap

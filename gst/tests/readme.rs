@@ -1,14 +1,18 @@
-//! Every example of README.md, run as it is written, and its stated result checked.
+//! Every example of README.md and of the user guide (docs/*.md), run as it is written, and its
+//! stated result checked.
 //!
 //! The shell blocks (```sh) are read example by example (a command with its continuation
-//! lines, the comments just above it, and a `# {...}` line just below it: the answer it
-//! states). Each runs with `bash -c` in a folder with what the examples name (`in.mp4`, a
+//! lines, the comments just above it, and just below it a `# {...}` line, the answer it states,
+//! or `# > ` lines, text its output holds). Each runs with `bash -c` in a folder with what the examples name (`in.mp4`, a
 //! generated clip with sound), with the plugin installed by the README's own command, under a
 //! virtual display (Xvfb) for `autovideosink`, against local peers where the example reaches
 //! the network: an RTSP camera (`examples/rtsp-serve.py`) and a UDP sender for `serve`'s
-//! pipeline `cam1`, queried by the README's `curl` lines. A kind of command this file does not
-//! know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
-//! config/ must pass `convstream check`.
+//! pipeline `cam1`, queried by the `curl` lines; `convstream` commands run with the binary the
+//! same `cargo test` built, and a file they write must hold frames. `docker` lines are run by
+//! scripts/image-check.sh (with Podman), which this test checks. A kind of command this file does
+//! not know fails the test, so a new example cannot go unrun. The TOML blocks and the files in
+//! config/ must pass `convstream check`, and every flag of a ```text synopsis must be in the
+//! command's `--help`.
 //!
 //! One job, kept whole: reading the README's examples and the stage they run on (clips,
 //! servers, a display) are one harness; a split would part each kind of example from the
@@ -30,7 +34,9 @@ fn repo_root() -> PathBuf {
 /// One command of a shell block.
 #[derive(Debug)]
 struct Example {
-    /// Where it starts in README.md (1-based), for messages.
+    /// The document it is in (`README.md`, `docs/service.md`), for messages.
+    file: String,
+    /// Where it starts in that document (1-based), for messages.
     line: usize,
     /// The comment lines just above it, without `# `.
     description: String,
@@ -39,9 +45,16 @@ struct Example {
     script: String,
     /// The answer a `# {...}` line just below it states.
     stated: Option<String>,
+    /// Lines its output holds, as `# > ` lines just below it state them.
+    expected: Vec<String>,
 }
 
 impl Example {
+    /// Where it is, for messages: `docs/service.md line 120`.
+    fn at(&self) -> String {
+        format!("{} line {}", self.file, self.line)
+    }
+
     fn program(&self) -> &str {
         self.script
             .lines()
@@ -70,8 +83,26 @@ fn blocks(text: &str, language: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// The examples of the README's shell blocks.
-fn shell_examples(readme: &str) -> Vec<Example> {
+/// README.md and the guide's pages (docs/*.md), each with its path from the repository's root.
+fn documents() -> Vec<(String, String)> {
+    let root = repo_root();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    std::iter::once(root.join("README.md"))
+        .chain(pages)
+        .map(|path| {
+            let name = path.strip_prefix(&root).unwrap().display().to_string();
+            (name, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect()
+}
+
+/// The examples of a document's shell blocks.
+fn shell_examples(file: &str, readme: &str) -> Vec<Example> {
     let mut examples: Vec<Example> = Vec::new();
     for (first_line, body) in blocks(readme, "sh") {
         let mut description = Vec::new();
@@ -85,9 +116,13 @@ fn shell_examples(readme: &str) -> Vec<Example> {
             } else if let Some(comment) = trimmed.strip_prefix('#') {
                 let comment = comment.trim();
                 let states_an_answer = comment.starts_with('{') || comment.starts_with('[');
+                let states_output = comment.starts_with('>');
                 match examples.last_mut() {
                     Some(last) if states_an_answer && last.stated.is_none() && description.is_empty() => {
                         last.stated = Some(comment.to_string())
+                    }
+                    Some(last) if states_output && description.is_empty() => {
+                        last.expected.push(comment[1..].trim().to_string())
                     }
                     _ => description.push(comment.to_string()),
                 }
@@ -105,10 +140,12 @@ fn shell_examples(readme: &str) -> Vec<Example> {
                     continued = next.trim_end().ends_with('\\');
                 }
                 examples.push(Example {
+                    file: file.to_string(),
                     line: first_line + offset,
                     description: description.join(" "),
                     script,
                     stated: None,
+                    expected: Vec::new(),
                 });
                 description.clear();
             }
@@ -255,6 +292,9 @@ impl Stage {
     fn new() -> Stage {
         let dir = tempfile::tempdir().unwrap();
         let data_home = dir.path().join("data-home");
+        // `convstream` on the examples' PATH: the binary the same `cargo test` built.
+        std::fs::create_dir(dir.path().join("bin")).unwrap();
+        std::os::unix::fs::symlink(convstream_binary(), dir.path().join("bin/convstream")).unwrap();
         Stage {
             dir,
             data_home,
@@ -303,10 +343,15 @@ impl Stage {
                     String::new()
                 },
             )
-            // Debian's Python, where python3-gi is (not a version manager's).
+            // `convstream` (see `Stage::new`), then Debian's Python, where python3-gi is (not a
+            // version manager's).
             .env(
                 "PATH",
-                format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()),
+                format!(
+                    "{}:/usr/bin:{}",
+                    self.path().join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
             )
             // The binary the same `cargo test` built, as `convstream`.
             .env("CONVSTREAM", convstream_binary());
@@ -329,8 +374,8 @@ impl Stage {
                 let output = child.wait_with_output().unwrap();
                 assert!(
                     status.success(),
-                    "README.md line {}: `{}` failed ({status}):\n{}\n{}\n{}",
-                    example.line,
+                    "{}: `{}` failed ({status}):\n{}\n{}\n{}",
+                    example.at(),
                     example.script,
                     String::from_utf8_lossy(&output.stdout),
                     String::from_utf8_lossy(&output.stderr),
@@ -340,10 +385,7 @@ impl Stage {
             }
             if Instant::now() > deadline {
                 child.kill().ok();
-                panic!(
-                    "README.md line {}: `{}` ran past {limit:?}",
-                    example.line, example.script
-                );
+                panic!("{}: `{}` ran past {limit:?}", example.at(), example.script);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -453,14 +495,16 @@ fn wait_until_running(pipeline: &str, limit: Duration) {
     panic!("pipeline {pipeline} is not running after {limit:?}: {last}");
 }
 
-/// The README's shell examples, each run as written.
+/// The shell examples of the README and the guide, each run as written.
 #[test]
 fn every_shell_example_of_the_readme_runs_as_written() {
     common::init();
     let root = repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let examples = shell_examples(&readme);
-    assert!(examples.len() >= 10, "the README's examples: {examples:#?}");
+    let examples: Vec<Example> = documents()
+        .iter()
+        .flat_map(|(file, text)| shell_examples(file, text))
+        .collect();
+    assert!(examples.len() >= 20, "the examples: {examples:#?}");
     let stage = Stage::new();
     make_input(stage.path());
     let mut serve: Option<(Background, Background)> = None;
@@ -498,12 +542,18 @@ fn every_shell_example_of_the_readme_runs_as_written() {
                 }
                 check_curl(&stage, example);
             }
+            "convstream" => check_convstream(&stage, example),
+            "docker" => {
+                check_docker_is_run_by_the_image_check(example, &root);
+                ran.push(format!("{}: docker (run by scripts/image-check.sh)", example.at()));
+                continue;
+            }
             other => panic!(
-                "README.md line {}: `{other}` is a kind of example gst/tests/readme.rs does not run yet; teach it",
-                example.line
+                "{}: `{other}` is a kind of example gst/tests/readme.rs does not run yet; teach it",
+                example.at()
             ),
         }
-        ran.push(format!("line {}: {}", example.line, program));
+        ran.push(format!("{}: {}", example.at(), program));
     }
     // The pipeline the POST example made: stopped, and its file (made by this test) removed.
     if serve.is_some() {
@@ -513,7 +563,81 @@ fn every_shell_example_of_the_readme_runs_as_written() {
             .ok();
         std::fs::remove_file("/data/out/cam2.ts").ok();
     }
-    println!("{} README examples ran:\n  {}", ran.len(), ran.join("\n  "));
+    println!("{} examples ran:\n  {}", ran.len(), ran.join("\n  "));
+}
+
+/// A `convstream` example: it ends well, its output holds the lines the example states (`# > `
+/// lines), and a file `run` writes holds frames: every frame of `in.mp4` unless the example
+/// cuts it.
+fn check_convstream(stage: &Stage, example: &Example) {
+    let out = stage.run(example, stage.path(), Duration::from_secs(300));
+    let spaced = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for line in &example.expected {
+        assert!(
+            spaced(&out).contains(&spaced(line)),
+            "{}: the output does not hold `{line}`:\n{out}",
+            example.at()
+        );
+    }
+    let Some(written) = written_file(&example.script) else {
+        return;
+    };
+    let frames = frame_count(&stage.path().join(&written));
+    assert!(frames > 0, "{}: {written} holds no frames", example.at());
+    let cut = ["--frames", "-frames", "-t ", "--duration", "--ss", "-ss"];
+    if example.script.contains("-i in.mp4") && !cut.iter().any(|flag| example.script.contains(flag)) {
+        assert_eq!(
+            frames,
+            frame_count(&stage.path().join("in.mp4")),
+            "{}: every frame of in.mp4 is in {written}",
+            example.at()
+        );
+    }
+}
+
+/// The file a `convstream run` example writes: `-o FILE`, or its last word when that names a
+/// file; none for `-` (stdout) or the `null` output.
+fn written_file(script: &str) -> Option<String> {
+    let words: Vec<&str> = script.split_whitespace().collect();
+    if words.get(1) != Some(&"run") {
+        return None;
+    }
+    let named = words
+        .windows(2)
+        .find(|pair| pair[0] == "-o" || pair[0] == "--output")
+        .map(|pair| pair[1]);
+    let last = words
+        .last()
+        .copied()
+        .filter(|word| word.contains('.') && !word.starts_with('-'));
+    named
+        .or(last)
+        .filter(|word| *word != "-" && *word != "null")
+        .map(|word| word.trim_matches('"').to_string())
+}
+
+/// A `docker` example cannot run here (no Docker, no GPU): scripts/image-check.sh, which CI
+/// runs, runs the README's `docker run` lines with Podman against the image it built from the
+/// same Dockerfile. This checks that the example is where that script reads it.
+fn check_docker_is_run_by_the_image_check(example: &Example, root: &Path) {
+    let check = std::fs::read_to_string(root.join("scripts/image-check.sh")).unwrap();
+    assert!(
+        check.contains("the README's Docker example"),
+        "{}: scripts/image-check.sh no longer runs the README's Docker example",
+        example.at()
+    );
+    assert_eq!(
+        example.file,
+        "README.md",
+        "{}: scripts/image-check.sh runs the Docker examples of README.md's Docker section only",
+        example.at()
+    );
+    let program_line = example.script.lines().last().unwrap_or("");
+    assert!(
+        program_line.starts_with("docker build -t convstream ") || program_line.starts_with("docker run "),
+        "{}: scripts/image-check.sh runs `docker build -t convstream .` and `docker run` lines",
+        example.at()
+    );
 }
 
 /// A gst-launch example: it ends well; a file it writes is there, all of it; an example that
@@ -524,17 +648,13 @@ fn check_gst_launch(stage: &Stage, example: &Example) {
         return;
     };
     let written = stage.path().join(&location);
-    assert!(
-        written.exists(),
-        "README.md line {}: {location} was not written",
-        example.line
-    );
+    assert!(written.exists(), "{}: {location} was not written", example.at());
     if location.ends_with(".mp4") {
         assert_eq!(
             frame_count(&written),
             frame_count(&stage.path().join("in.mp4")),
-            "README.md line {}: every frame of in.mp4 is in {location}",
-            example.line
+            "{}: every frame of in.mp4 is in {location}",
+            example.at()
         );
     }
     // "Exactly what `convstream run FLAGS` writes": the same source into y4menc without the
@@ -570,11 +690,11 @@ fn check_gst_launch(stage: &Stage, example: &Example) {
             read_y4m(&written).frames,
             read_y4m(&stage.path().join("run.y4m")).frames,
         );
-        assert!(!element.is_empty(), "README.md line {}: no frames", example.line);
+        assert!(!element.is_empty(), "{}: no frames", example.at());
         assert!(
             element == run,
-            "README.md line {}: the element's frames are not those of convstream run {run_flags}",
-            example.line
+            "{}: the element's frames are not those of convstream run {run_flags}",
+            example.at()
         );
     }
 }
@@ -616,8 +736,8 @@ fn check_rtsp_relay(stage: &Stage, example: &Example, root: &Path) {
         std::thread::sleep(Duration::from_secs(2));
     }
     panic!(
-        "README.md line {}: no frames from the relayed stream in 3 tries: {errors}",
-        example.line
+        "{}: no frames from the relayed stream in 3 tries: {errors}",
+        example.at()
     );
 }
 
@@ -696,42 +816,43 @@ url = "null"
 /// A curl example against `serve`: it succeeds, and its answer is what the README states.
 fn check_curl(stage: &Stage, example: &Example) {
     let answer = stage.run(example, stage.path(), Duration::from_secs(60));
-    let parsed: serde_json::Value = serde_json::from_str(&answer).unwrap_or_else(|e| {
-        panic!(
-            "README.md line {}: the answer is not JSON ({e}): {answer}",
-            example.line
-        )
-    });
+    let parsed: serde_json::Value = serde_json::from_str(&answer)
+        .unwrap_or_else(|e| panic!("{}: the answer is not JSON ({e}): {answer}", example.at()));
     assert!(
         parsed.get("error").is_none(),
-        "README.md line {}: `{}` answered an error: {answer}",
-        example.line,
+        "{}: `{}` answered an error: {answer}",
+        example.at(),
         example.script
     );
     if let Some(stated) = &example.stated {
         let stated: serde_json::Value = serde_json::from_str(stated)
-            .unwrap_or_else(|e| panic!("README.md line {}: the stated answer is not JSON ({e})", example.line));
+            .unwrap_or_else(|e| panic!("{}: the stated answer is not JSON ({e})", example.at()));
         assert!(
             same_shape(&stated, &parsed),
-            "README.md line {}: the README states {stated}, the server answered {parsed}",
+            "{}: the example states {stated}, the server answered {parsed}",
             example.line
         );
     }
 }
 
-/// The configuration blocks of the README, and the files in config/, pass `convstream check`.
+/// The configuration blocks of the README and the guide, and the files in config/, pass
+/// `convstream check`.
 #[test]
 fn every_config_example_passes_check() {
     let root = repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut configs: Vec<PathBuf> = Vec::new();
-    for (line, body) in blocks(&readme, "toml") {
-        let path = dir.path().join(format!("readme-line-{line}.toml"));
-        std::fs::write(&path, body).unwrap();
-        configs.push(path);
+    for (file, text) in documents() {
+        for (line, body) in blocks(&text, "toml") {
+            let path = dir.path().join(format!("{}-line-{line}.toml", file.replace('/', "-")));
+            std::fs::write(&path, body).unwrap();
+            configs.push(path);
+        }
     }
-    assert!(!configs.is_empty(), "the README has configuration examples");
+    assert!(
+        configs.len() >= 2,
+        "the README and the guide have configuration examples"
+    );
     configs.push(root.join("config/default.toml"));
     for entry in std::fs::read_dir(root.join("config/examples")).unwrap() {
         let path = entry.unwrap().path();
@@ -760,8 +881,25 @@ fn every_config_example_passes_check() {
 #[test]
 fn the_readme_is_read_example_by_example() {
     let text = "```sh\n# one\nfoo a \\\n  b\n# {\"x\": 1}\n\n# two\nA=1   # the URL\nbar $A\n```\n";
-    let examples = shell_examples(text);
+    let examples = shell_examples("README.md", text);
     assert_eq!(examples.len(), 2, "{examples:#?}");
+    assert_eq!(examples[1].at(), "README.md line 9");
+    let with_output = shell_examples(
+        "docs/x.md",
+        "```sh\nconvstream masks show box\n# > box (3x3)\n# > sum: 1\n```\n",
+    );
+    assert_eq!(with_output[0].expected, ["box (3x3)", "sum: 1"]);
+    assert_eq!(with_output[0].stated, None);
+    assert_eq!(
+        written_file("convstream run -i in.mp4 -o a.mp4 --mask box"),
+        Some("a.mp4".into())
+    );
+    assert_eq!(
+        written_file("convstream run -i in.mp4 -vf \"sobel\" -y b.mkv"),
+        Some("b.mkv".into())
+    );
+    assert_eq!(written_file("convstream run -i in.mp4 -vf sobel -f null -"), None);
+    assert_eq!(written_file("convstream check --config a.toml"), None);
     assert_eq!(examples[0].description, "one");
     assert_eq!(examples[0].script, "foo a \\\n  b");
     assert_eq!(examples[0].stated.as_deref(), Some("{\"x\": 1}"));
@@ -775,4 +913,63 @@ fn the_readme_is_read_example_by_example() {
         &serde_json::json!({"a": 1, "b": "x"}),
         &serde_json::json!({"a": 7, "b": "y"})
     ));
+}
+
+/// Every flag a ```text synopsis names (`convstream run --input IN [--mask SPEC] ...`, its
+/// continuation lines indented) is one that command's `--help` lists, and every GPU check a
+/// `scripts/gpu-check.sh CHECK` line names is one that `scripts/gpu-check.sh help` lists (the
+/// checks themselves need a GPU host).
+#[test]
+fn every_synopsis_flag_is_in_the_commands_help() {
+    let checks = Command::new("bash")
+        .args(["scripts/gpu-check.sh", "help"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let checks = String::from_utf8_lossy(&checks.stdout).into_owned();
+    let mut checked = 0;
+    for (file, text) in documents() {
+        for (first_line, body) in blocks(&text, "text") {
+            let mut subcommand: Option<String> = None;
+            for (offset, line) in body.lines().enumerate() {
+                let line = line.split(" # ").next().unwrap_or("");
+                if let Some(rest) = line.strip_prefix("scripts/gpu-check.sh ") {
+                    let check = rest.split_whitespace().next().unwrap_or("");
+                    assert!(
+                        check == "help" || checks.lines().any(|l| l.split_whitespace().next() == Some(check)),
+                        "{file} line {}: `{check}` is not a check `scripts/gpu-check.sh help` lists:\n{checks}",
+                        first_line + offset
+                    );
+                    checked += 1;
+                    continue;
+                }
+                if let Some(rest) = line.strip_prefix("convstream ") {
+                    subcommand = rest
+                        .split_whitespace()
+                        .next()
+                        .filter(|word| !word.starts_with('-'))
+                        .map(str::to_string);
+                } else if !line.starts_with(' ') {
+                    subcommand = None;
+                }
+                let mut help_args: Vec<&str> = subcommand.iter().map(String::as_str).collect();
+                help_args.push("--help");
+                let help = Command::new(convstream_binary()).args(&help_args).output().unwrap();
+                let help = String::from_utf8_lossy(&help.stdout);
+                for flag in line
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                    .filter(|word| word.starts_with("--") && word.len() > 2)
+                {
+                    assert!(
+                        help.contains(flag),
+                        "{file} line {}: `{flag}` is not in `convstream {}`",
+                        first_line + offset,
+                        help_args.join(" ")
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "the synopses name {checked} flags");
 }

@@ -3,7 +3,7 @@ float32 images, planar stacks, at 720p, 1080p and 2160p, on the CPU (both with e
 ``cv2.setNumThreads`` left at its default, rayon's pool at one thread a core).
 
 Each row times the same operation both ways on the same array (convstream's translation of
-the cv2 call, as the README's table gives it) and prints the medians and their ratio
+the cv2 call, as the table of docs/masks.md gives it) and prints the medians and their ratio
 (convstream / cv2: below 1 is faster). ``--smoke`` runs every row once on a small image and
 checks the results agree (no timing claim): the CI run.
 

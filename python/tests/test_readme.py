@@ -1,7 +1,8 @@
-"""The README's Python section, run as written: its install commands are the ones
-scripts/python-check.sh runs (the wheel these tests import was installed by them), and every
-```python block runs in a folder holding the `in.mp4` it names; so does every ```python block of
-python/README.md. Blocks that use torch run with -m gpu on a GPU host with PyTorch."""
+"""The Python examples of the README and of the guide (docs/python.md), run as written: the
+guide's install commands are the ones scripts/python-check.sh runs (the wheel these tests import
+was installed by them), and every ```python block runs in a folder holding the `in.mp4` it names;
+so does every ```python block of python/README.md. Blocks that use torch run with -m gpu on a GPU
+host with PyTorch."""
 
 from __future__ import annotations
 
@@ -21,12 +22,16 @@ def python_section() -> str:
     return text[start:end]
 
 
-def blocks(language: str):
-    return re.findall(rf"```{language}\n(.*?)```", python_section(), flags=re.S)
+def guide() -> str:
+    return (REPO / "docs" / "python.md").read_text()
+
+
+def blocks(language: str, text: str):
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
 def test_the_install_commands_are_what_ci_runs():
-    (install,) = blocks("bash")
+    (install,) = blocks("bash", guide())
     assert install.splitlines() == [
         "scripts/build-wheel.sh",
         "python3 -m pip install dist/wheels/convstream-*.whl",
@@ -36,7 +41,8 @@ def test_the_install_commands_are_what_ci_runs():
     assert 'wheel="$(ls -t dist/wheels/convstream-*.whl' in check and "pip install" in check
 
 
-CODE = blocks("python")
+README_CODE = blocks("python", python_section())
+CODE = README_CODE + blocks("python", guide())
 
 
 def needs(code: str):
@@ -64,7 +70,7 @@ def test_package_readme_examples_run(code):
     "code", [pytest.param(code, marks=needs(code), id=f"example{i + 1}") for i, code in enumerate(CODE)]
 )
 def test_python_examples_run(code, tmp_path, ffmpeg_tools):
-    assert len(CODE) == 3, "a NumPy image, a torch batch, a video"
+    assert len(README_CODE) == 1 and len(CODE) == 4, "the README's NumPy image; the guide's NumPy image, torch batch, video"
     if "cuda" in code and "torch" in code and not gpu_usable():
         pytest.skip("no usable GPU")
     subprocess.run(
@@ -75,6 +81,6 @@ def test_python_examples_run(code, tmp_path, ffmpeg_tools):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        exec(compile(code, "README.md (Python)", "exec"), {"__name__": "__readme__"})
+        exec(compile(code, "README.md or docs/python.md", "exec"), {"__name__": "__readme__"})
     finally:
         os.chdir(cwd)

@@ -63,7 +63,7 @@ else
 fi
 
 if [[ $bench == 1 ]]; then
-    "$python" "$repo/benchmarks/2026-11-27-python-stream/bench_stream.py" --out "$out/bench.json" | tee "$out/bench.md"
+    "$python" "$repo/python/bench/bench_stream.py" --out "$out/bench.json" | tee "$out/bench.md"
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
 echo

@@ -419,7 +419,7 @@ def run(driver, base, secret, folder, pipelines):
     for label in ("frames/s", "ms", "now", "min"):
         assert label in plots, f"an axis labelled {label!r}: {plots!r}"
     output_after(driver, 0, lambda s: s[1] > 0, "the previews after the reload")
-    # The whole page in one picture (the README shows it).
+    # The whole page in one picture (docs/console.md shows it).
     tall = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1440, min(3000, tall + 140))
     time.sleep(0.5)

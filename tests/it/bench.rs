@@ -169,7 +169,7 @@ fn quick_e2e(out: &Path, extra: &[&str]) -> serde_json::Value {
 /// can be made from `results.json` alone; checks that the PNGs beside them exist too.
 #[test]
 fn published_results_replot() {
-    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/h200-2026-11-22");
+    let published = Path::new(env!("CARGO_MANIFEST_DIR")).join("benchmarks/results/2026-11-22-first-engine");
     let report = convstream_bench::read_report(&published.join("results.json")).expect("published results parse");
     assert!(!report.kernel.is_empty() && !report.overlap.is_empty());
     let out = tempfile::tempdir().expect("a temporary folder");

@@ -2,7 +2,7 @@
 //! by Debian's `ffmpeg` and by `convstream run` with the same words, on small lossless inputs
 //! made once, and their outputs compared: the streams written (kind, video codec, start
 //! time), the decoded video frames with their timestamps byte for byte (`-f framemd5`) or
-//! within the bound the line states (the README's bound for that filter), copied audio by its
+//! within the bound the line states (the bound docs/ffmpeg.md gives for that filter), copied audio by its
 //! packets and encoded audio by its decoded samples; `-f null -` by the frames filtered. A
 //! line marked `refused:` is one FFmpeg runs and convstream refuses, naming the option and
 //! what to do instead, with the text it must say.
@@ -35,7 +35,7 @@ enum Expect {
     /// `fps=10` filter in convstream), byte for byte.
     As(Vec<String>),
     /// The same pictures byte for byte, their timestamps and the streams' start times apart
-    /// for the reason given (a difference of design, listed in the README).
+    /// for the reason given (a difference of design, listed in docs/ffmpeg.md).
     TimingDiffers(String),
 }
 

@@ -300,7 +300,7 @@ mod tests {
     /// Kernel rows of the published high-bit-depth run: 8- and 16-bit planes of two sizes.
     fn two_depths() -> BenchReport {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../benchmarks/2026-11-24-high-bit-depth/kernel-results.json");
+            .join("../../benchmarks/results/2026-11-24-high-bit-depth/kernel-results.json");
         let text = std::fs::read_to_string(&path).expect("the published report reads");
         serde_json::from_str(&text).expect("the published report parses")
     }

@@ -104,7 +104,7 @@ impl BorderMode {
     }
 
     /// The name this mode has in other tools that means the same (`cv2.BORDER_*` first),
-    /// for help texts and the README's table.
+    /// for help texts and the table of docs/masks.md.
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             BorderMode::Constant => &["zero", "zeros"],

@@ -2,7 +2,7 @@
 """convstream's stream-ordered device calls from PyTorch, against what a PyTorch user writes
 instead, in one run on one GPU:
 
-    python3 benchmarks/2026-11-27-python-stream/bench_stream.py --out results.json
+    python3 python/bench/bench_stream.py --out results.json
 
 Rows (uint8 planes unless said; CUDA-event medians after a warm-up, on the current stream):
 
