@@ -60,6 +60,9 @@ struct ReaderState {
     after: Option<AfterFilters>,
     /// Frames they gave and Python has not yet taken.
     ready: VecDeque<Frame>,
+    /// The arrays each frame in the engine writes into, oldest first (`None` for a frame
+    /// that comes back through host memory); see [`NativeReader::next_frame_on_device`].
+    device_outputs: VecDeque<Option<Vec<Py<PyAny>>>>,
 }
 
 #[pymethods]
@@ -121,6 +124,7 @@ impl NativeReader {
                 source: Some(started.source),
                 after: started.after,
                 ready: VecDeque::new(),
+                device_outputs: VecDeque::new(),
             }),
             stop,
         })
@@ -156,6 +160,11 @@ impl NativeReader {
     /// engine filters the picture into them device to device, and they come back as
     /// `(pts, index, arrays, None)`. Any other frame comes back through host memory as
     /// `(pts, index, None, planes)` with planes as [`NativeReader::next_frame`] gives them.
+    ///
+    /// The engine is kept full, as for host planes: each decoded frame gets its arrays and is
+    /// submitted while the engine has room, so the GPU filters the next frames while Python
+    /// takes this one. A frame is returned once the engine is done with it, so its arrays
+    /// are whole whatever stream the caller reads them on.
     #[allow(clippy::type_complexity)]
     fn next_frame_on_device<'py>(
         &self,
@@ -174,61 +183,51 @@ impl NativeReader {
         let on_gpu = (state.after.is_none())
             .then(|| state.engine.device_pictures_on().map(|context| context.ordinal))
             .flatten();
-        let (Some(ordinal), Some(decoded), 0) = (on_gpu, state.decoded.clone(), state.engine.in_flight()) else {
+        let Some(ordinal) = on_gpu else {
             drop(state);
             let frame = py.detach(|| self.next_filtered())?;
             return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
         };
-        let next = py.detach(|| recv_interruptibly(&decoded));
-        let Some(mut frame) = self.stop_on_error(&mut state, next)? else {
-            drop(state);
-            let frame = py.detach(|| self.next_filtered())?;
-            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
-        };
-        // The source made the picture in the engine's context (`with_device_pictures`), and
-        // holds no other reference to it.
-        let picture = frame
-            .device
-            .take()
-            .map(|picture| Arc::try_unwrap(picture).map_err(Some));
-        let mut arrays = None;
-        frame.device = match picture {
-            Some(Ok(picture)) => {
-                let shapes: Vec<(usize, usize, usize, usize)> = frame
-                    .planes
-                    .iter()
-                    .map(|p| (p.height, p.width, p.channels, p.depth.bytes()))
-                    .collect();
-                let allocated: Vec<(Bound<'py, PyAny>, u64)> = allocate.call1((shapes, ordinal))?.extract()?;
-                if allocated.len() != frame.planes.len() {
-                    return Err(PyValueError::new_err(format!(
-                        "allocate gave {} arrays for {} planes",
-                        allocated.len(),
-                        frame.planes.len()
-                    )));
+        while state.engine.in_flight() < state.engine.capacity() {
+            let Some(decoded) = state.decoded.clone() else {
+                break;
+            };
+            // Waits for a decoded frame only when nothing is in flight to return meanwhile.
+            let next = if state.engine.in_flight() == 0 {
+                let next = py.detach(|| recv_interruptibly(&decoded));
+                self.stop_on_error(&mut state, next)?
+            } else {
+                match decoded.try_recv() {
+                    Ok(frame) => Some(frame),
+                    Err(crossbeam_channel::TryRecvError::Empty) => break,
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => None,
                 }
-                let output = allocated
-                    .iter()
-                    .zip(&frame.planes)
-                    .map(|((_, address), plane)| convstream_core::DevicePlane {
-                        address: *address,
-                        pitch: plane.row_bytes(),
-                    })
-                    .collect();
-                arrays = Some(allocated.into_iter().map(|(array, _)| array).collect::<Vec<_>>());
-                Some(Arc::new(picture.with_output(output)))
-            }
-            Some(Err(Some(shared))) => Some(shared),
-            Some(Err(None)) | None => None,
-        };
+            };
+            let Some(frame) = next else {
+                state.decoded = None;
+                break;
+            };
+            let (frame, arrays) = with_device_output(frame, &allocate, ordinal)?;
+            let engine = &mut state.engine;
+            py.detach(move || engine.submit(frame)).map_err(engine_error)?;
+            state.device_outputs.push_back(arrays);
+        }
+        if state.engine.in_flight() == 0 {
+            // Nothing in flight and nothing more decoded: the end, or the source's failure.
+            drop(state);
+            let frame = py.detach(|| self.next_filtered())?;
+            return Ok(frame.map(|frame| (frame.pts, frame.index, None, Some(host_planes(py, &frame)))));
+        }
         let engine = &mut state.engine;
-        let filtered = py.detach(move || -> PyResult<Option<Frame>> {
-            engine.submit(frame).map_err(engine_error)?;
-            engine.receive().map_err(engine_error)
-        })?;
+        let filtered = py.detach(move || engine.receive()).map_err(engine_error)?;
+        // Frames leave the engine in the order they went in, as their arrays were queued.
+        let arrays = state.device_outputs.pop_front().flatten();
         drop(state);
         Ok(filtered.map(|frame| match arrays {
-            Some(arrays) => (frame.pts, frame.index, Some(arrays), None),
+            Some(arrays) => {
+                let arrays = arrays.into_iter().map(|array| array.into_bound(py)).collect();
+                (frame.pts, frame.index, Some(arrays), None)
+            }
             None => {
                 let planes = host_planes(py, &frame);
                 (frame.pts, frame.index, None, Some(planes))
@@ -367,6 +366,52 @@ fn host_planes<'py>(py: Python<'py>, frame: &Frame) -> Vec<HostPlane<'py>> {
             (packed, plane.height, plane.width, plane.channels, plane.depth.bytes())
         })
         .collect()
+}
+
+/// `frame` ready for the engine with its output in arrays `allocate` makes on GPU `ordinal`,
+/// when its picture is on the GPU and the source holds no other reference to it (the
+/// source made it in the engine's context, `with_device_pictures`); else as it is, to come
+/// back through host memory (no arrays).
+fn with_device_output(
+    mut frame: Frame,
+    allocate: &Bound<'_, PyAny>,
+    ordinal: usize,
+) -> PyResult<(Frame, Option<Vec<Py<PyAny>>>)> {
+    let picture = frame
+        .device
+        .take()
+        .map(|picture| Arc::try_unwrap(picture).map_err(Some));
+    let mut arrays = None;
+    frame.device = match picture {
+        Some(Ok(picture)) => {
+            let shapes: Vec<(usize, usize, usize, usize)> = frame
+                .planes
+                .iter()
+                .map(|p| (p.height, p.width, p.channels, p.depth.bytes()))
+                .collect();
+            let allocated: Vec<(Bound<'_, PyAny>, u64)> = allocate.call1((shapes, ordinal))?.extract()?;
+            if allocated.len() != frame.planes.len() {
+                return Err(PyValueError::new_err(format!(
+                    "allocate gave {} arrays for {} planes",
+                    allocated.len(),
+                    frame.planes.len()
+                )));
+            }
+            let output = allocated
+                .iter()
+                .zip(&frame.planes)
+                .map(|((_, address), plane)| convstream_core::DevicePlane {
+                    address: *address,
+                    pitch: plane.row_bytes(),
+                })
+                .collect();
+            arrays = Some(allocated.into_iter().map(|(array, _)| array.unbind()).collect());
+            Some(Arc::new(picture.with_output(output)))
+        }
+        Some(Err(Some(shared))) => Some(shared),
+        Some(Err(None)) | None => None,
+    };
+    Ok((frame, arrays))
 }
 
 struct Started {

@@ -199,12 +199,12 @@ def test_read_as_torch_gives_cuda_tensors(tmp_path):
         assert a.pts == b.pts
 
 
-def h264_clip(path, convstream_bin):
+def h264_clip(path, convstream_bin, frames=8):
     """A short H.264 clip, encoded by convstream's own default encoder (x264 or OpenH264);
     None where the build has neither."""
     import subprocess
 
-    source = yuv420_clip(path.with_suffix(".y4m"), 8)
+    source = yuv420_clip(path.with_suffix(".y4m"), frames)
     done = subprocess.run(
         [str(convstream_bin), "run", "--no-progress", "-y", "-i", str(source), "-o", str(path),
          "--mask", "identity", "--device", "cpu"],
@@ -217,10 +217,11 @@ def h264_clip(path, convstream_bin):
 def test_nvdec_pictures_become_tensors_without_leaving_the_gpu(tmp_path, library, convstream_bin):
     """NVDEC leaves pictures on the GPU and the engine filters them into the caller's tensors
     there: NV12's planes (Y, then UV interleaved) equal the software decoder's filtered Y, U
-    and V (H.264 decodes bit-exactly)."""
+    and V (H.264 decodes bit-exactly). The clip is longer than the engine's frames in flight,
+    so frames are filtered into their tensors while earlier ones are still held."""
     if not has_module(library):
         pytest.skip(f"{library} is not installed")
-    clip = h264_clip(tmp_path / "in.mp4", convstream_bin)
+    clip = h264_clip(tmp_path / "in.mp4", convstream_bin, frames=40)
     if clip is None:
         pytest.skip("no H.264 encoder in this build")
     spec = "gaussian:size=5"
@@ -228,7 +229,7 @@ def test_nvdec_pictures_become_tensors_without_leaving_the_gpu(tmp_path, library
     reader = convstream.read(str(clip), mask=spec, device="cuda", decoder="nvdec", as_=library)
     frames = list(reader)
     assert reader.format == "nv12", reader.format
-    assert len(frames) == len(software) == 8
+    assert len(frames) == len(software) == 40
     for ours, theirs in zip(frames, software):
         y, uv = ours.planes
         if library == "torch":
