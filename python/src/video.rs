@@ -4,7 +4,7 @@
 //! decodes on a thread of its own through the media crate's source, and filters on the
 //! engine the pipeline would use.
 //!
-//! One file at some length (about 520 lines): `read` and `run` share the arguments, the
+//! One file at some length (about 600 lines): `read` and `run` share the arguments, the
 //! source's opening and the errors, and `read`'s two ways out (host planes, device tensors)
 //! are one loop around one engine.
 
