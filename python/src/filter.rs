@@ -307,6 +307,8 @@ impl NativeFilter {
         EngineOptions {
             shape: Some(shape),
             frames_per_stream: self.frames_per_stream,
+            // The caller waits for each call's result.
+            low_latency: true,
             ..EngineOptions::new(device, self.streams, "python")
         }
     }

@@ -152,7 +152,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         depths: args.depths,
         channels: usize::from(args.channels),
         tuning: convstream_core::GpuTuning {
-            spin_us: args.spin_us,
+            spin_us: Some(args.spin_us),
             dense_tiling: args.dense_tiling,
             separable_tiling: args.separable_tiling,
         },

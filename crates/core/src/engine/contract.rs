@@ -236,6 +236,11 @@ pub struct EngineOptions {
     pub held_for_gpu: usize,
     /// Spin-wait and tilings of the CUDA engine; ignored by the CPU engine.
     pub tuning: GpuTuning,
+    /// Whether a frame's latency matters more than the host's cores: frames that come at
+    /// their pace (a live input, a file read at its frame rate) or a call that waits for its
+    /// result, rather than frames read as fast as they decode. The spin-wait's default
+    /// depends on it ([`GpuTuning::spin`]).
+    pub low_latency: bool,
 }
 
 impl EngineOptions {
@@ -257,6 +262,7 @@ impl EngineOptions {
             overlap_gpu_start: false,
             held_for_gpu: HELD_BYTES,
             tuning: GpuTuning::default(),
+            low_latency: false,
         }
     }
 }

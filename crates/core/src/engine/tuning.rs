@@ -19,8 +19,8 @@ pub enum KernelPath {
     Global,
 }
 
-/// Microseconds the completion thread polls a lane's done event before blocking on it,
-/// unless the config says otherwise.
+/// Microseconds the completion thread polls a lane's done event before blocking on it where
+/// a frame's latency matters, unless the config says otherwise (see [`GpuTuning::spin`]).
 pub const DEFAULT_SPIN_US: u64 = 300;
 /// The longest poll a config may ask for: ten milliseconds, longer than any frame's GPU work.
 pub const MAX_SPIN_US: u64 = 10_000;
@@ -28,15 +28,16 @@ pub const MAX_SPIN_US: u64 = 10_000;
 const MAX_BLOCK_THREADS: u32 = 1024;
 
 /// The CUDA engine's tuning: the completion thread's spin-wait and the kernels' tilings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuTuning {
     /// How long the completion thread polls a lane's done event (yielding the core between
-    /// polls) before blocking on it, in microseconds; 0 blocks at once. A frame's GPU work
-    /// takes 0.1-0.5 ms, and a thread blocked in the driver wakes tens of microseconds after
-    /// its event: with a few lanes that delay is a large share of each lane's cycle.
-    #[serde(default = "default_spin_us")]
-    pub spin_us: u64,
+    /// polls) before blocking on it, in microseconds; 0 blocks at once; unset, it depends on
+    /// the input ([`GpuTuning::spin`]). A frame's GPU work takes 0.1-0.5 ms, and a thread
+    /// blocked in the driver wakes tens of microseconds after its event: with a few lanes
+    /// that delay is a large share of each lane's cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_us: Option<u64>,
     /// The dense kernel's tiling instead of the measured policy's (`BLOCK_XxBLOCK_YxPXxPY`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dense_tiling: Option<TileShape>,
@@ -45,29 +46,21 @@ pub struct GpuTuning {
     pub separable_tiling: Option<TileShape>,
 }
 
-fn default_spin_us() -> u64 {
-    DEFAULT_SPIN_US
-}
-
-impl Default for GpuTuning {
-    fn default() -> Self {
-        GpuTuning {
-            spin_us: DEFAULT_SPIN_US,
-            dense_tiling: None,
-            separable_tiling: None,
-        }
-    }
-}
-
 impl GpuTuning {
     /// Whether nothing differs from the defaults.
     pub fn is_default(&self) -> bool {
         *self == GpuTuning::default()
     }
 
-    /// The spin-wait as a duration.
-    pub fn spin(&self) -> Duration {
-        Duration::from_micros(self.spin_us)
+    /// The spin-wait as a duration: `spin_us` when set; else [`DEFAULT_SPIN_US`] where
+    /// latency matters (`low_latency`: a live input, a file read at its frame rate, a call
+    /// that waits for its result), since waking late is a share of every frame's latency,
+    /// and none for frames read as fast as they decode, where the decoder keeps every core
+    /// busy and a polling thread takes time from it (on a 16-core host, 8% of a
+    /// 10,000-frame command's speed).
+    pub fn spin(&self, low_latency: bool) -> Duration {
+        let default = if low_latency { DEFAULT_SPIN_US } else { 0 };
+        Duration::from_micros(self.spin_us.unwrap_or(default))
     }
 
     /// The tiling asked for `path`, if any (the baseline kernel has none).
@@ -83,8 +76,8 @@ impl GpuTuning {
     /// (`spin_us = 0, dense_tiling = 32x8x8x4`); empty for the defaults.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if self.spin_us != DEFAULT_SPIN_US {
-            parts.push(format!("spin_us = {}", self.spin_us));
+        if let Some(spin_us) = self.spin_us {
+            parts.push(format!("spin_us = {spin_us}"));
         }
         if let Some(tiling) = self.dense_tiling {
             parts.push(format!("dense_tiling = {tiling}"));
@@ -97,11 +90,8 @@ impl GpuTuning {
 
     /// Why `spin_us` cannot be used, if it cannot.
     pub fn spin_problem(&self) -> Option<String> {
-        (self.spin_us > MAX_SPIN_US).then(|| {
-            format!(
-                "{} is out of range; allowed 0..={MAX_SPIN_US} (microseconds; 0 blocks at once)",
-                self.spin_us
-            )
+        self.spin_us.filter(|&spin_us| spin_us > MAX_SPIN_US).map(|spin_us| {
+            format!("{spin_us} is out of range; allowed 0..={MAX_SPIN_US} (microseconds; 0 blocks at once)")
         })
     }
 }
@@ -216,23 +206,31 @@ mod tests {
     }
 
     #[test]
-    fn the_default_spins_300_us_and_keeps_the_policy() {
+    fn the_default_spins_300_us_where_latency_matters_only_and_keeps_the_policy() {
         let tuning = GpuTuning::default();
-        assert_eq!(tuning.spin(), Duration::from_micros(300));
+        assert_eq!(tuning.spin(true), Duration::from_micros(300));
+        assert_eq!(tuning.spin(false), Duration::ZERO);
         assert_eq!(tuning.tiling_for(KernelPath::Dense), None);
         assert!(tuning.is_default());
         assert_eq!(tuning.describe(), "");
         assert_eq!(tuning.spin_problem(), None);
         let too_long = GpuTuning {
-            spin_us: MAX_SPIN_US + 1,
+            spin_us: Some(MAX_SPIN_US + 1),
             ..tuning
         };
         assert!(too_long.spin_problem().unwrap().contains("out of range"));
         let tuned = GpuTuning {
-            spin_us: 0,
+            spin_us: Some(0),
             separable_tiling: Some("32x8x4x4".parse().unwrap()),
             ..tuning
         };
         assert_eq!(tuned.describe(), "spin_us = 0, separable_tiling = 32x8x4x4");
+        // A value the config sets holds whatever the input.
+        assert_eq!(tuned.spin(true), Duration::ZERO);
+        let spinning = GpuTuning {
+            spin_us: Some(300),
+            ..tuning
+        };
+        assert_eq!(spinning.spin(false), Duration::from_micros(300));
     }
 }

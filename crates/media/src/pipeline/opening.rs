@@ -365,6 +365,7 @@ fn engine_options(
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
+        low_latency: settings.source.realtime || settings.source.is_live(),
         overlap_gpu_start: options.overlap_gpu_start && pool.is_some(),
         held_for_gpu: held_for_gpu(settings),
         frame_pool: pool,

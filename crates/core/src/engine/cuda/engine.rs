@@ -255,7 +255,7 @@ impl CudaEngine {
         self.completion = Some(Completion::start(
             lanes,
             &self.options.pipeline,
-            self.options.tuning.spin(),
+            self.options.tuning.spin(self.options.low_latency),
         )?);
         self.layout = Some(Arc::new(layout));
         Ok(())
