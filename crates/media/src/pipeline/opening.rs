@@ -347,6 +347,15 @@ fn held_for_gpu(settings: &PipelineSettings) -> usize {
     }
 }
 
+/// Whether a frame's latency matters more than the host's cores: frames that come at their
+/// pace (a live input, or a file read at its frame rate). The CUDA engine's completion thread
+/// then polls a lane before blocking on it; for a file read as fast as it decodes it blocks at
+/// once, leaving the cores to the decoder (`GpuTuning::spin`; BENCHMARKS.md, "Start-up and
+/// whole commands").
+fn low_latency(settings: &PipelineSettings) -> bool {
+    settings.source.realtime || settings.source.is_live()
+}
+
 /// The options the engine is made with, for the input's frames.
 fn engine_options(
     settings: &PipelineSettings,
@@ -365,7 +374,7 @@ fn engine_options(
         pooled_frames: pooled_frames(settings),
         frames_per_stream: settings.frames_per_stream,
         tuning: settings.gpu,
-        low_latency: settings.source.realtime || settings.source.is_live(),
+        low_latency: low_latency(settings),
         overlap_gpu_start: options.overlap_gpu_start && pool.is_some(),
         held_for_gpu: held_for_gpu(settings),
         frame_pool: pool,
@@ -454,4 +463,35 @@ fn open_sink(
     StartupMarks::mark(&monitor.counters.startup.output_opened);
     monitor.set_output_path(sink.path());
     Ok(sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use convstream_config::{ConfigFile, NO_OUTPUT_CHECK};
+
+    #[test]
+    fn only_inputs_that_come_at_their_pace_are_latency_bound() {
+        let latency_bound = |source: &str| {
+            let text = format!(
+                "[[pipeline]]\nname = \"cam1\"\n[pipeline.source]\n{source}\n[pipeline.sink]\nurl = \"null\"\n"
+            );
+            let settings = ConfigFile::parse(&text, "test.toml", NO_OUTPUT_CHECK)
+                .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
+                .unwrap();
+            super::low_latency(&settings.pipelines[0])
+        };
+        assert!(!latency_bound("url = \"in.mp4\""), "a file read as fast as it decodes");
+        assert!(
+            latency_bound("url = \"in.mp4\"\nrealtime = true"),
+            "a file read at its frame rate"
+        );
+        assert!(
+            latency_bound("url = \"udp://0.0.0.0:5000\"\nformat = \"mpegts\""),
+            "a network input"
+        );
+        assert!(
+            latency_bound("url = \"in.mp4\"\nlive = true"),
+            "a file told to act live"
+        );
+    }
 }
