@@ -656,7 +656,8 @@ class Filter:
             raise TypeError(
                 f"convstream.Filter takes native-endian samples, not {dtype.str}; use .astype({dtype.name})"
             )
-        if np.dtype(dtype.name) not in _device.SAMPLE_KINDS:
+        # The dtype itself first: building its name costs more than the rest of a small call.
+        if dtype not in _device.SAMPLE_KINDS and np.dtype(dtype.name) not in _device.SAMPLE_KINDS:
             raise TypeError(f"convstream.Filter takes {_device.DTYPE_ADVICE}; not {dtype} (shape {array.shape})")
         channels_last = _channels_last(array.ndim, layout)
         if array.ndim == 2:

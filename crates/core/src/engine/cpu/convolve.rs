@@ -328,6 +328,50 @@ mod tests {
         out
     }
 
+    /// Samples read at a byte offset off their alignment (a view into a byte buffer) give the
+    /// bits aligned ones give: the aligned rows are read as one slice, the others a sample
+    /// at a time. float32 values (with infinities) and 16-bit words, rank-one and other masks.
+    #[test]
+    fn samples_off_their_alignment_give_the_bits_of_aligned_ones() {
+        let (w, h) = (41, 13);
+        let mut floats: Vec<f32> = noise(w * h, 5).iter().map(|b| (f32::from(*b) - 100.0) * 0.37).collect();
+        floats[3 * w + 7] = f32::INFINITY;
+        floats[8 * w + w - 1] = f32::NAN;
+        let float_bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let word_bytes: Vec<u8> = noise(w * h * 2, 9);
+        let cases = [
+            (&float_bytes, 4, ViewSamples::Float32),
+            (&word_bytes, 2, ViewSamples::Integer(SampleDepth { bits: 16, shift: 0 })),
+        ];
+        for (bytes, size, samples) in cases {
+            let mut shifted = vec![0u8; bytes.len() + 1];
+            shifted[1..].copy_from_slice(bytes);
+            let pitches = Pitches {
+                row: (w * size) as isize,
+                pixel: size as isize,
+                channel: size as isize,
+            };
+            let aligned = PlaneView::new(bytes, 0, (w, h, 1), pitches, samples).expect("inside the slice");
+            let unaligned = PlaneView::new(&shifted, 1, (w, h, 1), pitches, samples).expect("inside the slice");
+            for spec in [
+                "sobel-x",
+                "laplacian",
+                "gaussian:size=5",
+                "custom:matrix=[[0,1,0],[2,0,-1],[0,3,0]]",
+            ] {
+                let mask = Mask::from_spec(spec).unwrap();
+                for border in [BorderMode::Mirror, BorderMode::Constant] {
+                    let mut want = vec![0u8; w * h * size];
+                    convolve_view_into(&aligned, &mask, border, &mut want, (w * size, size));
+                    // The output off its alignment too: written a sample at a time.
+                    let mut got = vec![0u8; w * h * size + 1];
+                    convolve_view_into(&unaligned, &mask, border, &mut got[1..], (w * size, size));
+                    assert!(got[1..] == want[..], "{spec}, {border:?}, {samples:?}");
+                }
+            }
+        }
+    }
+
     /// float32 values through the band loops are the float definition bit for bit: every
     /// kind of mask, every border, values far outside a sample's range, and an infinity,
     /// whose NaNs a zero tap spreads as on the GPU.
@@ -340,6 +384,8 @@ mod tests {
             .map(|(i, b)| (f32::from(*b) - 128.0) * if i % 3 == 0 { 1000.5 } else { 0.013 })
             .collect();
         values[5 * w + 9] = f32::INFINITY;
+        // At a row's first pixel, the border's copies of it carry it too.
+        values[14 * w] = f32::NEG_INFINITY;
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
         let view = PlaneView::new(
             &bytes,

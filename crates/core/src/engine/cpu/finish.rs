@@ -3,6 +3,7 @@
 //! FFmpeg's own final step for a mask that takes its arithmetic; and a gradient magnitude's
 //! square root ([`magnitude`]). The CUDA kernels' `to_sample` does the same, step for step.
 
+use super::lanes::as_floats_mut;
 use crate::frame::SampleDepth;
 use crate::mask::Mask;
 
@@ -154,6 +155,15 @@ fn write_row_portable(out: &mut [u8], acc: &[f32], finish: Finish) {
 #[inline(always)]
 fn write_floats(out: &mut [u8], acc: &[f32], finish: Finish) {
     let (divisor, bias) = (finish.divisor, finish.bias);
+    // Values at their alignment are written as one slice of f32, which vectorises.
+    if let Some(values) = as_floats_mut(out) {
+        if divisor == 1.0 {
+            values.iter_mut().zip(acc).for_each(|(o, a)| *o = *a + bias);
+        } else {
+            values.iter_mut().zip(acc).for_each(|(o, a)| *o = *a / divisor + bias);
+        }
+        return;
+    }
     if divisor == 1.0 {
         for (o, a) in out.chunks_exact_mut(4).zip(acc) {
             o.copy_from_slice(&(*a + bias).to_ne_bytes());

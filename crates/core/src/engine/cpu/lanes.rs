@@ -278,6 +278,38 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     start
 }
 
+/// `bytes` as the f32 values they hold, when they start on a value's alignment and hold whole
+/// values (NumPy's float32 arrays do): read as one slice, the conversion vectorises; bytes
+/// one at a time do not.
+#[inline(always)]
+pub(super) fn as_floats(bytes: &[u8]) -> Option<&[f32]> {
+    // SAFETY: every bit pattern of four bytes is an f32, and `align_to` puts only whole
+    // values at their alignment in the middle slice.
+    let (head, values, tail) = unsafe { bytes.align_to::<f32>() };
+    (head.is_empty() && tail.is_empty()).then_some(values)
+}
+
+/// `bytes` as the little-endian 16-bit words they hold, on a little-endian CPU when they
+/// start on a word's alignment: as [`as_floats`], one slice whose conversion vectorises.
+#[inline(always)]
+fn as_words(bytes: &[u8]) -> Option<&[u16]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: every bit pattern of two bytes is a u16, and `align_to` puts only whole words
+    // at their alignment in the middle slice.
+    let (head, words, tail) = unsafe { bytes.align_to::<u16>() };
+    (head.is_empty() && tail.is_empty()).then_some(words)
+}
+
+/// [`as_floats`] for bytes to be written.
+#[inline(always)]
+pub(super) fn as_floats_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
+    // SAFETY: as in `as_floats`; any f32 written is four bytes of the slice.
+    let (head, values, tail) = unsafe { bytes.align_to_mut::<f32>() };
+    (head.is_empty() && tail.is_empty()).then_some(values)
+}
+
 /// Sample `c` of pixel `x` of row `y` of `src` as a lane.
 #[inline(always)]
 fn read_value<T: Lane>(src: &PlaneView, y: usize, x: usize, c: usize) -> T {
@@ -294,9 +326,10 @@ fn read_value<T: Lane>(src: &PlaneView, y: usize, x: usize, c: usize) -> T {
 /// Padded positions `first ..` of row `y` of `src` as lanes in `padded` (as many positions
 /// as it holds, `channels` lanes each): the row's own samples where `xmap` reads them in
 /// place, its border samples beyond the edges. A packed row converts one slice; any other
-/// layout is read sample by sample.
+/// layout is read sample by sample. Returns whether every value written is finite (float
+/// values are checked as they are copied, saving a pass; integer samples always are).
 #[inline(always)]
-pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first: usize, padded: &mut [T]) {
+pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first: usize, padded: &mut [T]) -> bool {
     let channels = src.channels;
     let last = first + padded.len() / channels;
     // The positions that read the row in place, clipped to those asked for.
@@ -305,13 +338,23 @@ pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first:
     let end = inside.end.clamp(start, last);
     let pixels = start - inside.start..end - inside.start;
     let slots = &mut padded[(start - first) * channels..(end - first) * channels];
+    let mut finite = true;
     if src.packed() {
         let row = src.packed_row(y);
         match src.samples() {
             ViewSamples::Integer(depth) if depth.bytes() == 2 => {
                 let bytes = &row[2 * channels * pixels.start..2 * channels * pixels.end];
-                for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(2)) {
-                    *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
+                match as_words(bytes) {
+                    Some(words) => {
+                        for (value, word) in slots.iter_mut().zip(words) {
+                            *value = T::sample(*word >> depth.shift);
+                        }
+                    }
+                    None => {
+                        for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(2)) {
+                            *value = T::sample(u16::from_le_bytes([bytes[0], bytes[1]]) >> depth.shift);
+                        }
+                    }
                 }
             }
             ViewSamples::Integer(_) => {
@@ -324,9 +367,23 @@ pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first:
             }
             ViewSamples::Float32 => {
                 let bytes = &row[4 * channels * pixels.start..4 * channels * pixels.end];
-                for (value, bytes) in slots.iter_mut().zip(bytes.chunks_exact(4)) {
-                    *value = T::float(f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+                let mut copied = true;
+                match as_floats(bytes) {
+                    Some(values) => {
+                        for (slot, value) in slots.iter_mut().zip(values) {
+                            *slot = T::float(*value);
+                            copied &= value.is_finite();
+                        }
+                    }
+                    None => {
+                        for (slot, bytes) in slots.iter_mut().zip(bytes.chunks_exact(4)) {
+                            let value = f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                            *slot = T::float(value);
+                            copied &= value.is_finite();
+                        }
+                    }
                 }
+                finite = copied;
             }
         }
     } else {
@@ -335,13 +392,17 @@ pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first:
                 *value = read_value(src, y, x, c);
             }
         }
+        finite = T::all_finite(slots);
     }
     for p in (first..start).chain(end..last) {
         let x = xmap.get(p);
         for c in 0..channels {
-            padded[(p - first) * channels + c] = x.map_or(T::default(), |x| read_value(src, y, x, c));
+            let value = x.map_or(T::default(), |x| read_value(src, y, x, c));
+            finite &= value.to_f32().is_finite();
+            padded[(p - first) * channels + c] = value;
         }
     }
+    finite
 }
 
 #[cfg(test)]
