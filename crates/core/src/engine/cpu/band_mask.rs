@@ -85,6 +85,19 @@ fn tap_rows(taps: &[f32], width: usize, channels: usize, keep_zeros: bool) -> Ve
 }
 
 impl BandMask {
+    /// The multiply-adds a sample takes: a rank-one mask's row and column taps, else every
+    /// tap of both masks.
+    pub(super) fn taps_per_sample(&self) -> usize {
+        match &self.factors {
+            Some((column, row)) => column.len() + row.len(),
+            None => {
+                let count = |rows: &[Taps]| rows.iter().map(Vec::len).sum::<usize>();
+                count(&self.rows) + self.second.as_deref().map_or(0, count)
+            }
+        }
+        .max(1)
+    }
+
     /// `mask` over samples of `depth` with `channels` channels.
     pub(super) fn of(mask: &Mask, depth: SampleDepth, channels: usize) -> BandMask {
         // Integer samples and their row sums are finite: zero taps add nothing to them.

@@ -32,11 +32,12 @@ fn band_rows(height: usize, mask_height: usize) -> usize {
         .min(height.max(1))
 }
 
-/// Planes of fewer samples asked for from outside the pool are filtered on the calling
-/// thread, in one band: waking the pool's threads and waiting for them takes tens of
-/// microseconds, as long as such a plane's work (on a 2-core machine a 128 x 256 float plane
-/// through a 3x3 Sobel took 24 us this way against 40 us over the pool).
-const SAMPLES_ON_ONE_THREAD: usize = 1 << 17;
+/// Planes of less work (samples times taps) asked for from outside the pool are filtered on
+/// the calling thread, in one band: waking the pool's threads and waiting for them takes tens
+/// of microseconds, as long as such a plane's work. On a 2-core machine a 128 x 256 float
+/// plane through a 3x3 Sobel (5 taps a sample) took 24 us this way against 47 us over the
+/// pool, while a 128 x 256 x 3 image through a 5x5 Gaussian (10 taps) was as fast either way.
+const WORK_ON_ONE_THREAD: usize = 1 << 19;
 
 /// Where the results go: rows `stride` bytes apart, pixels `pixel` bytes apart within a row
 /// (each pixel's channels side by side); the bytes between them are left as they are.
@@ -53,8 +54,8 @@ pub(super) fn convolve_bands(src: &PlaneView, mask: &BandMask, border: BorderMod
     // to the pool's threads and waiting for them would cost more than its work. Inside the
     // pool (the planes of a batch side by side) bands cost no hand-off and even out the load.
     let outside_the_pool = rayon::current_thread_index().is_none();
-    let one_thread = rayon::current_num_threads() == 1
-        || (outside_the_pool && src.width * src.height * src.channels < SAMPLES_ON_ONE_THREAD);
+    let work = src.width * src.height * src.channels * mask.taps_per_sample();
+    let one_thread = rayon::current_num_threads() == 1 || (outside_the_pool && work < WORK_ON_ONE_THREAD);
     convolve_tiled(src, mask, border, out, layout, (TILE_SAMPLES, one_thread));
 }
 
