@@ -444,8 +444,9 @@ mod tests {
     }
 
     /// Rows taken in column tiles of any width, in one band on this thread or in bands over
-    /// the pool's, give the samples whole rows in one band give, byte for byte: every lane kind (f32, rank-one, gradient pairs, integer), every border, several
-    /// channels and depths, tiles narrower than the mask included.
+    /// the pool's, give the samples whole rows in one band give, byte for byte: every lane
+    /// kind (f32, rank-one, gradient pairs, integer), every border, several channels and
+    /// depths, tiles narrower than the mask included.
     #[test]
     fn column_tiles_give_the_samples_of_whole_rows_bit_for_bit() {
         let specs = [
