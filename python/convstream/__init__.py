@@ -22,7 +22,7 @@ Errors: a bad mask, border, device or argument raises ``ValueError`` with the me
 :class:`GpuUnavailableError` with the CLI's message.
 """
 
-# One module at some length (about 770 lines, most of them docstrings): the public API is one
+# One module at some length (about 1,000 lines, most of them docstrings): the public API is one
 # namespace, and its array checks, NumPy/CuPy/torch handling and video iterator share helpers.
 
 from __future__ import annotations
