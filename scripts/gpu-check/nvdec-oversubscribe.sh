@@ -8,16 +8,37 @@
 #
 #   scripts/gpu-check.sh nvdec-oversubscribe --make-clip FILE [FRAMES]   make a 1080p25 H.264 clip of FRAMES
 #                                                                        (default 250; the host soaks loop one of 100,
-#                                                                        4 s), needs the ffmpeg CLI
+#                                                                        4 s), needs an ffmpeg CLI with libx264 ($FFMPEG,
+#                                                                        else ffmpeg): FFmpeg's testsrc2 pattern, or,
+#                                                                        from a CLI without lavfi (the portable build),
+#                                                                        moving stripes written by Python with NumPy
 #   scripts/gpu-check.sh nvdec-oversubscribe DIST CLIP [COUNT]           run COUNT (default 96) paced NVDEC pipelines
 #
 # Results go to $OUT (or ./oversubscribe-results): oversubscribe.log and states.json.
 set -uo pipefail
 
 if [[ ${1:-} == --make-clip ]]; then
-    ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v "${3:-250}" \
-        -c:v libx264 -preset ultrafast -crf 30 -g 50 -pix_fmt yuv420p "${2:?usage: $0 --make-clip FILE}"
-    ls -l "$2"
+    clip="${2:?usage: $0 --make-clip FILE [FRAMES]}" frames="${3:-250}" ffmpeg="${FFMPEG:-ffmpeg}"
+    encode=(-c:v libx264 -preset ultrafast -crf 30 -g 50 -pix_fmt yuv420p "$clip")
+    if "$ffmpeg" -hide_banner -formats 2>/dev/null | grep -qw lavfi; then
+        "$ffmpeg" -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v "$frames" \
+            "${encode[@]}" || exit 1
+    else
+        # Diagonal gradients with stripes that move a frame at a time, as raw YUV4MPEG frames.
+        python3 - "$frames" <<'EOF' | "$ffmpeg" -hide_banner -loglevel error -y -f yuv4mpegpipe -i - "${encode[@]}" || exit 1
+import sys
+import numpy as np
+w, h, n = 1920, 1080, int(sys.argv[1])
+y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+out = sys.stdout.buffer
+out.write(f"YUV4MPEG2 W{w} H{h} F25:1 Ip A1:1 C420jpeg\n".encode())
+for i in range(n):
+    luma = ((x * 0.7 + y * 0.3 + i * 8) % 256).astype(np.uint8)
+    luma[(y.astype(int) // 60 + i) % 2 == 0] ^= 0x3F
+    out.write(b"FRAME\n" + luma.tobytes() + np.full(w * h // 2, 128 + i % 32, np.uint8).tobytes())
+EOF
+    fi
+    ls -l "$clip"
     exit 0
 fi
 
