@@ -425,7 +425,12 @@ impl NativeFilter {
             .map(|(from, to)| (to.address, to.address + extent(to, from.channels)))
             .collect();
         spans.sort_unstable();
-        if spans.windows(2).all(|pair| pair[0].1 <= pair[1].0) {
+        if let [place] = planes.places.as_slice() {
+            // One place is filtered from this thread: the band loops decide whether its
+            // bands go to the pool (a small plane's stay here, where a hop to the pool and
+            // back would cost more than its work).
+            filter_one(place)
+        } else if spans.windows(2).all(|pair| pair[0].1 <= pair[1].0) {
             planes.places.par_iter().try_for_each(filter_one)
         } else {
             planes.places.iter().try_for_each(filter_one)

@@ -10,8 +10,10 @@
 //! `MemoryError` instead of ending the process.
 
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 /// How an array's samples are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,34 +63,38 @@ struct HostArray {
 
 impl HostArray {
     /// The array `array`, passed as the argument `name`.
-    fn of(array: &Bound<'_, PyAny>, name: &str) -> PyResult<HostArray> {
-        let ndarray = array.py().import("numpy")?.getattr("ndarray")?;
-        if !array.get_type().is(&ndarray) {
+    fn of<'py>(array: &Bound<'py, PyAny>, name: &str) -> PyResult<HostArray> {
+        // NumPy's type, looked up once: importing the module on every call took a fifth of a
+        // small array's call.
+        static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+        let py = array.py();
+        let ndarray = NDARRAY.import(py, "numpy", "ndarray")?;
+        if !array.get_type().is(ndarray) {
             return Err(PyTypeError::new_err(format!(
                 "{name}: takes a numpy.ndarray, not {}",
                 array.get_type().name()?
             )));
         }
-        let interface = array.getattr("__array_interface__")?;
+        let interface = array.getattr(intern!(py, "__array_interface__"))?;
         let interface = interface.cast::<PyDict>()?;
-        let item = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        let item = |key: &Bound<'py, PyString>| -> PyResult<Bound<'py, PyAny>> {
             interface
                 .get_item(key)?
                 .ok_or_else(|| PyValueError::new_err(format!("{name}: its __array_interface__ lacks {key:?}")))
         };
-        let typestr: String = item("typestr")?.extract()?;
+        let typestr: String = item(intern!(py, "typestr"))?.extract()?;
         let samples = Samples::of_typestr(&typestr).ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "{name}: takes native-order uint8, uint16 or float32 samples, not {typestr}"
             ))
         })?;
-        let data = item("data")?;
+        let data = item(intern!(py, "data"))?;
         let data = data.cast::<PyTuple>()?;
         let (address, readonly): (usize, bool) = data.extract()?;
-        let shape: Vec<usize> = item("shape")?.extract()?;
+        let shape: Vec<usize> = item(intern!(py, "shape"))?.extract()?;
         let too_large = || PyValueError::new_err(format!("{name}: shape {shape:?} is larger than memory"));
         // No strides: C-contiguous, each dimension's stride the product of those after it.
-        let strides: Vec<isize> = match item("strides")? {
+        let strides: Vec<isize> = match item(intern!(py, "strides"))? {
             given if given.is_none() => {
                 let mut strides = vec![0isize; shape.len()];
                 let mut step = samples.bytes();
