@@ -1,5 +1,6 @@
 //! Every CPU convolution ([`convolve_bands`]): the output rows are shared out over the cores
-//! in bands, and each band takes its source rows one at a time (those the mask reaches above
+//! in bands (a small plane asked for from outside rayon's pool is one band on the calling
+//! thread, [`WORK_ON_ONE_THREAD`]), and each band takes its source rows one at a time (those the mask reaches above
 //! and below it too), converts them into a ring of the last few rows in lanes of its own
 //! (`lanes.rs`; for a rank-one mask, row-filtered into the ring), sums each output row's taps
 //! over the ring once it holds them, and finishes the row (`finish::write_row`: divisor, bias,
