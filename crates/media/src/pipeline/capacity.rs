@@ -25,18 +25,14 @@ pub fn pooled_frames(settings: &PipelineSettings) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use convstream_config::{ConfigFile, NO_OUTPUT_CHECK};
+    use crate::pipeline::test_config::one_pipeline;
 
     #[test]
     fn pinned_frames_cap_the_frame_pool() {
         let pool_for = |filter: &str| {
-            let text = format!(
+            super::pooled_frames(&one_pipeline(&format!(
                 "[[pipeline]]\nname = \"cam1\"\n[pipeline.source]\nurl = \"in.mp4\"\n[pipeline.sink]\nurl = \"out.mp4\"\n[pipeline.filter]\n{filter}\n"
-            );
-            let settings = ConfigFile::parse(&text, "test.toml", NO_OUTPUT_CHECK)
-                .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
-                .unwrap();
-            super::pooled_frames(&settings.pipelines[0])
+            )))
         };
         // Two queues of 8, 4 streams x 2 frames, 3 more, and the decoder's 32 pictures.
         assert_eq!(pool_for(""), 59);

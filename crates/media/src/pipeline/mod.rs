@@ -27,6 +27,9 @@ pub mod snapshot;
 mod start_gate;
 mod threads;
 
+#[cfg(test)]
+mod test_config;
+
 pub use after_stage::AfterFilters;
 pub use capacity::pooled_frames;
 pub use decode_only::{decode_only, decode_only_on};

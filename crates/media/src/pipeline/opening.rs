@@ -467,18 +467,14 @@ fn open_sink(
 
 #[cfg(test)]
 mod tests {
-    use convstream_config::{ConfigFile, NO_OUTPUT_CHECK};
+    use crate::pipeline::test_config::one_pipeline;
 
     #[test]
     fn only_inputs_that_come_at_their_pace_are_latency_bound() {
         let latency_bound = |source: &str| {
-            let text = format!(
+            super::low_latency(&one_pipeline(&format!(
                 "[[pipeline]]\nname = \"cam1\"\n[pipeline.source]\n{source}\n[pipeline.sink]\nurl = \"null\"\n"
-            );
-            let settings = ConfigFile::parse(&text, "test.toml", NO_OUTPUT_CHECK)
-                .and_then(|config| config.validate(None, NO_OUTPUT_CHECK))
-                .unwrap();
-            super::low_latency(&settings.pipelines[0])
+            )))
         };
         assert!(!latency_bound("url = \"in.mp4\""), "a file read as fast as it decodes");
         assert!(
