@@ -1,10 +1,12 @@
-//! Whole-number masks, which the CPU engine sums in integer lanes (16-bit, or 32-bit where a
-//! partial sum could pass 16 bits) with their zero taps left out and a rank-one matrix in two
-//! passes, against the oracle's f32 sums in the kernels' order: bit for bit, on random
-//! matrices (sparse, rank-one, gradient magnitudes) whose sums reach either side of the 16-bit
-//! and 2^24 bounds, with and without a divisor and a bias, at 8, 10 and 16 bits, 1 to 3
-//! channels, every border mode, planes smaller and larger than the mask. A mask the engine
-//! sums in f32 because its sums could pass 2^24 is held to the same oracle.
+//! Masks of whole numbers, and of whole numbers over one power of two (OpenCV's small
+//! Gaussians), which the CPU engine sums in integer lanes (16-bit, unsigned 16-bit for taps
+//! of one sign, or 32-bit where a partial sum could pass 16 bits) with their zero taps left
+//! out and a rank-one matrix in two passes, against the oracle's f32 sums in the kernels'
+//! order: bit for bit, on random matrices (sparse, rank-one, of one sign, gradient
+//! magnitudes) whose sums reach either side of the 16-bit and 2^24 bounds, with and without a
+//! divisor and a bias, at 8, 10 and 16 bits, 1 to 3 channels, every border mode, planes
+//! smaller and larger than the mask. A mask the engine sums in f32 because its sums could pass
+//! 2^24 is held to the same oracle.
 //!
 //! Runs with a fixed seed and one from the clock; a failure prints the seed, and
 //! `CONVSTREAM_TEST_SEED=N` replays it.
@@ -22,24 +24,28 @@ use convstream_testkit::random::{clock_seed, replayed_seed};
 
 const FIXED_SEED: u64 = 0x000b_01e5_a1e5;
 
-/// A matrix as a SPEC's `[[a,b],[c,d]]`.
-fn matrix(rows: &[Vec<i64>]) -> String {
+/// A matrix divided by `2^bits` as a SPEC's `[[a,b],[c,d]]` (each tap printed exactly).
+fn matrix(rows: &[Vec<i64>], bits: u32) -> String {
+    let scale = f64::from(1u32 << bits);
+    let tap = |k: &i64| (*k as f64 / scale).to_string();
     let rows: Vec<String> = rows
         .iter()
-        .map(|row| format!("[{}]", row.iter().map(i64::to_string).collect::<Vec<_>>().join(",")))
+        .map(|row| format!("[{}]", row.iter().map(tap).collect::<Vec<_>>().join(",")))
         .collect();
     format!("[{}]", rows.join(","))
 }
 
-/// A random whole-number matrix of odd sides up to 7: taps within ±`largest`, about half of
-/// them 0, or (one time in three) the outer product of two whole vectors.
+/// A random whole-number matrix of odd sides up to 7: taps within ±`largest` (one time in
+/// three none below zero), about half of them 0, or (one time in three) the outer product of
+/// two whole vectors.
 fn random_matrix(rng: &mut StdRng, largest: i64) -> Vec<Vec<i64>> {
     let (height, width) = (2 * rng.gen_range(0..4) + 1, 2 * rng.gen_range(0..4) + 1);
+    let lowest = if rng.gen_range(0..3) == 0 { 0 } else { -largest };
     let tap = |rng: &mut StdRng, largest: i64| {
         if rng.gen_bool(0.5) {
             0
         } else {
-            rng.gen_range(-largest..=largest)
+            rng.gen_range(lowest.max(-largest)..=largest)
         }
     };
     if rng.gen_range(0..3) == 0 {
@@ -54,10 +60,11 @@ fn random_matrix(rng: &mut StdRng, largest: i64) -> Vec<Vec<i64>> {
     }
 }
 
-/// A random SPEC for a whole-number matrix: a divisor or none, a bias (whole or not), and one
-/// time in five a gradient magnitude's two matrices (3x3, as `sobel`'s).
+/// A random SPEC for a whole-number matrix, one time in two divided by a power of two up to
+/// 2^10: a divisor or none, a bias (whole or not).
 fn random_spec(rng: &mut StdRng, largest: i64) -> String {
-    let mut spec = format!("custom:matrix={}", matrix(&random_matrix(rng, largest)));
+    let bits = if rng.gen_bool(0.5) { rng.gen_range(1..=10) } else { 0 };
+    let mut spec = format!("custom:matrix={}", matrix(&random_matrix(rng, largest), bits));
     if rng.gen_bool(0.5) {
         spec.push_str(&format!(",divisor={}", rng.gen_range(2..=64)));
     }
@@ -128,8 +135,19 @@ fn whole_number_masks_in_integer_lanes_equal_the_oracle_bit_for_bit() {
             }
             cases += 1;
         }
-        // Gradient magnitudes of whole matrices: two exact sums, then sqrt(fma(a, a, b * b)).
-        for spec in ["sobel", "prewitt", "sobel:divisor=4,bias=3", "prewitt:divisor=3"] {
+        // Gradient magnitudes of whole matrices: two exact sums, then sqrt(fma(a, a, b * b));
+        // OpenCV's small Gaussians (whole numbers over 4 to 256).
+        let presets = [
+            "sobel",
+            "prewitt",
+            "sobel:divisor=4,bias=3",
+            "prewitt:divisor=3",
+            "gaussian:size=3",
+            "gaussian:size=5",
+            "gaussian:size=7",
+            "gaussian:size=9",
+        ];
+        for spec in presets {
             let mask = Mask::from_spec(spec).expect("a gradient magnitude");
             for depth in depths {
                 assert_matches_oracle(rng, &mask, spec, depth);

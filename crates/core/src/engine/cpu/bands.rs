@@ -74,6 +74,7 @@ fn convolve_tiled(
     let bands = (tile, one_thread);
     match mask.lanes {
         Lanes::I16 => convolve_lanes::<i16>(src, mask, border, out, layout, bands),
+        Lanes::U16 => convolve_lanes::<u16>(src, mask, border, out, layout, bands),
         Lanes::I32 => convolve_lanes::<i32>(src, mask, border, out, layout, bands),
         Lanes::F32 => convolve_lanes::<f32>(src, mask, border, out, layout, bands),
     }
@@ -384,38 +385,63 @@ fn finish_into<T: Lane>(
 /// One row of sums (and a gradient magnitude's second sums) written as samples.
 #[inline(always)]
 fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &BandMask, floats: &mut Vec<f32>) {
-    let depth = mask.finish.depth;
     if let Some(bias) = mask.integer_bias {
-        let max = depth.max_value() as i32;
-        if depth.bytes() == 1 {
-            for (o, s) in out.iter_mut().zip(sums) {
-                *o = (s.get() + bias).clamp(0, max) as u8;
-            }
-        } else {
-            for (o, s) in out.chunks_exact_mut(2).zip(sums) {
-                let sample = ((s.get() + bias).clamp(0, max) as u16) << depth.shift;
-                o.copy_from_slice(&sample.to_le_bytes());
-            }
-        }
-        return;
+        return finish_in_integers(out, sums, bias, mask);
     }
     if let (None, Some(sums)) = (second, T::as_floats(sums)) {
         return write_row(out, sums, mask.finish);
     }
+    // Integer lanes' sums as the f32 sums they are: times 2^-scale_bits, exact.
+    let scale = 1.0 / (1u32 << mask.scale_bits) as f32;
     floats.resize(sums.len(), 0.0);
     match second {
         Some(second) => {
             for ((f, a), b) in floats.iter_mut().zip(sums).zip(second) {
-                *f = magnitude(a.to_f32(), b.to_f32());
+                *f = magnitude(a.to_f32() * scale, b.to_f32() * scale);
             }
         }
         None => {
             for (f, s) in floats.iter_mut().zip(sums) {
-                *f = s.to_f32();
+                *f = s.to_f32() * scale;
             }
         }
     }
     write_row(out, floats, mask.finish);
+}
+
+/// Exact sums finished in integers: `round((sum + bias) / 2^scale_bits)`, half away from
+/// zero, clamped; the f32 finish's samples, since `sum + bias` is exact in f32 (within 2^24,
+/// checked in `band_mask.rs`) and dividing by a power of two is exact.
+#[inline(always)]
+fn finish_in_integers<T: Lane>(out: &mut [u8], sums: &[T], bias: i32, mask: &BandMask) {
+    let depth = mask.finish.depth;
+    let max = depth.max_value() as i32;
+    let shift = mask.scale_bits;
+    let half = (1i32 << shift) >> 1;
+    let sample = |s: T| {
+        let total = s.get() + bias;
+        let rounded = (total.abs() + half) >> shift;
+        (if total < 0 { -rounded } else { rounded }).clamp(0, max)
+    };
+    match (depth.bytes(), shift) {
+        // The plain sum, without the rounding's steps, so this loop stays as short as it was.
+        (1, 0) => {
+            for (o, s) in out.iter_mut().zip(sums) {
+                *o = (s.get() + bias).clamp(0, max) as u8;
+            }
+        }
+        (1, _) => {
+            for (o, s) in out.iter_mut().zip(sums) {
+                *o = sample(*s) as u8;
+            }
+        }
+        _ => {
+            for (o, s) in out.chunks_exact_mut(2).zip(sums) {
+                let value = (sample(*s) as u16) << depth.shift;
+                o.copy_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

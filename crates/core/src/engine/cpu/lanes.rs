@@ -1,4 +1,4 @@
-//! The lanes the band loops sum in ([`Lane`]: i16 and i32 for exact sums, f32 with one fused
+//! The lanes the band loops sum in ([`Lane`]: i16, u16 and i32 for exact sums, f32 with one fused
 //! multiply-add per tap), their inner loop ([`sum_blocked`]: blocks of outputs held in
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
@@ -23,7 +23,7 @@ pub(super) struct BandBuffers<T> {
     pub(super) finite: Vec<bool>,
 }
 
-/// The lanes sums are made in: i16 or i32 (exact sums) or f32.
+/// The lanes sums are made in: i16, u16 or i32 (exact sums) or f32.
 pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     /// A sample's value.
     fn sample(value: u16) -> Self;
@@ -94,6 +94,44 @@ impl Lane for i16 {
     }
     fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i16>) -> R) -> R {
         with_thread_buffers!(i16, work)
+    }
+}
+
+/// Exact sums of taps none of which is below zero, up to 65,535 (see `band_mask.rs`).
+impl Lane for u16 {
+    #[inline(always)]
+    fn sample(value: u16) -> u16 {
+        value
+    }
+    #[inline(always)]
+    fn float(value: f32) -> u16 {
+        value as u16
+    }
+    #[inline(always)]
+    fn tap(weight: f32) -> u16 {
+        weight as u16
+    }
+    #[inline(always)]
+    fn add_product(self, weight: u16, value: u16) -> u16 {
+        // Never wraps: the mask's partial sums were bounded before these lanes were chosen.
+        self.wrapping_add(weight.wrapping_mul(value))
+    }
+    #[inline(always)]
+    fn get(self) -> i32 {
+        i32::from(self)
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+    fn as_floats(_sums: &[u16]) -> Option<&[f32]> {
+        None
+    }
+    fn all_finite(_values: &[u16]) -> bool {
+        true
+    }
+    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<u16>) -> R) -> R {
+        with_thread_buffers!(u16, work)
     }
 }
 
