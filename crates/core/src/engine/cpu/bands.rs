@@ -410,36 +410,26 @@ fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &
 }
 
 /// Exact sums finished in integers: `round((sum + bias) / 2^scale_bits)`, half away from
-/// zero, clamped; the f32 finish's samples, since `sum + bias` is exact in f32 (within 2^24,
-/// checked in `band_mask.rs`) and dividing by a power of two is exact.
+/// zero, clamped (with `scale_bits` 0, `clamp(sum + bias)`); the f32 finish's samples, since
+/// `sum + bias` is exact in f32 (within 2^24, checked in `band_mask.rs`) and dividing by a
+/// power of two is exact.
 #[inline(always)]
 fn finish_in_integers<T: Lane>(out: &mut [u8], sums: &[T], bias: i32, mask: &BandMask) {
     let depth = mask.finish.depth;
     let max = depth.max_value() as i32;
     let shift = mask.scale_bits;
     let half = (1i32 << shift) >> 1;
-    let sample = |s: T| {
-        let total = s.get() + bias;
-        let rounded = (total.abs() + half) >> shift;
-        (if total < 0 { -rounded } else { rounded }).clamp(0, max)
-    };
-    match (depth.bytes(), shift) {
-        // The plain sum, without the rounding's steps, so this loop stays as short as it was.
-        (1, 0) => {
-            for (o, s) in out.iter_mut().zip(sums) {
-                *o = (s.get() + bias).clamp(0, max) as u8;
-            }
+    // A total below zero rounds to 0 or below, which the clamp makes 0: so it is taken as 0,
+    // and what is left rounds half up, as half away from zero does above zero.
+    let sample = |s: T| ((s.get() + bias).max(0) + half) >> shift;
+    if depth.bytes() == 1 {
+        for (o, s) in out.iter_mut().zip(sums) {
+            *o = sample(*s).min(max) as u8;
         }
-        (1, _) => {
-            for (o, s) in out.iter_mut().zip(sums) {
-                *o = sample(*s) as u8;
-            }
-        }
-        _ => {
-            for (o, s) in out.chunks_exact_mut(2).zip(sums) {
-                let value = (sample(*s) as u16) << depth.shift;
-                o.copy_from_slice(&value.to_le_bytes());
-            }
+    } else {
+        for (o, s) in out.chunks_exact_mut(2).zip(sums) {
+            let value = (sample(*s).min(max) as u16) << depth.shift;
+            o.copy_from_slice(&value.to_le_bytes());
         }
     }
 }
