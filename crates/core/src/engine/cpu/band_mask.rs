@@ -13,9 +13,9 @@
 //! whole numbers `k` (16-bit when every partial sum fits, unsigned where no tap is below
 //! zero, else 32-bit; taps over a power of two only where 16 bits do), zero taps left out, a
 //! rank-one mask as two passes when that is less work; the sum `S` in lanes is the f32 sum
-//! `S / 2^m` (`BandMask::scale_bits`). Where
-//! finishing is `round(S / 2^m + bias)` with nothing else to round (no divisor, no FFmpeg
-//! arithmetic, no magnitude, a bias that is a whole number of `2^-m`), it is done in integers.
+//! `S / 2^m` (`BandMask::scale_bits`). Where finishing is `round(S / 2^m + bias)` with
+//! nothing else to round (no divisor, no FFmpeg arithmetic, no magnitude, a bias that is a
+//! whole number of `2^-m`), it is done in integers.
 
 use super::finish::Finish;
 use crate::frame::SampleDepth;
