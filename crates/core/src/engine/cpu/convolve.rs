@@ -177,6 +177,38 @@ mod tests {
         }
     }
 
+    /// Taps over a power of two summed in integers round exact halves away from zero, as
+    /// the f32 sums do: one sample of 8 among zeros through OpenCV's 3x3 Gaussian (taps of
+    /// 1, 2 and 4 sixteenths) gives 0.5 on the diagonals (1), 1 beside it and 2 on it; with a
+    /// bias of -1.5, 0.5 on it (1), -0.5 beside it (0 after the clamp) and -1 on the diagonals.
+    #[test]
+    fn exact_halves_of_taps_over_a_power_of_two_round_away_from_zero() {
+        let mut plane = Plane::new(PlaneShape::eight_bit(5, 5, 1));
+        plane.data[2 * 5 + 2] = 8;
+        let blur = convolve_plane(
+            &plane,
+            &Mask::from_spec("gaussian:size=3").unwrap(),
+            BorderMode::Constant,
+        );
+        let expected: Vec<u8> = [
+            [0, 0, 0, 0, 0],
+            [0, 1, 1, 1, 0],
+            [0, 1, 2, 1, 0],
+            [0, 1, 1, 1, 0],
+            [0, 0, 0, 0, 0],
+        ]
+        .concat();
+        assert_eq!(blur.data.to_vec(), expected);
+        let biased = convolve_plane(
+            &plane,
+            &Mask::from_spec("gaussian:size=3,bias=-1.5").unwrap(),
+            BorderMode::Constant,
+        );
+        let mut centre = vec![0u8; 25];
+        centre[2 * 5 + 2] = 1;
+        assert_eq!(biased.data.to_vec(), centre);
+    }
+
     /// Samples spread over 0..=255, the same every run.
     fn noise(len: usize, seed: u64) -> Vec<u8> {
         let mut state = seed | 1;
