@@ -61,115 +61,52 @@ macro_rules! with_thread_buffers {
     }};
 }
 
-impl Lane for i16 {
-    #[inline(always)]
-    fn sample(value: u16) -> i16 {
-        value as i16
-    }
-    #[inline(always)]
-    fn float(value: f32) -> i16 {
-        value as i16
-    }
-    #[inline(always)]
-    fn tap(weight: f32) -> i16 {
-        weight as i16
-    }
-    #[inline(always)]
-    fn add_product(self, weight: i16, value: i16) -> i16 {
-        self + weight * value
-    }
-    #[inline(always)]
-    fn get(self) -> i32 {
-        i32::from(self)
-    }
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        f32::from(self)
-    }
-    fn as_floats(_sums: &[i16]) -> Option<&[f32]> {
-        None
-    }
-    fn all_finite(_values: &[i16]) -> bool {
-        true
-    }
-    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i16>) -> R) -> R {
-        with_thread_buffers!(i16, work)
-    }
+/// The integer lanes, whose sums are exact (see `band_mask.rs`): i16, u16 (taps none of which
+/// is below zero, sums up to 65,535) and i32. The arithmetic wraps, which it never does: the
+/// mask's partial sums were bounded before its lanes were chosen.
+macro_rules! integer_lane {
+    ($lane:ty) => {
+        impl Lane for $lane {
+            #[inline(always)]
+            fn sample(value: u16) -> $lane {
+                value as $lane
+            }
+            #[inline(always)]
+            fn float(value: f32) -> $lane {
+                value as $lane
+            }
+            #[inline(always)]
+            fn tap(weight: f32) -> $lane {
+                weight as $lane
+            }
+            #[inline(always)]
+            fn add_product(self, weight: $lane, value: $lane) -> $lane {
+                self.wrapping_add(weight.wrapping_mul(value))
+            }
+            #[inline(always)]
+            fn get(self) -> i32 {
+                self as i32
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            fn as_floats(_sums: &[$lane]) -> Option<&[f32]> {
+                None
+            }
+            fn all_finite(_values: &[$lane]) -> bool {
+                true
+            }
+            fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<$lane>) -> R) -> R {
+                with_thread_buffers!($lane, work)
+            }
+        }
+    };
 }
 
-/// Exact sums of taps none of which is below zero, up to 65,535 (see `band_mask.rs`).
-impl Lane for u16 {
-    #[inline(always)]
-    fn sample(value: u16) -> u16 {
-        value
-    }
-    #[inline(always)]
-    fn float(value: f32) -> u16 {
-        value as u16
-    }
-    #[inline(always)]
-    fn tap(weight: f32) -> u16 {
-        weight as u16
-    }
-    #[inline(always)]
-    fn add_product(self, weight: u16, value: u16) -> u16 {
-        // Never wraps: the mask's partial sums were bounded before these lanes were chosen.
-        self.wrapping_add(weight.wrapping_mul(value))
-    }
-    #[inline(always)]
-    fn get(self) -> i32 {
-        i32::from(self)
-    }
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        f32::from(self)
-    }
-    fn as_floats(_sums: &[u16]) -> Option<&[f32]> {
-        None
-    }
-    fn all_finite(_values: &[u16]) -> bool {
-        true
-    }
-    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<u16>) -> R) -> R {
-        with_thread_buffers!(u16, work)
-    }
-}
-
-impl Lane for i32 {
-    #[inline(always)]
-    fn sample(value: u16) -> i32 {
-        i32::from(value)
-    }
-    #[inline(always)]
-    fn float(value: f32) -> i32 {
-        value as i32
-    }
-    #[inline(always)]
-    fn tap(weight: f32) -> i32 {
-        weight as i32
-    }
-    #[inline(always)]
-    fn add_product(self, weight: i32, value: i32) -> i32 {
-        self + weight * value
-    }
-    #[inline(always)]
-    fn get(self) -> i32 {
-        self
-    }
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        self as f32
-    }
-    fn as_floats(_sums: &[i32]) -> Option<&[f32]> {
-        None
-    }
-    fn all_finite(_values: &[i32]) -> bool {
-        true
-    }
-    fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<i32>) -> R) -> R {
-        with_thread_buffers!(i32, work)
-    }
-}
+integer_lane!(i16);
+integer_lane!(u16);
+integer_lane!(i32);
 
 impl Lane for f32 {
     #[inline(always)]
