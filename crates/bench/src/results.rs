@@ -40,6 +40,14 @@ pub struct KernelRow {
     pub median_us: f64,
     pub p10_us: f64,
     pub p90_us: f64,
+    /// The median time per kernel with launches queued back to back (GPU rows): the kernel
+    /// without the launch and event costs that one launch between its own events carries.
+    #[serde(default)]
+    pub queued_us: Option<f64>,
+    /// Bytes read and written once each (the plane in, the plane out) over
+    /// [`KernelRow::queued_us`], in GB/s: the memory traffic the kernel cannot do without.
+    #[serde(default)]
+    pub queued_gbytes_per_s: Option<f64>,
     pub gpixels_per_s: f64,
     /// 2 x multiply-adds per pixel x pixels / time, in GFLOP/s.
     #[serde(default)]

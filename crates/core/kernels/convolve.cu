@@ -281,3 +281,189 @@ extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src
 #endif
     sample_row(dst, g.dst_pitch, row)[col] = to_sample(acc, g.bias);
 }
+
+// Small masks (up to 5x5, at most 4 samples of halo a side) on 8-bit integer planes, from
+// registers: no shared tile and no barrier. For such masks the plane's bytes set the time, not
+// the taps, and the tiled kernels' float copy of the tile in shared memory costs more than the
+// reuse it buys. Each thread reads the PX samples of every source row its PY output rows
+// touch straight from global memory, with the aligned word left and right of them for the
+// halo (a neighbour's, so an L1 hit), and adds the taps in the tiled kernels' order: the same
+// sums to the bit. Rows that are not aligned are read a byte at a time, and the threads whose
+// words cross the plane's left or right edge sample by sample with the border applied.
+#if SAMPLE_FLOAT == 0 && SAMPLE_BITS == 8 && SAMPLE_SHIFT == 0 && !MAGNITUDE && MASK_W <= 5 && MASK_H <= 5 && \
+    HALO_LEFT <= 4
+#define SMALL_WORDS (PX / 4 + 2)  // the word left of the PX samples, theirs, the word right
+#define SMALL_LEN (4 * SMALL_WORDS)
+// Bytes of the widest aligned load that covers whole groups of a thread's words.
+#define SMALL_VECTOR (PX % 16 == 0 ? 16 : PX % 8 == 0 ? 8 : 4)
+
+// Where a thread's words lie: `inside` when they and their neighbours' lie within every row of
+// a plane whose pixels are packed (no border to apply across); `aligned` when, besides, the
+// source rows allow the widest loads.
+struct SmallPlace {
+    bool inside;
+    bool aligned;
+};
+__device__ __forceinline__ SmallPlace small_place(const unsigned char* src, const PlaneGeometry& g, int col) {
+    const bool inside = g.src_pixel == 0 && col >= 4 && col + PX + 4 <= g.width * CH;
+    return {inside, inside && ((((size_t)src) | (size_t)g.src_pitch) & (SMALL_VECTOR - 1)) == 0};
+}
+
+// Whether a thread's outputs are whole aligned words inside the plane's rows.
+__device__ __forceinline__ bool small_store_aligned(const unsigned char* dst, const PlaneGeometry& g, int col) {
+    return col + PX <= g.width * CH && ((((size_t)dst) | (size_t)g.dst_pitch) & (SMALL_VECTOR - 1)) == 0;
+}
+
+// The words of source row `row` (mapped by the border) around columns col - 4 .. col + PX + 3:
+// aligned vector loads, byte loads inside an unaligned row, or sample by sample with the
+// border applied at the plane's left and right edges.
+__device__ __forceinline__ void small_row(unsigned int (&w)[SMALL_WORDS], const unsigned char* __restrict__ src,
+                                          const PlaneGeometry& g, int row, int col, SmallPlace place) {
+    const int y = map_index(row, g.height);
+    if (y < 0) {  // outside the plane with a constant border: zeros
+#pragma unroll
+        for (int k = 0; k < SMALL_WORDS; ++k) w[k] = 0u;
+    } else if (place.aligned) {
+        const unsigned int* p = reinterpret_cast<const unsigned int*>(sample_row(src, g.src_pitch, y) + col);
+        w[0] = __ldg(p - 1);
+#if SMALL_VECTOR == 16
+#pragma unroll
+        for (int q = 0; q < PX / 16; ++q) {
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + q);
+            w[1 + 4 * q] = v.x;
+            w[2 + 4 * q] = v.y;
+            w[3 + 4 * q] = v.z;
+            w[4 + 4 * q] = v.w;
+        }
+#elif SMALL_VECTOR == 8
+#pragma unroll
+        for (int q = 0; q < PX / 8; ++q) {
+            const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + q);
+            w[1 + 2 * q] = v.x;
+            w[2 + 2 * q] = v.y;
+        }
+#else
+#pragma unroll
+        for (int q = 0; q < PX / 4; ++q) w[1 + q] = __ldg(p + q);
+#endif
+        w[SMALL_WORDS - 1] = __ldg(p + PX / 4);
+    } else if (place.inside) {
+        const unsigned char* p = sample_row(src, g.src_pitch, y) + col - 4;
+#pragma unroll
+        for (int k = 0; k < SMALL_WORDS; ++k) {
+            w[k] = (unsigned int)__ldg(p + 4 * k) | ((unsigned int)__ldg(p + 4 * k + 1) << 8) |
+                   ((unsigned int)__ldg(p + 4 * k + 2) << 16) | ((unsigned int)__ldg(p + 4 * k + 3) << 24);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < SMALL_WORDS; ++k) {
+            const int c = col - 4 + 4 * k;
+            w[k] = (unsigned int)sample(src, g, row, c) | ((unsigned int)sample(src, g, row, c + 1) << 8) |
+                   ((unsigned int)sample(src, g, row, c + 2) << 16) | ((unsigned int)sample(src, g, row, c + 3) << 24);
+        }
+    }
+}
+
+// The words' samples as floats, in order.
+__device__ __forceinline__ void small_floats(float (&v)[SMALL_LEN], const unsigned int (&w)[SMALL_WORDS]) {
+#pragma unroll
+    for (int k = 0; k < SMALL_WORDS; ++k) {
+        v[4 * k] = (float)(w[k] & 0xffu);
+        v[4 * k + 1] = (float)((w[k] >> 8) & 0xffu);
+        v[4 * k + 2] = (float)((w[k] >> 16) & 0xffu);
+        v[4 * k + 3] = (float)(w[k] >> 24);
+    }
+}
+
+// Writes a thread's PY x PX outputs: aligned vector stores where they are whole words inside
+// the plane, else as the tiled kernels store.
+__device__ __forceinline__ void small_store(unsigned char* __restrict__ dst, const PlaneGeometry& g,
+                                            const float (&acc)[PY][PX], int row, int col) {
+    if (!small_store_aligned(dst, g, col)) {
+        store_outputs(dst, g, acc, row, col);
+        return;
+    }
+#pragma unroll
+    for (int py = 0; py < PY; ++py) {
+        if (row + py >= g.height) return;
+        unsigned int words[PX / 4];
+#pragma unroll
+        for (int q = 0; q < PX / 4; ++q) {
+            words[q] = pack_samples(acc[py][4 * q], acc[py][4 * q + 1], acc[py][4 * q + 2], acc[py][4 * q + 3], g.bias);
+        }
+        unsigned int* out = reinterpret_cast<unsigned int*>(sample_row(dst, g.dst_pitch, row + py) + col);
+#if SMALL_VECTOR == 16
+#pragma unroll
+        for (int q = 0; q < PX / 16; ++q) {
+            reinterpret_cast<uint4*>(out)[q] = make_uint4(words[4 * q], words[4 * q + 1], words[4 * q + 2], words[4 * q + 3]);
+        }
+#elif SMALL_VECTOR == 8
+#pragma unroll
+        for (int q = 0; q < PX / 8; ++q) reinterpret_cast<uint2*>(out)[q] = make_uint2(words[2 * q], words[2 * q + 1]);
+#else
+#pragma unroll
+        for (int q = 0; q < PX / 4; ++q) out[q] = words[q];
+#endif
+    }
+}
+
+// Dense arithmetic: for output row py, source row r carries mask row r - py, as in
+// convolve_dense, so each sum adds its taps in the same order.
+extern "C" __global__ void KERNEL_BOUNDS
+    convolve_small_dense(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    BATCH_PLANE(src, dst, g);
+    const int col = (blockIdx.x * BLOCK_X + threadIdx.x) * PX;
+    const int row = (blockIdx.y * BLOCK_Y + threadIdx.y) * PY;
+    if (col >= g.width * CH || row >= g.height) return;
+    const SmallPlace place = small_place(src, g, col);
+    float acc[PY][PX];
+    zero_accumulators(acc);
+#pragma unroll
+    for (int r = 0; r < PY + MASK_H - 1; ++r) {
+        unsigned int w[SMALL_WORDS];
+        small_row(w, src, g, row + r - MASK_H / 2, col, place);
+        float v[SMALL_LEN];
+        small_floats(v, w);
+#pragma unroll
+        for (int py = 0; py < PY; ++py) {
+            const int i = r - py;
+            if (i >= 0 && i < MASK_H) accumulate_at<4 - HALO_LEFT>(acc[py], c_taps + i * MASK_W, v);
+        }
+    }
+    small_store(dst, g, acc, row, col);
+}
+
+// Separable arithmetic: each source row's row pass (its f32 row sums, as convolve_separable
+// makes them), then the column pass over those sums, mask row by mask row.
+extern "C" __global__ void KERNEL_BOUNDS
+    convolve_small_separable(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, PlaneGeometry g) {
+    BATCH_PLANE(src, dst, g);
+    const int col = (blockIdx.x * BLOCK_X + threadIdx.x) * PX;
+    const int row = (blockIdx.y * BLOCK_Y + threadIdx.y) * PY;
+    if (col >= g.width * CH || row >= g.height) return;
+    const SmallPlace place = small_place(src, g, col);
+    const float* row_taps = c_taps + MASK_W * MASK_H;
+    const float* col_taps = row_taps + MASK_W;
+    float acc[PY][PX];
+    zero_accumulators(acc);
+#pragma unroll
+    for (int r = 0; r < PY + MASK_H - 1; ++r) {
+        unsigned int w[SMALL_WORDS];
+        small_row(w, src, g, row + r - MASK_H / 2, col, place);
+        float v[SMALL_LEN];
+        small_floats(v, w);
+        float sums[PX];
+        zero_row(sums);
+        accumulate_at<4 - HALO_LEFT>(sums, row_taps, v);
+#pragma unroll
+        for (int py = 0; py < PY; ++py) {
+            const int i = r - py;
+            if (i >= 0 && i < MASK_H) {
+#pragma unroll
+                for (int px = 0; px < PX; ++px) acc[py][px] = fmaf(col_taps[i], sums[px], acc[py][px]);
+            }
+        }
+    }
+    small_store(dst, g, acc, row, col);
+}
+#endif

@@ -66,13 +66,16 @@ fn kernel_markdown(rows: &[KernelRow], md: &mut String) {
     let _ = writeln!(md, "## Kernel (one plane, reflect border; medians)\n");
     let _ = writeln!(
         md,
-        "| plane | bits | mask | path | median us | p10-p90 us | Gpixel/s | GFLOP/s | FP32 peak | vs baseline | time vs 8-bit | checked against |"
+        "| plane | bits | mask | path | median us | p10-p90 us | queued us | queued GB/s | Gpixel/s | GFLOP/s | FP32 peak | vs baseline | time vs 8-bit | checked against |"
     );
-    let _ = writeln!(md, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        md,
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for k in rows {
         let _ = writeln!(
             md,
-            "| {} | {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {:.2} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}x{} | {} | {:.1} | {:.1}-{:.1} | {} | {} | {:.2} | {} | {} | {} | {} | {} |",
             k.plane,
             k.bits,
             k.size,
@@ -81,6 +84,8 @@ fn kernel_markdown(rows: &[KernelRow], md: &mut String) {
             k.median_us,
             k.p10_us,
             k.p90_us,
+            k.queued_us.map_or("-".into(), |q| format!("{q:.1}")),
+            k.queued_gbytes_per_s.map_or("-".into(), |g| format!("{g:.0}")),
             k.gpixels_per_s,
             k.gflop_per_s.map_or("-".into(), |g| format!("{g:.1}")),
             k.fraction_of_fp32_peak

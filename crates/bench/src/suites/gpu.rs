@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::{KernelRow, OverlapRow, TransferRow};
 use convstream_core::{cuda_devices, cuda_driver_version, open_cuda_device, CudaEngine, DeviceInfo};
-use convstream_core::{Bench, KernelCheck, TimingPlan};
+use convstream_core::{Bench, KernelCheck, TimingPlan, Variant};
 use convstream_core::{BorderMode, FilterSpec};
 use convstream_core::{DeviceChoice, Engine, EngineOptions, KernelPath};
 use convstream_core::{Frame, PixelFormat, PixelLayout};
@@ -58,11 +58,26 @@ pub fn kernel(
                 }
             };
             for &size in sizes {
-                let cases = [
+                let mut cases = vec![
                     (KernelPath::Global, dense_mask(size)),
                     (KernelPath::Dense, dense_mask(size)),
                     (KernelPath::Separable, separable_mask(size)),
                 ];
+                // The register kernels, beside the tiled ones with the same arithmetic.
+                let small = Variant::new(
+                    size,
+                    size,
+                    options.channels,
+                    BorderMode::Reflect,
+                    bench.info.max_shared_per_block,
+                    KernelPath::SmallDense,
+                    width * height,
+                )
+                .with_depth(depth);
+                if small.has_small_kernels() {
+                    cases.push((KernelPath::SmallDense, dense_mask(size)));
+                    cases.push((KernelPath::SmallSeparable, separable_mask(size)));
+                }
                 let mut baseline_us = None;
                 for (path, mask) in cases {
                     // The global-memory kernel on the largest masks takes long; fewer repetitions.
@@ -91,12 +106,14 @@ pub fn kernel(
                         }
                     };
                     let t = result.timing;
+                    let queued_us = result.queued.median_us;
+                    let plane_bytes = (width * height * options.channels * depth.bytes()) as f64;
                     if path == KernelPath::Global {
                         baseline_us = Some(t.median_us);
                     }
                     // Each channel's samples are filtered: outputs are samples, not pixels.
                     let pixels = (width * height * options.channels) as f64;
-                    let multiply_adds = if path == KernelPath::Separable {
+                    let multiply_adds = if matches!(path, KernelPath::Separable | KernelPath::SmallSeparable) {
                         2 * size
                     } else {
                         size * size
@@ -113,6 +130,8 @@ pub fn kernel(
                         median_us: t.median_us,
                         p10_us: t.p10_us,
                         p90_us: t.p90_us,
+                        queued_us: Some(queued_us),
+                        queued_gbytes_per_s: Some(2.0 * plane_bytes / queued_us / 1e3),
                         gpixels_per_s: pixels / t.median_us / 1e3,
                         gflop_per_s: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / 1e9),
                         fraction_of_fp32_peak: Some(2.0 * multiply_adds * pixels / (t.median_us * 1e-6) / peak),
@@ -123,7 +142,7 @@ pub fn kernel(
                         checked_against: result.checked_against.to_string(),
                     });
                     tracing::info!(
-                        "kernel {path:?} {size}x{size} {width}x{height} {bits}-bit: {:.1} us",
+                        "kernel {path:?} {size}x{size} {width}x{height} {bits}-bit: {:.1} us, {queued_us:.1} us queued",
                         t.median_us
                     );
                 }

@@ -76,6 +76,8 @@ fn kernel_cpu(options: &BenchOptions, sizes: &[usize], depths: &[u8]) -> Vec<Ker
                     median_us: median,
                     p10_us: samples[0],
                     p90_us: samples[samples.len() - 1],
+                    queued_us: None,
+                    queued_gbytes_per_s: None,
                     gpixels_per_s: (width * height) as f64 / median / 1e3,
                     gflop_per_s: Some(flop_per_s / 1e9),
                     fraction_of_fp32_peak: peak.map(|peak| flop_per_s / peak),

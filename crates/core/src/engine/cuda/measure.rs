@@ -19,6 +19,11 @@ use crate::mask::Mask;
 /// Distinct input planes a timing loop cycles through, so caches do not flatter.
 const ROTATED_INPUTS: usize = 4;
 
+/// Launches queued back to back between one pair of events for a kernel's queued time: the
+/// GPU runs them one after another while the host is still queueing, so the launch and
+/// event costs that a lone launch between its own events shows are spread over many.
+const QUEUED_LAUNCHES: usize = 20;
+
 /// A GPU opened for measuring.
 pub struct Bench {
     context: Arc<CudaContext>,
@@ -236,8 +241,18 @@ impl Bench {
             });
         }
         let timing = self.time_with_events(plan, |i| launch(i, &mut output))?;
+        let batch = self.time_with_events(plan, |i| {
+            (0..QUEUED_LAUNCHES).try_for_each(|k| launch(i * QUEUED_LAUNCHES + k, &mut output))
+        })?;
+        let per_launch = |us: f64| us / QUEUED_LAUNCHES as f64;
         Ok(KernelResult {
             timing,
+            queued: Timing {
+                median_us: per_launch(batch.median_us),
+                p10_us: per_launch(batch.p10_us),
+                p90_us: per_launch(batch.p90_us),
+                repetitions: batch.repetitions,
+            },
             checked_against,
         })
     }
@@ -338,8 +353,11 @@ pub enum KernelCheck {
 /// One kernel's timing, once its result was found right.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct KernelResult {
-    /// How long it took.
+    /// How long one launch took, between its own pair of events (the launch's and the
+    /// events' costs included, as for a lone call).
     pub timing: Timing,
+    /// The time per launch with launches queued back to back (what a busy stream sees).
+    pub queued: Timing,
     /// What its result was checked against (`cpu` or `global-memory kernel`).
     pub checked_against: &'static str,
 }
