@@ -288,7 +288,8 @@ extern "C" __global__ void convolve_global(const unsigned char* __restrict__ src
 // reuse it buys. Each thread reads the PX samples of every source row its PY output rows
 // touch straight from global memory, with the aligned word left and right of them for the
 // halo (a neighbour's, so an L1 hit), and adds the taps in the tiled kernels' order: the same
-// sums to the bit. Rows that are not aligned are read a byte at a time, and the threads whose
+// sums to the bit. A thread issues all its loads before it adds anything, so its rows are in
+// flight together. Rows that are not aligned are read a byte at a time, and the threads whose
 // words cross the plane's left or right edge sample by sample with the border applied.
 #if SAMPLE_FLOAT == 0 && SAMPLE_BITS == 8 && SAMPLE_SHIFT == 0 && !MAGNITUDE && MASK_W <= 5 && MASK_H <= 5 && \
     HALO_LEFT <= 4
@@ -314,52 +315,76 @@ __device__ __forceinline__ bool small_store_aligned(const unsigned char* dst, co
     return col + PX <= g.width * CH && ((((size_t)dst) | (size_t)g.dst_pitch) & (SMALL_VECTOR - 1)) == 0;
 }
 
-// The words of source row `row` (mapped by the border) around columns col - 4 .. col + PX + 3:
-// aligned vector loads, byte loads inside an unaligned row, or sample by sample with the
-// border applied at the plane's left and right edges.
-__device__ __forceinline__ void small_row(unsigned int (&w)[SMALL_WORDS], const unsigned char* __restrict__ src,
-                                          const PlaneGeometry& g, int row, int col, SmallPlace place) {
-    const int y = map_index(row, g.height);
-    if (y < 0) {  // outside the plane with a constant border: zeros
-#pragma unroll
-        for (int k = 0; k < SMALL_WORDS; ++k) w[k] = 0u;
-    } else if (place.aligned) {
-        const unsigned int* p = reinterpret_cast<const unsigned int*>(sample_row(src, g.src_pitch, y) + col);
-        w[0] = __ldg(p - 1);
+#define SMALL_ROWS (PY + MASK_H - 1)
+
+// One row's words from an aligned row: the word left of the thread's samples, theirs in the
+// widest loads, the word right of them.
+__device__ __forceinline__ void small_aligned_words(unsigned int (&w)[SMALL_WORDS], const unsigned int* p) {
+    w[0] = __ldg(p - 1);
 #if SMALL_VECTOR == 16
 #pragma unroll
-        for (int q = 0; q < PX / 16; ++q) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + q);
-            w[1 + 4 * q] = v.x;
-            w[2 + 4 * q] = v.y;
-            w[3 + 4 * q] = v.z;
-            w[4 + 4 * q] = v.w;
-        }
+    for (int q = 0; q < PX / 16; ++q) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + q);
+        w[1 + 4 * q] = v.x;
+        w[2 + 4 * q] = v.y;
+        w[3 + 4 * q] = v.z;
+        w[4 + 4 * q] = v.w;
+    }
 #elif SMALL_VECTOR == 8
 #pragma unroll
-        for (int q = 0; q < PX / 8; ++q) {
-            const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + q);
-            w[1 + 2 * q] = v.x;
-            w[2 + 2 * q] = v.y;
-        }
+    for (int q = 0; q < PX / 8; ++q) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + q);
+        w[1 + 2 * q] = v.x;
+        w[2 + 2 * q] = v.y;
+    }
 #else
 #pragma unroll
-        for (int q = 0; q < PX / 4; ++q) w[1 + q] = __ldg(p + q);
+    for (int q = 0; q < PX / 4; ++q) w[1 + q] = __ldg(p + q);
 #endif
-        w[SMALL_WORDS - 1] = __ldg(p + PX / 4);
-    } else if (place.inside) {
-        const unsigned char* p = sample_row(src, g.src_pitch, y) + col - 4;
+    w[SMALL_WORDS - 1] = __ldg(p + PX / 4);
+}
+
+// The words of the SMALL_ROWS source rows from `row0` (each mapped by the border) around
+// columns col - 4 .. col + PX + 3, all loaded before any is used so that a thread has every
+// load in flight at once: aligned vector loads, byte loads inside an unaligned row, or sample
+// by sample with the border applied at the plane's left and right edges. A row outside the
+// plane with a constant border is zeros (row 0 is read in its place, then cleared).
+__device__ __forceinline__ void small_rows(unsigned int (&w)[SMALL_ROWS][SMALL_WORDS],
+                                           const unsigned char* __restrict__ src, const PlaneGeometry& g, int row0,
+                                           int col, SmallPlace place) {
+    if (place.aligned) {
 #pragma unroll
-        for (int k = 0; k < SMALL_WORDS; ++k) {
-            w[k] = (unsigned int)__ldg(p + 4 * k) | ((unsigned int)__ldg(p + 4 * k + 1) << 8) |
-                   ((unsigned int)__ldg(p + 4 * k + 2) << 16) | ((unsigned int)__ldg(p + 4 * k + 3) << 24);
+        for (int r = 0; r < SMALL_ROWS; ++r) {
+            const int y = map_index(row0 + r, g.height);
+            small_aligned_words(w[r], reinterpret_cast<const unsigned int*>(sample_row(src, g.src_pitch, max(y, 0)) + col));
+            if (y < 0) {
+#pragma unroll
+                for (int k = 0; k < SMALL_WORDS; ++k) w[r][k] = 0u;
+            }
+        }
+    } else if (place.inside) {
+#pragma unroll
+        for (int r = 0; r < SMALL_ROWS; ++r) {
+            const int y = map_index(row0 + r, g.height);
+            const unsigned char* p = sample_row(src, g.src_pitch, max(y, 0)) + col - 4;
+#pragma unroll
+            for (int k = 0; k < SMALL_WORDS; ++k) {
+                w[r][k] = y < 0 ? 0u
+                                : (unsigned int)__ldg(p + 4 * k) | ((unsigned int)__ldg(p + 4 * k + 1) << 8) |
+                                      ((unsigned int)__ldg(p + 4 * k + 2) << 16) |
+                                      ((unsigned int)__ldg(p + 4 * k + 3) << 24);
+            }
         }
     } else {
 #pragma unroll
-        for (int k = 0; k < SMALL_WORDS; ++k) {
-            const int c = col - 4 + 4 * k;
-            w[k] = (unsigned int)sample(src, g, row, c) | ((unsigned int)sample(src, g, row, c + 1) << 8) |
-                   ((unsigned int)sample(src, g, row, c + 2) << 16) | ((unsigned int)sample(src, g, row, c + 3) << 24);
+        for (int r = 0; r < SMALL_ROWS; ++r) {
+#pragma unroll
+            for (int k = 0; k < SMALL_WORDS; ++k) {
+                const int c = col - 4 + 4 * k, row = row0 + r;
+                w[r][k] = (unsigned int)sample(src, g, row, c) | ((unsigned int)sample(src, g, row, c + 1) << 8) |
+                          ((unsigned int)sample(src, g, row, c + 2) << 16) |
+                          ((unsigned int)sample(src, g, row, c + 3) << 24);
+            }
         }
     }
 }
@@ -416,14 +441,14 @@ extern "C" __global__ void KERNEL_BOUNDS
     const int row = (blockIdx.y * BLOCK_Y + threadIdx.y) * PY;
     if (col >= g.width * CH || row >= g.height) return;
     const SmallPlace place = small_place(src, g, col);
+    unsigned int w[SMALL_ROWS][SMALL_WORDS];
+    small_rows(w, src, g, row - MASK_H / 2, col, place);
     float acc[PY][PX];
     zero_accumulators(acc);
 #pragma unroll
-    for (int r = 0; r < PY + MASK_H - 1; ++r) {
-        unsigned int w[SMALL_WORDS];
-        small_row(w, src, g, row + r - MASK_H / 2, col, place);
+    for (int r = 0; r < SMALL_ROWS; ++r) {
         float v[SMALL_LEN];
-        small_floats(v, w);
+        small_floats(v, w[r]);
 #pragma unroll
         for (int py = 0; py < PY; ++py) {
             const int i = r - py;
@@ -444,14 +469,14 @@ extern "C" __global__ void KERNEL_BOUNDS
     const SmallPlace place = small_place(src, g, col);
     const float* row_taps = c_taps + MASK_W * MASK_H;
     const float* col_taps = row_taps + MASK_W;
+    unsigned int w[SMALL_ROWS][SMALL_WORDS];
+    small_rows(w, src, g, row - MASK_H / 2, col, place);
     float acc[PY][PX];
     zero_accumulators(acc);
 #pragma unroll
-    for (int r = 0; r < PY + MASK_H - 1; ++r) {
-        unsigned int w[SMALL_WORDS];
-        small_row(w, src, g, row + r - MASK_H / 2, col, place);
+    for (int r = 0; r < SMALL_ROWS; ++r) {
         float v[SMALL_LEN];
-        small_floats(v, w);
+        small_floats(v, w[r]);
         float sums[PX];
         zero_row(sums);
         accumulate_at<4 - HALO_LEFT>(sums, row_taps, v);

@@ -1364,7 +1364,13 @@ fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
 fn small_masks_from_registers_match_the_cpu_engine() {
     let (mut rng, seed) = seeded_rng();
     let mut cases = 0;
-    let shapes = [(3, 3), (1, 1), (5, 5), (3, 5), (5, 3), (1, 5), (3, 1)];
+    // CONVSTREAM_TEST_QUICK=1 keeps 3x3 and 5x5 (fewer variants for NVRTC to compile).
+    let quick = std::env::var("CONVSTREAM_TEST_QUICK").is_ok_and(|v| v == "1");
+    let shapes: &[(usize, usize)] = if quick {
+        &[(3, 3), (5, 5)]
+    } else {
+        &[(3, 3), (1, 1), (5, 5), (3, 5), (5, 3), (1, 5), (3, 1)]
+    };
     let planes = [(1, 1), (5, 3), (16, 16), (37, 19), (130, 67), (1921, 33), (3840, 20)];
     let formats = [
         (PixelFormat::GRAY8, 64),
@@ -1415,6 +1421,26 @@ fn small_masks_from_registers_match_the_cpu_engine() {
                     }
                 }
             }
+        }
+    }
+    // FFmpeg's arithmetic (an rdiv and a bias) with FFmpeg's edges, on the kernel the planner
+    // picks by itself.
+    let ffmpeg = Mask::from_spec("custom:matrix=[[0,-1,0],[-1,5,-1],[0,-1,0]],mode=correlate,rdiv=0.5,bias=3").unwrap();
+    let filter = FilterSpec::uniform(ffmpeg, BorderMode::Ffmpeg, PlaneSelection::All);
+    for (format, pitch_align) in [(PixelFormat::YUV420P, 64), (PixelFormat::GRAY8, 1)] {
+        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, None), 0)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        for (k, &(w, h)) in planes.iter().enumerate() {
+            let frame = random_frame(&mut rng, format, w, h, k % 3, k as u64);
+            let expected = CpuEngine::filter_frame(&filter, &frame);
+            engine.submit(frame).unwrap();
+            let actual = engine.receive().unwrap().unwrap();
+            assert_eq!(
+                compare(&expected, &actual),
+                (0, 0),
+                "seed {seed}: rdiv {format} {w}x{h}"
+            );
+            cases += 1;
         }
     }
     // Which kernels the planner picks by itself.

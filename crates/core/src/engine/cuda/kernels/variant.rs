@@ -114,8 +114,8 @@ impl Variant {
             // pay off once taps dominate, on planes with enough tiles to fill the GPU.
             KernelPath::Dense if large_mask && plane_pixels >= LARGE_PLANE_PIXELS => tiling(32, 8, 8, 4),
             // Each thread reads 16 samples of a row at once (one 128-bit load) and keeps the
-            // rows of 4 outputs in registers.
-            KernelPath::SmallDense | KernelPath::SmallSeparable => tiling(32, 8, 16, 4),
+            // rows of 2 outputs in registers.
+            KernelPath::SmallDense | KernelPath::SmallSeparable => tiling(32, 8, 16, 2),
             _ => tiling(32, 8, 4, 4),
         };
         Variant {
@@ -348,7 +348,7 @@ mod tests {
             assert_eq!(v.shared_bytes(KernelPath::SmallSeparable), 0);
             assert_eq!(
                 (v.tiling.block_x, v.tiling.block_y, v.tiling.px, v.tiling.py),
-                (32, 8, 16, 4)
+                (32, 8, 16, 2)
             );
         }
         // Past 5x5, past a 4-sample halo, past 8 bits, float values, a gradient magnitude: none.
