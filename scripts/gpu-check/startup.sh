@@ -17,7 +17,7 @@
 #      PyNvVideoCodec's demuxer and decoder into torch beside it where it imports.
 #
 #   scripts/gpu-check.sh startup --make-media DIR   make c1000.mp4 here (Python with NumPy, and an
-#                                                  ffmpeg CLI with libx264)
+#                                                  ffmpeg CLI with libx264: $FFMPEG, else ffmpeg)
 #   scripts/gpu-check.sh startup [DIST] [MEDIA]     run the checks (DIST: dist/portable; MEDIA:
 #                                                  DIST/startup-media, holding c1000.mp4)
 #
@@ -53,7 +53,7 @@ with open(path, "wb") as f:
         v = np.clip(128 + 40 * np.cos(y[::2, ::2] / 40.0 + i * 0.1), 0, 255).astype(np.uint8)
         f.write(b"FRAME\n"); f.write(luma.tobytes()); f.write(u.tobytes()); f.write(v.tobytes())
 EOF
-    ffmpeg -hide_banner -loglevel error -y -i "$dir/c1000.y4m" -c:v libx264 -preset veryfast \
+    "${FFMPEG:-ffmpeg}" -hide_banner -loglevel error -y -i "$dir/c1000.y4m" -c:v libx264 -preset veryfast \
         -b:v 3M -maxrate 4M -bufsize 6M -g 250 -pix_fmt yuv420p -movflags +faststart "$dir/c1000.mp4"
     rm -f "$dir/c1000.y4m"
     ls -l "$dir"
