@@ -117,10 +117,6 @@ pub(crate) struct BenchArgs {
     /// The separable kernel's tiling, BLOCK_XxBLOCK_YxPXxPY (as filter.gpu.separable_tiling).
     #[arg(long)]
     pub(crate) separable_tiling: Option<convstream_core::TileShape>,
-    /// The small-mask register kernels' tiling, BLOCK_XxBLOCK_YxPXxPY (as
-    /// filter.gpu.small_tiling).
-    #[arg(long)]
-    pub(crate) small_tiling: Option<convstream_core::TileShape>,
     /// Scale suite: ramp this decoder only (software or nvdec); default both on a GPU,
     /// software on the CPU.
     #[arg(long)]

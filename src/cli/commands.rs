@@ -155,7 +155,6 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
             spin_us: Some(args.spin_us),
             dense_tiling: args.dense_tiling,
             separable_tiling: args.separable_tiling,
-            small_tiling: args.small_tiling,
         },
         decoder: args.decoder,
         gpus: args.gpus.as_deref().map(parse_gpu_set).transpose()?,

@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::options::BenchOptions;
 use crate::results::{KernelRow, OverlapRow, TransferRow};
 use convstream_core::{cuda_devices, cuda_driver_version, open_cuda_device, CudaEngine, DeviceInfo};
-use convstream_core::{Bench, KernelCheck, TimingPlan, Variant};
+use convstream_core::{Bench, KernelCheck, TimingPlan};
 use convstream_core::{BorderMode, FilterSpec};
 use convstream_core::{DeviceChoice, Engine, EngineOptions, KernelPath};
 use convstream_core::{Frame, PixelFormat, PixelLayout};
@@ -58,26 +58,11 @@ pub fn kernel(
                 }
             };
             for &size in sizes {
-                let mut cases = vec![
+                let cases = [
                     (KernelPath::Global, dense_mask(size)),
                     (KernelPath::Dense, dense_mask(size)),
                     (KernelPath::Separable, separable_mask(size)),
                 ];
-                // The register kernels, beside the tiled ones with the same arithmetic.
-                let small = Variant::new(
-                    size,
-                    size,
-                    options.channels,
-                    BorderMode::Reflect,
-                    bench.info.max_shared_per_block,
-                    KernelPath::SmallDense,
-                    width * height,
-                )
-                .with_depth(depth);
-                if small.has_small_kernels() {
-                    cases.push((KernelPath::SmallDense, dense_mask(size)));
-                    cases.push((KernelPath::SmallSeparable, separable_mask(size)));
-                }
                 let mut baseline_us = None;
                 for (path, mask) in cases {
                     // The global-memory kernel on the largest masks takes long; fewer repetitions.
@@ -113,7 +98,7 @@ pub fn kernel(
                     }
                     // Each channel's samples are filtered: outputs are samples, not pixels.
                     let pixels = (width * height * options.channels) as f64;
-                    let multiply_adds = if matches!(path, KernelPath::Separable | KernelPath::SmallSeparable) {
+                    let multiply_adds = if path == KernelPath::Separable {
                         2 * size
                     } else {
                         size * size

@@ -17,31 +17,6 @@ pub enum KernelPath {
     Separable,
     /// One thread per output, taps read from global memory: the baseline.
     Global,
-    /// Small masks on 8-bit planes, read straight into registers (no shared tile), with the
-    /// dense kernel's arithmetic.
-    SmallDense,
-    /// The same with the separable kernel's arithmetic (rank-one masks).
-    SmallSeparable,
-}
-
-impl KernelPath {
-    /// The register kernel with this path's arithmetic, for the tiled paths.
-    pub fn small(self) -> Option<KernelPath> {
-        match self {
-            KernelPath::Dense => Some(KernelPath::SmallDense),
-            KernelPath::Separable => Some(KernelPath::SmallSeparable),
-            _ => None,
-        }
-    }
-
-    /// The tiled kernel with this path's arithmetic (a tiled path or the baseline: itself).
-    pub fn tiled(self) -> KernelPath {
-        match self {
-            KernelPath::SmallDense => KernelPath::Dense,
-            KernelPath::SmallSeparable => KernelPath::Separable,
-            path => path,
-        }
-    }
 }
 
 /// Microseconds the completion thread polls a lane's done event before blocking on it where
@@ -69,9 +44,6 @@ pub struct GpuTuning {
     /// The separable kernel's tiling instead of the measured policy's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub separable_tiling: Option<TileShape>,
-    /// The small-mask register kernels' tiling instead of the measured policy's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub small_tiling: Option<TileShape>,
 }
 
 impl GpuTuning {
@@ -96,7 +68,6 @@ impl GpuTuning {
         match path {
             KernelPath::Dense => self.dense_tiling,
             KernelPath::Separable => self.separable_tiling,
-            KernelPath::SmallDense | KernelPath::SmallSeparable => self.small_tiling,
             KernelPath::Global => None,
         }
     }
@@ -113,9 +84,6 @@ impl GpuTuning {
         }
         if let Some(tiling) = self.separable_tiling {
             parts.push(format!("separable_tiling = {tiling}"));
-        }
-        if let Some(tiling) = self.small_tiling {
-            parts.push(format!("small_tiling = {tiling}"));
         }
         parts.join(", ")
     }

@@ -1000,26 +1000,6 @@ fn kernels_compile_with_nvrtc() {
                 .with_ffmpeg_rdiv(Some(1.0 / 16.0)),
         );
     }
-    // The register kernels of small masks: each shape with each border, and interleaved
-    // channels up to a halo of 4 samples a side, with and without FFmpeg's arithmetic.
-    for (mw, mh) in [(1, 1), (3, 3), (5, 5), (5, 3)] {
-        variants.extend(
-            BorderMode::ALL.map(|border| Variant::new(mw, mh, 1, border, max_shared, KernelPath::SmallDense, HD)),
-        );
-    }
-    for channels in 2..=4 {
-        let variant = Variant::new(
-            3,
-            3,
-            channels,
-            BorderMode::Reflect,
-            max_shared,
-            KernelPath::SmallSeparable,
-            HD,
-        );
-        variants.extend([variant, variant.with_ffmpeg_rdiv(Some(1.0 / 9.0))]);
-    }
-    assert!(variants.iter().filter(|v| v.has_small_kernels()).count() >= 27);
     variants.dedup();
     for variant in &variants {
         let cubin = compile_kernels(variant, arch).unwrap_or_else(|e| panic!("{arch} {}: {e}", variant.describe()));
@@ -1335,7 +1315,7 @@ fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
     ] {
         let mask = Mask::from_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
         assert!(mask.ffmpeg_rdiv().is_some() && !mask.is_separable(), "{spec}");
-        for path in [KernelPath::Dense, KernelPath::SmallDense, KernelPath::Global] {
+        for path in [KernelPath::Dense, KernelPath::Global] {
             let filter = FilterSpec::uniform(mask.clone(), BorderMode::Ffmpeg, PlaneSelection::All);
             for (format, pitch_align) in [(PixelFormat::YUV420P, 64), (PixelFormat::GRAY8, 1)] {
                 let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
@@ -1352,130 +1332,6 @@ fn ffmpeg_arithmetic_and_edges_match_the_cpu_engine() {
         }
     }
     println!("FFmpeg's arithmetic and edges: {cases} cases identical to the CPU engine");
-}
-
-/// The register kernels for small masks (`SmallDense`, `SmallSeparable`) against the CPU
-/// engine: mask shapes up to 5x5, dense and separable, every border mode, planes whose
-/// rows are aligned (the vector loads and stores) and not (sample by sample), widths that end
-/// mid-word and mid-thread, one to three channels, outputs poisoned so an unwritten sample
-/// shows; and the planner picks them for such masks on 8-bit planes, and only there.
-#[test]
-#[ignore = "needs a GPU: run with --include-ignored on a GPU host"]
-fn small_masks_from_registers_match_the_cpu_engine() {
-    let (mut rng, seed) = seeded_rng();
-    let mut cases = 0;
-    // CONVSTREAM_TEST_QUICK=1 keeps 3x3 and 5x5 (fewer variants for NVRTC to compile).
-    let quick = std::env::var("CONVSTREAM_TEST_QUICK").is_ok_and(|v| v == "1");
-    let shapes: &[(usize, usize)] = if quick {
-        &[(3, 3), (5, 5)]
-    } else {
-        &[(3, 3), (1, 1), (5, 5), (3, 5), (5, 3), (1, 5), (3, 1)]
-    };
-    let planes = [(1, 1), (5, 3), (16, 16), (37, 19), (130, 67), (1921, 33), (3840, 20)];
-    let formats = [
-        (PixelFormat::GRAY8, 64),
-        (PixelFormat::GRAY8, 1),
-        (PixelFormat::NV12, 16),
-        (PixelFormat::YUV420P, 64),
-        (PixelFormat::RGB24, 16),
-        (PixelFormat::BGR24, 1),
-    ];
-    for (n, &(mw, mh)) in shapes.iter().enumerate() {
-        // 3x3 with every border mode; the other shapes with two in turn (each variant costs NVRTC
-        // a second or two), the interleaved formats with the first of them.
-        let borders = if n == 0 {
-            BorderMode::ALL.to_vec()
-        } else {
-            vec![BorderMode::ALL[n % 6], BorderMode::ALL[(n + 3) % 6]]
-        };
-        for (b, &border) in borders.iter().enumerate() {
-            for separable in [false, true] {
-                if separable && mw * mh == 1 {
-                    continue; // a 1x1 mask has no rank-one split to speak of
-                }
-                let mask = random_mask(&mut rng, mw, mh, separable);
-                let path = if separable {
-                    KernelPath::SmallSeparable
-                } else {
-                    KernelPath::SmallDense
-                };
-                let filter = FilterSpec::uniform(mask, border, PlaneSelection::All);
-                for &(format, pitch_align) in formats.iter().filter(|(f, _)| b == 0 || *f == PixelFormat::GRAY8) {
-                    let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, Some(path)), 0)
-                        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-                    for (k, &(w, h)) in planes.iter().enumerate() {
-                        // A few of the widest planes: they add time, not coverage.
-                        if w > 200 && (n + k + b) % 3 != 0 {
-                            continue;
-                        }
-                        let frame = random_frame(&mut rng, format, w, h, k % 3, k as u64);
-                        let expected = CpuEngine::filter_frame(&filter, &frame);
-                        engine.submit(frame).unwrap();
-                        let actual = engine.receive().unwrap().unwrap();
-                        assert_eq!(
-                            compare(&expected, &actual),
-                            (0, 0),
-                            "seed {seed}: {mw}x{mh} {border} {path:?} {format} (pitch {pitch_align}) {w}x{h}"
-                        );
-                        cases += 1;
-                    }
-                }
-            }
-        }
-    }
-    // FFmpeg's arithmetic (an rdiv and a bias) with FFmpeg's edges, on the kernel the planner
-    // picks by itself.
-    let ffmpeg = Mask::from_spec("custom:matrix=[[0,-1,0],[-1,5,-1],[0,-1,0]],mode=correlate,rdiv=0.5,bias=3").unwrap();
-    let filter = FilterSpec::uniform(ffmpeg, BorderMode::Ffmpeg, PlaneSelection::All);
-    for (format, pitch_align) in [(PixelFormat::YUV420P, 64), (PixelFormat::GRAY8, 1)] {
-        let mut engine = CudaEngine::new(filter.clone(), &options(2, true, pitch_align, None), 0)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        for (k, &(w, h)) in planes.iter().enumerate() {
-            let frame = random_frame(&mut rng, format, w, h, k % 3, k as u64);
-            let expected = CpuEngine::filter_frame(&filter, &frame);
-            engine.submit(frame).unwrap();
-            let actual = engine.receive().unwrap().unwrap();
-            assert_eq!(
-                compare(&expected, &actual),
-                (0, 0),
-                "seed {seed}: rdiv {format} {w}x{h}"
-            );
-            cases += 1;
-        }
-    }
-    // Which kernels the planner picks by itself.
-    let context = open_cuda_device(0).unwrap();
-    let max_shared = convstream_core::DeviceInfo::read(&context, 0)
-        .unwrap()
-        .max_shared_per_block;
-    let small = |mw: usize, mh: usize, channels: usize, depth: SampleDepth| {
-        Variant::new(
-            mw,
-            mh,
-            channels,
-            BorderMode::Reflect,
-            max_shared,
-            KernelPath::SmallDense,
-            1920 * 1080,
-        )
-        .with_depth(depth)
-        .has_small_kernels()
-    };
-    assert!(
-        small(3, 3, 1, SampleDepth::EIGHT) && small(5, 5, 2, SampleDepth::EIGHT) && small(3, 3, 4, SampleDepth::EIGHT)
-    );
-    assert!(!small(7, 7, 1, SampleDepth::EIGHT), "7x7 takes the shared tile");
-    assert!(
-        !small(5, 5, 3, SampleDepth::EIGHT),
-        "a 6-sample halo takes the shared tile"
-    );
-    assert!(!small(
-        3,
-        3,
-        1,
-        PixelFormat::new(PixelLayout::Gray, 10).unwrap().sample_depth()
-    ));
-    println!("small masks from registers: {cases} cases identical to the CPU engine");
 }
 
 /// A picture whose input and output are both in GPU memory, as `convstream.Filter` hands

@@ -92,7 +92,7 @@ impl Planner {
             } else {
                 KernelPath::Dense
             });
-            if path.tiled() == KernelPath::Separable && !mask.is_separable() {
+            if path == KernelPath::Separable && !mask.is_separable() {
                 return Err(EngineError::Unsupported {
                     request: UnsupportedRequest::NotRankOne {
                         mask: mask.description().to_string(),
@@ -116,12 +116,6 @@ impl Planner {
             };
             let mut chosen = path;
             let mut variant = variant_for(chosen);
-            if chosen != chosen.tiled() && !variant.has_small_kernels() {
-                // A register kernel asked for a plane it cannot take (a mask past 5x5, samples
-                // past 8 bits): its tiled twin, with the same arithmetic.
-                chosen = chosen.tiled();
-                variant = variant_for(chosen);
-            }
             if chosen == KernelPath::Separable && variant.shared_bytes(chosen) > max_shared && force_path.is_none() {
                 // The fused separable kernel holds two tiles; the dense one fits where it may not.
                 tracing::info!(
@@ -131,9 +125,6 @@ impl Planner {
                 );
                 chosen = KernelPath::Dense;
                 variant = variant_for(chosen);
-            }
-            if force_path.is_none() {
-                (chosen, variant) = small_if_it_fits(chosen, variant, variant_for);
             }
             let needed = variant.shared_bytes(chosen);
             if needed > max_shared {
@@ -154,19 +145,5 @@ impl Planner {
             });
         }
         Ok(plan)
-    }
-}
-
-/// The register kernel with `path`'s arithmetic (`SmallDense`, `SmallSeparable`) and its
-/// variant, where the mask and the plane's samples allow one (small masks on 8-bit planes:
-/// faster than the shared tile, the same sums); else `path` and `variant` as they are.
-pub(crate) fn small_if_it_fits(
-    path: KernelPath,
-    variant: Variant,
-    variant_for: impl Fn(KernelPath) -> Variant,
-) -> (KernelPath, Variant) {
-    match path.small().map(|small| (small, variant_for(small))) {
-        Some((small, candidate)) if candidate.has_small_kernels() => (small, candidate),
-        _ => (path, variant),
     }
 }

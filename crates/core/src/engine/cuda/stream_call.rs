@@ -389,12 +389,6 @@ impl StreamFilter {
             path = KernelPath::Dense;
             variant = variant_for(path);
         }
-        // Pixels apart (a strided view) are read sample by sample, which the shared tile does
-        // once per sample and the register kernels once per thread that needs it: the tile.
-        let pixel_bytes = batch.channels * batch.sample_bytes();
-        if batch.src_pixel == pixel_bytes {
-            (path, variant) = super::plan::small_if_it_fits(path, variant, variant_for);
-        }
         let needed = variant.shared_bytes(path);
         if needed > max_shared {
             return Err(EngineError::Unsupported {

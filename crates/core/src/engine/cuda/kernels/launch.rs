@@ -74,8 +74,7 @@ pub fn constant_taps(mask: &Mask) -> Vec<f32> {
     taps
 }
 
-/// A loaded module: the kernels of one variant with one mask's taps in constant memory (the
-/// register kernels for small masks only, see [`Variant::has_small_kernels`]).
+/// A loaded module: the three kernels of one variant with one mask's taps in constant memory.
 pub struct KernelSet {
     /// What the module was compiled for.
     pub variant: Variant,
@@ -83,8 +82,6 @@ pub struct KernelSet {
     dense: CudaFunction,
     separable: CudaFunction,
     global: CudaFunction,
-    /// `SmallDense` and `SmallSeparable`, where the variant has them.
-    small: Option<(CudaFunction, CudaFunction)>,
 }
 
 impl KernelSet {
@@ -135,17 +132,11 @@ impl KernelSet {
             }
             Ok(function)
         };
-        let small = if variant.has_small_kernels() {
-            Some((load("convolve_small_dense", 0)?, load("convolve_small_separable", 0)?))
-        } else {
-            None
-        };
         Ok(KernelSet {
             variant,
             dense: load("convolve_dense", variant.dense_shared_bytes())?,
             separable: load("convolve_separable", variant.separable_shared_bytes())?,
             global: load("convolve_global", 0)?,
-            small,
             _module: module,
         })
     }
@@ -166,7 +157,7 @@ impl KernelSet {
         geometry: PlaneGeometry,
         planes: u32,
     ) -> Result<(), cudarc::driver::DriverError> {
-        let (function, mut config) = self.function_and_config(path, geometry)?;
+        let (function, mut config) = self.function_and_config(path, geometry);
         config.grid_dim.2 = planes;
         let mut builder = stream.launch_builder(function);
         builder.arg(&src).arg(&dst).arg(&geometry);
@@ -185,7 +176,7 @@ impl KernelSet {
         dst: &mut CudaViewMut<u8>,
         geometry: PlaneGeometry,
     ) -> Result<(), cudarc::driver::DriverError> {
-        let (function, config) = self.function_and_config(path, geometry)?;
+        let (function, config) = self.function_and_config(path, geometry);
         let mut builder = stream.launch_builder(function);
         builder.arg(src).arg(dst).arg(&geometry);
         // SAFETY: the kernel signature is (const u8*, u8*, PlaneGeometry); src and dst hold
@@ -194,28 +185,11 @@ impl KernelSet {
         unsafe { builder.launch(config) }.map(|_| ())
     }
 
-    /// The kernel `path` takes and its launch shape over one plane of `geometry`; a register
-    /// kernel this module lacks (the planner never asks for one) is the driver's "not found".
-    fn function_and_config(
-        &self,
-        path: KernelPath,
-        geometry: PlaneGeometry,
-    ) -> Result<(&CudaFunction, LaunchConfig), cudarc::driver::DriverError> {
+    /// The kernel `path` takes and its launch shape over one plane of `geometry`.
+    fn function_and_config(&self, path: KernelPath, geometry: PlaneGeometry) -> (&CudaFunction, LaunchConfig) {
         let row_bytes = geometry.width as u32 * self.variant.channels;
         let height = geometry.height as u32;
-        let tiled = |function, shared: usize| {
-            let (tile_w, tile_h) = self.variant.tile();
-            let t = &self.variant.tiling;
-            (
-                function,
-                LaunchConfig {
-                    grid_dim: (row_bytes.div_ceil(tile_w), height.div_ceil(tile_h), 1),
-                    block_dim: (t.block_x, t.block_y, 1),
-                    shared_mem_bytes: shared as u32,
-                },
-            )
-        };
-        Ok(match path {
+        match path {
             KernelPath::Global => (
                 &self.global,
                 LaunchConfig {
@@ -224,22 +198,24 @@ impl KernelSet {
                     shared_mem_bytes: 0,
                 },
             ),
-            KernelPath::Dense => tiled(&self.dense, self.variant.dense_shared_bytes()),
-            KernelPath::Separable => tiled(&self.separable, self.variant.separable_shared_bytes()),
-            KernelPath::SmallDense | KernelPath::SmallSeparable => {
-                let Some((dense, separable)) = &self.small else {
-                    return Err(cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND));
+            KernelPath::Dense | KernelPath::Separable => {
+                let (tile_w, tile_h) = self.variant.tile();
+                let (function, shared) = if path == KernelPath::Dense {
+                    (&self.dense, self.variant.dense_shared_bytes())
+                } else {
+                    (&self.separable, self.variant.separable_shared_bytes())
                 };
-                tiled(
-                    if path == KernelPath::SmallDense {
-                        dense
-                    } else {
-                        separable
+                let t = &self.variant.tiling;
+                (
+                    function,
+                    LaunchConfig {
+                        grid_dim: (row_bytes.div_ceil(tile_w), height.div_ceil(tile_h), 1),
+                        block_dim: (t.block_x, t.block_y, 1),
+                        shared_mem_bytes: shared as u32,
                     },
-                    0,
                 )
             }
-        })
+        }
     }
 }
 

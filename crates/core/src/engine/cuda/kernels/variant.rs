@@ -74,9 +74,6 @@ pub struct Variant {
 const MAX_UNROLLED_MASK_HEIGHT: u32 = 15;
 /// Masks from this size up take wide tiles on large planes (dense path).
 const LARGE_MASK: usize = 17;
-/// The widest and tallest mask the register kernels take: past 5x5 the taps, not the plane's
-/// bytes, set a kernel's time, and the shared tile's reuse pays.
-pub const SMALL_MASK: u32 = 5;
 /// Planes from this size up (a 2560x1600 plane, say) have tiles enough for wide ones.
 const LARGE_PLANE_PIXELS: usize = 4_000_000;
 
@@ -113,9 +110,6 @@ impl Variant {
             // Wide tiles (8 outputs per row per thread) halve the shared loads per tap; they
             // pay off once taps dominate, on planes with enough tiles to fill the GPU.
             KernelPath::Dense if large_mask && plane_pixels >= LARGE_PLANE_PIXELS => tiling(32, 8, 8, 4),
-            // Each thread reads 16 samples of a row at once (one 128-bit load) and keeps the
-            // rows of 2 outputs in registers.
-            KernelPath::SmallDense | KernelPath::SmallSeparable => tiling(32, 8, 16, 2),
             _ => tiling(32, 8, 4, 4),
         };
         Variant {
@@ -217,21 +211,8 @@ impl Variant {
         match path {
             KernelPath::Dense => self.dense_shared_bytes(),
             KernelPath::Separable => self.separable_shared_bytes(),
-            KernelPath::Global | KernelPath::SmallDense | KernelPath::SmallSeparable => 0,
+            KernelPath::Global => 0,
         }
-    }
-
-    /// Whether the register kernels (`SmallDense`, `SmallSeparable`) are compiled for this
-    /// variant: a mask up to [`SMALL_MASK`] a side whose halo is at most 4 samples a side,
-    /// on 8-bit integer samples, not a gradient magnitude. Mirrors the condition around
-    /// those kernels in convolve.cu.
-    pub fn has_small_kernels(&self) -> bool {
-        self.values == SampleValues::Integer
-            && self.depth == SampleDepth::EIGHT
-            && !self.magnitude
-            && self.mask_width <= SMALL_MASK
-            && self.mask_height <= SMALL_MASK
-            && self.mask_width / 2 * self.channels <= 4
     }
 
     /// Shared memory the dense kernel needs per block: the tile with its halo, as floats.
@@ -318,51 +299,6 @@ mod tests {
     fn tiling(size: usize, path: KernelPath, pixels: usize) -> (u32, u32, u32, u32) {
         let t = Variant::new(size, size, 1, BorderMode::Reflect, HOPPER_SHARED, path, pixels).tiling;
         (t.block_x, t.block_y, t.px, t.py)
-    }
-
-    #[test]
-    fn small_masks_on_8_bit_planes_have_register_kernels_and_no_shared_tile() {
-        let small = |mw, mh, channels| {
-            Variant::new(
-                mw,
-                mh,
-                channels,
-                BorderMode::Reflect,
-                HOPPER_SHARED,
-                KernelPath::SmallDense,
-                HD,
-            )
-        };
-        for (mw, mh, channels) in [
-            (1, 1, 1),
-            (3, 3, 1),
-            (5, 5, 1),
-            (5, 3, 2),
-            (3, 3, 3),
-            (3, 3, 4),
-            (1, 5, 3),
-        ] {
-            let v = small(mw, mh, channels);
-            assert!(v.has_small_kernels(), "{}", v.describe());
-            assert_eq!(v.shared_bytes(KernelPath::SmallDense), 0);
-            assert_eq!(v.shared_bytes(KernelPath::SmallSeparable), 0);
-            assert_eq!(
-                (v.tiling.block_x, v.tiling.block_y, v.tiling.px, v.tiling.py),
-                (32, 8, 16, 2)
-            );
-        }
-        // Past 5x5, past a 4-sample halo, past 8 bits, float values, a gradient magnitude: none.
-        assert!(!small(7, 7, 1).has_small_kernels());
-        assert!(!small(3, 7, 1).has_small_kernels());
-        assert!(!small(5, 5, 3).has_small_kernels());
-        assert!(!small(3, 3, 1)
-            .with_depth(SampleDepth { bits: 10, shift: 0 })
-            .has_small_kernels());
-        assert!(!small(3, 3, 1).with_values(SampleValues::Float32).has_small_kernels());
-        assert!(!small(3, 3, 1).with_magnitude(true).has_small_kernels());
-        assert!(small(3, 3, 1).with_ffmpeg_rdiv(Some(0.5)).has_small_kernels());
-        // The tiled paths keep their tilings.
-        assert_eq!(tiling(3, KernelPath::Dense, HD), (32, 8, 4, 4));
     }
 
     #[test]
