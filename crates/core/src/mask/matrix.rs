@@ -507,7 +507,8 @@ fn custom_sum_warning(params: &MaskParams, raw: &presets::RawMask) -> Option<Str
     ))
 }
 
-/// What the coefficients are divided by: the divisor, the sum with normalize, else 1.
+/// What the coefficients are divided by: the divisor (times the preset's own, a box's w x h),
+/// the sum with normalize, else the preset's own divisor (1 for most).
 fn divisor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec<MaskError>) -> Option<f64> {
     match (params.divisor, params.normalize.unwrap_or(false)) {
         (Some(_), true) => {
@@ -516,7 +517,7 @@ fn divisor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec
         }
         (Some(d), false) => {
             if d.is_finite() && d != 0.0 {
-                Some(d)
+                Some(d * raw.map_or(1.0, |r| r.divisor))
             } else {
                 errors.push(MaskError::BadDivisor { value: d });
                 None
@@ -532,7 +533,7 @@ fn divisor(params: &MaskParams, raw: Option<&presets::RawMask>, errors: &mut Vec
                 Some(sum)
             }
         }
-        (None, false) => Some(1.0),
+        (None, false) => Some(raw.map_or(1.0, |r| r.divisor)),
     }
 }
 

@@ -47,6 +47,9 @@ pub struct RawMask {
     /// A gradient magnitude's second matrix (the same size): the result is
     /// sqrt(a^2 + b^2) of the two sums.
     pub second: Option<Vec<Vec<f64>>>,
+    /// What the rows are divided by before any `divisor` the SPEC gives: a box's w x h (its
+    /// rows are ones, so engines sum them whole and divide each sum once), else 1.
+    pub divisor: f64,
 }
 
 impl RawMask {
@@ -55,6 +58,7 @@ impl RawMask {
             rows,
             factors: None,
             second: None,
+            divisor: 1.0,
         }
     }
 
@@ -65,6 +69,7 @@ impl RawMask {
             rows: x,
             factors: None,
             second: Some(y),
+            divisor: 1.0,
         }
     }
 
@@ -74,6 +79,7 @@ impl RawMask {
             rows: a,
             factors: None,
             second: Some(b),
+            divisor: 1.0,
         }
     }
 
@@ -92,6 +98,7 @@ impl RawMask {
                 .factors
                 .map(|(col, row)| (col.into_iter().rev().collect(), row.into_iter().rev().collect())),
             second: self.second.map(turn),
+            divisor: self.divisor,
         }
     }
 
@@ -101,7 +108,13 @@ impl RawMask {
             rows,
             factors: Some((col, row)),
             second: None,
+            divisor: 1.0,
         }
+    }
+
+    /// The same rows, each sum divided by `divisor`.
+    fn over(self, divisor: f64) -> Self {
+        RawMask { divisor, ..self }
     }
 }
 
@@ -257,7 +270,9 @@ pub fn build(name: &str, p: &MaskParams, errors: &mut Vec<MaskError>) -> Option<
             };
             let width = p.width.map_or(size, |w| check_side("width", w, errors));
             let height = p.height.map_or(size, |h| check_side("height", h, errors));
-            RawMask::separable(vec![1.0 / height as f64; height], vec![1.0 / width as f64; width])
+            // Ones over w x h: the window's exact sum divided once (cv2.blur's mean), rather
+            // than taps of 1 / (w x h) that each round.
+            RawMask::separable(vec![1.0; height], vec![1.0; width]).over((width * height) as f64)
         }
         "gaussian" => {
             let (size, sigma) = gaussian_shape(p, 5, errors);

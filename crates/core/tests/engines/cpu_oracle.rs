@@ -592,6 +592,72 @@ fn box_blur_by_hand() {
     assert_eq!((out.data[0], out.data[8]), (1, 3));
 }
 
+/// A box is each window's mean: the exact sum of its samples divided once by w x h (one
+/// IEEE division, rounded half away from zero), not a sum of taps of 1 / (w x h) that each
+/// round. With 225 or 961 samples a window, such taps' rounding moves means near a half.
+#[test]
+fn boxes_are_each_windows_exact_mean() {
+    with_seeds("boxes_are_each_windows_exact_mean", |rng| {
+        for (bits, width, height) in [
+            (8, 3, 3),
+            (8, 7, 3),
+            (8, 15, 15),
+            (8, 31, 31),
+            (8, 1, 63),
+            (16, 5, 5),
+            (16, 15, 17),
+        ] {
+            let depth = SampleDepth { bits, shift: 0 };
+            let shape = PlaneShape {
+                depth,
+                ..PlaneShape::eight_bit(rng.gen_range(1..70), rng.gen_range(1..50), rng.gen_range(1..=3))
+            };
+            let plane = random_plane_of(rng, shape);
+            let mask = Mask::from_spec(&format!("box:width={width},height={height}")).unwrap();
+            let mode = [
+                BorderMode::Constant,
+                BorderMode::Nearest,
+                BorderMode::Reflect,
+                BorderMode::Mirror,
+                BorderMode::Wrap,
+            ][rng.gen_range(0..5)];
+            let out = convolve_plane(&plane, &mask, mode);
+            let at = |p: &Plane, y: usize, x: usize, c: usize| -> u32 {
+                let i = x * p.channels + c;
+                match bits {
+                    8 => u32::from(p.row(y)[i]),
+                    _ => u32::from(u16::from_le_bytes([p.row(y)[2 * i], p.row(y)[2 * i + 1]])),
+                }
+            };
+            let (w, h) = (plane.width as i64, plane.height as i64);
+            for y in 0..plane.height {
+                for x in 0..plane.width {
+                    for c in 0..plane.channels {
+                        let mut sum = 0u32;
+                        for i in 0..height as i64 {
+                            for j in 0..width as i64 {
+                                let row = oracle_index(mode, y as i64 + i - height as i64 / 2, h);
+                                let col = oracle_index(mode, x as i64 + j - width as i64 / 2, w);
+                                if let (Some(row), Some(col)) = (row, col) {
+                                    sum += at(&plane, row, col, c);
+                                }
+                            }
+                        }
+                        let mean = (sum as f32 / (width * height) as f32).round() as u32;
+                        assert_eq!(
+                            at(&out, y, x, c),
+                            mean,
+                            "{bits}-bit {width}x{height} box, {mode:?}, at ({y}, {x}) channel {c} of a {}x{} plane",
+                            plane.width,
+                            plane.height
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
 #[test]
 fn results_are_rounded_half_away_from_zero_and_clamped() {
     let plane = Plane {

@@ -296,7 +296,16 @@ mod tests {
             .second
             .is_some_and(|_| band("sobel", eight).lanes == Lanes::I16));
         assert_eq!(band("sharpen", sixteen).lanes, Lanes::I32);
-        assert_eq!(band("box:size=3", eight).lanes, Lanes::F32, "taps of 1/3 * 1/3");
+        // A box is ones over w x h: its sums are whole, each divided once.
+        let box5 = band("box:size=5", eight);
+        assert_eq!(
+            (box5.lanes, box5.integer_bias),
+            (Lanes::I16, None),
+            "ones, divided by 25"
+        );
+        assert!(box5.factors.is_some());
+        assert_eq!(band("box:size=5", sixteen).lanes, Lanes::I32);
+        assert_eq!(band("box:size=3,divisor=0.3", eight).lanes, Lanes::F32, "taps of 1/2.7");
         assert_eq!(band("gaussian:size=13", eight).lanes, Lanes::F32);
         let halves = band("sharpen:amount=0.5", eight);
         assert_eq!(
