@@ -65,6 +65,24 @@ def test_border_values_cv2_has_no_mode_for_are_refused_by_name():
         convstream.Filter("box", border=2.0)
 
 
+@pytest.mark.parametrize("width, height", [(3, 3), (5, 5), (7, 3), (3, 7), (15, 15), (31, 31), (1, 9)])
+def test_box_is_cv2_blur_byte_for_byte_and_the_exact_mean(width, height):
+    rng = np.random.default_rng(width * 100 + height)
+    colour = rng.integers(0, 256, size=(61, 77, 3), dtype=np.uint8)
+    box = convstream.Filter(f"box:width={width},height={height}", border="reflect_101", device="cpu")
+    assert np.array_equal(box(colour), cv2.blur(colour, (width, height)))
+    # 16-bit samples: each window's exact sum over w x h, rounded, wherever f32 holds every sum
+    # exactly (up to 2^24: 256 samples a window). cv2's own 16-bit blur is a level off at some
+    # pixels of a 15 x 15 window.
+    if width * height * 65535 > 2**24:
+        return
+    deep = rng.integers(0, 65536, size=(29, 41), dtype=np.uint16)
+    padded = np.pad(deep.astype(np.int64), ((height // 2,) * 2, (width // 2,) * 2), mode="reflect")
+    sums = sum(padded[i : i + 29, j : j + 41] for i in range(height) for j in range(width))
+    area = width * height
+    assert np.array_equal(box(deep), (2 * sums + area) // (2 * area))
+
+
 def test_normalize_divides_by_the_sum_as_cv2_does(image):
     kernel = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=np.float64)
     by_divisor = convstream.Filter(kernel, divisor=16, device="cpu")(image)
