@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# ROUNDS fresh processes of box.py on this machine; the table takes each row's median over them.
-#   ROUNDS=6 bash run.sh PYTHON
+# Two builds of the Python package side by side on this machine, in turns: each round runs
+# box.py once with PYTHON_A's package, then once with PYTHON_B's, each in a fresh process, so a
+# busy moment of the machine falls on both. The table takes each row's median over the rounds;
+# cv2's time is the median over every round of both.
+#   ROUNDS=6 bash run.sh PYTHON_A PYTHON_B > table.md
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-python="${1:-python3}"
 mkdir -p raw
 for i in $(seq 1 "${ROUNDS:-6}"); do
-    OPENBLAS_NUM_THREADS=1 "$python" "$here/box.py" >"raw/box-$i.json"
+    OPENBLAS_NUM_THREADS=1 "$1" "$here/box.py" >"raw/box-A-$i.json"
+    OPENBLAS_NUM_THREADS=1 "$2" "$here/box.py" >"raw/box-B-$i.json"
 done
-"$python" - raw/box-*.json <<'PY'
-import json, statistics, sys
-runs = [json.load(open(f)) for f in sys.argv[1:]]
-print("| row | convstream ms | cv2 ms | convstream / cv2 |")
-print("|---|---:|---:|---:|")
-for row in runs[0]:
-    ours = statistics.median(r[row][0] for r in runs)
-    theirs = statistics.median(r[row][1] for r in runs)
-    print(f"| {row} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f} |")
+python3 - raw <<'PY'
+import glob, json, statistics, sys
+runs = {v: [json.load(open(f)) for f in sorted(glob.glob(f"{sys.argv[1]}/box-{v}-*.json"))] for v in "AB"}
+print("| row | A ms | B ms | B / A | cv2 ms | B / cv2 |")
+print("|---|---:|---:|---:|---:|---:|")
+for row in runs["A"][0]:
+    a = statistics.median(r[row][0] for r in runs["A"])
+    b = statistics.median(r[row][0] for r in runs["B"])
+    cv = statistics.median(r[row][1] for r in runs["A"] + runs["B"])
+    print(f"| {row} | {a:.3f} | {b:.3f} | {b / a:.2f} | {cv:.3f} | {b / cv:.2f} |")
 PY
