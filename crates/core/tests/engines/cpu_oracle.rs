@@ -8,7 +8,7 @@
 //! Every randomised test runs twice: with a fixed seed and with one taken from the clock.
 //! A failure prints the seed; `CONVSTREAM_TEST_SEED=N` replays it.
 //!
-//! One test file at some length (about 720 lines): every engine path against the oracle shares
+//! One test file at some length (about 830 lines): every engine path against the oracle shares
 //! the random planes and masks above the tests.
 
 use convstream_core::Engine;
