@@ -41,9 +41,12 @@ def child(script: str) -> subprocess.Popen:
 def interrupted_within(call: str, seconds: float = 5.0) -> str:
     """Runs `call` in a child, sends it SIGINT once it is inside the call, and returns what it
     printed; fails unless `KeyboardInterrupt` came out of the call within `seconds`."""
+    # Ctrl-C as a terminal's Python has it: a child of a shell's background job inherits
+    # SIGINT ignored, and Python then keeps it ignored.
     process = child(
         f"""
-        import sys, convstream
+        import signal, sys, convstream
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         print("calling", flush=True)
         try:
             {call}
