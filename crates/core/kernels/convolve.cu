@@ -5,99 +5,58 @@
 
 #include "convolve.cuh"
 
-// Four adjacent samples as one aligned word: what the tile's fast loads read and the stores
-// write.
+// One word of the shared tile: source samples c..c+3 of row `r` (mapped row `y`), converted
+// to floats. `fast`: the row is inside the plane and its 4-sample groups are aligned, so a
+// group wholly inside the row is one aligned load (32 bits of 8-bit samples, 64 bits of
+// 16-bit ones); anything else (and a source whose pixels are apart) goes sample by sample.
+__device__ __forceinline__ void load_word(float* __restrict__ trow, const unsigned char* __restrict__ src,
+                                          const PlaneGeometry& g, bool fast, int y, int row, int c, int w,
+                                          int row_samples) {
+    float4 f;
+    if (fast && c >= 0 && c + 3 < row_samples) {
 #if SAMPLE_FLOAT == 32
-typedef float4 sample_quad;
-#elif SAMPLE_FLOAT == 16 || SAMPLE_BITS > 8
-typedef uint2 sample_quad;
-#else
-typedef unsigned int sample_quad;
-#endif
-
-// A loaded word's four samples as the floats the sums take.
-__device__ __forceinline__ float4 quad_values(sample_quad v) {
-#if SAMPLE_FLOAT == 32
-    return v;
+        f = *reinterpret_cast<const float4*>(sample_row(src, g.src_pitch, y) + c);
 #elif SAMPLE_FLOAT == 16
-    return make_float4(sample_value((sample_t)(v.x & 0xffffu)), sample_value((sample_t)(v.x >> 16)),
-                       sample_value((sample_t)(v.y & 0xffffu)), sample_value((sample_t)(v.y >> 16)));
+        const uint2 v = *reinterpret_cast<const uint2*>(sample_row(src, g.src_pitch, y) + c);
+        f = make_float4(sample_value((sample_t)(v.x & 0xffffu)), sample_value((sample_t)(v.x >> 16)),
+                        sample_value((sample_t)(v.y & 0xffffu)), sample_value((sample_t)(v.y >> 16)));
 #elif SAMPLE_BITS > 8
-    return make_float4((float)((v.x & 0xffffu) >> SAMPLE_SHIFT), (float)((v.x >> 16) >> SAMPLE_SHIFT),
-                       (float)((v.y & 0xffffu) >> SAMPLE_SHIFT), (float)((v.y >> 16) >> SAMPLE_SHIFT));
+        const uint2 v = *reinterpret_cast<const uint2*>(sample_row(src, g.src_pitch, y) + c);
+        f = make_float4((float)((v.x & 0xffffu) >> SAMPLE_SHIFT), (float)((v.x >> 16) >> SAMPLE_SHIFT),
+                        (float)((v.y & 0xffffu) >> SAMPLE_SHIFT), (float)((v.y >> 16) >> SAMPLE_SHIFT));
 #else
-    return make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu), (float)(v >> 24));
+        const unsigned int v = *reinterpret_cast<const unsigned int*>(sample_row(src, g.src_pitch, y) + c);
+        f = make_float4((float)(v & 0xffu), (float)((v >> 8) & 0xffu), (float)((v >> 16) & 0xffu), (float)(v >> 24));
 #endif
+    } else {
+        f = make_float4(sample(src, g, row, c), sample(src, g, row, c + 1), sample(src, g, row, c + 2),
+                        sample(src, g, row, c + 3));
+    }
+    reinterpret_cast<float4*>(trow)[w] = f;
 }
 
 // Fills the shared tile (SHARED_H rows of SHARED_PITCH floats) with the source window whose
 // top-left sample is (row0, col0 - SHIFT), border mode applied. The block's threads walk the
-// tile two words at a time, word w and word w + ROW_HALF of a row, so that a warp reads 128
-// contiguous bytes and writes 512 contiguous bytes of shared memory per access. A word of
-// samples c..c+3 wholly inside a row of the plane, on a plane whose rows are aligned to 4
-// samples, is one aligned load; anything else (the plane's edges, a source whose pixels are
-// apart) goes sample by sample.
-//
-// Each thread issues the loads of FETCH_STEPS steps before it converts any of them: their
-// round trips to memory overlap, where a load followed at once by its conversion would wait
-// for each in turn (a block's tile is its only memory traffic before the sums, so those waits
-// are most of a small mask's time).
+// tile two words at a time, word w and word w + ROW_HALF of a row, so the row arithmetic is
+// paid once per two words while a warp still reads 128 contiguous bytes and writes 512
+// contiguous bytes of shared memory per access. Words that cross the plane's edge, and
+// planes whose rows are not aligned to 4 samples, take the per-sample path.
 #define ROW_HALF ((ROW_WORDS + 1) / 2)
-// Whether samples c..c+3 of mapped row `y` (-1: outside the plane) are one aligned load.
-__device__ __forceinline__ bool whole_word(bool aligned, int y, int c, int row_samples) {
-    return aligned && y >= 0 && c >= 0 && c + 3 < row_samples;
-}
-#define TILE_THREADS (BLOCK_X * BLOCK_Y)
-#define TILE_STEPS ((SHARED_H * ROW_HALF + TILE_THREADS - 1) / TILE_THREADS)
-// About 16 registers of loaded words a thread: 8 steps of 8-bit samples, 4 of 16-bit, 2 of float.
-#define MOST_FETCH_STEPS (8 / (int)(sizeof(sample_quad) / 4))
-#define FETCH_STEPS (TILE_STEPS < MOST_FETCH_STEPS ? TILE_STEPS : MOST_FETCH_STEPS)
 __device__ __forceinline__ void load_tile(float* __restrict__ tile, const unsigned char* __restrict__ src,
                                           const PlaneGeometry& g, int row0, int col0) {
     const int row_samples = g.width * CH;
     const int first = col0 - SHIFT;
+    // Pixels apart (a strided view) are read sample by sample.
     const bool aligned = g.src_pixel == 0 && ((((size_t)src) | (size_t)g.src_pitch) & (4 * SAMPLE_BYTES - 1)) == 0;
-    const int thread = threadIdx.y * BLOCK_X + threadIdx.x;
-#pragma unroll
-    for (int step0 = 0; step0 < TILE_STEPS; step0 += FETCH_STEPS) {
-        sample_quad loaded[FETCH_STEPS][2];
-        int mapped[FETCH_STEPS];
-#pragma unroll
-        for (int s = 0; s < FETCH_STEPS; ++s) {
-            const int i = thread + (step0 + s) * TILE_THREADS;
-            mapped[s] = -1;
-            if (step0 + s < TILE_STEPS && i < SHARED_H * ROW_HALF) {
-                const int r = i / ROW_HALF;
-                const int w = i - r * ROW_HALF;
-                const int y = map_index(row0 + r, g.height);
-                mapped[s] = y;
-                const sample_t* row = sample_row(src, g.src_pitch, y < 0 ? 0 : y);
-                const int c = first + 4 * w;
-                if (whole_word(aligned, y, c, row_samples)) loaded[s][0] = *reinterpret_cast<const sample_quad*>(row + c);
-                const int c1 = c + 4 * ROW_HALF;
-                if (w + ROW_HALF < ROW_WORDS && whole_word(aligned, y, c1, row_samples)) loaded[s][1] = *reinterpret_cast<const sample_quad*>(row + c1);
-            }
-        }
-#pragma unroll
-        for (int s = 0; s < FETCH_STEPS; ++s) {
-            const int i = thread + (step0 + s) * TILE_THREADS;
-            if (step0 + s < TILE_STEPS && i < SHARED_H * ROW_HALF) {
-                const int r = i / ROW_HALF;
-                const int w = i - r * ROW_HALF;
-                float4* trow = reinterpret_cast<float4*>(tile + r * SHARED_PITCH);
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int word = w + half * ROW_HALF;
-                    const int c = first + 4 * word;
-                    if (half == 0 || word < ROW_WORDS) {
-                        trow[word] = whole_word(aligned, mapped[s], c, row_samples) ? quad_values(loaded[s][half])
-                                                         : make_float4(sample(src, g, row0 + r, c),
-                                                                       sample(src, g, row0 + r, c + 1),
-                                                                       sample(src, g, row0 + r, c + 2),
-                                                                       sample(src, g, row0 + r, c + 3));
-                    }
-                }
-            }
+    for (int i = threadIdx.y * BLOCK_X + threadIdx.x; i < SHARED_H * ROW_HALF; i += BLOCK_X * BLOCK_Y) {
+        const int r = i / ROW_HALF;
+        const int w = i - r * ROW_HALF;
+        const int y = map_index(row0 + r, g.height);
+        const bool fast = aligned && y >= 0;
+        float* trow = tile + r * SHARED_PITCH;
+        load_word(trow, src, g, fast, y, row0 + r, first + 4 * w, w, row_samples);
+        if (w + ROW_HALF < ROW_WORDS) {
+            load_word(trow, src, g, fast, y, row0 + r, first + 4 * (w + ROW_HALF), w + ROW_HALF, row_samples);
         }
     }
 }
@@ -135,6 +94,14 @@ __device__ __forceinline__ unsigned int pack_samples(float s0, float s1, float s
     return word;
 }
 #endif
+#if SAMPLE_FLOAT == 32
+typedef float4 sample_quad;
+#elif SAMPLE_FLOAT == 16 || SAMPLE_BITS > 8
+typedef uint2 sample_quad;
+#else
+typedef unsigned int sample_quad;
+#endif
+
 // Writes one row of a thread's PX outputs, four samples at a time where aligned and inside
 // the plane (INTERIOR: the caller knows they are).
 template <bool INTERIOR>
