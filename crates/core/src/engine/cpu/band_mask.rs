@@ -13,11 +13,12 @@
 //! whole numbers `k` (16-bit when every partial sum fits, unsigned where no tap is below
 //! zero, else 32-bit; taps over a power of two only where 16 bits do), zero taps left out, a
 //! rank-one mask as two passes when that is less work; the sum `S` in lanes is the f32 sum
-//! `S / 2^m` (`BandMask::scale_bits`). Where finishing is `round(S / 2^m + bias)` with
-//! nothing else to round (no divisor, no FFmpeg arithmetic, no magnitude, a bias that is a
-//! whole number of `2^-m`), it is done in integers.
+//! `S / 2^m` (`BandMask::scale_bits`). Where the f32 finish's samples can be had from `S` in
+//! integers (no FFmpeg arithmetic, no magnitude; a divisor and bias as `integer_finish.rs`
+//! says: a box's `w h`, no bias), finishing is done in integers too.
 
 use super::finish::Finish;
+use super::integer_finish::IntegerFinish;
 use crate::frame::SampleDepth;
 use crate::mask::Mask;
 
@@ -64,11 +65,9 @@ pub(super) struct BandMask {
     pub(super) lanes: Lanes,
     /// Integer lanes' sums are the f32 sums times `2^scale_bits` (the taps' `m`; 0 in f32).
     pub(super) scale_bits: u32,
-    /// The bias in sample units times `2^scale_bits` when finishing is
-    /// `clamp(round((sum + bias) / 2^scale_bits))` exactly (exact sums, no divisor, no FFmpeg
-    /// arithmetic, no magnitude, a bias that is a whole number of `2^-scale_bits`): done in
-    /// integers then.
-    pub(super) integer_bias: Option<i32>,
+    /// Exact sums' finish in integers, where it gives the f32 finish's samples (see
+    /// `integer_finish.rs`; never for a gradient magnitude, whose square root is f32's).
+    pub(super) integer_finish: Option<IntegerFinish>,
     pub(super) finish: Finish,
     /// Float values' taps without their zeros, where the mask has any (see [`SparseTaps`]).
     pub(super) sparse: Option<SparseTaps>,
@@ -177,7 +176,7 @@ impl BandMask {
                 .map(|(column, row)| (column, tap_rows(&row, mask.width(), channels, keep_zeros).remove(0))),
             lanes: Lanes::F32,
             scale_bits: 0,
-            integer_bias: None,
+            integer_finish: None,
             finish,
             sparse: None,
         }
@@ -251,13 +250,10 @@ impl BandMask {
             return None;
         }
         let finish = Finish::of(mask, depth);
-        let bias = f64::from(finish.bias * depth.bias_scale()) * f64::from(1u32 << scale_bits);
-        let integer_bias = (finish.divisor == 1.0
-            && finish.ffmpeg_rdiv.is_none()
-            && second.is_none()
-            && bias.fract() == 0.0
-            && bias.abs() + largest <= LARGEST_EXACT)
-            .then_some(bias as i32);
+        let integer_finish = second
+            .is_none()
+            .then(|| IntegerFinish::of(&finish, scale_bits, largest))
+            .flatten();
         Some(BandMask {
             width,
             height,
@@ -266,7 +262,7 @@ impl BandMask {
             factors: factors.map(|(column, row, _, _)| (column, row)),
             lanes,
             scale_bits,
-            integer_bias,
+            integer_finish,
             finish,
             sparse: None,
         })
@@ -283,14 +279,18 @@ mod tests {
         let sixteen = SampleDepth { bits: 16, shift: 0 };
         let band = |spec: &str, depth| BandMask::of(&Mask::from_spec(spec).expect("a mask"), depth, 1);
         let sharpen = band("sharpen", eight);
-        assert_eq!((sharpen.lanes, sharpen.integer_bias), (Lanes::I16, Some(0)));
+        assert_eq!((sharpen.lanes, sharpen.integer_finish.is_some()), (Lanes::I16, true));
         assert_eq!(
             sharpen.rows.iter().map(Vec::len).sum::<usize>(),
             5,
             "zero taps left out"
         );
         let box9 = band("custom:matrix=[[1,1,1],[1,1,1],[1,1,1]],normalize=true", eight);
-        assert_eq!((box9.lanes, box9.integer_bias), (Lanes::I16, None), "divided by 9");
+        assert_eq!(
+            (box9.lanes, box9.integer_finish.is_some()),
+            (Lanes::I16, true),
+            "divided by 9, in integers"
+        );
         assert!(box9.factors.is_some(), "a row pass and a column pass: 6 taps, not 9");
         assert!(band("sobel", eight)
             .second
@@ -299,9 +299,13 @@ mod tests {
         // A box is ones over w x h: its sums are whole, each divided once.
         let box5 = band("box:size=5", eight);
         assert_eq!(
-            (box5.lanes, box5.integer_bias),
-            (Lanes::I16, None),
-            "ones, divided by 25"
+            (box5.lanes, box5.integer_finish.is_some()),
+            (Lanes::I16, true),
+            "ones, divided by 25 in integers"
+        );
+        assert!(
+            band("sobel", eight).integer_finish.is_none(),
+            "a magnitude's square root"
         );
         assert!(box5.factors.is_some());
         assert_eq!(band("box:size=5", sixteen).lanes, Lanes::I32);
@@ -336,8 +340,12 @@ mod tests {
         // OpenCV's small Gaussians: whole numbers over 2^m, in two passes.
         let gaussian3 = band("gaussian:size=3", eight);
         assert_eq!(
-            (gaussian3.lanes, gaussian3.scale_bits, gaussian3.integer_bias),
-            (Lanes::I16, 4, Some(0))
+            (
+                gaussian3.lanes,
+                gaussian3.scale_bits,
+                gaussian3.integer_finish.is_some()
+            ),
+            (Lanes::I16, 4, true)
         );
         let gaussian5 = band("gaussian:size=5", eight);
         assert_eq!(
@@ -361,8 +369,8 @@ mod tests {
         );
         let quarters = band("custom:matrix=[[0.5,-1.5,0.25],[0,1,0],[0.25,0,0]],bias=0.5", eight);
         assert_eq!(
-            (quarters.lanes, quarters.scale_bits, quarters.integer_bias),
-            (Lanes::I16, 2, Some(2))
+            (quarters.lanes, quarters.scale_bits, quarters.integer_finish.is_some()),
+            (Lanes::I16, 2, true)
         );
         let wide = "custom:matrix=[[255,255,255],[255,255,255],[255,255,255]]";
         assert_eq!(band(wide, eight).lanes, Lanes::I32, "9 * 255 * 255 passes i16");

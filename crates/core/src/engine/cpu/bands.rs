@@ -385,8 +385,8 @@ fn finish_into<T: Lane>(
 /// One row of sums (and a gradient magnitude's second sums) written as samples.
 #[inline(always)]
 fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &BandMask, floats: &mut Vec<f32>) {
-    if let Some(bias) = mask.integer_bias {
-        return finish_in_integers(out, sums, bias, mask);
+    if let Some(integers) = mask.integer_finish {
+        return integers.write_row(out, sums);
     }
     if let (None, Some(sums)) = (second, T::as_floats(sums)) {
         return write_row(out, sums, mask.finish);
@@ -407,31 +407,6 @@ fn finish_row<T: Lane>(out: &mut [u8], sums: &[T], second: Option<&[T]>, mask: &
         }
     }
     write_row(out, floats, mask.finish);
-}
-
-/// Exact sums finished in integers: `round((sum + bias) / 2^scale_bits)`, half away from
-/// zero, clamped (with `scale_bits` 0, `clamp(sum + bias)`); the f32 finish's samples, since
-/// `sum + bias` is exact in f32 (within 2^24, checked in `band_mask.rs`) and dividing by a
-/// power of two is exact.
-#[inline(always)]
-fn finish_in_integers<T: Lane>(out: &mut [u8], sums: &[T], bias: i32, mask: &BandMask) {
-    let depth = mask.finish.depth;
-    let max = depth.max_value() as i32;
-    let shift = mask.scale_bits;
-    let half = (1i32 << shift) >> 1;
-    // A total below zero rounds to 0 or below, which the clamp makes 0: so it is taken as 0,
-    // and what is left rounds half up, as half away from zero does above zero.
-    let sample = |s: T| ((s.get() + bias).max(0) + half) >> shift;
-    if depth.bytes() == 1 {
-        for (o, s) in out.iter_mut().zip(sums) {
-            *o = sample(*s).min(max) as u8;
-        }
-    } else {
-        for (o, s) in out.chunks_exact_mut(2).zip(sums) {
-            let value = (sample(*s).min(max) as u16) << depth.shift;
-            o.copy_from_slice(&value.to_le_bytes());
-        }
-    }
 }
 
 #[cfg(test)]
