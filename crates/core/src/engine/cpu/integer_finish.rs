@@ -83,25 +83,35 @@ impl IntegerFinish {
         })
     }
 
-    /// The sample of one sum.
+    /// The sample of one sum (`multiplier` given apart, so that a constant 1 costs nothing).
     #[inline(always)]
-    fn sample(self, sum: i32) -> u32 {
+    fn sample(self, sum: i32, multiplier: u32) -> u32 {
         // A numerator below zero is a value below zero, which the clamp makes 0.
         let numerator = (sum + self.offset).max(0) as u32;
-        ((numerator * self.multiplier) >> self.shift).min(self.max)
+        ((numerator * multiplier) >> self.shift).min(self.max)
     }
 
     /// Writes one row of sums as samples of the finish's depth: bytes, or little-endian words
-    /// shifted into place.
+    /// shifted into place. A divisor of a power of two (the lanes' scale alone, OpenCV's small
+    /// Gaussians) takes a loop without the multiply.
     #[inline(always)]
     pub(super) fn write_row<T: Lane>(self, out: &mut [u8], sums: &[T]) {
+        if self.multiplier == 1 {
+            self.write_row_times(out, sums, 1);
+        } else {
+            self.write_row_times(out, sums, self.multiplier);
+        }
+    }
+
+    #[inline(always)]
+    fn write_row_times<T: Lane>(self, out: &mut [u8], sums: &[T], multiplier: u32) {
         if out.len() == sums.len() {
             for (o, s) in out.iter_mut().zip(sums) {
-                *o = self.sample(s.get()) as u8;
+                *o = self.sample(s.get(), multiplier) as u8;
             }
         } else {
             for (o, s) in out.chunks_exact_mut(2).zip(sums) {
-                let value = (self.sample(s.get()) as u16) << self.word_shift;
+                let value = (self.sample(s.get(), multiplier) as u16) << self.word_shift;
                 o.copy_from_slice(&value.to_le_bytes());
             }
         }
