@@ -218,16 +218,38 @@ pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
 }
 
 /// The whole blocks of `BLOCK` outputs of [`sum_column_group`] from `start` on; returns where
-/// they end.
+/// they end. Odd mask heights up to 15 are passed on as constants, so that their loops unroll
+/// whole and which output reads which source row is known when compiling: in the loop for any
+/// height those checks cost as much as a short mask's multiply-adds.
 #[inline(always)]
 fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
     outs: &mut [T],
     len: usize,
-    mut start: usize,
+    start: usize,
 ) -> usize {
-    let height = weights.len();
+    let columns = (rows, outs, len, start);
+    match weights.len() {
+        3 => column_blocks_high::<T, BLOCK, G>(columns, weights, 3),
+        5 => column_blocks_high::<T, BLOCK, G>(columns, weights, 5),
+        7 => column_blocks_high::<T, BLOCK, G>(columns, weights, 7),
+        9 => column_blocks_high::<T, BLOCK, G>(columns, weights, 9),
+        11 => column_blocks_high::<T, BLOCK, G>(columns, weights, 11),
+        13 => column_blocks_high::<T, BLOCK, G>(columns, weights, 13),
+        15 => column_blocks_high::<T, BLOCK, G>(columns, weights, 15),
+        height => column_blocks_high::<T, BLOCK, G>(columns, weights, height),
+    }
+}
+
+/// [`column_blocks`] for a mask `height` rows high.
+#[inline(always)]
+fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
+    (rows, outs, len, mut start): (&[Option<&[T]>], &mut [T], usize, usize),
+    weights: &[T],
+    height: usize,
+) -> usize {
+    let (rows, weights) = (&rows[..G + height - 1], &weights[..height]);
     while start + BLOCK <= len {
         let mut acc = [[T::default(); BLOCK]; G];
         for (j, row) in rows.iter().enumerate() {
@@ -437,7 +459,17 @@ mod tests {
             (state >> 40) as f32 / (1u64 << 24) as f32 * 510.0 - 255.0
         };
         let bits = |values: &[f32]| values.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
-        for (len, height) in [(1usize, 1usize), (17, 3), (200, 13), (1923, 5)] {
+        for (len, height) in [
+            (1usize, 1usize),
+            (17, 3),
+            (200, 13),
+            (1923, 5),
+            (130, 7),
+            (64, 9),
+            (97, 11),
+            (300, 15),
+            (40, 2),
+        ] {
             let data: Vec<Vec<f32>> = (0..height + 3).map(|_| (0..len).map(|_| next()).collect()).collect();
             let weights: Vec<f32> = (0..height).map(|_| next() / 100.0).collect();
             // The second source row lies outside the plane (a constant border): it adds nothing.
