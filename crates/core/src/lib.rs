@@ -52,6 +52,7 @@ pub use filter::{BorderMode, FilterSpec, PlaneMasks, PlaneName, PlaneSelection};
 pub use format::{PixelFormat, PixelLayout, PlaneShape, SampleDepth, POOLED_ROW_ALIGN};
 pub use frame::{DevicePicture, DevicePlane, Frame, Plane, Timeline};
 pub use host_buffers::pinned_budget::PinnedBudget;
+pub use host_buffers::trim::{give_back_freed_memory, TRIM_EVERY as HEAP_TRIM_EVERY};
 pub use host_buffers::{BufferPool, HeapMemory, LatePool, PlaneData, IDLE_WINDOW};
 pub use mask::{
     nearest, preset_list, show_mask, show_spec, Mask, MaskError, MaskMode, MaskParams, SpecRefused, MAX_SIDE, PRESETS,

@@ -13,13 +13,15 @@
 //!
 //! Here: the modules and what they give the crates above. Where memory comes from is
 //! `memory.rs`, the pool `pool.rs`, a plane's bytes `plane_data.rs`, a pool whose memory
-//! arrives late `late.rs`, the process's budget of page-locked memory [`pinned_budget`].
+//! arrives late `late.rs`, the process's budget of page-locked memory [`pinned_budget`], freed
+//! heap memory given back to the system [`trim`].
 
 mod late;
 mod memory;
 pub mod pinned_budget;
 mod plane_data;
 mod pool;
+pub mod trim;
 
 pub use late::LatePool;
 pub use memory::HeapMemory;

@@ -34,6 +34,12 @@ pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
 /// while a pipeline that needs more blocks for good is still short and gets them.
 pub const GROW_AFTER: Duration = Duration::from_millis(1500);
 
+/// Idle blocks of each size a slow pool's ordinary tier keeps when it gives the rest back: the
+/// frames a catch-up after a brief stall takes beyond the page-locked blocks, reused without
+/// faulting pages in, while the burst of a host's start (about 50 MB a 1080p pipeline) goes
+/// back to the system ([`super::trim`]).
+pub const ORDINARY_RESERVE: usize = 4;
+
 /// Reusable blocks, by size. Lending past `limit` bytes (or a failed allocation) falls
 /// back to the heap, so a stalled consumer costs speed, never memory it cannot get back.
 pub struct BufferPool {
@@ -55,6 +61,9 @@ pub struct BufferPool {
     /// Ordinary memory, pooled, for what a slow pool cannot lend at once (see the module's
     /// docs); `None` in the tier itself.
     ordinary: Option<Arc<BufferPool>>,
+    /// Idle blocks of each size kept when the others are given back ([`ORDINARY_RESERVE`] in
+    /// an ordinary tier, none elsewhere).
+    reserve: usize,
 }
 
 /// What the growing thread does for its pool, off the frame path: both allocating and
@@ -98,8 +107,8 @@ impl PoolState {
     }
 
     /// Takes out the blocks no lending needed since the window began (the fewest free of
-    /// each size), and begins a new window.
-    fn take_idle(&mut self) -> Vec<Box<dyn HostBlock>> {
+    /// each size), keeping `reserve` free blocks of each size, and begins a new window.
+    fn take_idle(&mut self, reserve: usize) -> Vec<Box<dyn HostBlock>> {
         let mut idle = Vec::new();
         for (len, blocks) in &mut self.free {
             let unused = self
@@ -107,7 +116,7 @@ impl PoolState {
                 .get(len)
                 .copied()
                 .unwrap_or(blocks.len())
-                .min(blocks.len());
+                .min(blocks.len().saturating_sub(reserve));
             for _ in 0..unused {
                 if let Some(block) = blocks.pop() {
                     self.allocated -= len;
@@ -130,8 +139,14 @@ impl BufferPool {
 
     /// A pool as [`BufferPool::new`] makes, giving back blocks unused for `idle_window`.
     pub fn with_idle_window(memory: Box<dyn HostMemory>, limit: usize, idle_window: Duration) -> Arc<BufferPool> {
-        let ordinary = BufferPool::build(Box::new(super::memory::HeapMemory), limit, idle_window, None);
-        BufferPool::build(memory, limit, idle_window, Some(ordinary))
+        let ordinary = BufferPool::build(
+            Box::new(super::memory::HeapMemory),
+            limit,
+            idle_window,
+            None,
+            ORDINARY_RESERVE,
+        );
+        BufferPool::build(memory, limit, idle_window, Some(ordinary), 0)
     }
 
     fn build(
@@ -139,6 +154,7 @@ impl BufferPool {
         limit: usize,
         idle_window: Duration,
         ordinary: Option<Arc<BufferPool>>,
+        reserve: usize,
     ) -> Arc<BufferPool> {
         Arc::new(BufferPool {
             memory: Arc::from(memory),
@@ -151,6 +167,7 @@ impl BufferPool {
             idle_window,
             grower: Mutex::new(None),
             ordinary,
+            reserve,
         })
     }
 
@@ -300,7 +317,7 @@ impl BufferPool {
         if state.window_began.elapsed() < self.idle_window {
             return;
         }
-        let idle = state.take_idle();
+        let idle = state.take_idle(self.reserve);
         drop(state);
         self.release(idle);
         // The ordinary tier's blocks come back only in bursts, so its own windows would end
@@ -319,7 +336,7 @@ impl BufferPool {
             return 0;
         }
         let before = state.allocated;
-        let idle = state.take_idle();
+        let idle = state.take_idle(self.reserve);
         let released = before - state.allocated;
         drop(state);
         self.release(idle);
@@ -338,6 +355,10 @@ impl BufferPool {
         if self.memory.grows_in_background() {
             // A thread that cannot take them leaves them to be freed here, by the drop.
             let _ = self.send_chore(PoolChore::Free(blocks));
+        } else if !self.memory.page_locked() {
+            // Heap blocks: freed here, then their pages back to the system (glibc would keep them).
+            drop(blocks);
+            super::trim::give_back_freed_memory();
         }
     }
 

@@ -2,6 +2,7 @@
 //! bytes, growing in the background (not for a burst that has passed) and late memory. Idle
 //! blocks given back. Pending planes.
 
+use super::pool::ORDINARY_RESERVE;
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -278,13 +279,13 @@ fn a_pool_counts_the_blocks_it_allocates_and_gives_back() {
 }
 
 #[test]
-fn ordinary_blocks_a_burst_used_go_back_while_the_pools_own_blocks_keep_cycling() {
+fn ordinary_blocks_a_burst_used_go_back_but_a_reserve_while_the_pools_own_blocks_keep_cycling() {
     let window = Duration::from_millis(100);
-    let pool = BufferPool::with_idle_window(Box::new(SlowHeap), 1000, window);
+    let pool = BufferPool::with_idle_window(Box::new(SlowHeap), 10_000, window);
     pool.reserve(1000, 1).unwrap();
-    // A burst: the pool's one block and an ordinary one lent together.
-    let burst = (pool.take(1000), pool.take(1000));
-    assert_eq!(pool.ordinary_bytes(), 1000);
+    // A burst: the pool's one block and ORDINARY_RESERVE + 2 ordinary ones lent together.
+    let burst: Vec<PlaneData> = (0..ORDINARY_RESERVE + 3).map(|_| pool.take(1000)).collect();
+    assert_eq!(pool.ordinary_bytes(), (ORDINARY_RESERVE + 2) * 1000);
     drop(burst);
     // Then the steady flow of one frame at a time, through the pool's own block only: nobody
     // asks the pool to release anything.
@@ -294,8 +295,17 @@ fn ordinary_blocks_a_burst_used_go_back_while_the_pools_own_blocks_keep_cycling(
         assert_eq!(format!("{frame:?}"), "PlaneData(1000 bytes, pooled)");
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(pool.ordinary_bytes(), 0, "the burst's ordinary block went back");
+    assert_eq!(
+        pool.ordinary_bytes(),
+        ORDINARY_RESERVE * 1000,
+        "the burst's ordinary blocks went back but the reserve a catch-up reuses"
+    );
     assert_eq!(pool.allocated_bytes(), 1000, "the block in use stays");
+    // The reserve is lent again, not allocated anew: the tier holds no more than it did.
+    let again: Vec<PlaneData> = (0..ORDINARY_RESERVE + 1).map(|_| pool.take(1000)).collect();
+    assert!(again[1..].iter().all(|plane| !plane.is_page_locked()));
+    assert_eq!(pool.ordinary_bytes(), ORDINARY_RESERVE * 1000);
+    drop(again);
 }
 
 #[test]
@@ -329,8 +339,8 @@ fn planes_a_slow_pool_cannot_lend_reuse_its_ordinary_blocks() {
     std::thread::sleep(window);
     assert_eq!(
         released + pool.release_idle(),
-        2000,
-        "the slow block and the ordinary one"
+        1000,
+        "the slow block; the ordinary one stays, the tier's reserve"
     );
 }
 
