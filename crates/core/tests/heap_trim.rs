@@ -20,15 +20,20 @@ fn resident_bytes() -> usize {
 #[test]
 fn frame_sized_blocks_freed_on_another_thread_leave_the_resident_memory() {
     const BLOCKS: usize = 40;
-    const BLOCK: usize = 3 << 20; // a 1080p frame's planes
-                                  // Allocated, written and freed on a thread of its own, as a pipeline's frames are: glibc
-                                  // serves that thread from an arena of its own and keeps what it frees (the thread's exit
-                                  // does not return it).
+    // A 1080p frame's planes.
+    const BLOCK: usize = 3 << 20;
+    // Whether glibc serves frame-sized blocks from an arena (where it keeps what is freed) or
+    // maps each on its own (given back when freed) depends on its dynamic threshold, which a
+    // long-running server's history raises; fixed thresholds make the arena case certain here.
+    // SAFETY: mallopt only sets the allocator's parameters (this binary holds no other test).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
     std::thread::spawn(|| {
-        // One block allocated and freed first: glibc maps a block this large on its own until
-        // it frees one, then raises its threshold and serves such blocks from the arena (what
-        // a pipeline's steady allocating and freeing leads to).
-        drop(vec![1u8; BLOCK]);
+        // Allocated, written and freed on a thread of its own, as a pipeline's frames are:
+        // glibc serves that thread from an arena of its own and keeps what it frees (the
+        // thread's exit does not return it).
         let mut blocks: Vec<Vec<u8>> = (0..BLOCKS).map(|i| vec![i as u8 | 1; BLOCK]).collect();
         // Freed all but the last, so the arena's top stays in use and nothing is trimmed on free.
         let last = blocks.pop();
