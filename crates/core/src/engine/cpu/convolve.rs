@@ -405,60 +405,85 @@ mod tests {
     }
 
     /// float32 values through the band loops are the float definition bit for bit: every
-    /// kind of mask, every border, values far outside a sample's range, and an infinity,
-    /// whose NaNs a zero tap spreads as on the GPU.
+    /// kind of mask, every border, values far outside a sample's range, products too small
+    /// for f32 (whose zero keeps the product's sign until the bias is added), and
+    /// infinities, whose NaNs a zero tap spreads as on the GPU; one channel, and three
+    /// interleaved (each the definition over its own values).
     #[test]
     fn float_values_are_the_kernels_float_sums_bit_for_bit() {
         let (w, h) = (37, 19);
-        let mut values: Vec<f32> = noise(w * h, 11)
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (f32::from(*b) - 128.0) * if i % 3 == 0 { 1000.5 } else { 0.013 })
-            .collect();
-        values[5 * w + 9] = f32::INFINITY;
-        // At a row's first pixel, the border's copies of it carry it too.
-        values[14 * w] = f32::NEG_INFINITY;
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let view = PlaneView::new(
-            &bytes,
-            0,
-            (w, h, 1),
-            Pitches {
-                row: (w * 4) as isize,
-                pixel: 4,
+        for channels in [1, 3] {
+            let planes: Vec<Vec<f32>> = (0..channels).map(|c| float_values((w, h), 11 + c as u64)).collect();
+            let bytes: Vec<u8> = (0..w * h)
+                .flat_map(|i| planes.iter().map(move |plane| plane[i]))
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
+            let pitches = Pitches {
+                row: (w * channels * 4) as isize,
+                pixel: (channels * 4) as isize,
                 channel: 4,
-            },
-            ViewSamples::Float32,
-        )
-        .expect("inside the slice");
-        for spec in SPECS
-            .iter()
-            .chain(&["custom:matrix=[[0.5,1.25,-0.75,2,0.1]],divisor=3", "emboss"])
-        {
-            let mask = Mask::from_spec(spec).unwrap();
-            for border in BorderMode::ALL {
-                let mut out = vec![0u8; w * h * 4];
-                convolve_view_into(&view, &mask, border, &mut out, (w * 4, 4));
-                let got: Vec<u32> = out
-                    .chunks_exact(4)
-                    .map(|b| u32::from_ne_bytes(b.try_into().unwrap()))
-                    .collect();
-                let expected: Vec<u32> = float_reference(&values, (w, h), &mask, border)
-                    .iter()
-                    .map(|v| if v.is_nan() { f32::NAN.to_bits() } else { v.to_bits() })
-                    .collect();
-                let got: Vec<u32> = got
-                    .iter()
-                    .map(|b| {
-                        if f32::from_bits(*b).is_nan() {
-                            f32::NAN.to_bits()
-                        } else {
-                            *b
-                        }
-                    })
-                    .collect();
-                assert_eq!(got, expected, "{spec}, {border:?}");
+            };
+            let view = PlaneView::new(&bytes, 0, (w, h, channels), pitches, ViewSamples::Float32).expect("inside");
+            let extra = [
+                "custom:matrix=[[0.5,1.25,-0.75,2,0.1]],divisor=3",
+                "emboss",
+                "sobel-x",
+                "laplacian",
+            ];
+            for spec in SPECS
+                .iter()
+                .chain(&extra)
+                .chain(&["gaussian:size=13", "box:width=7,height=3"])
+            {
+                let mask = Mask::from_spec(spec).unwrap();
+                for border in BorderMode::ALL {
+                    let mut out = vec![0u8; w * h * channels * 4];
+                    convolve_view_into(&view, &mask, border, &mut out, (w * channels * 4, channels * 4));
+                    // Every NaN as one, whatever its payload: the kernels' NaNs are not specified.
+                    let bits = |v: f32| if v.is_nan() { f32::NAN.to_bits() } else { v.to_bits() };
+                    let got: Vec<u32> = out
+                        .chunks_exact(4)
+                        .map(|b| bits(f32::from_ne_bytes(b.try_into().unwrap())))
+                        .collect();
+                    for (c, plane) in planes.iter().enumerate() {
+                        let expected: Vec<u32> = float_reference(plane, (w, h), &mask, border)
+                            .into_iter()
+                            .map(bits)
+                            .collect();
+                        let channel: Vec<u32> = got.iter().skip(c).step_by(channels).copied().collect();
+                        assert_eq!(channel, expected, "{spec}, {border:?}, channel {c} of {channels}");
+                    }
+                }
             }
         }
+    }
+
+    /// float32 values for a `w` x `h` plane: most far outside a sample's range; six rows in the
+    /// middle of the smallest values f32 holds, of either sign, whose sums divided (or
+    /// multiplied by a fractional tap) round to a zero that keeps its sign until the bias is
+    /// added; an infinity of each sign (one at a row's first pixel, whose border copies carry
+    /// it too) and a NaN.
+    fn float_values((w, h): (usize, usize), seed: u64) -> Vec<f32> {
+        let smallest = f32::from_bits(1);
+        let tiny = h / 2 - 3..h / 2 + 3;
+        let mut values: Vec<f32> = noise(w * h, seed)
+            .iter()
+            .enumerate()
+            .map(|(i, b)| match i % 3 {
+                _ if tiny.contains(&(i / w)) => {
+                    if b % 2 == 0 {
+                        smallest
+                    } else {
+                        -smallest
+                    }
+                }
+                0 => (f32::from(*b) - 128.0) * 1000.5,
+                _ => (f32::from(*b) - 128.0) * 0.013,
+            })
+            .collect();
+        values[5 * w + 9] = f32::INFINITY;
+        values[14 * w] = f32::NEG_INFINITY;
+        values[(h - 1) * w + w / 2] = f32::NAN;
+        values
     }
 }

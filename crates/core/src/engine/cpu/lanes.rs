@@ -39,6 +39,8 @@ pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     fn to_f32(self) -> f32;
     /// f32 lanes' sums as they are, for the finishing step (integer lanes: `None`).
     fn as_floats(sums: &[Self]) -> Option<&[f32]>;
+    /// float32 values to sum into as f32 lanes (integer lanes: `None`).
+    fn from_floats_mut(values: &mut [f32]) -> Option<&mut [Self]>;
     /// Whether every value is finite (integer lanes always are).
     fn all_finite(values: &[Self]) -> bool;
     /// Runs `work` with this thread's band buffers for these lanes, kept from one band (and
@@ -94,6 +96,9 @@ macro_rules! integer_lane {
             fn as_floats(_sums: &[$lane]) -> Option<&[f32]> {
                 None
             }
+            fn from_floats_mut(_values: &mut [f32]) -> Option<&mut [$lane]> {
+                None
+            }
             fn all_finite(_values: &[$lane]) -> bool {
                 true
             }
@@ -136,6 +141,9 @@ impl Lane for f32 {
     fn as_floats(sums: &[f32]) -> Option<&[f32]> {
         Some(sums)
     }
+    fn from_floats_mut(values: &mut [f32]) -> Option<&mut [f32]> {
+        Some(values)
+    }
     #[inline(always)]
     fn all_finite(values: &[f32]) -> bool {
         // A fold rather than `all`, which stops early and so does not vectorise.
@@ -154,12 +162,30 @@ pub(super) type LaneRow<'a, T> = (&'a [T], &'a [(usize, T)]);
 
 /// `out[e] = sum of weight * row[e + offset]` over every tap of every row, in the rows' then
 /// the taps' order: blocks of `BLOCK` outputs kept in registers while the taps pass over
-/// them, then blocks of 16, then one output at a time (each output's arithmetic is the same
-/// in all three).
+/// them, then blocks of 16, then the block of 16 that ends the row (or, in a row of fewer,
+/// one output at a time). Each output's arithmetic is the same in all of them, so one made
+/// twice is the same value twice.
 #[inline(always)]
 pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T]) {
-    let blocked = sum_blocks::<T, BLOCK>(rows, out, 0);
-    let start = sum_blocks::<T, 16>(rows, out, blocked);
+    sum_blocked_then::<T, BLOCK>(rows, out, |sum| sum);
+}
+
+/// [`sum_blocked`] with `then` taken on each sum before it is stored: the finish of float32
+/// values summed straight into the output (see `bands::direct_rows`), done while the sums are
+/// still in registers.
+#[inline(always)]
+pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
+    rows: &[LaneRow<T>],
+    out: &mut [T],
+    then: impl Fn(T) -> T + Copy,
+) {
+    let blocked = sum_blocks::<T, BLOCK>(rows, out, 0, then);
+    let mut start = sum_blocks::<T, 16>(rows, out, blocked, then);
+    if start < out.len() && out.len() >= 16 {
+        // The last few outputs as the block of 16 that ends with them, some made again: one
+        // block's work rather than a sum at a time.
+        start = sum_blocks::<T, 16>(rows, out, out.len() - 16, then);
+    }
     for (e, slot) in out.iter_mut().enumerate().skip(start) {
         let mut acc = T::default();
         for (row, taps) in rows {
@@ -167,13 +193,18 @@ pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out:
                 acc = acc.add_product(weight, row[e + offset]);
             }
         }
-        *slot = acc;
+        *slot = then(acc);
     }
 }
 
 /// The whole blocks of `BLOCK` outputs from `start` on; returns where they end.
 #[inline(always)]
-fn sum_blocks<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], mut start: usize) -> usize {
+fn sum_blocks<T: Lane, const BLOCK: usize>(
+    rows: &[LaneRow<T>],
+    out: &mut [T],
+    mut start: usize,
+    then: impl Fn(T) -> T + Copy,
+) -> usize {
     while start + BLOCK <= out.len() {
         let mut acc = [T::default(); BLOCK];
         for (row, taps) in rows {
@@ -185,7 +216,9 @@ fn sum_blocks<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], m
                 }
             }
         }
-        out[start..start + BLOCK].copy_from_slice(&acc);
+        for (slot, a) in out[start..start + BLOCK].iter_mut().zip(acc) {
+            *slot = then(a);
+        }
         start += BLOCK;
     }
     start
@@ -194,25 +227,31 @@ fn sum_blocks<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], m
 /// `G` output rows of a column pass at once: output `g` sums `weights[k] * rows[g + k]` over
 /// `k` in order (a row that is `None` lies outside the plane and adds nothing), so each
 /// output's arithmetic is [`sum_blocked`]'s; but each source row is loaded once a block for
-/// every output that reads it, not once an output. `outs` holds the `G` rows, `len` each.
+/// every output that reads it, not once an output. `outs` holds the `G` output rows, `len`
+/// samples each; `then` is taken on each sum before it is stored (as in [`sum_blocked_then`]).
 #[inline(always)]
 pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
-    outs: &mut [T],
+    outs: &mut [&mut [T]; G],
     len: usize,
+    then: impl Fn(T) -> T + Copy,
 ) {
-    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, 0);
-    let start = column_blocks::<T, 16, G>(rows, weights, outs, len, blocked);
+    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, (0, then));
+    let mut start = column_blocks::<T, 16, G>(rows, weights, outs, len, (blocked, then));
+    if start < len && len >= 16 {
+        // As in `sum_blocked_then`: the last outputs as one block, some made again.
+        start = column_blocks::<T, 16, G>(rows, weights, outs, len, (len - 16, then));
+    }
     for e in start..len {
-        for g in 0..G {
+        for (g, out) in outs.iter_mut().enumerate() {
             let mut acc = T::default();
             for (k, weight) in weights.iter().enumerate() {
                 if let Some(row) = rows[g + k] {
                     acc = acc.add_product(*weight, row[e]);
                 }
             }
-            outs[g * len + e] = acc;
+            out[e] = then(acc);
         }
     }
 }
@@ -225,29 +264,31 @@ pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
 fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
-    outs: &mut [T],
+    outs: &mut [&mut [T]; G],
     len: usize,
-    start: usize,
+    (start, then): (usize, impl Fn(T) -> T + Copy),
 ) -> usize {
-    let columns = (rows, outs, len, start);
+    let at = (len, start);
     match weights.len() {
-        3 => column_blocks_high::<T, BLOCK, G>(columns, weights, 3),
-        5 => column_blocks_high::<T, BLOCK, G>(columns, weights, 5),
-        7 => column_blocks_high::<T, BLOCK, G>(columns, weights, 7),
-        9 => column_blocks_high::<T, BLOCK, G>(columns, weights, 9),
-        11 => column_blocks_high::<T, BLOCK, G>(columns, weights, 11),
-        13 => column_blocks_high::<T, BLOCK, G>(columns, weights, 13),
-        15 => column_blocks_high::<T, BLOCK, G>(columns, weights, 15),
-        height => column_blocks_high::<T, BLOCK, G>(columns, weights, height),
+        3 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 3), then),
+        5 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 5), then),
+        7 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 7), then),
+        9 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 9), then),
+        11 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 11), then),
+        13 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 13), then),
+        15 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 15), then),
+        height => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, height), then),
     }
 }
 
 /// [`column_blocks`] for a mask `height` rows high.
 #[inline(always)]
 fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
-    (rows, outs, len, mut start): (&[Option<&[T]>], &mut [T], usize, usize),
-    weights: &[T],
-    height: usize,
+    rows: &[Option<&[T]>],
+    outs: &mut [&mut [T]; G],
+    (len, mut start): (usize, usize),
+    (weights, height): (&[T], usize),
+    then: impl Fn(T) -> T + Copy,
 ) -> usize {
     let (rows, weights) = (&rows[..G + height - 1], &weights[..height]);
     while start + BLOCK <= len {
@@ -267,12 +308,24 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
                 }
             }
         }
-        for (g, acc) in acc.iter().enumerate() {
-            outs[g * len + start..g * len + start + BLOCK].copy_from_slice(acc);
+        for (out, acc) in outs.iter_mut().zip(&acc) {
+            for (slot, a) in out[start..start + BLOCK].iter_mut().zip(acc) {
+                *slot = then(*a);
+            }
         }
         start += BLOCK;
     }
     start
+}
+
+/// The first `G` rows of `len` values of `buffer`, to be written side by side.
+pub(super) fn split_rows<T, const G: usize>(buffer: &mut [T], len: usize) -> [&mut [T]; G] {
+    let mut rest = buffer;
+    std::array::from_fn(|_| {
+        let (row, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        rest = tail;
+        row
+    })
 }
 
 /// `bytes` as the f32 values they hold, when they start on a value's alignment and hold whole
@@ -479,7 +532,10 @@ mod tests {
                 .map(|(j, r)| (j != 1).then_some(&r[..]))
                 .collect();
             let mut group = vec![f32::NAN; 4 * len];
-            sum_column_group::<f32, 64, 4>(&rows, &weights, &mut group, len);
+            {
+                let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
+                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, |sum| sum);
+            }
             for g in 0..4 {
                 let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
                 let one: Vec<LaneRow<f32>> = (0..height)
