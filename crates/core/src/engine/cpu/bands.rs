@@ -310,28 +310,8 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
                     let rows: Vec<Option<&[T]>> = (next..next + COLUMN_GROUP + height - 1)
                         .map(|j| source(j).map(|_| ring_slot(ring, j)))
                         .collect();
-                    match direct_rows::<T, COLUMN_GROUP>(plan, out, next, &tile_bytes) {
-                        Some(mut outs) => {
-                            let finish = plan.mask.finish;
-                            column_group_finished::<T, COLUMN_BLOCK, COLUMN_GROUP>(&rows, &weights, &mut outs, finish);
-                        }
-                        None => {
-                            let mut outs = split_rows::<T, COLUMN_GROUP>(&mut buffers.sums, row_len);
-                            sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(
-                                &rows,
-                                &weights,
-                                &mut outs,
-                                row_len,
-                                |s| s,
-                            );
-                            for g in 0..COLUMN_GROUP {
-                                let sums = &buffers.sums[g * row_len..(g + 1) * row_len];
-                                let range = out_row(next + g);
-                                let spare = (&mut buffers.floats, &mut buffers.spread);
-                                finish_into(plan, &mut out[range], sums, None, spare);
-                            }
-                        }
-                    }
+                    let spare = (&mut buffers.sums[..], &mut buffers.floats, &mut buffers.spread);
+                    column_group::<T, COLUMN_BLOCK>(plan, (&rows, &weights), out, (next, &tile_bytes), spare);
                     next += COLUMN_GROUP;
                     continue;
                 }
@@ -377,6 +357,31 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
             finish_into(plan, &mut out[range], &buffers.sums[..row_len], second_sums, spare);
             next += 1;
         }
+    }
+}
+
+/// Rank-one output rows `next..next + COLUMN_GROUP` of the tile `tile_bytes`: their column
+/// pass over the ring's `rows` with `weights`, summed straight into the output where it takes
+/// float32 values ([`direct_rows`]), else into the band's `sums` and finished from there.
+#[inline(always)]
+fn column_group<T: Lane, const COLUMN_BLOCK: usize>(
+    plan: &BandPlan<T>,
+    (rows, weights): (&[Option<&[T]>], &[T]),
+    out: &mut [u8],
+    (next, tile_bytes): (usize, &Range<usize>),
+    (sums, floats, spread): (&mut [T], &mut Vec<f32>, &mut Vec<u8>),
+) {
+    if let Some(mut outs) = direct_rows::<T, COLUMN_GROUP>(plan, out, next, tile_bytes) {
+        column_group_finished::<T, COLUMN_BLOCK, COLUMN_GROUP>(rows, weights, &mut outs, plan.mask.finish);
+        return;
+    }
+    let row_len = sums.len() / COLUMN_GROUP;
+    let mut outs = split_rows::<T, COLUMN_GROUP>(sums, row_len);
+    sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(rows, weights, &mut outs, row_len, |s| s);
+    for (g, sums) in outs.iter().enumerate() {
+        let row = (next + g) * plan.out_stride;
+        let range = row + tile_bytes.start..row + tile_bytes.end;
+        finish_into(plan, &mut out[range], sums, None, (&mut *floats, &mut *spread));
     }
 }
 
