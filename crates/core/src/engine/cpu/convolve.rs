@@ -429,6 +429,9 @@ mod tests {
                 "emboss",
                 "sobel-x",
                 "laplacian",
+                // A bias of -0 keeps a zero sum's sign, so these sums start from +0 as defined.
+                "sobel-x:bias=-0",
+                "laplacian:bias=-0",
             ];
             for spec in SPECS
                 .iter()

@@ -82,6 +82,15 @@ impl Finish {
             float: true,
         }
     }
+
+    /// Whether a sum of -0 and one of +0 give the same output, so the sums may take a start
+    /// that differs from the definition's only in a zero's sign (`lanes::FROM_ZERO`): always,
+    /// but for float32 values with a bias of -0, the one addition that keeps a zero's sign
+    /// (-0 + -0 is -0; + +0 or + any other bias gives the same value for either zero, and a
+    /// sample rounds either to 0).
+    pub(super) fn zero_sign_free(&self) -> bool {
+        !(self.float && self.bias.to_bits() == (-0.0f32).to_bits())
+    }
 }
 
 /// Writes one row of results as samples of `depth` (bytes, or little-endian words shifted

@@ -2,6 +2,9 @@
 //! multiply-add per tap), their inner loop ([`sum_blocked`]: blocks of outputs held in
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
+//!
+//! One job at some length (about 715 lines, 145 of them tests): the lanes and the loops that
+//! sum in them, kept beside each other because each loop is written for what a lane can do.
 
 use super::rows::EdgeMap;
 use super::view::{PlaneView, ViewSamples};
@@ -33,6 +36,10 @@ pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     fn tap(weight: f32) -> Self;
     /// `self + weight * value`: exact in integers, one fused multiply-add in f32.
     fn add_product(self, weight: Self, value: Self) -> Self;
+    /// Whether this weight is 1, whose product is the value itself.
+    fn is_one(self) -> bool;
+    /// Whether this weight is -1, whose product is the value negated, exactly.
+    fn is_minus_one(self) -> bool;
     /// An integer lane's value (exact sums only).
     fn get(self) -> i32;
     /// The value as an f32 (exact for the integer lanes' sums, which stay within 2^24).
@@ -86,6 +93,15 @@ macro_rules! integer_lane {
                 self.wrapping_add(weight.wrapping_mul(value))
             }
             #[inline(always)]
+            fn is_one(self) -> bool {
+                self == 1
+            }
+            #[inline(always)]
+            fn is_minus_one(self) -> bool {
+                // A u16 lane is never -1 (as an i32, 65,535 at most).
+                self as i32 == -1
+            }
+            #[inline(always)]
             fn get(self) -> i32 {
                 self as i32
             }
@@ -131,6 +147,14 @@ impl Lane for f32 {
         weight.mul_add(value, self)
     }
     #[inline(always)]
+    fn is_one(self) -> bool {
+        self == 1.0
+    }
+    #[inline(always)]
+    fn is_minus_one(self) -> bool {
+        self == -1.0
+    }
+    #[inline(always)]
     fn get(self) -> i32 {
         self as i32
     }
@@ -146,13 +170,24 @@ impl Lane for f32 {
     }
     #[inline(always)]
     fn all_finite(values: &[f32]) -> bool {
-        // A fold rather than `all`, which stops early and so does not vectorise.
-        values.iter().fold(true, |finite, v| finite & v.is_finite())
+        values.iter().fold(0, |largest, v| largest.max(magnitude_bits(*v))) < INFINITY_BITS
     }
     fn with_buffers<R>(work: impl FnOnce(&mut BandBuffers<f32>) -> R) -> R {
         with_thread_buffers!(f32, work)
     }
 }
+
+/// An f32's bits without its sign: below [`INFINITY_BITS`] for a finite value, at or above for
+/// an infinity or a NaN. Whether values are finite is asked as whether the largest of these is
+/// below: a fold of integer maxima (one instruction for a vector of values, and no early exit
+/// as `all` has) where a fold of `is_finite` packs each vector's comparisons into bytes first.
+#[inline(always)]
+fn magnitude_bits(value: f32) -> u32 {
+    value.to_bits() & 0x7fff_ffff
+}
+
+/// [`magnitude_bits`] of an infinity.
+const INFINITY_BITS: u32 = 0x7f80_0000;
 
 /// Taps as lanes: `(offset in samples, weight)`.
 pub(super) type LaneTaps<T> = Vec<(usize, T)>;
@@ -160,14 +195,40 @@ pub(super) type LaneTaps<T> = Vec<(usize, T)>;
 /// The taps one source row adds to an output row: `weights` (offset, weight) over `row`.
 pub(super) type LaneRow<'a, T> = (&'a [T], &'a [(usize, T)]);
 
+/// How a block's sums start. The definition starts each from +0 and adds every tap in order
+/// ([`FROM_ZERO`]). Where the first tap's weight is 1, its product is its value, so the sum
+/// may start from that value ([`FROM_FIRST`]), one multiply-add fewer; where the first row's
+/// first two weights are -1 then 1, both products are exact and their sum is rounded once in
+/// either order, so it may start from the second's value and add the first ([`FROM_SECOND`]).
+/// Each sum is then the definition's value; only a zero's sign can differ (+0 + -0 is +0),
+/// and the finish makes either zero the same output (adding a bias other than -0, or rounding
+/// to a sample), so the callers ask for these starts only where it does (see
+/// `bands::BandPlan::zero_sign_free`). NaNs stay NaNs (their payloads are not specified).
+const FROM_ZERO: u8 = 0;
+/// See [`FROM_ZERO`].
+const FROM_FIRST: u8 = 1;
+/// See [`FROM_ZERO`].
+const FROM_SECOND: u8 = 2;
+
+/// The start [`sum_blocked`]'s `rows` may take (see [`FROM_ZERO`]).
+#[inline(always)]
+fn start_of<T: Lane>(rows: &[LaneRow<T>]) -> u8 {
+    match rows.first().map(|(_, taps)| *taps) {
+        Some([(_, first), ..]) if first.is_one() => FROM_FIRST,
+        Some([(_, first), (_, second), ..]) if first.is_minus_one() && second.is_one() => FROM_SECOND,
+        _ => FROM_ZERO,
+    }
+}
+
 /// `out[e] = sum of weight * row[e + offset]` over every tap of every row, in the rows' then
 /// the taps' order: blocks of `BLOCK` outputs kept in registers while the taps pass over
 /// them, then blocks of 16, then the block of 16 that ends the row (or, in a row of fewer,
 /// one output at a time). Each output's arithmetic is the same in all of them, so one made
-/// twice is the same value twice.
+/// twice is the same value twice. `zero_sign_free`: the sums may take a start other than +0
+/// (see [`FROM_ZERO`]).
 #[inline(always)]
-pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T]) {
-    sum_blocked_then::<T, BLOCK>(rows, out, |sum| sum);
+pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out: &mut [T], zero_sign_free: bool) {
+    sum_blocked_then::<T, BLOCK>(rows, out, (|sum| sum, zero_sign_free));
 }
 
 /// [`sum_blocked`] with `then` taken on each sum before it is stored: the finish of float32
@@ -177,14 +238,28 @@ pub(super) fn sum_blocked<T: Lane, const BLOCK: usize>(rows: &[LaneRow<T>], out:
 pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
     rows: &[LaneRow<T>],
     out: &mut [T],
+    (then, zero_sign_free): (impl Fn(T) -> T + Copy, bool),
+) {
+    match if zero_sign_free { start_of(rows) } else { FROM_ZERO } {
+        FROM_FIRST => sum_blocked_from::<T, BLOCK, FROM_FIRST>(rows, out, then),
+        FROM_SECOND => sum_blocked_from::<T, BLOCK, FROM_SECOND>(rows, out, then),
+        _ => sum_blocked_from::<T, BLOCK, FROM_ZERO>(rows, out, then),
+    }
+}
+
+/// [`sum_blocked_then`] with its blocks' sums starting as `START` says.
+#[inline(always)]
+fn sum_blocked_from<T: Lane, const BLOCK: usize, const START: u8>(
+    rows: &[LaneRow<T>],
+    out: &mut [T],
     then: impl Fn(T) -> T + Copy,
 ) {
-    let blocked = sum_blocks::<T, BLOCK>(rows, out, 0, then);
-    let mut start = sum_blocks::<T, 16>(rows, out, blocked, then);
+    let blocked = sum_blocks::<T, BLOCK, START>(rows, out, 0, then);
+    let mut start = sum_blocks::<T, 16, START>(rows, out, blocked, then);
     if start < out.len() && out.len() >= 16 {
         // The last few outputs as the block of 16 that ends with them, some made again: one
         // block's work rather than a sum at a time.
-        start = sum_blocks::<T, 16>(rows, out, out.len() - 16, then);
+        start = sum_blocks::<T, 16, START>(rows, out, out.len() - 16, then);
     }
     for (e, slot) in out.iter_mut().enumerate().skip(start) {
         let mut acc = T::default();
@@ -197,9 +272,10 @@ pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
     }
 }
 
-/// The whole blocks of `BLOCK` outputs from `start` on; returns where they end.
+/// The whole blocks of `BLOCK` outputs from `start` on, their sums starting as `START` says;
+/// returns where they end.
 #[inline(always)]
-fn sum_blocks<T: Lane, const BLOCK: usize>(
+fn sum_blocks<T: Lane, const BLOCK: usize, const START: u8>(
     rows: &[LaneRow<T>],
     out: &mut [T],
     mut start: usize,
@@ -207,13 +283,25 @@ fn sum_blocks<T: Lane, const BLOCK: usize>(
 ) -> usize {
     while start + BLOCK <= out.len() {
         let mut acc = [T::default(); BLOCK];
-        for (row, taps) in rows {
-            for &(offset, weight) in *taps {
+        for (r, (row, taps)) in rows.iter().enumerate() {
+            let block = |offset: usize| -> &[T; BLOCK] {
                 let at = start + offset;
-                let values: &[T; BLOCK] = row[at..at + BLOCK].try_into().expect("a block");
-                for (a, v) in acc.iter_mut().zip(values) {
-                    *a = a.add_product(weight, *v);
+                row[at..at + BLOCK].try_into().expect("a block")
+            };
+            let taps = match START {
+                FROM_FIRST if r == 0 => {
+                    acc = *block(taps[0].0);
+                    &taps[1..]
                 }
+                FROM_SECOND if r == 0 => {
+                    acc = *block(taps[1].0);
+                    add_products(&mut acc, taps[0].1, block(taps[0].0));
+                    &taps[2..]
+                }
+                _ => taps,
+            };
+            for &(offset, weight) in taps {
+                add_products(&mut acc, weight, block(offset));
             }
         }
         for (slot, a) in out[start..start + BLOCK].iter_mut().zip(acc) {
@@ -224,24 +312,50 @@ fn sum_blocks<T: Lane, const BLOCK: usize>(
     start
 }
 
+/// `acc[e] += weight * values[e]`, one multiply-add each.
+#[inline(always)]
+fn add_products<T: Lane, const BLOCK: usize>(acc: &mut [T; BLOCK], weight: T, values: &[T; BLOCK]) {
+    for (a, v) in acc.iter_mut().zip(values) {
+        *a = a.add_product(weight, *v);
+    }
+}
+
 /// `G` output rows of a column pass at once: output `g` sums `weights[k] * rows[g + k]` over
 /// `k` in order (a row that is `None` lies outside the plane and adds nothing), so each
 /// output's arithmetic is [`sum_blocked`]'s; but each source row is loaded once a block for
 /// every output that reads it, not once an output. `outs` holds the `G` output rows, `len`
-/// samples each; `then` is taken on each sum before it is stored (as in [`sum_blocked_then`]).
+/// samples each; `then` is taken on each sum before it is stored (as in [`sum_blocked_then`]);
+/// `zero_sign_free` as in [`sum_blocked`] (a first weight of 1 only, its rows all inside).
 #[inline(always)]
 pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
     outs: &mut [&mut [T]; G],
     len: usize,
+    (then, zero_sign_free): (impl Fn(T) -> T + Copy, bool),
+) {
+    let from_first = zero_sign_free && weights[0].is_one() && rows[..G].iter().all(Option::is_some);
+    if from_first {
+        column_group_from::<T, BLOCK, G, FROM_FIRST>(rows, weights, outs, len, then);
+    } else {
+        column_group_from::<T, BLOCK, G, FROM_ZERO>(rows, weights, outs, len, then);
+    }
+}
+
+/// [`sum_column_group`] with its blocks' sums starting as `START` says.
+#[inline(always)]
+fn column_group_from<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
+    rows: &[Option<&[T]>],
+    weights: &[T],
+    outs: &mut [&mut [T]; G],
+    len: usize,
     then: impl Fn(T) -> T + Copy,
 ) {
-    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, (0, then));
-    let mut start = column_blocks::<T, 16, G>(rows, weights, outs, len, (blocked, then));
+    let blocked = column_blocks::<T, BLOCK, G, START>(rows, weights, outs, len, (0, then));
+    let mut start = column_blocks::<T, 16, G, START>(rows, weights, outs, len, (blocked, then));
     if start < len && len >= 16 {
         // As in `sum_blocked_then`: the last outputs as one block, some made again.
-        start = column_blocks::<T, 16, G>(rows, weights, outs, len, (len - 16, then));
+        start = column_blocks::<T, 16, G, START>(rows, weights, outs, len, (len - 16, then));
     }
     for e in start..len {
         for (g, out) in outs.iter_mut().enumerate() {
@@ -261,7 +375,7 @@ pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
 /// whole and which output reads which source row is known when compiling: in the loop for any
 /// height those checks cost as much as a short mask's multiply-adds.
 #[inline(always)]
-fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
+fn column_blocks<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
     rows: &[Option<&[T]>],
     weights: &[T],
     outs: &mut [&mut [T]; G],
@@ -270,20 +384,21 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
 ) -> usize {
     let at = (len, start);
     match weights.len() {
-        3 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 3), then),
-        5 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 5), then),
-        7 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 7), then),
-        9 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 9), then),
-        11 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 11), then),
-        13 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 13), then),
-        15 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 15), then),
-        height => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, height), then),
+        3 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 3), then),
+        5 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 5), then),
+        7 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 7), then),
+        9 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 9), then),
+        11 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 11), then),
+        13 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 13), then),
+        15 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 15), then),
+        height => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, height), then),
     }
 }
 
-/// [`column_blocks`] for a mask `height` rows high.
+/// [`column_blocks`] for a mask `height` rows high. With [`FROM_FIRST`], output `g`'s sum
+/// starts as source row `g`'s values (mask row 0, weight 1).
 #[inline(always)]
-fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
+fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
     rows: &[Option<&[T]>],
     outs: &mut [&mut [T]; G],
     (len, mut start): (usize, usize),
@@ -300,11 +415,10 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
             let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
             for (g, acc) in acc.iter_mut().enumerate() {
                 // Output g reads source row j with mask row j - g.
-                if j >= g && j - g < height {
-                    let weight = weights[j - g];
-                    for (a, v) in acc.iter_mut().zip(values) {
-                        *a = a.add_product(weight, *v);
-                    }
+                if START == FROM_FIRST && j == g {
+                    *acc = *values;
+                } else if j >= g && j - g < height {
+                    add_products(acc, weights[j - g], values);
                 }
             }
         }
@@ -417,23 +531,23 @@ pub(super) fn pad_row<T: Lane>(src: &PlaneView, y: usize, xmap: &EdgeMap, first:
             }
             ViewSamples::Float32 => {
                 let bytes = &row[4 * channels * pixels.start..4 * channels * pixels.end];
-                let mut copied = true;
+                let mut largest = 0;
                 match as_floats(bytes) {
                     Some(values) => {
                         for (slot, value) in slots.iter_mut().zip(values) {
                             *slot = T::float(*value);
-                            copied &= value.is_finite();
+                            largest = largest.max(magnitude_bits(*value));
                         }
                     }
                     None => {
                         for (slot, bytes) in slots.iter_mut().zip(bytes.chunks_exact(4)) {
                             let value = f32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
                             *slot = T::float(value);
-                            copied &= value.is_finite();
+                            largest = largest.max(magnitude_bits(value));
                         }
                     }
                 }
-                finite = copied;
+                finite = largest < INFINITY_BITS;
             }
         }
     } else {
@@ -492,12 +606,68 @@ mod tests {
                 let rows: Vec<LaneRow<f32>> = data.iter().zip(&weights).map(|(r, w)| (&r[..], &w[..])).collect();
                 let expected = bits(&reference(&rows, len));
                 let mut out = vec![f32::NAN; len];
-                sum_blocked::<f32, 128>(&rows, &mut out);
+                sum_blocked::<f32, 128>(&rows, &mut out, false);
                 assert_eq!(bits(&out), expected, "block 128, len {len}");
-                sum_blocked::<f32, 32>(&rows, &mut out);
+                sum_blocked::<f32, 32>(&rows, &mut out, false);
                 assert_eq!(bits(&out), expected, "block 32, len {len}");
-                sum_blocked::<f32, 16>(&rows, &mut out);
+                sum_blocked::<f32, 16>(&rows, &mut out, false);
                 assert_eq!(bits(&out), expected, "block 16, len {len}");
+            }
+        }
+    }
+
+    /// Sums that may start from a tap's value (a first weight of 1, or -1 then 1) are the
+    /// definition's values: the same bits once a zero's sign is set aside (by adding +0, as
+    /// the finish does). Rows with zeros of either sign, so that such sums are zero.
+    #[test]
+    fn sums_started_from_a_value_are_the_definitions_but_for_a_zeros_sign() {
+        let mut state = 0x6a09_e667_f3bc_c908u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            match state % 5 {
+                0 => 0.0,
+                1 => -0.0,
+                _ => (state >> 40) as f32 / (1u64 << 24) as f32 * 510.0 - 255.0,
+            }
+        };
+        let without_zero_sign = |values: &[f32]| values.iter().map(|v| (v + 0.0).to_bits()).collect::<Vec<u32>>();
+        for len in [1usize, 15, 16, 17, 64, 65, 200, 1923] {
+            for (first, taps) in [
+                (&[1.0][..], 1),
+                (&[1.0], 3),
+                (&[-1.0, 1.0], 2),
+                (&[-1.0, 1.0], 5),
+                (&[1.0, -1.0], 3),
+            ] {
+                for rows_count in [1, 3] {
+                    let row_len = len + taps - 1;
+                    let data: Vec<Vec<f32>> = (0..rows_count)
+                        .map(|_| (0..row_len).map(|_| next()).collect())
+                        .collect();
+                    let weights: Vec<Vec<(usize, f32)>> = (0..rows_count)
+                        .map(|r| {
+                            let weight = |j: usize| {
+                                if r == 0 && j < first.len() {
+                                    first[j]
+                                } else {
+                                    0.37 * j as f32 - 0.5
+                                }
+                            };
+                            (0..taps.max(first.len())).map(|j| (j, weight(j))).collect()
+                        })
+                        .collect();
+                    let rows: Vec<LaneRow<f32>> = data.iter().zip(&weights).map(|(r, w)| (&r[..], &w[..])).collect();
+                    let expected = without_zero_sign(&reference(&rows, len));
+                    let mut out = vec![f32::NAN; len];
+                    sum_blocked::<f32, 64>(&rows, &mut out, true);
+                    assert_eq!(
+                        without_zero_sign(&out),
+                        expected,
+                        "{first:?}, {taps} taps, {rows_count} rows, len {len}"
+                    );
+                }
             }
         }
     }
@@ -534,7 +704,7 @@ mod tests {
             let mut group = vec![f32::NAN; 4 * len];
             {
                 let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
-                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, |sum| sum);
+                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, (|sum| sum, false));
             }
             for g in 0..4 {
                 let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
@@ -542,8 +712,25 @@ mod tests {
                     .filter_map(|k| rows[g + k].map(|row| (row, &taps[k][..])))
                     .collect();
                 let mut out = vec![f32::NAN; len];
-                sum_blocked::<f32, 128>(&one, &mut out);
+                sum_blocked::<f32, 128>(&one, &mut out, false);
                 assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "row {g}, len {len}");
+            }
+            // A first weight of 1, every row inside: each sum starts from its first row's
+            // values, and is the same value (a zero's sign set aside).
+            let mut weights = weights;
+            weights[0] = 1.0;
+            let rows: Vec<Option<&[f32]>> = data.iter().map(|r| Some(&r[..])).collect();
+            let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
+            sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, (|sum| sum, true));
+            for (g, sums) in outs.iter().enumerate() {
+                let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
+                let one: Vec<LaneRow<f32>> = (0..height).map(|k| (&data[g + k][..], &taps[k][..])).collect();
+                let zero_set_aside = |values: &[f32]| values.iter().map(|v| (v + 0.0).to_bits()).collect::<Vec<u32>>();
+                assert_eq!(
+                    zero_set_aside(sums),
+                    zero_set_aside(&reference(&one, len)),
+                    "from row {g}'s values, len {len}"
+                );
             }
         }
     }
