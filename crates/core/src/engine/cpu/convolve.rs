@@ -461,18 +461,28 @@ mod tests {
         }
     }
 
-    /// float32 values for a `w` x `h` plane: most far outside a sample's range; six rows in the
-    /// middle of the smallest values f32 holds, of either sign, whose sums divided (or
-    /// multiplied by a fractional tap) round to a zero that keeps its sign until the bias is
-    /// added; an infinity of each sign (one at a row's first pixel, whose border copies carry
-    /// it too) and a NaN.
+    /// float32 values for a `w` x `h` plane: most far outside a sample's range; four rows near
+    /// the top of zeros of either sign, whose sums are zeros whose sign depends on where a sum
+    /// starts (from +0, as defined, or from a tap's value); six rows in the middle of the
+    /// smallest values f32 holds, of either sign, whose sums divided (or multiplied by a
+    /// fractional tap) round to a zero that keeps its sign until the bias is added; an
+    /// infinity of each sign (one at a row's first pixel, whose border copies carry it too) and
+    /// a NaN.
     fn float_values((w, h): (usize, usize), seed: u64) -> Vec<f32> {
         let smallest = f32::from_bits(1);
+        let zeros = 1..5;
         let tiny = h / 2 - 3..h / 2 + 3;
         let mut values: Vec<f32> = noise(w * h, seed)
             .iter()
             .enumerate()
             .map(|(i, b)| match i % 3 {
+                _ if zeros.contains(&(i / w)) => {
+                    if b % 2 == 0 {
+                        0.0
+                    } else {
+                        -0.0
+                    }
+                }
                 _ if tiny.contains(&(i / w)) => {
                     if b % 2 == 0 {
                         smallest
