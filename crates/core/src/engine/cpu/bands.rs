@@ -25,7 +25,6 @@ use super::lanes::{
     as_floats_mut, pad_row, split_rows, sum_blocked, sum_blocked_then, sum_column_group, BandBuffers, Lane, LaneRow,
     LaneTaps,
 };
-use super::row_pass::{row_pass, RowTaps};
 use super::rows::{EdgeMap, TILE_SAMPLES};
 use super::view::PlaneView;
 use crate::filter::BorderMode;
@@ -321,12 +320,9 @@ fn filter_band_with<T: Lane, const BLOCK: usize, const COLUMN_BLOCK: usize>(
             let slot = &mut buffers.ring[(i % ring_rows) * ring_len..(i % ring_rows + 1) * ring_len];
             match &plan.factors {
                 Some((_, across)) => {
-                    let taps = RowTaps {
-                        every: across,
-                        sparse: plan.sparse.as_ref().and_then(|sparse| sparse.across.as_ref()),
-                    };
-                    let into = (slot, &mut buffers.padded[..]);
-                    row_pass::<T, BLOCK>((src, sy), (&plan.xmap, x0), &taps, into, plan.zero_sign_free);
+                    let finite = pad_row(src, sy, &plan.xmap, x0, &mut buffers.padded);
+                    let taps = row_taps(plan, finite, across).as_slice();
+                    sum_blocked::<T, BLOCK>(&[(&buffers.padded, taps)], slot, plan.zero_sign_free);
                 }
                 None => {
                     buffers.finite[i % ring_rows] = pad_row(src, sy, &plan.xmap, x0, slot);
@@ -418,6 +414,16 @@ fn column_group<T: Lane, const COLUMN_BLOCK: usize>(
         let row = (next + g) * plan.out_stride;
         let range = row + tile_bytes.start..row + tile_bytes.end;
         finish_into(plan, &mut out[range], sums, None, (&mut *floats, &mut *spread));
+    }
+}
+
+/// A rank-one mask's row factor for a source row: its taps without zeros where the row's
+/// values are all `finite` and the mask has any, else every tap.
+#[inline(always)]
+fn row_taps<'p, T>(plan: &'p BandPlan<T>, finite: bool, across: &'p LaneTaps<T>) -> &'p LaneTaps<T> {
+    match plan.sparse.as_ref().and_then(|sparse| sparse.across.as_ref()) {
+        Some(sparse) if finite => sparse,
+        _ => across,
     }
 }
 

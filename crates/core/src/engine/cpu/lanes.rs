@@ -15,8 +15,7 @@ pub(super) struct BandBuffers<T> {
     /// The last `mask height` source rows with their borders (for a rank-one mask: their row
     /// pass), each in slot `row % height`.
     pub(super) ring: Vec<T>,
-    /// A source row with its borders, before a rank-one mask's row pass (of a float32 row,
-    /// only its two ends: its middle is read in place).
+    /// A source row with its borders, before a rank-one mask's row pass.
     pub(super) padded: Vec<T>,
     pub(super) sums: Vec<T>,
     pub(super) second: Vec<T>,
@@ -49,8 +48,6 @@ pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     fn as_floats(sums: &[Self]) -> Option<&[f32]>;
     /// float32 values to sum into as f32 lanes (integer lanes: `None`).
     fn from_floats_mut(values: &mut [f32]) -> Option<&mut [Self]>;
-    /// float32 values to read as f32 lanes in place (integer lanes: `None`).
-    fn from_floats(values: &[f32]) -> Option<&[Self]>;
     /// Whether every value is finite (integer lanes always are).
     fn all_finite(values: &[Self]) -> bool;
     /// Runs `work` with this thread's band buffers for these lanes, kept from one band (and
@@ -118,9 +115,6 @@ macro_rules! integer_lane {
             fn from_floats_mut(_values: &mut [f32]) -> Option<&mut [$lane]> {
                 None
             }
-            fn from_floats(_values: &[f32]) -> Option<&[$lane]> {
-                None
-            }
             fn all_finite(_values: &[$lane]) -> bool {
                 true
             }
@@ -172,9 +166,6 @@ impl Lane for f32 {
         Some(sums)
     }
     fn from_floats_mut(values: &mut [f32]) -> Option<&mut [f32]> {
-        Some(values)
-    }
-    fn from_floats(values: &[f32]) -> Option<&[f32]> {
         Some(values)
     }
     #[inline(always)]

@@ -8,8 +8,7 @@
 //! Here: the modules and what they give the crates above. The engine is in `engine.rs`, one
 //! plane through one mask in `convolve.rs`, the band loops in `bands.rs`, which lanes
 //! (f32, or integer for exact sums) and taps a mask takes in `band_mask.rs`, the lanes and
-//! their inner loop in `lanes.rs`, a rank-one mask's row pass (float32 rows read in place) in
-//! `row_pass.rs`, the step from sums to samples in `finish.rs` (for exact
+//! their inner loop in `lanes.rs`, the step from sums to samples in `finish.rs` (for exact
 //! sums, in integers: `integer_finish.rs`), border index maps in `rows.rs`, planes at any
 //! pitches (NumPy views, interleaved channels, float32 values) as the band loops read them in
 //! `view.rs`.
@@ -21,7 +20,6 @@ mod engine;
 mod finish;
 mod integer_finish;
 mod lanes;
-mod row_pass;
 mod rows;
 mod view;
 
