@@ -11,9 +11,12 @@ if [[ -n $nvrtc ]]; then
     export LD_LIBRARY_PATH="$nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export CONVSTREAM_TEST_NVRTC=1 # NVRTC is there: a kernel that does not compile fails the run
 fi
-# The binaries and the plugin as `cargo build` makes them (without dev-dependencies' features):
-# the README's examples that the tests run (scripts/install-gst-plugin.sh) find them built.
-cargo build --release --workspace
+# The binary and the plugin as the README's scripts build them (scripts/demo.sh builds the
+# binary alone, scripts/install-gst-plugin.sh the plugin alone, each with only the features its
+# own package asks for, which a workspace build does not share): the README's examples that the
+# tests run find them built, and no example spends its time limit compiling.
+cargo build --release --bin convstream
+cargo build --release -p gst-plugin-convstream
 cargo test --release --workspace "$@"
 # What the FFmpeg command-line corpus compared, line by line (tests/it/ffmpeg_corpus.rs):
 corpus="${CARGO_TARGET_DIR:-target}/tmp/ffmpeg-corpus.txt"
