@@ -408,8 +408,7 @@ fn column_group<T: Lane, const COLUMN_BLOCK: usize>(
     }
     let row_len = sums.len() / COLUMN_GROUP;
     let mut outs = split_rows::<T, COLUMN_GROUP>(sums, row_len);
-    let then = (|s| s, plan.zero_sign_free);
-    sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(rows, weights, &mut outs, row_len, then);
+    sum_column_group::<T, COLUMN_BLOCK, COLUMN_GROUP>(rows, weights, &mut outs, row_len, |s| s);
     for (g, sums) in outs.iter().enumerate() {
         let row = (next + g) * plan.out_stride;
         let range = row + tile_bytes.start..row + tile_bytes.end;
@@ -461,13 +460,11 @@ fn column_group_finished<T: Lane, const BLOCK: usize, const G: usize>(
     finish: Finish,
 ) {
     let (divisor, bias, len) = (finish.divisor, finish.bias, outs[0].len());
-    let zero_sign_free = finish.zero_sign_free();
     if divisor == 1.0 {
-        let then = move |s: T| T::float(s.to_f32() + bias);
-        sum_column_group::<T, BLOCK, G>(rows, weights, outs, len, (then, zero_sign_free));
+        sum_column_group::<T, BLOCK, G>(rows, weights, outs, len, move |s| T::float(s.to_f32() + bias));
     } else {
         let then = move |s: T| T::float(s.to_f32() / divisor + bias);
-        sum_column_group::<T, BLOCK, G>(rows, weights, outs, len, (then, zero_sign_free));
+        sum_column_group::<T, BLOCK, G>(rows, weights, outs, len, then);
     }
 }
 

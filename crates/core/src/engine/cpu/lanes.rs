@@ -3,7 +3,7 @@
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 //!
-//! One job at some length (about 715 lines, 145 of them tests): the lanes and the loops that
+//! One job at some length (about 690 lines, 150 of them tests): the lanes and the loops that
 //! sum in them, kept beside each other because each loop is written for what a lane can do.
 
 use super::rows::EdgeMap;
@@ -204,6 +204,9 @@ pub(super) type LaneRow<'a, T> = (&'a [T], &'a [(usize, T)]);
 /// and the finish makes either zero the same output (adding a bias other than -0, or rounding
 /// to a sample), so the callers ask for these starts only where it does (see
 /// `bands::BandPlan::zero_sign_free`). NaNs stay NaNs (their payloads are not specified).
+/// The column group ([`sum_column_group`]) always starts from +0: its loops are unrolled for
+/// each mask height, and a start there doubled the release build of this crate (3.6 to 6.6
+/// minutes on two cores) while the float32 Sobel it was for ran no faster.
 const FROM_ZERO: u8 = 0;
 /// See [`FROM_ZERO`].
 const FROM_FIRST: u8 = 1;
@@ -240,26 +243,13 @@ pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
     out: &mut [T],
     (then, zero_sign_free): (impl Fn(T) -> T + Copy, bool),
 ) {
-    match if zero_sign_free { start_of(rows) } else { FROM_ZERO } {
-        FROM_FIRST => sum_blocked_from::<T, BLOCK, FROM_FIRST>(rows, out, then),
-        FROM_SECOND => sum_blocked_from::<T, BLOCK, FROM_SECOND>(rows, out, then),
-        _ => sum_blocked_from::<T, BLOCK, FROM_ZERO>(rows, out, then),
-    }
-}
-
-/// [`sum_blocked_then`] with its blocks' sums starting as `START` says.
-#[inline(always)]
-fn sum_blocked_from<T: Lane, const BLOCK: usize, const START: u8>(
-    rows: &[LaneRow<T>],
-    out: &mut [T],
-    then: impl Fn(T) -> T + Copy,
-) {
-    let blocked = sum_blocks::<T, BLOCK, START>(rows, out, 0, then);
-    let mut start = sum_blocks::<T, 16, START>(rows, out, blocked, then);
+    let from = if zero_sign_free { start_of(rows) } else { FROM_ZERO };
+    let blocked = sum_blocks::<T, BLOCK>(rows, out, (0, from), then);
+    let mut start = sum_blocks::<T, 16>(rows, out, (blocked, from), then);
     if start < out.len() && out.len() >= 16 {
         // The last few outputs as the block of 16 that ends with them, some made again: one
         // block's work rather than a sum at a time.
-        start = sum_blocks::<T, 16, START>(rows, out, out.len() - 16, then);
+        start = sum_blocks::<T, 16>(rows, out, (out.len() - 16, from), then);
     }
     for (e, slot) in out.iter_mut().enumerate().skip(start) {
         let mut acc = T::default();
@@ -272,36 +262,36 @@ fn sum_blocked_from<T: Lane, const BLOCK: usize, const START: u8>(
     }
 }
 
-/// The whole blocks of `BLOCK` outputs from `start` on, their sums starting as `START` says;
-/// returns where they end.
+/// The whole blocks of `BLOCK` outputs from `start` on, their sums starting as `from` says;
+/// returns where they end. `from` is a value rather than a constant parameter, so that this
+/// loop is compiled once, not once for each start in every band function that inlines it.
 #[inline(always)]
-fn sum_blocks<T: Lane, const BLOCK: usize, const START: u8>(
+fn sum_blocks<T: Lane, const BLOCK: usize>(
     rows: &[LaneRow<T>],
     out: &mut [T],
-    mut start: usize,
+    (mut start, from): (usize, u8),
     then: impl Fn(T) -> T + Copy,
 ) -> usize {
+    // Where row 0's sums start, the taps added before (`head`) and after (`tail`) the rest.
+    let (first, head, tail) = match rows.first() {
+        Some((_, taps)) if from == FROM_FIRST => (Some(taps[0].0), &taps[..0], &taps[1..]),
+        Some((_, taps)) if from == FROM_SECOND => (Some(taps[1].0), &taps[..1], &taps[2..]),
+        Some((_, taps)) => (None, &taps[..0], *taps),
+        None => (None, &[][..], &[][..]),
+    };
     while start + BLOCK <= out.len() {
-        let mut acc = [T::default(); BLOCK];
+        let block = |row: &[T], offset: usize| -> [T; BLOCK] {
+            let at = start + offset;
+            row[at..at + BLOCK].try_into().expect("a block")
+        };
+        let mut acc = first.map_or([T::default(); BLOCK], |offset| block(rows[0].0, offset));
         for (r, (row, taps)) in rows.iter().enumerate() {
-            let block = |offset: usize| -> &[T; BLOCK] {
-                let at = start + offset;
-                row[at..at + BLOCK].try_into().expect("a block")
-            };
-            let taps = match START {
-                FROM_FIRST if r == 0 => {
-                    acc = *block(taps[0].0);
-                    &taps[1..]
-                }
-                FROM_SECOND if r == 0 => {
-                    acc = *block(taps[1].0);
-                    add_products(&mut acc, taps[0].1, block(taps[0].0));
-                    &taps[2..]
-                }
-                _ => taps,
-            };
+            let (head, taps) = if r == 0 { (head, tail) } else { (&[][..], *taps) };
+            for &(offset, weight) in head {
+                add_products(&mut acc, weight, &block(row, offset));
+            }
             for &(offset, weight) in taps {
-                add_products(&mut acc, weight, block(offset));
+                add_products(&mut acc, weight, &block(row, offset));
             }
         }
         for (slot, a) in out[start..start + BLOCK].iter_mut().zip(acc) {
@@ -324,38 +314,20 @@ fn add_products<T: Lane, const BLOCK: usize>(acc: &mut [T; BLOCK], weight: T, va
 /// `k` in order (a row that is `None` lies outside the plane and adds nothing), so each
 /// output's arithmetic is [`sum_blocked`]'s; but each source row is loaded once a block for
 /// every output that reads it, not once an output. `outs` holds the `G` output rows, `len`
-/// samples each; `then` is taken on each sum before it is stored (as in [`sum_blocked_then`]);
-/// `zero_sign_free` as in [`sum_blocked`] (a first weight of 1 only, its rows all inside).
+/// samples each; `then` is taken on each sum before it is stored (as in [`sum_blocked_then`]).
 #[inline(always)]
 pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
     outs: &mut [&mut [T]; G],
     len: usize,
-    (then, zero_sign_free): (impl Fn(T) -> T + Copy, bool),
-) {
-    let from_first = zero_sign_free && weights[0].is_one() && rows[..G].iter().all(Option::is_some);
-    if from_first {
-        column_group_from::<T, BLOCK, G, FROM_FIRST>(rows, weights, outs, len, then);
-    } else {
-        column_group_from::<T, BLOCK, G, FROM_ZERO>(rows, weights, outs, len, then);
-    }
-}
-
-/// [`sum_column_group`] with its blocks' sums starting as `START` says.
-#[inline(always)]
-fn column_group_from<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
-    rows: &[Option<&[T]>],
-    weights: &[T],
-    outs: &mut [&mut [T]; G],
-    len: usize,
     then: impl Fn(T) -> T + Copy,
 ) {
-    let blocked = column_blocks::<T, BLOCK, G, START>(rows, weights, outs, len, (0, then));
-    let mut start = column_blocks::<T, 16, G, START>(rows, weights, outs, len, (blocked, then));
+    let blocked = column_blocks::<T, BLOCK, G>(rows, weights, outs, len, (0, then));
+    let mut start = column_blocks::<T, 16, G>(rows, weights, outs, len, (blocked, then));
     if start < len && len >= 16 {
         // As in `sum_blocked_then`: the last outputs as one block, some made again.
-        start = column_blocks::<T, 16, G, START>(rows, weights, outs, len, (len - 16, then));
+        start = column_blocks::<T, 16, G>(rows, weights, outs, len, (len - 16, then));
     }
     for e in start..len {
         for (g, out) in outs.iter_mut().enumerate() {
@@ -375,7 +347,7 @@ fn column_group_from<T: Lane, const BLOCK: usize, const G: usize, const START: u
 /// whole and which output reads which source row is known when compiling: in the loop for any
 /// height those checks cost as much as a short mask's multiply-adds.
 #[inline(always)]
-fn column_blocks<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
+fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     weights: &[T],
     outs: &mut [&mut [T]; G],
@@ -384,21 +356,20 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
 ) -> usize {
     let at = (len, start);
     match weights.len() {
-        3 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 3), then),
-        5 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 5), then),
-        7 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 7), then),
-        9 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 9), then),
-        11 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 11), then),
-        13 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 13), then),
-        15 => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, 15), then),
-        height => column_blocks_high::<T, BLOCK, G, START>(rows, outs, at, (weights, height), then),
+        3 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 3), then),
+        5 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 5), then),
+        7 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 7), then),
+        9 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 9), then),
+        11 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 11), then),
+        13 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 13), then),
+        15 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 15), then),
+        height => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, height), then),
     }
 }
 
-/// [`column_blocks`] for a mask `height` rows high. With [`FROM_FIRST`], output `g`'s sum
-/// starts as source row `g`'s values (mask row 0, weight 1).
+/// [`column_blocks`] for a mask `height` rows high.
 #[inline(always)]
-fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize, const START: u8>(
+fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
     outs: &mut [&mut [T]; G],
     (len, mut start): (usize, usize),
@@ -415,10 +386,11 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize, const START: 
             let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
             for (g, acc) in acc.iter_mut().enumerate() {
                 // Output g reads source row j with mask row j - g.
-                if START == FROM_FIRST && j == g {
-                    *acc = *values;
-                } else if j >= g && j - g < height {
-                    add_products(acc, weights[j - g], values);
+                if j >= g && j - g < height {
+                    let weight = weights[j - g];
+                    for (a, v) in acc.iter_mut().zip(values) {
+                        *a = a.add_product(weight, *v);
+                    }
                 }
             }
         }
@@ -704,7 +676,7 @@ mod tests {
             let mut group = vec![f32::NAN; 4 * len];
             {
                 let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
-                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, (|sum| sum, false));
+                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, |sum| sum);
             }
             for g in 0..4 {
                 let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
@@ -714,23 +686,6 @@ mod tests {
                 let mut out = vec![f32::NAN; len];
                 sum_blocked::<f32, 128>(&one, &mut out, false);
                 assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "row {g}, len {len}");
-            }
-            // A first weight of 1, every row inside: each sum starts from its first row's
-            // values, and is the same value (a zero's sign set aside).
-            let mut weights = weights;
-            weights[0] = 1.0;
-            let rows: Vec<Option<&[f32]>> = data.iter().map(|r| Some(&r[..])).collect();
-            let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
-            sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, (|sum| sum, true));
-            for (g, sums) in outs.iter().enumerate() {
-                let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
-                let one: Vec<LaneRow<f32>> = (0..height).map(|k| (&data[g + k][..], &taps[k][..])).collect();
-                let zero_set_aside = |values: &[f32]| values.iter().map(|v| (v + 0.0).to_bits()).collect::<Vec<u32>>();
-                assert_eq!(
-                    zero_set_aside(sums),
-                    zero_set_aside(&reference(&one, len)),
-                    "from row {g}'s values, len {len}"
-                );
             }
         }
     }
