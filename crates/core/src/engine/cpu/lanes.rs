@@ -5,6 +5,11 @@
 //!
 //! One job at some length (about 690 lines, 150 of them tests): the lanes and the loops that
 //! sum in them, kept beside each other because each loop is written for what a lane can do.
+//!
+//! Every loop here is inlined into each band function (one per lane type, vector width and
+//! finish), so a constant parameter added to one multiplies what the compiler makes. The sums'
+//! start is such a constant in the row loop of f32 lanes alone (about 30 s of this crate's
+//! 4-minute release build on two cores); given to every loop of every lane, it took 13 minutes.
 
 use super::rows::EdgeMap;
 use super::view::{PlaneView, ViewSamples};
@@ -36,6 +41,10 @@ pub(super) trait Lane: Copy + Default + Send + Sync + 'static {
     fn tap(weight: f32) -> Self;
     /// `self + weight * value`: exact in integers, one fused multiply-add in f32.
     fn add_product(self, weight: Self, value: Self) -> Self;
+    /// Whether sums in this lane may start from a tap's value ([`FROM_FIRST`], [`FROM_SECOND`]):
+    /// for f32 only, where the multiply-add saved is the costly part. An integer lane's sum
+    /// starts from 0 always, which keeps two more copies of its loops out of the build.
+    const STARTS_FROM_A_TAP: bool;
     /// Whether this weight is 1, whose product is the value itself.
     fn is_one(self) -> bool;
     /// Whether this weight is -1, whose product is the value negated, exactly.
@@ -76,6 +85,7 @@ macro_rules! with_thread_buffers {
 macro_rules! integer_lane {
     ($lane:ty) => {
         impl Lane for $lane {
+            const STARTS_FROM_A_TAP: bool = false;
             #[inline(always)]
             fn sample(value: u16) -> $lane {
                 value as $lane
@@ -130,6 +140,7 @@ integer_lane!(u16);
 integer_lane!(i32);
 
 impl Lane for f32 {
+    const STARTS_FROM_A_TAP: bool = true;
     #[inline(always)]
     fn sample(value: u16) -> f32 {
         f32::from(value)
@@ -243,13 +254,30 @@ pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
     out: &mut [T],
     (then, zero_sign_free): (impl Fn(T) -> T + Copy, bool),
 ) {
-    let from = if zero_sign_free { start_of(rows) } else { FROM_ZERO };
-    let blocked = sum_blocks::<T, BLOCK>(rows, out, (0, from), then);
-    let mut start = sum_blocks::<T, 16>(rows, out, (blocked, from), then);
+    // A constant condition: for a lane without starts the other loops are never compiled.
+    if !T::STARTS_FROM_A_TAP {
+        return sum_blocked_from::<T, BLOCK, FROM_ZERO>(rows, out, then);
+    }
+    match if zero_sign_free { start_of(rows) } else { FROM_ZERO } {
+        FROM_FIRST => sum_blocked_from::<T, BLOCK, FROM_FIRST>(rows, out, then),
+        FROM_SECOND => sum_blocked_from::<T, BLOCK, FROM_SECOND>(rows, out, then),
+        _ => sum_blocked_from::<T, BLOCK, FROM_ZERO>(rows, out, then),
+    }
+}
+
+/// [`sum_blocked_then`] with its blocks' sums starting as `START` says.
+#[inline(always)]
+fn sum_blocked_from<T: Lane, const BLOCK: usize, const START: u8>(
+    rows: &[LaneRow<T>],
+    out: &mut [T],
+    then: impl Fn(T) -> T + Copy,
+) {
+    let blocked = sum_blocks::<T, BLOCK, START>(rows, out, 0, then);
+    let mut start = sum_blocks::<T, 16, START>(rows, out, blocked, then);
     if start < out.len() && out.len() >= 16 {
         // The last few outputs as the block of 16 that ends with them, some made again: one
         // block's work rather than a sum at a time.
-        start = sum_blocks::<T, 16>(rows, out, (out.len() - 16, from), then);
+        start = sum_blocks::<T, 16, START>(rows, out, out.len() - 16, then);
     }
     for (e, slot) in out.iter_mut().enumerate().skip(start) {
         let mut acc = T::default();
@@ -262,36 +290,36 @@ pub(super) fn sum_blocked_then<T: Lane, const BLOCK: usize>(
     }
 }
 
-/// The whole blocks of `BLOCK` outputs from `start` on, their sums starting as `from` says;
-/// returns where they end. `from` is a value rather than a constant parameter, so that this
-/// loop is compiled once, not once for each start in every band function that inlines it.
+/// The whole blocks of `BLOCK` outputs from `start` on, their sums starting as `START` says;
+/// returns where they end.
 #[inline(always)]
-fn sum_blocks<T: Lane, const BLOCK: usize>(
+fn sum_blocks<T: Lane, const BLOCK: usize, const START: u8>(
     rows: &[LaneRow<T>],
     out: &mut [T],
-    (mut start, from): (usize, u8),
+    mut start: usize,
     then: impl Fn(T) -> T + Copy,
 ) -> usize {
-    // Where row 0's sums start, the taps added before (`head`) and after (`tail`) the rest.
-    let (first, head, tail) = match rows.first() {
-        Some((_, taps)) if from == FROM_FIRST => (Some(taps[0].0), &taps[..0], &taps[1..]),
-        Some((_, taps)) if from == FROM_SECOND => (Some(taps[1].0), &taps[..1], &taps[2..]),
-        Some((_, taps)) => (None, &taps[..0], *taps),
-        None => (None, &[][..], &[][..]),
-    };
     while start + BLOCK <= out.len() {
-        let block = |row: &[T], offset: usize| -> [T; BLOCK] {
-            let at = start + offset;
-            row[at..at + BLOCK].try_into().expect("a block")
-        };
-        let mut acc = first.map_or([T::default(); BLOCK], |offset| block(rows[0].0, offset));
+        let mut acc = [T::default(); BLOCK];
         for (r, (row, taps)) in rows.iter().enumerate() {
-            let (head, taps) = if r == 0 { (head, tail) } else { (&[][..], *taps) };
-            for &(offset, weight) in head {
-                add_products(&mut acc, weight, &block(row, offset));
-            }
+            let block = |offset: usize| -> &[T; BLOCK] {
+                let at = start + offset;
+                row[at..at + BLOCK].try_into().expect("a block")
+            };
+            let taps = match START {
+                FROM_FIRST if r == 0 => {
+                    acc = *block(taps[0].0);
+                    &taps[1..]
+                }
+                FROM_SECOND if r == 0 => {
+                    acc = *block(taps[1].0);
+                    add_products(&mut acc, taps[0].1, block(taps[0].0));
+                    &taps[2..]
+                }
+                _ => taps,
+            };
             for &(offset, weight) in taps {
-                add_products(&mut acc, weight, &block(row, offset));
+                add_products(&mut acc, weight, block(offset));
             }
         }
         for (slot, a) in out[start..start + BLOCK].iter_mut().zip(acc) {
