@@ -3,7 +3,7 @@
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 //!
-//! One job at some length (about 690 lines, 150 of them tests): the lanes and the loops that
+//! One job at some length (about 720 lines, 150 of them tests): the lanes and the loops that
 //! sum in them, kept beside each other because each loop is written for what a lane can do.
 //!
 //! Every loop here is inlined into each band function (one per lane type, vector width and
