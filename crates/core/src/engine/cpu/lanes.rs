@@ -415,10 +415,7 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
             for (g, acc) in acc.iter_mut().enumerate() {
                 // Output g reads source row j with mask row j - g.
                 if j >= g && j - g < height {
-                    let weight = weights[j - g];
-                    for (a, v) in acc.iter_mut().zip(values) {
-                        *a = a.add_product(weight, *v);
-                    }
+                    add_products(acc, weights[j - g], values);
                 }
             }
         }
