@@ -3,7 +3,7 @@
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 //!
-//! One job at some length (about 720 lines, 150 of them tests): the lanes and the loops that
+//! One job at some length (about 770 lines, 150 of them tests): the lanes and the loops that
 //! sum in them, kept beside each other because each loop is written for what a lane can do.
 //!
 //! Every loop here is inlined into each band function (one per lane type, vector width and
@@ -371,9 +371,12 @@ pub(super) fn sum_column_group<T: Lane, const BLOCK: usize, const G: usize>(
 }
 
 /// The whole blocks of `BLOCK` outputs of [`sum_column_group`] from `start` on; returns where
-/// they end. Odd mask heights up to 15 are passed on as constants, so that their loops unroll
-/// whole and which output reads which source row is known when compiling: in the loop for any
-/// height those checks cost as much as a short mask's multiply-adds.
+/// they end. The odd heights of short masks (see [`SHORT_MASK`]) are passed on as constants,
+/// so that their loops unroll and which output reads which source row is known when
+/// compiling: in the loop for any height those checks cost as much as a short mask's
+/// multiply-adds. A taller mask's loops make no such checks. Its heights as constants too
+/// (9 to 15) unrolled them whole: the 13-row Gaussians of `vs_opencv.py` took 7% less time
+/// than they do now, but this crate's release build took 9 minutes rather than 3.
 #[inline(always)]
 fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
@@ -387,15 +390,18 @@ fn column_blocks<T: Lane, const BLOCK: usize, const G: usize>(
         3 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 3), then),
         5 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 5), then),
         7 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 7), then),
-        9 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 9), then),
-        11 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 11), then),
-        13 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 13), then),
-        15 => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, 15), then),
         height => column_blocks_high::<T, BLOCK, G>(rows, outs, at, (weights, height), then),
     }
 }
 
-/// [`column_blocks`] for a mask `height` rows high.
+/// [`column_blocks`] for a mask `height` rows high. Each source row of a block is loaded once
+/// and added to every output that reads it (output `g` reads row `j` with mask row `j - g`).
+/// A short mask's rows are taken in one loop, which the compiler unrolls whole. A taller
+/// mask's (more than [`SHORT_MASK`] rows) was not unrolled, and the choice of outputs left in
+/// that loop made it split its vectors and branch at every row; its rows are taken in three
+/// loops instead: the first and last `G - 1` rows, each to the outputs that read it, and the
+/// rows between them to all `G`, with no choice. (Loading each row again for each output, with
+/// no choice at all, made most 720p rows of `vs_opencv.py` 5-45% slower.)
 #[inline(always)]
 fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
     rows: &[Option<&[T]>],
@@ -407,15 +413,48 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
     let (rows, weights) = (&rows[..G + height - 1], &weights[..height]);
     while start + BLOCK <= len {
         let mut acc = [[T::default(); BLOCK]; G];
-        for (j, row) in rows.iter().enumerate() {
-            let Some(row) = row else {
-                continue;
+        if height <= SHORT_MASK {
+            for (j, row) in rows.iter().enumerate() {
+                let Some(row) = row else {
+                    continue;
+                };
+                let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
+                add_to_outputs_reading(&mut acc, (values, j), (weights, height));
+            }
+        } else {
+            let block = |j: usize| -> Option<&[T; BLOCK]> {
+                rows[j].map(|row| row[start..start + BLOCK].try_into().expect("a block"))
             };
-            let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
-            for (g, acc) in acc.iter_mut().enumerate() {
-                // Output g reads source row j with mask row j - g.
-                if j >= g && j - g < height {
-                    add_products(acc, weights[j - g], values);
+            // The first `G - 1` rows: row `j` is read by outputs `0..=j` (the mask is taller
+            // than `G`, so each reaches it).
+            for j in 0..G - 1 {
+                if let Some(values) = block(j) {
+                    for (g, acc) in acc.iter_mut().enumerate() {
+                        if g <= j {
+                            add_products(acc, weights[j - g], values);
+                        }
+                    }
+                }
+            }
+            // Rows `G - 1..height`, read by every output `g` with mask row `j - g`: the `G`
+            // weights up to `j`'s, last first, taken as a window that needs no index checks.
+            for (row, window) in rows[G - 1..height].iter().zip(weights.windows(G)) {
+                let Some(row) = row else {
+                    continue;
+                };
+                let values: &[T; BLOCK] = row[start..start + BLOCK].try_into().expect("a block");
+                for (acc, weight) in acc.iter_mut().zip(window.iter().rev()) {
+                    add_products(acc, *weight, values);
+                }
+            }
+            // The last `G - 1` rows: row `height + i` is read by outputs `i + 1..G`.
+            for i in 0..G - 1 {
+                if let Some(values) = block(height + i) {
+                    for (g, acc) in acc.iter_mut().enumerate() {
+                        if g > i {
+                            add_products(acc, weights[height + i - g], values);
+                        }
+                    }
                 }
             }
         }
@@ -427,6 +466,26 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
         start += BLOCK;
     }
     start
+}
+
+/// The tallest mask whose column group is taken in one loop over its rows (see
+/// [`column_blocks_high`]): at least `G - 1`, which a taller mask's loops take for granted.
+const SHORT_MASK: usize = 7;
+
+/// Source row `j`'s `values` added to the outputs of [`column_blocks_high`] that read it.
+/// (A function, not a closure: a closure is compiled on its own, without the CPU features of
+/// the band function it is called from.)
+#[inline(always)]
+fn add_to_outputs_reading<T: Lane, const BLOCK: usize, const G: usize>(
+    acc: &mut [[T; BLOCK]; G],
+    (values, j): (&[T; BLOCK], usize),
+    (weights, height): (&[T], usize),
+) {
+    for (g, acc) in acc.iter_mut().enumerate() {
+        if j >= g && j - g < height {
+            add_products(acc, weights[j - g], values);
+        }
+    }
 }
 
 /// The first `G` rows of `len` values of `buffer`, to be written side by side.
@@ -689,6 +748,7 @@ mod tests {
             (97, 11),
             (300, 15),
             (40, 2),
+            (70, 21),
         ] {
             let data: Vec<Vec<f32>> = (0..height + 3).map(|_| (0..len).map(|_| next()).collect()).collect();
             let weights: Vec<f32> = (0..height).map(|_| next() / 100.0).collect();
