@@ -4,7 +4,8 @@
 Usage: python3 heights.py BASE_DIR NEW_DIR
 """
 import sys, statistics, time, numpy as np
-sys.path.insert(0, ".")
+import os
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pair import load
 base, new = load(sys.argv[1], "cs_b"), load(sys.argv[2], "cs_n")
 rng = np.random.default_rng(1)
