@@ -3,7 +3,7 @@
 //! registers while every tap passes over them, in the taps' order), source rows converted
 //! into lanes with their borders ([`pad_row`]), and each thread's band buffers.
 //!
-//! One job at some length (about 770 lines, 150 of them tests): the lanes and the loops that
+//! One job at some length (about 785 lines, 170 of them tests): the lanes and the loops that
 //! sum in them, kept beside each other because each loop is written for what a lane can do.
 //!
 //! Every loop here is inlined into each band function (one per lane type, vector width and
@@ -752,25 +752,33 @@ mod tests {
         ] {
             let data: Vec<Vec<f32>> = (0..height + 3).map(|_| (0..len).map(|_| next()).collect()).collect();
             let weights: Vec<f32> = (0..height).map(|_| next() / 100.0).collect();
-            // The second source row lies outside the plane (a constant border): it adds nothing.
-            let rows: Vec<Option<&[f32]>> = data
-                .iter()
-                .enumerate()
-                .map(|(j, r)| (j != 1).then_some(&r[..]))
-                .collect();
-            let mut group = vec![f32::NAN; 4 * len];
-            {
-                let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
-                sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, |sum| sum);
-            }
-            for g in 0..4 {
-                let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
-                let one: Vec<LaneRow<f32>> = (0..height)
-                    .filter_map(|k| rows[g + k].map(|row| (row, &taps[k][..])))
+            // Source rows outside the plane (a constant border's) add nothing: none, the
+            // second, the top rows of a group at the plane's top edge, the bottom ones at its
+            // bottom edge (in a tall mask's first, middle and last loops).
+            let top = height / 2 + 1;
+            let outside: [&dyn Fn(usize) -> bool; 4] =
+                [&|_| false, &|j| j == 1, &|j| j < top, &|j| j + top > height + 2];
+            for (pattern, outside) in outside.iter().enumerate() {
+                let rows: Vec<Option<&[f32]>> = data
+                    .iter()
+                    .enumerate()
+                    .map(|(j, r)| (!outside(j)).then_some(&r[..]))
                     .collect();
-                let mut out = vec![f32::NAN; len];
-                sum_blocked::<f32, 128>(&one, &mut out, false);
-                assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "row {g}, len {len}");
+                let mut group = vec![f32::NAN; 4 * len];
+                {
+                    let mut outs: [&mut [f32]; 4] = split_rows(&mut group, len);
+                    sum_column_group::<f32, 64, 4>(&rows, &weights, &mut outs, len, |sum| sum);
+                }
+                for g in 0..4 {
+                    let taps: Vec<Vec<(usize, f32)>> = weights.iter().map(|w| vec![(0, *w)]).collect();
+                    let one: Vec<LaneRow<f32>> = (0..height)
+                        .filter_map(|k| rows[g + k].map(|row| (row, &taps[k][..])))
+                        .collect();
+                    let mut out = vec![f32::NAN; len];
+                    sum_blocked::<f32, 128>(&one, &mut out, false);
+                    let which = format!("row {g}, len {len}, height {height}, outside rows {pattern}");
+                    assert_eq!(bits(&group[g * len..(g + 1) * len]), bits(&out), "{which}");
+                }
             }
         }
     }
