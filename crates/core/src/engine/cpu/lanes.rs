@@ -422,6 +422,7 @@ fn column_blocks_high<T: Lane, const BLOCK: usize, const G: usize>(
                 add_to_outputs_reading(&mut acc, (values, j), (weights, height));
             }
         } else {
+            // A closure that only slices: it needs none of the band function's CPU features.
             let block = |j: usize| -> Option<&[T; BLOCK]> {
                 rows[j].map(|row| row[start..start + BLOCK].try_into().expect("a block"))
             };
